@@ -1,0 +1,50 @@
+//! The shape every aggregate has: a pure `decide` that turns a command into events or a rejection,
+//! and a pure `evolve` that folds an event into the state. Neither does IO: facts that need IO are
+//! looked up by the worker beforehand and passed in with the command.
+
+use crate::validate::FieldError;
+use events::EventPayload;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+pub trait Aggregate: Sized + Clone {
+    type Command;
+    type Event: EventPayload;
+
+    fn decide(state: Option<&Self>, command: &Self::Command) -> Result<Vec<Self::Event>, Rejection>;
+
+    /// Folds one event into the state; `at` is when the event was recorded.
+    fn evolve(state: Option<Self>, event: &Self::Event, at: OffsetDateTime) -> Option<Self>;
+
+    fn fold<'a>(events: impl IntoIterator<Item = (&'a Self::Event, OffsetDateTime)>) -> Option<Self>
+    where
+        Self::Event: 'a,
+    {
+        events.into_iter().fold(None, |state, (event, at)| Self::evolve(state, event, at))
+    }
+}
+
+/// Why a command was refused. A rejection writes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Rejection {
+    /// The command's data breaks a field rule.
+    #[error("invalid request: {} field error(s)", errors.len())]
+    Invalid { errors: Vec<FieldError> },
+    /// The target, or something it references, does not exist for this organization.
+    #[error("{resource} not found")]
+    NotFound { resource: String },
+    /// The command does not fit the current state.
+    #[error("{code}: {message}")]
+    Conflict { code: String, message: String },
+}
+
+impl Rejection {
+    pub fn not_found(resource: &str) -> Self {
+        Self::NotFound { resource: resource.to_owned() }
+    }
+
+    pub fn conflict(code: &str, message: impl Into<String>) -> Self {
+        Self::Conflict { code: code.to_owned(), message: message.into() }
+    }
+}

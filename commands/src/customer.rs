@@ -1,0 +1,305 @@
+//! The customer aggregate: what a valid customer is, and how creating and replacing one decide.
+
+use crate::aggregate::{Aggregate, Rejection};
+use crate::validate::{FieldError, ObjectReader};
+use events::catalogue::{CustomerEvent, CustomerFields};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+pub const TAX_ID_TYPES: &[&str] = &["CUIL/CUIT", "DNI"];
+pub const TAX_CATEGORIES: &[&str] =
+    &["Responsable Inscripto", "Consumidor Final", "Monotributista", "Exento", "IVA no alcanzado"];
+pub const PERSON_TYPES: &[&str] = &["FISICA", "JURIDICA"];
+
+/// ISO 3166-2:AR province letters and names.
+pub const PROVINCES: &[(&str, &str)] = &[
+    ("A", "Salta"),
+    ("B", "Buenos Aires"),
+    ("C", "Ciudad Autónoma de Buenos Aires"),
+    ("D", "San Luis"),
+    ("E", "Entre Ríos"),
+    ("F", "La Rioja"),
+    ("G", "Santiago del Estero"),
+    ("H", "Chaco"),
+    ("J", "San Juan"),
+    ("K", "Catamarca"),
+    ("L", "La Pampa"),
+    ("M", "Mendoza"),
+    ("N", "Misiones"),
+    ("P", "Formosa"),
+    ("Q", "Neuquén"),
+    ("R", "Río Negro"),
+    ("S", "Santa Fe"),
+    ("T", "Tucumán"),
+    ("U", "Chubut"),
+    ("V", "Tierra del Fuego"),
+    ("W", "Corrientes"),
+    ("X", "Córdoba"),
+    ("Y", "Jujuy"),
+    ("Z", "Santa Cruz"),
+];
+
+pub fn province_name(code: &str) -> Option<&'static str> {
+    PROVINCES.iter().find(|(c, _)| *c == code).map(|(_, name)| *name)
+}
+
+/// Whether an 11-digit CUIT/CUIL has a valid prefix and check digit.
+pub fn is_valid_cuit(digits: &str) -> bool {
+    const WEIGHTS: [u32; 10] = [5, 4, 3, 2, 7, 6, 5, 4, 3, 2];
+    const PREFIXES: [&str; 7] = ["20", "23", "24", "27", "30", "33", "34"];
+    if digits.len() != 11 || !digits.bytes().all(|b| b.is_ascii_digit()) || !PREFIXES.contains(&&digits[..2]) {
+        return false;
+    }
+    let d: Vec<u32> = digits.bytes().map(|b| u32::from(b - b'0')).collect();
+    let sum: u32 = WEIGHTS.iter().zip(&d).map(|(w, x)| w * x).sum();
+    let check = match 11 - sum % 11 {
+        11 => 0,
+        10 => return false,
+        n => n,
+    };
+    check == d[10]
+}
+
+/// Whether an address looks like a deliverable e-mail address (one `@`, a dotted domain, no spaces).
+pub fn is_valid_email(text: &str) -> bool {
+    let Some((local, domain)) = text.split_once('@') else { return false };
+    !local.is_empty()
+        && !domain.contains('@')
+        && !text.chars().any(char::is_whitespace)
+        && domain.split('.').count() >= 2
+        && domain.split('.').all(|label| !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-'))
+}
+
+/// Parses and validates a customer write body (create and replace share it), reporting every
+/// offending field by its camelCase name.
+pub fn parse_fields(body: &Value) -> Result<CustomerFields, Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    let name = r.required_str("name", 1, 70);
+    let email = r.optional_str("email", 100);
+    if let Some(email) = &email
+        && !is_valid_email(email)
+    {
+        r.reject("email", "invalid_format", "must be an e-mail address");
+    }
+    let phone = r.optional_str("phone", 13);
+    let tax_id = r.optional_str("taxId", 11);
+    let tax_id_type = r.optional_enum("taxIdType", TAX_ID_TYPES);
+    if let Some(tax_id) = &tax_id {
+        if !tax_id.bytes().all(|b| b.is_ascii_digit()) {
+            r.reject("taxId", "invalid_format", "must contain digits only, without dashes");
+        } else if tax_id.len() < 7 {
+            r.reject("taxId", "too_short", "must be 7 to 11 digits");
+        } else {
+            match tax_id_type.as_deref() {
+                Some("CUIL/CUIT") if !is_valid_cuit(tax_id) => {
+                    r.reject("taxId", "invalid_check_digit", "is not a valid CUIT/CUIL (11 digits, valid check digit)")
+                }
+                Some("DNI") if tax_id.len() > 8 => r.reject("taxId", "invalid_format", "a DNI has 7 or 8 digits"),
+                _ => {}
+            }
+        }
+    }
+    let tax_category = r.optional_enum("taxCategory", TAX_CATEGORIES);
+    let person_type = r.optional_enum("personType", PERSON_TYPES);
+    let country = r.optional_str("country", 50);
+    let province = r.optional_str("province", 2).map(|p| p.to_ascii_uppercase());
+    if let Some(code) = &province
+        && province_name(code).is_none()
+    {
+        r.reject("province", "invalid_value", "must be a province code (ISO 3166-2:AR letter, for example B)");
+    }
+    let city = r.optional_str("city", 100);
+    let address = r.optional_str("address", 70);
+    let apartment = r.optional_str("apartment", 10);
+    let postal_code = r.optional_str("postalCode", 8);
+    r.finish(CustomerFields {
+        name,
+        email,
+        phone,
+        tax_id,
+        tax_id_type,
+        tax_category,
+        person_type,
+        country,
+        province,
+        city,
+        address,
+        apartment,
+        postal_code,
+    })
+}
+
+/// The state of one customer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Customer {
+    pub id: Uuid,
+    pub fields: CustomerFields,
+    pub is_active: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CustomerCommand {
+    CreateCustomer { id: Uuid, fields: CustomerFields },
+    ReplaceCustomer { id: Uuid, fields: CustomerFields },
+}
+
+impl CustomerCommand {
+    pub fn customer_id(&self) -> Uuid {
+        match self {
+            Self::CreateCustomer { id, .. } | Self::ReplaceCustomer { id, .. } => *id,
+        }
+    }
+}
+
+impl Aggregate for Customer {
+    type Command = CustomerCommand;
+    type Event = CustomerEvent;
+
+    fn decide(state: Option<&Self>, command: &CustomerCommand) -> Result<Vec<CustomerEvent>, Rejection> {
+        match (state, command) {
+            (None, CustomerCommand::CreateCustomer { fields, .. }) => {
+                Ok(vec![CustomerEvent::CustomerCreated(fields.clone())])
+            }
+            (Some(_), CustomerCommand::CreateCustomer { .. }) => {
+                Err(Rejection::conflict("ALREADY_EXISTS", "the customer already exists"))
+            }
+            (None, CustomerCommand::ReplaceCustomer { .. }) => Err(Rejection::not_found("customer")),
+            // Replacing with the same representation records nothing.
+            (Some(current), CustomerCommand::ReplaceCustomer { fields, .. }) if current.fields == *fields => Ok(vec![]),
+            (Some(_), CustomerCommand::ReplaceCustomer { fields, .. }) => {
+                Ok(vec![CustomerEvent::CustomerReplaced(fields.clone())])
+            }
+        }
+    }
+
+    fn evolve(state: Option<Self>, event: &CustomerEvent, at: OffsetDateTime) -> Option<Self> {
+        match (state, event) {
+            (_, CustomerEvent::CustomerCreated(fields)) => Some(Customer {
+                // The id is filled in by the caller, which knows the stream.
+                id: Uuid::nil(),
+                fields: fields.clone(),
+                is_active: true,
+                created_at: at,
+                updated_at: at,
+            }),
+            (Some(current), CustomerEvent::CustomerReplaced(fields)) => {
+                Some(Customer { fields: fields.clone(), updated_at: at, ..current })
+            }
+            (None, CustomerEvent::CustomerReplaced(_)) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(name: &str) -> CustomerFields {
+        CustomerFields { name: name.into(), ..CustomerFields::default() }
+    }
+
+    fn created(name: &str) -> Customer {
+        let at = OffsetDateTime::UNIX_EPOCH;
+        Customer::evolve(None, &CustomerEvent::CustomerCreated(fields(name)), at).expect("created")
+    }
+
+    #[test]
+    fn given_nothing_when_created_then_customer_created() {
+        let id = Uuid::now_v7();
+        let events = Customer::decide(None, &CustomerCommand::CreateCustomer { id, fields: fields("Ana") });
+        assert_eq!(events, Ok(vec![CustomerEvent::CustomerCreated(fields("Ana"))]));
+    }
+
+    #[test]
+    fn given_nothing_when_replaced_then_not_found() {
+        let id = Uuid::now_v7();
+        let result = Customer::decide(None, &CustomerCommand::ReplaceCustomer { id, fields: fields("Ana") });
+        assert_eq!(result, Err(Rejection::not_found("customer")));
+    }
+
+    #[test]
+    fn given_customer_when_replaced_with_same_fields_then_nothing_is_recorded() {
+        let state = created("Ana");
+        let command = CustomerCommand::ReplaceCustomer { id: state.id, fields: fields("Ana") };
+        assert_eq!(Customer::decide(Some(&state), &command), Ok(vec![]));
+    }
+
+    #[test]
+    fn given_customer_when_replaced_then_replaced_and_evolved() {
+        let state = created("Ana");
+        let command = CustomerCommand::ReplaceCustomer { id: state.id, fields: fields("Bea") };
+        let events = Customer::decide(Some(&state), &command).expect("accepted");
+        assert_eq!(events, vec![CustomerEvent::CustomerReplaced(fields("Bea"))]);
+        let later = OffsetDateTime::UNIX_EPOCH + time::Duration::hours(1);
+        let next = Customer::evolve(Some(state.clone()), &events[0], later).expect("state");
+        assert_eq!(next.fields.name, "Bea");
+        assert_eq!(next.created_at, state.created_at);
+        assert_eq!(next.updated_at, later);
+    }
+
+    #[test]
+    fn cuit_check_digit() {
+        assert!(is_valid_cuit("20267565393"));
+        assert!(is_valid_cuit("20055361682"));
+        assert!(!is_valid_cuit("20267565392"));
+        assert!(!is_valid_cuit("99267565393"), "unknown prefix");
+    }
+
+    #[test]
+    fn full_body_parses_and_normalizes() {
+        let body = json!({
+            "name": "  Ana Gómez ", "email": "ana@example.com", "phone": "1144556677",
+            "taxId": "20267565393", "taxIdType": "CUIL/CUIT", "taxCategory": "Responsable Inscripto",
+            "personType": "FISICA", "country": "Argentina", "province": "b", "city": "La Plata",
+            "address": "Calle 7 1234", "apartment": "3B", "postalCode": "B1900", "unknown": 1
+        });
+        let parsed = parse_fields(&body).expect("valid");
+        assert_eq!(parsed.name, "Ana Gómez");
+        assert_eq!(parsed.province.as_deref(), Some("B"));
+    }
+
+    #[test]
+    fn every_constraint_is_reported_by_field() {
+        let body = json!({
+            "name": "x".repeat(71), "email": "not-an-email", "phone": "12345678901234",
+            "taxId": "12-345", "taxIdType": "PASSPORT", "taxCategory": "Other", "personType": "HUMAN",
+            "country": "y".repeat(51), "province": "ZZ", "address": "a".repeat(71), "apartment": "b".repeat(11),
+            "postalCode": "123456789"
+        });
+        let errors = parse_fields(&body).expect_err("invalid");
+        let mut fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        fields.sort_unstable();
+        assert_eq!(
+            fields,
+            vec![
+                "address",
+                "apartment",
+                "country",
+                "email",
+                "name",
+                "personType",
+                "phone",
+                "postalCode",
+                "province",
+                "taxCategory",
+                "taxId",
+                "taxIdType"
+            ]
+        );
+    }
+
+    #[test]
+    fn wrong_types_are_reported() {
+        let errors = parse_fields(&json!({"name": 12, "email": true})).expect_err("invalid");
+        assert!(errors.iter().all(|e| e.code == "invalid_type"), "{errors:?}");
+        assert_eq!(errors.len(), 2);
+    }
+}

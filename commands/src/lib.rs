@@ -1,0 +1,13 @@
+//! The command side: imperative commands, pure aggregates (`decide`/`evolve`), the validation of
+//! everything a command carries, the command worker that runs each command in one Postgres
+//! transaction, and the protocol the gateway uses to reach it over NATS.
+
+pub mod aggregate;
+pub mod customer;
+pub mod organization;
+pub mod protocol;
+pub mod validate;
+pub mod worker;
+
+pub use aggregate::{Aggregate, Rejection};
+pub use validate::FieldError;

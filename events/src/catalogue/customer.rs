@@ -1,0 +1,63 @@
+//! Events of the customer aggregate (stream type `customer`).
+
+use super::{DecodeError, EventPayload, parse, to_value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The stored fields of a customer, already validated by the command side.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CustomerFields {
+    pub name: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub tax_id: Option<String>,
+    pub tax_id_type: Option<String>,
+    pub tax_category: Option<String>,
+    pub person_type: Option<String>,
+    pub country: Option<String>,
+    /// ISO 3166-2:AR province letter.
+    pub province: Option<String>,
+    pub city: Option<String>,
+    pub address: Option<String>,
+    pub apartment: Option<String>,
+    pub postal_code: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CustomerEvent {
+    /// A customer was registered.
+    CustomerCreated(CustomerFields),
+    /// A customer's whole representation was replaced.
+    CustomerReplaced(CustomerFields),
+}
+
+impl EventPayload for CustomerEvent {
+    const STREAM_TYPE: &'static str = "customer";
+
+    fn event_type(&self) -> &'static str {
+        match self {
+            Self::CustomerCreated(_) => "CustomerCreated",
+            Self::CustomerReplaced(_) => "CustomerReplaced",
+        }
+    }
+
+    fn to_data(&self) -> Value {
+        match self {
+            Self::CustomerCreated(fields) | Self::CustomerReplaced(fields) => to_value(fields),
+        }
+    }
+
+    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+        if schema_version != 1 {
+            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
+        }
+        match event_type {
+            "CustomerCreated" => parse(event_type, data).map(Self::CustomerCreated),
+            "CustomerReplaced" => parse(event_type, data).map(Self::CustomerReplaced),
+            other => Err(DecodeError::UnknownType {
+                stream_type: Self::STREAM_TYPE.to_owned(),
+                event_type: other.to_owned(),
+            }),
+        }
+    }
+}

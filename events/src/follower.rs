@@ -1,0 +1,155 @@
+//! Gap-free reads of the event store in commit order, checkpoints of the followers that use them, and
+//! the leadership lock that keeps each follower single-instance per database.
+//!
+//! Transactions commit out of order, so "every position below N" is not a stable set while writers
+//! run. A follower only reads rows whose transaction id is below the xmin of the current snapshot
+//! (every such transaction has finished), ordered by `(transaction_id, position)`. A transaction
+//! still running holds the horizon back; nothing behind it can be skipped.
+
+use crate::envelope::{CommitKey, RecordedEvent};
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, PgPool, Row};
+use uuid::Uuid;
+
+pub(crate) const EVENT_COLUMNS: &str = "e.position, e.transaction_id::text::int8 as transaction_id, e.org_id, \
+     e.stream_type, e.stream_id, e.version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata, \
+     e.recorded_at";
+
+pub(crate) fn event_from_row(row: &PgRow) -> Result<RecordedEvent, sqlx::Error> {
+    Ok(RecordedEvent {
+        position: row.try_get("position")?,
+        transaction_id: row.try_get("transaction_id")?,
+        org_id: row.try_get("org_id")?,
+        stream_type: row.try_get("stream_type")?,
+        stream_id: row.try_get("stream_id")?,
+        version: row.try_get("version")?,
+        event_id: row.try_get("event_id")?,
+        event_type: row.try_get("event_type")?,
+        schema_version: row.try_get("schema_version")?,
+        data: row.try_get("data")?,
+        metadata: row.try_get("metadata")?,
+        recorded_at: row.try_get("recorded_at")?,
+    })
+}
+
+/// Committed events after `after` in commit order, at most `limit`, never skipping one that commits
+/// later (see the module comment).
+pub async fn read_committed_after(
+    pool: &PgPool,
+    after: CommitKey,
+    limit: i64,
+) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    let sql = format!(
+        "select {EVENT_COLUMNS} from events e
+         where (e.transaction_id, e.position) > ($1::int8::text::xid8, $2)
+           and e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         order by e.transaction_id, e.position
+         limit $3"
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(after.transaction_id)
+        .bind(after.position)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(event_from_row).collect()
+}
+
+/// The commit-order key below which every event is committed and visible right now.
+pub async fn committed_horizon(pool: &PgPool) -> Result<CommitKey, sqlx::Error> {
+    let key: Option<(i64, i64)> = sqlx::query_as(
+        "select transaction_id::text::int8, position from events
+         where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         order by transaction_id desc, position desc limit 1",
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(key.map(|(t, p)| CommitKey::new(t, p)).unwrap_or(CommitKey::ZERO))
+}
+
+/// One organization's events after `after` in commit order, with their seal (chain seq and hash)
+/// when sealed. Only committed rows below the horizon are returned.
+pub(crate) async fn read_org_with_seals(
+    pool: &PgPool,
+    org: Uuid,
+    after: CommitKey,
+    limit: i64,
+) -> Result<Vec<(RecordedEvent, Option<(i64, Vec<u8>)>)>, sqlx::Error> {
+    let sql = format!(
+        "select {EVENT_COLUMNS}, s.seq, s.hash from events e
+         left join event_seals s on s.position = e.position
+         where e.org_id = $1
+           and (e.transaction_id, e.position) > ($2::int8::text::xid8, $3)
+           and e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         order by e.transaction_id, e.position
+         limit $4"
+    );
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(org)
+        .bind(after.transaction_id)
+        .bind(after.position)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
+    rows.iter()
+        .map(|row| {
+            let event = event_from_row(row)?;
+            let seq: Option<i64> = row.try_get("seq")?;
+            let hash: Option<Vec<u8>> = row.try_get("hash")?;
+            Ok((event, seq.zip(hash)))
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Checkpoint {
+    pub key: CommitKey,
+}
+
+pub async fn load_checkpoint(pool: &PgPool, name: &str) -> Result<Checkpoint, sqlx::Error> {
+    let key: Option<(i64, i64)> =
+        sqlx::query_as("select transaction_id::text::int8, position from follower_checkpoints where name = $1")
+            .bind(name)
+            .fetch_optional(pool)
+            .await?;
+    Ok(Checkpoint { key: key.map(|(t, p)| CommitKey::new(t, p)).unwrap_or(CommitKey::ZERO) })
+}
+
+pub async fn save_checkpoint(conn: &mut PgConnection, name: &str, key: CommitKey) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "insert into follower_checkpoints (name, transaction_id, position)
+         values ($1, $2::int8::text::xid8, $3)
+         on conflict (name) do update set transaction_id = excluded.transaction_id, position = excluded.position",
+    )
+    .bind(name)
+    .bind(key.transaction_id)
+    .bind(key.position)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A session-level advisory lock held on a dedicated connection: while it is held this process is the
+/// only one running the named follower against this database. Dropping it (or losing the connection,
+/// for instance when the process dies) releases it.
+pub struct Leadership {
+    conn: PgConnection,
+}
+
+impl Leadership {
+    /// Whether the lock is still held (its connection is alive).
+    pub async fn still_held(&mut self) -> bool {
+        sqlx::query("select 1").execute(&mut self.conn).await.is_ok()
+    }
+}
+
+/// Tries once to become the single runner of `name`.
+pub async fn try_lead(pool: &PgPool, name: &str) -> Result<Option<Leadership>, sqlx::Error> {
+    // Detached: the lock lives and dies with this connection, never back in the pool.
+    let mut conn: PgConnection = pool.acquire().await?.detach();
+    let got: bool = sqlx::query_scalar("select pg_try_advisory_lock(hashtextextended($1, 0))")
+        .bind(format!("backoffice follower {name}"))
+        .fetch_one(&mut conn)
+        .await?;
+    Ok(got.then_some(Leadership { conn }))
+}

@@ -1,0 +1,162 @@
+//! Appending to and reading from the Postgres event store.
+
+use crate::envelope::{CommitKey, Metadata, NewEvent, RecordedEvent};
+use crate::follower::{EVENT_COLUMNS, event_from_row};
+use futures::TryStreamExt;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    /// Another writer appended to the stream first: reload the state and decide again.
+    #[error("stream {stream_id} moved past version {expected}")]
+    Conflict { stream_id: Uuid, expected: i32 },
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// What an append produced: the commit-order key and version of its last event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub key: CommitKey,
+    pub version: i32,
+    pub recorded_at: OffsetDateTime,
+}
+
+/// The stream to append to, with the version the decision was based on (0 for a new stream).
+#[derive(Debug, Clone, Copy)]
+pub struct StreamRef<'a> {
+    pub org_id: Uuid,
+    pub stream_type: &'a str,
+    pub stream_id: Uuid,
+    pub expected_version: i32,
+}
+
+/// Appends events to one stream inside the caller's transaction, with optimistic concurrency on
+/// `(stream_id, version)`. The events become visible when the caller commits.
+pub async fn append(
+    conn: &mut PgConnection,
+    stream: StreamRef<'_>,
+    events: &[NewEvent],
+    metadata: &Metadata,
+) -> Result<Appended, AppendError> {
+    assert!(!events.is_empty(), "append needs at least one event");
+    let versions: Vec<i32> = (1..=events.len() as i32).map(|i| stream.expected_version + i).collect();
+    let ids: Vec<Uuid> = events.iter().map(|e| e.event_id).collect();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type).collect();
+    let schema_versions: Vec<i32> = events.iter().map(|e| e.schema_version).collect();
+    let data: Vec<serde_json::Value> = events.iter().map(|e| e.data.clone()).collect();
+    let metadata = serde_json::to_value(metadata).unwrap_or(serde_json::Value::Null);
+    let result: Result<(i64, i64, OffsetDateTime), sqlx::Error> = sqlx::query_as(
+        "with inserted as (
+             insert into events (org_id, stream_type, stream_id, version, event_id, event_type, schema_version,
+                                 data, metadata)
+             select $1, $2, $3, v, id, t, sv, d, $9
+             from unnest($4::int4[], $5::uuid[], $6::text[], $7::int4[], $8::jsonb[]) as u(v, id, t, sv, d)
+             returning position, transaction_id, recorded_at
+         )
+         select transaction_id::text::int8, max(position), max(recorded_at) from inserted group by transaction_id",
+    )
+    .bind(stream.org_id)
+    .bind(stream.stream_type)
+    .bind(stream.stream_id)
+    .bind(&versions)
+    .bind(&ids)
+    .bind(&types)
+    .bind(&schema_versions)
+    .bind(&data)
+    .bind(&metadata)
+    .fetch_one(&mut *conn)
+    .await;
+    match result {
+        Ok((transaction_id, position, recorded_at)) => Ok(Appended {
+            key: CommitKey::new(transaction_id, position),
+            version: stream.expected_version + events.len() as i32,
+            recorded_at,
+        }),
+        Err(sqlx::Error::Database(db)) if db.constraint() == Some("events_stream_id_version_key") => {
+            Err(AppendError::Conflict { stream_id: stream.stream_id, expected: stream.expected_version })
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// The events of one stream of one organization, in version order. An organization never sees another
+/// organization's stream: a foreign id reads as an empty stream.
+pub async fn load_stream(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    stream_id: Uuid,
+) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+    let sql =
+        format!("select {EVENT_COLUMNS} from events e where e.stream_id = $1 and e.org_id = $2 order by e.version");
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(stream_id).bind(org_id).fetch_all(conn).await?;
+    rows.iter().map(event_from_row).collect()
+}
+
+/// One line of `events export`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExportedEvent {
+    pub id: Uuid,
+    pub position: i64,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub stream_type: String,
+    pub stream_id: Uuid,
+    pub version: i32,
+    pub schema_version: i32,
+    #[serde(with = "time::serde::rfc3339")]
+    pub recorded_at: OffsetDateTime,
+    pub data: serde_json::Value,
+    pub metadata: serde_json::Value,
+    /// Hex SHA-256 chain hash; null while the sealer has not reached the event.
+    pub hash: Option<String>,
+}
+
+/// Streams an organization's events in commit order (the chain order) from `from_position` on,
+/// calling `sink` for each.
+pub async fn export(
+    pool: &PgPool,
+    org_id: Uuid,
+    from_position: i64,
+    mut sink: impl FnMut(ExportedEvent) -> std::io::Result<()>,
+) -> Result<u64, ExportError> {
+    let sql = format!(
+        "select {EVENT_COLUMNS}, s.hash from events e
+         left join event_seals s on s.position = e.position
+         where e.org_id = $1 and e.position >= $2
+           and e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         order by e.transaction_id, e.position"
+    );
+    let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(from_position).fetch(pool);
+    let mut count = 0;
+    while let Some(row) = rows.try_next().await? {
+        let event = event_from_row(&row)?;
+        let hash: Option<Vec<u8>> = sqlx::Row::try_get(&row, "hash")?;
+        sink(ExportedEvent {
+            id: event.event_id,
+            position: event.position,
+            event_type: event.event_type,
+            stream_type: event.stream_type,
+            stream_id: event.stream_id,
+            version: event.version,
+            schema_version: event.schema_version,
+            recorded_at: event.recorded_at,
+            data: event.data,
+            metadata: event.metadata,
+            hash: hash.map(hex::encode),
+        })?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Errors of [`export`]: reading the store or writing the output.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,146 @@
+//! The read side: the projector runtime (durable consumers, checkpoints in the same transaction as
+//! the read rows, partitioning, progress for read-your-writes, rebuilds with an atomic swap) and the
+//! read models it maintains, with the queries that serve them.
+
+pub mod customers;
+pub mod progress;
+pub mod rebuild;
+pub mod runtime;
+
+use events::RecordedEvent;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// Which copy of a projection's tables to write: the live tables, or the shadow copy a rebuild fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Live,
+    Shadow,
+}
+
+impl Target {
+    /// The name of `table` in this copy.
+    pub fn table(self, table: &str) -> String {
+        match self {
+            Target::Live => table.to_owned(),
+            Target::Shadow => format!("{table}_next"),
+        }
+    }
+}
+
+/// A cached read that an applied event made stale.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CacheKey {
+    pub resource: String,
+    pub org_id: Uuid,
+    pub id: Uuid,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectionError {
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error("event {position} cannot be folded: {reason}")]
+    Undecodable { position: i64, reason: String },
+}
+
+/// A read model folded from the event stream.
+pub trait Projection: Send + Sync + 'static {
+    /// Stable name: used for its durable consumer, checkpoints, progress and the CLI.
+    fn name(&self) -> &'static str;
+
+    /// The tables it owns (all swapped together by a rebuild).
+    fn tables(&self) -> &'static [&'static str];
+
+    /// The stream types whose events it folds; other events are passed over without decoding.
+    fn stream_types(&self) -> &'static [&'static str];
+
+    /// Folds a batch of events (already filtered to its stream types, in commit order) into `target`,
+    /// inside the caller's transaction. Returns the cached reads the batch made stale.
+    fn apply<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        target: Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>>;
+}
+
+/// Every projection this build knows.
+pub fn all() -> Vec<std::sync::Arc<dyn Projection>> {
+    vec![std::sync::Arc::new(customers::CustomersProjection)]
+}
+
+/// Looks up projections by name.
+pub fn by_names(names: &[String]) -> Result<Vec<std::sync::Arc<dyn Projection>>, String> {
+    let known = all();
+    names
+        .iter()
+        .map(|name| {
+            known.iter().find(|p| p.name() == name).cloned().ok_or_else(|| {
+                let list: Vec<_> = known.iter().map(|p| p.name()).collect();
+                format!("unknown projection {name:?} (known: {})", list.join(", "))
+            })
+        })
+        .collect()
+}
+
+/// Which share of the organizations a projector process serves: organizations are split over `count`
+/// partitions by a stable hash of their id, so each organization's events stay in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Partition {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Partition {
+    pub const WHOLE: Partition = Partition { index: 0, count: 1 };
+
+    pub fn owns(self, org: Uuid) -> bool {
+        Self::of(org, self.count) == self.index
+    }
+
+    /// The partition an organization falls in when there are `count` of them.
+    pub fn of(org: Uuid, count: u32) -> u32 {
+        let bytes = org.as_bytes();
+        // The last eight bytes of a v7 id are random, so they spread organizations evenly.
+        let tail =
+            u64::from_be_bytes([bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]]);
+        (tail % u64::from(count.max(1))) as u32
+    }
+}
+
+impl std::str::FromStr for Partition {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (index, count) = text.split_once('/').ok_or("a partition is written i/N, for example 0/2")?;
+        let index: u32 = index.trim().parse().map_err(|_| "the partition index must be a number")?;
+        let count: u32 = count.trim().parse().map_err(|_| "the partition count must be a number")?;
+        if count == 0 || index >= count {
+            return Err(format!(
+                "partition {index}/{count} does not exist: use 0/{count} to {}/{count}",
+                count.max(1) - 1
+            ));
+        }
+        Ok(Partition { index, count })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_parse_and_cover_every_org_exactly_once() {
+        assert_eq!("1/3".parse::<Partition>(), Ok(Partition { index: 1, count: 3 }));
+        assert!("3/3".parse::<Partition>().is_err());
+        assert!("x".parse::<Partition>().is_err());
+        for _ in 0..100 {
+            let org = Uuid::now_v7();
+            let owners = (0..3).filter(|i| Partition { index: *i, count: 3 }.owns(org)).count();
+            assert_eq!(owners, 1);
+        }
+    }
+}

@@ -1,0 +1,2 @@
+-- Extensions the schema relies on.
+create extension if not exists pgcrypto;
