@@ -1,0 +1,103 @@
+//! The cache of hot single-resource reads, kept in sync by the invalidations projectors publish with
+//! their progress.
+//!
+//! A read that raced with an invalidation must not be cached: every invalidation bumps an epoch, and a
+//! value read from the database is only stored if the epoch did not move while it was being read.
+
+use bytes::Bytes;
+use moka::sync::Cache;
+use projections::CacheKey;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// Resources whose single reads are cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Resource {
+    Customer,
+}
+
+impl Resource {
+    fn from_name(name: &str) -> Option<Self> {
+        match name {
+            projections::customers::RESOURCE => Some(Resource::Customer),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReadKey {
+    pub resource: Resource,
+    pub org_id: Uuid,
+    pub id: Uuid,
+}
+
+pub struct ReadCache {
+    entries: Cache<ReadKey, Bytes>,
+    epoch: AtomicU64,
+}
+
+impl Default for ReadCache {
+    fn default() -> Self {
+        Self {
+            entries: Cache::builder().max_capacity(200_000).time_to_live(Duration::from_secs(600)).build(),
+            epoch: AtomicU64::new(0),
+        }
+    }
+}
+
+impl ReadCache {
+    pub fn get(&self, key: &ReadKey) -> Option<Bytes> {
+        self.entries.get(key)
+    }
+
+    /// Call before reading from the database; pass the result to [`Self::insert_if_current`].
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    pub fn insert_if_current(&self, key: ReadKey, value: Bytes, epoch_before_read: u64) {
+        if self.epoch.load(Ordering::Acquire) == epoch_before_read {
+            self.entries.insert(key, value);
+        }
+    }
+
+    pub fn invalidate(&self, keys: &[CacheKey]) {
+        if keys.is_empty() {
+            return;
+        }
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        for key in keys {
+            if let Some(resource) = Resource::from_name(&key.resource) {
+                self.entries.invalidate(&ReadKey { resource, org_id: key.org_id, id: key.id });
+            }
+        }
+    }
+
+    /// Forgets everything (after missing invalidations, for instance while NATS was away).
+    pub fn invalidate_all(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.entries.invalidate_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_that_raced_an_invalidation_is_not_cached() {
+        let cache = ReadCache::default();
+        let key = ReadKey { resource: Resource::Customer, org_id: Uuid::now_v7(), id: Uuid::now_v7() };
+        let before = cache.epoch();
+        cache.invalidate(&[CacheKey { resource: "customer".into(), org_id: key.org_id, id: key.id }]);
+        cache.insert_if_current(key, Bytes::from_static(b"stale"), before);
+        assert_eq!(cache.get(&key), None);
+        let now = cache.epoch();
+        cache.insert_if_current(key, Bytes::from_static(b"fresh"), now);
+        assert_eq!(cache.get(&key), Some(Bytes::from_static(b"fresh")));
+        cache.invalidate(&[CacheKey { resource: "customer".into(), org_id: key.org_id, id: key.id }]);
+        assert_eq!(cache.get(&key), None);
+    }
+}

@@ -1,0 +1,239 @@
+//! The `backoffice` command line: one subcommand per role, plus the operator and auditor commands.
+//! Everything an operator reads is JSON on stdout; progress and logs go to stderr.
+
+use crate::roles::{self, ProjectionSet, Roles, Settings};
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use events::chain::{self, Verification};
+use projections::Partition;
+use std::io::Write;
+use uuid::Uuid;
+
+#[derive(Debug, Parser)]
+#[command(name = "backoffice", version, about = "Event-sourced back office: HTTP API, command workers, projectors")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every role in one process (api, commands, projections).
+    All,
+    /// Run the HTTP gateway.
+    Api,
+    /// Run the command workers, the relay to NATS and the hash-chain sealer.
+    Commands,
+    /// Run projectors, or rebuild projections.
+    Projections(ProjectionsArgs),
+    /// Create the database if missing and apply the migrations.
+    Migrate,
+    /// Operator commands.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+    /// Auditor commands over the event store.
+    #[command(subcommand)]
+    Events(EventsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ProjectionsArgs {
+    #[command(subcommand)]
+    pub action: Option<ProjectionsAction>,
+    /// Run only these projections (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Serve one share of the organizations: `i/N`.
+    #[arg(long)]
+    pub partition: Option<Partition>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectionsAction {
+    /// Rebuild a projection (or all) from the event store and swap it in atomically.
+    Rebuild {
+        /// The projection to rebuild.
+        name: Option<String>,
+        /// Rebuild every projection.
+        #[arg(long, conflicts_with = "name")]
+        all: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Create an organization and print its id and first API key (every scope).
+    CreateOrg {
+        #[arg(long)]
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Print an organization's events, one JSON envelope per line, in chain order.
+    Export {
+        #[arg(long)]
+        org: Uuid,
+        /// Only events at or after this position.
+        #[arg(long, default_value_t = 0)]
+        from_position: i64,
+    },
+    /// Verify an organization's hash chain; exits non-zero at the first broken position.
+    Verify {
+        #[arg(long)]
+        org: Uuid,
+    },
+}
+
+fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Runs the command line; returns the process exit code.
+pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+    let settings = Settings::from_env()?;
+    match cli.command {
+        Command::All => {
+            let projections = ProjectionSet { projections: projections::all(), partition: Partition::WHOLE };
+            serve(&settings, "all", true, true, Some(projections)).await
+        }
+        Command::Api => serve(&settings, "api", true, false, None).await,
+        Command::Commands => serve(&settings, "commands", false, true, None).await,
+        Command::Projections(args) => match args.action {
+            None => {
+                let projections = if args.only.is_empty() {
+                    projections::all()
+                } else {
+                    projections::by_names(&args.only).map_err(anyhow::Error::msg)?
+                };
+                let set = ProjectionSet { projections, partition: args.partition.unwrap_or(Partition::WHOLE) };
+                serve(&settings, "projections", false, false, Some(set)).await
+            }
+            Some(ProjectionsAction::Rebuild { name, all }) => {
+                let selected = match (name, all) {
+                    (_, true) => projections::all(),
+                    (Some(name), false) => projections::by_names(&[name]).map_err(anyhow::Error::msg)?,
+                    (None, false) => bail!("name a projection to rebuild, or pass --all"),
+                };
+                let pool = roles::connect_database(&settings).await?;
+                for projection in selected {
+                    let name = projection.name();
+                    let report = projections::rebuild::rebuild(&pool, projection.as_ref(), |done| {
+                        eprintln!("rebuild {name}: {done} events folded");
+                    })
+                    .await
+                    .with_context(|| format!("rebuild of {name} failed"))?;
+                    let seconds = report.elapsed.as_secs_f64();
+                    print_json(&serde_json::json!({
+                        "projection": name,
+                        "events": report.events,
+                        "seconds": seconds,
+                        "events_per_second": if seconds > 0.0 { report.events as f64 / seconds } else { 0.0 },
+                    }))?;
+                }
+                Ok(0)
+            }
+        },
+        Command::Migrate => {
+            roles::connect_database(&settings).await?;
+            print_json(&serde_json::json!({ "migrated": true }))?;
+            Ok(0)
+        }
+        Command::Admin(AdminCommand::CreateOrg { name }) => {
+            let pool = roles::connect_database(&settings).await?;
+            let created = commands::organization::create_organization(&pool, &name).await?;
+            wake_relay(&settings).await;
+            print_json(&serde_json::to_value(created)?)?;
+            Ok(0)
+        }
+        Command::Events(EventsCommand::Export { org, from_position }) => {
+            let pool = roles::connect_database(&settings).await?;
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            events::store::export(&pool, org, from_position, |event| {
+                serde_json::to_writer(&mut out, &event)?;
+                writeln!(out)
+            })
+            .await?;
+            out.flush()?;
+            Ok(0)
+        }
+        Command::Events(EventsCommand::Verify { org }) => {
+            let pool = roles::connect_database(&settings).await?;
+            match chain::verify(&pool, org).await? {
+                Verification::Intact { events, unsealed } => {
+                    print_json(&serde_json::json!({
+                        "organization_id": org, "intact": true, "events_verified": events, "unsealed": unsealed
+                    }))?;
+                    Ok(0)
+                }
+                Verification::Broken { position, reason } => {
+                    print_json(&serde_json::json!({
+                        "organization_id": org, "intact": false, "first_broken_position": position, "reason": reason
+                    }))?;
+                    eprintln!("hash chain broken at position {position}: {reason}");
+                    Ok(1)
+                }
+            }
+        }
+    }
+}
+
+/// Best effort: lets a running relay publish what an operator command appended right away.
+async fn wake_relay(settings: &Settings) {
+    let connect = async_nats::connect(settings.nats_url.as_str());
+    if let Ok(Ok(client)) = tokio::time::timeout(std::time::Duration::from_secs(1), connect).await {
+        let bus = events::bus::Bus::from_client(client.clone(), &settings.nats_prefix);
+        bus.wake_relay().await;
+        let _ = client.flush().await;
+    }
+}
+
+async fn serve(
+    settings: &Settings,
+    role: &str,
+    api: bool,
+    commands: bool,
+    projections: Option<ProjectionSet>,
+) -> anyhow::Result<i32> {
+    let pool = roles::connect_database(settings).await?;
+    let bus = roles::connect_bus(settings, role).await?;
+    let listener = if api { Some(roles::bind(&settings.http_addr).await?) } else { None };
+    let mut running =
+        roles::start(pool, bus, Roles { api: listener, commands, projections }, settings.read_wait).await?;
+    if let Some(addr) = running.http_addr {
+        tracing::info!(%addr, role, "listening");
+        eprintln!("backoffice {role}: listening on http://{addr}");
+    } else {
+        eprintln!("backoffice {role}: running");
+    }
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = running.tasks.join_next() => tracing::error!("a role stopped unexpectedly"),
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn partitions_and_lists_parse() {
+        let cli = Cli::try_parse_from(["backoffice", "projections", "--only", "customers", "--partition", "1/2"])
+            .expect("parses");
+        let Command::Projections(args) = cli.command else { panic!("projections") };
+        assert_eq!(args.only, vec!["customers".to_owned()]);
+        assert_eq!(args.partition, Some(Partition { index: 1, count: 2 }));
+        assert!(Cli::try_parse_from(["backoffice", "projections", "--partition", "2/2"]).is_err());
+    }
+}

@@ -1,0 +1,280 @@
+//! `/api/v1/customers`: create, replace, read and list customers (Style B objects, camelCase).
+
+use crate::cache::{ReadKey, Resource};
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::error::ApiError;
+use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::{ApiTags, RequestId, Style, ar_time};
+use crate::state::AppState;
+use bytes::Bytes;
+use commands::customer::{Customer, CustomerCommand, parse_fields, province_name};
+use commands::protocol::Command;
+use events::catalogue::CustomerFields;
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::customers::{self as read, CustomerRow};
+use serde::Serialize;
+use std::sync::Arc;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+const PROJECTION: &str = "customers";
+
+/// Customer write body (create and replace).
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct CustomerInput {
+    #[oai(validator(min_length = 1, max_length = 70))]
+    pub name: String,
+    /// E-mail address.
+    #[oai(validator(max_length = 100))]
+    pub email: Option<String>,
+    #[oai(validator(max_length = 13))]
+    pub phone: Option<String>,
+    /// 7 to 11 digits, without dashes. With `CUIL/CUIT` it must be an 11-digit CUIT with a valid check digit.
+    #[oai(validator(min_length = 7, max_length = 11, pattern = "^[0-9]+$"))]
+    pub tax_id: Option<String>,
+    /// `CUIL/CUIT` or `DNI`.
+    pub tax_id_type: Option<String>,
+    /// `Responsable Inscripto`, `Consumidor Final`, `Monotributista`, `Exento` or `IVA no alcanzado`.
+    pub tax_category: Option<String>,
+    /// `FISICA` or `JURIDICA`.
+    pub person_type: Option<String>,
+    #[oai(validator(max_length = 50))]
+    pub country: Option<String>,
+    /// Province code (ISO 3166-2:AR letter, for example `B`); responses carry the province name.
+    #[oai(validator(max_length = 2))]
+    pub province: Option<String>,
+    #[oai(validator(max_length = 100))]
+    pub city: Option<String>,
+    #[oai(validator(max_length = 70))]
+    pub address: Option<String>,
+    #[oai(validator(max_length = 10))]
+    pub apartment: Option<String>,
+    #[oai(validator(max_length = 8))]
+    pub postal_code: Option<String>,
+}
+
+/// A customer.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct CustomerData {
+    pub id: Uuid,
+    pub name: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub tax_id: Option<String>,
+    pub tax_id_type: Option<String>,
+    pub tax_category: Option<String>,
+    pub person_type: Option<String>,
+    pub country: Option<String>,
+    pub address: Option<String>,
+    pub apartment: Option<String>,
+    pub city: Option<String>,
+    /// Province name.
+    pub province: Option<String>,
+    pub postal_code: Option<String>,
+    pub is_active: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl CustomerData {
+    fn new(
+        id: Uuid,
+        f: CustomerFields,
+        is_active: bool,
+        created_at: OffsetDateTime,
+        updated_at: OffsetDateTime,
+    ) -> Self {
+        Self {
+            id,
+            name: f.name,
+            email: f.email,
+            phone: f.phone,
+            tax_id: f.tax_id,
+            tax_id_type: f.tax_id_type,
+            tax_category: f.tax_category,
+            person_type: f.person_type,
+            country: f.country,
+            address: f.address,
+            apartment: f.apartment,
+            city: f.city,
+            province: f.province.as_deref().and_then(province_name).map(str::to_owned),
+            postal_code: f.postal_code,
+            is_active,
+            created_at: ar_time(created_at),
+            updated_at: ar_time(updated_at),
+        }
+    }
+
+    fn from_state(customer: Customer) -> Self {
+        Self::new(customer.id, customer.fields, customer.is_active, customer.created_at, customer.updated_at)
+    }
+
+    fn from_row(row: CustomerRow) -> Self {
+        let fields = CustomerFields {
+            name: row.name,
+            email: row.email,
+            phone: row.phone,
+            tax_id: row.tax_id,
+            tax_id_type: row.tax_id_type,
+            tax_category: row.tax_category,
+            person_type: row.person_type,
+            country: row.country,
+            province: row.province,
+            city: row.city,
+            address: row.address,
+            apartment: row.apartment,
+            postal_code: row.postal_code,
+        };
+        Self::new(row.id, fields, row.is_active, row.created_at, row.updated_at)
+    }
+}
+
+/// Style B single customer.
+#[derive(Debug, Serialize, Object)]
+pub struct CustomerEnvelope {
+    pub success: bool,
+    pub data: CustomerData,
+}
+
+#[derive(ApiResponse)]
+enum CreateResponse {
+    /// The customer was created.
+    #[oai(status = 201)]
+    Created(RawJson<CustomerEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum ReadResponse {
+    /// The customer.
+    #[oai(status = 200)]
+    Ok(RawJson<CustomerEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum ListResponse {
+    /// A page of customers, oldest first.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<CustomerData>>),
+}
+
+fn envelope_bytes(data: CustomerData) -> Bytes {
+    Style::b(&CustomerEnvelope { success: true, data })
+}
+
+fn accepted_customer(state: serde_json::Value) -> Result<CustomerData, ApiError> {
+    let customer: Customer = serde_json::from_value(state).map_err(|error| {
+        tracing::error!(%error, "unexpected customer state from the command worker");
+        ApiError::internal()
+    })?;
+    Ok(CustomerData::from_state(customer))
+}
+
+pub struct CustomersApi;
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Customers")]
+impl CustomersApi {
+    /// Create a customer
+    ///
+    /// Scope `customers:write`. Answers once the customer is readable.
+    #[oai(path = "/customers", method = "post", operation_id = "createCustomer")]
+    async fn create(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// Optional: a retry with the same key does not create a second customer.
+        #[oai(name = "Idempotency-Key")]
+        idempotency_key: Header<Option<String>>,
+        body: JsonBody<CustomerInput>,
+    ) -> Result<CreateResponse, ApiError> {
+        auth.0.require("customers:write")?;
+        let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
+        let command = CustomerCommand::CreateCustomer { id: Uuid::now_v7(), fields };
+        let accepted = state.dispatch(&auth.0, &request_id.0, idempotency_key.0, Command::Customer(command)).await?;
+        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
+        Ok(CreateResponse::Created(RawJson::new(envelope_bytes(accepted_customer(accepted.state)?))))
+    }
+
+    /// Replace a customer
+    ///
+    /// Scope `customers:write`. Replaces the whole representation: omitted optional fields are cleared.
+    #[oai(path = "/customers/:id", method = "put", operation_id = "replaceCustomer")]
+    async fn replace(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        id: Path<String>,
+        #[oai(name = "Idempotency-Key")] idempotency_key: Header<Option<String>>,
+        body: JsonBody<CustomerInput>,
+    ) -> Result<ReadResponse, ApiError> {
+        auth.0.require("customers:write")?;
+        let id = parse_id(&id.0, "customer")?;
+        let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
+        let command = CustomerCommand::ReplaceCustomer { id, fields };
+        let accepted = state.dispatch(&auth.0, &request_id.0, idempotency_key.0, Command::Customer(command)).await?;
+        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
+        Ok(ReadResponse::Ok(RawJson::new(envelope_bytes(accepted_customer(accepted.state)?))))
+    }
+
+    /// Get a customer
+    ///
+    /// Scope `customers:read`.
+    #[oai(path = "/customers/:customer_id", method = "get", operation_id = "getCustomer")]
+    async fn get(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        customer_id: Path<String>,
+    ) -> Result<ReadResponse, ApiError> {
+        auth.0.require("customers:read")?;
+        let id = parse_id(&customer_id.0, "customer")?;
+        let key = ReadKey { resource: Resource::Customer, org_id: auth.0.org_id, id };
+        if let Some(bytes) = state.reads.get(&key) {
+            return Ok(ReadResponse::Ok(RawJson::new(bytes)));
+        }
+        let epoch = state.reads.epoch();
+        let row = read::get(&state.pool, auth.0.org_id, id).await?.ok_or_else(|| ApiError::not_found("customer"))?;
+        let bytes = envelope_bytes(CustomerData::from_row(row));
+        state.reads.insert_if_current(key, bytes.clone(), epoch);
+        Ok(ReadResponse::Ok(RawJson::new(bytes)))
+    }
+
+    /// List customers
+    ///
+    /// Scope `customers:read`. A cursor list in creation order (oldest first).
+    #[oai(path = "/customers", method = "get", operation_id = "listCustomers")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: lists are paged with `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<ListResponse, ApiError> {
+        auth.0.require("customers:read")?;
+        let scope = "customers";
+        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, scope)?;
+        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
+        let mut rows = read::list(&state.pool, auth.0.org_id, after, params.limit + 1).await?;
+        let has_more = rows.len() as i64 > params.limit;
+        rows.truncate(params.limit as usize);
+        let next_cursor =
+            if has_more { rows.last().map(|r| state.cursors.encode(scope, &r.id.to_string())) } else { None };
+        let data = rows.into_iter().map(CustomerData::from_row).collect();
+        let body = ListEnvelope::new(request_id.0, "/api/v1/customers", data, has_more, next_cursor);
+        Ok(ListResponse::Ok(RawJson::new(Style::a(&body))))
+    }
+}

@@ -1,0 +1,209 @@
+//! The one v1 error envelope. Every failure leaves through [`ApiError`], including parse, routing and
+//! authentication failures, which the outer middleware converts.
+
+use commands::{FieldError, Rejection};
+use poem::http::StatusCode;
+use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
+use poem_openapi::types::Type;
+use poem_openapi::{ApiResponse, Enum, Object};
+use serde::Serialize;
+
+/// The `error.type` values of the v1 envelope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum ErrorType {
+    ApiError,
+    AuthenticationError,
+    AuthorizationError,
+    BusinessError,
+    ExternalDependencyError,
+    IdempotencyError,
+    InvalidRequestError,
+    RateLimitError,
+}
+
+/// One detail of an error: usually one offending field or header.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+    /// Logical path of the field or header concerned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[oai(skip_serializing_if_is_none)]
+    pub field: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[oai(skip_serializing_if_is_none)]
+    pub metadata: Option<std::collections::BTreeMap<String, serde_json::Value>>,
+}
+
+/// `error` of the v1 envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct ErrorBody {
+    #[oai(rename = "type")]
+    #[serde(rename = "type")]
+    pub kind: ErrorType,
+    /// Stable error code.
+    pub code: String,
+    pub message: String,
+    /// Whether the same request may succeed if retried later.
+    pub retryable: bool,
+    pub details: Vec<ErrorDetail>,
+}
+
+/// The v1 error envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct ErrorEnvelope {
+    pub request_id: String,
+    pub error: ErrorBody,
+}
+
+/// A failed request: its status and the body it answers with (the request id is added on the way out).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{status} {}: {}", body.code, body.message)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub body: ErrorBody,
+    /// Extra response headers (for example `Retry-After`).
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: ErrorType, code: &str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            body: ErrorBody {
+                kind,
+                code: code.to_owned(),
+                message: message.into(),
+                retryable: false,
+                details: Vec::new(),
+            },
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn retryable(mut self) -> Self {
+        self.body.retryable = true;
+        self
+    }
+
+    pub fn with_detail(mut self, field: Option<&str>, code: &str, message: impl Into<String>) -> Self {
+        self.body.details.push(ErrorDetail {
+            code: code.to_owned(),
+            message: message.into(),
+            field: field.map(str::to_owned),
+            metadata: None,
+        });
+        self
+    }
+
+    pub fn invalid_request(code: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, ErrorType::InvalidRequestError, code, message)
+    }
+
+    /// 400 listing every offending field.
+    pub fn validation(errors: Vec<FieldError>) -> Self {
+        let mut error = Self::invalid_request("VALIDATION_FAILED", "the request has invalid fields; see details");
+        error.body.details = errors
+            .into_iter()
+            .map(|e| ErrorDetail { code: e.code, message: e.message, field: Some(e.field), metadata: None })
+            .collect();
+        error
+    }
+
+    pub fn not_found(resource: &str) -> Self {
+        Self::new(StatusCode::NOT_FOUND, ErrorType::InvalidRequestError, "NOT_FOUND", format!("{resource} not found"))
+    }
+
+    pub fn unauthenticated(message: &str) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, ErrorType::AuthenticationError, "UNAUTHENTICATED", message)
+    }
+
+    pub fn missing_scope(scope: &str) -> Self {
+        Self::new(
+            StatusCode::FORBIDDEN,
+            ErrorType::AuthorizationError,
+            "MISSING_SCOPE",
+            format!("this credential lacks the scope {scope}"),
+        )
+        .with_detail(None, "MISSING_SCOPE", format!("required scope: {scope}"))
+    }
+
+    /// An infrastructure failure: logged where it happened, answered generically.
+    pub fn internal() -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorType::ApiError, "INTERNAL", "an internal error occurred")
+            .retryable()
+    }
+
+    pub fn unavailable(code: &str, message: &str) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, ErrorType::ExternalDependencyError, code, message).retryable()
+    }
+
+    pub fn from_rejection(rejection: Rejection) -> Self {
+        match rejection {
+            Rejection::Invalid { errors } => Self::validation(errors),
+            Rejection::NotFound { resource } => Self::not_found(&resource),
+            Rejection::Conflict { code, message } => {
+                Self::new(StatusCode::CONFLICT, ErrorType::BusinessError, &code, message)
+            }
+        }
+    }
+
+    pub fn envelope(&self, request_id: &str) -> ErrorEnvelope {
+        ErrorEnvelope { request_id: request_id.to_owned(), error: self.body.clone() }
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(error: sqlx::Error) -> Self {
+        tracing::error!(%error, "database error");
+        Self::internal()
+    }
+}
+
+impl poem::error::ResponseError for ApiError {
+    fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+/// Documents the error statuses every authenticated operation can answer with.
+impl ApiResponse for ApiError {
+    fn meta() -> MetaResponses {
+        let statuses: [(u16, &'static str); 8] = [
+            (400, "Invalid request: see `error.details` for every offending field"),
+            (401, "Missing, unknown or revoked credential"),
+            (403, "The credential lacks the operation's scope"),
+            (404, "Not found, or not of this organization"),
+            (409, "Conflict with the current state or an idempotency key"),
+            (429, "Rate limit exceeded; see Retry-After"),
+            (500, "Internal error"),
+            (503, "A dependency is unavailable; retry later"),
+        ];
+        MetaResponses {
+            responses: statuses
+                .into_iter()
+                .map(|(status, description)| MetaResponse {
+                    description,
+                    status: Some(status),
+                    status_range: None,
+                    content: vec![MetaMediaType {
+                        content_type: "application/json",
+                        schema: ErrorEnvelope::schema_ref(),
+                    }],
+                    headers: vec![],
+                })
+                .collect(),
+        }
+    }
+
+    fn register(registry: &mut Registry) {
+        ErrorEnvelope::register(registry);
+    }
+}
+
+/// Schema reference helper for raw payloads.
+pub fn schema_of<T: Type>() -> MetaSchemaRef {
+    T::schema_ref()
+}

@@ -1,0 +1,149 @@
+//! Process roles and start-up: configuration from the environment, the database (created if missing,
+//! migrated at start), the NATS connection, and the tasks each role runs.
+
+use crate::state::AppState;
+use anyhow::Context;
+use events::bus::Bus;
+use projections::{Partition, Projection};
+use sqlx::migrate::{MigrateDatabase, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgPool, Postgres};
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::task::JoinSet;
+
+pub static MIGRATOR: Migrator = sqlx::migrate!("../schema");
+
+/// Settings read from the environment, with the documented defaults.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub database_url: String,
+    pub nats_url: String,
+    pub nats_prefix: String,
+    pub http_addr: String,
+    /// `DATABASE_POOL_SIZE`: connections per process.
+    pub pool_size: u32,
+    /// `READ_WAIT_TIMEOUT_MS`: longest wait for the read side after a write.
+    pub read_wait: Duration,
+}
+
+impl Settings {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
+        Ok(Self {
+            database_url: var("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/backoffice"),
+            nats_url: var("NATS_URL", "nats://127.0.0.1:4222"),
+            nats_prefix: var("NATS_PREFIX", "backoffice"),
+            http_addr: var("HTTP_ADDR", "127.0.0.1:8080"),
+            pool_size: var("DATABASE_POOL_SIZE", "32").parse().context("DATABASE_POOL_SIZE must be a number")?,
+            read_wait: Duration::from_millis(
+                var("READ_WAIT_TIMEOUT_MS", "10000").parse().context("READ_WAIT_TIMEOUT_MS must be a number")?,
+            ),
+        })
+    }
+}
+
+/// Connects to the database, creating it if missing, and applies the migrations.
+pub async fn connect_database(settings: &Settings) -> anyhow::Result<PgPool> {
+    let url = &settings.database_url;
+    let exists = Postgres::database_exists(url).await.context("cannot reach Postgres (DATABASE_URL)")?;
+    if !exists && let Err(error) = Postgres::create_database(url).await {
+        // Another process may have created it first.
+        if !Postgres::database_exists(url).await.unwrap_or(false) {
+            return Err(error).context("cannot create the database");
+        }
+    }
+    let options = PgConnectOptions::from_str(url).context("DATABASE_URL is not a Postgres URL")?;
+    let pool = PgPoolOptions::new()
+        .max_connections(settings.pool_size)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .context("cannot connect to the database")?;
+    MIGRATOR.run(&pool).await.context("cannot migrate the database")?;
+    Ok(pool)
+}
+
+pub async fn connect_bus(settings: &Settings, role: &str) -> anyhow::Result<Bus> {
+    Bus::connect(&settings.nats_url, &settings.nats_prefix, &format!("backoffice-{role}"))
+        .await
+        .context("cannot connect to NATS (NATS_URL)")
+}
+
+/// Which projections a process runs.
+#[derive(Clone)]
+pub struct ProjectionSet {
+    pub projections: Vec<Arc<dyn Projection>>,
+    pub partition: Partition,
+}
+
+/// What one process does.
+pub struct Roles {
+    /// Serve HTTP on this listener.
+    pub api: Option<tokio::net::TcpListener>,
+    pub commands: bool,
+    pub projections: Option<ProjectionSet>,
+}
+
+/// The running roles of a process.
+pub struct Running {
+    pub tasks: JoinSet<()>,
+    pub http_addr: Option<SocketAddr>,
+    pub state: Option<Arc<AppState>>,
+}
+
+/// Starts every role asked for on the current runtime.
+pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) -> anyhow::Result<Running> {
+    let mut tasks = JoinSet::new();
+    if roles.commands {
+        let wake = Arc::new(Notify::new());
+        events::relay::wake_on_commits(&bus, wake.clone()).await?;
+        tasks.spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake.clone()));
+        tasks.spawn(events::relay::run_sealer(pool.clone(), wake));
+        let concurrency = pool.options().get_max_connections().max(2) as usize;
+        let (pool, bus) = (pool.clone(), bus.clone());
+        tasks.spawn(async move {
+            if let Err(error) = commands::worker::run(pool, bus, concurrency).await {
+                tracing::error!(%error, "command worker stopped");
+            }
+        });
+    }
+    if let Some(set) = roles.projections {
+        for projection in set.projections {
+            tasks.spawn(projections::runtime::run(pool.clone(), bus.clone(), projection, set.partition));
+        }
+    }
+    let mut http_addr = None;
+    let mut app_state = None;
+    if let Some(listener) = roles.api {
+        let state = AppState::new(pool.clone(), bus.clone(), read_wait).await?;
+        state.follow_progress().await?;
+        let addr = listener.local_addr()?;
+        http_addr = Some(addr);
+        let app = crate::http::app(state.clone());
+        let std_listener = listener.into_std()?;
+        tasks.spawn(async move {
+            let acceptor = poem::listener::TcpAcceptor::from_std(std_listener);
+            match acceptor {
+                Ok(acceptor) => {
+                    if let Err(error) = poem::Server::new_with_acceptor(acceptor).run(app).await {
+                        tracing::error!(%error, "http server stopped");
+                    }
+                }
+                Err(error) => tracing::error!(%error, "http listener unusable"),
+            }
+        });
+        state.ready.store(true, Ordering::Release);
+        app_state = Some(state);
+    }
+    Ok(Running { tasks, http_addr, state: app_state })
+}
+
+/// Binds the HTTP listener for `HTTP_ADDR`.
+pub async fn bind(addr: &str) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))
+}
