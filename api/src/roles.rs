@@ -57,10 +57,16 @@ pub async fn connect_database(settings: &Settings) -> anyhow::Result<PgPool> {
             return Err(error).context("cannot create the database");
         }
     }
-    let options = PgConnectOptions::from_str(url).context("DATABASE_URL is not a Postgres URL")?;
+    // Every statement is prepared once per connection; generic plans spare re-planning on each run.
+    let options = PgConnectOptions::from_str(url)
+        .context("DATABASE_URL is not a Postgres URL")?
+        .options([("plan_cache_mode", "force_generic_plan")]);
     let pool = PgPoolOptions::new()
         .max_connections(settings.pool_size)
         .acquire_timeout(Duration::from_secs(10))
+        // A broken connection fails its query and is replaced; pinging on every checkout would add a
+        // round trip to every command and projector batch.
+        .test_before_acquire(false)
         .connect_with(options)
         .await
         .context("cannot connect to the database")?;

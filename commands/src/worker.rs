@@ -37,7 +37,8 @@ pub struct Executed<A> {
     pub created: bool,
 }
 
-/// Runs a command against one aggregate instance in one transaction.
+/// Runs a command against one aggregate instance: load, decide, and append atomically with optimistic
+/// concurrency (one statement, so nothing is half-written).
 ///
 /// `is_creation` skips loading the stream for commands that start a new one with a fresh id.
 pub async fn execute<A>(
@@ -52,11 +53,14 @@ where
     A: Aggregate + WithId,
 {
     for _ in 0..CONFLICT_RETRIES {
-        let mut tx = pool.begin().await?;
+        // No transaction is held while deciding: the append below is one statement that only succeeds
+        // if the stream is still at the version the decision was based on.
         let (state, version) = if is_creation {
             (None, 0)
         } else {
-            let stored = store::load_stream(&mut tx, org_id, stream_id).await?;
+            let mut conn = pool.acquire().await?;
+            let stored = store::load_stream(&mut conn, org_id, stream_id).await?;
+            drop(conn);
             let version = stored.last().map(|e| e.version).unwrap_or(0);
             let mut state: Option<A> = None;
             for event in &stored {
@@ -73,9 +77,9 @@ where
         }
         let new_events: Vec<_> = decided.iter().map(EventPayload::to_new_event).collect();
         let stream = StreamRef { org_id, stream_type: A::Event::STREAM_TYPE, stream_id, expected_version: version };
-        match store::append(&mut tx, stream, &new_events, metadata).await {
+        let mut conn = pool.acquire().await?;
+        match store::append(&mut conn, stream, &new_events, metadata).await {
             Ok(appended) => {
-                tx.commit().await?;
                 let created = state.is_none();
                 let mut next = state;
                 for event in &decided {

@@ -82,18 +82,22 @@ async fn relay_until_error(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let stream = bus.ensure_event_stream().await.map_err(nats)?;
-    let mut checkpoint = follower::load_checkpoint(pool, RELAY).await?.key;
-    // The stream is the truth about what was published: a crash between the ack and the checkpoint
-    // must not republish (beyond the duplicate window), and a stream that lost messages must be refilled.
-    let published = last_published(&stream).await?;
-    if published != checkpoint {
-        if published < checkpoint {
-            tracing::warn!(%published, %checkpoint, "event stream is behind the relay checkpoint; republishing");
-        }
-        checkpoint = published;
-        let mut conn = pool.acquire().await?;
-        follower::save_checkpoint(&mut conn, RELAY, checkpoint).await?;
+    // The stream is the truth about what was published. Every message names its predecessor
+    // (Nats-Expected-Last-Msg-Id), so the stream is always an exact prefix of the commit order: a lost
+    // publish can never be overtaken by a later one.
+    let (mut cursor, mut last_id) = last_published(&stream).await?;
+    let checkpoint = follower::load_checkpoint(pool, RELAY).await?.key;
+    if cursor < checkpoint {
+        tracing::warn!(published = %cursor, %checkpoint, "event stream is behind the relay checkpoint; republishing");
     }
+
+    // Acks are awaited in order by a second task, so publishing never waits for a round trip; the
+    // checkpoint follows the acks.
+    let (acks_tx, acks_rx) = tokio::sync::mpsc::channel(MAX_IN_FLIGHT_BATCHES);
+    let failed = Arc::new(Notify::new());
+    let acker = tokio::spawn(await_acks(pool.clone(), acks_rx, failed.clone()));
+    let _stop_acker = AbortOnDrop(acker);
+
     let mut last_lock_check = tokio::time::Instant::now();
     loop {
         if last_lock_check.elapsed() > Duration::from_secs(5) {
@@ -102,10 +106,12 @@ async fn relay_until_error(
             }
             last_lock_check = tokio::time::Instant::now();
         }
-        let events = follower::read_committed_after(pool, checkpoint, BATCH).await?;
+        let events = follower::read_committed_after(pool, cursor, BATCH).await?;
         if events.is_empty() {
-            let _ = tokio::time::timeout(IDLE_POLL, wake.notified()).await;
-            continue;
+            tokio::select! {
+                _ = tokio::time::timeout(IDLE_POLL, wake.notified()) => continue,
+                _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),
+            }
         }
         if !bus.is_connected() {
             return Err(RelayError::Nats("not connected".into()));
@@ -114,27 +120,95 @@ async fn relay_until_error(
         for event in &events {
             let subject = bus.event_subject(event.org_id, &event.stream_type, &event.event_type);
             let payload = serde_json::to_vec(event).map_err(nats)?;
-            let ack =
-                bus.js.publish_with_headers(subject, Bus::event_headers(event), payload.into()).await.map_err(nats)?;
+            let mut headers = Bus::event_headers(event);
+            if let Some(previous) = &last_id {
+                headers.insert(async_nats::header::NATS_EXPECTED_LAST_MESSAGE_ID, previous.as_str());
+            }
+            let ack = bus.js.publish_with_headers(subject, headers, payload.into()).await.map_err(nats)?;
             acks.push(ack);
+            last_id = Some(event.event_id.to_string());
         }
-        for ack in acks {
-            ack.await.map_err(nats)?;
+        cursor = events.last().map(|e| e.key()).unwrap_or(cursor);
+        tokio::select! {
+            sent = acks_tx.send((cursor, acks)) => sent.map_err(|_| RelayError::Nats("ack task stopped".into()))?,
+            _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),
         }
-        checkpoint = events.last().map(|e| e.key()).unwrap_or(checkpoint);
-        let mut conn = pool.acquire().await?;
-        follower::save_checkpoint(&mut conn, RELAY, checkpoint).await?;
     }
 }
 
-/// The key of the last event the stream holds (zero for an empty stream).
-async fn last_published(stream: &async_nats::jetstream::stream::Stream) -> Result<CommitKey, RelayError> {
+/// Batches published but not yet acknowledged, at most.
+const MAX_IN_FLIGHT_BATCHES: usize = 8;
+/// The relay checkpoint is informational (the stream is authoritative), so it is written at most this
+/// often, without waiting for the commit to be flushed.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+
+type AckBatch = (CommitKey, Vec<async_nats::jetstream::context::PublishAckFuture>);
+
+async fn await_acks(pool: PgPool, mut batches: tokio::sync::mpsc::Receiver<AckBatch>, failed: Arc<Notify>) {
+    let mut last_saved = tokio::time::Instant::now();
+    let mut pending: Option<CommitKey> = None;
+    loop {
+        let next = if pending.is_some() {
+            match tokio::time::timeout(CHECKPOINT_EVERY, batches.recv()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    save_relay_checkpoint(&pool, &mut pending).await;
+                    continue;
+                }
+            }
+        } else {
+            batches.recv().await
+        };
+        let Some((key, acks)) = next else { return };
+        for ack in acks {
+            if let Err(error) = ack.await {
+                tracing::warn!(%error, "publish not acknowledged");
+                failed.notify_one();
+                return;
+            }
+        }
+        pending = Some(key);
+        if last_saved.elapsed() >= CHECKPOINT_EVERY {
+            save_relay_checkpoint(&pool, &mut pending).await;
+            last_saved = tokio::time::Instant::now();
+        }
+    }
+}
+
+async fn save_relay_checkpoint(pool: &PgPool, pending: &mut Option<CommitKey>) {
+    let Some(key) = *pending else { return };
+    let saved = async {
+        let mut tx = pool.begin().await?;
+        sqlx::query("set local synchronous_commit = off").execute(&mut *tx).await?;
+        follower::save_checkpoint(&mut tx, RELAY, key).await?;
+        tx.commit().await
+    };
+    match saved.await {
+        Ok(()) => *pending = None,
+        Err(error) => tracing::warn!(%error, "could not save the relay checkpoint"),
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The key and event id of the last event the stream holds (zero and none for an empty stream).
+async fn last_published(
+    stream: &async_nats::jetstream::stream::Stream,
+) -> Result<(CommitKey, Option<String>), RelayError> {
     let info = stream.get_info().await.map_err(nats)?;
     if info.state.messages == 0 {
-        return Ok(CommitKey::ZERO);
+        return Ok((CommitKey::ZERO, None));
     }
     let message = stream.get_raw_message(info.state.last_sequence).await.map_err(nats)?;
-    Ok(header_commit_key(Some(&message.headers)).unwrap_or(CommitKey::ZERO))
+    let key = header_commit_key(Some(&message.headers)).unwrap_or(CommitKey::ZERO);
+    let id = message.headers.get(async_nats::header::NATS_MESSAGE_ID).map(|v| v.as_str().to_owned());
+    Ok((key, id))
 }
 
 /// Runs the sealer for ever: chains committed events per organization right after they commit.

@@ -1,0 +1,312 @@
+//! `just bench`: starts the service and measures it side by side with pgbench on the same Postgres.
+//!
+//! Pairs printed: customer creations per second through HTTP (16 connections, p50/p99) against
+//! pgbench single-row inserts of an event-sized row; GETs of one customer against pgbench's prepared
+//! select by primary key; projection rebuild speed over at least 100,000 events.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const CONNECTIONS: usize = 16;
+
+fn env(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+struct Setup {
+    admin_url: String,
+    database_url: String,
+    database: String,
+    http_addr: String,
+    prefix: String,
+    seconds: u64,
+    rebuild_events: i64,
+    binary: String,
+}
+
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn psql(url: &str, sql: &str) -> String {
+    let out =
+        Command::new("psql").args([url, "-qAtX", "-v", "ON_ERROR_STOP=1", "-c", sql]).output().expect("psql runs");
+    assert!(out.status.success(), "psql failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn backoffice(setup: &Setup, args: &[&str]) -> String {
+    let out = Command::new(&setup.binary)
+        .args(args)
+        .env("DATABASE_URL", &setup.database_url)
+        .env("NATS_PREFIX", &setup.prefix)
+        .env("HTTP_ADDR", &setup.http_addr)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("backoffice runs");
+    assert!(out.status.success(), "backoffice {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn start_service(setup: &Setup) -> Service {
+    let child = Command::new(&setup.binary)
+        .arg("all")
+        .env("DATABASE_URL", &setup.database_url)
+        .env("NATS_PREFIX", &setup.prefix)
+        .env("HTTP_ADDR", &setup.http_addr)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(std::env::temp_dir().join("backoffice-bench-service.log")).expect("log file"))
+        .spawn()
+        .expect("service starts");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ok = Command::new("curl")
+            .args(["-sf", &format!("http://{}/healthz", setup.http_addr)])
+            .stdout(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if ok {
+            return Service(child);
+        }
+        assert!(Instant::now() < deadline, "service did not become healthy");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn pgbench(setup: &Setup, args: &[&str]) -> f64 {
+    let out = Command::new("pgbench")
+        .args(args)
+        .arg(&setup.database_url)
+        .output()
+        .expect("pgbench runs (install postgresql-contrib or the postgresql client)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "pgbench failed: {}{}", text, String::from_utf8_lossy(&out.stderr));
+    text.lines()
+        .find(|l| l.starts_with("tps = "))
+        .and_then(|l| l.trim_start_matches("tps = ").split_whitespace().next().map(str::to_owned))
+        .and_then(|v| v.parse().ok())
+        .expect("pgbench prints tps")
+}
+
+struct Load {
+    rate: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+}
+
+/// Runs `CONNECTIONS` keep-alive connections for `seconds`, each sending requests made by `make`.
+async fn load(
+    addr: &str,
+    seconds: u64,
+    make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync>,
+    expect: u16,
+) -> Load {
+    let counter = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let (addr, make, counter, errors) = (addr.to_owned(), make.clone(), counter.clone(), errors.clone());
+        tasks.push(tokio::spawn(async move {
+            let stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+            stream.set_nodelay(true).expect("nodelay");
+            let (mut sender, conn) =
+                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.expect("handshake");
+            tokio::spawn(conn);
+            let mut latencies = Vec::with_capacity(100_000);
+            while Instant::now() < deadline {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let started = Instant::now();
+                let response = sender.send_request(make(n)).await.expect("request");
+                let status = response.status().as_u16();
+                let _ = response.into_body().collect().await;
+                latencies.push(started.elapsed().as_micros() as u32);
+                if status != expect {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            latencies
+        }));
+    }
+    let started = Instant::now();
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.expect("load task"));
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort_unstable();
+    let pct =
+        |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0);
+    Load {
+        rate: all.len() as f64 / elapsed,
+        p50_ms: f64::from(pct(0.50)) / 1000.0,
+        p99_ms: f64::from(pct(0.99)) / 1000.0,
+        errors: errors.load(Ordering::Relaxed),
+    }
+}
+
+fn print_pair(title: &str, ours: f64, ours_unit: &str, baseline: f64, baseline_label: &str, extra: &str) {
+    println!("{title}");
+    println!("  service : {ours:>10.0} {ours_unit}{extra}");
+    println!("  baseline: {baseline:>10.0} {baseline_label}");
+    println!("  ratio   : {:>10.3}", ours / baseline);
+}
+
+#[tokio::main]
+async fn main() {
+    let admin_url = env("BENCH_ADMIN_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres");
+    let database = env("BENCH_DATABASE", "backoffice_bench");
+    let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_owned()).unwrap_or(admin_url.clone());
+    let setup = Setup {
+        database_url: format!("{base}/{database}"),
+        admin_url,
+        database,
+        http_addr: env("BENCH_HTTP_ADDR", "127.0.0.1:18181"),
+        prefix: format!("bench{}", std::process::id()),
+        seconds: env("BENCH_SECONDS", "10").parse().expect("BENCH_SECONDS"),
+        rebuild_events: env("BENCH_REBUILD_EVENTS", "100000").parse().expect("BENCH_REBUILD_EVENTS"),
+        binary: env("BACKOFFICE_BIN", concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/backoffice")),
+    };
+    psql(&setup.admin_url, &format!("drop database if exists {} with (force)", setup.database));
+    backoffice(&setup, &["migrate"]);
+    let org: serde_json::Value =
+        serde_json::from_str(&backoffice(&setup, &["admin", "create-org", "--name", "Bench"])).expect("org json");
+    let key = org["api_key"].as_str().expect("api key").to_owned();
+    let service = start_service(&setup);
+    let auth = format!("Bearer {key}");
+
+    // Writes.
+    let body = r#"{"name":"Ana Gómez","email":"ana@example.com","phone":"1144556677","taxId":"20267565393","taxIdType":"CUIL/CUIT","taxCategory":"Responsable Inscripto","personType":"FISICA","country":"Argentina","province":"B","city":"La Plata","address":"Calle 7 1234","apartment":"3B","postalCode":"1900"}"#;
+    let make_post: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+        let (auth, addr) = (auth.clone(), setup.http_addr.clone());
+        Arc::new(move |_| {
+            Request::post(format!("http://{addr}/api/v1/customers"))
+                .header("host", &addr)
+                .header("authorization", &auth)
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from_static(body.as_bytes())))
+                .expect("request")
+        })
+    };
+    let writes = load(&setup.http_addr, setup.seconds, make_post.clone(), 201).await;
+    if std::env::var("BENCH_WRITES_ONLY").is_ok() {
+        println!(
+            "writes: {:.0}/s p50 {:.2} ms p99 {:.2} ms errors {}",
+            writes.rate, writes.p50_ms, writes.p99_ms, writes.errors
+        );
+        return;
+    }
+
+    psql(
+        &setup.database_url,
+        "create table if not exists pgbench_event_rows (position bigint generated always as identity primary key,
+         event_id uuid not null unique, org_id uuid not null, stream_id uuid not null, version int not null,
+         event_type text not null, data jsonb not null, metadata jsonb not null, recorded_at timestamptz not null default now())",
+    );
+    let script = std::env::temp_dir().join(format!("bench-insert-{}.sql", std::process::id()));
+    std::fs::write(
+        &script,
+        format!(
+            "insert into pgbench_event_rows (event_id, org_id, stream_id, version, event_type, data, metadata) values \
+             (gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 1, 'CustomerCreated', '{}', '{{\"actor\": \"api_key\", \"request_id\": \"req_01a1fe16070e7556a3adcf2bd0eb3dc2\"}}');\n",
+            r#"{"name":"Ana Gómez","email":"ana@example.com","phone":"1144556677","tax_id":"20267565393","tax_id_type":"CUIL/CUIT","tax_category":"Responsable Inscripto","person_type":"FISICA","country":"Argentina","province":"B","city":"La Plata","address":"Calle 7 1234","apartment":"3B","postal_code":"1900"}"#
+        ),
+    )
+    .expect("script written");
+    let seconds = setup.seconds.to_string();
+    let insert_tps = pgbench(
+        &setup,
+        &["-n", "-c", "16", "-j", "2", "-M", "prepared", "-T", &seconds, "-f", script.to_str().expect("path")],
+    );
+    let _ = std::fs::remove_file(&script);
+    print_pair(
+        "writes: POST /api/v1/customers (read-your-writes) vs pgbench single-row event insert",
+        writes.rate,
+        "creates/s",
+        insert_tps,
+        "inserts/s (pgbench -c 16 -M prepared)",
+        &format!("  p50 {:.2} ms  p99 {:.2} ms  errors {}", writes.p50_ms, writes.p99_ms, writes.errors),
+    );
+
+    // Reads of one customer.
+    let created = reqwest::Client::new()
+        .post(format!("http://{}/api/v1/customers", setup.http_addr))
+        .header("authorization", &auth)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("create")
+        .json::<serde_json::Value>()
+        .await
+        .expect("json");
+    let id = created["data"]["id"].as_str().expect("id").to_owned();
+    let make_get: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+        let (auth, addr) = (auth.clone(), setup.http_addr.clone());
+        Arc::new(move |_| {
+            Request::get(format!("http://{addr}/api/v1/customers/{id}"))
+                .header("host", &addr)
+                .header("authorization", &auth)
+                .body(Full::new(Bytes::new()))
+                .expect("request")
+        })
+    };
+    let reads = load(&setup.http_addr, setup.seconds, make_get, 200).await;
+    let init =
+        Command::new("pgbench").args(["-i", "-s", "10", "-q", &setup.database_url]).output().expect("pgbench -i");
+    assert!(init.status.success(), "pgbench -i failed");
+    let select_tps = pgbench(&setup, &["-n", "-S", "-c", "16", "-j", "2", "-M", "prepared", "-T", &seconds]);
+    print_pair(
+        "reads: GET /api/v1/customers/{id} vs pgbench prepared select by primary key",
+        reads.rate,
+        "reads/s",
+        select_tps,
+        "selects/s (pgbench -S -c 16 -M prepared)",
+        &format!("  p50 {:.2} ms  p99 {:.2} ms  errors {}", reads.p50_ms, reads.p99_ms, reads.errors),
+    );
+    drop(service);
+
+    // Rebuild over at least `rebuild_events` events.
+    let existing: i64 = psql(&setup.database_url, "select count(*) from events").parse().expect("count");
+    let missing = (setup.rebuild_events - existing).max(0);
+    let org_id = org["organization_id"].as_str().expect("org id");
+    psql(
+        &setup.database_url,
+        &format!(
+            "insert into events (org_id, stream_type, stream_id, version, event_id, event_type, schema_version, data, metadata)
+             select '{org_id}', 'customer', gen_random_uuid(), 1, gen_random_uuid(), 'CustomerCreated', 1,
+                    jsonb_build_object('name', 'Cliente ' || g, 'email', 'c' || g || '@example.com', 'phone', '1144556677',
+                        'tax_id', '20267565393', 'tax_id_type', 'CUIL/CUIT', 'tax_category', 'Responsable Inscripto',
+                        'person_type', 'FISICA', 'country', 'Argentina', 'province', 'B', 'city', 'La Plata',
+                        'address', 'Calle ' || g, 'apartment', null, 'postal_code', '1900'),
+                    '{{\"actor\": \"bench\"}}'
+             from generate_series(1, {missing}) g"
+        ),
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&backoffice(&setup, &["projections", "rebuild", "customers"])).expect("rebuild json");
+    let rate = report["events_per_second"].as_f64().expect("rate");
+    println!("rebuild: projections rebuild customers");
+    println!(
+        "  service : {rate:>10.0} events/s over {} events in {:.2} s",
+        report["events"],
+        report["seconds"].as_f64().unwrap_or(0.0)
+    );
+    println!("  target  : {:>10.0} events/s", 20_000.0);
+    println!("  ratio   : {:>10.3}", rate / 20_000.0);
+    let _ = &setup.database;
+}
