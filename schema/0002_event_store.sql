@@ -12,8 +12,9 @@ create table events (
     event_id       uuid        not null unique,
     event_type     text        not null,
     schema_version integer     not null check (schema_version >= 1),
-    data           jsonb       not null,
-    metadata       jsonb       not null,
+    -- json, not jsonb: the payload is stored and served exactly as written, with no re-encoding.
+    data           json        not null,
+    metadata       json        not null,
     recorded_at    timestamptz not null default now(),
     unique (stream_id, version)
 );

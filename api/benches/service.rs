@@ -215,7 +215,7 @@ async fn main() {
         &setup.database_url,
         "create table if not exists pgbench_event_rows (position bigint generated always as identity primary key,
          event_id uuid not null unique, org_id uuid not null, stream_id uuid not null, version int not null,
-         event_type text not null, data jsonb not null, metadata jsonb not null, recorded_at timestamptz not null default now())",
+         event_type text not null, data json not null, metadata json not null, recorded_at timestamptz not null default now())",
     );
     let script = std::env::temp_dir().join(format!("bench-insert-{}.sql", std::process::id()));
     std::fs::write(

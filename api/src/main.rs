@@ -2,8 +2,12 @@
 
 use clap::Parser;
 
-#[tokio::main]
-async fn main() {
+// Requests allocate many small short-lived buffers; mimalloc handles that pattern far better than the
+// system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -12,11 +16,24 @@ async fn main() {
         .with_writer(std::io::stderr)
         .init();
     let cli = api::cli::Cli::parse();
-    match api::cli::run(cli).await {
-        Ok(code) => std::process::exit(code),
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            std::process::exit(1);
-        }
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    // `BACKOFFICE_WORKER_THREADS` overrides tokio's default of one worker per core.
+    if let Some(threads) = std::env::var("BACKOFFICE_WORKER_THREADS").ok().and_then(|v| v.parse().ok()) {
+        runtime.worker_threads(threads);
     }
+    let code = match runtime.build() {
+        Ok(runtime) => match runtime.block_on(api::cli::run(cli)) {
+            Ok(code) => code,
+            Err(error) => {
+                eprintln!("error: {error:#}");
+                1
+            }
+        },
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            1
+        }
+    };
+    std::process::exit(code);
 }

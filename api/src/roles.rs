@@ -108,8 +108,8 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
     if roles.commands {
         let wake = Arc::new(Notify::new());
         events::relay::wake_on_commits(&bus, wake.clone()).await?;
-        tasks.spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake.clone()));
-        tasks.spawn(events::relay::run_sealer(pool.clone(), wake));
+        tasks.spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake));
+        tasks.spawn(events::relay::run_sealer(pool.clone()));
         let concurrency = pool.options().get_max_connections().max(2) as usize;
         let (pool, bus) = (pool.clone(), bus.clone());
         tasks.spawn(async move {

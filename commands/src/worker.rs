@@ -5,7 +5,7 @@ use crate::aggregate::{Aggregate, Rejection};
 use crate::customer::{Customer, CustomerCommand};
 use crate::protocol::{Command, CommandReply, CommandRequest, QUEUE_GROUP};
 use events::bus::Bus;
-use events::store::{self, AppendError, StreamRef};
+use events::store::{self, AppendError, AppendRequest, Appended, StreamRef};
 use events::{CommitKey, EventPayload, Metadata};
 use futures::StreamExt;
 use serde::Serialize;
@@ -43,6 +43,7 @@ pub struct Executed<A> {
 /// `is_creation` skips loading the stream for commands that start a new one with a fresh id.
 pub async fn execute<A>(
     pool: &PgPool,
+    appender: &Appender,
     org_id: Uuid,
     stream_id: Uuid,
     command: &A::Command,
@@ -77,8 +78,8 @@ where
         }
         let new_events: Vec<_> = decided.iter().map(EventPayload::to_new_event).collect();
         let stream = StreamRef { org_id, stream_type: A::Event::STREAM_TYPE, stream_id, expected_version: version };
-        let mut conn = pool.acquire().await?;
-        match store::append(&mut conn, stream, &new_events, metadata).await {
+        let request = AppendRequest { stream, events: new_events, metadata: metadata.clone() };
+        match appender.append(request).await {
             Ok(appended) => {
                 let created = state.is_none();
                 let mut next = state;
@@ -110,7 +111,7 @@ impl WithId for Customer {
 }
 
 /// Executes one request and turns the outcome into a reply.
-pub async fn handle(pool: &PgPool, request: CommandRequest) -> CommandReply {
+pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest) -> CommandReply {
     let metadata = Metadata {
         actor: request.actor.name.clone(),
         credential_id: request.actor.credential_id,
@@ -121,7 +122,7 @@ pub async fn handle(pool: &PgPool, request: CommandRequest) -> CommandReply {
     let result = match &request.command {
         Command::Customer(command) => {
             let is_creation = matches!(command, CustomerCommand::CreateCustomer { .. });
-            execute::<Customer>(pool, request.org_id, command.customer_id(), command, is_creation, &metadata)
+            execute::<Customer>(pool, appender, request.org_id, command.customer_id(), command, is_creation, &metadata)
                 .await
                 .map(accepted)
         }
@@ -150,18 +151,32 @@ fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
 pub async fn run(pool: PgPool, bus: Bus, concurrency: usize) -> Result<(), async_nats::SubscribeError> {
     let mut subscription = bus.client.queue_subscribe(bus.command_subject(), QUEUE_GROUP.to_owned()).await?;
     let permits = Arc::new(Semaphore::new(concurrency));
+    let appender = Appender::start(pool.clone(), APPEND_LANES);
+    // Relay wake-ups are coalesced: while one is being published, further commits only leave a permit.
+    let wake = Arc::new(tokio::sync::Notify::new());
+    {
+        let (wake, bus) = (wake.clone(), bus.clone());
+        tokio::spawn(async move {
+            loop {
+                wake.notified().await;
+                bus.wake_relay().await;
+            }
+        });
+    }
     while let Some(message) = subscription.next().await {
         let Ok(permit) = permits.clone().acquire_owned().await else { break };
         let pool = pool.clone();
         let bus = bus.clone();
+        let wake = wake.clone();
+        let appender = appender.clone();
         tokio::spawn(async move {
             let _permit = permit;
             let reply = match serde_json::from_slice::<CommandRequest>(&message.payload) {
-                Ok(request) => handle(&pool, request).await,
+                Ok(request) => handle(&pool, &appender, request).await,
                 Err(error) => CommandReply::Failed { retryable: false, message: format!("malformed command: {error}") },
             };
             if matches!(reply, CommandReply::Accepted { commit: Some(_), .. }) {
-                bus.wake_relay().await;
+                wake.notify_one();
             }
             if let Some(reply_to) = message.reply {
                 let body = serde_json::to_vec(&reply).unwrap_or_default();
@@ -172,4 +187,81 @@ pub async fn run(pool: PgPool, bus: Bus, concurrency: usize) -> Result<(), async
         });
     }
     Ok(())
+}
+
+/// Statements appending events that may run at once.
+const APPEND_LANES: usize = 4;
+/// Most commands appended by one statement.
+const MAX_GROUP: usize = 64;
+
+struct AppendJob {
+    request: AppendRequest,
+    done: tokio::sync::oneshot::Sender<Result<Appended, AppendError>>,
+}
+
+/// Group commit: commands decided at about the same time are appended by one statement (one round trip,
+/// one commit). While every lane is busy, new appends queue up and leave together in the next group. A
+/// group that fails is retried command by command, so one conflict only fails its own command.
+#[derive(Clone)]
+pub struct Appender {
+    jobs: tokio::sync::mpsc::UnboundedSender<AppendJob>,
+}
+
+impl Appender {
+    pub fn start(pool: PgPool, lanes: usize) -> Self {
+        let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<AppendJob>();
+        tokio::spawn(async move {
+            let lanes = Arc::new(Semaphore::new(lanes));
+            while let Some(first) = queue.recv().await {
+                let Ok(lane) = lanes.clone().acquire_owned().await else { return };
+                let mut group = vec![first];
+                while group.len() < MAX_GROUP {
+                    match queue.try_recv() {
+                        Ok(job) => group.push(job),
+                        Err(_) => break,
+                    }
+                }
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    let _lane = lane;
+                    append_group(&pool, group).await;
+                });
+            }
+        });
+        Self { jobs }
+    }
+
+    pub async fn append(&self, request: AppendRequest) -> Result<Appended, AppendError> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(AppendJob { request, done })
+            .map_err(|_| AppendError::Database(sqlx::Error::PoolClosed))?;
+        result.await.unwrap_or(Err(AppendError::Database(sqlx::Error::PoolClosed)))
+    }
+}
+
+async fn append_group(pool: &PgPool, group: Vec<AppendJob>) {
+    let mut conn = match pool.acquire().await {
+        Ok(conn) => conn,
+        Err(error) => {
+            let message = error.to_string();
+            for job in group {
+                let _ = job.done.send(Err(AppendError::Database(sqlx::Error::Protocol(message.clone()))));
+            }
+            return;
+        }
+    };
+    if group.len() > 1 {
+        let requests: Vec<AppendRequest> = group.iter().map(|job| job.request.clone()).collect();
+        if let Ok(appended) = store::append_many(&mut conn, &requests).await {
+            for (job, result) in group.into_iter().zip(appended) {
+                let _ = job.done.send(Ok(result));
+            }
+            return;
+        }
+    }
+    for job in group {
+        let result = store::append_many(&mut conn, std::slice::from_ref(&job.request)).await;
+        let _ = job.done.send(result.and_then(|mut a| a.pop().ok_or(AppendError::Database(sqlx::Error::RowNotFound))));
+    }
 }

@@ -79,87 +79,113 @@ pub fn chain_hash(previous: &[u8], event: &RecordedEvent) -> [u8; 32] {
 
 pub const SEALER: &str = "sealer";
 
-/// Seals every committed event not yet sealed, in commit order, in batches. Returns how many events
-/// were sealed. Must run under the sealer's leadership lock (one sealer per database).
-pub async fn seal_pending(pool: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
-    let mut total = 0;
-    loop {
-        let checkpoint = follower::load_checkpoint(pool, SEALER).await?;
-        let events = follower::read_committed_after(pool, checkpoint.key, batch).await?;
-        let Some(last) = events.last() else { return Ok(total) };
-        let last_key = last.key();
-        seal_batch(pool, &events, last_key).await?;
-        total += events.len();
-        if (events.len() as i64) < batch {
-            return Ok(total);
+/// Chains committed events per organization, in commit order. One sealer runs per database (under the
+/// sealer's leadership lock); it keeps the chain heads in memory and writes each batch of seals, the
+/// new heads and its checkpoint in one statement.
+pub struct Sealer {
+    conn: sqlx::PgConnection,
+    heads: HashMap<Uuid, (i64, Vec<u8>)>,
+    checkpoint: CommitKey,
+}
+
+impl Sealer {
+    pub async fn start(pool: &PgPool) -> Result<Self, sqlx::Error> {
+        let mut conn = pool.acquire().await?.detach();
+        // Losing the last sealed batch in a crash only means sealing it again (the checkpoint goes with
+        // it), so the sealer does not wait for its commits to be flushed.
+        sqlx::query("set synchronous_commit = off").execute(&mut conn).await?;
+        let checkpoint = follower::load_checkpoint(pool, SEALER).await?.key;
+        Ok(Self { conn, heads: HashMap::new(), checkpoint })
+    }
+
+    /// Seals every committed event not yet sealed, in batches; returns how many were sealed.
+    pub async fn seal_pending(&mut self, pool: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
+        let mut total = 0;
+        loop {
+            let events = follower::read_committed_after(pool, self.checkpoint, batch).await?;
+            if events.is_empty() {
+                return Ok(total);
+            }
+            if let Err(error) = self.seal_batch(&events).await {
+                // The heads in memory may be ahead of what was stored.
+                self.heads.clear();
+                return Err(error);
+            }
+            total += events.len();
+            if (events.len() as i64) < batch {
+                return Ok(total);
+            }
         }
+    }
+
+    async fn seal_batch(&mut self, events: &[RecordedEvent]) -> Result<(), sqlx::Error> {
+        let mut unknown: Vec<Uuid> = events.iter().map(|e| e.org_id).filter(|o| !self.heads.contains_key(o)).collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        if !unknown.is_empty() {
+            let rows: Vec<(Uuid, i64, Vec<u8>)> =
+                sqlx::query_as("select org_id, seq, hash from chain_heads where org_id = any($1)")
+                    .bind(&unknown)
+                    .fetch_all(&mut self.conn)
+                    .await?;
+            for (org, seq, hash) in rows {
+                self.heads.insert(org, (seq, hash));
+            }
+        }
+        let mut seal_org = Vec::with_capacity(events.len());
+        let mut seal_seq = Vec::with_capacity(events.len());
+        let mut seal_pos = Vec::with_capacity(events.len());
+        let mut seal_hash: Vec<Vec<u8>> = Vec::with_capacity(events.len());
+        let mut touched: Vec<Uuid> = Vec::new();
+        for event in events {
+            let head = self.heads.entry(event.org_id).or_insert_with(|| (0, GENESIS.to_vec()));
+            let hash = chain_hash(&head.1, event);
+            head.0 += 1;
+            head.1 = hash.to_vec();
+            seal_org.push(event.org_id);
+            seal_seq.push(head.0);
+            seal_pos.push(event.position);
+            seal_hash.push(hash.to_vec());
+            touched.push(event.org_id);
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        let head_seq: Vec<i64> = touched.iter().map(|o| self.heads[o].0).collect();
+        let head_hash: Vec<Vec<u8>> = touched.iter().map(|o| self.heads[o].1.clone()).collect();
+        let last = events.last().map(RecordedEvent::key).unwrap_or(self.checkpoint);
+        sqlx::query(
+            "with seals as (
+                 insert into event_seals (org_id, seq, position, hash)
+                 select * from unnest($1::uuid[], $2::int8[], $3::int8[], $4::bytea[])
+             ), heads as (
+                 insert into chain_heads (org_id, seq, hash)
+                 select * from unnest($5::uuid[], $6::int8[], $7::bytea[])
+                 on conflict (org_id) do update set seq = excluded.seq, hash = excluded.hash
+             )
+             insert into follower_checkpoints (name, transaction_id, position)
+             values ($8, $9::int8::text::xid8, $10)
+             on conflict (name) do update set transaction_id = excluded.transaction_id, position = excluded.position",
+        )
+        .bind(&seal_org)
+        .bind(&seal_seq)
+        .bind(&seal_pos)
+        .bind(&seal_hash)
+        .bind(&touched)
+        .bind(&head_seq)
+        .bind(&head_hash)
+        .bind(SEALER)
+        .bind(last.transaction_id)
+        .bind(last.position)
+        .execute(&mut self.conn)
+        .await?;
+        self.checkpoint = last;
+        Ok(())
     }
 }
 
-async fn seal_batch(pool: &PgPool, events: &[RecordedEvent], last: CommitKey) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    // Losing the last sealed batch in a crash only means sealing it again (the checkpoint goes with it),
-    // so the sealer does not wait for its commits to be flushed.
-    sqlx::query("set local synchronous_commit = off").execute(&mut *tx).await?;
-    let orgs: Vec<Uuid> = {
-        let mut v: Vec<Uuid> = events.iter().map(|e| e.org_id).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let rows: Vec<(Uuid, i64, Vec<u8>)> =
-        sqlx::query_as("select org_id, seq, hash from chain_heads where org_id = any($1) for update")
-            .bind(&orgs)
-            .fetch_all(&mut *tx)
-            .await?;
-    let mut heads: HashMap<Uuid, (i64, Vec<u8>)> =
-        rows.into_iter().map(|(org, seq, hash)| (org, (seq, hash))).collect();
-
-    let mut seal_org = Vec::with_capacity(events.len());
-    let mut seal_seq = Vec::with_capacity(events.len());
-    let mut seal_pos = Vec::with_capacity(events.len());
-    let mut seal_hash: Vec<Vec<u8>> = Vec::with_capacity(events.len());
-    for event in events {
-        let head = heads.entry(event.org_id).or_insert_with(|| (0, GENESIS.to_vec()));
-        let hash = chain_hash(&head.1, event);
-        head.0 += 1;
-        head.1 = hash.to_vec();
-        seal_org.push(event.org_id);
-        seal_seq.push(head.0);
-        seal_pos.push(event.position);
-        seal_hash.push(hash.to_vec());
-    }
-    sqlx::query(
-        "insert into event_seals (org_id, seq, position, hash)
-         select * from unnest($1::uuid[], $2::int8[], $3::int8[], $4::bytea[])",
-    )
-    .bind(&seal_org)
-    .bind(&seal_seq)
-    .bind(&seal_pos)
-    .bind(&seal_hash)
-    .execute(&mut *tx)
-    .await?;
-
-    let mut head_org = Vec::with_capacity(heads.len());
-    let mut head_seq = Vec::with_capacity(heads.len());
-    let mut head_hash = Vec::with_capacity(heads.len());
-    for (org, (seq, hash)) in heads {
-        head_org.push(org);
-        head_seq.push(seq);
-        head_hash.push(hash);
-    }
-    sqlx::query(
-        "insert into chain_heads (org_id, seq, hash)
-         select * from unnest($1::uuid[], $2::int8[], $3::bytea[])
-         on conflict (org_id) do update set seq = excluded.seq, hash = excluded.hash",
-    )
-    .bind(&head_org)
-    .bind(&head_seq)
-    .bind(&head_hash)
-    .execute(&mut *tx)
-    .await?;
-    follower::save_checkpoint(&mut tx, SEALER, last).await?;
-    tx.commit().await
+/// Seals everything pending once (for tools and tests; the service runs a long-lived [`Sealer`]).
+pub async fn seal_pending(pool: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
+    Sealer::start(pool).await?.seal_pending(pool, batch).await
 }
 
 /// The outcome of verifying one organization's chain.

@@ -211,11 +211,23 @@ async fn last_published(
     Ok((key, id))
 }
 
-/// Runs the sealer for ever: chains committed events per organization right after they commit.
-pub async fn run_sealer(pool: PgPool, wake: Arc<Notify>) {
+/// How often the sealer looks for new events. Sealing is off the write path, so it works in large
+/// batches rather than chasing every commit.
+const SEAL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Runs the sealer for ever: chains committed events per organization shortly after they commit.
+pub async fn run_sealer(pool: PgPool) {
     loop {
         let mut leadership = lead(&pool, chain::SEALER).await;
         tracing::info!("sealer leading");
+        let mut sealer = match chain::Sealer::start(&pool).await {
+            Ok(sealer) => sealer,
+            Err(error) => {
+                tracing::warn!(%error, "sealer could not start; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
         let mut last_lock_check = tokio::time::Instant::now();
         loop {
             if last_lock_check.elapsed() > Duration::from_secs(5) {
@@ -224,14 +236,12 @@ pub async fn run_sealer(pool: PgPool, wake: Arc<Notify>) {
                 }
                 last_lock_check = tokio::time::Instant::now();
             }
-            match chain::seal_pending(&pool, 2_000).await {
-                Ok(0) => {
-                    let _ = tokio::time::timeout(IDLE_POLL, wake.notified()).await;
-                }
-                Ok(_) => {}
+            match sealer.seal_pending(&pool, 5_000).await {
+                Ok(_) => tokio::time::sleep(SEAL_INTERVAL).await,
                 Err(error) => {
-                    tracing::warn!(%error, "sealer paused; retrying");
+                    tracing::warn!(%error, "sealer paused; restarting");
                     tokio::time::sleep(Duration::from_millis(500)).await;
+                    break;
                 }
             }
         }

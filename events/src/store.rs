@@ -26,56 +26,102 @@ pub struct Appended {
 
 /// The stream to append to, with the version the decision was based on (0 for a new stream).
 #[derive(Debug, Clone, Copy)]
-pub struct StreamRef<'a> {
+pub struct StreamRef {
     pub org_id: Uuid,
-    pub stream_type: &'a str,
+    pub stream_type: &'static str,
     pub stream_id: Uuid,
     pub expected_version: i32,
 }
 
-/// Appends events to one stream inside the caller's transaction, with optimistic concurrency on
-/// `(stream_id, version)`. The events become visible when the caller commits.
+/// Events for one stream, appended all or nothing.
+#[derive(Debug, Clone)]
+pub struct AppendRequest {
+    pub stream: StreamRef,
+    pub events: Vec<NewEvent>,
+    pub metadata: Metadata,
+}
+
+/// Appends events to one stream with optimistic concurrency on `(stream_id, version)`, in the caller's
+/// transaction if one is open (the events become visible when it commits), else as one statement.
 pub async fn append(
     conn: &mut PgConnection,
-    stream: StreamRef<'_>,
+    stream: StreamRef,
     events: &[NewEvent],
     metadata: &Metadata,
 ) -> Result<Appended, AppendError> {
-    assert!(!events.is_empty(), "append needs at least one event");
-    let versions: Vec<i32> = (1..=events.len() as i32).map(|i| stream.expected_version + i).collect();
-    let ids: Vec<Uuid> = events.iter().map(|e| e.event_id).collect();
-    let types: Vec<&str> = events.iter().map(|e| e.event_type).collect();
-    let schema_versions: Vec<i32> = events.iter().map(|e| e.schema_version).collect();
-    let data: Vec<serde_json::Value> = events.iter().map(|e| e.data.clone()).collect();
-    let metadata = serde_json::to_value(metadata).unwrap_or(serde_json::Value::Null);
-    let result: Result<(i64, i64, OffsetDateTime), sqlx::Error> = sqlx::query_as(
+    let request = AppendRequest { stream, events: events.to_vec(), metadata: metadata.clone() };
+    let mut appended = append_many(conn, std::slice::from_ref(&request)).await?;
+    appended.pop().ok_or(AppendError::Database(sqlx::Error::RowNotFound))
+}
+
+/// Appends to several streams in one statement (group commit). Either every request is appended or none
+/// is; a version conflict on any stream fails the whole statement with [`AppendError::Conflict`].
+/// Results come back in request order.
+pub async fn append_many(conn: &mut PgConnection, requests: &[AppendRequest]) -> Result<Vec<Appended>, AppendError> {
+    let total: usize = requests.iter().map(|r| r.events.len()).sum();
+    assert!(requests.iter().all(|r| !r.events.is_empty()), "append needs at least one event per stream");
+    let mut org_ids = Vec::with_capacity(total);
+    let mut stream_types = Vec::with_capacity(total);
+    let mut stream_ids = Vec::with_capacity(total);
+    let mut versions = Vec::with_capacity(total);
+    let mut event_ids = Vec::with_capacity(total);
+    let mut event_types = Vec::with_capacity(total);
+    let mut schema_versions = Vec::with_capacity(total);
+    let mut data = Vec::with_capacity(total);
+    let mut metadata = Vec::with_capacity(total);
+    for request in requests {
+        let meta = serde_json::to_string(&request.metadata).unwrap_or_else(|_| "{}".to_owned());
+        for (i, event) in request.events.iter().enumerate() {
+            org_ids.push(request.stream.org_id);
+            stream_types.push(request.stream.stream_type);
+            stream_ids.push(request.stream.stream_id);
+            versions.push(request.stream.expected_version + 1 + i as i32);
+            event_ids.push(event.event_id);
+            event_types.push(event.event_type);
+            schema_versions.push(event.schema_version);
+            data.push(event.data.to_string());
+            metadata.push(meta.clone());
+        }
+    }
+    let result: Result<Vec<(Uuid, i64, i64, OffsetDateTime)>, sqlx::Error> = sqlx::query_as(
         "with inserted as (
              insert into events (org_id, stream_type, stream_id, version, event_id, event_type, schema_version,
                                  data, metadata)
-             select $1, $2, $3, v, id, t, sv, d, $9
-             from unnest($4::int4[], $5::uuid[], $6::text[], $7::int4[], $8::jsonb[]) as u(v, id, t, sv, d)
-             returning position, transaction_id, recorded_at
+             select * from unnest($1::uuid[], $2::text[], $3::uuid[], $4::int4[], $5::uuid[], $6::text[],
+                                  $7::int4[], $8::text[]::json[], $9::text[]::json[])
+             returning stream_id, position, transaction_id, recorded_at
          )
-         select transaction_id::text::int8, max(position), max(recorded_at) from inserted group by transaction_id",
+         select stream_id, transaction_id::text::int8, max(position), max(recorded_at)
+         from inserted group by stream_id, transaction_id",
     )
-    .bind(stream.org_id)
-    .bind(stream.stream_type)
-    .bind(stream.stream_id)
+    .bind(&org_ids)
+    .bind(&stream_types)
+    .bind(&stream_ids)
     .bind(&versions)
-    .bind(&ids)
-    .bind(&types)
+    .bind(&event_ids)
+    .bind(&event_types)
     .bind(&schema_versions)
     .bind(&data)
     .bind(&metadata)
-    .fetch_one(&mut *conn)
+    .fetch_all(&mut *conn)
     .await;
     match result {
-        Ok((transaction_id, position, recorded_at)) => Ok(Appended {
-            key: CommitKey::new(transaction_id, position),
-            version: stream.expected_version + events.len() as i32,
-            recorded_at,
-        }),
+        Ok(rows) => requests
+            .iter()
+            .map(|request| {
+                let (_, transaction_id, position, recorded_at) = rows
+                    .iter()
+                    .find(|row| row.0 == request.stream.stream_id)
+                    .ok_or(AppendError::Database(sqlx::Error::RowNotFound))?;
+                Ok(Appended {
+                    key: CommitKey::new(*transaction_id, *position),
+                    version: request.stream.expected_version + request.events.len() as i32,
+                    recorded_at: *recorded_at,
+                })
+            })
+            .collect(),
         Err(sqlx::Error::Database(db)) if db.constraint() == Some("events_stream_id_version_key") => {
+            let stream = requests.first().map(|r| r.stream).ok_or(AppendError::Database(sqlx::Error::RowNotFound))?;
             Err(AppendError::Conflict { stream_id: stream.stream_id, expected: stream.expected_version })
         }
         Err(other) => Err(other.into()),

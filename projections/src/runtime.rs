@@ -92,6 +92,8 @@ async fn run_until_error(
     let stream = bus.ensure_event_stream().await.map_err(nats)?;
     let name = consumer_name(projection.name(), partition);
     let consumer = reset_consumer(&stream, bus, &name).await?;
+    // A connection of its own: batches follow each other without checking one out of the pool.
+    let mut conn = pool.acquire().await?.detach();
     let mut messages = consumer
         .stream()
         .max_messages_per_batch(BATCH)
@@ -141,7 +143,7 @@ async fn run_until_error(
                 owned.push(event);
             }
         }
-        let invalidate = if owned.is_empty() { Vec::new() } else { apply_batch(pool, projection, &owned).await? };
+        let invalidate = if owned.is_empty() { Vec::new() } else { apply_batch(&mut conn, projection, &owned).await? };
         let key = batch_key.unwrap_or_default();
         last_key = Some(key);
         publish_progress(bus, projection.name(), partition, key, invalidate).await;
@@ -181,26 +183,47 @@ pub(crate) async fn lock_projection(
 
 /// Applies events (in commit order) that the projection has not applied yet, and moves the checkpoints
 /// of their organizations, in one transaction. Returns the cached reads made stale.
+///
+/// The statements around the projection's own are sent as multi-statement simple queries (three round
+/// trips per batch in all); the values inlined there are ids and integers this code formats itself.
 pub async fn apply_batch(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     projection: &dyn Projection,
     events: &[RecordedEvent],
 ) -> Result<Vec<CacheKey>, RunError> {
-    let mut tx = pool.begin().await?;
-    lock_projection(&mut tx, projection.name(), false).await?;
+    let result = apply_batch_inner(conn, projection, events).await;
+    if result.is_err() {
+        // Leave no transaction open on a connection that will be reused.
+        let _ = sqlx::raw_sql("rollback").execute(&mut *conn).await;
+    }
+    result
+}
+
+async fn apply_batch_inner(
+    conn: &mut PgConnection,
+    projection: &dyn Projection,
+    events: &[RecordedEvent],
+) -> Result<Vec<CacheKey>, RunError> {
+    use sqlx::Row;
+    let name = projection.name();
     let mut orgs: Vec<Uuid> = events.iter().map(|e| e.org_id).collect();
     orgs.push(Uuid::nil());
     orgs.sort_unstable();
     orgs.dedup();
-    let rows: Vec<(Uuid, i64, i64)> = sqlx::query_as(
-        "select org_id, transaction_id::text::int8, position from projection_checkpoints
-         where projection = $1 and org_id = any($2) for update",
-    )
-    .bind(projection.name())
-    .bind(&orgs)
-    .fetch_all(&mut *tx)
-    .await?;
-    let mut applied: HashMap<Uuid, CommitKey> = rows.into_iter().map(|(o, t, p)| (o, CommitKey::new(t, p))).collect();
+    let org_list: Vec<String> = orgs.iter().map(|o| format!("'{o}'")).collect();
+    let begin = format!(
+        "begin;
+         select pg_advisory_xact_lock_shared(hashtextextended('projection {name}', 0));
+         select org_id, transaction_id::text::int8 as transaction_id, position from projection_checkpoints
+         where projection = '{name}' and org_id in ({}) for update",
+        org_list.join(",")
+    );
+    let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(begin)).fetch_all(&mut *conn).await?;
+    let mut applied: HashMap<Uuid, CommitKey> = HashMap::new();
+    for row in rows.iter().filter(|r| r.len() == 3) {
+        let key = CommitKey::new(row.try_get("transaction_id")?, row.try_get("position")?);
+        applied.insert(row.try_get("org_id")?, key);
+    }
     let floor = applied.get(&Uuid::nil()).copied().unwrap_or_default();
     let fresh: Vec<RecordedEvent> = events
         .iter()
@@ -208,30 +231,25 @@ pub async fn apply_batch(
         .cloned()
         .collect();
     if fresh.is_empty() {
+        sqlx::raw_sql("commit").execute(&mut *conn).await?;
         return Ok(Vec::new());
     }
-    let invalidate = projection.apply(&mut tx, Target::Live, &fresh).await?;
+    let invalidate = projection.apply(&mut *conn, Target::Live, &fresh).await?;
+    let mut last: HashMap<Uuid, CommitKey> = HashMap::new();
     for event in &fresh {
-        applied.insert(event.org_id, event.key());
+        last.insert(event.org_id, event.key());
     }
-    let touched: Vec<(Uuid, CommitKey)> = {
-        let mut seen: Vec<Uuid> = fresh.iter().map(|e| e.org_id).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.into_iter().map(|org| (org, applied[&org])).collect()
-    };
-    sqlx::query(
-        "insert into projection_checkpoints (projection, org_id, transaction_id, position)
-         select $1, o, t::text::xid8, p from unnest($2::uuid[], $3::int8[], $4::int8[]) as u(o, t, p)
+    let values: Vec<String> = last
+        .iter()
+        .map(|(org, key)| format!("('{name}', '{org}', '{}'::xid8, {})", key.transaction_id, key.position))
+        .collect();
+    let finish = format!(
+        "insert into projection_checkpoints (projection, org_id, transaction_id, position) values {}
          on conflict (projection, org_id) do update
-         set transaction_id = excluded.transaction_id, position = excluded.position",
-    )
-    .bind(projection.name())
-    .bind(touched.iter().map(|(o, _)| *o).collect::<Vec<_>>())
-    .bind(touched.iter().map(|(_, k)| k.transaction_id).collect::<Vec<_>>())
-    .bind(touched.iter().map(|(_, k)| k.position).collect::<Vec<_>>())
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
+         set transaction_id = excluded.transaction_id, position = excluded.position;
+         commit",
+        values.join(",")
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(finish)).execute(&mut *conn).await?;
     Ok(invalidate)
 }
