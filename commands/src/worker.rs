@@ -233,9 +233,7 @@ impl Appender {
 
     pub async fn append(&self, request: AppendRequest) -> Result<Appended, AppendError> {
         let (done, result) = tokio::sync::oneshot::channel();
-        self.jobs
-            .send(AppendJob { request, done })
-            .map_err(|_| AppendError::Database(sqlx::Error::PoolClosed))?;
+        self.jobs.send(AppendJob { request, done }).map_err(|_| AppendError::Database(sqlx::Error::PoolClosed))?;
         result.await.unwrap_or(Err(AppendError::Database(sqlx::Error::PoolClosed)))
     }
 }

@@ -1,0 +1,136 @@
+//! The one test application builder: a real gateway, command worker, relay and projectors on this
+//! test's fresh database and its own NATS prefix, driven over real HTTP.
+
+use api::roles::{self, ProjectionSet, Roles};
+use events::bus::Bus;
+use projections::Partition;
+use reqwest::{Method, Response};
+use serde_json::Value;
+use sqlx::PgPool;
+use std::time::Duration;
+use uuid::Uuid;
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub pool: PgPool,
+    pub bus: Bus,
+    pub org_id: Uuid,
+    pub api_key: String,
+    _tasks: tokio::task::JoinSet<()>,
+}
+
+pub fn nats_url() -> String {
+    std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
+}
+
+impl TestApp {
+    pub async fn spawn(pool: PgPool) -> Self {
+        let prefix = format!("t{}", Uuid::now_v7().simple());
+        let bus = Bus::connect(&nats_url(), &prefix, "test").await.expect("NATS");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !bus.is_connected() {
+            assert!(tokio::time::Instant::now() < deadline, "NATS did not answer");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
+        let set = ProjectionSet { projections: projections::all(), partition: Partition::WHOLE };
+        let running = roles::start(
+            pool.clone(),
+            bus.clone(),
+            Roles { api: Some(listener), commands: true, projections: Some(set) },
+            Duration::from_secs(10),
+        )
+        .await
+        .expect("roles start");
+        let base = format!("http://{}", running.http_addr.expect("http address"));
+        let created = commands::organization::create_organization(&pool, "Almacén de Prueba").await.expect("org");
+        Self {
+            base,
+            client: reqwest::Client::new(),
+            pool,
+            bus,
+            org_id: created.organization_id,
+            api_key: created.api_key,
+            _tasks: running.tasks,
+        }
+    }
+
+    /// Another organization with its own full-scope key.
+    pub async fn other_org(&self) -> (Uuid, String) {
+        let created = commands::organization::create_organization(&self.pool, "Otra Empresa").await.expect("org");
+        (created.organization_id, created.api_key)
+    }
+
+    pub async fn request(&self, method: Method, path: &str, key: Option<&str>, body: Option<&Value>) -> Response {
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        request.send().await.expect("request sent")
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.request(Method::GET, path, Some(&self.api_key), None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Response {
+        self.request(Method::POST, path, Some(&self.api_key), Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> Response {
+        self.request(Method::PUT, path, Some(&self.api_key), Some(body)).await
+    }
+
+    pub async fn event_count(&self) -> i64 {
+        sqlx::query_scalar("select count(*) from events").fetch_one(&self.pool).await.expect("count")
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // The test's JetStream stream lives on a shared server: remove it.
+        let (url, stream) = (nats_url(), self.bus.stream_name());
+        let _ = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
+            runtime.block_on(async move {
+                if let Ok(client) = async_nats::connect(url).await {
+                    let _ = async_nats::jetstream::new(client).delete_stream(stream).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// Reads a JSON body, asserting the status first.
+pub async fn json(response: Response, status: u16) -> Value {
+    let actual = response.status().as_u16();
+    let text = response.text().await.expect("body");
+    assert_eq!(actual, status, "unexpected status; body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+}
+
+/// Asserts the v1 error envelope and returns it.
+pub async fn error(response: Response, status: u16, kind: &str) -> Value {
+    let header = response.headers().get("service-request-id").map(|v| v.to_str().unwrap_or_default().to_owned());
+    let body = json(response, status).await;
+    assert_eq!(body["error"]["type"], kind, "{body}");
+    assert!(body["error"]["code"].as_str().is_some_and(|c| !c.is_empty()), "{body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
+    assert!(body["error"]["retryable"].is_boolean(), "{body}");
+    assert!(body["error"]["details"].is_array(), "{body}");
+    assert_eq!(header.as_deref(), body["request_id"].as_str(), "Service-Request-Id matches request_id");
+    body
+}
+
+/// The fields named in `details[]`.
+pub fn detail_fields(body: &Value) -> Vec<String> {
+    body["error"]["details"]
+        .as_array()
+        .map(|d| d.iter().filter_map(|x| x["field"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}

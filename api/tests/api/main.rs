@@ -1,0 +1,5 @@
+//! API tests: the gateway driven over real HTTP with every role running against a fresh database.
+
+mod customers;
+mod helpers;
+mod platform;

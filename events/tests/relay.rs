@@ -1,0 +1,90 @@
+//! The relay against real Postgres and NATS: every committed event is published once, in commit order,
+//! with its id as `Nats-Msg-Id`, across relay restarts.
+
+use async_nats::jetstream::consumer;
+use events::bus::{Bus, header_commit_key};
+use events::catalogue::{CustomerEvent, CustomerFields};
+use events::store::{self, StreamRef};
+use events::{EventPayload, Metadata};
+use futures::StreamExt;
+use sqlx::PgPool;
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+async fn bus() -> Bus {
+    let url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+    let client = async_nats::connect(url).await.expect("NATS answers");
+    Bus::from_client(client, &format!("t{}", Uuid::now_v7().simple()))
+}
+
+async fn append_customers(pool: &PgPool, org: Uuid, count: usize) {
+    let mut conn = pool.acquire().await.expect("connection");
+    for i in 0..count {
+        let event =
+            CustomerEvent::CustomerCreated(CustomerFields { name: format!("c{i}"), ..CustomerFields::default() });
+        let stream = StreamRef { org_id: org, stream_type: "customer", stream_id: Uuid::now_v7(), expected_version: 0 };
+        store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("t")).await.expect("append");
+    }
+}
+
+async fn wait_for_messages(bus: &Bus, count: u64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let stream = bus.ensure_event_stream().await.expect("stream");
+        let info = stream.get_info().await.expect("info");
+        if info.state.messages >= count {
+            return;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "only {} of {count} messages arrived", info.state.messages);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn every_committed_event_is_published_once_in_commit_order(pool: PgPool) {
+    let bus = bus().await;
+    let org = Uuid::now_v7();
+    append_customers(&pool, org, 30).await;
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake.clone()));
+    wait_for_messages(&bus, 30).await;
+
+    // A restarted relay resumes where the stream ends, without republishing.
+    relay.abort();
+    let _ = relay.await;
+    append_customers(&pool, org, 10).await;
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake));
+    wait_for_messages(&bus, 40).await;
+
+    let stream = bus.ensure_event_stream().await.expect("stream");
+    let consumer = stream
+        .create_consumer(consumer::pull::Config {
+            deliver_policy: consumer::DeliverPolicy::All,
+            ack_policy: consumer::AckPolicy::None,
+            ..Default::default()
+        })
+        .await
+        .expect("consumer");
+    let mut messages = consumer.fetch().max_messages(100).messages().await.expect("fetch");
+    let mut ids = Vec::new();
+    let mut keys = Vec::new();
+    while let Some(message) = messages.next().await {
+        let message = message.expect("message");
+        let headers = message.headers.as_ref().expect("headers");
+        ids.push(headers.get(async_nats::header::NATS_MESSAGE_ID).expect("msg id").as_str().to_owned());
+        keys.push(header_commit_key(Some(headers)).expect("commit key"));
+        let event: events::RecordedEvent = serde_json::from_slice(&message.payload).expect("envelope");
+        assert_eq!(event.event_id.to_string(), *ids.last().expect("id"));
+        assert!(message.subject.starts_with(&format!("{}.events.{org}.customer.CustomerCreated", bus.prefix())));
+    }
+    let stored: Vec<(Uuid,)> = sqlx::query_as("select event_id from events order by transaction_id, position")
+        .fetch_all(&pool)
+        .await
+        .expect("ids");
+    let stored: Vec<String> = stored.into_iter().map(|(id,)| id.to_string()).collect();
+    assert_eq!(ids, stored, "each event once, in commit order");
+    assert!(keys.windows(2).all(|w| w[0] < w[1]));
+    relay.abort();
+    let _ = bus.js.delete_stream(bus.stream_name()).await;
+}
