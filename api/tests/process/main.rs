@@ -1,0 +1,6 @@
+//! Whole-process tests: the `backoffice` binary run as operators run it, killed with SIGKILL, cut off
+//! from NATS, audited and rebuilt from its CLI.
+
+mod helpers;
+mod operators;
+mod resilience;
