@@ -1,0 +1,38 @@
+# The two commands a newcomer needs: `just run` and `just test`. Postgres and NATS are started locally
+# (data under .local/) when none answers on DATABASE_URL / NATS_URL.
+
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+export DATABASE_URL := env_var_or_default("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/backoffice")
+export NATS_URL := env_var_or_default("NATS_URL", "nats://127.0.0.1:4222")
+export NATS_PREFIX := env_var_or_default("NATS_PREFIX", "backoffice")
+export HTTP_ADDR := env_var_or_default("HTTP_ADDR", "127.0.0.1:8080")
+
+# Tests create a fresh database per test through the server's maintenance database.
+test_database_url := replace_regex(DATABASE_URL, '/[^/]*$', '/postgres')
+
+# Run the whole service (every role in one process) on HTTP_ADDR.
+run: services
+    cargo run --release --bin backoffice -- all
+
+# Formatting, lints and every test against real Postgres and NATS.
+test: check services
+    if cargo nextest --version >/dev/null 2>&1; then \
+        DATABASE_URL={{test_database_url}} cargo nextest run --workspace --no-fail-fast; \
+    else \
+        DATABASE_URL={{test_database_url}} cargo test --workspace --no-fail-fast; \
+    fi
+
+# The quality gates.
+check:
+    cargo fmt --all -- --check
+    cargo clippy --all-targets -- -D warnings
+
+# Throughput against pgbench on the same Postgres (see api/benches/service.rs).
+bench: services
+    cargo build --release --bin backoffice
+    BENCH_ADMIN_DATABASE_URL={{test_database_url}} cargo bench -p api --bench service
+
+# Start local Postgres and NATS if none answers.
+services:
+    scripts/services
