@@ -70,6 +70,7 @@ fn start_service(setup: &Setup) -> Service {
         .stderr(std::fs::File::create(std::env::temp_dir().join("backoffice-bench-service.log")).expect("log file"))
         .spawn()
         .expect("service starts");
+    let service = Service(child);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let ok = Command::new("curl")
@@ -79,7 +80,7 @@ fn start_service(setup: &Setup) -> Service {
             .map(|s| s.success())
             .unwrap_or(false);
         if ok {
-            return Service(child);
+            return service;
         }
         assert!(Instant::now() < deadline, "service did not become healthy");
         std::thread::sleep(Duration::from_millis(200));

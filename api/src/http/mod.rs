@@ -155,7 +155,7 @@ fn into_api_error(error: poem::Error) -> ApiError {
     }
     if let Some(parse) = error.downcast_ref::<ParseParamError>() {
         return ApiError::invalid_request("INVALID_PARAMETERS", "a parameter is not valid").with_detail(
-            Some(&parse.name),
+            Some(parse.name),
             "invalid_parameter",
             parse.reason.clone(),
         );

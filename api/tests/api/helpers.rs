@@ -15,7 +15,6 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub pool: PgPool,
     pub bus: Bus,
-    pub org_id: Uuid,
     pub api_key: String,
     _tasks: tokio::task::JoinSet<()>,
 }
@@ -45,15 +44,7 @@ impl TestApp {
         .expect("roles start");
         let base = format!("http://{}", running.http_addr.expect("http address"));
         let created = commands::organization::create_organization(&pool, "Almacén de Prueba").await.expect("org");
-        Self {
-            base,
-            client: reqwest::Client::new(),
-            pool,
-            bus,
-            org_id: created.organization_id,
-            api_key: created.api_key,
-            _tasks: running.tasks,
-        }
+        Self { base, client: reqwest::Client::new(), pool, bus, api_key: created.api_key, _tasks: running.tasks }
     }
 
     /// Another organization with its own full-scope key.
