@@ -190,7 +190,7 @@ pub async fn run(pool: PgPool, bus: Bus, concurrency: usize) -> Result<(), async
 }
 
 /// Statements appending events that may run at once.
-const APPEND_LANES: usize = 4;
+const APPEND_LANES: usize = 2;
 /// Most commands appended by one statement.
 const MAX_GROUP: usize = 64;
 

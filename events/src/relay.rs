@@ -99,6 +99,9 @@ async fn relay_until_error(
     let _stop_acker = AbortOnDrop(acker);
 
     let mut last_lock_check = tokio::time::Instant::now();
+    // Read at once after a full batch; otherwise wait for a wake-up (commits made while reading or
+    // publishing leave one behind, so none is missed) or the idle poll.
+    let mut full = true;
     loop {
         if last_lock_check.elapsed() > Duration::from_secs(5) {
             if !leadership.still_held().await {
@@ -106,12 +109,16 @@ async fn relay_until_error(
             }
             last_lock_check = tokio::time::Instant::now();
         }
-        let events = follower::read_committed_after(pool, cursor, BATCH).await?;
-        if events.is_empty() {
+        if !full {
             tokio::select! {
-                _ = tokio::time::timeout(IDLE_POLL, wake.notified()) => continue,
+                _ = tokio::time::timeout(IDLE_POLL, wake.notified()) => {}
                 _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),
             }
+        }
+        let events = follower::read_committed_after(pool, cursor, BATCH).await?;
+        full = events.len() as i64 == BATCH;
+        if events.is_empty() {
+            continue;
         }
         if !bus.is_connected() {
             return Err(RelayError::Nats("not connected".into()));
