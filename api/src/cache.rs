@@ -14,13 +14,23 @@ use uuid::Uuid;
 /// Resources whose single reads are cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Resource {
+    Organization,
     Customer,
+    PaymentMethod,
+    Warehouse,
+    Category,
+    PointOfSale,
 }
 
 impl Resource {
     fn from_name(name: &str) -> Option<Self> {
         match name {
+            projections::organizations::RESOURCE => Some(Resource::Organization),
             projections::customers::RESOURCE => Some(Resource::Customer),
+            "payment_method" => Some(Resource::PaymentMethod),
+            "warehouse" => Some(Resource::Warehouse),
+            "category" => Some(Resource::Category),
+            "point_of_sale" => Some(Resource::PointOfSale),
             _ => None,
         }
     }

@@ -66,6 +66,63 @@ pub enum AdminCommand {
     CreateOrg {
         #[arg(long)]
         name: String,
+        /// Requests per minute (default 120), shared by every credential of the organization.
+        #[arg(long)]
+        rate_limit_per_minute: Option<i32>,
+        /// Requests per hour (default 5000).
+        #[arg(long)]
+        rate_limit_per_hour: Option<i32>,
+    },
+    /// Issue an API key with the given scopes; prints it once.
+    CreateApiKey {
+        #[arg(long)]
+        org: Uuid,
+        /// Comma-separated scopes, for example customers:read,customers:write.
+        #[arg(long, value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+    },
+    /// Issue a token acting for one user of the organization; prints it once.
+    CreateDelegatedToken {
+        #[arg(long)]
+        org: Uuid,
+        /// The user the token acts for.
+        #[arg(long)]
+        user: String,
+        #[arg(long, value_delimiter = ',', required = true)]
+        scopes: Vec<String>,
+        /// Treasury visibility: `own` (only what the user created) or `organization`.
+        #[arg(long, default_value = "organization")]
+        visibility: String,
+        /// Cash registers assigned to the user (comma-separated ids; none means all).
+        #[arg(long, value_delimiter = ',')]
+        registers: Vec<Uuid>,
+        /// Safes assigned to the user (comma-separated ids; none means all).
+        #[arg(long, value_delimiter = ',')]
+        safes: Vec<Uuid>,
+    },
+    /// Revoke an API key or delegated token, given its secret or its id.
+    Revoke {
+        /// The API key, access token, or credential id.
+        credential: String,
+    },
+    /// Change an organization's rate limits.
+    SetRateLimits {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        per_minute: i32,
+        #[arg(long)]
+        per_hour: i32,
+    },
+    /// Create a point of sale (fiscal numbering series) for an organization.
+    CreatePointOfSale {
+        #[arg(long)]
+        org: Uuid,
+        /// 1 to 99999, unique in the organization.
+        #[arg(long)]
+        number: i32,
+        #[arg(long)]
+        name: Option<String>,
     },
 }
 
@@ -143,13 +200,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             print_json(&serde_json::json!({ "migrated": true }))?;
             Ok(0)
         }
-        Command::Admin(AdminCommand::CreateOrg { name }) => {
-            let pool = roles::connect_database(&settings).await?;
-            let created = commands::organization::create_organization(&pool, &name).await?;
-            wake_relay(&settings).await;
-            print_json(&serde_json::to_value(created)?)?;
-            Ok(0)
-        }
+        Command::Admin(admin) => run_admin(&settings, admin).await,
         Command::Events(EventsCommand::Export { org, from_position }) => {
             let pool = roles::connect_database(&settings).await?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -182,11 +233,58 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// Best effort: lets a running relay publish what an operator command appended right away.
-async fn wake_relay(settings: &Settings) {
+async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result<i32> {
+    use commands::organization::{self as admin, Delegation, RateLimits};
+    let pool = roles::connect_database(settings).await?;
+    let (output, changed_org) = match command {
+        AdminCommand::CreateOrg { name, rate_limit_per_minute, rate_limit_per_hour } => {
+            let defaults = RateLimits::default();
+            let limits = RateLimits {
+                per_minute: rate_limit_per_minute.unwrap_or(defaults.per_minute),
+                per_hour: rate_limit_per_hour.unwrap_or(defaults.per_hour),
+            };
+            let created = admin::create_organization_with(&pool, &name, limits).await?;
+            (serde_json::to_value(created)?, None)
+        }
+        AdminCommand::CreateApiKey { org, scopes } => {
+            let key = admin::create_api_key(&pool, org, &scopes).await?;
+            (serde_json::json!({ "api_key": key }), Some(org))
+        }
+        AdminCommand::CreateDelegatedToken { org, user, scopes, visibility, registers, safes } => {
+            let delegation = Delegation { user, visibility, registers, safes };
+            let token = admin::create_delegated_token(&pool, org, &scopes, delegation).await?;
+            (serde_json::json!({ "access_token": token }), Some(org))
+        }
+        AdminCommand::Revoke { credential } => {
+            let (org, id) = admin::revoke(&pool, &credential).await?;
+            (serde_json::json!({ "revoked": id, "organization_id": org }), Some(org))
+        }
+        AdminCommand::SetRateLimits { org, per_minute, per_hour } => {
+            admin::set_rate_limits(&pool, org, RateLimits { per_minute, per_hour }).await?;
+            (
+                serde_json::json!({ "organization_id": org, "rate_limit_per_minute": per_minute, "rate_limit_per_hour": per_hour }),
+                Some(org),
+            )
+        }
+        AdminCommand::CreatePointOfSale { org, number, name } => {
+            let id = admin::create_point_of_sale(&pool, org, number, name.as_deref()).await?;
+            (serde_json::json!({ "point_of_sale_id": id, "number": number }), None)
+        }
+    };
+    announce(settings, changed_org).await;
+    print_json(&output)?;
+    Ok(0)
+}
+
+/// Best effort: lets a running relay publish what an operator command appended right away, and tells
+/// gateways that an organization's credentials or limits changed.
+async fn announce(settings: &Settings, changed_org: Option<Uuid>) {
     let connect = async_nats::connect(settings.nats_url.as_str());
     if let Ok(Ok(client)) = tokio::time::timeout(std::time::Duration::from_secs(1), connect).await {
         let bus = events::bus::Bus::from_client(client.clone(), &settings.nats_prefix);
+        if let Some(org) = changed_org {
+            let _ = client.publish(bus.credentials_changed_subject(), org.to_string().into()).await;
+        }
         bus.wake_relay().await;
         let _ = client.flush().await;
     }

@@ -4,5 +4,6 @@
 pub mod cache;
 pub mod cli;
 pub mod http;
+pub mod ratelimit;
 pub mod roles;
 pub mod state;

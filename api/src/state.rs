@@ -5,8 +5,9 @@ use crate::cache::ReadCache;
 use crate::http::auth::{Credentials, Principal};
 use crate::http::cursor::CursorCodec;
 use crate::http::error::ApiError;
+use crate::ratelimit::RateLimiter;
 use async_nats::RequestErrorKind;
-use commands::protocol::{Command, CommandReply, CommandRequest};
+use commands::protocol::{Command, CommandReply, CommandRequest, Idempotency};
 use events::CommitKey;
 use events::bus::Bus;
 use futures::StreamExt;
@@ -25,10 +26,46 @@ pub struct AppState {
     pub progress: Arc<ProgressTracker>,
     pub reads: ReadCache,
     pub credentials: Credentials,
+    pub limiter: Arc<RateLimiter>,
     pub cursors: CursorCodec,
     /// Longest wait for the read side after a write.
     pub read_wait: Duration,
     pub ready: AtomicBool,
+    pub metrics: Metrics,
+}
+
+/// Counters served at `/metrics` (Prometheus text format).
+#[derive(Default)]
+pub struct Metrics {
+    responses: [std::sync::atomic::AtomicU64; 5],
+    pub rate_limited: std::sync::atomic::AtomicU64,
+}
+
+impl Metrics {
+    pub fn record(&self, status: poem::http::StatusCode) {
+        let class = (status.as_u16() / 100).clamp(1, 5) as usize - 1;
+        self.responses[class].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::from("# TYPE backoffice_http_responses_total counter\n");
+        for (i, counter) in self.responses.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "backoffice_http_responses_total{{class=\"{}xx\"}} {}",
+                i + 1,
+                counter.load(std::sync::atomic::Ordering::Relaxed)
+            );
+        }
+        let _ = writeln!(out, "# TYPE backoffice_rate_limited_total counter");
+        let _ = writeln!(
+            out,
+            "backoffice_rate_limited_total {}",
+            self.rate_limited.load(std::sync::atomic::Ordering::Relaxed)
+        );
+        out
+    }
 }
 
 /// An accepted command, as the gateway sees it.
@@ -36,6 +73,8 @@ pub struct Accepted {
     pub state: serde_json::Value,
     pub commit: Option<CommitKey>,
     pub created: bool,
+    /// The stored outcome of an earlier request with the same idempotency key.
+    pub replayed: bool,
 }
 
 impl AppState {
@@ -50,15 +89,37 @@ impl AppState {
             progress: Arc::new(ProgressTracker::default()),
             reads: ReadCache::default(),
             credentials: Credentials::default(),
+            limiter: Arc::new(RateLimiter::default()),
             cursors: CursorCodec::new(cursor_key),
             read_wait,
             ready: AtomicBool::new(false),
+            metrics: Metrics::default(),
         }))
     }
 
     /// Follows projector progress (and the invalidations it carries), and forgets the whole cache after
     /// any NATS disconnection, since invalidations may have been missed meanwhile.
     pub async fn follow_progress(self: &Arc<Self>) -> Result<(), async_nats::SubscribeError> {
+        // Organization events (credentials issued or revoked, limits changed) drop what is cached about
+        // the organization. Operator commands also announce such changes directly, so gateways react
+        // even before the relay publishes the event.
+        let organization_events = format!("{}.events.*.organization.>", self.bus.prefix());
+        let mut changes = self.bus.client.subscribe(organization_events).await?;
+        let mut announced = self.bus.client.subscribe(self.bus.credentials_changed_subject()).await?;
+        let state = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let org = tokio::select! {
+                    Some(message) = changes.next() => message.subject.split('.').nth_back(2).and_then(|o| o.parse().ok()),
+                    Some(message) = announced.next() => std::str::from_utf8(&message.payload).ok().and_then(|o| o.parse().ok()),
+                    else => break,
+                };
+                if let Some(org) = org {
+                    state.credentials.forget(org).await;
+                }
+            }
+        });
+        self.limiter.share(&self.bus).await?;
         let mut updates = self.bus.client.subscribe(self.bus.progress_wildcard()).await?;
         let state = self.clone();
         tokio::spawn(async move {
@@ -92,7 +153,7 @@ impl AppState {
         &self,
         principal: &Principal,
         request_id: &str,
-        idempotency_key: Option<String>,
+        idempotency: Option<Idempotency>,
         command: Command,
     ) -> Result<Accepted, ApiError> {
         if !self.bus.is_connected() {
@@ -102,7 +163,7 @@ impl AppState {
             org_id: principal.org_id,
             actor: principal.actor(),
             request_id: request_id.to_owned(),
-            idempotency_key,
+            idempotency,
             command,
         };
         let payload = serde_json::to_vec(&request).map_err(|_| ApiError::internal())?;
@@ -129,7 +190,9 @@ impl AppState {
             ApiError::internal()
         })?;
         match reply {
-            CommandReply::Accepted { commit, created, state } => Ok(Accepted { state, commit, created }),
+            CommandReply::Accepted { commit, created, state, replayed } => {
+                Ok(Accepted { state, commit, created, replayed })
+            }
             CommandReply::Rejected { rejection } => Err(ApiError::from_rejection(rejection)),
             CommandReply::Failed { retryable, message } => {
                 tracing::warn!(%message, "command failed in the worker");

@@ -37,6 +37,9 @@ pub enum Rejection {
     /// The command does not fit the current state.
     #[error("{code}: {message}")]
     Conflict { code: String, message: String },
+    /// The idempotency key was used for another request, or its first request is still running.
+    #[error("{code}: {message}")]
+    Idempotency { code: String, message: String, retryable: bool },
 }
 
 impl Rejection {

@@ -72,10 +72,19 @@ pub fn is_valid_email(text: &str) -> bool {
         && domain.split('.').all(|label| !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-'))
 }
 
+/// Field name of the default ledger account (spelled as the spec names it).
+pub const DEFAULT_ACCOUNT_FIELD: &str = "default_account_id";
+
+/// Whether a write body sets (or clears, with null) the default ledger account; omitted means "keep".
+pub fn sets_default_account(body: &Value) -> bool {
+    body.as_object().is_some_and(|o| o.contains_key(DEFAULT_ACCOUNT_FIELD))
+}
+
 /// Parses and validates a customer write body (create and replace share it), reporting every
 /// offending field by its camelCase name.
 pub fn parse_fields(body: &Value) -> Result<CustomerFields, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
+    let default_account_id = r.optional_uuid(DEFAULT_ACCOUNT_FIELD);
     let name = r.required_str("name", 1, 70);
     let email = r.optional_str("email", 100);
     if let Some(email) = &email
@@ -128,6 +137,7 @@ pub fn parse_fields(body: &Value) -> Result<CustomerFields, Vec<FieldError>> {
         address,
         apartment,
         postal_code,
+        default_account_id,
     })
 }
 
@@ -146,8 +156,17 @@ pub struct Customer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum CustomerCommand {
-    CreateCustomer { id: Uuid, fields: CustomerFields },
-    ReplaceCustomer { id: Uuid, fields: CustomerFields },
+    CreateCustomer {
+        id: Uuid,
+        fields: CustomerFields,
+    },
+    ReplaceCustomer {
+        id: Uuid,
+        fields: CustomerFields,
+        /// The body omitted `default_account_id`: the current account stays.
+        #[serde(default)]
+        keep_default_account: bool,
+    },
 }
 
 impl CustomerCommand {
@@ -171,10 +190,13 @@ impl Aggregate for Customer {
                 Err(Rejection::conflict("ALREADY_EXISTS", "the customer already exists"))
             }
             (None, CustomerCommand::ReplaceCustomer { .. }) => Err(Rejection::not_found("customer")),
-            // Replacing with the same representation records nothing.
-            (Some(current), CustomerCommand::ReplaceCustomer { fields, .. }) if current.fields == *fields => Ok(vec![]),
-            (Some(_), CustomerCommand::ReplaceCustomer { fields, .. }) => {
-                Ok(vec![CustomerEvent::CustomerReplaced(fields.clone())])
+            (Some(current), CustomerCommand::ReplaceCustomer { fields, keep_default_account, .. }) => {
+                let mut fields = fields.clone();
+                if *keep_default_account {
+                    fields.default_account_id = current.fields.default_account_id;
+                }
+                // Replacing with the same representation records nothing.
+                if current.fields == fields { Ok(vec![]) } else { Ok(vec![CustomerEvent::CustomerReplaced(fields)]) }
             }
         }
     }
@@ -221,21 +243,26 @@ mod tests {
     #[test]
     fn given_nothing_when_replaced_then_not_found() {
         let id = Uuid::now_v7();
-        let result = Customer::decide(None, &CustomerCommand::ReplaceCustomer { id, fields: fields("Ana") });
+        let result = Customer::decide(
+            None,
+            &CustomerCommand::ReplaceCustomer { id, fields: fields("Ana"), keep_default_account: false },
+        );
         assert_eq!(result, Err(Rejection::not_found("customer")));
     }
 
     #[test]
     fn given_customer_when_replaced_with_same_fields_then_nothing_is_recorded() {
         let state = created("Ana");
-        let command = CustomerCommand::ReplaceCustomer { id: state.id, fields: fields("Ana") };
+        let command =
+            CustomerCommand::ReplaceCustomer { id: state.id, fields: fields("Ana"), keep_default_account: false };
         assert_eq!(Customer::decide(Some(&state), &command), Ok(vec![]));
     }
 
     #[test]
     fn given_customer_when_replaced_then_replaced_and_evolved() {
         let state = created("Ana");
-        let command = CustomerCommand::ReplaceCustomer { id: state.id, fields: fields("Bea") };
+        let command =
+            CustomerCommand::ReplaceCustomer { id: state.id, fields: fields("Bea"), keep_default_account: false };
         let events = Customer::decide(Some(&state), &command).expect("accepted");
         assert_eq!(events, vec![CustomerEvent::CustomerReplaced(fields("Bea"))]);
         let later = OffsetDateTime::UNIX_EPOCH + time::Duration::hours(1);

@@ -6,6 +6,7 @@ pub mod aggregate;
 pub mod customer;
 pub mod organization;
 pub mod protocol;
+pub mod records;
 pub mod validate;
 pub mod worker;
 

@@ -1,13 +1,21 @@
-//! Organizations and their credentials, as the operator creates them from the admin CLI.
+//! Organizations and their credentials, as operators create them from the admin CLI. Each operation is
+//! one transaction: its events and the write-model rows later requests rely on.
 
-use events::catalogue::{ApiKeyIssued, CustomerEvent, CustomerFields, OrganizationCreated, OrganizationEvent};
-use events::store::{self, StreamRef};
-use events::{EventPayload, Metadata};
+use crate::Rejection;
+use crate::records::point_of_sale_fields;
+use events::catalogue::{
+    ApiKeyIssued, CredentialRevoked, CustomerEvent, CustomerFields, DelegatedTokenIssued, OrganizationCreated,
+    OrganizationEvent, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, RateLimitsChanged, RecordEvent,
+    WarehouseEvent, WarehouseFields,
+};
+use events::store::{self, AppendError, StreamRef};
+use events::{EventPayload, Metadata, NewEvent};
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-/// Every scope the interface names; an organization's first key carries them all.
+/// Every scope a credential may carry: the interface's list, plus `tags:*` for the tag endpoints whose
+/// scopes the interface leaves open.
 pub const ALL_SCOPES: &[&str] = &[
     "customers:read",
     "customers:write",
@@ -37,6 +45,8 @@ pub const ALL_SCOPES: &[&str] = &[
     "webhooks:read",
     "webhooks:write",
     "orders:read",
+    "tags:read",
+    "tags:write",
 ];
 
 /// SHA-256 of a credential secret: what is stored and looked up; the secret itself never is.
@@ -44,9 +54,13 @@ pub fn credential_hash(secret: &str) -> Vec<u8> {
     Sha256::digest(secret.as_bytes()).to_vec()
 }
 
+fn new_secret(prefix: &str) -> String {
+    format!("{prefix}{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple())
+}
+
 /// A fresh API key secret (244 random bits).
 pub fn new_api_key_secret() -> String {
-    format!("bo_sk_{}{}", Uuid::new_v4().simple(), Uuid::new_v4().simple())
+    new_secret("bo_sk_")
 }
 
 fn slugify(name: &str) -> String {
@@ -69,24 +83,114 @@ pub struct CreatedOrganization {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum OrganizationError {
-    #[error("the organization name must be 1 to 100 characters")]
-    InvalidName,
+pub enum AdminError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("organization {0} not found")]
+    UnknownOrganization(Uuid),
+    #[error("no active credential matches")]
+    UnknownCredential,
     #[error(transparent)]
-    Append(#[from] events::store::AppendError),
+    Rejected(#[from] Rejection),
+    #[error(transparent)]
+    Append(#[from] AppendError),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
 }
 
+/// Requests per minute and per hour allowed to one organization.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    pub per_minute: i32,
+    pub per_hour: i32,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            per_minute: events::catalogue::DEFAULT_RATE_LIMIT_PER_MINUTE,
+            per_hour: events::catalogue::DEFAULT_RATE_LIMIT_PER_HOUR,
+        }
+    }
+}
+
+impl RateLimits {
+    fn check(self) -> Result<Self, AdminError> {
+        if self.per_minute < 1 || self.per_hour < 1 {
+            return Err(AdminError::Invalid("rate limits must be at least 1".into()));
+        }
+        Ok(self)
+    }
+}
+
+/// Checks a scope list against [`ALL_SCOPES`].
+pub fn parse_scopes(scopes: &[String]) -> Result<Vec<String>, AdminError> {
+    let mut parsed: Vec<String> = Vec::new();
+    for scope in scopes.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if !ALL_SCOPES.contains(&scope) {
+            return Err(AdminError::Invalid(format!("unknown scope {scope:?} (known: {})", ALL_SCOPES.join(", "))));
+        }
+        if !parsed.iter().any(|s| s == scope) {
+            parsed.push(scope.to_owned());
+        }
+    }
+    if parsed.is_empty() {
+        return Err(AdminError::Invalid("give at least one scope".into()));
+    }
+    Ok(parsed)
+}
+
+async fn organization_version(conn: &mut PgConnection, org_id: Uuid) -> Result<i32, AdminError> {
+    let version: Option<i32> =
+        sqlx::query_scalar("select max(version) from events where stream_id = $1 and org_id = $1")
+            .bind(org_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    version.ok_or(AdminError::UnknownOrganization(org_id))
+}
+
+async fn append_to_organization(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    events: &[OrganizationEvent],
+) -> Result<(), AdminError> {
+    let version = organization_version(conn, org_id).await?;
+    let stream =
+        StreamRef { org_id, stream_type: OrganizationEvent::STREAM_TYPE, stream_id: org_id, expected_version: version };
+    let new: Vec<NewEvent> = events.iter().map(EventPayload::to_new_event).collect();
+    store::append(conn, stream, &new, &Metadata::system("admin")).await?;
+    Ok(())
+}
+
+async fn create_record<E: RecordEvent>(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    fields: E::Fields,
+) -> Result<Uuid, AdminError> {
+    let id = Uuid::now_v7();
+    let stream = StreamRef { org_id, stream_type: E::STREAM_TYPE, stream_id: id, expected_version: 0 };
+    store::append(conn, stream, &[E::created(fields).to_new_event()], &Metadata::system("admin")).await?;
+    Ok(id)
+}
+
 /// Creates an organization with a key carrying every scope and the records an integrator needs to
-/// start (the default customer), all in one transaction.
-pub async fn create_organization(pool: &PgPool, name: &str) -> Result<CreatedOrganization, OrganizationError> {
+/// start: the default customer, point of sale 1, a default warehouse and payment method, and the ledger
+/// accounts contacts default to.
+pub async fn create_organization(pool: &PgPool, name: &str) -> Result<CreatedOrganization, AdminError> {
+    create_organization_with(pool, name, RateLimits::default()).await
+}
+
+pub async fn create_organization_with(
+    pool: &PgPool,
+    name: &str,
+    limits: RateLimits,
+) -> Result<CreatedOrganization, AdminError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 {
-        return Err(OrganizationError::InvalidName);
+        return Err(AdminError::Invalid("the organization name must be 1 to 100 characters".into()));
     }
+    let limits = limits.check()?;
     let org_id = Uuid::now_v7();
-    let metadata = Metadata::system("admin");
     let mut tx = pool.begin().await?;
     let base = slugify(name);
     let taken: bool = sqlx::query_scalar("select exists(select 1 from organizations where slug = $1)")
@@ -94,62 +198,268 @@ pub async fn create_organization(pool: &PgPool, name: &str) -> Result<CreatedOrg
         .fetch_one(&mut *tx)
         .await?;
     let slug = if taken { format!("{base}-{}", &org_id.simple().to_string()[24..]) } else { base };
-    let created: (time::OffsetDateTime,) = sqlx::query_as(
-        "insert into organizations (id, name, slug, created_at) values ($1, $2, $3, now()) returning created_at",
+    sqlx::query(
+        "insert into organizations (id, name, slug, created_at, rate_limit_per_minute, rate_limit_per_hour)
+         values ($1, $2, $3, now(), $4, $5)",
     )
     .bind(org_id)
     .bind(name)
     .bind(&slug)
-    .fetch_one(&mut *tx)
+    .bind(limits.per_minute)
+    .bind(limits.per_hour)
+    .execute(&mut *tx)
     .await?;
-    let _ = created;
 
     let secret = new_api_key_secret();
     let key_id = Uuid::now_v7();
     let scopes: Vec<String> = ALL_SCOPES.iter().map(|s| (*s).to_owned()).collect();
-    insert_api_key(&mut tx, org_id, key_id, &secret, &scopes).await?;
-
+    insert_credential(&mut tx, org_id, key_id, &secret, &scopes, None).await?;
     let org_events = [
-        OrganizationEvent::OrganizationCreated(OrganizationCreated { name: name.to_owned(), slug }),
-        OrganizationEvent::ApiKeyIssued(ApiKeyIssued { key_id, key_hash: hex_digest(&secret), scopes: scopes.clone() }),
+        OrganizationEvent::OrganizationCreated(OrganizationCreated {
+            name: name.to_owned(),
+            slug,
+            country: "Argentina".to_owned(),
+            rate_limit_per_minute: limits.per_minute,
+            rate_limit_per_hour: limits.per_hour,
+        }),
+        OrganizationEvent::ApiKeyIssued(ApiKeyIssued {
+            key_id,
+            key_hash: hex::encode(credential_hash(&secret)),
+            scopes,
+        }),
     ];
     let org_stream =
         StreamRef { org_id, stream_type: OrganizationEvent::STREAM_TYPE, stream_id: org_id, expected_version: 0 };
     let new: Vec<_> = org_events.iter().map(EventPayload::to_new_event).collect();
-    store::append(&mut tx, org_stream, &new, &metadata).await?;
+    store::append(&mut tx, org_stream, &new, &Metadata::system("admin")).await?;
 
-    let default_customer = CustomerEvent::CustomerCreated(CustomerFields {
-        name: "Consumidor Final".to_owned(),
-        tax_id_type: Some("DNI".to_owned()),
-        tax_category: Some("Consumidor Final".to_owned()),
-        ..CustomerFields::default()
-    });
-    let customer_stream =
-        StreamRef { org_id, stream_type: CustomerEvent::STREAM_TYPE, stream_id: Uuid::now_v7(), expected_version: 0 };
-    store::append(&mut tx, customer_stream, &[default_customer.to_new_event()], &metadata).await?;
+    create_record::<CustomerEvent>(
+        &mut tx,
+        org_id,
+        CustomerFields {
+            name: "Consumidor Final".to_owned(),
+            tax_id_type: Some("DNI".to_owned()),
+            tax_category: Some("Consumidor Final".to_owned()),
+            ..CustomerFields::default()
+        },
+    )
+    .await?;
+    insert_point_of_sale(&mut tx, org_id, 1, None).await?;
+    create_record::<WarehouseEvent>(
+        &mut tx,
+        org_id,
+        WarehouseFields { name: "Depósito principal".to_owned(), address: None, is_default: true, is_active: true },
+    )
+    .await?;
+    create_record::<PaymentMethodEvent>(
+        &mut tx,
+        org_id,
+        PaymentMethodFields {
+            name: "Efectivo".to_owned(),
+            icon: None,
+            fee_percentage: None,
+            fee_fixed: None,
+            requires_reference: false,
+            is_active: true,
+            is_default: true,
+        },
+    )
+    .await?;
+    for (code, account) in [("1.1.3", "Deudores por ventas"), ("2.1.1", "Proveedores"), ("1.1.1", "Caja")] {
+        sqlx::query("insert into ledger_accounts (org_id, id, code, name) values ($1, $2, $3, $4)")
+            .bind(org_id)
+            .bind(Uuid::now_v7())
+            .bind(code)
+            .bind(account)
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     Ok(CreatedOrganization { organization_id: org_id, api_key: secret })
 }
 
-fn hex_digest(secret: &str) -> String {
-    credential_hash(secret).iter().map(|b| format!("{b:02x}")).collect()
+/// What a delegated token may see of treasury: everything, or only what its user created; and which
+/// cash registers and safes (none listed means no restriction).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delegation {
+    pub user: String,
+    pub visibility: String,
+    pub registers: Vec<Uuid>,
+    pub safes: Vec<Uuid>,
 }
 
-async fn insert_api_key(
+async fn insert_credential(
     conn: &mut PgConnection,
     org_id: Uuid,
-    key_id: Uuid,
+    id: Uuid,
     secret: &str,
     scopes: &[String],
+    delegation: Option<&Delegation>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("insert into api_keys (id, org_id, key_hash, scopes, created_at) values ($1, $2, $3, $4, now())")
-        .bind(key_id)
-        .bind(org_id)
-        .bind(credential_hash(secret))
-        .bind(scopes)
-        .execute(conn)
-        .await?;
+    sqlx::query(
+        "insert into credentials (id, org_id, secret_hash, scopes, created_at, kind, user_name, visibility, registers, safes)
+         values ($1, $2, $3, $4, now(), $5, $6, $7, $8, $9)",
+    )
+    .bind(id)
+    .bind(org_id)
+    .bind(credential_hash(secret))
+    .bind(scopes)
+    .bind(if delegation.is_some() { "delegated_token" } else { "api_key" })
+    .bind(delegation.map(|d| d.user.clone()))
+    .bind(delegation.map(|d| d.visibility.clone()))
+    .bind(delegation.map(|d| d.registers.clone()).unwrap_or_default())
+    .bind(delegation.map(|d| d.safes.clone()).unwrap_or_default())
+    .execute(conn)
+    .await?;
     Ok(())
+}
+
+/// Issues an API key with these scopes; returns the secret (shown once).
+pub async fn create_api_key(pool: &PgPool, org_id: Uuid, scopes: &[String]) -> Result<String, AdminError> {
+    let scopes = parse_scopes(scopes)?;
+    let secret = new_api_key_secret();
+    let key_id = Uuid::now_v7();
+    let mut tx = pool.begin().await?;
+    let event = OrganizationEvent::ApiKeyIssued(ApiKeyIssued {
+        key_id,
+        key_hash: hex::encode(credential_hash(&secret)),
+        scopes: scopes.clone(),
+    });
+    append_to_organization(&mut tx, org_id, &[event]).await?;
+    insert_credential(&mut tx, org_id, key_id, &secret, &scopes, None).await?;
+    tx.commit().await?;
+    Ok(secret)
+}
+
+/// Issues a token acting for one user; returns the secret (shown once).
+pub async fn create_delegated_token(
+    pool: &PgPool,
+    org_id: Uuid,
+    scopes: &[String],
+    delegation: Delegation,
+) -> Result<String, AdminError> {
+    let scopes = parse_scopes(scopes)?;
+    let user = delegation.user.trim();
+    if user.is_empty() || user.chars().count() > 100 {
+        return Err(AdminError::Invalid("the user name must be 1 to 100 characters".into()));
+    }
+    if !["own", "organization"].contains(&delegation.visibility.as_str()) {
+        return Err(AdminError::Invalid("visibility must be own or organization".into()));
+    }
+    let delegation = Delegation { user: user.to_owned(), ..delegation };
+    let secret = new_secret("bo_at_");
+    let token_id = Uuid::now_v7();
+    let mut tx = pool.begin().await?;
+    let event = OrganizationEvent::DelegatedTokenIssued(DelegatedTokenIssued {
+        token_id,
+        token_hash: hex::encode(credential_hash(&secret)),
+        user: delegation.user.clone(),
+        scopes: scopes.clone(),
+        visibility: delegation.visibility.clone(),
+        registers: delegation.registers.clone(),
+        safes: delegation.safes.clone(),
+    });
+    append_to_organization(&mut tx, org_id, &[event]).await?;
+    insert_credential(&mut tx, org_id, token_id, &secret, &scopes, Some(&delegation)).await?;
+    tx.commit().await?;
+    Ok(secret)
+}
+
+/// Revokes the API key or delegated token with this secret (or this credential id). Returns the
+/// credential's organization and id.
+pub async fn revoke(pool: &PgPool, secret_or_id: &str) -> Result<(Uuid, Uuid), AdminError> {
+    let mut tx = pool.begin().await?;
+    let found: Option<(Uuid, Uuid)> = match Uuid::parse_str(secret_or_id) {
+        Ok(id) => {
+            sqlx::query_as("select org_id, id from credentials where id = $1 and revoked_at is null for update")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?
+        }
+        Err(_) => {
+            sqlx::query_as(
+                "select org_id, id from credentials where secret_hash = $1 and revoked_at is null for update",
+            )
+            .bind(credential_hash(secret_or_id.trim()))
+            .fetch_optional(&mut *tx)
+            .await?
+        }
+    };
+    let (org_id, credential_id) = found.ok_or(AdminError::UnknownCredential)?;
+    sqlx::query("update credentials set revoked_at = now() where id = $1")
+        .bind(credential_id)
+        .execute(&mut *tx)
+        .await?;
+    append_to_organization(
+        &mut tx,
+        org_id,
+        &[OrganizationEvent::CredentialRevoked(CredentialRevoked { credential_id })],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((org_id, credential_id))
+}
+
+/// Changes an organization's rate limits.
+pub async fn set_rate_limits(pool: &PgPool, org_id: Uuid, limits: RateLimits) -> Result<(), AdminError> {
+    let limits = limits.check()?;
+    let mut tx = pool.begin().await?;
+    let updated =
+        sqlx::query("update organizations set rate_limit_per_minute = $2, rate_limit_per_hour = $3 where id = $1")
+            .bind(org_id)
+            .bind(limits.per_minute)
+            .bind(limits.per_hour)
+            .execute(&mut *tx)
+            .await?;
+    if updated.rows_affected() == 0 {
+        return Err(AdminError::UnknownOrganization(org_id));
+    }
+    let event = OrganizationEvent::RateLimitsChanged(RateLimitsChanged {
+        per_minute: limits.per_minute,
+        per_hour: limits.per_hour,
+    });
+    append_to_organization(&mut tx, org_id, &[event]).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn insert_point_of_sale(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    number: i32,
+    name: Option<&str>,
+) -> Result<Uuid, AdminError> {
+    let fields = point_of_sale_fields(number, name)?;
+    let id = Uuid::now_v7();
+    let inserted = sqlx::query(
+        "insert into points_of_sale (org_id, id, number) values ($1, $2, $3) on conflict (org_id, number) do nothing",
+    )
+    .bind(org_id)
+    .bind(id)
+    .bind(number)
+    .execute(&mut *conn)
+    .await?;
+    if inserted.rows_affected() == 0 {
+        return Err(AdminError::Invalid(format!("point of sale {number} already exists")));
+    }
+    let stream = StreamRef { org_id, stream_type: PointOfSaleEvent::STREAM_TYPE, stream_id: id, expected_version: 0 };
+    let event = PointOfSaleEvent::created(fields);
+    store::append(conn, stream, &[event.to_new_event()], &Metadata::system("admin")).await?;
+    Ok(id)
+}
+
+/// Creates a point of sale with a number not yet used by the organization.
+pub async fn create_point_of_sale(
+    pool: &PgPool,
+    org_id: Uuid,
+    number: i32,
+    name: Option<&str>,
+) -> Result<Uuid, AdminError> {
+    let mut tx = pool.begin().await?;
+    organization_version(&mut tx, org_id).await?;
+    let id = insert_point_of_sale(&mut tx, org_id, number, name).await?;
+    tx.commit().await?;
+    Ok(id)
 }
 
 #[cfg(test)]
@@ -167,6 +477,13 @@ mod tests {
         let a = new_api_key_secret();
         assert_ne!(a, new_api_key_secret());
         assert_eq!(credential_hash(&a), credential_hash(&a));
-        assert_eq!(hex_digest("x").len(), 64);
+    }
+
+    #[test]
+    fn scopes_are_checked_and_deduplicated() {
+        let scopes = parse_scopes(&["customers:read".into(), " customers:read".into(), "sales:write".into()]);
+        assert_eq!(scopes.expect("valid"), vec!["customers:read", "sales:write"]);
+        assert!(parse_scopes(&["customers:delete".into()]).is_err());
+        assert!(parse_scopes(&[]).is_err());
     }
 }

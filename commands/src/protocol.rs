@@ -2,7 +2,9 @@
 
 use crate::aggregate::Rejection;
 use crate::customer::CustomerCommand;
+use crate::records::RecordCommand;
 use events::CommitKey;
+use events::catalogue::{CategoryEvent, PaymentMethodEvent, WarehouseEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -18,19 +20,33 @@ pub struct Actor {
     pub credential_id: Option<Uuid>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandRequest {
     pub org_id: Uuid,
     pub actor: Actor,
     pub request_id: String,
-    pub idempotency_key: Option<String>,
+    pub idempotency: Option<Idempotency>,
     pub command: Command,
 }
 
+/// The idempotency key of a request, with what identifies the request it was first used for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Idempotency {
+    pub key: String,
+    /// The operation (for example `createCustomer`): a key reused on another operation is a conflict.
+    pub operation: String,
+    /// SHA-256 (hex) of the operation, its path parameters, the contract version and the canonical body.
+    pub request_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "aggregate", content = "command", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant, reason = "a command lives for one request; boxing buys nothing")]
 pub enum Command {
     Customer(CustomerCommand),
+    PaymentMethod(RecordCommand<PaymentMethodEvent>),
+    Warehouse(RecordCommand<WarehouseEvent>),
+    Category(RecordCommand<CategoryEvent>),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,7 +54,14 @@ pub enum Command {
 pub enum CommandReply {
     /// The command was applied (or had nothing to change). `state` is the aggregate after it;
     /// `commit` is the commit-order key of the last event written, for read-your-writes waits.
-    Accepted { commit: Option<CommitKey>, created: bool, state: Value },
+    Accepted {
+        commit: Option<CommitKey>,
+        created: bool,
+        state: Value,
+        /// True when this is the stored outcome of an earlier request with the same idempotency key.
+        #[serde(default)]
+        replayed: bool,
+    },
     /// The command was refused; nothing was written.
     Rejected { rejection: Rejection },
     /// The outcome could not be stored; nothing was written. `retryable` tells whether the same

@@ -105,6 +105,51 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// An optional boolean (absent or null reads as `None`).
+    pub fn optional_bool(&mut self, name: &str) -> Option<bool> {
+        let value = self.raw(name)?;
+        match value.as_bool() {
+            Some(b) => Some(b),
+            None => {
+                self.fail(name, "invalid_type", "must be true or false");
+                None
+            }
+        }
+    }
+
+    /// An optional JSON number.
+    pub fn optional_number(&mut self, name: &str) -> Option<serde_json::Number> {
+        let value = self.raw(name)?;
+        match value {
+            Value::Number(n) => Some(n.clone()),
+            _ => {
+                self.fail(name, "invalid_type", "must be a number");
+                None
+            }
+        }
+    }
+
+    /// An optional id (a UUID written as a string).
+    pub fn optional_uuid(&mut self, name: &str) -> Option<uuid::Uuid> {
+        let value = self.raw(name)?;
+        match value.as_str().map(uuid::Uuid::parse_str) {
+            Some(Ok(id)) => Some(id),
+            Some(Err(_)) => {
+                self.fail(name, "invalid_format", "must be an id (UUID)");
+                None
+            }
+            None => {
+                self.fail(name, "invalid_type", "must be a string holding an id");
+                None
+            }
+        }
+    }
+
+    /// Whether the field is present at all (even as null).
+    pub fn has(&self, name: &str) -> bool {
+        self.object.is_some_and(|o| o.contains_key(name))
+    }
+
     /// Records an error found by a rule that looks at more than the field's own shape.
     pub fn reject(&mut self, name: &str, code: &str, message: impl Into<String>) {
         self.fail(name, code, message);

@@ -3,13 +3,16 @@
 
 use crate::aggregate::{Aggregate, Rejection};
 use crate::customer::{Customer, CustomerCommand};
-use crate::protocol::{Command, CommandReply, CommandRequest, QUEUE_GROUP};
+use crate::protocol::{Command, CommandReply, CommandRequest, Idempotency, QUEUE_GROUP};
+use crate::records::{Category, PaymentMethod, Record, RecordCommand, Warehouse};
+use crate::validate::FieldError;
 use events::bus::Bus;
+use events::catalogue::RecordEvent;
 use events::store::{self, AppendError, AppendRequest, Appended, StreamRef};
 use events::{CommitKey, EventPayload, Metadata};
 use futures::StreamExt;
 use serde::Serialize;
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use uuid::Uuid;
@@ -37,13 +40,40 @@ pub struct Executed<A> {
     pub created: bool,
 }
 
-/// Runs a command against one aggregate instance: load, decide, and append atomically with optimistic
-/// concurrency (one statement, so nothing is half-written).
+/// Where decided events go: the group appender (each command its own statement, committed at once), or
+/// the caller's open transaction (committed with whatever else the caller writes).
+pub enum Sink<'a> {
+    Group(&'a Appender),
+    Transaction,
+}
+
+/// Loads one aggregate instance of this organization (a foreign or unknown id loads as `None`).
+pub async fn load<A>(conn: &mut PgConnection, org_id: Uuid, stream_id: Uuid) -> Result<(Option<A>, i32), ExecuteError>
+where
+    A: Aggregate + WithId,
+{
+    let stored = store::load_stream(conn, org_id, stream_id).await?;
+    let version = stored.last().map(|e| e.version).unwrap_or(0);
+    let mut state: Option<A> = None;
+    for event in &stored {
+        if event.stream_type != A::Event::STREAM_TYPE {
+            return Ok((None, version));
+        }
+        let decoded = A::Event::decode(&event.event_type, event.schema_version, event.data.clone())
+            .map_err(|e| ExecuteError::Corrupt(stream_id, e.to_string()))?;
+        state = A::evolve(state, &decoded, event.recorded_at);
+    }
+    Ok((state.map(|s| s.with_id(stream_id)), version))
+}
+
+/// Runs a command against one aggregate instance: load, decide, append with optimistic concurrency.
+/// Nothing is half-written: the events of one command are appended by one statement.
 ///
 /// `is_creation` skips loading the stream for commands that start a new one with a fresh id.
+#[allow(clippy::too_many_arguments, reason = "one call site per sink; a parameter struct would only rename them")]
 pub async fn execute<A>(
-    pool: &PgPool,
-    appender: &Appender,
+    conn: &mut PgConnection,
+    sink: &Sink<'_>,
     org_id: Uuid,
     stream_id: Uuid,
     command: &A::Command,
@@ -54,23 +84,7 @@ where
     A: Aggregate + WithId,
 {
     for _ in 0..CONFLICT_RETRIES {
-        // No transaction is held while deciding: the append below is one statement that only succeeds
-        // if the stream is still at the version the decision was based on.
-        let (state, version) = if is_creation {
-            (None, 0)
-        } else {
-            let mut conn = pool.acquire().await?;
-            let stored = store::load_stream(&mut conn, org_id, stream_id).await?;
-            drop(conn);
-            let version = stored.last().map(|e| e.version).unwrap_or(0);
-            let mut state: Option<A> = None;
-            for event in &stored {
-                let decoded = A::Event::decode(&event.event_type, event.schema_version, event.data.clone())
-                    .map_err(|e| ExecuteError::Corrupt(stream_id, e.to_string()))?;
-                state = A::evolve(state, &decoded, event.recorded_at);
-            }
-            (state.map(|s| s.with_id(stream_id)), version)
-        };
+        let (state, version) = if is_creation { (None, 0) } else { load::<A>(conn, org_id, stream_id).await? };
         let decided = A::decide(state.as_ref(), command)?;
         if decided.is_empty() {
             let state = state.ok_or_else(|| Rejection::not_found(A::Event::STREAM_TYPE))?;
@@ -78,8 +92,13 @@ where
         }
         let new_events: Vec<_> = decided.iter().map(EventPayload::to_new_event).collect();
         let stream = StreamRef { org_id, stream_type: A::Event::STREAM_TYPE, stream_id, expected_version: version };
-        let request = AppendRequest { stream, events: new_events, metadata: metadata.clone() };
-        match appender.append(request).await {
+        let appended = match sink {
+            Sink::Group(appender) => {
+                appender.append(AppendRequest { stream, events: new_events, metadata: metadata.clone() }).await
+            }
+            Sink::Transaction => store::append(conn, stream, &new_events, metadata).await,
+        };
+        match appended {
             Ok(appended) => {
                 let created = state.is_none();
                 let mut next = state;
@@ -91,6 +110,10 @@ where
             }
             Err(AppendError::Conflict { .. }) if is_creation => {
                 return Err(Rejection::conflict("ALREADY_EXISTS", "a resource with this id already exists").into());
+            }
+            // In a transaction the failed statement aborted it: the caller starts over.
+            Err(AppendError::Conflict { .. }) if matches!(sink, Sink::Transaction) => {
+                return Err(ExecuteError::Contended(stream_id));
             }
             Err(AppendError::Conflict { .. }) => continue,
             Err(AppendError::Database(e)) => return Err(e.into()),
@@ -110,22 +133,182 @@ impl WithId for Customer {
     }
 }
 
+impl<E: RecordEvent> WithId for Record<E> {
+    fn with_id(self, id: Uuid) -> Self {
+        Record::with_id(self, id)
+    }
+}
+
+fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
+    CommandReply::Accepted {
+        commit: executed.commit,
+        created: executed.created,
+        state: serde_json::to_value(&executed.state).unwrap_or(serde_json::Value::Null),
+        replayed: false,
+    }
+}
+
+/// Facts a command needs from outside its own stream, checked before deciding.
+async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Command) -> Result<(), ExecuteError> {
+    match command {
+        Command::Customer(
+            CustomerCommand::CreateCustomer { fields, .. } | CustomerCommand::ReplaceCustomer { fields, .. },
+        ) => {
+            if let Some(account) = fields.default_account_id {
+                let exists: bool = sqlx::query_scalar(
+                    "select exists(select 1 from ledger_accounts where org_id = $1 and id = $2 and is_active)",
+                )
+                .bind(org_id)
+                .bind(account)
+                .fetch_one(&mut *conn)
+                .await?;
+                if !exists {
+                    return Err(Rejection::not_found("ledger account").into());
+                }
+            }
+            Ok(())
+        }
+        Command::Category(RecordCommand::Create { id, fields } | RecordCommand::Replace { id, fields }) => {
+            // The parent must be a category of this organization, and not the category itself or one of
+            // its descendants.
+            let mut next = fields.parent_id;
+            let mut depth = 0;
+            while let Some(parent) = next {
+                if parent == *id {
+                    return Err(Rejection::Invalid {
+                        errors: vec![FieldError::new("parentId", "cycle", "a category cannot be its own ancestor")],
+                    }
+                    .into());
+                }
+                let (state, _) = load::<Category>(conn, org_id, parent).await?;
+                let Some(state) = state else { return Err(Rejection::not_found("parent category").into()) };
+                next = state.fields.parent_id;
+                depth += 1;
+                if depth > 32 {
+                    return Err(Rejection::Invalid {
+                        errors: vec![FieldError::new("parentId", "too_deep", "categories nest at most 32 levels")],
+                    }
+                    .into());
+                }
+            }
+            Ok(())
+        }
+        Command::PaymentMethod(_) | Command::Warehouse(_) => Ok(()),
+    }
+}
+
+async fn run_command(
+    conn: &mut PgConnection,
+    sink: &Sink<'_>,
+    org_id: Uuid,
+    command: &Command,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    check_references(conn, org_id, command).await?;
+    Ok(match command {
+        Command::Customer(c) => {
+            let creation = matches!(c, CustomerCommand::CreateCustomer { .. });
+            accepted(execute::<Customer>(conn, sink, org_id, c.customer_id(), c, creation, metadata).await?)
+        }
+        Command::PaymentMethod(c) => {
+            accepted(execute::<PaymentMethod>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
+        }
+        Command::Warehouse(c) => {
+            accepted(execute::<Warehouse>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
+        }
+        Command::Category(c) => {
+            accepted(execute::<Category>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
+        }
+    })
+}
+
+/// Runs a command carrying an idempotency key: in one transaction, holding a lock on the key, either
+/// replay the stored outcome, refuse a different request, or run the command and store its outcome
+/// with its events. A rejected command stores nothing.
+async fn run_idempotent(
+    pool: &PgPool,
+    request: &CommandRequest,
+    claim: &Idempotency,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    for _ in 0..CONFLICT_RETRIES {
+        let mut tx = pool.begin().await?;
+        let locked: bool = sqlx::query_scalar("select pg_try_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("idempotency {} {}", request.org_id, claim.key))
+            .fetch_one(&mut *tx)
+            .await?;
+        if !locked {
+            return Err(Rejection::Idempotency {
+                code: "IDEMPOTENCY_IN_PROGRESS".into(),
+                message: "a request with this idempotency key is still running; retry shortly".into(),
+                retryable: true,
+            }
+            .into());
+        }
+        let stored: Option<(String, Vec<u8>, serde_json::Value)> = sqlx::query_as(
+            "select operation, request_hash, response from idempotency_keys where org_id = $1 and key = $2",
+        )
+        .bind(request.org_id)
+        .bind(&claim.key)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((operation, hash, response)) = stored {
+            if operation != claim.operation || hex::encode(hash) != claim.request_hash {
+                return Err(Rejection::Idempotency {
+                    code: "IDEMPOTENCY_CONFLICT".into(),
+                    message: "this idempotency key was already used for a different request".into(),
+                    retryable: false,
+                }
+                .into());
+            }
+            let mut reply: CommandReply =
+                serde_json::from_value(response).map_err(|e| ExecuteError::Corrupt(request.org_id, e.to_string()))?;
+            if let CommandReply::Accepted { replayed, .. } = &mut reply {
+                *replayed = true;
+            }
+            return Ok(reply);
+        }
+        match run_command(&mut tx, &Sink::Transaction, request.org_id, &request.command, metadata).await {
+            Ok(reply) => {
+                let hash = hex::decode(&claim.request_hash).unwrap_or_default();
+                sqlx::query(
+                    "insert into idempotency_keys (org_id, key, operation, request_hash, response)
+                     values ($1, $2, $3, $4, $5)",
+                )
+                .bind(request.org_id)
+                .bind(&claim.key)
+                .bind(&claim.operation)
+                .bind(hash)
+                .bind(serde_json::to_value(&reply).unwrap_or_default())
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                return Ok(reply);
+            }
+            Err(ExecuteError::Contended(_)) => continue,
+            Err(other) => return Err(other),
+        }
+    }
+    Err(ExecuteError::Contended(request.org_id))
+}
+
 /// Executes one request and turns the outcome into a reply.
 pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest) -> CommandReply {
     let metadata = Metadata {
         actor: request.actor.name.clone(),
         credential_id: request.actor.credential_id,
         request_id: Some(request.request_id.clone()),
-        idempotency_key: request.idempotency_key.clone(),
+        idempotency_key: request.idempotency.as_ref().map(|i| i.key.clone()),
         ..Metadata::default()
     };
-    let result = match &request.command {
-        Command::Customer(command) => {
-            let is_creation = matches!(command, CustomerCommand::CreateCustomer { .. });
-            execute::<Customer>(pool, appender, request.org_id, command.customer_id(), command, is_creation, &metadata)
-                .await
-                .map(accepted)
-        }
+    let result = match &request.idempotency {
+        Some(claim) => run_idempotent(pool, &request, claim, &metadata).await,
+        None => match pool.acquire().await {
+            Ok(mut conn) => {
+                run_command(&mut conn, &Sink::Group(appender), request.org_id, &request.command, &metadata).await
+            }
+            Err(error) => Err(error.into()),
+        },
     };
     match result {
         Ok(reply) => reply,
@@ -135,14 +318,6 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
             let retryable = matches!(error, ExecuteError::Storage(_) | ExecuteError::Contended(_));
             CommandReply::Failed { retryable, message: "the command could not be completed".into() }
         }
-    }
-}
-
-fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
-    CommandReply::Accepted {
-        commit: executed.commit,
-        created: executed.created,
-        state: serde_json::to_value(&executed.state).unwrap_or(serde_json::Value::Null),
     }
 }
 

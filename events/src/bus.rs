@@ -84,6 +84,11 @@ impl Bus {
         format!("{}.progress.>", self.prefix)
     }
 
+    /// Operator commands announce credential and limit changes of an organization here (payload: its id).
+    pub fn credentials_changed_subject(&self) -> String {
+        format!("{}.credentials.changed", self.prefix)
+    }
+
     pub fn relay_wake_subject(&self) -> String {
         format!("{}.relay.wake", self.prefix)
     }

@@ -34,6 +34,13 @@ pub fn canonical_bytes(event: &RecordedEvent) -> Vec<u8> {
     out
 }
 
+/// Canonical JSON of any value: keys sorted at every level, no whitespace.
+pub fn canonical_json(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    write_canonical(value, &mut out);
+    out
+}
+
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {

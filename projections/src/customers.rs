@@ -55,6 +55,7 @@ pub struct CustomerRow {
     pub address: Option<String>,
     pub apartment: Option<String>,
     pub postal_code: Option<String>,
+    pub default_account_id: Option<Uuid>,
     pub is_active: bool,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
@@ -79,6 +80,7 @@ impl CustomerRow {
             address: f.address,
             apartment: f.apartment,
             postal_code: f.postal_code,
+            default_account_id: f.default_account_id,
             is_active: true,
             created_at: at,
             updated_at: at,
@@ -119,16 +121,18 @@ async fn apply(
     let col = |f: fn(&CustomerRow) -> Option<String>| -> Vec<Option<String>> { batch.iter().map(|r| f(r)).collect() };
     let sql = format!(
         "insert into {table} (org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country,
-                              province, city, address, apartment, postal_code, is_active, created_at, updated_at)
+                              province, city, address, apartment, postal_code, is_active, created_at, updated_at,
+                              default_account_id)
          select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
                               $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-                              $15::text[], $16::bool[], $17::timestamptz[], $18::timestamptz[])
+                              $15::text[], $16::bool[], $17::timestamptz[], $18::timestamptz[], $19::uuid[])
          on conflict (org_id, id) do update set
              name = excluded.name, email = excluded.email, phone = excluded.phone, tax_id = excluded.tax_id,
              tax_id_type = excluded.tax_id_type, tax_category = excluded.tax_category,
              person_type = excluded.person_type, country = excluded.country, province = excluded.province,
              city = excluded.city, address = excluded.address, apartment = excluded.apartment,
-             postal_code = excluded.postal_code, updated_at = excluded.updated_at",
+             postal_code = excluded.postal_code, updated_at = excluded.updated_at,
+             default_account_id = excluded.default_account_id",
         table = target.table(TABLE)
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -150,13 +154,15 @@ async fn apply(
         .bind(batch.iter().map(|r| r.is_active).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| r.created_at).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| r.updated_at).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.default_account_id).collect::<Vec<_>>())
         .execute(&mut *conn)
         .await?;
     Ok(order.into_iter().map(|(org_id, id)| CacheKey { resource: RESOURCE.to_owned(), org_id, id }).collect())
 }
 
 const COLUMNS: &str = "org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country, \
-                       province, city, address, apartment, postal_code, is_active, created_at, updated_at";
+                       province, city, address, apartment, postal_code, default_account_id, is_active, created_at, \
+                       updated_at";
 
 /// One customer of one organization.
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<CustomerRow>, sqlx::Error> {

@@ -3,8 +3,10 @@
 //! read models it maintains, with the queries that serve them.
 
 pub mod customers;
+pub mod organizations;
 pub mod progress;
 pub mod rebuild;
+pub mod records;
 pub mod runtime;
 
 use events::RecordedEvent;
@@ -69,7 +71,14 @@ pub trait Projection: Send + Sync + 'static {
 
 /// Every projection this build knows.
 pub fn all() -> Vec<std::sync::Arc<dyn Projection>> {
-    vec![std::sync::Arc::new(customers::CustomersProjection)]
+    vec![
+        std::sync::Arc::new(organizations::OrganizationsProjection),
+        std::sync::Arc::new(customers::CustomersProjection),
+        std::sync::Arc::new(records::PAYMENT_METHODS),
+        std::sync::Arc::new(records::WAREHOUSES),
+        std::sync::Arc::new(records::CATEGORIES),
+        std::sync::Arc::new(records::POINTS_OF_SALE),
+    ]
 }
 
 /// Looks up projections by name.

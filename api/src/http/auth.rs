@@ -1,9 +1,10 @@
-//! Authentication: the bearer credential of a request becomes a [`Principal`] (organization, scopes).
-//! Credentials are looked up by the SHA-256 of the secret and kept in memory, so the hot path does no
-//! database round trip.
+//! Authentication and per-organization settings on the hot path: the bearer credential of a request
+//! becomes a [`Principal`] (organization, scopes, delegation). Credentials and rate limits are looked
+//! up by the SHA-256 of the secret and the organization id, and kept in memory; events that revoke a
+//! credential or change limits drop the cached entries in every gateway.
 
 use crate::http::error::ApiError;
-use crate::state::AppState;
+use crate::ratelimit::Limits;
 use commands::organization::credential_hash;
 use commands::protocol::Actor;
 use moka::future::Cache;
@@ -17,12 +18,23 @@ use uuid::Uuid;
 
 pub const SECURITY_SCHEME: &str = "bearerAuth";
 
+/// What a delegated token may see: its user, treasury visibility (`own` or `organization`), and the
+/// cash registers and safes assigned to the user (empty means all).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delegation {
+    pub user: String,
+    pub visibility: String,
+    pub registers: Vec<Uuid>,
+    pub safes: Vec<Uuid>,
+}
+
 /// Who a request acts for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     pub org_id: Uuid,
     pub credential_id: Uuid,
     pub scopes: Arc<[String]>,
+    pub delegation: Option<Arc<Delegation>>,
 }
 
 impl Principal {
@@ -36,22 +48,30 @@ impl Principal {
     }
 
     pub fn actor(&self) -> Actor {
-        Actor { name: format!("api_key:{}", self.credential_id), credential_id: Some(self.credential_id) }
+        let name = match &self.delegation {
+            Some(_) => format!("token:{}", self.credential_id),
+            None => format!("api_key:{}", self.credential_id),
+        };
+        Actor { name, credential_id: Some(self.credential_id) }
     }
 }
 
-/// Credentials by hash, cached. Unknown hashes are remembered briefly so a flood of bad keys does not
-/// reach the database.
+type CredentialRow = (Uuid, Uuid, Vec<String>, String, Option<String>, Option<String>, Vec<Uuid>, Vec<Uuid>);
+
+/// Credentials by hash and rate limits by organization, cached. Unknown hashes are remembered briefly
+/// so a flood of bad keys does not reach the database.
 pub struct Credentials {
     known: Cache<Vec<u8>, Principal>,
     unknown: Cache<Vec<u8>, ()>,
+    limits: Cache<Uuid, Limits>,
 }
 
 impl Default for Credentials {
     fn default() -> Self {
         Self {
-            known: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(600)).build(),
-            unknown: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(5)).build(),
+            known: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(300)).build(),
+            unknown: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(2)).build(),
+            limits: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(300)).build(),
         }
     }
 }
@@ -65,14 +85,24 @@ impl Credentials {
         if self.unknown.contains_key(&hash) {
             return Err(ApiError::unauthenticated("the credential is not valid"));
         }
-        let row: Option<(Uuid, Uuid, Vec<String>)> =
-            sqlx::query_as("select id, org_id, scopes from api_keys where key_hash = $1 and revoked_at is null")
-                .bind(&hash)
-                .fetch_optional(pool)
-                .await?;
+        let row: Option<CredentialRow> = sqlx::query_as(
+            "select id, org_id, scopes, kind, user_name, visibility, registers, safes from credentials
+             where secret_hash = $1 and revoked_at is null",
+        )
+        .bind(&hash)
+        .fetch_optional(pool)
+        .await?;
         match row {
-            Some((credential_id, org_id, scopes)) => {
-                let principal = Principal { org_id, credential_id, scopes: scopes.into() };
+            Some((credential_id, org_id, scopes, kind, user, visibility, registers, safes)) => {
+                let delegation = (kind == "delegated_token").then(|| {
+                    Arc::new(Delegation {
+                        user: user.unwrap_or_default(),
+                        visibility: visibility.unwrap_or_else(|| "organization".into()),
+                        registers,
+                        safes,
+                    })
+                });
+                let principal = Principal { org_id, credential_id, scopes: scopes.into(), delegation };
                 self.known.insert(hash, principal.clone()).await;
                 Ok(principal)
             }
@@ -82,9 +112,46 @@ impl Credentials {
             }
         }
     }
+
+    pub async fn limits(&self, pool: &PgPool, org_id: Uuid) -> Result<Limits, ApiError> {
+        if let Some(limits) = self.limits.get(&org_id).await {
+            return Ok(limits);
+        }
+        let (per_minute, per_hour): (i32, i32) =
+            sqlx::query_as("select rate_limit_per_minute, rate_limit_per_hour from organizations where id = $1")
+                .bind(org_id)
+                .fetch_optional(pool)
+                .await?
+                .ok_or_else(|| ApiError::unauthenticated("the credential is not valid"))?;
+        let limits = Limits { per_minute: per_minute.max(1) as u32, per_hour: per_hour.max(1) as u32 };
+        self.limits.insert(org_id, limits).await;
+        Ok(limits)
+    }
+
+    /// Forgets what is cached about an organization (its credentials changed, or its limits).
+    pub async fn forget(&self, org_id: Uuid) {
+        // Credentials are cached by hash, not by organization; revocations are rare, so all go.
+        self.known.invalidate_all();
+        self.unknown.invalidate_all();
+        self.limits.invalidate(&org_id).await;
+    }
 }
 
-/// The authenticated caller of an operation (declares the bearer scheme in the OpenAPI document).
+/// The secret of a request's `Authorization: Bearer …` header.
+pub fn bearer(request: &Request) -> Result<&str, ApiError> {
+    let header = request
+        .header("authorization")
+        .ok_or_else(|| ApiError::unauthenticated("missing Authorization header (Bearer credential)"))?;
+    header
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, secret)| secret.trim())
+        .filter(|secret| !secret.is_empty())
+        .ok_or_else(|| ApiError::unauthenticated("the Authorization header must be `Bearer <credential>`"))
+}
+
+/// The authenticated caller of an operation (declares the bearer scheme in the OpenAPI document). The
+/// gateway middleware authenticates every `/api/` request before routing; this reads its result.
 pub struct Auth(pub Principal);
 
 impl<'a> ApiExtractor<'a> for Auth {
@@ -97,7 +164,10 @@ impl<'a> ApiExtractor<'a> for Auth {
             SECURITY_SCHEME,
             MetaSecurityScheme {
                 ty: "http",
-                description: Some("`Authorization: Bearer <API key or access token>`"),
+                description: Some(
+                    "`Authorization: Bearer <API key or access token>`. Each operation lists the scope it \
+                     needs in `x-required-scopes`.",
+                ),
                 name: None,
                 key_in: None,
                 scheme: Some("bearer"),
@@ -117,16 +187,10 @@ impl<'a> ApiExtractor<'a> for Auth {
         _body: &mut RequestBody,
         _options: ExtractParamOptions<()>,
     ) -> poem::Result<Self> {
-        let state = request.data::<Arc<AppState>>().ok_or_else(ApiError::internal)?;
-        let header = request
-            .header("authorization")
+        let principal = request
+            .data::<Principal>()
+            .cloned()
             .ok_or_else(|| ApiError::unauthenticated("missing Authorization header (Bearer credential)"))?;
-        let secret = header
-            .split_once(' ')
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, secret)| secret.trim())
-            .filter(|secret| !secret.is_empty())
-            .ok_or_else(|| ApiError::unauthenticated("the Authorization header must be `Bearer <credential>`"))?;
-        Ok(Auth(state.credentials.authenticate(&state.pool, secret).await?))
+        Ok(Auth(principal))
     }
 }

@@ -4,11 +4,12 @@ use crate::cache::{ReadKey, Resource};
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
+use crate::http::idempotency;
 use crate::http::list::{ListEnvelope, ListParams, parse_id};
-use crate::http::{ApiTags, RequestId, Style, ar_time};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
-use commands::customer::{Customer, CustomerCommand, parse_fields, province_name};
+use commands::customer::{Customer, CustomerCommand, parse_fields, province_name, sets_default_account};
 use commands::protocol::Command;
 use events::catalogue::CustomerFields;
 use poem::web::Data;
@@ -55,6 +56,10 @@ pub struct CustomerInput {
     pub apartment: Option<String>,
     #[oai(validator(max_length = 8))]
     pub postal_code: Option<String>,
+    /// The ledger account the customer's movements default to. Setting or clearing it (null) needs
+    /// `treasury:write` as well; omit it to leave it unchanged.
+    #[oai(rename = "default_account_id")]
+    pub default_account_id: Option<Uuid>,
 }
 
 /// A customer.
@@ -77,6 +82,9 @@ pub struct CustomerData {
     /// Province name.
     pub province: Option<String>,
     pub postal_code: Option<String>,
+    #[oai(rename = "default_account_id")]
+    #[serde(rename = "default_account_id")]
+    pub default_account_id: Option<Uuid>,
     pub is_active: bool,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
@@ -107,6 +115,7 @@ impl CustomerData {
             city: f.city,
             province: f.province.as_deref().and_then(province_name).map(str::to_owned),
             postal_code: f.postal_code,
+            default_account_id: f.default_account_id,
             is_active,
             created_at: ar_time(created_at),
             updated_at: ar_time(updated_at),
@@ -132,6 +141,7 @@ impl CustomerData {
             address: row.address,
             apartment: row.apartment,
             postal_code: row.postal_code,
+            default_account_id: row.default_account_id,
         };
         Self::new(row.id, fields, row.is_active, row.created_at, row.updated_at)
     }
@@ -190,15 +200,28 @@ impl CustomersApi {
         auth: Auth,
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
-        /// Optional: a retry with the same key does not create a second customer.
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome instead of creating a
+        /// second customer.
         #[oai(name = "Idempotency-Key")]
         idempotency_key: Header<Option<String>>,
         body: JsonBody<CustomerInput>,
     ) -> Result<CreateResponse, ApiError> {
         auth.0.require("customers:write")?;
+        if sets_default_account(&body.value) {
+            auth.0.require("treasury:write")?;
+        }
         let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
+        let claim = idempotency::claim(
+            idempotency_key.0,
+            false,
+            "createCustomer",
+            &[],
+            version.0.as_deref(),
+            Some(&body.value),
+        )?;
         let command = CustomerCommand::CreateCustomer { id: Uuid::now_v7(), fields };
-        let accepted = state.dispatch(&auth.0, &request_id.0, idempotency_key.0, Command::Customer(command)).await?;
+        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Customer(command)).await?;
         state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
         Ok(CreateResponse::Created(RawJson::new(envelope_bytes(accepted_customer(accepted.state)?))))
     }
@@ -212,15 +235,28 @@ impl CustomersApi {
         auth: Auth,
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
+        version: ServiceVersion,
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] idempotency_key: Header<Option<String>>,
         body: JsonBody<CustomerInput>,
     ) -> Result<ReadResponse, ApiError> {
         auth.0.require("customers:write")?;
-        let id = parse_id(&id.0, "customer")?;
+        let sets_account = sets_default_account(&body.value);
+        if sets_account {
+            auth.0.require("treasury:write")?;
+        }
+        let customer_id = parse_id(&id.0, "customer")?;
         let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-        let command = CustomerCommand::ReplaceCustomer { id, fields };
-        let accepted = state.dispatch(&auth.0, &request_id.0, idempotency_key.0, Command::Customer(command)).await?;
+        let claim = idempotency::claim(
+            idempotency_key.0,
+            false,
+            "replaceCustomer",
+            &[&id.0],
+            version.0.as_deref(),
+            Some(&body.value),
+        )?;
+        let command = CustomerCommand::ReplaceCustomer { id: customer_id, fields, keep_default_account: !sets_account };
+        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Customer(command)).await?;
         state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
         Ok(ReadResponse::Ok(RawJson::new(envelope_bytes(accepted_customer(accepted.state)?))))
     }

@@ -147,7 +147,39 @@ impl ApiError {
             Rejection::Conflict { code, message } => {
                 Self::new(StatusCode::CONFLICT, ErrorType::BusinessError, &code, message)
             }
+            Rejection::Idempotency { code, message, retryable } => {
+                let error = Self::new(StatusCode::CONFLICT, ErrorType::IdempotencyError, &code, message).with_detail(
+                    Some("Idempotency-Key"),
+                    &code.to_ascii_lowercase(),
+                    "see message",
+                );
+                if retryable { error.retryable() } else { error }
+            }
         }
+    }
+
+    pub fn with_header(mut self, name: &'static str, value: String) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// The v2 envelope: `requestId`, `success: false`, `error {code, message, retryable, details[] {path,
+    /// code, message}}`.
+    pub fn envelope_v2(&self, request_id: &str) -> serde_json::Value {
+        serde_json::json!({
+            "requestId": request_id,
+            "success": false,
+            "error": {
+                "code": self.body.code,
+                "message": self.body.message,
+                "retryable": self.body.retryable,
+                "details": self.body.details.iter().map(|d| serde_json::json!({
+                    "path": d.field.clone().unwrap_or_default(),
+                    "code": d.code,
+                    "message": d.message,
+                })).collect::<Vec<_>>(),
+            }
+        })
     }
 
     pub fn envelope(&self, request_id: &str) -> ErrorEnvelope {

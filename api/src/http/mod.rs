@@ -6,7 +6,10 @@ pub mod body;
 pub mod cursor;
 pub mod customers;
 pub mod error;
+pub mod idempotency;
 pub mod list;
+pub mod records;
+pub mod reference;
 
 use crate::http::error::{ApiError, ErrorType};
 use crate::state::AppState;
@@ -20,11 +23,26 @@ use std::sync::atomic::Ordering;
 use time::{OffsetDateTime, UtcOffset};
 
 pub const REQUEST_ID_HEADER: &str = "Service-Request-Id";
+pub const VERSION_HEADER: &str = "Service-Version";
+/// The dated contracts this build understands (`Service-Version`).
+pub const SUPPORTED_VERSIONS: &[&str] = &["2026-08-20"];
 
 #[derive(Tags)]
 pub enum ApiTags {
+    /// The organization a credential acts on.
+    Organization,
+    /// Reference data of the tax authority.
+    Reference,
     /// Customers (Style B objects).
     Customers,
+    /// Payment methods (Style B objects).
+    PaymentMethods,
+    /// Warehouses (Style B objects).
+    Warehouses,
+    /// Product categories (Style B objects and page list).
+    Categories,
+    /// Points of sale (fiscal numbering series).
+    PointsOfSale,
 }
 
 /// The organization's time zone is the constant UTC-3: every date-time is rendered in it.
@@ -47,6 +65,35 @@ impl Style {
     }
 }
 
+/// The `Service-Version` a request was sent under (already checked by the gateway middleware).
+#[derive(Debug, Clone, Default)]
+pub struct ServiceVersion(pub Option<String>);
+
+impl<'a> FromRequest<'a> for ServiceVersion {
+    async fn from_request(request: &'a Request, _body: &mut RequestBody) -> poem::Result<Self> {
+        Ok(ServiceVersion(request.header(VERSION_HEADER).map(|v| v.trim().to_owned())))
+    }
+}
+
+fn check_version(request: &Request) -> Result<(), ApiError> {
+    match request.header(VERSION_HEADER).map(str::trim) {
+        None => Ok(()),
+        Some(version) if SUPPORTED_VERSIONS.contains(&version) => Ok(()),
+        Some(version) => Err(ApiError::invalid_request(
+            "UNSUPPORTED_VERSION",
+            format!(
+                "Service-Version {version:?} is not supported; supported versions: {}",
+                SUPPORTED_VERSIONS.join(", ")
+            ),
+        )
+        .with_detail(
+            Some(VERSION_HEADER),
+            "unsupported_version",
+            format!("supported: {}", SUPPORTED_VERSIONS.join(", ")),
+        )),
+    }
+}
+
 /// The id of the current request (also sent back in `Service-Request-Id`).
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
@@ -63,23 +110,86 @@ impl RequestId {
     }
 }
 
-pub fn api_service() -> OpenApiService<customers::CustomersApi, ()> {
-    OpenApiService::new(customers::CustomersApi, "Back office API", "1.0.0").description(
+type Apis = (customers::CustomersApi, records::RecordsApi, reference::ReferenceApi);
+
+pub fn api_service() -> OpenApiService<Apis, ()> {
+    OpenApiService::new(
+        (customers::CustomersApi, records::RecordsApi, reference::ReferenceApi),
+        "Back office API",
+        "1.0.0",
+    )
+    .description(
         "Back-office backend for small businesses. Amounts are integer cents; the time zone is UTC-3 and the \
-         default currency PES. Every response carries `Service-Request-Id`; every v1 error uses the error envelope.",
+         default currency PES. Every response carries `Service-Request-Id`, and authenticated ones the \
+         `RateLimit-Policy` and `RateLimit` headers; every v1 error uses the error envelope. Each operation \
+         names its scope in `x-required-scopes` and its use of `Idempotency-Key` in `x-idempotency`.",
     )
 }
 
-/// The OpenAPI document as served at `/openapi.json`.
+/// How an operation uses `Idempotency-Key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Idempotency {
+    Required,
+    Optional,
+    NotUsed,
+}
+
+/// Scope and idempotency of every operation, published in the OpenAPI document.
+pub const OPERATIONS: &[(&str, &str, Idempotency)] = &[
+    ("getOrganization", "", Idempotency::NotUsed),
+    ("listTaxRates", "", Idempotency::NotUsed),
+    ("listVoucherTypes", "", Idempotency::NotUsed),
+    ("createCustomer", "customers:write", Idempotency::Optional),
+    ("replaceCustomer", "customers:write", Idempotency::Optional),
+    ("getCustomer", "customers:read", Idempotency::NotUsed),
+    ("listCustomers", "customers:read", Idempotency::NotUsed),
+    ("listPaymentMethods", "payment_methods:read", Idempotency::NotUsed),
+    ("createPaymentMethod", "payment_methods:write", Idempotency::Optional),
+    ("getPaymentMethod", "payment_methods:read", Idempotency::NotUsed),
+    ("replacePaymentMethod", "payment_methods:write", Idempotency::Optional),
+    ("listWarehouses", "warehouses:read", Idempotency::NotUsed),
+    ("createWarehouse", "warehouses:write", Idempotency::Optional),
+    ("getWarehouse", "warehouses:read", Idempotency::NotUsed),
+    ("replaceWarehouse", "warehouses:write", Idempotency::Optional),
+    ("listCategories", "categories:read", Idempotency::NotUsed),
+    ("createCategory", "categories:write", Idempotency::Optional),
+    ("getCategory", "categories:read", Idempotency::NotUsed),
+    ("replaceCategory", "categories:write", Idempotency::Optional),
+    ("listPointsOfSale", "sales:read", Idempotency::NotUsed),
+];
+
+/// The OpenAPI document as served at `/openapi.json`: the generated document plus each operation's
+/// scope (`x-required-scopes`) and idempotency (`x-idempotency`).
 pub fn openapi_document() -> String {
-    api_service().spec()
+    let mut document: serde_json::Value = serde_json::from_str(&api_service().spec()).unwrap_or_default();
+    if let Some(paths) = document.get_mut("paths").and_then(|p| p.as_object_mut()) {
+        for operations in paths.values_mut().filter_map(|p| p.as_object_mut()) {
+            for operation in operations.values_mut() {
+                let id = operation["operationId"].as_str().unwrap_or_default().to_owned();
+                let Some((_, scope, idempotency)) = OPERATIONS.iter().find(|(op, _, _)| *op == id) else { continue };
+                let scopes: Vec<&str> = if scope.is_empty() { vec![] } else { vec![scope] };
+                operation["x-required-scopes"] = serde_json::json!(scopes);
+                operation["x-idempotency"] = serde_json::json!(match idempotency {
+                    Idempotency::Required => "required",
+                    Idempotency::Optional => "optional",
+                    Idempotency::NotUsed => "not_used",
+                });
+                let note =
+                    if scope.is_empty() { "Any valid credential.".to_owned() } else { format!("Scope `{scope}`.") };
+                let description = operation["description"].as_str().map(|d| format!("{d}\n\n{note}")).unwrap_or(note);
+                operation["description"] = serde_json::json!(description);
+            }
+        }
+    }
+    serde_json::to_string_pretty(&document).unwrap_or_default()
 }
 
 /// The whole HTTP application.
 pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
     let service = api_service();
     let docs = service.swagger_ui();
-    let spec = Bytes::from(service.spec());
+    let spec = Bytes::from(openapi_document());
+    let gateway_state = state.clone();
     Route::new()
         .nest("/", service)
         .nest("/docs", docs)
@@ -90,19 +200,64 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
             })),
         )
         .at("/healthz", get(healthz))
+        .at("/metrics", get(metrics))
         .data(state)
-        .around(|endpoint, mut request: Request| async move {
-            let request_id = RequestId::generate();
-            request.set_data(request_id.clone());
-            let mut response = match endpoint.call(request).await {
-                Ok(response) => response,
-                Err(error) => error_response(error, &request_id.0),
-            };
-            if let Ok(value) = HeaderValue::from_str(&request_id.0) {
-                response.headers_mut().insert(REQUEST_ID_HEADER, value);
+        .around(move |endpoint, mut request: Request| {
+            let state = gateway_state.clone();
+            async move {
+                let request_id = RequestId::generate();
+                request.set_data(request_id.clone());
+                let path = request.uri().path().to_owned();
+                let v2 = path.starts_with("/api/v2");
+                let mut rate_headers = None;
+                let result: Result<Response, poem::Error> = async {
+                    if path.starts_with("/api/") {
+                        let secret = auth::bearer(&request)?;
+                        let principal = state.credentials.authenticate(&state.pool, secret).await?;
+                        let limits = state.credentials.limits(&state.pool, principal.org_id).await?;
+                        let decision = state.limiter.check(principal.org_id, limits);
+                        rate_headers = Some(decision.headers());
+                        if !decision.allowed {
+                            state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+                            return Err(ApiError::new(
+                                StatusCode::TOO_MANY_REQUESTS,
+                                ErrorType::RateLimitError,
+                                "RATE_LIMITED",
+                                "the organization's request quota is used up; retry after the indicated time",
+                            )
+                            .retryable()
+                            .with_header("Retry-After", decision.retry_after().to_string())
+                            .into());
+                        }
+                        request.set_data(principal);
+                    }
+                    check_version(&request)?;
+                    endpoint.call(request).await
+                }
+                .await;
+                let mut response = match result {
+                    Ok(response) => response,
+                    Err(error) => error_response(error, &request_id.0, v2),
+                };
+                state.metrics.record(response.status());
+                let headers = response.headers_mut();
+                if let Ok(value) = HeaderValue::from_str(&request_id.0) {
+                    headers.insert(REQUEST_ID_HEADER, value);
+                }
+                for (name, value) in rate_headers.into_iter().flatten() {
+                    if let Ok(value) = HeaderValue::from_str(&value) {
+                        headers.insert(name, value);
+                    }
+                }
+                Ok(response)
             }
-            Ok(response)
         })
+}
+
+#[handler]
+fn metrics(request: &Request) -> Response {
+    let text = request.data::<Arc<AppState>>().map(|state| state.metrics.render()).unwrap_or_default();
+    Response::builder().content_type("text/plain; version=0.0.4").body(text)
 }
 
 #[handler]
@@ -117,10 +272,14 @@ fn healthz(request: &Request) -> Response {
         .body(serde_json::json!({ "status": text }).to_string())
 }
 
-/// Turns any failure into the v1 error envelope.
-fn error_response(error: poem::Error, request_id: &str) -> Response {
+/// Turns any failure into the v1 error envelope (the v2 one under `/api/v2`).
+fn error_response(error: poem::Error, request_id: &str, v2: bool) -> Response {
     let api_error = into_api_error(error);
-    let body = serde_json::to_vec(&api_error.envelope(request_id)).unwrap_or_default();
+    let body = if v2 {
+        serde_json::to_vec(&api_error.envelope_v2(request_id)).unwrap_or_default()
+    } else {
+        serde_json::to_vec(&api_error.envelope(request_id)).unwrap_or_default()
+    };
     let mut response = Response::builder().status(api_error.status).content_type("application/json").body(body);
     for (name, value) in &api_error.headers {
         if let Ok(value) = HeaderValue::from_str(value) {
@@ -154,6 +313,15 @@ fn into_api_error(error: poem::Error) -> ApiError {
         );
     }
     if let Some(parse) = error.downcast_ref::<ParseParamError>() {
+        if parse.name.eq_ignore_ascii_case(idempotency::HEADER) {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                ErrorType::IdempotencyError,
+                "IDEMPOTENCY_KEY_REQUIRED",
+                "this operation needs an Idempotency-Key header",
+            )
+            .with_detail(Some(idempotency::HEADER), "required", parse.reason.clone());
+        }
         return ApiError::invalid_request("INVALID_PARAMETERS", "a parameter is not valid").with_detail(
             Some(parse.name),
             "invalid_parameter",

@@ -10,6 +10,10 @@ use sqlx::PgPool;
 use std::time::Duration;
 use uuid::Uuid;
 
+/// Limits no functional test reaches; the rate-limit tests make organizations of their own.
+pub const GENEROUS: commands::organization::RateLimits =
+    commands::organization::RateLimits { per_minute: 1_000_000, per_hour: 100_000_000 };
+
 pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
@@ -43,13 +47,15 @@ impl TestApp {
         .await
         .expect("roles start");
         let base = format!("http://{}", running.http_addr.expect("http address"));
-        let created = commands::organization::create_organization(&pool, "Almacén de Prueba").await.expect("org");
+        let created =
+            commands::organization::create_organization_with(&pool, "Almacén de Prueba", GENEROUS).await.expect("org");
         Self { base, client: reqwest::Client::new(), pool, bus, api_key: created.api_key, _tasks: running.tasks }
     }
 
     /// Another organization with its own full-scope key.
     pub async fn other_org(&self) -> (Uuid, String) {
-        let created = commands::organization::create_organization(&self.pool, "Otra Empresa").await.expect("org");
+        let created =
+            commands::organization::create_organization_with(&self.pool, "Otra Empresa", GENEROUS).await.expect("org");
         (created.organization_id, created.api_key)
     }
 

@@ -179,7 +179,17 @@ pub fn shared_nats_url() -> String {
 
 /// Creates an organization through the CLI, as an operator would.
 pub fn create_org(deployment: &Deployment, name: &str) -> (Uuid, String) {
-    let output = deployment.run(&["admin", "create-org", "--name", name]);
+    // Generous limits: these tests are about crashes and outages, not quotas.
+    let output = deployment.run(&[
+        "admin",
+        "create-org",
+        "--name",
+        name,
+        "--rate-limit-per-minute",
+        "1000000",
+        "--rate-limit-per-hour",
+        "100000000",
+    ]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let created: Value = serde_json::from_slice(&output.stdout).expect("create-org prints JSON");
     let org = created["organization_id"].as_str().expect("organization_id").parse().expect("uuid");

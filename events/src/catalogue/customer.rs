@@ -21,6 +21,9 @@ pub struct CustomerFields {
     pub address: Option<String>,
     pub apartment: Option<String>,
     pub postal_code: Option<String>,
+    /// The ledger account this customer's movements default to.
+    #[serde(default)]
+    pub default_account_id: Option<uuid::Uuid>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,5 +62,27 @@ impl EventPayload for CustomerEvent {
                 event_type: other.to_owned(),
             }),
         }
+    }
+}
+
+impl super::RecordEvent for CustomerEvent {
+    type Fields = CustomerFields;
+
+    fn created(fields: CustomerFields) -> Self {
+        Self::CustomerCreated(fields)
+    }
+
+    fn replaced(fields: CustomerFields) -> Self {
+        Self::CustomerReplaced(fields)
+    }
+
+    fn fields(&self) -> &CustomerFields {
+        match self {
+            Self::CustomerCreated(fields) | Self::CustomerReplaced(fields) => fields,
+        }
+    }
+
+    fn is_creation(&self) -> bool {
+        matches!(self, Self::CustomerCreated(_))
     }
 }

@@ -3,9 +3,17 @@
 
 mod customer;
 mod organization;
+mod records;
 
 pub use customer::{CustomerEvent, CustomerFields};
-pub use organization::{ApiKeyIssued, OrganizationCreated, OrganizationEvent};
+pub use organization::{
+    ApiKeyIssued, CredentialRevoked, DEFAULT_RATE_LIMIT_PER_HOUR, DEFAULT_RATE_LIMIT_PER_MINUTE, DelegatedTokenIssued,
+    OrganizationCreated, OrganizationEvent, RateLimitsChanged,
+};
+pub use records::{
+    CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
+    RecordEvent, WarehouseEvent, WarehouseFields,
+};
 
 use crate::envelope::{NewEvent, RecordedEvent};
 use serde_json::Value;
@@ -58,6 +66,10 @@ pub trait EventPayload: Sized {
 pub enum DomainEvent {
     Organization(OrganizationEvent),
     Customer(CustomerEvent),
+    PaymentMethod(PaymentMethodEvent),
+    Warehouse(WarehouseEvent),
+    Category(CategoryEvent),
+    PointOfSale(PointOfSaleEvent),
 }
 
 impl DomainEvent {
@@ -69,6 +81,18 @@ impl DomainEvent {
             }
             CustomerEvent::STREAM_TYPE => {
                 CustomerEvent::decode(&event.event_type, event.schema_version, data).map(Self::Customer)
+            }
+            PaymentMethodEvent::STREAM_TYPE => {
+                PaymentMethodEvent::decode(&event.event_type, event.schema_version, data).map(Self::PaymentMethod)
+            }
+            WarehouseEvent::STREAM_TYPE => {
+                WarehouseEvent::decode(&event.event_type, event.schema_version, data).map(Self::Warehouse)
+            }
+            CategoryEvent::STREAM_TYPE => {
+                CategoryEvent::decode(&event.event_type, event.schema_version, data).map(Self::Category)
+            }
+            PointOfSaleEvent::STREAM_TYPE => {
+                PointOfSaleEvent::decode(&event.event_type, event.schema_version, data).map(Self::PointOfSale)
             }
             other => {
                 Err(DecodeError::UnknownType { stream_type: other.to_owned(), event_type: event.event_type.clone() })

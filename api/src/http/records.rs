@@ -1,0 +1,740 @@
+//! Payment methods, warehouses, categories (Style B objects) and points of sale (Style A): the
+//! configuration resources. Their handlers share one implementation per verb.
+
+use crate::cache::{ReadKey, Resource};
+use crate::http::auth::{Auth, Principal};
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::error::ApiError;
+use crate::http::idempotency;
+use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use bytes::Bytes;
+use commands::FieldError;
+use commands::protocol::Command;
+use commands::records::{Record, RecordCommand, parse_category, parse_payment_method, parse_warehouse};
+use events::catalogue::{
+    CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
+    RecordEvent, WarehouseEvent, WarehouseFields,
+};
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::records::{self as read, PageQuery, RecordRow, RecordsProjection, SortBy};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use std::sync::Arc;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A configuration resource as the HTTP surface shows it.
+pub trait ResourceKind: RecordEvent {
+    type Data: Serialize + Type + ParseFromJSON + ToJSON + Send + Sync;
+    const PROJECTION: RecordsProjection<Self>;
+    const CACHE: Resource;
+    const LABEL: &'static str;
+    const READ_SCOPE: &'static str;
+    const WRITE_SCOPE: &'static str;
+    const LIST_URL: &'static str;
+
+    fn render(
+        id: Uuid,
+        fields: Self::Fields,
+        is_default: bool,
+        created: OffsetDateTime,
+        updated: OffsetDateTime,
+    ) -> Self::Data;
+    fn parse(body: &Value) -> Result<Self::Fields, Vec<FieldError>>;
+    fn command(command: RecordCommand<Self>) -> Command;
+}
+
+fn number_as_json<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 => serializer.serialize_i64(*v as i64),
+        Some(v) => serializer.serialize_f64(*v),
+        None => serializer.serialize_none(),
+    }
+}
+
+/// A payment method.
+#[derive(Debug, Clone, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct PaymentMethodData {
+    pub id: Uuid,
+    pub name: String,
+    pub icon: Option<String>,
+    pub fee_percentage: Option<String>,
+    #[serde(serialize_with = "number_as_json")]
+    pub fee_fixed: Option<f64>,
+    pub requires_reference: bool,
+    pub is_active: bool,
+    pub is_default: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// Payment method write body.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct PaymentMethodInput {
+    #[oai(validator(min_length = 1, max_length = 50))]
+    pub name: String,
+    #[oai(validator(max_length = 50))]
+    pub icon: Option<String>,
+    /// A percentage written as text, for example `"3.5"` (0 to 100).
+    #[oai(validator(max_length = 10))]
+    pub fee_percentage: Option<String>,
+    #[oai(validator(minimum(value = "0")))]
+    pub fee_fixed: Option<f64>,
+    /// Default false.
+    pub requires_reference: Option<bool>,
+    /// Default true.
+    pub is_active: Option<bool>,
+    /// Default false. Making one payment method the default takes the flag from the previous one.
+    pub is_default: Option<bool>,
+}
+
+impl ResourceKind for PaymentMethodEvent {
+    type Data = PaymentMethodData;
+    const PROJECTION: RecordsProjection<Self> = projections::records::PAYMENT_METHODS;
+    const CACHE: Resource = Resource::PaymentMethod;
+    const LABEL: &'static str = "payment method";
+    const READ_SCOPE: &'static str = "payment_methods:read";
+    const WRITE_SCOPE: &'static str = "payment_methods:write";
+    const LIST_URL: &'static str = "/api/v1/payment-methods";
+
+    fn render(
+        id: Uuid,
+        f: PaymentMethodFields,
+        is_default: bool,
+        created: OffsetDateTime,
+        updated: OffsetDateTime,
+    ) -> PaymentMethodData {
+        PaymentMethodData {
+            id,
+            name: f.name,
+            icon: f.icon,
+            fee_percentage: f.fee_percentage,
+            fee_fixed: f.fee_fixed.and_then(|n| n.as_f64()),
+            requires_reference: f.requires_reference,
+            is_active: f.is_active,
+            is_default,
+            created_at: ar_time(created),
+            updated_at: ar_time(updated),
+        }
+    }
+
+    fn parse(body: &Value) -> Result<PaymentMethodFields, Vec<FieldError>> {
+        parse_payment_method(body)
+    }
+
+    fn command(command: RecordCommand<Self>) -> Command {
+        Command::PaymentMethod(command)
+    }
+}
+
+/// A warehouse.
+#[derive(Debug, Clone, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct WarehouseData {
+    pub id: Uuid,
+    pub name: String,
+    pub address: Option<String>,
+    pub is_default: bool,
+    pub is_active: bool,
+}
+
+/// Warehouse write body.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct WarehouseInput {
+    #[oai(validator(min_length = 1, max_length = 100))]
+    pub name: String,
+    #[oai(validator(max_length = 200))]
+    pub address: Option<String>,
+    /// Default false. Making one warehouse the default takes the flag from the previous one.
+    pub is_default: Option<bool>,
+    /// Default true.
+    pub is_active: Option<bool>,
+}
+
+impl ResourceKind for WarehouseEvent {
+    type Data = WarehouseData;
+    const PROJECTION: RecordsProjection<Self> = projections::records::WAREHOUSES;
+    const CACHE: Resource = Resource::Warehouse;
+    const LABEL: &'static str = "warehouse";
+    const READ_SCOPE: &'static str = "warehouses:read";
+    const WRITE_SCOPE: &'static str = "warehouses:write";
+    const LIST_URL: &'static str = "/api/v1/warehouses";
+
+    fn render(id: Uuid, f: WarehouseFields, is_default: bool, _: OffsetDateTime, _: OffsetDateTime) -> WarehouseData {
+        WarehouseData { id, name: f.name, address: f.address, is_default, is_active: f.is_active }
+    }
+
+    fn parse(body: &Value) -> Result<WarehouseFields, Vec<FieldError>> {
+        parse_warehouse(body)
+    }
+
+    fn command(command: RecordCommand<Self>) -> Command {
+        Command::Warehouse(command)
+    }
+}
+
+/// A category.
+#[derive(Debug, Clone, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct CategoryData {
+    pub id: Uuid,
+    pub name: String,
+    /// The parent category, or null for a top-level category.
+    pub parent_id: Option<Uuid>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// Category write body.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct CategoryInput {
+    #[oai(validator(min_length = 1, max_length = 100))]
+    pub name: String,
+    /// A category of the organization; not the category itself nor one of its descendants.
+    pub parent_id: Option<Uuid>,
+}
+
+impl ResourceKind for CategoryEvent {
+    type Data = CategoryData;
+    const PROJECTION: RecordsProjection<Self> = projections::records::CATEGORIES;
+    const CACHE: Resource = Resource::Category;
+    const LABEL: &'static str = "category";
+    const READ_SCOPE: &'static str = "categories:read";
+    const WRITE_SCOPE: &'static str = "categories:write";
+    const LIST_URL: &'static str = "/api/v1/categories";
+
+    fn render(id: Uuid, f: CategoryFields, _: bool, created: OffsetDateTime, updated: OffsetDateTime) -> CategoryData {
+        CategoryData {
+            id,
+            name: f.name,
+            parent_id: f.parent_id,
+            created_at: ar_time(created),
+            updated_at: ar_time(updated),
+        }
+    }
+
+    fn parse(body: &Value) -> Result<CategoryFields, Vec<FieldError>> {
+        parse_category(body)
+    }
+
+    fn command(command: RecordCommand<Self>) -> Command {
+        Command::Category(command)
+    }
+}
+
+/// A point of sale (fiscal numbering series).
+#[derive(Debug, Clone, Serialize, Object)]
+pub struct PointOfSaleData {
+    /// Always `point_of_sale`.
+    pub object: String,
+    pub id: Uuid,
+    pub number: i32,
+    pub name: String,
+    pub is_active: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl ResourceKind for PointOfSaleEvent {
+    type Data = PointOfSaleData;
+    const PROJECTION: RecordsProjection<Self> = projections::records::POINTS_OF_SALE;
+    const CACHE: Resource = Resource::PointOfSale;
+    const LABEL: &'static str = "point of sale";
+    const READ_SCOPE: &'static str = "sales:read";
+    const WRITE_SCOPE: &'static str = "sales:write";
+    const LIST_URL: &'static str = "/api/v1/points-of-sale";
+
+    fn render(
+        id: Uuid,
+        f: PointOfSaleFields,
+        _: bool,
+        created: OffsetDateTime,
+        updated: OffsetDateTime,
+    ) -> PointOfSaleData {
+        PointOfSaleData {
+            object: "point_of_sale".into(),
+            id,
+            number: f.number,
+            name: f.name,
+            is_active: f.is_active,
+            created_at: ar_time(created),
+            updated_at: ar_time(updated),
+        }
+    }
+
+    fn parse(_: &Value) -> Result<PointOfSaleFields, Vec<FieldError>> {
+        Err(vec![FieldError::new("body", "read_only", "points of sale are created by operators")])
+    }
+
+    fn command(_: RecordCommand<Self>) -> Command {
+        unreachable!("points of sale are not written through the API")
+    }
+}
+
+/// Style B single resource.
+#[derive(Debug, Serialize, Object)]
+pub struct StyleB<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
+    pub success: bool,
+    pub data: T,
+}
+
+/// Style B page list.
+#[derive(Debug, Serialize, Object)]
+pub struct PageList<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
+    pub success: bool,
+    pub data: Vec<T>,
+    pub pagination: Pagination,
+}
+
+#[derive(Debug, Clone, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct Pagination {
+    pub page: i64,
+    pub limit: i64,
+    pub total: i64,
+    pub total_pages: i64,
+}
+
+fn from_row<K: ResourceKind>(row: RecordRow) -> Result<K::Data, ApiError> {
+    let fields: K::Fields = serde_json::from_value(row.doc).map_err(|error| {
+        tracing::error!(%error, resource = K::LABEL, "unreadable stored record");
+        ApiError::internal()
+    })?;
+    Ok(K::render(row.id, fields, row.is_default, row.created_at, row.updated_at))
+}
+
+fn from_state<K: ResourceKind>(state: Value) -> Result<K::Data, ApiError> {
+    let record: Record<K> = serde_json::from_value(state).map_err(|error| {
+        tracing::error!(%error, resource = K::LABEL, "unexpected record from the command worker");
+        ApiError::internal()
+    })?;
+    let doc = serde_json::to_value(&record.fields).unwrap_or_default();
+    let is_default = doc["is_default"] == Value::Bool(true);
+    Ok(K::render(record.id, record.fields, is_default, record.created_at, record.updated_at))
+}
+
+fn single<K: ResourceKind>(data: K::Data) -> Bytes {
+    Style::b(&StyleB { success: true, data })
+}
+
+/// Create or replace one record, answering once it is readable.
+async fn write<K: ResourceKind>(
+    state: &AppState,
+    principal: &Principal,
+    request_id: &str,
+    key: Option<String>,
+    version: &ServiceVersion,
+    target: Option<&str>,
+    body: &Value,
+) -> Result<Bytes, ApiError> {
+    principal.require(K::WRITE_SCOPE)?;
+    let (operation, id, creation) = match target {
+        None => ("create", Uuid::now_v7(), true),
+        Some(text) => ("replace", parse_id(text, K::LABEL)?, false),
+    };
+    let fields = K::parse(body).map_err(ApiError::validation)?;
+    let operation = format!("{operation}:{}", K::STREAM_TYPE);
+    let path: Vec<&str> = target.into_iter().collect();
+    let claim = idempotency::claim(key, false, &operation, &path, version.0.as_deref(), Some(body))?;
+    let command = if creation { RecordCommand::Create { id, fields } } else { RecordCommand::Replace { id, fields } };
+    let accepted = state.dispatch(principal, request_id, claim, K::command(command)).await?;
+    state.await_read(K::PROJECTION.name, principal, accepted.commit).await?;
+    Ok(single::<K>(from_state::<K>(accepted.state)?))
+}
+
+async fn get_one<K: ResourceKind>(state: &AppState, principal: &Principal, id: &str) -> Result<Bytes, ApiError> {
+    principal.require(K::READ_SCOPE)?;
+    let id = parse_id(id, K::LABEL)?;
+    let key = ReadKey { resource: K::CACHE, org_id: principal.org_id, id };
+    if let Some(bytes) = state.reads.get(&key) {
+        return Ok(bytes);
+    }
+    let epoch = state.reads.epoch();
+    let row = read::get(&state.pool, K::PROJECTION.table_name(), principal.org_id, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(K::LABEL))?;
+    let bytes = single::<K>(from_row::<K>(row)?);
+    state.reads.insert_if_current(key, bytes.clone(), epoch);
+    Ok(bytes)
+}
+
+async fn cursor_list<K: ResourceKind>(
+    state: &AppState,
+    principal: &Principal,
+    request_id: String,
+    limit: Option<String>,
+    cursor: Option<String>,
+    page: Option<String>,
+) -> Result<Bytes, ApiError> {
+    principal.require(K::READ_SCOPE)?;
+    let scope = K::LIST_URL;
+    let params = ListParams::parse(limit, cursor, page, &state.cursors, scope)?;
+    let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
+    let mut rows =
+        read::list(&state.pool, K::PROJECTION.table_name(), principal.org_id, after, params.limit + 1).await?;
+    let has_more = rows.len() as i64 > params.limit;
+    rows.truncate(params.limit as usize);
+    let next_cursor = if has_more { rows.last().map(|r| state.cursors.encode(scope, &r.id.to_string())) } else { None };
+    let data = rows.into_iter().map(from_row::<K>).collect::<Result<Vec<_>, _>>()?;
+    Ok(Style::a(&ListEnvelope::new(request_id, K::LIST_URL, data, has_more, next_cursor)))
+}
+
+#[derive(ApiResponse)]
+enum Created<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
+    /// Created.
+    #[oai(status = 201)]
+    Created(RawJson<StyleB<T>>),
+}
+
+#[derive(ApiResponse)]
+enum Single<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
+    /// The resource.
+    #[oai(status = 200)]
+    Ok(RawJson<StyleB<T>>),
+}
+
+#[derive(ApiResponse)]
+enum CursorList<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
+    /// A page, in creation order.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<T>>),
+}
+
+#[derive(ApiResponse)]
+enum Pages<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
+    /// A numbered page.
+    #[oai(status = 200)]
+    Ok(RawJson<PageList<T>>),
+}
+
+type Key = Header<Option<String>>;
+
+pub struct RecordsApi;
+
+#[OpenApi(prefix_path = "/api/v1")]
+impl RecordsApi {
+    /// List payment methods
+    #[oai(
+        path = "/payment-methods",
+        method = "get",
+        operation_id = "listPaymentMethods",
+        tag = "ApiTags::PaymentMethods"
+    )]
+    async fn list_payment_methods(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: use `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<CursorList<PaymentMethodData>, ApiError> {
+        let body = cursor_list::<PaymentMethodEvent>(&state, &auth.0, request_id.0, limit.0, cursor.0, page.0).await?;
+        Ok(CursorList::Ok(RawJson::new(body)))
+    }
+
+    /// Create a payment method
+    #[oai(
+        path = "/payment-methods",
+        method = "post",
+        operation_id = "createPaymentMethod",
+        tag = "ApiTags::PaymentMethods"
+    )]
+    async fn create_payment_method(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<PaymentMethodInput>,
+    ) -> Result<Created<PaymentMethodData>, ApiError> {
+        let bytes =
+            write::<PaymentMethodEvent>(&state, &auth.0, &request_id.0, key.0, &version, None, &body.value).await?;
+        Ok(Created::Created(RawJson::new(bytes)))
+    }
+
+    /// Get a payment method
+    #[oai(
+        path = "/payment-methods/:payment_method_id",
+        method = "get",
+        operation_id = "getPaymentMethod",
+        tag = "ApiTags::PaymentMethods"
+    )]
+    async fn get_payment_method(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        payment_method_id: Path<String>,
+    ) -> Result<Single<PaymentMethodData>, ApiError> {
+        Ok(Single::Ok(RawJson::new(get_one::<PaymentMethodEvent>(&state, &auth.0, &payment_method_id.0).await?)))
+    }
+
+    /// Replace a payment method
+    ///
+    /// Omitted optional fields take their defaults.
+    #[oai(
+        path = "/payment-methods/:payment_method_id",
+        method = "put",
+        operation_id = "replacePaymentMethod",
+        tag = "ApiTags::PaymentMethods"
+    )]
+    async fn replace_payment_method(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        payment_method_id: Path<String>,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<PaymentMethodInput>,
+    ) -> Result<Single<PaymentMethodData>, ApiError> {
+        let target = Some(payment_method_id.0.as_str());
+        let bytes =
+            write::<PaymentMethodEvent>(&state, &auth.0, &request_id.0, key.0, &version, target, &body.value).await?;
+        Ok(Single::Ok(RawJson::new(bytes)))
+    }
+
+    /// List warehouses
+    #[oai(path = "/warehouses", method = "get", operation_id = "listWarehouses", tag = "ApiTags::Warehouses")]
+    async fn list_warehouses(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: use `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<CursorList<WarehouseData>, ApiError> {
+        let body = cursor_list::<WarehouseEvent>(&state, &auth.0, request_id.0, limit.0, cursor.0, page.0).await?;
+        Ok(CursorList::Ok(RawJson::new(body)))
+    }
+
+    /// Create a warehouse
+    #[oai(path = "/warehouses", method = "post", operation_id = "createWarehouse", tag = "ApiTags::Warehouses")]
+    async fn create_warehouse(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<WarehouseInput>,
+    ) -> Result<Created<WarehouseData>, ApiError> {
+        let bytes = write::<WarehouseEvent>(&state, &auth.0, &request_id.0, key.0, &version, None, &body.value).await?;
+        Ok(Created::Created(RawJson::new(bytes)))
+    }
+
+    /// Get a warehouse
+    #[oai(
+        path = "/warehouses/:warehouse_id",
+        method = "get",
+        operation_id = "getWarehouse",
+        tag = "ApiTags::Warehouses"
+    )]
+    async fn get_warehouse(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        warehouse_id: Path<String>,
+    ) -> Result<Single<WarehouseData>, ApiError> {
+        Ok(Single::Ok(RawJson::new(get_one::<WarehouseEvent>(&state, &auth.0, &warehouse_id.0).await?)))
+    }
+
+    /// Replace a warehouse
+    ///
+    /// Omitted optional fields take their defaults.
+    #[oai(
+        path = "/warehouses/:warehouse_id",
+        method = "put",
+        operation_id = "replaceWarehouse",
+        tag = "ApiTags::Warehouses"
+    )]
+    async fn replace_warehouse(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        warehouse_id: Path<String>,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<WarehouseInput>,
+    ) -> Result<Single<WarehouseData>, ApiError> {
+        let target = Some(warehouse_id.0.as_str());
+        let bytes =
+            write::<WarehouseEvent>(&state, &auth.0, &request_id.0, key.0, &version, target, &body.value).await?;
+        Ok(Single::Ok(RawJson::new(bytes)))
+    }
+
+    /// List categories
+    ///
+    /// A Style B page list, searchable by name.
+    #[oai(path = "/categories", method = "get", operation_id = "listCategories", tag = "ApiTags::Categories")]
+    async fn list_categories(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        /// Page number, from 1 (default 1).
+        page: Query<Option<String>>,
+        /// 1 to 100, default 20.
+        limit: Query<Option<String>>,
+        /// Only categories whose name contains this text (case-insensitive).
+        search: Query<Option<String>>,
+        /// `name` (default), `createdAt` or `updatedAt`.
+        #[oai(name = "sortBy")]
+        sort_by: Query<Option<String>>,
+        /// `asc` (default) or `desc`.
+        #[oai(name = "sortOrder")]
+        sort_order: Query<Option<String>>,
+    ) -> Result<Pages<CategoryData>, ApiError> {
+        auth.0.require(CategoryEvent::READ_SCOPE)?;
+        let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
+        let page = match page.0.as_deref().map(str::parse::<i64>) {
+            None => 1,
+            Some(Ok(n)) if (1..=1_000_000).contains(&n) => n,
+            Some(_) => {
+                error = error.with_detail(Some("page"), "out_of_range", "page must be an integer of 1 or more");
+                1
+            }
+        };
+        let limit = match limit.0.as_deref().map(str::parse::<i64>) {
+            None => 20,
+            Some(Ok(n)) if (1..=100).contains(&n) => n,
+            Some(_) => {
+                error = error.with_detail(Some("limit"), "out_of_range", "limit must be an integer from 1 to 100");
+                20
+            }
+        };
+        let sort = match sort_by.0.as_deref() {
+            None | Some("name") => SortBy::Name,
+            Some("createdAt") => SortBy::CreatedAt,
+            Some("updatedAt") => SortBy::UpdatedAt,
+            Some(_) => {
+                error =
+                    error.with_detail(Some("sortBy"), "invalid_value", "sortBy must be name, createdAt or updatedAt");
+                SortBy::Name
+            }
+        };
+        let descending = match sort_order.0.as_deref() {
+            None | Some("asc") => false,
+            Some("desc") => true,
+            Some(_) => {
+                error = error.with_detail(Some("sortOrder"), "invalid_value", "sortOrder must be asc or desc");
+                false
+            }
+        };
+        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
+            error = error.with_detail(Some("search"), "too_long", "search is limited to 100 characters");
+        }
+        if !error.body.details.is_empty() {
+            return Err(error);
+        }
+        let table = CategoryEvent::PROJECTION.table_name();
+        let query = PageQuery { search, sort, descending, page, limit };
+        let (rows, total) = read::page(&state.pool, table, auth.0.org_id, &query).await?;
+        let data = rows.into_iter().map(from_row::<CategoryEvent>).collect::<Result<Vec<_>, _>>()?;
+        let pagination = Pagination { page, limit, total, total_pages: (total + limit - 1) / limit };
+        Ok(Pages::Ok(RawJson::new(Style::b(&PageList { success: true, data, pagination }))))
+    }
+
+    /// Create a category
+    #[oai(path = "/categories", method = "post", operation_id = "createCategory", tag = "ApiTags::Categories")]
+    async fn create_category(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<CategoryInput>,
+    ) -> Result<Created<CategoryData>, ApiError> {
+        let bytes = write::<CategoryEvent>(&state, &auth.0, &request_id.0, key.0, &version, None, &body.value).await?;
+        Ok(Created::Created(RawJson::new(bytes)))
+    }
+
+    /// Get a category
+    #[oai(path = "/categories/:category_id", method = "get", operation_id = "getCategory", tag = "ApiTags::Categories")]
+    async fn get_category(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        category_id: Path<String>,
+    ) -> Result<Single<CategoryData>, ApiError> {
+        Ok(Single::Ok(RawJson::new(get_one::<CategoryEvent>(&state, &auth.0, &category_id.0).await?)))
+    }
+
+    /// Replace a category
+    #[oai(
+        path = "/categories/:category_id",
+        method = "put",
+        operation_id = "replaceCategory",
+        tag = "ApiTags::Categories"
+    )]
+    async fn replace_category(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        category_id: Path<String>,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<CategoryInput>,
+    ) -> Result<Single<CategoryData>, ApiError> {
+        let target = Some(category_id.0.as_str());
+        let bytes =
+            write::<CategoryEvent>(&state, &auth.0, &request_id.0, key.0, &version, target, &body.value).await?;
+        Ok(Single::Ok(RawJson::new(bytes)))
+    }
+
+    /// List points of sale
+    ///
+    /// Scope `sales:read`. Points of sale are created by operators (`backoffice admin create-point-of-sale`).
+    #[oai(path = "/points-of-sale", method = "get", operation_id = "listPointsOfSale", tag = "ApiTags::PointsOfSale")]
+    async fn list_points_of_sale(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: use `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<CursorList<PointOfSaleData>, ApiError> {
+        let body = cursor_list::<PointOfSaleEvent>(&state, &auth.0, request_id.0, limit.0, cursor.0, page.0).await?;
+        Ok(CursorList::Ok(RawJson::new(body)))
+    }
+}

@@ -1,0 +1,342 @@
+//! The organization resource and the reference data (tax rates, voucher types): Style A.
+
+use crate::cache::{ReadKey, Resource};
+use crate::http::auth::Auth;
+use crate::http::body::RawJson;
+use crate::http::error::ApiError;
+use crate::http::list::{ListEnvelope, ListParams};
+use crate::http::{ApiTags, RequestId, Style, ar_time};
+use crate::state::AppState;
+use poem::web::Data;
+use poem_openapi::param::Query;
+use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use serde::Serialize;
+use std::sync::Arc;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// The organization a credential acts on.
+#[derive(Debug, Serialize, Object)]
+pub struct OrganizationData {
+    /// Always `organization`.
+    pub object: String,
+    pub id: Uuid,
+    pub name: String,
+    pub slug: String,
+    pub legal_name: Option<String>,
+    pub logo_url: Option<String>,
+    pub tax_id: Option<String>,
+    pub tax_id_type: Option<String>,
+    pub tax_category: Option<String>,
+    pub person_type: Option<String>,
+    pub address: Option<String>,
+    pub apartment: Option<String>,
+    pub city: Option<String>,
+    pub province_id: Option<String>,
+    pub postal_code: Option<String>,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub rounding_preference: Option<String>,
+    pub country: String,
+    /// Always `PES`.
+    pub default_currency: String,
+    /// Always `UTC-3`.
+    pub timezone: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// Style A single resource.
+#[derive(Debug, Serialize, Object)]
+pub struct OrganizationEnvelope {
+    pub request_id: String,
+    pub data: OrganizationData,
+}
+
+/// A VAT rate the tax authority knows.
+#[derive(Debug, Clone, Serialize, Object)]
+pub struct TaxRateReference {
+    /// Always `tax_rate_reference`.
+    pub object: String,
+    pub code: i32,
+    pub percentage: f64,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum DocumentKind {
+    Invoice,
+    DebitNote,
+    CreditNote,
+    Receipt,
+    CashSaleNote,
+    Quote,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Enum)]
+pub enum Letter {
+    A,
+    B,
+    C,
+    E,
+    M,
+}
+
+/// A voucher type.
+#[derive(Debug, Clone, Serialize, Object)]
+pub struct VoucherTypeReference {
+    /// Always `voucher_type_reference`.
+    pub object: String,
+    pub code: i32,
+    pub abbreviation: String,
+    pub document_kind: DocumentKind,
+    /// Null for vouchers without a letter (code 90).
+    pub letter: Option<Letter>,
+    pub description: String,
+}
+
+/// VAT rates: code, percentage, description.
+const TAX_RATES: &[(i32, f64, &str)] = &[
+    (3, 0.0, "IVA 0%"),
+    (4, 10.5, "IVA 10,5%"),
+    (5, 21.0, "IVA 21%"),
+    (6, 27.0, "IVA 27%"),
+    (8, 5.0, "IVA 5%"),
+    (9, 2.5, "IVA 2,5%"),
+];
+
+use DocumentKind::{CashSaleNote, CreditNote, DebitNote, Invoice, Quote, Receipt};
+use Letter::{A, B, C, E, M};
+
+/// Voucher types: code, abbreviation, kind, letter, description.
+const VOUCHER_TYPES: &[(i32, &str, DocumentKind, Option<Letter>, &str)] = &[
+    (1, "FA", Invoice, Some(A), "Factura A"),
+    (2, "NDA", DebitNote, Some(A), "Nota de débito A"),
+    (3, "NCA", CreditNote, Some(A), "Nota de crédito A"),
+    (4, "RA", Receipt, Some(A), "Recibo A"),
+    (5, "NVA", CashSaleNote, Some(A), "Nota de venta al contado A"),
+    (6, "FB", Invoice, Some(B), "Factura B"),
+    (7, "NDB", DebitNote, Some(B), "Nota de débito B"),
+    (8, "NCB", CreditNote, Some(B), "Nota de crédito B"),
+    (9, "RB", Receipt, Some(B), "Recibo B"),
+    (10, "NVB", CashSaleNote, Some(B), "Nota de venta al contado B"),
+    (11, "FC", Invoice, Some(C), "Factura C"),
+    (12, "NDC", DebitNote, Some(C), "Nota de débito C"),
+    (13, "NCC", CreditNote, Some(C), "Nota de crédito C"),
+    (15, "RC", Receipt, Some(C), "Recibo C"),
+    (19, "FE", Invoice, Some(E), "Factura de exportación E"),
+    (20, "NDE", DebitNote, Some(E), "Nota de débito por operaciones con el exterior E"),
+    (21, "NCE", CreditNote, Some(E), "Nota de crédito por operaciones con el exterior E"),
+    (51, "FM", Invoice, Some(M), "Factura M"),
+    (52, "NDM", DebitNote, Some(M), "Nota de débito M"),
+    (53, "NCM", CreditNote, Some(M), "Nota de crédito M"),
+    (54, "RM", Receipt, Some(M), "Recibo M"),
+    (90, "PRE", Quote, None, "Comprobante tipo presupuesto (precio con IVA, no se informa a la autoridad fiscal)"),
+    (201, "FCE A", Invoice, Some(A), "Factura de crédito electrónica MiPyMEs A"),
+    (202, "NDFCE A", DebitNote, Some(A), "Nota de débito electrónica MiPyMEs A"),
+    (203, "NCFCE A", CreditNote, Some(A), "Nota de crédito electrónica MiPyMEs A"),
+    (206, "FCE B", Invoice, Some(B), "Factura de crédito electrónica MiPyMEs B"),
+    (207, "NDFCE B", DebitNote, Some(B), "Nota de débito electrónica MiPyMEs B"),
+    (208, "NCFCE B", CreditNote, Some(B), "Nota de crédito electrónica MiPyMEs B"),
+    (211, "FCE C", Invoice, Some(C), "Factura de crédito electrónica MiPyMEs C"),
+    (212, "NDFCE C", DebitNote, Some(C), "Nota de débito electrónica MiPyMEs C"),
+    (213, "NCFCE C", CreditNote, Some(C), "Nota de crédito electrónica MiPyMEs C"),
+];
+
+/// The VAT percentage of a tax rate code.
+pub fn tax_rate(code: i32) -> Option<f64> {
+    TAX_RATES.iter().find(|(c, _, _)| *c == code).map(|(_, p, _)| *p)
+}
+
+#[derive(ApiResponse)]
+enum OrganizationResponse {
+    /// The organization.
+    #[oai(status = 200)]
+    Ok(RawJson<OrganizationEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum TaxRatesResponse {
+    /// Tax rates by code.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<TaxRateReference>>),
+}
+
+#[derive(ApiResponse)]
+enum VoucherTypesResponse {
+    /// Voucher types by code.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<VoucherTypeReference>>),
+}
+
+/// A static list paged like every v1 list (sorted by code; the cursor is the last code).
+fn static_page<T: Clone>(
+    state: &AppState,
+    url: &str,
+    items: Vec<(i32, T)>,
+    limit: Option<String>,
+    cursor: Option<String>,
+    page: Option<String>,
+) -> Result<(Vec<T>, bool, Option<String>), ApiError> {
+    let params = ListParams::parse(limit, cursor, page, &state.cursors, url)?;
+    let after: Option<i32> = params.after.as_deref().and_then(|a| a.parse().ok());
+    let mut rest: Vec<(i32, T)> = items.into_iter().filter(|(code, _)| after.is_none_or(|a| *code > a)).collect();
+    let has_more = rest.len() as i64 > params.limit;
+    rest.truncate(params.limit as usize);
+    let next = if has_more { rest.last().map(|(code, _)| state.cursors.encode(url, &code.to_string())) } else { None };
+    Ok((rest.into_iter().map(|(_, item)| item).collect(), has_more, next))
+}
+
+pub struct ReferenceApi;
+
+#[OpenApi(prefix_path = "/api/v1")]
+impl ReferenceApi {
+    /// The organization
+    ///
+    /// Any valid credential may read it: the recommended first call to check credentials.
+    #[oai(path = "/organization", method = "get", operation_id = "getOrganization", tag = "ApiTags::Organization")]
+    async fn organization(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+    ) -> Result<OrganizationResponse, ApiError> {
+        let org = auth.0.org_id;
+        let key = ReadKey { resource: Resource::Organization, org_id: org, id: org };
+        let data = match state.reads.get(&key) {
+            Some(bytes) => bytes,
+            None => {
+                let epoch = state.reads.epoch();
+                let row = projections::organizations::get(&state.pool, org)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("organization"))?;
+                let data = OrganizationData {
+                    object: "organization".into(),
+                    id: row.id,
+                    name: row.name,
+                    slug: row.slug,
+                    legal_name: None,
+                    logo_url: None,
+                    tax_id: None,
+                    tax_id_type: None,
+                    tax_category: None,
+                    person_type: None,
+                    address: None,
+                    apartment: None,
+                    city: None,
+                    province_id: None,
+                    postal_code: None,
+                    phone: None,
+                    email: None,
+                    rounding_preference: None,
+                    country: row.country,
+                    default_currency: "PES".into(),
+                    timezone: "UTC-3".into(),
+                    created_at: ar_time(row.created_at),
+                    updated_at: ar_time(row.updated_at),
+                };
+                let bytes = Style::a(&data);
+                state.reads.insert_if_current(key, bytes.clone(), epoch);
+                bytes
+            }
+        };
+        // The cached part is `data`; the envelope carries this request's id.
+        let mut body = Vec::with_capacity(data.len() + 64);
+        body.extend_from_slice(b"{\"request_id\":");
+        body.extend_from_slice(&serde_json::to_vec(&request_id.0).unwrap_or_default());
+        body.extend_from_slice(b",\"data\":");
+        body.extend_from_slice(&data);
+        body.push(b'}');
+        Ok(OrganizationResponse::Ok(RawJson::new(body.into())))
+    }
+
+    /// Tax rates
+    ///
+    /// The VAT rates of the tax authority, by code. Any valid credential.
+    #[oai(path = "/tax-rates", method = "get", operation_id = "listTaxRates", tag = "ApiTags::Reference")]
+    async fn tax_rates(
+        &self,
+        _auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: use `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<TaxRatesResponse, ApiError> {
+        let url = "/api/v1/tax-rates";
+        let items = TAX_RATES
+            .iter()
+            .map(|(code, percentage, description)| {
+                let item = TaxRateReference {
+                    object: "tax_rate_reference".into(),
+                    code: *code,
+                    percentage: *percentage,
+                    description: (*description).into(),
+                };
+                (*code, item)
+            })
+            .collect();
+        let (data, has_more, next) = static_page(&state, url, items, limit.0, cursor.0, page.0)?;
+        Ok(TaxRatesResponse::Ok(RawJson::new(Style::a(&ListEnvelope::new(request_id.0, url, data, has_more, next)))))
+    }
+
+    /// Voucher types
+    ///
+    /// The voucher types of the tax authority plus code 90 (quote-type voucher). Any valid credential.
+    #[oai(path = "/voucher-types", method = "get", operation_id = "listVoucherTypes", tag = "ApiTags::Reference")]
+    async fn voucher_types(
+        &self,
+        _auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: use `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<VoucherTypesResponse, ApiError> {
+        let url = "/api/v1/voucher-types";
+        let items = VOUCHER_TYPES
+            .iter()
+            .map(|(code, abbreviation, kind, letter, description)| {
+                let item = VoucherTypeReference {
+                    object: "voucher_type_reference".into(),
+                    code: *code,
+                    abbreviation: (*abbreviation).into(),
+                    document_kind: *kind,
+                    letter: *letter,
+                    description: (*description).into(),
+                };
+                (*code, item)
+            })
+            .collect();
+        let (data, has_more, next) = static_page(&state, url, items, limit.0, cursor.0, page.0)?;
+        let body = Style::a(&ListEnvelope::new(request_id.0, url, data, has_more, next));
+        Ok(VoucherTypesResponse::Ok(RawJson::new(body)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_data_matches_the_fiscal_reference() {
+        assert_eq!(tax_rate(5), Some(21.0));
+        assert_eq!(tax_rate(4), Some(10.5));
+        assert_eq!(tax_rate(7), None);
+        let codes: Vec<i32> = VOUCHER_TYPES.iter().map(|v| v.0).collect();
+        assert!(codes.windows(2).all(|w| w[0] < w[1]), "sorted by code");
+        assert!(codes.contains(&90) && codes.contains(&213));
+        let quote = VOUCHER_TYPES.iter().find(|v| v.0 == 90).expect("code 90");
+        assert_eq!(quote.3, None);
+    }
+}

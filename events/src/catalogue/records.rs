@@ -1,0 +1,131 @@
+//! Events of the simple configuration aggregates (payment methods, warehouses, categories, points of
+//! sale): each is created, then replaced as a whole. One macro writes the enum for each, so their
+//! stored names follow one pattern.
+
+use super::{DecodeError, EventPayload, parse, to_value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// An aggregate whose events are "created with these fields" and "replaced by these fields".
+pub trait RecordEvent: EventPayload + Clone + Send + Sync + 'static {
+    type Fields: Clone + PartialEq + Serialize + serde::de::DeserializeOwned + Send + Sync + 'static;
+    fn created(fields: Self::Fields) -> Self;
+    fn replaced(fields: Self::Fields) -> Self;
+    fn fields(&self) -> &Self::Fields;
+    fn is_creation(&self) -> bool;
+}
+
+macro_rules! record_events {
+    ($(#[$doc:meta])* $name:ident, $stream:literal, $fields:ty, $created:ident, $replaced:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $name {
+            $created($fields),
+            $replaced($fields),
+        }
+
+        impl EventPayload for $name {
+            const STREAM_TYPE: &'static str = $stream;
+
+            fn event_type(&self) -> &'static str {
+                match self {
+                    Self::$created(_) => stringify!($created),
+                    Self::$replaced(_) => stringify!($replaced),
+                }
+            }
+
+            fn to_data(&self) -> Value {
+                match self {
+                    Self::$created(fields) | Self::$replaced(fields) => to_value(fields),
+                }
+            }
+
+            fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+                if schema_version != 1 {
+                    return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
+                }
+                match event_type {
+                    stringify!($created) => parse(event_type, data).map(Self::$created),
+                    stringify!($replaced) => parse(event_type, data).map(Self::$replaced),
+                    other => Err(DecodeError::UnknownType {
+                        stream_type: Self::STREAM_TYPE.to_owned(),
+                        event_type: other.to_owned(),
+                    }),
+                }
+            }
+        }
+
+        impl RecordEvent for $name {
+            type Fields = $fields;
+
+            fn created(fields: $fields) -> Self {
+                Self::$created(fields)
+            }
+
+            fn replaced(fields: $fields) -> Self {
+                Self::$replaced(fields)
+            }
+
+            fn fields(&self) -> &$fields {
+                match self {
+                    Self::$created(fields) | Self::$replaced(fields) => fields,
+                }
+            }
+
+            fn is_creation(&self) -> bool {
+                matches!(self, Self::$created(_))
+            }
+        }
+    };
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaymentMethodFields {
+    pub name: String,
+    pub icon: Option<String>,
+    pub fee_percentage: Option<String>,
+    pub fee_fixed: Option<serde_json::Number>,
+    pub requires_reference: bool,
+    pub is_active: bool,
+    pub is_default: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarehouseFields {
+    pub name: String,
+    pub address: Option<String>,
+    pub is_default: bool,
+    pub is_active: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CategoryFields {
+    pub name: String,
+    pub parent_id: Option<Uuid>,
+}
+
+/// A point of sale: the fiscal numbering series of an organization (number 1 to 99999).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointOfSaleFields {
+    pub number: i32,
+    pub name: String,
+    pub is_active: bool,
+}
+
+record_events!(
+    /// Payment methods (stream type `payment_method`).
+    PaymentMethodEvent, "payment_method", PaymentMethodFields, PaymentMethodCreated, PaymentMethodReplaced
+);
+record_events!(
+    /// Warehouses (stream type `warehouse`).
+    WarehouseEvent, "warehouse", WarehouseFields, WarehouseCreated, WarehouseReplaced
+);
+record_events!(
+    /// Product categories (stream type `category`).
+    CategoryEvent, "category", CategoryFields, CategoryCreated, CategoryReplaced
+);
+record_events!(
+    /// Points of sale (stream type `point_of_sale`).
+    PointOfSaleEvent, "point_of_sale", PointOfSaleFields, PointOfSaleCreated, PointOfSaleReplaced
+);

@@ -1,0 +1,105 @@
+//! The organizations read model: the organization resource (`GET /api/v1/organization`).
+
+use crate::{CacheKey, Projection, ProjectionError, Target};
+use events::catalogue::OrganizationEvent;
+use events::{EventPayload, RecordedEvent};
+use futures::future::BoxFuture;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+pub const TABLE: &str = "organizations_view";
+pub const RESOURCE: &str = "organization";
+
+pub struct OrganizationsProjection;
+
+impl Projection for OrganizationsProjection {
+    fn name(&self) -> &'static str {
+        "organizations"
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &[TABLE]
+    }
+
+    fn stream_types(&self) -> &'static [&'static str] {
+        &[OrganizationEvent::STREAM_TYPE]
+    }
+
+    fn apply<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        target: Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
+        Box::pin(apply(conn, target, events))
+    }
+}
+
+async fn apply(
+    conn: &mut PgConnection,
+    target: Target,
+    events: &[RecordedEvent],
+) -> Result<Vec<CacheKey>, ProjectionError> {
+    let table = target.table(TABLE);
+    let mut stale = Vec::new();
+    for event in events {
+        let decoded = OrganizationEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+        match decoded {
+            OrganizationEvent::OrganizationCreated(created) => {
+                let sql = format!(
+                    "insert into {table} (id, name, slug, country, rate_limit_per_minute, rate_limit_per_hour,
+                                          created_at, updated_at)
+                     values ($1, $2, $3, $4, $5, $6, $7, $7) on conflict (id) do nothing"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(&created.name)
+                    .bind(&created.slug)
+                    .bind(&created.country)
+                    .bind(created.rate_limit_per_minute)
+                    .bind(created.rate_limit_per_hour)
+                    .bind(event.recorded_at)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            OrganizationEvent::RateLimitsChanged(limits) => {
+                let sql = format!(
+                    "update {table} set rate_limit_per_minute = $2, rate_limit_per_hour = $3, updated_at = $4
+                     where id = $1"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(limits.per_minute)
+                    .bind(limits.per_hour)
+                    .bind(event.recorded_at)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            // Credentials are not part of the organization resource.
+            OrganizationEvent::ApiKeyIssued(_)
+            | OrganizationEvent::DelegatedTokenIssued(_)
+            | OrganizationEvent::CredentialRevoked(_) => continue,
+        }
+        stale.push(CacheKey { resource: RESOURCE.to_owned(), org_id: event.org_id, id: event.org_id });
+    }
+    Ok(stale)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct OrganizationRow {
+    pub id: Uuid,
+    pub name: String,
+    pub slug: String,
+    pub country: String,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<OrganizationRow>, sqlx::Error> {
+    sqlx::query_as("select id, name, slug, country, created_at, updated_at from organizations_view where id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+}
