@@ -43,6 +43,8 @@ pub enum ApiTags {
     Categories,
     /// Points of sale (fiscal numbering series).
     PointsOfSale,
+    /// The machine-first surface (page lists, v2 envelopes).
+    V2,
 }
 
 /// The organization's time zone is the constant UTC-3: every date-time is rendered in it.
@@ -110,11 +112,11 @@ impl RequestId {
     }
 }
 
-type Apis = (customers::CustomersApi, records::RecordsApi, reference::ReferenceApi);
+type Apis = (customers::CustomersApi, records::RecordsApi, reference::ReferenceApi, records::V2Api);
 
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (customers::CustomersApi, records::RecordsApi, reference::ReferenceApi),
+        (customers::CustomersApi, records::RecordsApi, reference::ReferenceApi, records::V2Api),
         "Back office API",
         "1.0.0",
     )
@@ -156,6 +158,7 @@ pub const OPERATIONS: &[(&str, &str, Idempotency)] = &[
     ("getCategory", "categories:read", Idempotency::NotUsed),
     ("replaceCategory", "categories:write", Idempotency::Optional),
     ("listPointsOfSale", "sales:read", Idempotency::NotUsed),
+    ("v2ListWarehouses", "warehouses:read", Idempotency::NotUsed),
 ];
 
 /// The OpenAPI document as served at `/openapi.json`: the generated document plus each operation's

@@ -618,20 +618,11 @@ impl RecordsApi {
     ) -> Result<Pages<CategoryData>, ApiError> {
         auth.0.require(CategoryEvent::READ_SCOPE)?;
         let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-        let page = match page.0.as_deref().map(str::parse::<i64>) {
-            None => 1,
-            Some(Ok(n)) if (1..=1_000_000).contains(&n) => n,
-            Some(_) => {
-                error = error.with_detail(Some("page"), "out_of_range", "page must be an integer of 1 or more");
-                1
-            }
-        };
-        let limit = match limit.0.as_deref().map(str::parse::<i64>) {
-            None => 20,
-            Some(Ok(n)) if (1..=100).contains(&n) => n,
-            Some(_) => {
-                error = error.with_detail(Some("limit"), "out_of_range", "limit must be an integer from 1 to 100");
-                20
+        let (page, limit) = match page_params(page.0, limit.0) {
+            Ok(params) => params,
+            Err(invalid) => {
+                error = invalid;
+                (1, 20)
             }
         };
         let sort = match sort_by.0.as_deref() {
@@ -736,5 +727,77 @@ impl RecordsApi {
     ) -> Result<CursorList<PointOfSaleData>, ApiError> {
         let body = cursor_list::<PointOfSaleEvent>(&state, &auth.0, request_id.0, limit.0, cursor.0, page.0).await?;
         Ok(CursorList::Ok(RawJson::new(body)))
+    }
+}
+
+/// v2 read success envelope.
+#[derive(Debug, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct V2Page<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
+    pub request_id: String,
+    pub success: bool,
+    pub data: Vec<T>,
+    pub pagination: Pagination,
+}
+
+#[derive(ApiResponse)]
+enum V2Pages<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
+    /// A numbered page.
+    #[oai(status = 200)]
+    Ok(RawJson<V2Page<T>>),
+}
+
+/// `page` (from 1, default 1) and `limit` (1 to 100, default 20) of a page list.
+pub fn page_params(page: Option<String>, limit: Option<String>) -> Result<(i64, i64), ApiError> {
+    let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
+    let page = match page.as_deref().map(str::parse::<i64>) {
+        None => 1,
+        Some(Ok(n)) if (1..=1_000_000).contains(&n) => n,
+        Some(_) => {
+            error = error.with_detail(Some("page"), "out_of_range", "page must be an integer of 1 or more");
+            1
+        }
+    };
+    let limit = match limit.as_deref().map(str::parse::<i64>) {
+        None => 20,
+        Some(Ok(n)) if (1..=100).contains(&n) => n,
+        Some(_) => {
+            error = error.with_detail(Some("limit"), "out_of_range", "limit must be an integer from 1 to 100");
+            20
+        }
+    };
+    if error.body.details.is_empty() { Ok((page, limit)) } else { Err(error) }
+}
+
+pub struct V2Api;
+
+#[OpenApi(prefix_path = "/api/v2")]
+impl V2Api {
+    /// List warehouses (v2)
+    ///
+    /// Discovery for purchases that receive stock: a page list, by name.
+    #[oai(path = "/warehouses", method = "get", operation_id = "v2ListWarehouses", tag = "ApiTags::V2")]
+    async fn list_warehouses(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// Page number, from 1 (default 1).
+        page: Query<Option<String>>,
+        /// 1 to 100, default 20.
+        limit: Query<Option<String>>,
+        /// Only warehouses whose name contains this text (case-insensitive).
+        search: Query<Option<String>>,
+    ) -> Result<V2Pages<WarehouseData>, ApiError> {
+        auth.0.require(WarehouseEvent::READ_SCOPE)?;
+        let (page, limit) = page_params(page.0, limit.0)?;
+        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
+        let (rows, total) = read::page(&state.pool, WarehouseEvent::PROJECTION.table_name(), auth.0.org_id, &query).await?;
+        let data = rows.into_iter().map(from_row::<WarehouseEvent>).collect::<Result<Vec<_>, _>>()?;
+        let pagination = Pagination { page, limit, total, total_pages: (total + limit - 1) / limit };
+        let body = V2Page { request_id: request_id.0, success: true, data, pagination };
+        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
     }
 }

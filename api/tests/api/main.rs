@@ -3,3 +3,5 @@
 mod customers;
 mod helpers;
 mod platform;
+mod platform_rules;
+mod resources;
