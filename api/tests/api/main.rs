@@ -2,6 +2,7 @@
 
 mod customers;
 mod helpers;
+mod openapi;
 mod platform;
 mod platform_rules;
 mod resources;

@@ -60,6 +60,8 @@ impl Deployment {
             .env("NATS_URL", &self.nats_url)
             .env("NATS_PREFIX", &self.prefix)
             .env("HTTP_ADDR", &self.http_addr)
+            // Tests run side by side on one Postgres: keep each service's share of connections small.
+            .env("DATABASE_POOL_SIZE", "8")
             .env("RUST_LOG", "warn");
         command
     }

@@ -1,0 +1,58 @@
+//! The OpenAPI document: a reviewed snapshot, and structural checks that it is a valid OpenAPI 3
+//! document declaring what integrators rely on. Regenerate the snapshot with
+//! `UPDATE_SNAPSHOTS=1 cargo test -p api --test api openapi` and review the diff.
+
+use api::http::{Idempotency, OPERATIONS, openapi_document};
+use openapiv3::{OpenAPI, ReferenceOr};
+
+const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/openapi.json");
+
+#[test]
+fn the_document_matches_the_reviewed_snapshot() {
+    let document = openapi_document();
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(SNAPSHOT, &document).expect("snapshot written");
+    }
+    let reviewed = std::fs::read_to_string(SNAPSHOT).expect("snapshot exists (run with UPDATE_SNAPSHOTS=1)");
+    assert!(document == reviewed, "the OpenAPI document changed: regenerate the snapshot and review the diff");
+}
+
+#[test]
+fn the_document_is_valid_openapi_3_and_complete() {
+    let document = openapi_document();
+    let parsed: OpenAPI = serde_json::from_str(&document).expect("a valid OpenAPI 3 document");
+    assert!(parsed.openapi.starts_with("3."));
+    let schemes = parsed.components.as_ref().expect("components").security_schemes.clone();
+    assert!(schemes.contains_key("bearerAuth"), "the bearer scheme is declared");
+
+    let raw: serde_json::Value = serde_json::from_str(&document).expect("json");
+    let mut seen = Vec::new();
+    for (path, item) in parsed.paths.paths.iter() {
+        let ReferenceOr::Item(item) = item else { panic!("{path} is a reference") };
+        for (method, operation) in item.iter() {
+            let id = operation.operation_id.clone().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            seen.push(id.clone());
+            let (_, scope, idempotency) = OPERATIONS
+                .iter()
+                .find(|(op, _, _)| *op == id)
+                .unwrap_or_else(|| panic!("{id} is missing from the OPERATIONS table"));
+            let extensions = &raw["paths"][path][method];
+            let expected: Vec<&str> = if scope.is_empty() { vec![] } else { vec![scope] };
+            assert_eq!(extensions["x-required-scopes"], serde_json::json!(expected), "{id}");
+            assert!(operation.security.as_ref().is_some_and(|s| !s.is_empty()), "{id} declares its security");
+            for status in ["400", "401", "403", "404", "429", "500"] {
+                let code = openapiv3::StatusCode::Code(status.parse().expect("status"));
+                assert!(operation.responses.responses.contains_key(&code), "{id} documents {status}");
+            }
+            let has_key = operation.parameters.iter().any(|p| match p {
+                ReferenceOr::Item(p) => p.parameter_data_ref().name == "Idempotency-Key",
+                ReferenceOr::Reference { .. } => false,
+            });
+            assert_eq!(has_key, *idempotency != Idempotency::NotUsed, "{id}: Idempotency-Key parameter");
+            assert!(operation.summary.is_some(), "{id} has a summary");
+        }
+    }
+    for (op, _, _) in OPERATIONS {
+        assert!(seen.iter().any(|s| s == op), "{op} is listed but not served");
+    }
+}
