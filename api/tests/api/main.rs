@@ -3,6 +3,7 @@
 mod customers;
 mod helpers;
 mod openapi;
+mod tenancy;
 mod platform;
 mod platform_rules;
 mod resources;
