@@ -12,8 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use uuid::Uuid;
 
-/// How often a gateway broadcasts its counts.
+/// How often a gateway broadcasts the counts that changed.
 const BROADCAST_EVERY: Duration = Duration::from_millis(50);
+/// Every this many broadcasts, all current counts go out, so gateways that started (or reconnected, or
+/// missed a message) since learn what was already used.
+const FULL_EVERY: u32 = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -150,8 +153,20 @@ impl RateLimiter {
         }
     }
 
+    #[cfg(test)]
     fn take_changes(&self) -> Option<Vec<u8>> {
+        self.take(false)
+    }
+
+    /// Counts to broadcast: those that changed, or (`everything`) every count of the current hour.
+    fn take(&self, everything: bool) -> Option<Vec<u8>> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if everything {
+            let hour = now_secs() / 3600;
+            let current: Vec<Uuid> =
+                state.local.iter().filter(|(_, c)| c.hour == hour).map(|(org, _)| *org).collect();
+            state.dirty = current;
+        }
         if state.dirty.is_empty() {
             return None;
         }
@@ -189,9 +204,11 @@ impl RateLimiter {
         let (limiter, client) = (self.clone(), bus.client.clone());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(BROADCAST_EVERY);
+            let mut ticks = 0_u32;
             loop {
                 tick.tick().await;
-                if let Some(payload) = limiter.take_changes() {
+                ticks = ticks.wrapping_add(1);
+                if let Some(payload) = limiter.take(ticks % FULL_EVERY == 0) {
                     let _ = client.publish(subject.clone(), payload.into()).await;
                 }
             }
@@ -234,6 +251,10 @@ mod tests {
         assert!(a.check_at(org, LIMITS, now).allowed);
         b.absorb(&a.take_changes().expect("changes"));
         assert!(a.take_changes().is_none(), "nothing new to share");
+        let late = RateLimiter::default();
+        late.absorb(&a.take(true).expect("a full broadcast"));
+        let (m, _) = late.state.lock().expect("state").remote.values().next().expect("counts").at(now / 60, now / 3600);
+        assert_eq!(m, 2, "a gateway that missed earlier broadcasts learns the counts");
         assert!(b.check_at(org, LIMITS, now).allowed);
         let denied = b.check_at(org, LIMITS, now);
         assert!(!denied.allowed, "the minute is used up across both gateways");

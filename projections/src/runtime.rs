@@ -56,7 +56,7 @@ pub async fn run(pool: PgPool, bus: Bus, projection: Arc<dyn Projection>, partit
 /// Re-creates the durable consumer so delivery restarts right after the last acknowledged message, in
 /// order. Messages a dead process had in flight would otherwise be redelivered only after newer ones,
 /// and per-organization checkpoints would then pass them over.
-async fn reset_consumer(stream: &JsStream, bus: &Bus, name: &str) -> Result<PullConsumer, RunError> {
+async fn reset_consumer(stream: &JsStream, name: &str, filter_subject: String) -> Result<PullConsumer, RunError> {
     let deliver_policy = match stream.get_consumer::<consumer::pull::Config>(name).await {
         Ok(existing) => {
             let info = existing.get_info().await.map_err(nats)?;
@@ -73,7 +73,7 @@ async fn reset_consumer(stream: &JsStream, bus: &Bus, name: &str) -> Result<Pull
             ack_wait: Duration::from_secs(60),
             max_ack_pending: 20_000,
             deliver_policy,
-            filter_subject: bus.events_wildcard(),
+            filter_subject,
             ..Default::default()
         })
         .await
@@ -91,7 +91,12 @@ async fn run_until_error(
     }
     let stream = bus.ensure_event_stream().await.map_err(nats)?;
     let name = consumer_name(projection.name(), partition);
-    let consumer = reset_consumer(&stream, bus, &name).await?;
+    // A projection folding one aggregate only receives that aggregate's events.
+    let filter = match projection.stream_types() {
+        [only] => format!("{}.events.*.{only}.>", bus.prefix()),
+        _ => bus.events_wildcard(),
+    };
+    let consumer = reset_consumer(&stream, &name, filter).await?;
     // A connection of its own: batches follow each other without checking one out of the pool.
     let mut conn = pool.acquire().await?.detach();
     let mut messages = consumer

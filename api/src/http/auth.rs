@@ -61,6 +61,8 @@ type CredentialRow = (Uuid, Uuid, Vec<String>, String, Option<String>, Option<St
 /// Credentials by hash and rate limits by organization, cached. Unknown hashes are remembered briefly
 /// so a flood of bad keys does not reach the database.
 pub struct Credentials {
+    /// Bumped whenever cached credentials are dropped: a lookup that raced a revocation is not cached.
+    epoch: std::sync::atomic::AtomicU64,
     known: Cache<Vec<u8>, Principal>,
     unknown: Cache<Vec<u8>, ()>,
     limits: Cache<Uuid, Limits>,
@@ -69,6 +71,7 @@ pub struct Credentials {
 impl Default for Credentials {
     fn default() -> Self {
         Self {
+            epoch: std::sync::atomic::AtomicU64::new(0),
             known: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(300)).build(),
             unknown: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(2)).build(),
             limits: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(300)).build(),
@@ -85,6 +88,7 @@ impl Credentials {
         if self.unknown.contains_key(&hash) {
             return Err(ApiError::unauthenticated("the credential is not valid"));
         }
+        let epoch = self.epoch.load(std::sync::atomic::Ordering::Acquire);
         let row: Option<CredentialRow> = sqlx::query_as(
             "select id, org_id, scopes, kind, user_name, visibility, registers, safes from credentials
              where secret_hash = $1 and revoked_at is null",
@@ -103,7 +107,9 @@ impl Credentials {
                     })
                 });
                 let principal = Principal { org_id, credential_id, scopes: scopes.into(), delegation };
-                self.known.insert(hash, principal.clone()).await;
+                if self.epoch.load(std::sync::atomic::Ordering::Acquire) == epoch {
+                    self.known.insert(hash, principal.clone()).await;
+                }
                 Ok(principal)
             }
             None => {
@@ -131,6 +137,7 @@ impl Credentials {
     /// Forgets what is cached about an organization (its credentials changed, or its limits).
     pub async fn forget(&self, org_id: Uuid) {
         // Credentials are cached by hash, not by organization; revocations are rare, so all go.
+        self.epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         self.known.invalidate_all();
         self.unknown.invalidate_all();
         self.limits.invalidate(&org_id).await;
