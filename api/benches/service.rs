@@ -187,7 +187,16 @@ async fn main() {
     // The benchmark measures throughput, not quotas: the organization's limits are out of reach.
     let org: serde_json::Value = serde_json::from_str(&backoffice(
         &setup,
-        &["admin", "create-org", "--name", "Bench", "--rate-limit-per-minute", "2000000000", "--rate-limit-per-hour", "2000000000"],
+        &[
+            "admin",
+            "create-org",
+            "--name",
+            "Bench",
+            "--rate-limit-per-minute",
+            "2000000000",
+            "--rate-limit-per-hour",
+            "2000000000",
+        ],
     ))
     .expect("org json");
     let key = org["api_key"].as_str().expect("api key").to_owned();

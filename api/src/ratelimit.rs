@@ -163,8 +163,7 @@ impl RateLimiter {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if everything {
             let hour = now_secs() / 3600;
-            let current: Vec<Uuid> =
-                state.local.iter().filter(|(_, c)| c.hour == hour).map(|(org, _)| *org).collect();
+            let current: Vec<Uuid> = state.local.iter().filter(|(_, c)| c.hour == hour).map(|(org, _)| *org).collect();
             state.dirty = current;
         }
         if state.dirty.is_empty() {
@@ -208,7 +207,7 @@ impl RateLimiter {
             loop {
                 tick.tick().await;
                 ticks = ticks.wrapping_add(1);
-                if let Some(payload) = limiter.take(ticks % FULL_EVERY == 0) {
+                if let Some(payload) = limiter.take(ticks.is_multiple_of(FULL_EVERY)) {
                     let _ = client.publish(subject.clone(), payload.into()).await;
                 }
             }

@@ -93,6 +93,18 @@ fn bool_or(r: &mut ObjectReader<'_>, name: &str, default: bool) -> bool {
     r.optional_bool(name).unwrap_or(default)
 }
 
+/// Plain decimal text from 0 to 100 (`3`, `3.5`, `100`); the field's length limit bounds the decimals.
+fn is_percentage(text: &str) -> bool {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let well_formed = !whole.is_empty()
+        && whole.len() <= 3
+        && digits(whole)
+        && digits(fraction)
+        && fraction.is_empty() != text.contains('.');
+    well_formed && text.parse::<f64>().is_ok_and(|f| (0.0..=100.0).contains(&f))
+}
+
 /// Payment method body: `name` 1–50, `icon` ≤ 50, `feePercentage` ≤ 10 characters, `feeFixed` ≥ 0,
 /// `requiresReference` (false), `isActive` (true), `isDefault` (false).
 pub fn parse_payment_method(body: &Value) -> Result<PaymentMethodFields, Vec<FieldError>> {
@@ -101,9 +113,9 @@ pub fn parse_payment_method(body: &Value) -> Result<PaymentMethodFields, Vec<Fie
     let icon = r.optional_str("icon", 50);
     let fee_percentage = r.optional_str("feePercentage", 10);
     if let Some(fee) = &fee_percentage
-        && !fee.parse::<f64>().is_ok_and(|f| (0.0..=100.0).contains(&f))
+        && !is_percentage(fee)
     {
-        r.reject("feePercentage", "invalid_format", "must be a decimal number from 0 to 100, written as text");
+        r.reject("feePercentage", "invalid_format", "must be a decimal number from 0 to 100 written as text, like 3.5");
     }
     let fee_fixed = r.optional_number("feeFixed");
     if fee_fixed.as_ref().is_some_and(|n| n.as_f64().is_none_or(|f| f < 0.0)) {
@@ -184,6 +196,16 @@ mod tests {
         let ok =
             parse_payment_method(&json!({"name": "Tarjeta", "feePercentage": "3.5", "feeFixed": 150})).expect("valid");
         assert!(ok.is_active && !ok.is_default && !ok.requires_reference);
+    }
+
+    #[test]
+    fn fee_percentages_are_plain_decimals() {
+        for ok in ["0", "3", "3.5", "99.99", "100", "12.3456", "12.0000000"] {
+            assert!(is_percentage(ok), "{ok}");
+        }
+        for bad in ["1e1", "+5", ".5", "5.", "100.01", "-1", "abc", "1000", "1.2.3"] {
+            assert!(!is_percentage(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -54,6 +54,10 @@ impl<'a> ObjectReader<'a> {
 
     /// A string that must be present, trimmed, with a length (in characters) within `min..=max`.
     pub fn required_str(&mut self, name: &str, min: usize, max: usize) -> String {
+        if self.object.is_none() {
+            // The body itself is already reported.
+            return String::new();
+        }
         match self.raw(name) {
             None => {
                 self.fail(name, "required", "is required");

@@ -92,12 +92,19 @@ where
         }
         let new_events: Vec<_> = decided.iter().map(EventPayload::to_new_event).collect();
         let stream = StreamRef { org_id, stream_type: A::Event::STREAM_TYPE, stream_id, expected_version: version };
+        let request = AppendRequest { stream, events: new_events, metadata: metadata.clone() };
+        let mut requests = vec![request];
+        requests.extend(A::follow_ups(conn, org_id, stream_id, &decided, metadata).await?);
         let appended = match sink {
-            Sink::Group(appender) => {
-                appender.append(AppendRequest { stream, events: new_events, metadata: metadata.clone() }).await
-            }
-            Sink::Transaction => store::append(conn, stream, &new_events, metadata).await,
-        };
+            Sink::Group(appender) => appender.append(requests).await,
+            Sink::Transaction => store::append_many(conn, &requests).await,
+        }
+        .and_then(|all| {
+            // The write is readable once the last of its events (follow-ups included) is.
+            let main = all.first().copied().ok_or(AppendError::Database(sqlx::Error::RowNotFound))?;
+            let last = all.iter().map(|a| a.key).max().unwrap_or(main.key);
+            Ok(Appended { key: last, ..main })
+        });
         match appended {
             Ok(appended) => {
                 let created = state.is_none();
@@ -122,9 +129,22 @@ where
     Err(ExecuteError::Contended(stream_id))
 }
 
-/// Aggregates learn their id from the stream they live in.
-pub trait WithId {
+/// What the worker needs of an aggregate beyond deciding: its id comes from the stream it lives in,
+/// and a decision may require events in other streams, appended atomically with its own.
+pub trait WithId: Aggregate {
     fn with_id(self, id: Uuid) -> Self;
+
+    /// Appends to other streams that must accompany `decided` (none by default).
+    fn follow_ups(
+        conn: &mut PgConnection,
+        org_id: Uuid,
+        stream_id: Uuid,
+        decided: &[Self::Event],
+        metadata: &Metadata,
+    ) -> impl std::future::Future<Output = Result<Vec<AppendRequest>, ExecuteError>> + Send {
+        let _ = (conn, org_id, stream_id, decided, metadata);
+        async { Ok(Vec::new()) }
+    }
 }
 
 impl WithId for Customer {
@@ -137,6 +157,49 @@ impl<E: RecordEvent> WithId for Record<E> {
     fn with_id(self, id: Uuid) -> Self {
         Record::with_id(self, id)
     }
+
+    /// At most one record of a kind is an organization's default: a record that becomes the default
+    /// takes the flag from the current one, which is replaced in the same append.
+    async fn follow_ups(
+        conn: &mut PgConnection,
+        org_id: Uuid,
+        stream_id: Uuid,
+        decided: &[E],
+        metadata: &Metadata,
+    ) -> Result<Vec<AppendRequest>, ExecuteError> {
+        let Some(last) = decided.last() else { return Ok(Vec::new()) };
+        if E::default_flag(last.fields()) != Some(true) {
+            return Ok(Vec::new());
+        }
+        let mut follow_ups = Vec::new();
+        for previous in current_defaults(conn, org_id, E::STREAM_TYPE).await? {
+            if previous == stream_id {
+                continue;
+            }
+            let (state, version) = load::<Record<E>>(conn, org_id, previous).await?;
+            let Some(state) = state else { continue };
+            let event = E::replaced(E::with_default_flag(&state.fields, false));
+            let stream =
+                StreamRef { org_id, stream_type: E::STREAM_TYPE, stream_id: previous, expected_version: version };
+            follow_ups.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+        }
+        Ok(follow_ups)
+    }
+}
+
+/// The records of a kind whose latest state is flagged as the organization's default.
+async fn current_defaults(conn: &mut PgConnection, org_id: Uuid, stream_type: &str) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select stream_id from (
+             select distinct on (stream_id) stream_id, data from events
+             where org_id = $1 and stream_type = $2 order by stream_id, version desc
+         ) latest
+         where (data->>'is_default')::boolean",
+    )
+    .bind(org_id)
+    .bind(stream_type)
+    .fetch_all(conn)
+    .await
 }
 
 fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
@@ -369,9 +432,10 @@ const APPEND_LANES: usize = 2;
 /// Most commands appended by one statement.
 const MAX_GROUP: usize = 64;
 
+/// The appends of one command: all or nothing, even when grouped with other commands.
 struct AppendJob {
-    request: AppendRequest,
-    done: tokio::sync::oneshot::Sender<Result<Appended, AppendError>>,
+    requests: Vec<AppendRequest>,
+    done: tokio::sync::oneshot::Sender<Result<Vec<Appended>, AppendError>>,
 }
 
 /// Group commit: commands decided at about the same time are appended by one statement (one round trip,
@@ -406,9 +470,10 @@ impl Appender {
         Self { jobs }
     }
 
-    pub async fn append(&self, request: AppendRequest) -> Result<Appended, AppendError> {
+    /// Appends one command's events (to one or several streams) atomically; results in request order.
+    pub async fn append(&self, requests: Vec<AppendRequest>) -> Result<Vec<Appended>, AppendError> {
         let (done, result) = tokio::sync::oneshot::channel();
-        self.jobs.send(AppendJob { request, done }).map_err(|_| AppendError::Database(sqlx::Error::PoolClosed))?;
+        self.jobs.send(AppendJob { requests, done }).map_err(|_| AppendError::Database(sqlx::Error::PoolClosed))?;
         result.await.unwrap_or(Err(AppendError::Database(sqlx::Error::PoolClosed)))
     }
 }
@@ -425,16 +490,18 @@ async fn append_group(pool: &PgPool, group: Vec<AppendJob>) {
         }
     };
     if group.len() > 1 {
-        let requests: Vec<AppendRequest> = group.iter().map(|job| job.request.clone()).collect();
+        let requests: Vec<AppendRequest> = group.iter().flat_map(|job| job.requests.iter().cloned()).collect();
         if let Ok(appended) = store::append_many(&mut conn, &requests).await {
-            for (job, result) in group.into_iter().zip(appended) {
-                let _ = job.done.send(Ok(result));
+            let mut appended = appended.into_iter();
+            for job in group {
+                let mine: Vec<Appended> = appended.by_ref().take(job.requests.len()).collect();
+                let _ = job.done.send(Ok(mine));
             }
             return;
         }
     }
     for job in group {
-        let result = store::append_many(&mut conn, std::slice::from_ref(&job.request)).await;
-        let _ = job.done.send(result.and_then(|mut a| a.pop().ok_or(AppendError::Database(sqlx::Error::RowNotFound))));
+        let result = store::append_many(&mut conn, &job.requests).await;
+        let _ = job.done.send(result);
     }
 }

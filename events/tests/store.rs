@@ -13,6 +13,18 @@ fn created(name: &str) -> events::NewEvent {
     CustomerEvent::CustomerCreated(CustomerFields { name: name.into(), ..CustomerFields::default() }).to_new_event()
 }
 
+/// Seals until `count` events are chained. Followers only read below the cluster-wide commit horizon,
+/// which transactions of other tests running at the same time can hold back for a moment.
+async fn seal_all(pool: &PgPool, count: usize) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut sealed = 0;
+    while sealed < count {
+        sealed += chain::seal_pending(pool, 2).await.expect("seal");
+        assert!(tokio::time::Instant::now() < deadline, "only {sealed} of {count} events sealed");
+        tokio::task::yield_now().await;
+    }
+}
+
 fn stream(org: Uuid, id: Uuid, expected_version: i32) -> StreamRef {
     StreamRef { org_id: org, stream_type: CustomerEvent::STREAM_TYPE, stream_id: id, expected_version }
 }
@@ -92,9 +104,15 @@ async fn out_of_order_commits_are_never_skipped(pool: PgPool) {
     assert!(visible.is_empty(), "nothing may be read past a transaction still open: {visible:?}");
     // A follower keeps going from its checkpoint; the early transaction now commits.
     early.commit().await.expect("early commits");
-    loop {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while seen.len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "saw only {seen:?}");
         let batch = follower::read_committed_after(&pool, checkpoint, 1).await.expect("read");
-        let Some(event) = batch.first() else { break };
+        let Some(event) = batch.first() else {
+            // Other tests' transactions may hold the horizon back for a moment.
+            tokio::task::yield_now().await;
+            continue;
+        };
         checkpoint = event.key();
         seen.push(event.data["name"].as_str().unwrap_or_default().to_owned());
     }
@@ -170,7 +188,7 @@ async fn the_hash_chain_detects_an_edited_event(pool: PgPool) {
             .await
             .expect("append");
     }
-    assert_eq!(chain::seal_pending(&pool, 2).await.expect("seal"), 6);
+    seal_all(&pool, 6).await;
     assert_eq!(chain::verify(&pool, org).await.expect("verify"), Verification::Intact { events: 3, unsealed: 0 });
 
     let target: i64 = sqlx::query_scalar("select position from events where org_id = $1 and data->>'name' = 'Bea'")
@@ -203,7 +221,7 @@ async fn the_hash_chain_detects_a_deleted_event(pool: PgPool) {
             .await
             .expect("append");
     }
-    chain::seal_pending(&pool, 100).await.expect("seal");
+    seal_all(&pool, 3).await;
     let first: i64 = sqlx::query_scalar("select min(position) from events").fetch_one(&pool).await.expect("min");
     sqlx::raw_sql("alter table events disable trigger events_append_only").execute(&pool).await.expect("disable");
     sqlx::query("delete from events where position = $1").bind(first).execute(&pool).await.expect("delete");

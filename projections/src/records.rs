@@ -19,8 +19,6 @@ pub struct RecordsProjection<E> {
     pub table: &'static [&'static str],
     pub stream_type: &'static [&'static str],
     pub resource: &'static str,
-    /// Whether at most one record of an organization may be the default (`is_default`).
-    pub single_default: bool,
     _event: PhantomData<fn() -> E>,
 }
 
@@ -29,7 +27,6 @@ pub const PAYMENT_METHODS: RecordsProjection<PaymentMethodEvent> = RecordsProjec
     table: &["payment_methods_view"],
     stream_type: &[<PaymentMethodEvent as EventPayload>::STREAM_TYPE],
     resource: "payment_method",
-    single_default: true,
     _event: PhantomData,
 };
 pub const WAREHOUSES: RecordsProjection<WarehouseEvent> = RecordsProjection {
@@ -37,7 +34,6 @@ pub const WAREHOUSES: RecordsProjection<WarehouseEvent> = RecordsProjection {
     table: &["warehouses_view"],
     stream_type: &[<WarehouseEvent as EventPayload>::STREAM_TYPE],
     resource: "warehouse",
-    single_default: true,
     _event: PhantomData,
 };
 pub const CATEGORIES: RecordsProjection<CategoryEvent> = RecordsProjection {
@@ -45,7 +41,6 @@ pub const CATEGORIES: RecordsProjection<CategoryEvent> = RecordsProjection {
     table: &["categories_view"],
     stream_type: &[<CategoryEvent as EventPayload>::STREAM_TYPE],
     resource: "category",
-    single_default: false,
     _event: PhantomData,
 };
 pub const POINTS_OF_SALE: RecordsProjection<PointOfSaleEvent> = RecordsProjection {
@@ -53,7 +48,6 @@ pub const POINTS_OF_SALE: RecordsProjection<PointOfSaleEvent> = RecordsProjectio
     table: &["points_of_sale_view"],
     stream_type: &[<PointOfSaleEvent as EventPayload>::STREAM_TYPE],
     resource: "point_of_sale",
-    single_default: false,
     _event: PhantomData,
 };
 
@@ -101,15 +95,10 @@ impl<E: RecordEvent> RecordsProjection<E> {
         // The last state of each record in the batch; later events win.
         let mut rows: HashMap<(Uuid, Uuid), Row> = HashMap::new();
         let mut order = Vec::new();
-        let mut defaults: Vec<(Uuid, Uuid)> = Vec::new();
         for event in events {
             let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
                 .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
             let doc = serde_json::to_value(decoded.fields()).unwrap_or(Value::Null);
-            if self.single_default && doc["is_default"] == Value::Bool(true) {
-                defaults.retain(|(org, _)| *org != event.org_id);
-                defaults.push((event.org_id, event.stream_id));
-            }
             let key = (event.org_id, event.stream_id);
             if !rows.contains_key(&key) {
                 order.push(key);
@@ -133,21 +122,8 @@ impl<E: RecordEvent> RecordsProjection<E> {
             .bind(batch.iter().map(|r| r.at).collect::<Vec<_>>())
             .execute(&mut *conn)
             .await?;
-        let mut stale: Vec<CacheKey> =
+        let stale: Vec<CacheKey> =
             batch.iter().map(|r| CacheKey { resource: self.resource.to_owned(), org_id: r.org_id, id: r.id }).collect();
-        // A new default takes the flag from the organization's previous one.
-        for (org, id) in defaults {
-            let sql = format!(
-                "update {table} set is_default = false where org_id = $1 and id <> $2 and is_default returning id"
-            );
-            let cleared: Vec<(Uuid,)> =
-                sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org).bind(id).fetch_all(&mut *conn).await?;
-            stale.extend(cleared.into_iter().map(|(id,)| CacheKey {
-                resource: self.resource.to_owned(),
-                org_id: org,
-                id,
-            }));
-        }
         Ok(stale)
     }
 }

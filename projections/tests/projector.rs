@@ -28,8 +28,19 @@ async fn append(pool: &PgPool, org: Uuid, id: Uuid, version: i32, event: Custome
     store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("t")).await.expect("append");
 }
 
-async fn all_events(pool: &PgPool) -> Vec<RecordedEvent> {
-    events::follower::read_committed_after(pool, events::CommitKey::ZERO, 100_000).await.expect("read")
+/// Every committed event, once the commit horizon (which other tests' transactions can hold back for a
+/// moment) has passed all `count` of them.
+async fn all_events(pool: &PgPool, count: usize) -> Vec<RecordedEvent> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let events =
+            events::follower::read_committed_after(pool, events::CommitKey::ZERO, 100_000).await.expect("read");
+        if events.len() >= count {
+            return events;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "only {} of {count} events visible", events.len());
+        tokio::task::yield_now().await;
+    }
 }
 
 async fn customers(pool: &PgPool) -> Vec<(Uuid, Uuid, String)> {
@@ -56,7 +67,7 @@ async fn a_redelivered_event_has_no_second_effect(pool: PgPool) {
     let (org, id) = (Uuid::now_v7(), Uuid::now_v7());
     append(&pool, org, id, 0, CustomerEvent::CustomerCreated(fields("Ana"))).await;
     append(&pool, org, id, 1, CustomerEvent::CustomerReplaced(fields("Bea"))).await;
-    let events = all_events(&pool).await;
+    let events = all_events(&pool, 2).await;
     let mut conn = pool.acquire().await.expect("connection").detach();
     let projection = CustomersProjection;
     let stale = projections::runtime::apply_batch(&mut conn, &projection, &events).await.expect("apply");

@@ -794,7 +794,8 @@ impl V2Api {
         let (page, limit) = page_params(page.0, limit.0)?;
         let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
         let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
-        let (rows, total) = read::page(&state.pool, WarehouseEvent::PROJECTION.table_name(), auth.0.org_id, &query).await?;
+        let (rows, total) =
+            read::page(&state.pool, WarehouseEvent::PROJECTION.table_name(), auth.0.org_id, &query).await?;
         let data = rows.into_iter().map(from_row::<WarehouseEvent>).collect::<Result<Vec<_>, _>>()?;
         let pagination = Pagination { page, limit, total, total_pages: (total + limit - 1) / limit };
         let body = V2Page { request_id: request_id.0, success: true, data, pagination };

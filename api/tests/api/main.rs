@@ -3,7 +3,7 @@
 mod customers;
 mod helpers;
 mod openapi;
-mod tenancy;
 mod platform;
 mod platform_rules;
 mod resources;
+mod tenancy;

@@ -36,8 +36,14 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
             continue;
         }
         let segment = path.split('/').nth(3).expect("resource segment");
-        let id = ids.get(segment).unwrap_or_else(|| panic!("no record of another organization for {path}: extend this test"));
-        let concrete = path.split('/').map(|part| if part.starts_with('{') { id.as_str() } else { part }).collect::<Vec<_>>().join("/");
+        let id = ids
+            .get(segment)
+            .unwrap_or_else(|| panic!("no record of another organization for {path}: extend this test"));
+        let concrete = path
+            .split('/')
+            .map(|part| if part.starts_with('{') { id.as_str() } else { part })
+            .collect::<Vec<_>>()
+            .join("/");
         let unknown = path
             .split('/')
             .map(|part| if part.starts_with('{') { "00000000-0000-7000-8000-000000000000" } else { part })
@@ -60,8 +66,10 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
 
     // Lists of the other organization never include these records.
     for segment in ["customers", "payment-methods", "warehouses"] {
-        let list = json(app.request(Method::GET, &format!("/api/v1/{segment}"), Some(&intruder), None).await, 200).await;
-        let listed: Vec<&str> = list["data"].as_array().expect("data").iter().filter_map(|r| r["id"].as_str()).collect();
+        let list =
+            json(app.request(Method::GET, &format!("/api/v1/{segment}"), Some(&intruder), None).await, 200).await;
+        let listed: Vec<&str> =
+            list["data"].as_array().expect("data").iter().filter_map(|r| r["id"].as_str()).collect();
         assert!(!listed.contains(&ids[segment].as_str()), "{segment} list leaks another organization's record");
     }
     let categories = json(app.request(Method::GET, "/api/v1/categories", Some(&intruder), None).await, 200).await;

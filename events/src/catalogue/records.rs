@@ -14,6 +14,20 @@ pub trait RecordEvent: EventPayload + Clone + Send + Sync + 'static {
     fn replaced(fields: Self::Fields) -> Self;
     fn fields(&self) -> &Self::Fields;
     fn is_creation(&self) -> bool;
+
+    /// The `is_default` flag of these fields, for kinds that have one.
+    fn default_flag(fields: &Self::Fields) -> Option<bool> {
+        serde_json::to_value(fields).ok()?.get("is_default")?.as_bool()
+    }
+
+    /// The same fields with the `is_default` flag set to `flag` (unchanged for kinds without one).
+    fn with_default_flag(fields: &Self::Fields, flag: bool) -> Self::Fields {
+        let mut value = serde_json::to_value(fields).unwrap_or(Value::Null);
+        if let Some(object) = value.as_object_mut().filter(|o| o.contains_key("is_default")) {
+            object.insert("is_default".into(), Value::Bool(flag));
+        }
+        serde_json::from_value(value).unwrap_or_else(|_| fields.clone())
+    }
 }
 
 macro_rules! record_events {
