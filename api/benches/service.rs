@@ -2,7 +2,11 @@
 //!
 //! Pairs printed: customer creations per second through HTTP (16 connections, p50/p99) against
 //! pgbench single-row inserts of an event-sized row; GETs of one customer against pgbench's prepared
-//! select by primary key; projection rebuild speed over at least 100,000 events.
+//! select by primary key; projection rebuild speed over at least 100,000 events; webhook deliveries to a
+//! local HTTPS receiver (throughput of the sender, and the p99 time from commit to delivery).
+
+#[path = "../tests/api/receiver.rs"]
+mod receiver;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -20,6 +24,7 @@ fn env(name: &str, default: &str) -> String {
 }
 
 struct Setup {
+    ca_file: String,
     admin_url: String,
     database_url: String,
     database: String,
@@ -66,6 +71,8 @@ fn start_service(setup: &Setup) -> Service {
         .env("NATS_PREFIX", &setup.prefix)
         .env("HTTP_ADDR", &setup.http_addr)
         .env("RUST_LOG", "warn")
+        .env("WEBHOOK_CA_FILE", &setup.ca_file)
+        .env("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(std::env::temp_dir().join("backoffice-bench-service.log")).expect("log file"))
         .spawn()
@@ -172,7 +179,9 @@ async fn main() {
     let admin_url = env("BENCH_ADMIN_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres");
     let database = env("BENCH_DATABASE", "backoffice_bench");
     let base = admin_url.rsplit_once('/').map(|(b, _)| b.to_owned()).unwrap_or(admin_url.clone());
+    let receiver = receiver::Receiver::start().await;
     let setup = Setup {
+        ca_file: receiver.ca_file.display().to_string(),
         database_url: format!("{base}/{database}"),
         admin_url,
         database,
@@ -202,6 +211,15 @@ async fn main() {
     let key = org["api_key"].as_str().expect("api key").to_owned();
     let service = start_service(&setup);
     let auth = format!("Bearer {key}");
+
+    if std::env::var("BENCH_CATALOG_ONLY").is_ok() {
+        catalog(&setup, &auth).await;
+        return;
+    }
+    if std::env::var("BENCH_WEBHOOKS_ONLY").is_ok() {
+        webhooks(&setup, &auth, &receiver).await;
+        return;
+    }
 
     // Writes.
     let body = r#"{"name":"Ana Gómez","email":"ana@example.com","phone":"1144556677","taxId":"20267565393","taxIdType":"CUIL/CUIT","taxCategory":"Responsable Inscripto","personType":"FISICA","country":"Argentina","province":"B","city":"La Plata","address":"Calle 7 1234","apartment":"3B","postalCode":"1900"}"#;
@@ -257,7 +275,7 @@ async fn main() {
     );
 
     // Reads of one customer.
-    let created = reqwest::Client::new()
+    let created = http_client()
         .post(format!("http://{}/api/v1/customers", setup.http_addr))
         .header("authorization", &auth)
         .header("content-type", "application/json")
@@ -294,7 +312,7 @@ async fn main() {
     );
 
     // Cached reads of one warehouse (Style B configuration resource).
-    let warehouses = reqwest::Client::new()
+    let warehouses = http_client()
         .get(format!("http://{}/api/v1/warehouses", setup.http_addr))
         .header("authorization", &auth)
         .send()
@@ -326,6 +344,8 @@ async fn main() {
             warehouse_reads.p50_ms, warehouse_reads.p99_ms, warehouse_reads.errors
         ),
     );
+    webhooks(&setup, &auth, &receiver).await;
+    catalog(&setup, &auth).await;
     drop(service);
 
     // Rebuild over at least `rebuild_events` events.
@@ -357,4 +377,197 @@ async fn main() {
     println!("  target  : {:>10.0} events/s", 20_000.0);
     println!("  ratio   : {:>10.3}", rate / 20_000.0);
     let _ = &setup.database;
+}
+
+/// Webhook deliveries: the p99 time from the commit of a test request to its arrival at a local HTTPS
+/// receiver under steady load, then the sender's throughput draining a backlog spread over endpoints.
+async fn webhooks(setup: &Setup, auth: &str, receiver: &receiver::Receiver) {
+    let client = http_client();
+    let mut endpoints = Vec::new();
+    for n in 0..16 {
+        let created = client
+            .post(format!("http://{}/api/v1/webhook-endpoints", setup.http_addr))
+            .header("authorization", auth)
+            .header("Idempotency-Key", format!("bench-endpoint-{n}"))
+            .json(&serde_json::json!({"label": format!("bench {n}"), "url": receiver.url(&format!("/hook{n}")),
+                "enabled_events": ["product.created"], "api_version": "2026-06-29"}))
+            .send()
+            .await
+            .expect("create endpoint")
+            .json::<serde_json::Value>()
+            .await
+            .expect("json");
+        endpoints.push(created["data"]["id"].as_str().expect("endpoint id").to_owned());
+    }
+
+    // Latency under load: test requests spread over the endpoints; each is a command, an event and a delivery.
+    let make_test: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+        let (auth, addr, targets) = (auth.to_owned(), setup.http_addr.clone(), endpoints.clone());
+        Arc::new(move |n| {
+            let endpoint = &targets[n as usize % targets.len()];
+            Request::post(format!("http://{addr}/api/v1/webhook-endpoints/{endpoint}/test"))
+                .header("host", &addr)
+                .header("authorization", &auth)
+                .header("idempotency-key", format!("bench-test-{n}"))
+                .body(Full::new(Bytes::new()))
+                .expect("request")
+        })
+    };
+    let tests = load(&setup.http_addr, setup.seconds, make_test, 200).await;
+    let sent: usize = psql(&setup.database_url, "select count(*) from webhook_deliveries").parse().expect("count");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while receiver.count() < sent {
+        assert!(Instant::now() < deadline, "only {} of {sent} deliveries arrived", receiver.count());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let committed: std::collections::HashMap<String, f64> = psql(
+        &setup.database_url,
+        "select data->>'test_id', extract(epoch from recorded_at) from events
+         where event_type = 'WebhookEndpointTestRequested'",
+    )
+    .lines()
+    .filter_map(|line| line.split_once('|'))
+    .map(|(id, at)| (id.to_owned(), at.parse::<f64>().expect("epoch")))
+    .collect();
+    let mut delays: Vec<f64> = receiver
+        .all()
+        .iter()
+        .filter_map(|r| {
+            let at = r.at.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs_f64();
+            committed.get(r.header("service-event-id")).map(|c| (at - c) * 1000.0)
+        })
+        .collect();
+    delays.sort_by(f64::total_cmp);
+    let pct = |p: f64| delays[((delays.len() as f64 * p) as usize).min(delays.len() - 1)];
+    println!("webhooks: POST .../test under load (16 connections), commit -> arrival at a local HTTPS receiver");
+    println!(
+        "  service : {:>10.0} deliveries/s  p50 {:.2} ms  p99 {:.2} ms  max {:.2} ms  ({} deliveries, {} request errors)",
+        tests.rate,
+        pct(0.50),
+        pct(0.99),
+        delays.last().copied().unwrap_or(0.0),
+        delays.len(),
+        tests.errors
+    );
+
+    // Throughput: a backlog of deliveries over 16 endpoints, made due at once.
+    let backlog: i64 = env("BENCH_WEBHOOK_BACKLOG", "20000").parse().expect("BENCH_WEBHOOK_BACKLOG");
+    let ids = endpoints.iter().map(|e| format!("'{e}'")).collect::<Vec<_>>().join(",");
+    psql(
+        &setup.database_url,
+        &format!(
+            "insert into webhook_deliveries (id, org_id, endpoint_id, event_id, event_type, payload, is_test, next_attempt_at)
+             select gen_random_uuid(), e.org_id, e.id, gen_random_uuid(), 'webhook.test',
+                    json_build_object('id', gen_random_uuid(), 'type', 'webhook.test', 'api_version', '2026-06-29',
+                        'created', 1790000000, 'organization_id', e.org_id,
+                        'data', json_build_object('object', json_build_object('object', 'webhook_endpoint', 'id', e.id)),
+                        'test', true)::text,
+                    true, now() + interval '1 day'
+             from generate_series(1, {backlog}) g
+             join lateral (select * from webhook_endpoints_view where id = (array[{ids}]::uuid[])[1 + g % 16]) e on true"
+        ),
+    );
+    let before = receiver.count();
+    let started = Instant::now();
+    psql(&setup.database_url, "update webhook_deliveries set next_attempt_at = now() where status = 'pending'");
+    let deadline = Instant::now() + Duration::from_secs(600);
+    loop {
+        let pending: i64 =
+            psql(&setup.database_url, "select count(*) from webhook_deliveries where status = 'pending'")
+                .parse()
+                .expect("count");
+        if pending == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{pending} deliveries still pending");
+        // Counting is not free for Postgres: look rarely enough not to compete with the sender.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let failed: i64 = psql(&setup.database_url, "select count(*) from webhook_deliveries where status <> 'succeeded'")
+        .parse()
+        .expect("count");
+    println!("webhooks: sender draining {backlog} due deliveries over 16 endpoints (signed, HTTPS, recorded)");
+    println!(
+        "  service : {:>10.0} deliveries/s  ({} arrived in {elapsed:.2} s, {failed} not succeeded)",
+        backlog as f64 / elapsed,
+        receiver.count() - before
+    );
+}
+
+/// Catalog: creating a 250-variant product (each a command, 250 SKU checks, one event, 250 read rows,
+/// answered once readable), and one bulk adjustment over 10,000 variants.
+async fn catalog(setup: &Setup, auth: &str) {
+    let client = http_client();
+    let base = format!("http://{}", setup.http_addr);
+    let supplier = client
+        .post(format!("{base}/api/v1/suppliers"))
+        .header("authorization", auth)
+        .json(&serde_json::json!({"name": "Proveedor bench"}))
+        .send()
+        .await
+        .expect("supplier")
+        .json::<serde_json::Value>()
+        .await
+        .expect("json")["data"]["id"]
+        .clone();
+    let matrix = |n: usize| {
+        let variants: Vec<serde_json::Value> = (0..250)
+            .map(|i| {
+                serde_json::json!({"optionValues": {"Talle": format!("T{}", i % 10), "Color": format!("C{}", i / 10)},
+                    "sku": format!("B{n}-{i}"), "cost": 1000 + i, "price": 2000 + i})
+            })
+            .collect();
+        serde_json::json!({"name": format!("Producto {n}"), "options": ["Talle", "Color"], "variants": variants,
+            "defaultSupplierId": supplier})
+    };
+    let mut timings = Vec::new();
+    for n in 0..40 {
+        let started = Instant::now();
+        let response = client
+            .post(format!("{base}/api/v1/products"))
+            .header("authorization", auth)
+            .header("idempotency-key", format!("bench-product-{n}"))
+            .json(&matrix(n))
+            .send()
+            .await
+            .expect("create product");
+        assert_eq!(response.status().as_u16(), 201, "{}", response.text().await.unwrap_or_default());
+        let _ = response.bytes().await;
+        timings.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    timings.sort_by(f64::total_cmp);
+    println!("catalog: POST /api/v1/products with 250 variants (read-your-writes), 40 products");
+    println!(
+        "  service : p50 {:.1} ms  p90 {:.1} ms  max {:.1} ms  ({:.0} variants/s)",
+        timings[timings.len() / 2],
+        timings[timings.len() * 9 / 10],
+        timings[timings.len() - 1],
+        250.0 * 1000.0 / timings[timings.len() / 2]
+    );
+    let mut bulk = Vec::new();
+    for n in 0..3 {
+        let started = Instant::now();
+        let response = client
+            .post(format!("{base}/api/v1/products/bulk-adjustments"))
+            .header("authorization", auth)
+            .header("idempotency-key", format!("bench-bulk-{n}"))
+            .json(&serde_json::json!({"target": "price", "default_supplier_id": supplier, "percentage": 5}))
+            .send()
+            .await
+            .expect("bulk adjustment");
+        assert_eq!(response.status().as_u16(), 200, "{}", response.text().await.unwrap_or_default());
+        let summary: serde_json::Value = response.json().await.expect("json");
+        assert_eq!(summary["data"]["affected_variants"], 10_000, "{summary}");
+        bulk.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    bulk.sort_by(f64::total_cmp);
+    println!("catalog: POST /api/v1/products/bulk-adjustments over 10,000 variants (40 groups, read-your-writes)");
+    println!("  service : median {:.0} ms  min {:.0} ms  max {:.0} ms (3 runs)", bulk[1], bulk[0], bulk[2]);
+}
+
+/// A plain HTTP client (the process's TLS provider installed first, as reqwest requires).
+pub fn http_client() -> reqwest::Client {
+    projections::webhooks::dispatch::install_crypto_provider();
+    reqwest::Client::new()
 }

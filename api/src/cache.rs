@@ -16,6 +16,8 @@ use uuid::Uuid;
 pub enum Resource {
     Organization,
     Customer,
+    Supplier,
+    Product,
     PaymentMethod,
     Warehouse,
     Category,
@@ -27,6 +29,8 @@ impl Resource {
         match name {
             projections::organizations::RESOURCE => Some(Resource::Organization),
             projections::customers::RESOURCE => Some(Resource::Customer),
+            projections::customers::SUPPLIER_RESOURCE => Some(Resource::Supplier),
+            projections::products::RESOURCE => Some(Resource::Product),
             "payment_method" => Some(Resource::PaymentMethod),
             "warehouse" => Some(Resource::Warehouse),
             "category" => Some(Resource::Category),

@@ -155,7 +155,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     let settings = Settings::from_env()?;
     match cli.command {
         Command::All => {
-            let projections = ProjectionSet { projections: projections::all(), partition: Partition::WHOLE };
+            let projections = ProjectionSet::from_env(projections::all(), Partition::WHOLE)?;
             serve(&settings, "all", true, true, Some(projections)).await
         }
         Command::Api => serve(&settings, "api", true, false, None).await,
@@ -167,7 +167,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 } else {
                     projections::by_names(&args.only).map_err(anyhow::Error::msg)?
                 };
-                let set = ProjectionSet { projections, partition: args.partition.unwrap_or(Partition::WHOLE) };
+                let set = ProjectionSet::from_env(projections, args.partition.unwrap_or(Partition::WHOLE))?;
                 serve(&settings, "projections", false, false, Some(set)).await
             }
             Some(ProjectionsAction::Rebuild { name, all }) => {

@@ -4,6 +4,7 @@
 use crate::state::AppState;
 use anyhow::Context;
 use events::bus::Bus;
+use projections::webhooks::dispatch::SenderConfig;
 use projections::{Partition, Projection};
 use sqlx::migrate::{MigrateDatabase, Migrator};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -85,6 +86,22 @@ pub async fn connect_bus(settings: &Settings, role: &str) -> anyhow::Result<Bus>
 pub struct ProjectionSet {
     pub projections: Vec<Arc<dyn Projection>>,
     pub partition: Partition,
+    /// The webhook dispatcher's settings, when this process sends webhooks (it runs wherever the
+    /// `webhooks` projection does).
+    pub sender: Option<SenderConfig>,
+}
+
+impl ProjectionSet {
+    /// `projections` for `partition`, with the sender configured from the environment when the set
+    /// includes the webhooks projection.
+    pub fn from_env(projections: Vec<Arc<dyn Projection>>, partition: Partition) -> anyhow::Result<Self> {
+        let sender = if projections.iter().any(|p| p.name() == projections::webhooks::NAME) {
+            Some(SenderConfig::from_env()?)
+        } else {
+            None
+        };
+        Ok(Self { projections, partition, sender })
+    }
 }
 
 /// What one process does.
@@ -121,6 +138,14 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
     if let Some(set) = roles.projections {
         for projection in set.projections {
             tasks.spawn(projections::runtime::run(pool.clone(), bus.clone(), projection, set.partition));
+        }
+        if let Some(config) = set.sender {
+            let (pool, bus) = (pool.clone(), bus.clone());
+            tasks.spawn(async move {
+                if let Err(error) = projections::webhooks::dispatch::run(pool, bus, config).await {
+                    tracing::error!(error = format!("{error:#}"), "webhook sender stopped");
+                }
+            });
         }
     }
     let mut http_addr = None;

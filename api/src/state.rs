@@ -28,6 +28,8 @@ pub struct AppState {
     pub credentials: Credentials,
     pub limiter: Arc<RateLimiter>,
     pub cursors: CursorCodec,
+    /// Opens and seals webhook signing secrets.
+    pub secrets: events::secrets::SecretBox,
     /// Longest wait for the read side after a write.
     pub read_wait: Duration,
     pub ready: AtomicBool,
@@ -83,7 +85,12 @@ impl AppState {
             sqlx::query_scalar("select value from service_settings where name = 'cursor_signing_key'")
                 .fetch_one(&pool)
                 .await?;
+        let secrets = events::secrets::SecretBox::load(&pool).await.map_err(|e| match e {
+            events::secrets::LoadError::Database(e) => e,
+            other => sqlx::Error::Configuration(Box::new(other)),
+        })?;
         Ok(Arc::new(Self {
+            secrets,
             pool,
             bus,
             progress: Arc::new(ProgressTracker::default()),

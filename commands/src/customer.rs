@@ -1,10 +1,12 @@
-//! The customer aggregate: what a valid customer is, and how creating and replacing one decide.
+//! The contact aggregates, customers and suppliers: what a valid contact is, and how creating and
+//! replacing one decide.
 
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
-use events::catalogue::{CustomerEvent, CustomerFields};
+use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::marker::PhantomData;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -141,9 +143,11 @@ pub fn parse_fields(body: &Value) -> Result<CustomerFields, Vec<FieldError>> {
     })
 }
 
-/// The state of one customer.
+/// The state of one contact: a customer or a supplier (`E` is the kind's event enum; both kinds share
+/// the body and its rules).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Customer {
+#[serde(bound(serialize = "", deserialize = ""))]
+pub struct Contact<E> {
     pub id: Uuid,
     pub fields: CustomerFields,
     pub is_active: bool,
@@ -151,16 +155,27 @@ pub struct Customer {
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+    #[serde(skip)]
+    _kind: PhantomData<E>,
 }
+
+impl<E> Contact<E> {
+    pub fn with_id(self, id: Uuid) -> Self {
+        Self { id, ..self }
+    }
+}
+
+pub type Customer = Contact<CustomerEvent>;
+pub type Supplier = Contact<SupplierEvent>;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum CustomerCommand {
-    CreateCustomer {
+pub enum ContactCommand {
+    Create {
         id: Uuid,
         fields: CustomerFields,
     },
-    ReplaceCustomer {
+    Replace {
         id: Uuid,
         fields: CustomerFields,
         /// The body omitted `default_account_id`: the current account stays.
@@ -169,52 +184,64 @@ pub enum CustomerCommand {
     },
 }
 
-impl CustomerCommand {
-    pub fn customer_id(&self) -> Uuid {
+pub type CustomerCommand = ContactCommand;
+
+impl ContactCommand {
+    pub fn contact_id(&self) -> Uuid {
         match self {
-            Self::CreateCustomer { id, .. } | Self::ReplaceCustomer { id, .. } => *id,
+            Self::Create { id, .. } | Self::Replace { id, .. } => *id,
+        }
+    }
+
+    pub fn is_creation(&self) -> bool {
+        matches!(self, Self::Create { .. })
+    }
+
+    pub fn fields(&self) -> &CustomerFields {
+        match self {
+            Self::Create { fields, .. } | Self::Replace { fields, .. } => fields,
         }
     }
 }
 
-impl Aggregate for Customer {
-    type Command = CustomerCommand;
-    type Event = CustomerEvent;
+impl<E> Aggregate for Contact<E>
+where
+    E: RecordEvent<Fields = CustomerFields> + std::fmt::Debug + Clone + PartialEq + Send + Sync + 'static,
+{
+    type Command = ContactCommand;
+    type Event = E;
 
-    fn decide(state: Option<&Self>, command: &CustomerCommand) -> Result<Vec<CustomerEvent>, Rejection> {
+    fn decide(state: Option<&Self>, command: &ContactCommand) -> Result<Vec<E>, Rejection> {
         match (state, command) {
-            (None, CustomerCommand::CreateCustomer { fields, .. }) => {
-                Ok(vec![CustomerEvent::CustomerCreated(fields.clone())])
+            (None, ContactCommand::Create { fields, .. }) => Ok(vec![E::created(fields.clone())]),
+            (Some(_), ContactCommand::Create { .. }) => {
+                Err(Rejection::conflict("ALREADY_EXISTS", format!("the {} already exists", E::STREAM_TYPE)))
             }
-            (Some(_), CustomerCommand::CreateCustomer { .. }) => {
-                Err(Rejection::conflict("ALREADY_EXISTS", "the customer already exists"))
-            }
-            (None, CustomerCommand::ReplaceCustomer { .. }) => Err(Rejection::not_found("customer")),
-            (Some(current), CustomerCommand::ReplaceCustomer { fields, keep_default_account, .. }) => {
+            (None, ContactCommand::Replace { .. }) => Err(Rejection::not_found(E::STREAM_TYPE)),
+            (Some(current), ContactCommand::Replace { fields, keep_default_account, .. }) => {
                 let mut fields = fields.clone();
                 if *keep_default_account {
                     fields.default_account_id = current.fields.default_account_id;
                 }
                 // Replacing with the same representation records nothing.
-                if current.fields == fields { Ok(vec![]) } else { Ok(vec![CustomerEvent::CustomerReplaced(fields)]) }
+                if current.fields == fields { Ok(vec![]) } else { Ok(vec![E::replaced(fields)]) }
             }
         }
     }
 
-    fn evolve(state: Option<Self>, event: &CustomerEvent, at: OffsetDateTime) -> Option<Self> {
-        match (state, event) {
-            (_, CustomerEvent::CustomerCreated(fields)) => Some(Customer {
+    fn evolve(state: Option<Self>, event: &E, at: OffsetDateTime) -> Option<Self> {
+        match state {
+            _ if event.is_creation() => Some(Contact {
                 // The id is filled in by the caller, which knows the stream.
                 id: Uuid::nil(),
-                fields: fields.clone(),
+                fields: event.fields().clone(),
                 is_active: true,
                 created_at: at,
                 updated_at: at,
+                _kind: PhantomData,
             }),
-            (Some(current), CustomerEvent::CustomerReplaced(fields)) => {
-                Some(Customer { fields: fields.clone(), updated_at: at, ..current })
-            }
-            (None, CustomerEvent::CustomerReplaced(_)) => None,
+            Some(current) => Some(Contact { fields: event.fields().clone(), updated_at: at, ..current }),
+            None => None,
         }
     }
 }
@@ -236,7 +263,7 @@ mod tests {
     #[test]
     fn given_nothing_when_created_then_customer_created() {
         let id = Uuid::now_v7();
-        let events = Customer::decide(None, &CustomerCommand::CreateCustomer { id, fields: fields("Ana") });
+        let events = Customer::decide(None, &CustomerCommand::Create { id, fields: fields("Ana") });
         assert_eq!(events, Ok(vec![CustomerEvent::CustomerCreated(fields("Ana"))]));
     }
 
@@ -245,7 +272,7 @@ mod tests {
         let id = Uuid::now_v7();
         let result = Customer::decide(
             None,
-            &CustomerCommand::ReplaceCustomer { id, fields: fields("Ana"), keep_default_account: false },
+            &CustomerCommand::Replace { id, fields: fields("Ana"), keep_default_account: false },
         );
         assert_eq!(result, Err(Rejection::not_found("customer")));
     }
@@ -253,16 +280,14 @@ mod tests {
     #[test]
     fn given_customer_when_replaced_with_same_fields_then_nothing_is_recorded() {
         let state = created("Ana");
-        let command =
-            CustomerCommand::ReplaceCustomer { id: state.id, fields: fields("Ana"), keep_default_account: false };
+        let command = CustomerCommand::Replace { id: state.id, fields: fields("Ana"), keep_default_account: false };
         assert_eq!(Customer::decide(Some(&state), &command), Ok(vec![]));
     }
 
     #[test]
     fn given_customer_when_replaced_then_replaced_and_evolved() {
         let state = created("Ana");
-        let command =
-            CustomerCommand::ReplaceCustomer { id: state.id, fields: fields("Bea"), keep_default_account: false };
+        let command = CustomerCommand::Replace { id: state.id, fields: fields("Bea"), keep_default_account: false };
         let events = Customer::decide(Some(&state), &command).expect("accepted");
         assert_eq!(events, vec![CustomerEvent::CustomerReplaced(fields("Bea"))]);
         let later = OffsetDateTime::UNIX_EPOCH + time::Duration::hours(1);

@@ -5,9 +5,12 @@
 pub mod aggregate;
 pub mod customer;
 pub mod organization;
+pub mod products;
 pub mod protocol;
 pub mod records;
+pub mod tags;
 pub mod validate;
+pub mod webhooks;
 pub mod worker;
 
 pub use aggregate::{Aggregate, Rejection};

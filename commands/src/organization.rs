@@ -396,8 +396,43 @@ pub async fn revoke(pool: &PgPool, secret_or_id: &str) -> Result<(Uuid, Uuid), A
         &[OrganizationEvent::CredentialRevoked(CredentialRevoked { credential_id })],
     )
     .await?;
+    disable_grant_endpoints(&mut tx, org_id, credential_id).await?;
     tx.commit().await?;
     Ok((org_id, credential_id))
+}
+
+/// The webhook endpoints a revoked grant owned are disabled with it (their unsent deliveries are then
+/// cancelled by the sender).
+async fn disable_grant_endpoints(conn: &mut PgConnection, org_id: Uuid, credential_id: Uuid) -> Result<(), AdminError> {
+    use crate::webhooks::{EndpointStatus, WebhookEndpoint};
+    use events::catalogue::{WebhookEndpointDisabled, WebhookEndpointEvent};
+    let owned: Vec<Uuid> = sqlx::query_scalar(
+        "select stream_id from events
+         where org_id = $1 and stream_type = 'webhook_endpoint' and event_type = 'WebhookEndpointCreated'
+           and data->>'owner_credential_id' = $2",
+    )
+    .bind(org_id)
+    .bind(credential_id.to_string())
+    .fetch_all(&mut *conn)
+    .await?;
+    for endpoint in owned {
+        let (state, version) = crate::worker::load::<WebhookEndpoint>(conn, org_id, endpoint)
+            .await
+            .map_err(|e| AdminError::Invalid(e.to_string()))?;
+        if state.is_none_or(|s| s.status == EndpointStatus::Disabled) {
+            continue;
+        }
+        let event =
+            WebhookEndpointEvent::WebhookEndpointDisabled(WebhookEndpointDisabled { reason: "grant_revoked".into() });
+        let stream = StreamRef {
+            org_id,
+            stream_type: WebhookEndpointEvent::STREAM_TYPE,
+            stream_id: endpoint,
+            expected_version: version,
+        };
+        store::append(conn, stream, &[event.to_new_event()], &Metadata::system("admin")).await?;
+    }
+    Ok(())
 }
 
 /// Changes an organization's rate limits.

@@ -2,9 +2,12 @@
 
 use crate::aggregate::Rejection;
 use crate::customer::CustomerCommand;
+use crate::products::{BulkAdjustment, ProductCommand};
 use crate::records::RecordCommand;
+use crate::tags::{ApplyTags, TagCommand};
+use crate::webhooks::WebhookCommand;
 use events::CommitKey;
-use events::catalogue::{CategoryEvent, PaymentMethodEvent, WarehouseEvent};
+use events::catalogue::{CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, WarehouseEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -44,9 +47,39 @@ pub struct Idempotency {
 #[allow(clippy::large_enum_variant, reason = "a command lives for one request; boxing buys nothing")]
 pub enum Command {
     Customer(CustomerCommand),
+    Supplier(CustomerCommand),
+    Product(ProductCommand),
+    MetafieldDefinition(RecordCommand<MetafieldDefinitionEvent>),
+    BulkAdjustProducts(BulkAdjustment),
+    Tag(TagCommand),
+    ApplyTags(ApplyTags),
     PaymentMethod(RecordCommand<PaymentMethodEvent>),
     Warehouse(RecordCommand<WarehouseEvent>),
     Category(RecordCommand<CategoryEvent>),
+    Webhook(WebhookCommand),
+}
+
+impl Command {
+    /// Commands that also write write-model rows beside their events, which must commit together.
+    pub fn needs_transaction(&self) -> bool {
+        matches!(self, Command::Product(_) | Command::BulkAdjustProducts(_) | Command::ApplyTags(_))
+    }
+
+    /// The stream the command writes (its aggregate's id).
+    pub fn stream_id(&self) -> Uuid {
+        match self {
+            Command::Customer(c) | Command::Supplier(c) => c.contact_id(),
+            Command::Product(c) => c.target_id(),
+            Command::MetafieldDefinition(c) => c.id(),
+            Command::BulkAdjustProducts(c) => c.id,
+            Command::Tag(c) => c.id(),
+            Command::ApplyTags(c) => c.id,
+            Command::PaymentMethod(c) => c.id(),
+            Command::Warehouse(c) => c.id(),
+            Command::Category(c) => c.id(),
+            Command::Webhook(c) => c.id(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

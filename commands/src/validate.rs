@@ -133,6 +133,28 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// An optional non-negative integer no greater than `max` (amounts in cents, quantities).
+    pub fn optional_count(&mut self, name: &str, max: i64) -> Option<i64> {
+        let value = self.raw(name)?;
+        match value.as_i64() {
+            Some(n) if (0..=max).contains(&n) => Some(n),
+            Some(_) => {
+                self.fail(name, "out_of_range", format!("must be between 0 and {max}"));
+                None
+            }
+            None => {
+                let message = if value.is_number() { "must be a whole number" } else { "must be a number" };
+                self.fail(name, "invalid_type", message);
+                None
+            }
+        }
+    }
+
+    /// The raw value of a field, for rules that read nested structures (absent or null: `None`).
+    pub fn value(&self, name: &str) -> Option<&'a Value> {
+        self.raw(name)
+    }
+
     /// An optional id (a UUID written as a string).
     pub fn optional_uuid(&mut self, name: &str) -> Option<uuid::Uuid> {
         let value = self.raw(name)?;

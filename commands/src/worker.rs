@@ -2,10 +2,15 @@
 //! (load state, pure decide, append with optimistic concurrency, write-model rows, commit) and replies.
 
 use crate::aggregate::{Aggregate, Rejection};
-use crate::customer::{Customer, CustomerCommand};
+use crate::customer::{Customer, Supplier};
+use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
 use crate::protocol::{Command, CommandReply, CommandRequest, Idempotency, QUEUE_GROUP};
-use crate::records::{Category, PaymentMethod, Record, RecordCommand, Warehouse};
+use crate::records::{
+    Category, MetafieldDefinition, PaymentMethod, Record, RecordCommand, Warehouse, metafield_violation,
+};
+use crate::tags::{ApplyTags, Tag};
 use crate::validate::FieldError;
+use crate::webhooks::{WebhookCommand, WebhookEndpoint};
 use events::bus::Bus;
 use events::catalogue::RecordEvent;
 use events::store::{self, AppendError, AppendRequest, Appended, StreamRef};
@@ -147,9 +152,30 @@ pub trait WithId: Aggregate {
     }
 }
 
-impl WithId for Customer {
+impl<E> WithId for crate::customer::Contact<E>
+where
+    crate::customer::Contact<E>: Aggregate,
+{
     fn with_id(self, id: Uuid) -> Self {
-        Customer { id, ..self }
+        crate::customer::Contact::with_id(self, id)
+    }
+}
+
+impl WithId for WebhookEndpoint {
+    fn with_id(self, id: Uuid) -> Self {
+        WebhookEndpoint { id, ..self }
+    }
+}
+
+impl WithId for Tag {
+    fn with_id(self, id: Uuid) -> Self {
+        Tag { id, ..self }
+    }
+}
+
+impl WithId for Product {
+    fn with_id(self, id: Uuid) -> Self {
+        Product { id, ..self }
     }
 }
 
@@ -214,9 +240,8 @@ fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
 /// Facts a command needs from outside its own stream, checked before deciding.
 async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Command) -> Result<(), ExecuteError> {
     match command {
-        Command::Customer(
-            CustomerCommand::CreateCustomer { fields, .. } | CustomerCommand::ReplaceCustomer { fields, .. },
-        ) => {
+        Command::Customer(contact) | Command::Supplier(contact) => {
+            let fields = contact.fields();
             if let Some(account) = fields.default_account_id {
                 let exists: bool = sqlx::query_scalar(
                     "select exists(select 1 from ledger_accounts where org_id = $1 and id = $2 and is_active)",
@@ -256,8 +281,378 @@ async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Comma
             }
             Ok(())
         }
-        Command::PaymentMethod(_) | Command::Warehouse(_) => Ok(()),
+        Command::Product(product) => check_product_references(conn, org_id, product).await,
+        Command::MetafieldDefinition(RecordCommand::Create { id, fields } | RecordCommand::Replace { id, fields }) => {
+            let taken: bool = sqlx::query_scalar(
+                "select exists(select 1 from events where org_id = $1 and stream_type = 'metafield_definition'
+                                and data->>'key' = $2 and stream_id <> $3)",
+            )
+            .bind(org_id)
+            .bind(&fields.key)
+            .bind(id)
+            .fetch_one(&mut *conn)
+            .await?;
+            if taken {
+                return Err(Rejection::Invalid {
+                    errors: vec![FieldError::new("key", "already_exists", "a definition with this key exists")],
+                }
+                .into());
+            }
+            Ok(())
+        }
+        Command::Tag(tag) => {
+            let Some(name) = tag.new_name() else { return Ok(()) };
+            let taken: bool = sqlx::query_scalar(
+                "select exists(select 1 from (select distinct on (stream_id) stream_id, data->>'name' as name
+                                              from events where org_id = $1 and stream_type = 'tag'
+                                                and event_type in ('TagCreated', 'TagChanged')
+                                              order by stream_id, version desc) latest
+                               where lower(name) = lower($2) and stream_id <> $3)",
+            )
+            .bind(org_id)
+            .bind(name)
+            .bind(tag.id())
+            .fetch_one(&mut *conn)
+            .await?;
+            if taken {
+                return Err(Rejection::Invalid {
+                    errors: vec![FieldError::new("name", "already_exists", "another tag has this name")],
+                }
+                .into());
+            }
+            Ok(())
+        }
+        Command::PaymentMethod(_)
+        | Command::Warehouse(_)
+        | Command::Webhook(_)
+        | Command::BulkAdjustProducts(_)
+        | Command::ApplyTags(_) => Ok(()),
     }
+}
+
+/// A product's category, default supplier and opening-stock warehouses must exist in the organization.
+async fn check_product_references(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    command: &ProductCommand,
+) -> Result<(), ExecuteError> {
+    let mut errors = Vec::new();
+    let assigned = command.assigned_metafields();
+    if !assigned.is_empty() {
+        let definitions = metafield_definitions(conn, org_id).await?;
+        for (path, entry) in assigned {
+            if let Some(definition) = definitions.iter().find(|d| d.key == entry.key)
+                && let Some(why) = metafield_violation(definition, &entry.value)
+            {
+                errors.push(FieldError::new(path, "invalid_value", why));
+            }
+        }
+    }
+    let shared = command.shared();
+    if let Some(category) = shared.and_then(|s| s.category_id)
+        && load::<Category>(conn, org_id, category).await?.0.is_none()
+    {
+        errors.push(FieldError::new("categoryId", "not_found", "no category of this organization has this id"));
+    }
+    if let Some(supplier) = shared.and_then(|s| s.default_supplier_id)
+        && load::<Supplier>(conn, org_id, supplier).await?.0.is_none()
+    {
+        errors.push(FieldError::new("defaultSupplierId", "not_found", "no supplier of this organization has this id"));
+    }
+    if let ProductCommand::Create { opening_stock, .. } = command {
+        let mut checked: Vec<Uuid> = Vec::new();
+        for stock in opening_stock {
+            if checked.contains(&stock.warehouse_id) {
+                continue;
+            }
+            checked.push(stock.warehouse_id);
+            if load::<Warehouse>(conn, org_id, stock.warehouse_id).await?.0.is_none() {
+                errors.push(FieldError::new(
+                    "warehouseStocks",
+                    "not_found",
+                    format!("no warehouse of this organization has the id {}", stock.warehouse_id),
+                ));
+            }
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(Rejection::Invalid { errors }.into()) }
+}
+
+/// Appends events to several streams in one statement inside the caller's transaction (all or none);
+/// the commit key of the last, if any. A version conflict asks the caller to start over.
+async fn append_together(
+    conn: &mut PgConnection,
+    requests: &[AppendRequest],
+    operation: Uuid,
+) -> Result<Option<CommitKey>, ExecuteError> {
+    if requests.is_empty() {
+        return Ok(None);
+    }
+    match store::append_many(conn, requests).await {
+        Ok(appended) => Ok(appended.iter().map(|a| a.key).max()),
+        Err(AppendError::Conflict { .. }) => Err(ExecuteError::Contended(operation)),
+        Err(AppendError::Database(e)) => Err(e.into()),
+    }
+}
+
+/// Adjusts the cost or price of every matching variant in one transaction: one `ProductUpdated` per
+/// group that changed, appended together (all or nothing). Automatic pricing and channel
+/// synchronisation have nothing to act on yet: no price lists or sales channels exist.
+async fn run_bulk_adjustment(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    adjustment: &BulkAdjustment,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let filter = &adjustment.filter;
+    if filter.tag_id.is_some() {
+        return Err(Rejection::Invalid {
+            errors: vec![FieldError::new("tag_id", "not_found", "no tag of this organization has this id")],
+        }
+        .into());
+    }
+    let matched: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "select variant_id, group_id from product_variants
+         where org_id = $1 and ($2::uuid is null or default_supplier_id = $2) and ($3::uuid is null or category_id = $3)
+           and (cardinality($4::uuid[]) = 0 or variant_id = any($4))
+         order by variant_id",
+    )
+    .bind(org_id)
+    .bind(filter.default_supplier_id)
+    .bind(filter.category_id)
+    .bind(&filter.product_ids)
+    .fetch_all(&mut *conn)
+    .await?;
+    let unknown: Vec<FieldError> = filter
+        .product_ids
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| !matched.iter().any(|(v, _)| v == *id))
+        .map(|(i, _)| {
+            FieldError::new(format!("product_ids[{i}]"), "not_found", "no product of this organization has this id")
+        })
+        .collect();
+    if !unknown.is_empty() && filter.default_supplier_id.is_none() && filter.category_id.is_none() {
+        return Err(Rejection::Invalid { errors: unknown }.into());
+    }
+    let mut by_group: std::collections::BTreeMap<Uuid, Vec<Uuid>> = std::collections::BTreeMap::new();
+    for (variant, group) in &matched {
+        by_group.entry(*group).or_default().push(*variant);
+    }
+    let groups: Vec<Uuid> = by_group.keys().copied().collect();
+    // Every product event carries its group's whole state: the latest one per stream is the state.
+    let latest: Vec<(Uuid, i32, serde_json::Value)> = sqlx::query_as(
+        "select distinct on (stream_id) stream_id, version, data from events
+         where org_id = $1 and stream_type = 'product' and stream_id = any($2)
+         order by stream_id, version desc",
+    )
+    .bind(org_id)
+    .bind(&groups)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut requests = Vec::new();
+    let mut affected_variants = 0;
+    for (group_id, version, data) in latest {
+        let group: events::catalogue::ProductGroup =
+            serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(org_id, e.to_string()))?;
+        let chosen = by_group.get(&group_id).map(Vec::as_slice).unwrap_or_default();
+        let (next, changed) = adjust_group(&group, chosen, &adjustment.target, adjustment.change);
+        if changed == 0 {
+            continue;
+        }
+        affected_variants += changed;
+        let changes = variant_changes(group_id, &group, &next);
+        let event =
+            events::catalogue::ProductEvent::ProductUpdated(events::catalogue::ProductUpdated { group: next, changes });
+        let stream = StreamRef { org_id, stream_type: "product", stream_id: group_id, expected_version: version };
+        requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+    }
+    let commit = append_together(conn, &requests, adjustment.id).await?;
+    let state = serde_json::json!({
+        "object": "bulk_adjustment",
+        "id": adjustment.id,
+        "target": adjustment.target,
+        "change": adjustment.change,
+        "matched_variants": matched.len(),
+        "affected_variants": affected_variants,
+        "affected_products": requests.len(),
+        "unchanged_variants": matched.len() - affected_variants,
+        "automatic_prices_recalculated": 0,
+        "synchronization_effects": [],
+    });
+    Ok(CommandReply::Accepted { commit, created: true, state, replayed: false })
+}
+
+/// Applies and removes tags on resources of one kind: every resource and tag must be the
+/// organization's (tags being added must not be archived); one event per tag, appended together.
+async fn run_apply_tags(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    apply: &ApplyTags,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let found: Vec<Uuid> = match apply.resource_type.as_str() {
+        "product" => {
+            sqlx::query_scalar("select variant_id from product_variants where org_id = $1 and variant_id = any($2)")
+                .bind(org_id)
+                .bind(&apply.resource_ids)
+                .fetch_all(&mut *conn)
+                .await?
+        }
+        "customer" | "supplier" => {
+            sqlx::query_scalar(
+                "select stream_id from events where org_id = $1 and stream_type = $2 and stream_id = any($3)
+                   and version = 1",
+            )
+            .bind(org_id)
+            .bind(&apply.resource_type)
+            .bind(&apply.resource_ids)
+            .fetch_all(&mut *conn)
+            .await?
+        }
+        // No sales exist yet.
+        _ => Vec::new(),
+    };
+    let mut errors: Vec<FieldError> = apply
+        .resource_ids
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| !found.contains(id))
+        .map(|(i, _)| {
+            FieldError::new(
+                format!("ids[{i}]"),
+                "not_found",
+                format!("no {} of this organization has this id", apply.resource_type),
+            )
+        })
+        .collect();
+    let mut requests = Vec::new();
+    for (list, adding) in [(&apply.add, true), (&apply.remove, false)] {
+        let name = if adding { "add" } else { "remove" };
+        for (i, tag_id) in list.iter().enumerate() {
+            let (state, version) = load::<Tag>(conn, org_id, *tag_id).await?;
+            match state {
+                None => errors.push(FieldError::new(
+                    format!("{name}[{i}]"),
+                    "not_found",
+                    "no tag of this organization has this id",
+                )),
+                Some(tag) if adding && tag.archived_at.is_some() => errors.push(FieldError::new(
+                    format!("{name}[{i}]"),
+                    "archived",
+                    "an archived tag cannot be applied",
+                )),
+                Some(_) => {
+                    let targets = events::catalogue::TagTargets {
+                        resource_type: apply.resource_type.clone(),
+                        resource_ids: apply.resource_ids.clone(),
+                    };
+                    let event = if adding {
+                        events::catalogue::TagEvent::TagApplied(targets)
+                    } else {
+                        events::catalogue::TagEvent::TagRemoved(targets)
+                    };
+                    let stream =
+                        StreamRef { org_id, stream_type: "tag", stream_id: *tag_id, expected_version: version };
+                    requests.push(AppendRequest {
+                        stream,
+                        events: vec![event.to_new_event()],
+                        metadata: metadata.clone(),
+                    });
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Rejection::Invalid { errors }.into());
+    }
+    let commit = append_together(conn, &requests, apply.id).await?;
+    let state = serde_json::json!({
+        "object": "tag_application",
+        "resource_type": apply.resource_type,
+        "ids": apply.resource_ids,
+        "added": apply.add,
+        "removed": apply.remove,
+    });
+    Ok(CommandReply::Accepted { commit, created: false, state, replayed: false })
+}
+
+/// The organization's custom field definitions, as their latest events state them.
+async fn metafield_definitions(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+) -> Result<Vec<events::catalogue::MetafieldDefinitionFields>, ExecuteError> {
+    let stored: Vec<serde_json::Value> = sqlx::query_scalar(
+        "select data from (select distinct on (stream_id) data from events
+                           where org_id = $1 and stream_type = 'metafield_definition'
+                           order by stream_id, version desc) latest",
+    )
+    .bind(org_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(stored.into_iter().filter_map(|data| serde_json::from_value(data).ok()).collect())
+}
+
+/// Runs a product command inside the caller's transaction: finds the group of a replaced variant,
+/// refuses SKUs another variant of the organization holds, appends, and keeps `product_variants` in step.
+async fn run_product(
+    conn: &mut PgConnection,
+    sink: &Sink<'_>,
+    org_id: Uuid,
+    command: &ProductCommand,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let group_id = match command {
+        ProductCommand::Create { id, .. } => *id,
+        ProductCommand::Replace { variant_id, .. } | ProductCommand::SetMetafields { variant_id, .. } => {
+            sqlx::query_scalar("select group_id from product_variants where org_id = $1 and variant_id = $2")
+                .bind(org_id)
+                .bind(variant_id)
+                .fetch_optional(&mut *conn)
+                .await?
+                .ok_or_else(|| Rejection::not_found("product"))?
+        }
+    };
+    let skus = command.skus();
+    let taken: Vec<String> = sqlx::query_scalar(
+        "select lower(sku) from product_variants
+         where org_id = $1 and lower(sku) = any($2) and variant_id <> all($3)",
+    )
+    .bind(org_id)
+    .bind(skus.iter().map(|(_, sku, _)| sku.to_lowercase()).collect::<Vec<_>>())
+    .bind(skus.iter().map(|(id, _, _)| *id).collect::<Vec<_>>())
+    .fetch_all(&mut *conn)
+    .await?;
+    if !taken.is_empty() {
+        let errors = skus
+            .iter()
+            .filter(|(_, sku, _)| taken.contains(&sku.to_lowercase()))
+            .map(|(_, sku, path)| {
+                FieldError::new(path.clone(), "already_exists", format!("the SKU {sku:?} is already in use"))
+            })
+            .collect();
+        return Err(Rejection::Invalid { errors }.into());
+    }
+    let executed = execute::<Product>(conn, sink, org_id, group_id, command, command.is_creation(), metadata).await?;
+    if executed.commit.is_some() {
+        let variants = &executed.state.group.variants;
+        let shared = &executed.state.group.shared;
+        sqlx::query(
+            "insert into product_variants (org_id, variant_id, group_id, sku, default_supplier_id, category_id)
+             select $1, v, $2, s, $5, $6 from unnest($3::uuid[], $4::text[]) as t(v, s)
+             on conflict (variant_id) do update set sku = excluded.sku,
+                 default_supplier_id = excluded.default_supplier_id, category_id = excluded.category_id",
+        )
+        .bind(org_id)
+        .bind(group_id)
+        .bind(variants.iter().map(|v| v.id).collect::<Vec<_>>())
+        .bind(variants.iter().map(|v| v.sku.clone()).collect::<Vec<_>>())
+        .bind(shared.default_supplier_id)
+        .bind(shared.category_id)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(accepted(executed))
 }
 
 async fn run_command(
@@ -270,8 +665,17 @@ async fn run_command(
     check_references(conn, org_id, command).await?;
     Ok(match command {
         Command::Customer(c) => {
-            let creation = matches!(c, CustomerCommand::CreateCustomer { .. });
-            accepted(execute::<Customer>(conn, sink, org_id, c.customer_id(), c, creation, metadata).await?)
+            accepted(execute::<Customer>(conn, sink, org_id, c.contact_id(), c, c.is_creation(), metadata).await?)
+        }
+        Command::Supplier(c) => {
+            accepted(execute::<Supplier>(conn, sink, org_id, c.contact_id(), c, c.is_creation(), metadata).await?)
+        }
+        Command::Product(c) => run_product(conn, sink, org_id, c, metadata).await?,
+        Command::BulkAdjustProducts(c) => run_bulk_adjustment(conn, org_id, c, metadata).await?,
+        Command::Tag(c) => accepted(execute::<Tag>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?),
+        Command::ApplyTags(c) => run_apply_tags(conn, org_id, c, metadata).await?,
+        Command::MetafieldDefinition(c) => {
+            accepted(execute::<MetafieldDefinition>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
         }
         Command::PaymentMethod(c) => {
             accepted(execute::<PaymentMethod>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
@@ -281,6 +685,10 @@ async fn run_command(
         }
         Command::Category(c) => {
             accepted(execute::<Category>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
+        }
+        Command::Webhook(c) => {
+            let creation = matches!(c, WebhookCommand::CreateEndpoint { .. });
+            accepted(execute::<WebhookEndpoint>(conn, sink, org_id, c.id(), c, creation, metadata).await?)
         }
     })
 }
@@ -355,8 +763,42 @@ async fn run_idempotent(
     Err(ExecuteError::Contended(request.org_id))
 }
 
+/// Runs a command without an idempotency key in its own transaction (for commands that write rows
+/// beside their events), starting over when a concurrent write to its stream won.
+async fn run_in_transaction(
+    pool: &PgPool,
+    request: &CommandRequest,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    for _ in 0..CONFLICT_RETRIES {
+        let mut tx = pool.begin().await?;
+        match run_command(&mut tx, &Sink::Transaction, request.org_id, &request.command, metadata).await {
+            Ok(reply) => {
+                tx.commit().await?;
+                return Ok(reply);
+            }
+            Err(ExecuteError::Contended(_)) => continue,
+            Err(other) => return Err(other),
+        }
+    }
+    Err(ExecuteError::Contended(request.command.stream_id()))
+}
+
+/// Commands on one stream queue behind each other in this process instead of racing to append and
+/// retrying on version conflicts (which a busy stream would exhaust). Striped by stream id.
+static STREAM_TURNS: std::sync::LazyLock<Vec<tokio::sync::Mutex<()>>> =
+    std::sync::LazyLock::new(|| (0..1024).map(|_| tokio::sync::Mutex::new(())).collect());
+
+fn stream_turn(stream_id: Uuid) -> &'static tokio::sync::Mutex<()> {
+    let bytes = stream_id.as_bytes();
+    // The last bytes of a v7 id are random.
+    let stripe = u16::from_be_bytes([bytes[14], bytes[15]]) as usize % STREAM_TURNS.len();
+    &STREAM_TURNS[stripe]
+}
+
 /// Executes one request and turns the outcome into a reply.
 pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest) -> CommandReply {
+    let _turn = stream_turn(request.command.stream_id()).lock().await;
     let metadata = Metadata {
         actor: request.actor.name.clone(),
         credential_id: request.actor.credential_id,
@@ -366,6 +808,7 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
     };
     let result = match &request.idempotency {
         Some(claim) => run_idempotent(pool, &request, claim, &metadata).await,
+        None if request.command.needs_transaction() => run_in_transaction(pool, &request, &metadata).await,
         None => match pool.acquire().await {
             Ok(mut conn) => {
                 run_command(&mut conn, &Sink::Group(appender), request.org_id, &request.command, &metadata).await

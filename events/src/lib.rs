@@ -8,6 +8,7 @@ pub mod chain;
 pub mod envelope;
 pub mod follower;
 pub mod relay;
+pub mod secrets;
 pub mod store;
 
 pub use catalogue::{DomainEvent, EventPayload};

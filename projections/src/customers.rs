@@ -1,30 +1,62 @@
-//! The customers read model: one row per customer, for the customer detail and list.
+//! The contacts read models: one row per customer (`customers_view`) or supplier (`suppliers_view`),
+//! for their details and lists. Both kinds share one shape and one projection type.
 
 use crate::{CacheKey, Projection, ProjectionError, Target};
-use events::catalogue::{CustomerEvent, CustomerFields};
+use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 pub const TABLE: &str = "customers_view";
 pub const RESOURCE: &str = "customer";
+pub const SUPPLIERS_TABLE: &str = "suppliers_view";
+pub const SUPPLIER_RESOURCE: &str = "supplier";
 
-pub struct CustomersProjection;
+/// One kind of contact: its projection name, table, cached resource name and stream type.
+pub struct ContactsProjection<E> {
+    name: &'static str,
+    tables: &'static [&'static str],
+    resource: &'static str,
+    stream_types: &'static [&'static str],
+    _kind: PhantomData<fn() -> E>,
+}
 
-impl Projection for CustomersProjection {
+pub type CustomersProjection = ContactsProjection<CustomerEvent>;
+
+pub const CUSTOMERS: ContactsProjection<CustomerEvent> = ContactsProjection {
+    name: "customers",
+    tables: &[TABLE],
+    resource: RESOURCE,
+    stream_types: &[CustomerEvent::STREAM_TYPE],
+    _kind: PhantomData,
+};
+
+pub const SUPPLIERS: ContactsProjection<SupplierEvent> = ContactsProjection {
+    name: "suppliers",
+    tables: &[SUPPLIERS_TABLE],
+    resource: SUPPLIER_RESOURCE,
+    stream_types: &[SupplierEvent::STREAM_TYPE],
+    _kind: PhantomData,
+};
+
+impl<E> Projection for ContactsProjection<E>
+where
+    E: RecordEvent<Fields = CustomerFields> + Send + Sync + 'static,
+{
     fn name(&self) -> &'static str {
-        "customers"
+        self.name
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &[TABLE]
+        self.tables
     }
 
     fn stream_types(&self) -> &'static [&'static str] {
-        &[CustomerEvent::STREAM_TYPE]
+        self.stream_types
     }
 
     fn apply<'a>(
@@ -33,7 +65,7 @@ impl Projection for CustomersProjection {
         target: Target,
         events: &'a [RecordedEvent],
     ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
+        Box::pin(apply::<E>(conn, target, self.tables[0], self.resource, events))
     }
 }
 
@@ -88,21 +120,23 @@ impl CustomerRow {
     }
 }
 
-async fn apply(
+async fn apply<E: RecordEvent<Fields = CustomerFields>>(
     conn: &mut PgConnection,
     target: Target,
+    table: &str,
+    resource: &str,
     events: &[RecordedEvent],
 ) -> Result<Vec<CacheKey>, ProjectionError> {
     // Fold the batch in memory first: one row per customer, then one statement for all of them.
     let mut rows: HashMap<(Uuid, Uuid), CustomerRow> = HashMap::new();
     let mut order: Vec<(Uuid, Uuid)> = Vec::new();
     for event in events {
-        let decoded = CustomerEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+        let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
             .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
         let key = (event.org_id, event.stream_id);
         // A replacement of a customer created in an earlier batch starts from a placeholder row whose
         // creation time the upsert below never writes over.
-        let (CustomerEvent::CustomerCreated(fields) | CustomerEvent::CustomerReplaced(fields)) = &decoded;
+        let fields = decoded.fields();
         match rows.get_mut(&key) {
             Some(row) => {
                 let created_at = row.created_at;
@@ -133,7 +167,7 @@ async fn apply(
              city = excluded.city, address = excluded.address, apartment = excluded.apartment,
              postal_code = excluded.postal_code, updated_at = excluded.updated_at,
              default_account_id = excluded.default_account_id",
-        table = target.table(TABLE)
+        table = target.table(table)
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(batch.iter().map(|r| r.org_id).collect::<Vec<_>>())
@@ -157,29 +191,30 @@ async fn apply(
         .bind(batch.iter().map(|r| r.default_account_id).collect::<Vec<_>>())
         .execute(&mut *conn)
         .await?;
-    Ok(order.into_iter().map(|(org_id, id)| CacheKey { resource: RESOURCE.to_owned(), org_id, id }).collect())
+    Ok(order.into_iter().map(|(org_id, id)| CacheKey { resource: resource.to_owned(), org_id, id }).collect())
 }
 
 const COLUMNS: &str = "org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country, \
                        province, city, address, apartment, postal_code, default_account_id, is_active, created_at, \
                        updated_at";
 
-/// One customer of one organization.
-pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<CustomerRow>, sqlx::Error> {
-    let sql = format!("select {COLUMNS} from {TABLE} where org_id = $1 and id = $2");
+/// One contact of one organization, from `table` (customers or suppliers).
+pub async fn get(pool: &PgPool, table: &str, org_id: Uuid, id: Uuid) -> Result<Option<CustomerRow>, sqlx::Error> {
+    let sql = format!("select {COLUMNS} from {table} where org_id = $1 and id = $2");
     sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await
 }
 
-/// A page of an organization's customers in id order (ids are time-ordered, so oldest first), after
+/// A page of an organization's contacts of one kind in id order (ids are time-ordered, so oldest first), after
 /// the customer `after` when given. Fetches `limit` rows.
 pub async fn list(
     pool: &PgPool,
+    table: &str,
     org_id: Uuid,
     after: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<CustomerRow>, sqlx::Error> {
     let sql = format!(
-        "select {COLUMNS} from {TABLE} where org_id = $1 and ($2::uuid is null or id > $2) order by id limit $3"
+        "select {COLUMNS} from {table} where org_id = $1 and ($2::uuid is null or id > $2) order by id limit $3"
     );
     sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(after).bind(limit).fetch_all(pool).await
 }

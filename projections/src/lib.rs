@@ -4,10 +4,13 @@
 
 pub mod customers;
 pub mod organizations;
+pub mod products;
 pub mod progress;
 pub mod rebuild;
 pub mod records;
 pub mod runtime;
+pub mod tags;
+pub mod webhooks;
 
 use events::RecordedEvent;
 use futures::future::BoxFuture;
@@ -56,7 +59,7 @@ pub trait Projection: Send + Sync + 'static {
     /// The tables it owns (all swapped together by a rebuild).
     fn tables(&self) -> &'static [&'static str];
 
-    /// The stream types whose events it folds; other events are passed over without decoding.
+    /// The stream types whose events it folds (empty: all); other events are passed over undecoded.
     fn stream_types(&self) -> &'static [&'static str];
 
     /// Folds a batch of events (already filtered to its stream types, in commit order) into `target`,
@@ -73,11 +76,16 @@ pub trait Projection: Send + Sync + 'static {
 pub fn all() -> Vec<std::sync::Arc<dyn Projection>> {
     vec![
         std::sync::Arc::new(organizations::OrganizationsProjection),
-        std::sync::Arc::new(customers::CustomersProjection),
+        std::sync::Arc::new(customers::CUSTOMERS),
+        std::sync::Arc::new(customers::SUPPLIERS),
+        std::sync::Arc::new(products::ProductsProjection),
         std::sync::Arc::new(records::PAYMENT_METHODS),
         std::sync::Arc::new(records::WAREHOUSES),
         std::sync::Arc::new(records::CATEGORIES),
         std::sync::Arc::new(records::POINTS_OF_SALE),
+        std::sync::Arc::new(records::METAFIELD_DEFINITIONS),
+        std::sync::Arc::new(tags::TagsProjection),
+        std::sync::Arc::new(webhooks::WebhooksProjection),
     ]
 }
 

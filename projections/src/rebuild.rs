@@ -89,7 +89,8 @@ pub async fn rebuild(
 }
 
 fn relevant(projection: &dyn Projection, batch: &[RecordedEvent]) -> Vec<RecordedEvent> {
-    batch.iter().filter(|e| projection.stream_types().contains(&e.stream_type.as_str())).cloned().collect()
+    let types = projection.stream_types();
+    batch.iter().filter(|e| types.is_empty() || types.contains(&e.stream_type.as_str())).cloned().collect()
 }
 
 async fn fold_into_shadow(

@@ -2,7 +2,9 @@
 //! sale): the stored fields as a document, plus the columns lists filter and sort on.
 
 use crate::{CacheKey, Projection, ProjectionError, Target};
-use events::catalogue::{CategoryEvent, PaymentMethodEvent, PointOfSaleEvent, RecordEvent, WarehouseEvent};
+use events::catalogue::{
+    CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, PointOfSaleEvent, RecordEvent, WarehouseEvent,
+};
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -41,6 +43,13 @@ pub const CATEGORIES: RecordsProjection<CategoryEvent> = RecordsProjection {
     table: &["categories_view"],
     stream_type: &[<CategoryEvent as EventPayload>::STREAM_TYPE],
     resource: "category",
+    _event: PhantomData,
+};
+pub const METAFIELD_DEFINITIONS: RecordsProjection<MetafieldDefinitionEvent> = RecordsProjection {
+    name: "metafield_definitions",
+    table: &["metafield_definitions_view"],
+    stream_type: &[<MetafieldDefinitionEvent as EventPayload>::STREAM_TYPE],
+    resource: "metafield_definition",
     _event: PhantomData,
 };
 pub const POINTS_OF_SALE: RecordsProjection<PointOfSaleEvent> = RecordsProjection {

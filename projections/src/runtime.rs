@@ -141,7 +141,8 @@ async fn run_until_error(
             let mut parts = message.subject.strip_prefix(subject_prefix.as_str()).unwrap_or_default().split('.');
             let org = parts.next().and_then(|o| Uuid::parse_str(o).ok());
             let stream_type = parts.next().unwrap_or_default();
-            let wanted = org.is_some_and(|o| partition.owns(o)) && projection.stream_types().contains(&stream_type);
+            let types = projection.stream_types();
+            let wanted = org.is_some_and(|o| partition.owns(o)) && (types.is_empty() || types.contains(&stream_type));
             if wanted {
                 let event: RecordedEvent = serde_json::from_slice(&message.payload)
                     .map_err(|e| ProjectionError::Undecodable { position: key.position, reason: e.to_string() })?;

@@ -5,7 +5,7 @@ use events::bus::Bus;
 use events::catalogue::{CustomerEvent, CustomerFields};
 use events::store::{self, StreamRef};
 use events::{EventPayload, Metadata, RecordedEvent};
-use projections::customers::CustomersProjection;
+use projections::customers::CUSTOMERS;
 use projections::{Partition, Projection};
 use sqlx::PgPool;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ async fn a_redelivered_event_has_no_second_effect(pool: PgPool) {
     append(&pool, org, id, 1, CustomerEvent::CustomerReplaced(fields("Bea"))).await;
     let events = all_events(&pool, 2).await;
     let mut conn = pool.acquire().await.expect("connection").detach();
-    let projection = CustomersProjection;
+    let projection = CUSTOMERS;
     let stale = projections::runtime::apply_batch(&mut conn, &projection, &events).await.expect("apply");
     assert_eq!(stale.len(), 1);
     // The creation arrives again (a redelivery): it must not bring the old name back.
@@ -84,7 +84,7 @@ async fn partitions_share_the_organizations_and_a_rebuild_yields_the_same_reads(
     let orgs: Vec<Uuid> = (0..6).map(|_| Uuid::now_v7()).collect();
     let wake = Arc::new(tokio::sync::Notify::new());
     let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake));
-    let projection: Arc<dyn Projection> = Arc::new(CustomersProjection);
+    let projection: Arc<dyn Projection> = Arc::new(CUSTOMERS);
     let partitions: Vec<_> = (0..2)
         .map(|index| {
             tokio::spawn(projections::runtime::run(

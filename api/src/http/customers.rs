@@ -1,4 +1,5 @@
-//! `/api/v1/customers`: create, replace, read and list customers (Style B objects, camelCase).
+//! `/api/v1/customers` and `/api/v1/suppliers`: create, replace, read and list contacts (Style B
+//! objects, camelCase). Both kinds share the body, its rules and the handlers below.
 
 use crate::cache::{ReadKey, Resource};
 use crate::http::auth::Auth;
@@ -6,10 +7,11 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
-use commands::customer::{Customer, CustomerCommand, parse_fields, province_name, sets_default_account};
+use commands::customer::{ContactCommand, Customer, parse_fields, province_name, sets_default_account};
 use commands::protocol::Command;
 use events::catalogue::CustomerFields;
 use poem::web::Data;
@@ -17,16 +19,56 @@ use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
 use projections::customers::{self as read, CustomerRow};
 use serde::Serialize;
+use serde_json::Value;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-const PROJECTION: &str = "customers";
+/// One kind of contact, as the HTTP layer serves it.
+struct Kind {
+    /// Singular name used in errors.
+    name: &'static str,
+    path: &'static str,
+    read_scope: &'static str,
+    write_scope: &'static str,
+    projection: &'static str,
+    table: &'static str,
+    resource: Resource,
+    create_operation: &'static str,
+    replace_operation: &'static str,
+    wrap: fn(ContactCommand) -> Command,
+}
 
-/// Customer write body (create and replace).
+const CUSTOMERS: Kind = Kind {
+    name: "customer",
+    path: "/api/v1/customers",
+    read_scope: "customers:read",
+    write_scope: "customers:write",
+    projection: "customers",
+    table: read::TABLE,
+    resource: Resource::Customer,
+    create_operation: "createCustomer",
+    replace_operation: "replaceCustomer",
+    wrap: Command::Customer,
+};
+
+const SUPPLIERS: Kind = Kind {
+    name: "supplier",
+    path: "/api/v1/suppliers",
+    read_scope: "suppliers:read",
+    write_scope: "suppliers:write",
+    projection: "suppliers",
+    table: read::SUPPLIERS_TABLE,
+    resource: Resource::Supplier,
+    create_operation: "createSupplier",
+    replace_operation: "replaceSupplier",
+    wrap: Command::Supplier,
+};
+
+/// Contact write body (create and replace), for customers and suppliers alike.
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
-pub struct CustomerInput {
+pub struct ContactInput {
     #[oai(validator(min_length = 1, max_length = 70))]
     pub name: String,
     /// E-mail address.
@@ -56,17 +98,17 @@ pub struct CustomerInput {
     pub apartment: Option<String>,
     #[oai(validator(max_length = 8))]
     pub postal_code: Option<String>,
-    /// The ledger account the customer's movements default to. Setting or clearing it (null) needs
+    /// The ledger account the contact's movements default to. Setting or clearing it (null) needs
     /// `treasury:write` as well; omit it to leave it unchanged.
     #[oai(rename = "default_account_id")]
     pub default_account_id: Option<Uuid>,
 }
 
-/// A customer.
+/// A customer or a supplier.
 #[derive(Debug, Clone, PartialEq, Serialize, Object)]
 #[serde(rename_all = "camelCase")]
 #[oai(rename_all = "camelCase")]
-pub struct CustomerData {
+pub struct ContactData {
     pub id: Uuid,
     pub name: String,
     pub email: Option<String>,
@@ -86,13 +128,15 @@ pub struct CustomerData {
     #[serde(rename = "default_account_id")]
     pub default_account_id: Option<Uuid>,
     pub is_active: bool,
+    /// Tags, ordered by name (archived ones too while assigned).
+    pub tags: Vec<TagData>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
 }
 
-impl CustomerData {
+impl ContactData {
     fn new(
         id: Uuid,
         f: CustomerFields,
@@ -117,6 +161,7 @@ impl CustomerData {
             postal_code: f.postal_code,
             default_account_id: f.default_account_id,
             is_active,
+            tags: Vec::new(),
             created_at: ar_time(created_at),
             updated_at: ar_time(updated_at),
         }
@@ -147,44 +192,144 @@ impl CustomerData {
     }
 }
 
-/// Style B single customer.
+/// Style B single contact.
 #[derive(Debug, Serialize, Object)]
-pub struct CustomerEnvelope {
+pub struct ContactEnvelope {
     pub success: bool,
-    pub data: CustomerData,
+    pub data: ContactData,
 }
 
 #[derive(ApiResponse)]
 enum CreateResponse {
-    /// The customer was created.
+    /// Created; answers once it is readable.
     #[oai(status = 201)]
-    Created(RawJson<CustomerEnvelope>),
+    Created(RawJson<ContactEnvelope>),
 }
 
 #[derive(ApiResponse)]
 enum ReadResponse {
-    /// The customer.
+    /// The contact.
     #[oai(status = 200)]
-    Ok(RawJson<CustomerEnvelope>),
+    Ok(RawJson<ContactEnvelope>),
 }
 
 #[derive(ApiResponse)]
 enum ListResponse {
-    /// A page of customers, oldest first.
+    /// A page, oldest first.
     #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<CustomerData>>),
+    Ok(RawJson<ListEnvelope<ContactData>>),
 }
 
-fn envelope_bytes(data: CustomerData) -> Bytes {
-    Style::b(&CustomerEnvelope { success: true, data })
+fn envelope_bytes(data: ContactData) -> Bytes {
+    Style::b(&ContactEnvelope { success: true, data })
 }
 
-fn accepted_customer(state: serde_json::Value) -> Result<CustomerData, ApiError> {
-    let customer: Customer = serde_json::from_value(state).map_err(|error| {
-        tracing::error!(%error, "unexpected customer state from the command worker");
+fn accepted_contact(state: Value) -> Result<ContactData, ApiError> {
+    // Customers and suppliers have one state shape.
+    let contact: Customer = serde_json::from_value(state).map_err(|error| {
+        tracing::error!(%error, "unexpected contact state from the command worker");
         ApiError::internal()
     })?;
-    Ok(CustomerData::from_state(customer))
+    Ok(ContactData::from_state(contact))
+}
+
+type Key = Header<Option<String>>;
+
+async fn create(
+    kind: &Kind,
+    auth: Auth,
+    state: &AppState,
+    request_id: RequestId,
+    version: ServiceVersion,
+    key: Key,
+    body: JsonBody<ContactInput>,
+) -> Result<CreateResponse, ApiError> {
+    auth.0.require(kind.write_scope)?;
+    if sets_default_account(&body.value) {
+        auth.0.require("treasury:write")?;
+    }
+    let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
+    let claim = idempotency::claim(key.0, false, kind.create_operation, &[], version.0.as_deref(), Some(&body.value))?;
+    let command = (kind.wrap)(ContactCommand::Create { id: Uuid::now_v7(), fields });
+    let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
+    state.await_read(kind.projection, &auth.0, accepted.commit).await?;
+    Ok(CreateResponse::Created(RawJson::new(envelope_bytes(accepted_contact(accepted.state)?))))
+}
+
+#[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
+async fn replace(
+    kind: &Kind,
+    auth: Auth,
+    state: &AppState,
+    request_id: RequestId,
+    version: ServiceVersion,
+    id: Path<String>,
+    key: Key,
+    body: JsonBody<ContactInput>,
+) -> Result<ReadResponse, ApiError> {
+    auth.0.require(kind.write_scope)?;
+    let sets_account = sets_default_account(&body.value);
+    if sets_account {
+        auth.0.require("treasury:write")?;
+    }
+    let contact_id = parse_id(&id.0, kind.name)?;
+    let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
+    let claim =
+        idempotency::claim(key.0, false, kind.replace_operation, &[&id.0], version.0.as_deref(), Some(&body.value))?;
+    let command = (kind.wrap)(ContactCommand::Replace { id: contact_id, fields, keep_default_account: !sets_account });
+    let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
+    state.await_read(kind.projection, &auth.0, accepted.commit).await?;
+    let mut data = accepted_contact(accepted.state)?;
+    data.tags = tags_of_one(state, auth.0.org_id, kind.name, data.id).await?;
+    Ok(ReadResponse::Ok(RawJson::new(envelope_bytes(data))))
+}
+
+async fn get(kind: &Kind, auth: Auth, state: &AppState, id: Path<String>) -> Result<ReadResponse, ApiError> {
+    auth.0.require(kind.read_scope)?;
+    let id = parse_id(&id.0, kind.name)?;
+    let key = ReadKey { resource: kind.resource, org_id: auth.0.org_id, id };
+    if let Some(bytes) = state.reads.get(&key) {
+        return Ok(ReadResponse::Ok(RawJson::new(bytes)));
+    }
+    let epoch = state.reads.epoch();
+    let row =
+        read::get(&state.pool, kind.table, auth.0.org_id, id).await?.ok_or_else(|| ApiError::not_found(kind.name))?;
+    let mut data = ContactData::from_row(row);
+    data.tags = tags_of_one(state, auth.0.org_id, kind.name, id).await?;
+    let bytes = envelope_bytes(data);
+    state.reads.insert_if_current(key, bytes.clone(), epoch);
+    Ok(ReadResponse::Ok(RawJson::new(bytes)))
+}
+
+async fn list(
+    kind: &Kind,
+    auth: Auth,
+    state: &AppState,
+    request_id: RequestId,
+    limit: Query<Option<String>>,
+    cursor: Query<Option<String>>,
+    page: Query<Option<String>>,
+) -> Result<ListResponse, ApiError> {
+    auth.0.require(kind.read_scope)?;
+    let scope = kind.projection;
+    let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, scope)?;
+    let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
+    let mut rows = read::list(&state.pool, kind.table, auth.0.org_id, after, params.limit + 1).await?;
+    let has_more = rows.len() as i64 > params.limit;
+    rows.truncate(params.limit as usize);
+    let next_cursor = if has_more { rows.last().map(|r| state.cursors.encode(scope, &r.id.to_string())) } else { None };
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let mut tags = tags_of(state, auth.0.org_id, kind.name, &ids).await?;
+    let data = rows
+        .into_iter()
+        .map(|row| {
+            let mut data = ContactData::from_row(row);
+            data.tags = tags.remove(&data.id).unwrap_or_default();
+            data
+        })
+        .collect();
+    let body = ListEnvelope::new(request_id.0, kind.path, data, has_more, next_cursor);
+    Ok(ListResponse::Ok(RawJson::new(Style::a(&body))))
 }
 
 pub struct CustomersApi;
@@ -204,26 +349,10 @@ impl CustomersApi {
         /// Optional: a retry with the same key and body returns the first outcome instead of creating a
         /// second customer.
         #[oai(name = "Idempotency-Key")]
-        idempotency_key: Header<Option<String>>,
-        body: JsonBody<CustomerInput>,
+        key: Key,
+        body: JsonBody<ContactInput>,
     ) -> Result<CreateResponse, ApiError> {
-        auth.0.require("customers:write")?;
-        if sets_default_account(&body.value) {
-            auth.0.require("treasury:write")?;
-        }
-        let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-        let claim = idempotency::claim(
-            idempotency_key.0,
-            false,
-            "createCustomer",
-            &[],
-            version.0.as_deref(),
-            Some(&body.value),
-        )?;
-        let command = CustomerCommand::CreateCustomer { id: Uuid::now_v7(), fields };
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Customer(command)).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        Ok(CreateResponse::Created(RawJson::new(envelope_bytes(accepted_customer(accepted.state)?))))
+        create(&CUSTOMERS, auth, &state, request_id, version, key, body).await
     }
 
     /// Replace a customer
@@ -237,28 +366,10 @@ impl CustomersApi {
         request_id: RequestId,
         version: ServiceVersion,
         id: Path<String>,
-        #[oai(name = "Idempotency-Key")] idempotency_key: Header<Option<String>>,
-        body: JsonBody<CustomerInput>,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<ContactInput>,
     ) -> Result<ReadResponse, ApiError> {
-        auth.0.require("customers:write")?;
-        let sets_account = sets_default_account(&body.value);
-        if sets_account {
-            auth.0.require("treasury:write")?;
-        }
-        let customer_id = parse_id(&id.0, "customer")?;
-        let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-        let claim = idempotency::claim(
-            idempotency_key.0,
-            false,
-            "replaceCustomer",
-            &[&id.0],
-            version.0.as_deref(),
-            Some(&body.value),
-        )?;
-        let command = CustomerCommand::ReplaceCustomer { id: customer_id, fields, keep_default_account: !sets_account };
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Customer(command)).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        Ok(ReadResponse::Ok(RawJson::new(envelope_bytes(accepted_customer(accepted.state)?))))
+        replace(&CUSTOMERS, auth, &state, request_id, version, id, key, body).await
     }
 
     /// Get a customer
@@ -271,17 +382,7 @@ impl CustomersApi {
         state: Data<&Arc<AppState>>,
         customer_id: Path<String>,
     ) -> Result<ReadResponse, ApiError> {
-        auth.0.require("customers:read")?;
-        let id = parse_id(&customer_id.0, "customer")?;
-        let key = ReadKey { resource: Resource::Customer, org_id: auth.0.org_id, id };
-        if let Some(bytes) = state.reads.get(&key) {
-            return Ok(ReadResponse::Ok(RawJson::new(bytes)));
-        }
-        let epoch = state.reads.epoch();
-        let row = read::get(&state.pool, auth.0.org_id, id).await?.ok_or_else(|| ApiError::not_found("customer"))?;
-        let bytes = envelope_bytes(CustomerData::from_row(row));
-        state.reads.insert_if_current(key, bytes.clone(), epoch);
-        Ok(ReadResponse::Ok(RawJson::new(bytes)))
+        get(&CUSTOMERS, auth, &state, customer_id).await
     }
 
     /// List customers
@@ -300,17 +401,81 @@ impl CustomersApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<ListResponse, ApiError> {
-        auth.0.require("customers:read")?;
-        let scope = "customers";
-        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, scope)?;
-        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-        let mut rows = read::list(&state.pool, auth.0.org_id, after, params.limit + 1).await?;
-        let has_more = rows.len() as i64 > params.limit;
-        rows.truncate(params.limit as usize);
-        let next_cursor =
-            if has_more { rows.last().map(|r| state.cursors.encode(scope, &r.id.to_string())) } else { None };
-        let data = rows.into_iter().map(CustomerData::from_row).collect();
-        let body = ListEnvelope::new(request_id.0, "/api/v1/customers", data, has_more, next_cursor);
-        Ok(ListResponse::Ok(RawJson::new(Style::a(&body))))
+        list(&CUSTOMERS, auth, &state, request_id, limit, cursor, page).await
+    }
+}
+
+pub struct SuppliersApi;
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Suppliers")]
+impl SuppliersApi {
+    /// Create a supplier
+    ///
+    /// Scope `suppliers:write` (and `treasury:write` to set `default_account_id`). The customer body and
+    /// rules. Answers once the supplier is readable.
+    #[oai(path = "/suppliers", method = "post", operation_id = "createSupplier")]
+    async fn create(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome instead of creating a
+        /// second supplier.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<ContactInput>,
+    ) -> Result<CreateResponse, ApiError> {
+        create(&SUPPLIERS, auth, &state, request_id, version, key, body).await
+    }
+
+    /// Replace a supplier
+    ///
+    /// Scope `suppliers:write`. Replaces the whole representation: omitted optional fields are cleared;
+    /// an omitted `default_account_id` stays as it was.
+    #[oai(path = "/suppliers/:supplier_id", method = "put", operation_id = "replaceSupplier")]
+    async fn replace(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        supplier_id: Path<String>,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<ContactInput>,
+    ) -> Result<ReadResponse, ApiError> {
+        replace(&SUPPLIERS, auth, &state, request_id, version, supplier_id, key, body).await
+    }
+
+    /// Get a supplier
+    ///
+    /// Scope `suppliers:read`.
+    #[oai(path = "/suppliers/:supplier_id", method = "get", operation_id = "getSupplier")]
+    async fn get(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        supplier_id: Path<String>,
+    ) -> Result<ReadResponse, ApiError> {
+        get(&SUPPLIERS, auth, &state, supplier_id).await
+    }
+
+    /// List suppliers
+    ///
+    /// Scope `suppliers:read`. A cursor list in creation order (oldest first).
+    #[oai(path = "/suppliers", method = "get", operation_id = "listSuppliers")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: lists are paged with `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<ListResponse, ApiError> {
+        list(&SUPPLIERS, auth, &state, request_id, limit, cursor, page).await
     }
 }

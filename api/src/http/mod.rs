@@ -8,8 +8,11 @@ pub mod customers;
 pub mod error;
 pub mod idempotency;
 pub mod list;
+pub mod products;
 pub mod records;
 pub mod reference;
+pub mod tags;
+pub mod webhooks;
 
 use crate::http::error::{ApiError, ErrorType};
 use crate::state::AppState;
@@ -35,6 +38,12 @@ pub enum ApiTags {
     Reference,
     /// Customers (Style B objects).
     Customers,
+    /// Suppliers (the customer body and rules, Style B objects).
+    Suppliers,
+    /// Products: groups of sellable variants (Style B objects).
+    Products,
+    /// Tags and the routes that apply them.
+    Tags,
     /// Payment methods (Style B objects).
     PaymentMethods,
     /// Warehouses (Style B objects).
@@ -43,6 +52,8 @@ pub enum ApiTags {
     Categories,
     /// Points of sale (fiscal numbering series).
     PointsOfSale,
+    /// Webhook endpoints, deliveries and the event catalogue.
+    Webhooks,
     /// The machine-first surface (page lists, v2 envelopes).
     V2,
 }
@@ -112,11 +123,29 @@ impl RequestId {
     }
 }
 
-type Apis = (customers::CustomersApi, records::RecordsApi, reference::ReferenceApi, records::V2Api);
+type Apis = (
+    customers::CustomersApi,
+    customers::SuppliersApi,
+    products::ProductsApi,
+    tags::TagsApi,
+    records::RecordsApi,
+    reference::ReferenceApi,
+    webhooks::WebhooksApi,
+    records::V2Api,
+);
 
 pub fn api_service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(
-        (customers::CustomersApi, records::RecordsApi, reference::ReferenceApi, records::V2Api),
+        (
+            customers::CustomersApi,
+            customers::SuppliersApi,
+            products::ProductsApi,
+            tags::TagsApi,
+            records::RecordsApi,
+            reference::ReferenceApi,
+            webhooks::WebhooksApi,
+            records::V2Api,
+        ),
         "Back office API",
         "1.0.0",
     )
@@ -145,6 +174,26 @@ pub const OPERATIONS: &[(&str, &str, Idempotency)] = &[
     ("replaceCustomer", "customers:write", Idempotency::Optional),
     ("getCustomer", "customers:read", Idempotency::NotUsed),
     ("listCustomers", "customers:read", Idempotency::NotUsed),
+    ("createSupplier", "suppliers:write", Idempotency::Optional),
+    ("replaceSupplier", "suppliers:write", Idempotency::Optional),
+    ("getSupplier", "suppliers:read", Idempotency::NotUsed),
+    ("listSuppliers", "suppliers:read", Idempotency::NotUsed),
+    ("createProduct", "products:write", Idempotency::Required),
+    ("replaceProduct", "products:write", Idempotency::Optional),
+    ("getProduct", "products:read", Idempotency::NotUsed),
+    ("listProducts", "products:read", Idempotency::NotUsed),
+    ("listMetafieldDefinitions", "products:read", Idempotency::NotUsed),
+    ("createMetafieldDefinition", "products:write", Idempotency::Optional),
+    ("patchProductMetafields", "products:write", Idempotency::Optional),
+    ("createBulkAdjustment", "products:write", Idempotency::Required),
+    ("listTags", "tags:read", Idempotency::NotUsed),
+    ("createTag", "tags:write", Idempotency::Optional),
+    ("getTag", "tags:read", Idempotency::NotUsed),
+    ("updateTag", "tags:write", Idempotency::Optional),
+    ("applyCustomerTags", "customers:write", Idempotency::Optional),
+    ("applySupplierTags", "suppliers:write", Idempotency::Optional),
+    ("applyProductTags", "products:write", Idempotency::Optional),
+    ("applySaleTags", "sales:write", Idempotency::Optional),
     ("listPaymentMethods", "payment_methods:read", Idempotency::NotUsed),
     ("createPaymentMethod", "payment_methods:write", Idempotency::Optional),
     ("getPaymentMethod", "payment_methods:read", Idempotency::NotUsed),
@@ -158,6 +207,17 @@ pub const OPERATIONS: &[(&str, &str, Idempotency)] = &[
     ("getCategory", "categories:read", Idempotency::NotUsed),
     ("replaceCategory", "categories:write", Idempotency::Optional),
     ("listPointsOfSale", "sales:read", Idempotency::NotUsed),
+    ("createWebhookEndpoint", "webhooks:write", Idempotency::Required),
+    ("updateWebhookEndpoint", "webhooks:write", Idempotency::Required),
+    ("pauseWebhookEndpoint", "webhooks:write", Idempotency::Required),
+    ("resumeWebhookEndpoint", "webhooks:write", Idempotency::Required),
+    ("disableWebhookEndpoint", "webhooks:write", Idempotency::Required),
+    ("rotateWebhookEndpointSecret", "webhooks:write", Idempotency::Required),
+    ("testWebhookEndpoint", "webhooks:write", Idempotency::Required),
+    ("listWebhookEndpoints", "webhooks:read", Idempotency::NotUsed),
+    ("getWebhookEndpoint", "webhooks:read", Idempotency::NotUsed),
+    ("listWebhookDeliveries", "webhooks:read", Idempotency::NotUsed),
+    ("listWebhookEventTypes", "webhooks:read", Idempotency::NotUsed),
     ("v2ListWarehouses", "warehouses:read", Idempotency::NotUsed),
 ];
 
@@ -177,6 +237,15 @@ pub fn openapi_document() -> String {
                     Idempotency::Optional => "optional",
                     Idempotency::NotUsed => "not_used",
                 });
+                // Handlers take the key as optional so a missing one answers in the error envelope; the
+                // document states the real rule.
+                if matches!(idempotency, Idempotency::Required)
+                    && let Some(parameters) = operation.get_mut("parameters").and_then(|p| p.as_array_mut())
+                {
+                    for parameter in parameters.iter_mut().filter(|p| p["name"] == idempotency::HEADER) {
+                        parameter["required"] = serde_json::Value::Bool(true);
+                    }
+                }
                 let note =
                     if scope.is_empty() { "Any valid credential.".to_owned() } else { format!("Scope `{scope}`.") };
                 let description = operation["description"].as_str().map(|d| format!("{d}\n\n{note}")).unwrap_or(note);

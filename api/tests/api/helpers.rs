@@ -4,6 +4,7 @@
 use api::roles::{self, ProjectionSet, Roles};
 use events::bus::Bus;
 use projections::Partition;
+use projections::webhooks::dispatch::SenderConfig;
 use reqwest::{Method, Response};
 use serde_json::Value;
 use sqlx::PgPool;
@@ -20,6 +21,7 @@ pub struct TestApp {
     pub pool: PgPool,
     pub bus: Bus,
     pub api_key: String,
+    pub org_id: Uuid,
     _tasks: tokio::task::JoinSet<()>,
 }
 
@@ -29,6 +31,11 @@ pub fn nats_url() -> String {
 
 impl TestApp {
     pub async fn spawn(pool: PgPool) -> Self {
+        Self::spawn_with_sender(pool, None).await
+    }
+
+    /// Also runs the webhook dispatcher with `sender` (the webhooks projection always runs).
+    pub async fn spawn_with_sender(pool: PgPool, sender: Option<SenderConfig>) -> Self {
         let prefix = format!("t{}", Uuid::now_v7().simple());
         let bus = Bus::connect(&nats_url(), &prefix, "test").await.expect("NATS");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -37,7 +44,7 @@ impl TestApp {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
-        let set = ProjectionSet { projections: projections::all(), partition: Partition::WHOLE };
+        let set = ProjectionSet { projections: projections::all(), partition: Partition::WHOLE, sender };
         let running = roles::start(
             pool.clone(),
             bus.clone(),
@@ -49,7 +56,15 @@ impl TestApp {
         let base = format!("http://{}", running.http_addr.expect("http address"));
         let created =
             commands::organization::create_organization_with(&pool, "Almacén de Prueba", GENEROUS).await.expect("org");
-        Self { base, client: reqwest::Client::new(), pool, bus, api_key: created.api_key, _tasks: running.tasks }
+        Self {
+            base,
+            client: http_client(),
+            pool,
+            bus,
+            api_key: created.api_key,
+            org_id: created.organization_id,
+            _tasks: running.tasks,
+        }
     }
 
     /// Another organization with its own full-scope key.
@@ -130,4 +145,10 @@ pub fn detail_fields(body: &Value) -> Vec<String> {
         .as_array()
         .map(|d| d.iter().filter_map(|x| x["field"].as_str().map(str::to_owned)).collect())
         .unwrap_or_default()
+}
+
+/// A plain HTTP client (the process's TLS provider installed first, as reqwest requires).
+pub fn http_client() -> reqwest::Client {
+    projections::webhooks::dispatch::install_crypto_provider();
+    reqwest::Client::new()
 }

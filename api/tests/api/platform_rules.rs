@@ -1146,7 +1146,7 @@ async fn the_served_openapi_document_declares_scopes_idempotency_and_errors_trut
 
     // The published scopes are the enforced ones: for each parameterless read, a key with exactly the
     // published scopes is admitted, and one without them is refused naming the scope.
-    let unrelated = key_with(&app, org, &["tags:read"]).await;
+    let unrelated = key_with(&app, org, &["quotes:read"]).await;
     for (path, item) in paths.iter().filter(|(path, _)| !path.contains('{')) {
         let Some(operation) = item.get("get") else { continue };
         let id = operation["operationId"].as_str().unwrap_or("?");

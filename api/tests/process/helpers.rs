@@ -75,7 +75,7 @@ impl Deployment {
     pub async fn start(&self) -> Service {
         let child = self.command(&["all"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");
         let service = Service { child };
-        let client = reqwest::Client::new();
+        let client = http_client();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             let health = client.get(format!("{}/healthz", self.base())).send().await;
@@ -212,7 +212,10 @@ impl Writers {
         let acked = Arc::new(Mutex::new(Vec::new()));
         let refused = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
-        let client = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client");
+        let client = {
+            projections::webhooks::dispatch::install_crypto_provider();
+            reqwest::Client::builder().timeout(Duration::from_secs(30)).build().expect("client")
+        };
         let tasks = (0..count)
             .map(|w| {
                 let (acked, refused, stop, client) = (acked.clone(), refused.clone(), stop.clone(), client.clone());
@@ -284,7 +287,7 @@ where
 /// Every acknowledged customer is readable; the read model holds each created customer exactly once;
 /// the stream holds each event exactly once.
 pub async fn assert_nothing_lost_or_doubled(pool: &PgPool, deployment: &Deployment, key: &str, acked: &[String]) {
-    let client = reqwest::Client::new();
+    let client = http_client();
     for id in acked {
         let response = client.get(format!("{}/api/v1/customers/{id}", deployment.base())).bearer_auth(key).send().await;
         assert_eq!(response.expect("sent").status(), StatusCode::OK, "acknowledged customer {id} was lost");
@@ -304,4 +307,10 @@ pub async fn assert_nothing_lost_or_doubled(pool: &PgPool, deployment: &Deployme
         .await;
     let unique = acked.iter().collect::<std::collections::HashSet<_>>().len();
     assert_eq!(unique, acked.len(), "no customer was acknowledged twice");
+}
+
+/// A plain HTTP client (the process's TLS provider installed first, as reqwest requires).
+pub fn http_client() -> reqwest::Client {
+    projections::webhooks::dispatch::install_crypto_provider();
+    reqwest::Client::new()
 }

@@ -21,7 +21,7 @@ async fn export_and_verify_catch_an_altered_event(pool: PgPool) {
     let (org, key) = create_org(&deployment, "Audit Test");
     let _service = deployment.start().await;
     let seeded = export(&deployment, &org.to_string()).len();
-    let client = reqwest::Client::new();
+    let client = crate::helpers::http_client();
     for i in 0..5 {
         let response = client
             .post(format!("{}/api/v1/customers", deployment.base()))

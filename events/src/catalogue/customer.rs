@@ -1,4 +1,5 @@
-//! Events of the customer aggregate (stream type `customer`).
+//! Events of the contact aggregates: customers (stream type `customer`) and suppliers (stream type
+//! `supplier`), which share one body and its rules.
 
 use super::{DecodeError, EventPayload, parse, to_value};
 use serde::{Deserialize, Serialize};
@@ -84,5 +85,66 @@ impl super::RecordEvent for CustomerEvent {
 
     fn is_creation(&self) -> bool {
         matches!(self, Self::CustomerCreated(_))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SupplierEvent {
+    /// A supplier was registered.
+    SupplierCreated(CustomerFields),
+    /// A supplier's whole representation was replaced.
+    SupplierReplaced(CustomerFields),
+}
+
+impl EventPayload for SupplierEvent {
+    const STREAM_TYPE: &'static str = "supplier";
+
+    fn event_type(&self) -> &'static str {
+        match self {
+            Self::SupplierCreated(_) => "SupplierCreated",
+            Self::SupplierReplaced(_) => "SupplierReplaced",
+        }
+    }
+
+    fn to_data(&self) -> Value {
+        match self {
+            Self::SupplierCreated(fields) | Self::SupplierReplaced(fields) => to_value(fields),
+        }
+    }
+
+    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+        if schema_version != 1 {
+            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
+        }
+        match event_type {
+            "SupplierCreated" => parse(event_type, data).map(Self::SupplierCreated),
+            "SupplierReplaced" => parse(event_type, data).map(Self::SupplierReplaced),
+            other => Err(DecodeError::UnknownType {
+                stream_type: Self::STREAM_TYPE.to_owned(),
+                event_type: other.to_owned(),
+            }),
+        }
+    }
+}
+
+impl super::RecordEvent for SupplierEvent {
+    type Fields = CustomerFields;
+
+    fn created(fields: CustomerFields) -> Self {
+        Self::SupplierCreated(fields)
+    }
+
+    fn replaced(fields: CustomerFields) -> Self {
+        Self::SupplierReplaced(fields)
+    }
+
+    fn fields(&self) -> &CustomerFields {
+        match self {
+            Self::SupplierCreated(fields) | Self::SupplierReplaced(fields) => fields,
+        }
+    }
+
+    fn is_creation(&self) -> bool {
+        matches!(self, Self::SupplierCreated(_))
     }
 }

@@ -3,16 +3,29 @@
 
 mod customer;
 mod organization;
+mod product;
 mod records;
+mod tag;
+mod webhook;
 
-pub use customer::{CustomerEvent, CustomerFields};
+pub use customer::{CustomerEvent, CustomerFields, SupplierEvent};
 pub use organization::{
     ApiKeyIssued, CredentialRevoked, DEFAULT_RATE_LIMIT_PER_HOUR, DEFAULT_RATE_LIMIT_PER_MINUTE, DelegatedTokenIssued,
     OrganizationCreated, OrganizationEvent, RateLimitsChanged,
 };
+pub use product::{
+    Metafield, OpeningStock, OptionValue, PUBLIC_PRODUCT_FIELDS, ProductCreated, ProductEvent, ProductGroup,
+    ProductUpdated, SharedFields, Variant, VariantChange, changed_fields, public_product,
+};
 pub use records::{
-    CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
-    RecordEvent, WarehouseEvent, WarehouseFields,
+    CategoryEvent, CategoryFields, MetafieldDefinitionEvent, MetafieldDefinitionFields, PaymentMethodEvent,
+    PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields, RecordEvent, WarehouseEvent, WarehouseFields,
+};
+pub use tag::{TagEvent, TagFields, TagTargets};
+pub use webhook::{
+    PUBLIC_EVENT_TYPES, PublicEventType, SealedSecret, WEBHOOK_API_VERSIONS, WebhookEndpointCreated,
+    WebhookEndpointDisabled, WebhookEndpointEvent, WebhookEndpointFields, WebhookEndpointSecretRotated,
+    WebhookEndpointTestRequested, public_event_type,
 };
 
 use crate::envelope::{NewEvent, RecordedEvent};
@@ -66,10 +79,15 @@ pub trait EventPayload: Sized {
 pub enum DomainEvent {
     Organization(OrganizationEvent),
     Customer(CustomerEvent),
+    Supplier(SupplierEvent),
+    Product(ProductEvent),
+    MetafieldDefinition(MetafieldDefinitionEvent),
+    Tag(TagEvent),
     PaymentMethod(PaymentMethodEvent),
     Warehouse(WarehouseEvent),
     Category(CategoryEvent),
     PointOfSale(PointOfSaleEvent),
+    WebhookEndpoint(WebhookEndpointEvent),
 }
 
 impl DomainEvent {
@@ -82,6 +100,17 @@ impl DomainEvent {
             CustomerEvent::STREAM_TYPE => {
                 CustomerEvent::decode(&event.event_type, event.schema_version, data).map(Self::Customer)
             }
+            SupplierEvent::STREAM_TYPE => {
+                SupplierEvent::decode(&event.event_type, event.schema_version, data).map(Self::Supplier)
+            }
+            ProductEvent::STREAM_TYPE => {
+                ProductEvent::decode(&event.event_type, event.schema_version, data).map(Self::Product)
+            }
+            TagEvent::STREAM_TYPE => TagEvent::decode(&event.event_type, event.schema_version, data).map(Self::Tag),
+            MetafieldDefinitionEvent::STREAM_TYPE => {
+                MetafieldDefinitionEvent::decode(&event.event_type, event.schema_version, data)
+                    .map(Self::MetafieldDefinition)
+            }
             PaymentMethodEvent::STREAM_TYPE => {
                 PaymentMethodEvent::decode(&event.event_type, event.schema_version, data).map(Self::PaymentMethod)
             }
@@ -93,6 +122,9 @@ impl DomainEvent {
             }
             PointOfSaleEvent::STREAM_TYPE => {
                 PointOfSaleEvent::decode(&event.event_type, event.schema_version, data).map(Self::PointOfSale)
+            }
+            WebhookEndpointEvent::STREAM_TYPE => {
+                WebhookEndpointEvent::decode(&event.event_type, event.schema_version, data).map(Self::WebhookEndpoint)
             }
             other => {
                 Err(DecodeError::UnknownType { stream_type: other.to_owned(), event_type: event.event_type.clone() })

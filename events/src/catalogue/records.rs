@@ -127,6 +127,24 @@ pub struct PointOfSaleFields {
     pub is_active: bool,
 }
 
+/// A product custom field definition: values stored under `key` must satisfy `value_type` (`text`,
+/// `integer`, `decimal`, `boolean`, `date` or `choice`), `choices` and `max_length`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetafieldDefinitionFields {
+    pub key: String,
+    /// A human label.
+    pub name: String,
+    pub value_type: String,
+    #[serde(default)]
+    pub choices: Vec<String>,
+    pub max_length: Option<i64>,
+}
+
+record_events!(
+    /// Product custom field definitions (stream type `metafield_definition`).
+    MetafieldDefinitionEvent, "metafield_definition", MetafieldDefinitionFields, MetafieldDefinitionCreated,
+    MetafieldDefinitionReplaced
+);
 record_events!(
     /// Payment methods (stream type `payment_method`).
     PaymentMethodEvent, "payment_method", PaymentMethodFields, PaymentMethodCreated, PaymentMethodReplaced

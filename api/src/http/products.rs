@@ -1,0 +1,750 @@
+//! `/api/v1/products`: products as groups of sellable variants (Style B objects, camelCase). Every id
+//! these routes take or return is a variant id; the detail names its group.
+
+use crate::cache::{ReadKey, Resource};
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::error::ApiError;
+use crate::http::idempotency;
+use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::reference::tax_rate;
+use crate::http::tags::{TagData, tags_of, tags_of_one};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use bytes::Bytes;
+use commands::products::{
+    Product, ProductCommand, parse_bulk_adjustment, parse_create, parse_metafield_patch, parse_replace,
+};
+use commands::protocol::Command;
+use commands::records::{RecordCommand, parse_metafield_definition};
+use events::catalogue::MetafieldDefinitionFields;
+use events::catalogue::{Metafield, OptionValue};
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::products::{self as read, ProductRow};
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+const PROJECTION: &str = "products";
+
+/// Product creation: a single product (`sku`, `cost`, `price` at the top level) or a matrix (`options`
+/// and `variants`). Amounts are integer cents.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct ProductInput {
+    #[oai(validator(min_length = 1, max_length = 150))]
+    pub name: String,
+    pub description: Option<String>,
+    pub category_id: Option<Uuid>,
+    /// Single product only.
+    pub sku: Option<String>,
+    pub barcode: Option<String>,
+    pub oem_code: Option<String>,
+    /// `PES` (the default).
+    pub currency: Option<String>,
+    /// Cents. Single product only.
+    pub cost: Option<i64>,
+    /// Cents. Single product only (required there).
+    pub price: Option<i64>,
+    /// A VAT rate code (see `/api/v1/reference/tax-rates`); 5 (21%) by default.
+    pub tax_rate_id: Option<i32>,
+    pub stock_minimum: Option<i64>,
+    pub default_supplier_id: Option<Uuid>,
+    /// `product` (the default) or `service`.
+    pub product_type: Option<String>,
+    /// Custom fields: each key at most once; values are non-empty strings.
+    pub metafields: Option<Vec<MetafieldData>>,
+    /// Opening stock per warehouse. Single product only.
+    pub warehouse_stocks: Option<Vec<WarehouseStockInput>>,
+    /// 1 to 3 option names (matrix only).
+    pub options: Option<Vec<String>>,
+    /// At most 250 (matrix only).
+    pub variants: Option<Vec<VariantInput>>,
+}
+
+/// One variant of a matrix.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct VariantInput {
+    /// Exactly one value per option: `{"Talle": "M"}` (or `[{"name": "Talle", "value": "M"}]`).
+    pub option_values: Value,
+    pub sku: String,
+    pub barcode: Option<String>,
+    /// Cents.
+    pub cost: Option<i64>,
+    /// Cents.
+    pub price: i64,
+    pub warehouse_stocks: Option<Vec<WarehouseStockInput>>,
+}
+
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct WarehouseStockInput {
+    pub warehouse_id: Uuid,
+    pub quantity: i64,
+}
+
+/// Replace body: the single-product fields for this variant (shared fields apply to its whole group).
+/// `metafields`, `options`, `variants` and `warehouseStocks` are refused.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct ProductReplaceInput {
+    #[oai(validator(min_length = 1, max_length = 150))]
+    pub name: String,
+    pub description: Option<String>,
+    pub category_id: Option<Uuid>,
+    pub sku: String,
+    pub barcode: Option<String>,
+    pub oem_code: Option<String>,
+    pub currency: Option<String>,
+    pub cost: Option<i64>,
+    pub price: i64,
+    pub tax_rate_id: Option<i32>,
+    pub stock_minimum: Option<i64>,
+    pub default_supplier_id: Option<Uuid>,
+    pub product_type: Option<String>,
+    pub is_active: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct MetafieldData {
+    pub key: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct OptionValueData {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct NamedRef {
+    pub id: Uuid,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct TaxRateRef {
+    /// VAT rate code.
+    pub id: i32,
+    /// Percentage.
+    pub value: f64,
+}
+
+/// A product variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct ProductData {
+    /// The variant id.
+    pub id: Uuid,
+    /// The group that supplies the shared fields.
+    pub variant_group_id: Uuid,
+    pub name: String,
+    pub description: Option<String>,
+    pub category: Option<NamedRef>,
+    pub sku: String,
+    pub barcode: Option<String>,
+    pub oem_code: Option<String>,
+    pub currency: String,
+    /// Cents.
+    pub cost: i64,
+    /// Cents.
+    pub price: i64,
+    pub tax_rate: TaxRateRef,
+    pub stock_minimum: Option<i64>,
+    pub default_supplier: Option<NamedRef>,
+    pub product_type: String,
+    pub is_active: bool,
+    pub organization_slug: String,
+    /// The group's option names (empty for a single product).
+    pub options: Vec<String>,
+    /// This variant's value of each option.
+    pub option_values: Vec<OptionValueData>,
+    /// Custom fields (detail only; lists never include them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metafields: Option<Vec<MetafieldData>>,
+    /// Tags, ordered by name (archived ones too while assigned).
+    pub tags: Vec<TagData>,
+    /// Cents: the price that applies (the product's own price until price lists exist).
+    pub effective_price: i64,
+    /// `base`: the product's own price.
+    pub price_source: String,
+    pub applied_price_list: Option<Value>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// A created variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct CreatedVariant {
+    pub id: Uuid,
+    pub sku: String,
+    pub option_values: Vec<OptionValueData>,
+}
+
+/// Creation result: the first variant's detail plus every created variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct ProductCreatedData {
+    #[serde(flatten)]
+    #[oai(flatten)]
+    pub product: ProductData,
+    pub variants: Vec<CreatedVariant>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct ProductEnvelope {
+    pub success: bool,
+    pub data: ProductData,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct ProductCreatedEnvelope {
+    pub success: bool,
+    pub data: ProductCreatedData,
+}
+
+#[derive(ApiResponse)]
+enum CreateResponse {
+    /// Created, with every variant's id and SKU; answers once readable.
+    #[oai(status = 201)]
+    Created(RawJson<ProductCreatedEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum ReadResponse {
+    /// The variant.
+    #[oai(status = 200)]
+    Ok(RawJson<ProductEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum ListResponse {
+    /// A page of variants, oldest first (never with metafields).
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<ProductData>>),
+}
+
+fn option_values(values: &[OptionValue]) -> Vec<OptionValueData> {
+    values.iter().map(|o| OptionValueData { name: o.name.clone(), value: o.value.clone() }).collect()
+}
+
+fn metafields(values: &[Metafield]) -> Vec<MetafieldData> {
+    values.iter().map(|m| MetafieldData { key: m.key.clone(), value: m.value.clone() }).collect()
+}
+
+impl ProductData {
+    fn from_row(row: ProductRow, with_metafields: bool) -> Self {
+        Self {
+            id: row.id,
+            variant_group_id: row.group_id,
+            name: row.name,
+            description: row.description,
+            category: row.category_id.map(|id| NamedRef { id, name: row.category_name.unwrap_or_default() }),
+            sku: row.sku,
+            barcode: row.barcode,
+            oem_code: row.oem_code,
+            currency: row.currency,
+            cost: row.cost,
+            price: row.price,
+            tax_rate: TaxRateRef { id: row.tax_rate_id, value: tax_rate(row.tax_rate_id).unwrap_or_default() },
+            stock_minimum: row.stock_minimum,
+            default_supplier: row
+                .default_supplier_id
+                .map(|id| NamedRef { id, name: row.default_supplier_name.unwrap_or_default() }),
+            product_type: row.product_type,
+            is_active: row.is_active,
+            organization_slug: row.organization_slug,
+            options: row.options.0,
+            option_values: option_values(&row.option_values.0),
+            metafields: with_metafields.then(|| metafields(&row.metafields.0)),
+            tags: Vec::new(),
+            effective_price: row.price,
+            price_source: "base".into(),
+            applied_price_list: None,
+            created_at: ar_time(row.created_at),
+            updated_at: ar_time(row.updated_at),
+        }
+    }
+}
+
+/// The fields a list may be narrowed to with `fields`.
+const LIST_FIELDS: &[&str] = &[
+    "id",
+    "variantGroupId",
+    "name",
+    "description",
+    "category",
+    "sku",
+    "barcode",
+    "oemCode",
+    "currency",
+    "cost",
+    "price",
+    "taxRate",
+    "stockMinimum",
+    "defaultSupplier",
+    "productType",
+    "isActive",
+    "organizationSlug",
+    "options",
+    "optionValues",
+    "tags",
+    "effectivePrice",
+    "priceSource",
+    "appliedPriceList",
+    "createdAt",
+    "updatedAt",
+];
+
+fn parse_fields(fields: Option<String>) -> Result<Option<Vec<String>>, ApiError> {
+    let Some(fields) = fields else { return Ok(None) };
+    let names: Vec<String> = fields.split(',').map(|f| f.trim().to_owned()).filter(|f| !f.is_empty()).collect();
+    if let Some(unknown) = names.iter().find(|n| !LIST_FIELDS.contains(&n.as_str())) {
+        return Err(ApiError::invalid_request(
+            "INVALID_FIELDS",
+            format!("unknown field {unknown:?} in fields (known: {})", LIST_FIELDS.join(", ")),
+        ));
+    }
+    Ok(Some(names))
+}
+
+/// Reads the created or replaced variant back from the read model (the write has been applied).
+async fn readable(state: &AppState, org_id: Uuid, id: Uuid) -> Result<ProductData, ApiError> {
+    let row = read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found("product"))?;
+    let mut data = ProductData::from_row(row, true);
+    data.tags = tags_of_one(state, org_id, "product", id).await?;
+    Ok(data)
+}
+
+fn accepted_product(state: Value) -> Result<Product, ApiError> {
+    serde_json::from_value(state).map_err(|error| {
+        tracing::error!(%error, "unexpected product state from the command worker");
+        ApiError::internal()
+    })
+}
+
+type Key = Header<Option<String>>;
+
+/// A custom field definition: values stored under `key` must satisfy it.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct MetafieldDefinitionData {
+    pub id: Uuid,
+    pub key: String,
+    pub name: String,
+    /// `text`, `integer`, `decimal`, `boolean`, `date` (YYYY-MM-DD) or `choice`.
+    pub value_type: String,
+    /// The allowed values of a `choice` field.
+    pub choices: Vec<String>,
+    /// The longest `text` value.
+    pub max_length: Option<i64>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// Definition write body.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct MetafieldDefinitionInput {
+    /// Lowercase letters, digits, `_`, `-` and `.`; unique in the organization.
+    pub key: String,
+    pub name: Option<String>,
+    /// `text` by default.
+    pub value_type: Option<String>,
+    pub choices: Option<Vec<String>>,
+    pub max_length: Option<i64>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct MetafieldDefinitionEnvelope {
+    pub success: bool,
+    pub data: MetafieldDefinitionData,
+}
+
+/// Custom fields patch.
+#[derive(Debug, Object)]
+pub struct MetafieldPatchInput {
+    /// Key to a string (assigns) or null (deletes); an empty string is refused.
+    pub entries: std::collections::HashMap<String, Option<String>>,
+}
+
+#[derive(ApiResponse)]
+enum DefinitionCreated {
+    /// The definition.
+    #[oai(status = 201)]
+    Created(RawJson<MetafieldDefinitionEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Definitions {
+    /// Every definition of the organization, oldest first.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<MetafieldDefinitionData>>),
+}
+
+/// Bulk adjustment body.
+#[derive(Debug, Object)]
+pub struct BulkAdjustmentInput {
+    /// `cost` or `price`.
+    pub target: String,
+    /// Only variants whose default supplier is this one.
+    pub default_supplier_id: Option<Uuid>,
+    /// Only variants of this category.
+    pub category_id: Option<Uuid>,
+    /// Only variants with this tag.
+    pub tag_id: Option<Uuid>,
+    /// Only these variants (at most 10000).
+    pub product_ids: Option<Vec<Uuid>>,
+    /// Percent change (`10` adds 10%, `-5` takes 5% off), -100 to 1000. Results are rounded to whole
+    /// cents, half away from zero, and never go below zero.
+    pub percentage: Option<f64>,
+    /// Fixed change in cents (may be negative). Send either this or `percentage`.
+    pub amount: Option<i64>,
+}
+
+/// What a bulk adjustment did.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, Object)]
+pub struct BulkAdjustmentData {
+    /// Always `bulk_adjustment`.
+    pub object: String,
+    pub id: Uuid,
+    pub target: String,
+    /// `{"kind": "percentage" | "amount", "value": ...}`.
+    pub change: Value,
+    /// Variants the filter selected.
+    pub matched_variants: i64,
+    /// Variants whose amount changed.
+    pub affected_variants: i64,
+    /// Products (variant groups) that changed.
+    pub affected_products: i64,
+    pub unchanged_variants: i64,
+    /// Automatically priced products recalculated (none until price lists exist).
+    pub automatic_prices_recalculated: i64,
+    /// One entry per connected sales channel (none are connected yet).
+    pub synchronization_effects: Vec<Value>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct BulkAdjustmentEnvelope {
+    pub request_id: String,
+    pub data: BulkAdjustmentData,
+}
+
+#[derive(ApiResponse)]
+enum BulkAdjusted {
+    /// Applied to every matching variant at once (or to none).
+    #[oai(status = 200)]
+    Ok(RawJson<BulkAdjustmentEnvelope>),
+}
+
+fn definition_data(id: Uuid, fields: MetafieldDefinitionFields, created_at: OffsetDateTime) -> MetafieldDefinitionData {
+    MetafieldDefinitionData {
+        id,
+        key: fields.key,
+        name: fields.name,
+        value_type: fields.value_type,
+        choices: fields.choices,
+        max_length: fields.max_length,
+        created_at: ar_time(created_at),
+    }
+}
+
+pub struct ProductsApi;
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
+impl ProductsApi {
+    /// Create a product
+    ///
+    /// Scope `products:write`; `Idempotency-Key` required. A single product, or a matrix of up to 250
+    /// variants over 1 to 3 options. SKUs are unique per organization and within the request; option
+    /// combinations are unique. A rejected request creates nothing.
+    #[oai(path = "/products", method = "post", operation_id = "createProduct")]
+    async fn create(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the same product.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<ProductInput>,
+    ) -> Result<CreateResponse, ApiError> {
+        auth.0.require("products:write")?;
+        let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
+        let claim = idempotency::claim(key.0, true, "createProduct", &[], version.0.as_deref(), Some(&body.value))?;
+        let command = ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock };
+        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Product(command)).await?;
+        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
+        let product = accepted_product(accepted.state)?;
+        let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
+        let detail = readable(&state, auth.0.org_id, first).await?;
+        let variants = product
+            .group
+            .variants
+            .iter()
+            .map(|v| CreatedVariant { id: v.id, sku: v.sku.clone(), option_values: option_values(&v.option_values) })
+            .collect();
+        let body = ProductCreatedEnvelope { success: true, data: ProductCreatedData { product: detail, variants } };
+        Ok(CreateResponse::Created(RawJson::new(Style::b(&body))))
+    }
+
+    /// List custom field definitions
+    ///
+    /// Scope `products:read`. The keys products may carry with a definition, and how their values are
+    /// validated (on creation and on the metafields patch). Keys without a definition hold free text.
+    #[oai(path = "/products/metafield-definitions", method = "get", operation_id = "listMetafieldDefinitions")]
+    async fn definitions(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+    ) -> Result<Definitions, ApiError> {
+        auth.0.require("products:read")?;
+        let table = projections::records::METAFIELD_DEFINITIONS.table_name();
+        let rows = projections::records::list(&state.pool, table, auth.0.org_id, None, 1000).await?;
+        let data = rows
+            .into_iter()
+            .filter_map(|row| {
+                let fields: MetafieldDefinitionFields = serde_json::from_value(row.doc).ok()?;
+                Some(definition_data(row.id, fields, row.created_at))
+            })
+            .collect();
+        let body = ListEnvelope::new(request_id.0, "/api/v1/products/metafield-definitions", data, false, None);
+        Ok(Definitions::Ok(RawJson::new(Style::a(&body))))
+    }
+
+    /// Create a custom field definition
+    ///
+    /// Scope `products:write`. Later product writes validate values under `key` against it.
+    #[oai(path = "/products/metafield-definitions", method = "post", operation_id = "createMetafieldDefinition")]
+    async fn create_definition(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<MetafieldDefinitionInput>,
+    ) -> Result<DefinitionCreated, ApiError> {
+        auth.0.require("products:write")?;
+        let fields = parse_metafield_definition(&body.value).map_err(ApiError::validation)?;
+        let claim = idempotency::claim(
+            key.0,
+            false,
+            "createMetafieldDefinition",
+            &[],
+            version.0.as_deref(),
+            Some(&body.value),
+        )?;
+        let id = Uuid::now_v7();
+        let command = Command::MetafieldDefinition(RecordCommand::Create { id, fields });
+        let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
+        state.await_read("metafield_definitions", &auth.0, accepted.commit).await?;
+        let record: commands::records::MetafieldDefinition =
+            serde_json::from_value(accepted.state).map_err(|_| ApiError::internal())?;
+        let data = definition_data(record.id, record.fields, record.created_at);
+        Ok(DefinitionCreated::Created(RawJson::new(Style::b(&MetafieldDefinitionEnvelope { success: true, data }))))
+    }
+
+    /// Set custom fields
+    ///
+    /// Scope `products:write`. `entries` maps keys to a string (assigns) or null (deletes); an empty
+    /// string is refused. Custom fields belong to the variant's group. A key with a definition is
+    /// validated against it. No webhook event follows custom field changes.
+    #[oai(path = "/products/:product_id/metafields", method = "patch", operation_id = "patchProductMetafields")]
+    async fn patch_metafields(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        product_id: Path<String>,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<MetafieldPatchInput>,
+    ) -> Result<ReadResponse, ApiError> {
+        auth.0.require("products:write")?;
+        let variant_id = parse_id(&product_id.0, "product")?;
+        let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
+        let claim = idempotency::claim(
+            key.0,
+            false,
+            "patchProductMetafields",
+            &[&product_id.0],
+            version.0.as_deref(),
+            Some(&body.value),
+        )?;
+        let command = ProductCommand::SetMetafields { variant_id, assign, delete };
+        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Product(command)).await?;
+        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
+        let detail = readable(&state, auth.0.org_id, variant_id).await?;
+        Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data: detail }))))
+    }
+
+    /// Adjust costs or prices in bulk
+    ///
+    /// Scope `products:write`; `Idempotency-Key` required. Changes `target` (`cost` or `price`) of every
+    /// variant matching all the given filters, by a percentage or a fixed amount, in one atomic
+    /// operation; each changed variant gets a `product.updated` event. Answers with a summary once the
+    /// products read the new amounts.
+    #[oai(path = "/products/bulk-adjustments", method = "post", operation_id = "createBulkAdjustment")]
+    async fn bulk_adjust(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome and adjusts nothing more.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<BulkAdjustmentInput>,
+    ) -> Result<BulkAdjusted, ApiError> {
+        auth.0.require("products:write")?;
+        let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
+        let claim =
+            idempotency::claim(key.0, true, "createBulkAdjustment", &[], version.0.as_deref(), Some(&body.value))?;
+        let command = Command::BulkAdjustProducts(adjustment);
+        let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
+        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
+        let data: BulkAdjustmentData = serde_json::from_value(accepted.state).map_err(|error| {
+            tracing::error!(%error, "unexpected bulk adjustment summary from the command worker");
+            ApiError::internal()
+        })?;
+        Ok(BulkAdjusted::Ok(RawJson::new(Style::a(&BulkAdjustmentEnvelope { request_id: request_id.0, data }))))
+    }
+
+    /// Replace a product variant
+    ///
+    /// Scope `products:write`. Replaces this variant's fields and the fields its group shares (which
+    /// change for every variant of the group). `metafields` are refused here.
+    #[oai(path = "/products/:product_id", method = "put", operation_id = "replaceProduct")]
+    async fn replace(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        product_id: Path<String>,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<ProductReplaceInput>,
+    ) -> Result<ReadResponse, ApiError> {
+        auth.0.require("products:write")?;
+        let variant_id = parse_id(&product_id.0, "product")?;
+        let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
+        let claim = idempotency::claim(
+            key.0,
+            false,
+            "replaceProduct",
+            &[&product_id.0],
+            version.0.as_deref(),
+            Some(&body.value),
+        )?;
+        let command = ProductCommand::Replace { variant_id, shared, variant };
+        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Product(command)).await?;
+        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
+        let detail = readable(&state, auth.0.org_id, variant_id).await?;
+        Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data: detail }))))
+    }
+
+    /// Get a product variant
+    ///
+    /// Scope `products:read`. Includes `metafields`. `priceListId` asks for the price under a price
+    /// list; none exist yet, so any id answers 404.
+    #[oai(path = "/products/:product_id", method = "get", operation_id = "getProduct")]
+    async fn get(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        product_id: Path<String>,
+        #[oai(name = "priceListId")] price_list_id: Query<Option<String>>,
+    ) -> Result<ReadResponse, ApiError> {
+        auth.0.require("products:read")?;
+        let id = parse_id(&product_id.0, "product")?;
+        if let Some(list) = price_list_id.0 {
+            parse_id(&list, "price list")?;
+            return Err(ApiError::not_found("price list"));
+        }
+        let key = ReadKey { resource: Resource::Product, org_id: auth.0.org_id, id };
+        if let Some(bytes) = state.reads.get(&key) {
+            return Ok(ReadResponse::Ok(RawJson::new(bytes)));
+        }
+        let epoch = state.reads.epoch();
+        let data = readable(&state, auth.0.org_id, id).await?;
+        let bytes: Bytes = Style::b(&ProductEnvelope { success: true, data });
+        state.reads.insert_if_current(key, bytes.clone(), epoch);
+        Ok(ReadResponse::Ok(RawJson::new(bytes)))
+    }
+
+    /// List product variants
+    ///
+    /// Scope `products:read`. A cursor list in creation order. `query` matches name, SKU or barcode;
+    /// `default_supplier_id` keeps one supplier's products; `fields` (comma-separated) narrows each item.
+    /// Lists never include metafields.
+    #[oai(path = "/products", method = "get", operation_id = "listProducts")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        query: Query<Option<String>>,
+        default_supplier_id: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Comma-separated field names; `tags` appears only when named.
+        fields: Query<Option<String>>,
+        /// Not supported: lists are paged with `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<ListResponse, ApiError> {
+        auth.0.require("products:read")?;
+        let fields = parse_fields(fields.0)?;
+        let supplier = default_supplier_id.0.as_deref().map(|s| parse_id(s, "default_supplier_id")).transpose()?;
+        let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
+        let scope = "products";
+        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, scope)?;
+        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
+        let mut rows =
+            read::list(&state.pool, auth.0.org_id, search.as_deref(), supplier, after, params.limit + 1).await?;
+        let has_more = rows.len() as i64 > params.limit;
+        rows.truncate(params.limit as usize);
+        let next_cursor =
+            if has_more { rows.last().map(|r| state.cursors.encode(scope, &r.id.to_string())) } else { None };
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+        let mut tags = tags_of(&state, auth.0.org_id, "product", &ids).await?;
+        let data: Vec<Value> = rows
+            .into_iter()
+            .map(|row| {
+                let mut product = ProductData::from_row(row, false);
+                product.tags = tags.remove(&product.id).unwrap_or_default();
+                let mut item = serde_json::to_value(product).unwrap_or_default();
+                if let (Some(names), Some(object)) = (&fields, item.as_object_mut()) {
+                    object.retain(|key, _| key == "id" || names.iter().any(|n| n == key));
+                }
+                item
+            })
+            .collect();
+        let body = ListEnvelope::new(request_id.0, "/api/v1/products", data, has_more, next_cursor);
+        Ok(ListResponse::Ok(RawJson::new(Style::a(&body))))
+    }
+}

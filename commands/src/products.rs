@@ -1,0 +1,738 @@
+//! The product aggregate: a variant group (one stream) holding shared fields, options and up to 250
+//! sellable variants. Creation takes a single product or an option matrix; a replace targets one
+//! variant and may change shared fields, which touches every variant of the group.
+
+use crate::aggregate::{Aggregate, Rejection};
+use crate::validate::{FieldError, ObjectReader};
+use events::catalogue::{
+    Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductUpdated, SharedFields,
+    Variant, VariantChange, changed_fields, public_product,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashSet;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+pub const MAX_VARIANTS: usize = 250;
+pub const MAX_OPTIONS: usize = 3;
+pub const PRODUCT_TYPES: &[&str] = &["product", "service"];
+/// VAT rate codes a product may carry (see the tax rate reference).
+pub const TAX_RATE_CODES: &[i32] = &[3, 4, 5, 6, 8, 9];
+const MAX_CENTS: i64 = 1_000_000_000_000;
+
+/// The state of one variant group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Product {
+    pub id: Uuid,
+    pub group: ProductGroup,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// The per-variant fields a replace sets on its variant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VariantFields {
+    pub sku: String,
+    pub barcode: Option<String>,
+    pub cost: i64,
+    pub price: i64,
+    pub is_active: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ProductCommand {
+    Create {
+        id: Uuid,
+        group: ProductGroup,
+        opening_stock: Vec<OpeningStock>,
+    },
+    /// Replaces the shared fields and one variant's own fields. The worker finds the group.
+    Replace {
+        variant_id: Uuid,
+        shared: SharedFields,
+        variant: VariantFields,
+    },
+    /// Assigns and deletes custom fields of the variant's group (they are shared by the group).
+    SetMetafields {
+        variant_id: Uuid,
+        assign: Vec<Metafield>,
+        delete: Vec<String>,
+    },
+}
+
+impl ProductCommand {
+    /// The group for a creation, the variant for a replace (the worker resolves its group).
+    pub fn target_id(&self) -> Uuid {
+        match self {
+            Self::Create { id, .. } => *id,
+            Self::Replace { variant_id, .. } | Self::SetMetafields { variant_id, .. } => *variant_id,
+        }
+    }
+
+    /// The custom field values this command would store, with the request path of each.
+    pub fn assigned_metafields(&self) -> Vec<(String, &Metafield)> {
+        match self {
+            Self::Create { group, .. } => {
+                group.metafields.iter().enumerate().map(|(i, m)| (format!("metafields[{i}].value"), m)).collect()
+            }
+            Self::SetMetafields { assign, .. } => assign.iter().map(|m| (format!("entries.{}", m.key), m)).collect(),
+            Self::Replace { .. } => Vec::new(),
+        }
+    }
+
+    pub fn is_creation(&self) -> bool {
+        matches!(self, Self::Create { .. })
+    }
+
+    /// The SKUs this command would store, with the variant each belongs to and the request path to
+    /// blame when one is taken.
+    pub fn skus(&self) -> Vec<(Uuid, String, String)> {
+        match self {
+            Self::Create { group, .. } => {
+                let single = group.options.is_empty();
+                group
+                    .variants
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        let path = if single { "sku".to_owned() } else { format!("variants[{i}].sku") };
+                        (v.id, v.sku.clone(), path)
+                    })
+                    .collect()
+            }
+            Self::Replace { variant_id, variant, .. } => vec![(*variant_id, variant.sku.clone(), "sku".to_owned())],
+            Self::SetMetafields { .. } => Vec::new(),
+        }
+    }
+
+    /// The shared fields the command sets, if any.
+    pub fn shared(&self) -> Option<&SharedFields> {
+        match self {
+            Self::Create { group, .. } => Some(&group.shared),
+            Self::Replace { shared, .. } => Some(shared),
+            Self::SetMetafields { .. } => None,
+        }
+    }
+}
+
+impl Aggregate for Product {
+    type Command = ProductCommand;
+    type Event = ProductEvent;
+
+    fn decide(state: Option<&Self>, command: &ProductCommand) -> Result<Vec<ProductEvent>, Rejection> {
+        match (state, command) {
+            (None, ProductCommand::Create { group, opening_stock, .. }) => {
+                Ok(vec![ProductEvent::ProductCreated(ProductCreated {
+                    group: group.clone(),
+                    opening_stock: opening_stock.clone(),
+                })])
+            }
+            (Some(_), ProductCommand::Create { .. }) => {
+                Err(Rejection::conflict("ALREADY_EXISTS", "the product already exists"))
+            }
+            (None, ProductCommand::Replace { .. } | ProductCommand::SetMetafields { .. }) => {
+                Err(Rejection::not_found("product"))
+            }
+            (Some(current), ProductCommand::SetMetafields { variant_id, assign, delete }) => {
+                if !current.group.variants.iter().any(|v| v.id == *variant_id) {
+                    return Err(Rejection::not_found("product"));
+                }
+                let mut next = current.group.clone();
+                next.metafields.retain(|m| !delete.contains(&m.key));
+                for entry in assign {
+                    match next.metafields.iter_mut().find(|m| m.key == entry.key) {
+                        Some(existing) => existing.value = entry.value.clone(),
+                        None => next.metafields.push(entry.clone()),
+                    }
+                }
+                if next == current.group {
+                    return Ok(vec![]);
+                }
+                // Custom fields are not part of the public object: no variant changes.
+                let changes = variant_changes(current.id, &current.group, &next);
+                Ok(vec![ProductEvent::ProductUpdated(ProductUpdated { group: next, changes })])
+            }
+            (Some(current), ProductCommand::Replace { variant_id, shared, variant }) => {
+                let mut next = current.group.clone();
+                next.shared = shared.clone();
+                let Some(target) = next.variants.iter_mut().find(|v| v.id == *variant_id) else {
+                    return Err(Rejection::not_found("product"));
+                };
+                target.sku = variant.sku.clone();
+                target.barcode = variant.barcode.clone();
+                target.cost = variant.cost;
+                target.price = variant.price;
+                target.is_active = variant.is_active;
+                if next == current.group {
+                    return Ok(vec![]);
+                }
+                let changes = variant_changes(current.id, &current.group, &next);
+                Ok(vec![ProductEvent::ProductUpdated(ProductUpdated { group: next, changes })])
+            }
+        }
+    }
+
+    fn evolve(state: Option<Self>, event: &ProductEvent, at: OffsetDateTime) -> Option<Self> {
+        match (state, event) {
+            (_, ProductEvent::ProductCreated(created)) => {
+                Some(Product { id: Uuid::nil(), group: created.group.clone(), created_at: at, updated_at: at })
+            }
+            (Some(current), ProductEvent::ProductUpdated(updated)) => {
+                Some(Product { group: updated.group.clone(), updated_at: at, ..current })
+            }
+            (None, ProductEvent::ProductUpdated(_)) => None,
+        }
+    }
+}
+
+/// The variants whose public object changed, active before or after, each with its changed fields.
+pub fn variant_changes(group_id: Uuid, before: &ProductGroup, after: &ProductGroup) -> Vec<VariantChange> {
+    after
+        .variants
+        .iter()
+        .filter_map(|variant| {
+            let previous = before.variants.iter().find(|v| v.id == variant.id)?;
+            if !previous.is_active && !variant.is_active {
+                return None;
+            }
+            let fields =
+                changed_fields(&public_product(group_id, before, previous), &public_product(group_id, after, variant));
+            (!fields.is_empty()).then_some(VariantChange { variant_id: variant.id, changed_fields: fields })
+        })
+        .collect()
+}
+
+fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
+    let name = r.required_str("name", 1, 150);
+    let description = r.optional_str("description", 5000);
+    let category_id = r.optional_uuid("categoryId");
+    let oem_code = r.optional_str("oemCode", 60);
+    let currency = r.optional_enum("currency", &["PES"]).unwrap_or_else(|| "PES".to_owned());
+    let tax_rate_id = match r.optional_count("taxRateId", 99) {
+        Some(code) if TAX_RATE_CODES.contains(&(code as i32)) => code as i32,
+        Some(_) => {
+            r.reject("taxRateId", "invalid_value", "is not a VAT rate code (see /api/v1/reference/tax-rates)");
+            5
+        }
+        None => 5,
+    };
+    let stock_minimum = r.optional_count("stockMinimum", 1_000_000_000);
+    let default_supplier_id = r.optional_uuid("defaultSupplierId");
+    let product_type = r.optional_enum("productType", PRODUCT_TYPES).unwrap_or_else(|| "product".to_owned());
+    SharedFields {
+        name,
+        description,
+        category_id,
+        oem_code,
+        currency,
+        tax_rate_id,
+        stock_minimum,
+        default_supplier_id,
+        product_type,
+    }
+}
+
+fn required_cents(r: &mut ObjectReader<'_>, name: &str) -> i64 {
+    if r.value(name).is_none() {
+        r.reject(name, "required", "is required (integer cents)");
+        return 0;
+    }
+    r.optional_count(name, MAX_CENTS).unwrap_or(0)
+}
+
+/// Custom field keys: lowercase letters, digits, `_`, `-` and `.`, 1 to 64 characters.
+pub fn valid_metafield_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 64
+        && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
+}
+
+fn metafields(r: &mut ObjectReader<'_>) -> Vec<Metafield> {
+    let Some(value) = r.value("metafields") else { return Vec::new() };
+    let Some(items) = value.as_array() else {
+        r.reject("metafields", "invalid_type", "must be an array of {key, value}");
+        return Vec::new();
+    };
+    let mut out: Vec<Metafield> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let mut m = ObjectReader::new(item, &r.path(&format!("metafields[{i}]")));
+        let key = m.required_str("key", 1, 64);
+        if !key.is_empty() && !valid_metafield_key(&key) {
+            m.reject("key", "invalid_format", "use lowercase letters, digits, '_', '-' and '.'");
+        }
+        if out.iter().any(|existing| existing.key == key) {
+            m.reject("key", "duplicate", "each key may appear once");
+        }
+        let value = match m.value("value") {
+            Some(Value::String(text)) if text.trim().is_empty() => {
+                m.reject("value", "too_short", "must not be empty (omit the entry instead)");
+                String::new()
+            }
+            Some(Value::String(text)) if text.chars().count() > 1000 => {
+                m.reject("value", "too_long", "must be at most 1000 characters");
+                String::new()
+            }
+            Some(Value::String(text)) => text.trim().to_owned(),
+            Some(_) => {
+                m.reject("value", "invalid_type", "must be a string");
+                String::new()
+            }
+            None => {
+                m.reject("value", "required", "is required");
+                String::new()
+            }
+        };
+        r.errors.append(&mut m.errors);
+        out.push(Metafield { key, value });
+    }
+    out
+}
+
+/// Reads `optionValues` of one variant: either `{"Talle": "M"}` or `[{"name": "Talle", "value": "M"}]`,
+/// with exactly one value per declared option, returned in the options' order.
+fn option_values(v: &mut ObjectReader<'_>, options: &[String]) -> Vec<OptionValue> {
+    let Some(raw) = v.value("optionValues") else {
+        v.reject("optionValues", "required", "needs one value for every option");
+        return Vec::new();
+    };
+    let mut pairs: Vec<(String, Value)> = Vec::new();
+    match raw {
+        Value::Object(map) => pairs.extend(map.iter().map(|(k, val)| (k.clone(), val.clone()))),
+        Value::Array(items) => {
+            for item in items {
+                let name = item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+                pairs.push((name, item.get("value").cloned().unwrap_or(Value::Null)));
+            }
+        }
+        _ => {
+            v.reject("optionValues", "invalid_type", "must map every option to its value");
+            return Vec::new();
+        }
+    }
+    let mut out = Vec::new();
+    for option in options {
+        let given: Vec<&(String, Value)> = pairs.iter().filter(|(name, _)| name == option).collect();
+        match given.as_slice() {
+            [] => v.reject("optionValues", "missing_option", format!("has no value for option {option:?}")),
+            [(_, Value::String(text))] if !text.trim().is_empty() && text.chars().count() <= 60 => {
+                out.push(OptionValue { name: option.clone(), value: text.trim().to_owned() })
+            }
+            [_] => {
+                v.reject("optionValues", "invalid_value", format!("the value of {option:?} must be 1 to 60 characters"))
+            }
+            _ => v.reject("optionValues", "duplicate_option", format!("gives option {option:?} more than once")),
+        }
+    }
+    for (name, _) in &pairs {
+        if !options.contains(name) {
+            v.reject("optionValues", "unknown_option", format!("names {name:?}, which is not one of the options"));
+        }
+    }
+    out
+}
+
+/// Parses a creation body: a single product, or `options` with `variants`. Ids are assigned here.
+pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    let shared = shared_fields(&mut r);
+    let metafields = metafields(&mut r);
+    let mut variants = Vec::new();
+    let mut opening_stock = Vec::new();
+    let mut options: Vec<String> = Vec::new();
+    if r.has("options") || r.has("variants") {
+        for field in ["sku", "barcode", "cost", "price", "warehouseStocks"] {
+            if r.has(field) {
+                r.reject(field, "not_allowed", "goes on each variant when the product has variants");
+            }
+        }
+        match r.value("options").map(Value::as_array) {
+            Some(Some(names)) if (1..=MAX_OPTIONS).contains(&names.len()) => {
+                for (i, name) in names.iter().enumerate() {
+                    match name.as_str().map(str::trim) {
+                        Some(text) if !text.is_empty() && text.chars().count() <= 40 => {
+                            if options.iter().any(|o| o == text) {
+                                r.reject(&format!("options[{i}]"), "duplicate", "option names must differ");
+                            }
+                            options.push(text.to_owned());
+                        }
+                        _ => {
+                            r.reject(&format!("options[{i}]"), "invalid_value", "must be a name of 1 to 40 characters")
+                        }
+                    }
+                }
+            }
+            Some(Some(_)) => r.reject("options", "invalid_count", "must name 1 to 3 options"),
+            _ => r.reject("options", "required", "must name 1 to 3 options when variants are given"),
+        }
+        let items = match r.value("variants").map(Value::as_array) {
+            Some(Some(items)) if items.is_empty() => {
+                r.reject("variants", "invalid_count", "needs at least one variant");
+                &[][..]
+            }
+            Some(Some(items)) if items.len() > MAX_VARIANTS => {
+                r.reject("variants", "too_many", format!("at most {MAX_VARIANTS} variants per request"));
+                &[][..]
+            }
+            Some(Some(items)) => items.as_slice(),
+            _ => {
+                r.reject("variants", "required", "must list the variants");
+                &[][..]
+            }
+        };
+        let options_valid = r.errors.iter().all(|e| !e.field.starts_with("options"));
+        let mut combos: HashSet<Vec<String>> = HashSet::new();
+        let mut skus: HashSet<String> = HashSet::new();
+        for (i, item) in items.iter().enumerate() {
+            let mut v = ObjectReader::new(item, &format!("variants[{i}]"));
+            let id = Uuid::now_v7();
+            // With unusable options, the variants' option values cannot be judged.
+            let values = if options_valid { option_values(&mut v, &options) } else { Vec::new() };
+            if values.len() == options.len() && !options.is_empty() {
+                let combo: Vec<String> = values.iter().map(|o| o.value.to_lowercase()).collect();
+                if !combos.insert(combo) {
+                    v.reject("optionValues", "duplicate_combination", "another variant has the same option values");
+                }
+            }
+            let sku = v.required_str("sku", 1, 60);
+            if !sku.is_empty() && !skus.insert(sku.to_lowercase()) {
+                v.reject("sku", "duplicate", "another variant of this request has the same SKU");
+            }
+            let barcode = v.optional_str("barcode", 60);
+            let cost = v.optional_count("cost", MAX_CENTS).unwrap_or(0);
+            let price = required_cents(&mut v, "price");
+            opening_stock.extend(warehouse_stocks(&mut v, id));
+            r.errors.append(&mut v.errors);
+            variants.push(Variant { id, sku, barcode, cost, price, option_values: values, is_active: true });
+        }
+    } else {
+        let id = Uuid::now_v7();
+        let sku = r.required_str("sku", 1, 60);
+        let barcode = r.optional_str("barcode", 60);
+        let cost = r.optional_count("cost", MAX_CENTS).unwrap_or(0);
+        let price = required_cents(&mut r, "price");
+        opening_stock.extend(warehouse_stocks(&mut r, id));
+        variants.push(Variant { id, sku, barcode, cost, price, option_values: Vec::new(), is_active: true });
+    }
+    let group = ProductGroup { shared, options, variants, metafields };
+    r.finish((group, opening_stock))
+}
+
+fn warehouse_stocks(v: &mut ObjectReader<'_>, variant_id: Uuid) -> Vec<OpeningStock> {
+    let Some(raw) = v.value("warehouseStocks") else { return Vec::new() };
+    let Some(items) = raw.as_array() else {
+        v.reject("warehouseStocks", "invalid_type", "must be an array of {warehouseId, quantity}");
+        return Vec::new();
+    };
+    let mut out: Vec<OpeningStock> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let mut s = ObjectReader::new(item, &v.path(&format!("warehouseStocks[{i}]")));
+        let warehouse_id = s.optional_uuid("warehouseId");
+        if warehouse_id.is_none() && !s.has("warehouseId") {
+            s.reject("warehouseId", "required", "is required");
+        }
+        let quantity = s.optional_count("quantity", 1_000_000_000).unwrap_or(0);
+        if let Some(warehouse_id) = warehouse_id {
+            if out.iter().any(|o| o.warehouse_id == warehouse_id) {
+                s.reject("warehouseId", "duplicate", "each warehouse may appear once");
+            }
+            out.push(OpeningStock { variant_id, warehouse_id, quantity });
+        }
+        v.errors.append(&mut s.errors);
+    }
+    out
+}
+
+/// Parses a custom fields patch: `entries` maps keys to a string (assign) or null (delete); an empty
+/// string is refused.
+pub fn parse_metafield_patch(body: &Value) -> Result<(Vec<Metafield>, Vec<String>), Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    let mut assign = Vec::new();
+    let mut delete = Vec::new();
+    match r.value("entries").map(Value::as_object) {
+        Some(Some(entries)) if !entries.is_empty() => {
+            for (key, value) in entries {
+                let path = format!("entries.{key}");
+                if !valid_metafield_key(key) {
+                    r.reject(&path, "invalid_format", "keys use lowercase letters, digits, '_', '-' and '.'");
+                    continue;
+                }
+                match value {
+                    Value::Null => delete.push(key.clone()),
+                    Value::String(text) if text.trim().is_empty() => {
+                        r.reject(&path, "too_short", "must not be empty (send null to delete the key)")
+                    }
+                    Value::String(text) if text.chars().count() > 1000 => {
+                        r.reject(&path, "too_long", "must be at most 1000 characters")
+                    }
+                    Value::String(text) => assign.push(Metafield { key: key.clone(), value: text.trim().to_owned() }),
+                    _ => r.reject(&path, "invalid_type", "must be a string, or null to delete the key"),
+                }
+            }
+        }
+        Some(Some(_)) => r.reject("entries", "too_short", "must name at least one key"),
+        Some(None) => r.reject("entries", "invalid_type", "must map keys to a string or null"),
+        None => r.reject("entries", "required", "is required"),
+    }
+    r.finish((assign, delete))
+}
+
+/// Parses a replace body: the single-product fields (shared and this variant's own). `metafields`,
+/// `options`, `variants` and opening stock are refused.
+pub fn parse_replace(body: &Value) -> Result<(SharedFields, VariantFields), Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    for (field, why) in [
+        ("metafields", "are changed with PATCH /api/v1/products/{id}/metafields"),
+        ("options", "cannot be changed by a replace"),
+        ("variants", "cannot be changed by a replace"),
+        ("warehouseStocks", "opening stock is recorded only at creation"),
+    ] {
+        if r.has(field) {
+            r.reject(field, "not_allowed", why);
+        }
+    }
+    let shared = shared_fields(&mut r);
+    let sku = r.required_str("sku", 1, 60);
+    let barcode = r.optional_str("barcode", 60);
+    let cost = r.optional_count("cost", MAX_CENTS).unwrap_or(0);
+    let price = required_cents(&mut r, "price");
+    let is_active = r.optional_bool("isActive").unwrap_or(true);
+    r.finish((shared, VariantFields { sku, barcode, cost, price, is_active }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fields(errors: &[FieldError]) -> Vec<&str> {
+        let mut f: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        f.sort_unstable();
+        f
+    }
+
+    #[test]
+    fn a_matrix_parses_in_option_order() {
+        let body = json!({"name": "Remera", "options": ["Talle", "Color"], "variants": [
+            {"optionValues": {"Color": "Rojo", "Talle": "M"}, "sku": "R-M", "price": 2500, "cost": 1000},
+            {"optionValues": [{"name": "Talle", "value": "L"}, {"name": "Color", "value": "Rojo"}], "sku": "R-L", "price": 2600}
+        ]});
+        let (group, _) = parse_create(&body).expect("valid");
+        assert_eq!(group.variants.len(), 2);
+        assert_eq!(group.variants[0].option_values[0], OptionValue { name: "Talle".into(), value: "M".into() });
+        assert_eq!(group.variants[1].option_values[1].value, "Rojo");
+    }
+
+    #[test]
+    fn matrix_rules_are_reported_by_path() {
+        let body = json!({"name": "Remera", "options": ["Talle"], "variants": [
+            {"optionValues": {"Talle": "M"}, "sku": "A", "price": 1},
+            {"optionValues": {"Talle": "m"}, "sku": "a", "price": 1},
+            {"optionValues": {}, "sku": "B", "price": 1},
+            {"optionValues": [{"name": "Talle", "value": "S"}, {"name": "Talle", "value": "XS"}], "sku": "C", "price": 1},
+            {"optionValues": {"Talle": "XL", "Color": "Rojo"}, "sku": "D"}
+        ]});
+        let errors = parse_create(&body).expect_err("invalid");
+        assert_eq!(
+            fields(&errors),
+            [
+                "variants[1].optionValues",
+                "variants[1].sku",
+                "variants[2].optionValues",
+                "variants[3].optionValues",
+                "variants[4].optionValues",
+                "variants[4].price"
+            ]
+        );
+        let four = json!({"name": "x", "options": ["a", "b", "c", "d"], "variants": [{"sku": "x", "price": 1}]});
+        assert!(parse_create(&four).expect_err("invalid").iter().any(|e| e.field == "options"));
+        let many: Vec<Value> = (0..251)
+            .map(|i| json!({"optionValues": {"a": i.to_string()}, "sku": format!("s{i}"), "price": 1}))
+            .collect();
+        let body = json!({"name": "x", "options": ["a"], "variants": many});
+        assert!(
+            parse_create(&body).expect_err("invalid").iter().any(|e| e.field == "variants" && e.code == "too_many")
+        );
+    }
+
+    #[test]
+    fn changes_round_half_away_from_zero_and_never_go_negative() {
+        assert_eq!(Change::Percentage(10.0).apply(1005), 1106);
+        assert_eq!(Change::Percentage(-50.0).apply(3), 2);
+        assert_eq!(Change::Percentage(-100.0).apply(999), 0);
+        assert_eq!(Change::Amount(-500).apply(300), 0);
+        assert_eq!(Change::Amount(250).apply(300), 550);
+        let errors =
+            parse_bulk_adjustment(&json!({"target": "margin", "percentage": 5, "amount": 3})).expect_err("invalid");
+        assert_eq!(fields(&errors), ["amount", "filter", "target"]);
+    }
+
+    #[test]
+    fn replace_refuses_metafields_and_structure() {
+        let errors =
+            parse_replace(&json!({"name": "x", "sku": "a", "price": 1, "metafields": []})).expect_err("invalid");
+        assert_eq!(fields(&errors), ["metafields"]);
+        let errors =
+            parse_create(&json!({"name": "x", "sku": "a", "price": 1, "metafields": [{"key": "k", "value": ""}]}))
+                .expect_err("invalid");
+        assert_eq!(fields(&errors), ["metafields[0].value"]);
+    }
+
+    #[test]
+    fn shared_changes_update_every_active_variant_once() {
+        let body = json!({"name": "Remera", "options": ["Talle"], "variants": [
+            {"optionValues": {"Talle": "M"}, "sku": "R-M", "price": 2500},
+            {"optionValues": {"Talle": "L"}, "sku": "R-L", "price": 2600}
+        ]});
+        let (group, _) = parse_create(&body).expect("valid");
+        let state = Product {
+            id: Uuid::now_v7(),
+            group: group.clone(),
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            updated_at: OffsetDateTime::UNIX_EPOCH,
+        };
+        let first = &group.variants[0];
+        let same = VariantFields {
+            sku: first.sku.clone(),
+            barcode: None,
+            cost: first.cost,
+            price: first.price,
+            is_active: true,
+        };
+        let unchanged =
+            ProductCommand::Replace { variant_id: first.id, shared: group.shared.clone(), variant: same.clone() };
+        assert_eq!(Product::decide(Some(&state), &unchanged), Ok(vec![]), "same stored values: no event");
+        let mut renamed = group.shared.clone();
+        renamed.name = "Remera lisa".into();
+        let command = ProductCommand::Replace {
+            variant_id: first.id,
+            shared: renamed,
+            variant: VariantFields { price: 2700, ..same },
+        };
+        let events = Product::decide(Some(&state), &command).expect("decided");
+        let ProductEvent::ProductUpdated(updated) = &events[0] else { panic!("an update") };
+        assert_eq!(updated.changes.len(), 2);
+        assert_eq!(updated.changes[0].changed_fields, ["name", "price"]);
+        assert_eq!(updated.changes[1].changed_fields, ["name"]);
+    }
+}
+
+/// Which variants a bulk adjustment touches (every given criterion must hold).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BulkFilter {
+    pub default_supplier_id: Option<Uuid>,
+    pub category_id: Option<Uuid>,
+    pub tag_id: Option<Uuid>,
+    pub product_ids: Vec<Uuid>,
+}
+
+/// A percentage (`10` adds 10%, `-5` takes 5% off) or a fixed amount in cents.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Change {
+    Percentage(f64),
+    Amount(i64),
+}
+
+impl Change {
+    /// The adjusted amount in cents, rounded half away from zero, never below zero.
+    pub fn apply(self, cents: i64) -> i64 {
+        let next = match self {
+            Change::Percentage(p) => (cents as f64 * (1.0 + p / 100.0)).round() as i64,
+            Change::Amount(delta) => cents.saturating_add(delta),
+        };
+        next.max(0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BulkAdjustment {
+    pub id: Uuid,
+    /// `cost` or `price`.
+    pub target: String,
+    pub filter: BulkFilter,
+    pub change: Change,
+}
+
+/// Parses a bulk adjustment body: `target`, at least one filter (`default_supplier_id`,
+/// `category_id`, `tag_id`, `product_ids`), and exactly one of `percentage` and `amount`.
+pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    let target = r.optional_enum("target", &["cost", "price"]).unwrap_or_default();
+    if target.is_empty() && r.value("target").is_none() {
+        r.reject("target", "required", "is required: cost or price");
+    }
+    let default_supplier_id = r.optional_uuid("default_supplier_id");
+    let category_id = r.optional_uuid("category_id");
+    let tag_id = r.optional_uuid("tag_id");
+    let mut product_ids = Vec::new();
+    match r.value("product_ids").map(Value::as_array) {
+        None => {}
+        Some(Some(items)) if items.len() <= 10_000 => {
+            for (i, item) in items.iter().enumerate() {
+                match item.as_str().map(Uuid::parse_str) {
+                    Some(Ok(id)) => product_ids.push(id),
+                    _ => r.reject(&format!("product_ids[{i}]"), "invalid_format", "must be a product id (UUID)"),
+                }
+            }
+        }
+        Some(Some(_)) => r.reject("product_ids", "too_many", "at most 10000 ids"),
+        Some(None) => r.reject("product_ids", "invalid_type", "must be an array of product ids"),
+    }
+    if default_supplier_id.is_none() && category_id.is_none() && tag_id.is_none() && product_ids.is_empty() {
+        let given = ["default_supplier_id", "category_id", "tag_id", "product_ids"].iter().any(|f| r.has(f));
+        if !given {
+            r.reject("filter", "required", "name default_supplier_id, category_id, tag_id or product_ids");
+        }
+    }
+    let percentage = r.optional_number("percentage").and_then(|n| n.as_f64());
+    let amount = r.value("amount").map(|v| v.as_i64());
+    let change = match (percentage, amount) {
+        (Some(p), None) if (-100.0..=1000.0).contains(&p) => Some(Change::Percentage(p)),
+        (Some(_), None) => {
+            r.reject("percentage", "out_of_range", "must be between -100 and 1000");
+            None
+        }
+        (None, Some(Some(cents))) if cents.abs() <= MAX_CENTS => Some(Change::Amount(cents)),
+        (None, Some(_)) => {
+            r.reject("amount", "invalid_value", "must be a whole number of cents");
+            None
+        }
+        (Some(_), Some(_)) => {
+            r.reject("amount", "not_allowed", "send either percentage or amount, not both");
+            None
+        }
+        (None, None) => {
+            if !r.has("percentage") {
+                r.reject("percentage", "required", "send percentage or amount");
+            }
+            None
+        }
+    };
+    let filter = BulkFilter { default_supplier_id, category_id, tag_id, product_ids };
+    r.finish(()).map(|()| BulkAdjustment {
+        id: Uuid::now_v7(),
+        target,
+        filter,
+        change: change.unwrap_or(Change::Amount(0)),
+    })
+}
+
+/// The group after adjusting `target` of the variants in `chosen` by `change`; the number of variants
+/// that changed.
+pub fn adjust_group(group: &ProductGroup, chosen: &[Uuid], target: &str, change: Change) -> (ProductGroup, usize) {
+    let mut next = group.clone();
+    let mut changed = 0;
+    for variant in next.variants.iter_mut().filter(|v| chosen.contains(&v.id)) {
+        let slot = if target == "cost" { &mut variant.cost } else { &mut variant.price };
+        let adjusted = change.apply(*slot);
+        if adjusted != *slot {
+            *slot = adjusted;
+            changed += 1;
+        }
+    }
+    (next, changed)
+}

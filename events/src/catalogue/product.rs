@@ -1,0 +1,253 @@
+//! Events of the product aggregate (stream type `product`, one stream per variant group). Every event
+//! carries the group's whole state after it, so subscribers (read models, the webhook sender) need no
+//! history; updates also name, per variant, the public fields that changed.
+
+use super::{DecodeError, EventPayload, parse, to_value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// Fields every variant of a group shares.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SharedFields {
+    pub name: String,
+    pub description: Option<String>,
+    pub category_id: Option<Uuid>,
+    pub oem_code: Option<String>,
+    /// Always `PES` (Argentine pesos).
+    pub currency: String,
+    /// A VAT rate code of the tax authority (5 is 21%).
+    pub tax_rate_id: i32,
+    pub stock_minimum: Option<i64>,
+    pub default_supplier_id: Option<Uuid>,
+    pub product_type: String,
+}
+
+/// One option value of a variant (`Talle` = `M`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OptionValue {
+    pub name: String,
+    pub value: String,
+}
+
+/// Opening stock of a variant in one warehouse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpeningStock {
+    pub variant_id: Uuid,
+    pub warehouse_id: Uuid,
+    pub quantity: i64,
+}
+
+/// One sellable variant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Variant {
+    pub id: Uuid,
+    pub sku: String,
+    pub barcode: Option<String>,
+    /// Cents.
+    pub cost: i64,
+    /// Cents.
+    pub price: i64,
+    pub option_values: Vec<OptionValue>,
+    pub is_active: bool,
+}
+
+/// A custom field value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metafield {
+    pub key: String,
+    pub value: String,
+}
+
+/// The whole stored state of a variant group.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProductGroup {
+    pub shared: SharedFields,
+    /// Option names (empty for a single product).
+    pub options: Vec<String>,
+    pub variants: Vec<Variant>,
+    pub metafields: Vec<Metafield>,
+}
+
+/// Variants whose public object changed, with the changed fields in the spec's fixed order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VariantChange {
+    pub variant_id: Uuid,
+    pub changed_fields: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProductCreated {
+    #[serde(flatten)]
+    pub group: ProductGroup,
+    /// Opening stock recorded with the creation.
+    #[serde(default)]
+    pub opening_stock: Vec<OpeningStock>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProductUpdated {
+    #[serde(flatten)]
+    pub group: ProductGroup,
+    pub changes: Vec<VariantChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProductEvent {
+    ProductCreated(ProductCreated),
+    ProductUpdated(ProductUpdated),
+}
+
+impl ProductEvent {
+    pub fn group(&self) -> &ProductGroup {
+        match self {
+            Self::ProductCreated(e) => &e.group,
+            Self::ProductUpdated(e) => &e.group,
+        }
+    }
+}
+
+impl EventPayload for ProductEvent {
+    const STREAM_TYPE: &'static str = "product";
+
+    fn event_type(&self) -> &'static str {
+        match self {
+            Self::ProductCreated(_) => "ProductCreated",
+            Self::ProductUpdated(_) => "ProductUpdated",
+        }
+    }
+
+    fn to_data(&self) -> Value {
+        match self {
+            Self::ProductCreated(e) => to_value(e),
+            Self::ProductUpdated(e) => to_value(e),
+        }
+    }
+
+    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+        if schema_version != 1 {
+            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
+        }
+        match event_type {
+            "ProductCreated" => parse(event_type, data).map(Self::ProductCreated),
+            "ProductUpdated" => parse(event_type, data).map(Self::ProductUpdated),
+            other => Err(DecodeError::UnknownType {
+                stream_type: Self::STREAM_TYPE.to_owned(),
+                event_type: other.to_owned(),
+            }),
+        }
+    }
+}
+
+/// The public fields of a product event object, in the fixed order `changed_fields` uses.
+pub const PUBLIC_PRODUCT_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "image_url",
+    "category_id",
+    "sku",
+    "barcode",
+    "variant_options",
+    "unit_of_measure",
+    "currency",
+    "cost",
+    "price",
+    "promotional_price",
+    "markup_percentage",
+    "tax_rate_id",
+    "is_exempt",
+    "product_type",
+    "visibility",
+    "is_active",
+    "default_supplier_id",
+];
+
+/// The public object of one variant (webhook `data.object`): its final stored state, amounts in cents.
+pub fn public_product(group_id: Uuid, group: &ProductGroup, variant: &Variant) -> Value {
+    let shared = &group.shared;
+    json!({
+        "object": "product",
+        "id": variant.id,
+        "variant_group_id": group_id,
+        "name": shared.name,
+        "description": shared.description,
+        // No images are stored yet: the variant image, else the group image, is none.
+        "image_url": Value::Null,
+        "category_id": shared.category_id,
+        "sku": variant.sku,
+        "barcode": variant.barcode,
+        "variant_options": variant.option_values,
+        "unit_of_measure": "unit",
+        "currency": shared.currency,
+        "cost": variant.cost,
+        "price": variant.price,
+        "promotional_price": Value::Null,
+        "markup_percentage": Value::Null,
+        "tax_rate_id": shared.tax_rate_id,
+        "is_exempt": shared.tax_rate_id == 3,
+        "product_type": shared.product_type,
+        "visibility": "visible",
+        "is_active": variant.is_active,
+        "default_supplier_id": shared.default_supplier_id,
+    })
+}
+
+/// The public fields that differ between two objects of one variant, in the fixed order.
+pub fn changed_fields(before: &Value, after: &Value) -> Vec<String> {
+    PUBLIC_PRODUCT_FIELDS
+        .iter()
+        .filter(|field| before.get(**field) != after.get(**field))
+        .map(|f| (*f).to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group() -> ProductGroup {
+        ProductGroup {
+            shared: SharedFields {
+                name: "Remera".into(),
+                currency: "PES".into(),
+                tax_rate_id: 5,
+                product_type: "product".into(),
+                ..SharedFields::default()
+            },
+            options: vec!["Talle".into()],
+            variants: vec![Variant {
+                id: Uuid::now_v7(),
+                sku: "REM-M".into(),
+                barcode: None,
+                cost: 1000,
+                price: 2500,
+                option_values: vec![OptionValue { name: "Talle".into(), value: "M".into() }],
+                is_active: true,
+            }],
+            metafields: vec![],
+        }
+    }
+
+    #[test]
+    fn changed_fields_follow_the_fixed_order() {
+        let id = Uuid::now_v7();
+        let before = group();
+        let mut after = before.clone();
+        after.shared.default_supplier_id = Some(Uuid::now_v7());
+        after.variants[0].price = 2600;
+        after.shared.name = "Remera lisa".into();
+        let (a, b) = (public_product(id, &before, &before.variants[0]), public_product(id, &after, &after.variants[0]));
+        assert_eq!(changed_fields(&a, &b), ["name", "price", "default_supplier_id"]);
+        assert!(changed_fields(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn events_round_trip_through_storage() {
+        let event = ProductEvent::ProductUpdated(ProductUpdated {
+            group: group(),
+            changes: vec![VariantChange { variant_id: Uuid::now_v7(), changed_fields: vec!["price".into()] }],
+        });
+        let stored = event.to_data();
+        assert_eq!(ProductEvent::decode("ProductUpdated", 1, stored).expect("decodes"), event);
+    }
+}

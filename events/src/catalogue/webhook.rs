@@ -1,0 +1,151 @@
+//! Events of webhook endpoints (stream type `webhook_endpoint`).
+
+use super::{DecodeError, EventPayload, parse, to_value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// What an integrator configures on an endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookEndpointFields {
+    pub label: String,
+    pub url: String,
+    pub enabled_events: Vec<String>,
+    pub api_version: String,
+}
+
+/// A signing secret encrypted at rest (see [`crate::secrets`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealedSecret {
+    pub nonce: String,
+    pub ciphertext: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookEndpointCreated {
+    #[serde(flatten)]
+    pub fields: WebhookEndpointFields,
+    pub secret: SealedSecret,
+    /// The delegated grant that owns the endpoint; none for endpoints of the organization.
+    pub owner_credential_id: Option<Uuid>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookEndpointDisabled {
+    /// `requested` or `grant_revoked`.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookEndpointSecretRotated {
+    pub secret: SealedSecret,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookEndpointTestRequested {
+    /// The id of the test event the endpoint receives.
+    pub test_id: Uuid,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebhookEndpointEvent {
+    WebhookEndpointCreated(WebhookEndpointCreated),
+    WebhookEndpointUpdated(WebhookEndpointFields),
+    WebhookEndpointPaused,
+    WebhookEndpointResumed,
+    WebhookEndpointDisabled(WebhookEndpointDisabled),
+    WebhookEndpointSecretRotated(WebhookEndpointSecretRotated),
+    WebhookEndpointTestRequested(WebhookEndpointTestRequested),
+}
+
+impl EventPayload for WebhookEndpointEvent {
+    const STREAM_TYPE: &'static str = "webhook_endpoint";
+
+    fn event_type(&self) -> &'static str {
+        match self {
+            Self::WebhookEndpointCreated(_) => "WebhookEndpointCreated",
+            Self::WebhookEndpointUpdated(_) => "WebhookEndpointUpdated",
+            Self::WebhookEndpointPaused => "WebhookEndpointPaused",
+            Self::WebhookEndpointResumed => "WebhookEndpointResumed",
+            Self::WebhookEndpointDisabled(_) => "WebhookEndpointDisabled",
+            Self::WebhookEndpointSecretRotated(_) => "WebhookEndpointSecretRotated",
+            Self::WebhookEndpointTestRequested(_) => "WebhookEndpointTestRequested",
+        }
+    }
+
+    fn to_data(&self) -> Value {
+        match self {
+            Self::WebhookEndpointCreated(e) => to_value(e),
+            Self::WebhookEndpointUpdated(e) => to_value(e),
+            Self::WebhookEndpointPaused | Self::WebhookEndpointResumed => Value::Object(Default::default()),
+            Self::WebhookEndpointDisabled(e) => to_value(e),
+            Self::WebhookEndpointSecretRotated(e) => to_value(e),
+            Self::WebhookEndpointTestRequested(e) => to_value(e),
+        }
+    }
+
+    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+        if schema_version != 1 {
+            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
+        }
+        match event_type {
+            "WebhookEndpointCreated" => parse(event_type, data).map(Self::WebhookEndpointCreated),
+            "WebhookEndpointUpdated" => parse(event_type, data).map(Self::WebhookEndpointUpdated),
+            "WebhookEndpointPaused" => Ok(Self::WebhookEndpointPaused),
+            "WebhookEndpointResumed" => Ok(Self::WebhookEndpointResumed),
+            "WebhookEndpointDisabled" => parse(event_type, data).map(Self::WebhookEndpointDisabled),
+            "WebhookEndpointSecretRotated" => parse(event_type, data).map(Self::WebhookEndpointSecretRotated),
+            "WebhookEndpointTestRequested" => parse(event_type, data).map(Self::WebhookEndpointTestRequested),
+            other => Err(DecodeError::UnknownType {
+                stream_type: Self::STREAM_TYPE.to_owned(),
+                event_type: other.to_owned(),
+            }),
+        }
+    }
+}
+
+/// The webhook API version endpoints are created with and events are rendered in.
+pub const WEBHOOK_API_VERSIONS: &[&str] = &["2026-06-29"];
+
+/// One public event type integrators can subscribe to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PublicEventType {
+    pub name: &'static str,
+    pub version: &'static str,
+    /// The read scope needed to enable it.
+    pub scope: &'static str,
+    pub description: &'static str,
+    /// Whether endpoints may list it in `enabled_events` (test events go to every endpoint asked to).
+    pub subscribable: bool,
+}
+
+const fn event(name: &'static str, scope: &'static str, description: &'static str) -> PublicEventType {
+    PublicEventType { name, version: "2026-06-29", scope, description, subscribable: true }
+}
+
+/// The authoritative catalogue of v1 webhook events.
+pub const PUBLIC_EVENT_TYPES: &[PublicEventType] = &[
+    event("sale.created", "sales:read", "A sale or a credit note was created."),
+    event("sale.updated", "sales:read", "A sale was edited."),
+    event("order.created", "orders:read", "A commerce order was created."),
+    event("order.updated", "orders:read", "An order changed."),
+    event("order.completed", "orders:read", "An order became completed."),
+    event("order.cancelled", "orders:read", "An order became cancelled."),
+    event("order.partially_fulfilled", "orders:read", "An order became partially fulfilled."),
+    event("order.fulfilled", "orders:read", "An order became fully fulfilled."),
+    event("fulfillment.created", "orders:read", "An order fulfillment was recorded."),
+    event("webhook_endpoint.disabled", "webhooks:read", "Another endpoint of the organization was disabled for good."),
+    event("product.created", "products:read", "A product variant was created; carries its stored state."),
+    event("product.updated", "products:read", "A product variant changed; carries its state and changed_fields."),
+    PublicEventType {
+        name: "webhook.test",
+        version: "2026-06-29",
+        scope: "webhooks:read",
+        description: "Synthetic event sent by the endpoint test operation.",
+        subscribable: false,
+    },
+];
+
+pub fn public_event_type(name: &str) -> Option<&'static PublicEventType> {
+    PUBLIC_EVENT_TYPES.iter().find(|t| t.name == name)
+}

@@ -1,0 +1,204 @@
+//! The products read model: one row per variant (`products_view`), shared fields repeated, for the
+//! product detail and list.
+
+use crate::{CacheKey, Projection, ProjectionError, Target};
+use events::catalogue::ProductEvent;
+use events::{EventPayload, RecordedEvent};
+use futures::future::BoxFuture;
+use sqlx::types::Json;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+pub const TABLE: &str = "products_view";
+pub const RESOURCE: &str = "product";
+
+pub struct ProductsProjection;
+
+impl Projection for ProductsProjection {
+    fn name(&self) -> &'static str {
+        "products"
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &[TABLE]
+    }
+
+    fn stream_types(&self) -> &'static [&'static str] {
+        &[ProductEvent::STREAM_TYPE]
+    }
+
+    fn apply<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        target: Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
+        Box::pin(apply(conn, target, events))
+    }
+}
+
+/// One variant row to write.
+struct Row {
+    org_id: Uuid,
+    id: Uuid,
+    group_id: Uuid,
+    shared: events::catalogue::SharedFields,
+    variant: events::catalogue::Variant,
+    options: Json<Vec<String>>,
+    metafields: Json<Vec<events::catalogue::Metafield>>,
+    at: OffsetDateTime,
+}
+
+async fn apply(
+    conn: &mut PgConnection,
+    target: Target,
+    events: &[RecordedEvent],
+) -> Result<Vec<CacheKey>, ProjectionError> {
+    // Every event carries its whole group: the last event of a group in the batch decides each of its
+    // variants' rows, written by one statement for the whole batch.
+    let mut rows: std::collections::HashMap<(Uuid, Uuid), Row> = std::collections::HashMap::new();
+    let mut order = Vec::new();
+    for event in events {
+        let decoded = ProductEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+        let group = decoded.group();
+        for variant in &group.variants {
+            let key = (event.org_id, variant.id);
+            if !rows.contains_key(&key) {
+                order.push(key);
+            }
+            rows.insert(
+                key,
+                Row {
+                    org_id: event.org_id,
+                    id: variant.id,
+                    group_id: event.stream_id,
+                    shared: group.shared.clone(),
+                    variant: variant.clone(),
+                    options: Json(group.options.clone()),
+                    metafields: Json(group.metafields.clone()),
+                    at: event.recorded_at,
+                },
+            );
+        }
+    }
+    if order.is_empty() {
+        return Ok(Vec::new());
+    }
+    let batch: Vec<&Row> = order.iter().filter_map(|k| rows.get(k)).collect();
+    let table = target.table(TABLE);
+    let sql = format!(
+        "insert into {table} (org_id, id, group_id, name, description, category_id, sku, barcode, oem_code,
+             currency, cost, price, tax_rate_id, stock_minimum, default_supplier_id, product_type, is_active,
+             options, option_values, metafields, created_at, updated_at)
+         select o, i, g, n, d, c, s, b, oe, cu, co, pr, t, sm, ds, pt, a, op, ov, m, at, at
+         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::text[], $8::text[],
+                     $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::int[], $14::bigint[], $15::uuid[],
+                     $16::text[], $17::bool[], $18::jsonb[], $19::jsonb[], $20::jsonb[], $21::timestamptz[])
+              as u(o, i, g, n, d, c, s, b, oe, cu, co, pr, t, sm, ds, pt, a, op, ov, m, at)
+         on conflict (org_id, id) do update set name = excluded.name, description = excluded.description,
+             category_id = excluded.category_id, sku = excluded.sku, barcode = excluded.barcode,
+             oem_code = excluded.oem_code, currency = excluded.currency, cost = excluded.cost,
+             price = excluded.price, tax_rate_id = excluded.tax_rate_id, stock_minimum = excluded.stock_minimum,
+             default_supplier_id = excluded.default_supplier_id, product_type = excluded.product_type,
+             is_active = excluded.is_active, options = excluded.options, option_values = excluded.option_values,
+             metafields = excluded.metafields, updated_at = excluded.updated_at"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(batch.iter().map(|r| r.org_id).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.group_id).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.name.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.description.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.category_id).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.variant.sku.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.variant.barcode.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.oem_code.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.currency.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.variant.cost).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.variant.price).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.tax_rate_id).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.stock_minimum).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.default_supplier_id).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.product_type.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.variant.is_active).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.options.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| Json(r.variant.option_values.clone())).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.metafields.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.at).collect::<Vec<_>>())
+        .execute(&mut *conn)
+        .await?;
+    Ok(batch.iter().map(|r| CacheKey { resource: RESOURCE.to_owned(), org_id: r.org_id, id: r.id }).collect())
+}
+
+/// A variant as the read side stores it, with the names of what it refers to.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ProductRow {
+    pub org_id: Uuid,
+    pub id: Uuid,
+    pub group_id: Uuid,
+    pub name: String,
+    pub description: Option<String>,
+    pub category_id: Option<Uuid>,
+    pub category_name: Option<String>,
+    pub sku: String,
+    pub barcode: Option<String>,
+    pub oem_code: Option<String>,
+    pub currency: String,
+    pub cost: i64,
+    pub price: i64,
+    pub tax_rate_id: i32,
+    pub stock_minimum: Option<i64>,
+    pub default_supplier_id: Option<Uuid>,
+    pub default_supplier_name: Option<String>,
+    pub product_type: String,
+    pub is_active: bool,
+    pub options: Json<Vec<String>>,
+    pub option_values: Json<Vec<events::catalogue::OptionValue>>,
+    pub metafields: Json<Vec<events::catalogue::Metafield>>,
+    pub organization_slug: String,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+const SELECT: &str = "select p.org_id, p.id, p.group_id, p.name, p.description, p.category_id, c.name as category_name,
+        p.sku, p.barcode, p.oem_code, p.currency, p.cost, p.price, p.tax_rate_id, p.stock_minimum,
+        p.default_supplier_id, s.name as default_supplier_name, p.product_type, p.is_active, p.options,
+        p.option_values, p.metafields, o.slug as organization_slug, p.created_at, p.updated_at
+    from products_view p
+    join organizations_view o on o.id = p.org_id
+    left join categories_view c on c.org_id = p.org_id and c.id = p.category_id
+    left join suppliers_view s on s.org_id = p.org_id and s.id = p.default_supplier_id";
+
+/// One variant of one organization.
+pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<ProductRow>, sqlx::Error> {
+    let sql = format!("{SELECT} where p.org_id = $1 and p.id = $2");
+    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await
+}
+
+/// A page of an organization's variants in id order after `after`, optionally matching `query` in the
+/// name, SKU or barcode (case-insensitive) and of one default supplier.
+pub async fn list(
+    pool: &PgPool,
+    org_id: Uuid,
+    query: Option<&str>,
+    supplier: Option<Uuid>,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<ProductRow>, sqlx::Error> {
+    let pattern = query.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
+    let sql = format!(
+        "{SELECT} where p.org_id = $1 and ($2::text is null or p.name ilike $2 or p.sku ilike $2 or p.barcode ilike $2)
+           and ($3::uuid is null or p.default_supplier_id = $3) and ($4::uuid is null or p.id > $4)
+         order by p.id limit $5"
+    );
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(org_id)
+        .bind(pattern)
+        .bind(supplier)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(pool)
+        .await
+}

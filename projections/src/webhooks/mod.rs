@@ -1,0 +1,338 @@
+//! The webhook sender, one more event subscriber: its projection keeps the endpoints read model and
+//! turns every event into durable delivery rows for each endpoint that should receive it (in the same
+//! transaction as its checkpoint); the dispatcher sends them, signed, with retries.
+
+pub mod dispatch;
+pub mod envelope;
+
+use crate::{CacheKey, Projection, ProjectionError, Target};
+use envelope::PublicEvent;
+use events::catalogue::{SealedSecret, WebhookEndpointEvent};
+use events::{EventPayload, RecordedEvent};
+use futures::future::BoxFuture;
+use sqlx::{PgConnection, PgPool};
+use std::collections::HashMap;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+pub const NAME: &str = "webhooks";
+pub const TABLE: &str = "webhook_endpoints_view";
+pub const RESOURCE: &str = "webhook_endpoint";
+
+/// The projection: endpoints read model plus delivery fan-out. Dispatchers wake on its progress.
+pub struct WebhooksProjection;
+
+impl Projection for WebhooksProjection {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &[TABLE]
+    }
+
+    fn stream_types(&self) -> &'static [&'static str] {
+        // Any aggregate may produce public events; the sender sees them all.
+        &[]
+    }
+
+    fn apply<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        target: Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
+        Box::pin(apply(conn, target, events))
+    }
+}
+
+/// An endpoint as the sender sees it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct EndpointRow {
+    pub org_id: Uuid,
+    pub id: Uuid,
+    pub label: String,
+    pub url: String,
+    pub enabled_events: Vec<String>,
+    pub api_version: String,
+    pub status: String,
+    pub secret_nonce: String,
+    pub secret_ciphertext: String,
+    pub owner_credential_id: Option<Uuid>,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+impl EndpointRow {
+    pub fn secret(&self) -> SealedSecret {
+        SealedSecret { nonce: self.secret_nonce.clone(), ciphertext: self.secret_ciphertext.clone() }
+    }
+}
+
+const COLUMNS: &str = "org_id, id, label, url, enabled_events, api_version, status, secret_nonce, secret_ciphertext, \
+                       owner_credential_id, created_at, updated_at";
+
+/// A delivery to insert.
+struct NewDelivery {
+    org_id: Uuid,
+    endpoint_id: Uuid,
+    event: PublicEvent,
+    payload: String,
+}
+
+async fn load_endpoints(conn: &mut PgConnection, table: &str, org: Uuid) -> Result<Vec<EndpointRow>, sqlx::Error> {
+    let sql = format!("select {COLUMNS} from {table} where org_id = $1");
+    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org).fetch_all(conn).await
+}
+
+async fn apply(
+    conn: &mut PgConnection,
+    target: Target,
+    events: &[RecordedEvent],
+) -> Result<Vec<CacheKey>, ProjectionError> {
+    let table = target.table(TABLE);
+    // Deliveries are operational state: a rebuild (shadow target) only rebuilds the endpoints.
+    let deliver = target == Target::Live;
+    let mut endpoints: HashMap<Uuid, Vec<EndpointRow>> = HashMap::new();
+    let mut deliveries: Vec<NewDelivery> = Vec::new();
+    let mut cancelled: Vec<Uuid> = Vec::new();
+    let mut stale = Vec::new();
+    for event in events {
+        if let std::collections::hash_map::Entry::Vacant(slot) = endpoints.entry(event.org_id) {
+            slot.insert(load_endpoints(&mut *conn, &table, event.org_id).await?);
+        }
+        let org_endpoints = endpoints.get_mut(&event.org_id).expect("loaded above");
+        if event.stream_type == WebhookEndpointEvent::STREAM_TYPE {
+            let decoded = WebhookEndpointEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+                .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+            stale.push(CacheKey { resource: RESOURCE.into(), org_id: event.org_id, id: event.stream_id });
+            fold_endpoint(org_endpoints, event, &decoded);
+            if deliver {
+                match &decoded {
+                    WebhookEndpointEvent::WebhookEndpointDisabled(_) => {
+                        cancelled.push(event.stream_id);
+                        if let Some(disabled) = org_endpoints.iter().find(|e| e.id == event.stream_id) {
+                            let public = envelope::endpoint_disabled(event, disabled);
+                            // Only endpoints of the same owner: a grant's endpoints stay invisible to others.
+                            let others = org_endpoints.iter().filter(|e| {
+                                e.id != event.stream_id
+                                    && e.status != "disabled"
+                                    && e.owner_credential_id == disabled.owner_credential_id
+                            });
+                            for other in others {
+                                deliveries.push(new_delivery(other, public.clone()));
+                            }
+                        }
+                    }
+                    WebhookEndpointEvent::WebhookEndpointTestRequested(test) => {
+                        if let Some(endpoint) = org_endpoints.iter().find(|e| e.id == event.stream_id) {
+                            deliveries.push(new_delivery(endpoint, envelope::test_event(event, test.test_id)));
+                        }
+                    }
+                    WebhookEndpointEvent::WebhookEndpointCreated(_)
+                    | WebhookEndpointEvent::WebhookEndpointUpdated(_)
+                    | WebhookEndpointEvent::WebhookEndpointPaused
+                    | WebhookEndpointEvent::WebhookEndpointResumed
+                    | WebhookEndpointEvent::WebhookEndpointSecretRotated(_) => {}
+                }
+            }
+            continue;
+        }
+        if !deliver {
+            continue;
+        }
+        for public in envelope::public_events(event)? {
+            for endpoint in
+                org_endpoints.iter().filter(|e| e.status != "disabled" && e.enabled_events.contains(&public.event_type))
+            {
+                deliveries.push(new_delivery(endpoint, public.clone()));
+            }
+        }
+    }
+    // The endpoints touched by this batch, as folded.
+    let touched: Vec<&EndpointRow> =
+        endpoints.values().flatten().filter(|row| stale.iter().any(|k: &CacheKey| k.id == row.id)).collect();
+    for row in touched {
+        upsert_endpoint(&mut *conn, &table, row).await?;
+    }
+    if !cancelled.is_empty() {
+        sqlx::query(
+            "update webhook_deliveries set status = 'cancelled', completed_at = now(), lease_until = null
+             where endpoint_id = any($1) and status = 'pending'",
+        )
+        .bind(&cancelled)
+        .execute(&mut *conn)
+        .await?;
+    }
+    insert_deliveries(conn, deliveries).await?;
+    Ok(stale)
+}
+
+fn new_delivery(endpoint: &EndpointRow, event: PublicEvent) -> NewDelivery {
+    let payload = event.envelope(endpoint.org_id, &endpoint.api_version);
+    NewDelivery { org_id: endpoint.org_id, endpoint_id: endpoint.id, event, payload }
+}
+
+fn fold_endpoint(endpoints: &mut Vec<EndpointRow>, event: &RecordedEvent, decoded: &WebhookEndpointEvent) {
+    use WebhookEndpointEvent as E;
+    if let E::WebhookEndpointCreated(created) = decoded {
+        endpoints.retain(|e| e.id != event.stream_id);
+        endpoints.push(EndpointRow {
+            org_id: event.org_id,
+            id: event.stream_id,
+            label: created.fields.label.clone(),
+            url: created.fields.url.clone(),
+            enabled_events: created.fields.enabled_events.clone(),
+            api_version: created.fields.api_version.clone(),
+            status: "active".into(),
+            secret_nonce: created.secret.nonce.clone(),
+            secret_ciphertext: created.secret.ciphertext.clone(),
+            owner_credential_id: created.owner_credential_id,
+            created_at: event.recorded_at,
+            updated_at: event.recorded_at,
+        });
+        return;
+    }
+    let Some(row) = endpoints.iter_mut().find(|e| e.id == event.stream_id) else { return };
+    match decoded {
+        E::WebhookEndpointCreated(_) => {}
+        E::WebhookEndpointUpdated(fields) => {
+            row.label = fields.label.clone();
+            row.url = fields.url.clone();
+            row.enabled_events = fields.enabled_events.clone();
+            row.api_version = fields.api_version.clone();
+        }
+        E::WebhookEndpointPaused => row.status = "paused".into(),
+        E::WebhookEndpointResumed => row.status = "active".into(),
+        E::WebhookEndpointDisabled(_) => row.status = "disabled".into(),
+        E::WebhookEndpointSecretRotated(rotated) => {
+            row.secret_nonce = rotated.secret.nonce.clone();
+            row.secret_ciphertext = rotated.secret.ciphertext.clone();
+        }
+        // A test changes nothing visible on the endpoint.
+        E::WebhookEndpointTestRequested(_) => return,
+    }
+    row.updated_at = event.recorded_at;
+}
+
+async fn upsert_endpoint(conn: &mut PgConnection, table: &str, row: &EndpointRow) -> Result<(), sqlx::Error> {
+    let sql = format!(
+        "insert into {table} ({COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+         on conflict (org_id, id) do update set label = excluded.label, url = excluded.url,
+             enabled_events = excluded.enabled_events, api_version = excluded.api_version, status = excluded.status,
+             secret_nonce = excluded.secret_nonce, secret_ciphertext = excluded.secret_ciphertext,
+             updated_at = excluded.updated_at"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(row.org_id)
+        .bind(row.id)
+        .bind(&row.label)
+        .bind(&row.url)
+        .bind(&row.enabled_events)
+        .bind(&row.api_version)
+        .bind(&row.status)
+        .bind(&row.secret_nonce)
+        .bind(&row.secret_ciphertext)
+        .bind(row.owner_credential_id)
+        .bind(row.created_at)
+        .bind(row.updated_at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+async fn insert_deliveries(conn: &mut PgConnection, deliveries: Vec<NewDelivery>) -> Result<(), sqlx::Error> {
+    if deliveries.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = deliveries.iter().map(|_| Uuid::now_v7()).collect();
+    sqlx::query(
+        "insert into webhook_deliveries (id, org_id, endpoint_id, event_id, event_type, payload, is_test)
+         select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::bool[])
+         on conflict (endpoint_id, event_id) do nothing",
+    )
+    .bind(&ids)
+    .bind(deliveries.iter().map(|d| d.org_id).collect::<Vec<_>>())
+    .bind(deliveries.iter().map(|d| d.endpoint_id).collect::<Vec<_>>())
+    .bind(deliveries.iter().map(|d| d.event.id).collect::<Vec<_>>())
+    .bind(deliveries.iter().map(|d| d.event.event_type.clone()).collect::<Vec<_>>())
+    .bind(deliveries.iter().map(|d| d.payload.clone()).collect::<Vec<_>>())
+    .bind(deliveries.iter().map(|d| d.event.test).collect::<Vec<_>>())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Reads for the API.
+pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<EndpointRow>, sqlx::Error> {
+    let sql = format!("select {COLUMNS} from {TABLE} where org_id = $1 and id = $2");
+    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await
+}
+
+/// The endpoints visible to a credential (`owner`: the delegated grant, or none for API keys), in
+/// creation order, after `after`.
+pub async fn list(
+    pool: &PgPool,
+    org_id: Uuid,
+    owner: Option<Uuid>,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<EndpointRow>, sqlx::Error> {
+    let sql = format!(
+        "select {COLUMNS} from {TABLE} where org_id = $1 and owner_credential_id is not distinct from $2
+           and ($3::uuid is null or id > $3) order by id limit $4"
+    );
+    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(owner).bind(after).bind(limit).fetch_all(pool).await
+}
+
+/// One delivery with its attempts, for the endpoint's delivery history.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeliveryRow {
+    pub id: Uuid,
+    pub event_id: Uuid,
+    pub event_type: String,
+    pub status: String,
+    pub attempts: i32,
+    pub next_attempt_at: OffsetDateTime,
+    pub created_at: OffsetDateTime,
+    pub completed_at: Option<OffsetDateTime>,
+    pub is_test: bool,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AttemptRow {
+    pub delivery_id: Uuid,
+    pub attempt: i32,
+    pub started_at: OffsetDateTime,
+    pub duration_ms: i32,
+    pub status_code: Option<i32>,
+    pub error: Option<String>,
+}
+
+/// An endpoint's deliveries, newest first, before `before` (a delivery id), with their attempts.
+pub async fn deliveries(
+    pool: &PgPool,
+    endpoint_id: Uuid,
+    before: Option<Uuid>,
+    limit: i64,
+) -> Result<(Vec<DeliveryRow>, Vec<AttemptRow>), sqlx::Error> {
+    let rows: Vec<DeliveryRow> = sqlx::query_as(
+        "select id, event_id, event_type, status, attempts, next_attempt_at, created_at, completed_at, is_test
+         from webhook_deliveries where endpoint_id = $1 and ($2::uuid is null or id < $2)
+         order by id desc limit $3",
+    )
+    .bind(endpoint_id)
+    .bind(before)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let attempts: Vec<AttemptRow> = sqlx::query_as(
+        "select delivery_id, attempt, started_at, duration_ms, status_code, error from webhook_attempts
+         where delivery_id = any($1) order by delivery_id, attempt",
+    )
+    .bind(&ids)
+    .fetch_all(pool)
+    .await?;
+    Ok((rows, attempts))
+}
