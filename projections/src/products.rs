@@ -162,12 +162,15 @@ pub struct ProductRow {
     pub updated_at: OffsetDateTime,
 }
 
+// The slug comes from the organization registry (written when the organization is created, never
+// changed), not from the organizations projection: a product must be readable the moment its own
+// projection has it, even while another projection lags.
 const SELECT: &str = "select p.org_id, p.id, p.group_id, p.name, p.description, p.category_id, c.name as category_name,
         p.sku, p.barcode, p.oem_code, p.currency, p.cost, p.price, p.tax_rate_id, p.stock_minimum,
         p.default_supplier_id, s.name as default_supplier_name, p.product_type, p.is_active, p.options,
         p.option_values, p.metafields, o.slug as organization_slug, p.created_at, p.updated_at
     from products_view p
-    join organizations_view o on o.id = p.org_id
+    join organizations o on o.id = p.org_id
     left join categories_view c on c.org_id = p.org_id and c.id = p.category_id
     left join suppliers_view s on s.org_id = p.org_id and s.id = p.default_supplier_id";
 

@@ -36,6 +36,24 @@ impl TestApp {
 
     /// Also runs the webhook dispatcher with `sender` (the webhooks projection always runs).
     pub async fn spawn_with_sender(pool: PgPool, sender: Option<SenderConfig>) -> Self {
+        Self::spawn_with(pool, sender, projections::all()).await
+    }
+
+    /// Runs only some projections (to show what a lagging projection does and does not hold up).
+    pub async fn spawn_without(pool: PgPool, absent: &[&str]) -> Self {
+        let running = projections::all().into_iter().filter(|p| !absent.contains(&p.name())).collect();
+        Self::spawn_with(pool, None, running).await
+    }
+
+    async fn spawn_with(
+        pool: PgPool,
+        sender: Option<SenderConfig>,
+        running: Vec<std::sync::Arc<dyn projections::Projection>>,
+    ) -> Self {
+        // `TEST_LOG=debug` (or any filter) shows the service's own log lines for one test.
+        if let Ok(filter) = std::env::var("TEST_LOG") {
+            let _ = tracing_subscriber::fmt().with_env_filter(filter).with_test_writer().try_init();
+        }
         let prefix = format!("t{}", Uuid::now_v7().simple());
         let bus = Bus::connect(&nats_url(), &prefix, "test").await.expect("NATS");
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -44,7 +62,7 @@ impl TestApp {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
-        let set = ProjectionSet { projections: projections::all(), partition: Partition::WHOLE, sender };
+        let set = ProjectionSet { projections: running, partition: Partition::WHOLE, sender };
         let running = roles::start(
             pool.clone(),
             bus.clone(),

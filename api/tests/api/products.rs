@@ -425,3 +425,15 @@ async fn bulk_adjustments_change_every_matching_variant_at_once(pool: PgPool) {
     let cost = json(app.get(&format!("/api/v1/products/{}", ids[0])).await, 200).await["data"]["cost"].clone();
     assert_eq!(cost, 0, "500 - 600 stops at zero");
 }
+
+/// The product read joins nothing another projection must have caught up with: with the organizations
+/// projection not running at all, a new organization's product is created and read at once.
+#[sqlx::test(migrations = "../schema")]
+async fn products_are_readable_while_the_organizations_projection_lags(pool: PgPool) {
+    let app = TestApp::spawn_without(pool, &["organizations"]).await;
+    let created = json(create(&app, &matrix(&["LAG-1"])).await, 201).await;
+    let id = created["data"]["variants"][0]["id"].as_str().expect("variant id").to_owned();
+    let read = json(app.get(&format!("/api/v1/products/{id}")).await, 200).await;
+    assert_eq!(read["data"]["sku"], "LAG-1");
+    assert_eq!(json(app.get("/api/v1/products").await, 200).await["data"].as_array().map(Vec::len), Some(1));
+}
