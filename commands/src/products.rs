@@ -19,7 +19,7 @@ pub const MAX_OPTIONS: usize = 3;
 pub const PRODUCT_TYPES: &[&str] = &["product", "service"];
 /// VAT rate codes a product may carry (see the tax rate reference).
 pub const TAX_RATE_CODES: &[i32] = &[3, 4, 5, 6, 8, 9];
-const MAX_CENTS: i64 = 1_000_000_000_000;
+pub const MAX_CENTS: i64 = 1_000_000_000_000;
 
 /// The state of one variant group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,6 +167,8 @@ impl Aggregate for Product {
                 target.cost = variant.cost;
                 target.price = variant.price;
                 target.is_active = variant.is_active;
+                // A new markup (or cost) moves the prices of the whole group.
+                next.reprice();
                 if next == current.group {
                     return Ok(vec![]);
                 }
@@ -223,6 +225,7 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let stock_minimum = r.optional_count("stockMinimum", 1_000_000_000);
     let default_supplier_id = r.optional_uuid("defaultSupplierId");
     let product_type = r.optional_enum("productType", PRODUCT_TYPES).unwrap_or_else(|| "product".to_owned());
+    let markup_hundredths = r.optional_percentage("markupPercentage", 0, 1000);
     SharedFields {
         name,
         description,
@@ -233,6 +236,22 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
         stock_minimum,
         default_supplier_id,
         product_type,
+        markup_hundredths,
+    }
+}
+
+/// A variant's cost and price. Under automatic margin pricing (`markupPercentage`) the price follows
+/// the cost: the cost is required and a price is refused.
+fn cost_and_price(r: &mut ObjectReader<'_>, markup: Option<i64>) -> (i64, i64) {
+    match markup {
+        None => (r.optional_count("cost", MAX_CENTS).unwrap_or(0), required_cents(r, "price")),
+        Some(markup) => {
+            if r.has("price") {
+                r.reject("price", "not_allowed", "follows the cost when markupPercentage is set");
+            }
+            let cost = required_cents(r, "cost");
+            (cost, events::catalogue::apply_percentage(cost, markup))
+        }
     }
 }
 
@@ -402,8 +421,7 @@ pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), V
                 v.reject("sku", "duplicate", "another variant of this request has the same SKU");
             }
             let barcode = v.optional_str("barcode", 60);
-            let cost = v.optional_count("cost", MAX_CENTS).unwrap_or(0);
-            let price = required_cents(&mut v, "price");
+            let (cost, price) = cost_and_price(&mut v, shared.markup_hundredths);
             opening_stock.extend(warehouse_stocks(&mut v, id));
             r.errors.append(&mut v.errors);
             variants.push(Variant { id, sku, barcode, cost, price, option_values: values, is_active: true });
@@ -412,8 +430,7 @@ pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), V
         let id = Uuid::now_v7();
         let sku = r.required_str("sku", 1, 60);
         let barcode = r.optional_str("barcode", 60);
-        let cost = r.optional_count("cost", MAX_CENTS).unwrap_or(0);
-        let price = required_cents(&mut r, "price");
+        let (cost, price) = cost_and_price(&mut r, shared.markup_hundredths);
         opening_stock.extend(warehouse_stocks(&mut r, id));
         variants.push(Variant { id, sku, barcode, cost, price, option_values: Vec::new(), is_active: true });
     }
@@ -497,8 +514,7 @@ pub fn parse_replace(body: &Value) -> Result<(SharedFields, VariantFields), Vec<
     let shared = shared_fields(&mut r);
     let sku = r.required_str("sku", 1, 60);
     let barcode = r.optional_str("barcode", 60);
-    let cost = r.optional_count("cost", MAX_CENTS).unwrap_or(0);
-    let price = required_cents(&mut r, "price");
+    let (cost, price) = cost_and_price(&mut r, shared.markup_hundredths);
     let is_active = r.optional_bool("isActive").unwrap_or(true);
     r.finish((shared, VariantFields { sku, barcode, cost, price, is_active }))
 }
@@ -721,18 +737,34 @@ pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldEr
     })
 }
 
-/// The group after adjusting `target` of the variants in `chosen` by `change`; the number of variants
-/// that changed.
-pub fn adjust_group(group: &ProductGroup, chosen: &[Uuid], target: &str, change: Change) -> (ProductGroup, usize) {
+/// What adjusting one group did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Adjusted {
+    /// Variants whose target value changed.
+    pub changed: usize,
+    /// Prices recalculated from new costs under automatic margin pricing.
+    pub repriced: usize,
+    /// Chosen variants left alone: their price follows their cost.
+    pub skipped: usize,
+}
+
+/// The group after adjusting `target` of the variants in `chosen` by `change`. Under automatic margin
+/// pricing a cost change moves the price with it, and prices are not adjusted by hand.
+pub fn adjust_group(group: &ProductGroup, chosen: &[Uuid], target: &str, change: Change) -> (ProductGroup, Adjusted) {
     let mut next = group.clone();
-    let mut changed = 0;
+    let mut outcome = Adjusted::default();
     for variant in next.variants.iter_mut().filter(|v| chosen.contains(&v.id)) {
+        if target == "price" && group.shared.markup_hundredths.is_some() {
+            outcome.skipped += 1;
+            continue;
+        }
         let slot = if target == "cost" { &mut variant.cost } else { &mut variant.price };
         let adjusted = change.apply(*slot);
         if adjusted != *slot {
             *slot = adjusted;
-            changed += 1;
+            outcome.changed += 1;
         }
     }
-    (next, changed)
+    outcome.repriced = next.reprice();
+    (next, outcome)
 }

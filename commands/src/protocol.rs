@@ -7,7 +7,7 @@ use crate::records::RecordCommand;
 use crate::tags::{ApplyTags, TagCommand};
 use crate::webhooks::WebhookCommand;
 use events::CommitKey;
-use events::catalogue::{CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, WarehouseEvent};
+use events::catalogue::{CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, PriceListEvent, WarehouseEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -56,6 +56,7 @@ pub enum Command {
     PaymentMethod(RecordCommand<PaymentMethodEvent>),
     Warehouse(RecordCommand<WarehouseEvent>),
     Category(RecordCommand<CategoryEvent>),
+    PriceList(RecordCommand<PriceListEvent>),
     Webhook(WebhookCommand),
 }
 
@@ -77,6 +78,7 @@ impl Command {
             Command::PaymentMethod(c) => c.id(),
             Command::Warehouse(c) => c.id(),
             Command::Category(c) => c.id(),
+            Command::PriceList(c) => c.id(),
             Command::Webhook(c) => c.id(),
         }
     }

@@ -150,6 +150,31 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// An optional percentage with at most two decimals, as a JSON number or decimal text (`10.5`,
+    /// `"-2.25"`), between `min` and `max` percent; returned in hundredths of a percent.
+    pub fn optional_percentage(&mut self, name: &str, min: i64, max: i64) -> Option<i64> {
+        let value = self.raw(name)?;
+        let text = match value {
+            Value::Number(n) => n.to_string(),
+            Value::String(s) => s.trim().to_owned(),
+            _ => {
+                self.fail(name, "invalid_type", "must be a number (or decimal text)");
+                return None;
+            }
+        };
+        match parse_hundredths(&text) {
+            Some(h) if (min * 100..=max * 100).contains(&h) => Some(h),
+            Some(_) => {
+                self.fail(name, "out_of_range", format!("must be between {min} and {max}"));
+                None
+            }
+            None => {
+                self.fail(name, "invalid_format", "must be a decimal number with at most two decimals, like 10.5");
+                None
+            }
+        }
+    }
+
     /// The raw value of a field, for rules that read nested structures (absent or null: `None`).
     pub fn value(&self, name: &str) -> Option<&'a Value> {
         self.raw(name)
@@ -186,8 +211,38 @@ impl<'a> ObjectReader<'a> {
     }
 }
 
+/// `12`, `12.5`, `-0.25` as hundredths (1200, 1250, -25); anything else (exponents, three decimals,
+/// a bare point) is `None`.
+fn parse_hundredths(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || whole.len() > 9 || !all_digits(whole) || !all_digits(fraction) || fraction.len() > 2 {
+        return None;
+    }
+    if digits.contains('.') && fraction.is_empty() {
+        return None;
+    }
+    let scaled = whole.parse::<i64>().ok()? * 100 + format!("{fraction:0<2}").parse::<i64>().ok()?;
+    Some(if negative { -scaled } else { scaled })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn percentages_are_read_in_hundredths() {
+        use super::parse_hundredths;
+        assert_eq!(parse_hundredths("12"), Some(1200));
+        assert_eq!(parse_hundredths("12.5"), Some(1250));
+        assert_eq!(parse_hundredths("-0.25"), Some(-25));
+        for bad in ["1e2", "1.234", "5.", ".5", "", "-", "abc", "1.2.3"] {
+            assert_eq!(parse_hundredths(bad), None, "{bad}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -6,7 +6,7 @@ use crate::customer::{Customer, Supplier};
 use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
 use crate::protocol::{Command, CommandReply, CommandRequest, Idempotency, QUEUE_GROUP};
 use crate::records::{
-    Category, MetafieldDefinition, PaymentMethod, Record, RecordCommand, Warehouse, metafield_violation,
+    Category, MetafieldDefinition, PaymentMethod, PriceList, Record, RecordCommand, Warehouse, metafield_violation,
 };
 use crate::tags::{ApplyTags, Tag};
 use crate::validate::FieldError;
@@ -322,12 +322,60 @@ async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Comma
             }
             Ok(())
         }
+        Command::PriceList(RecordCommand::Create { id, fields } | RecordCommand::Replace { id, fields }) => {
+            check_price_list(conn, org_id, *id, fields).await
+        }
         Command::PaymentMethod(_)
         | Command::Warehouse(_)
         | Command::Webhook(_)
         | Command::BulkAdjustProducts(_)
         | Command::ApplyTags(_) => Ok(()),
     }
+}
+
+/// A price list's name is its own in the organization (case-insensitively), and its explicit prices
+/// name the organization's variants.
+async fn check_price_list(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    id: Uuid,
+    fields: &events::catalogue::PriceListFields,
+) -> Result<(), ExecuteError> {
+    let mut errors = Vec::new();
+    let taken: bool = sqlx::query_scalar(
+        "select exists(select 1 from (select distinct on (stream_id) stream_id, data->>'name' as name
+                                      from events where org_id = $1 and stream_type = 'price_list'
+                                      order by stream_id, version desc) latest
+                       where lower(name) = lower($2) and stream_id <> $3)",
+    )
+    .bind(org_id)
+    .bind(&fields.name)
+    .bind(id)
+    .fetch_one(&mut *conn)
+    .await?;
+    if taken {
+        errors.push(FieldError::new("name", "already_exists", "another price list has this name"));
+    }
+    let ids: Vec<Uuid> = fields.prices.iter().map(|p| p.product_id).collect();
+    if !ids.is_empty() {
+        let found: Vec<Uuid> =
+            sqlx::query_scalar("select variant_id from product_variants where org_id = $1 and variant_id = any($2)")
+                .bind(org_id)
+                .bind(&ids)
+                .fetch_all(&mut *conn)
+                .await?;
+        let found: std::collections::HashSet<Uuid> = found.into_iter().collect();
+        for (i, id) in ids.iter().enumerate() {
+            if !found.contains(id) {
+                errors.push(FieldError::new(
+                    format!("prices[{i}].product_id"),
+                    "not_found",
+                    "no product of this organization has this id",
+                ));
+            }
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(Rejection::Invalid { errors }.into()) }
 }
 
 /// A product's category, default supplier and opening-stock warehouses must exist in the organization.
@@ -396,8 +444,10 @@ async fn append_together(
 }
 
 /// Adjusts the cost or price of every matching variant in one transaction: one `ProductUpdated` per
-/// group that changed, appended together (all or nothing). Automatic pricing and channel
-/// synchronisation have nothing to act on yet: no price lists or sales channels exist.
+/// group that changed, appended together (all or nothing). Prices under automatic margin pricing are
+/// recalculated from the new costs in the same events; automatic price lists price from the stored
+/// base prices, so they follow by themselves. No sales channels exist yet, so there is no
+/// synchronisation effect to record.
 async fn run_bulk_adjustment(
     conn: &mut PgConnection,
     org_id: Uuid,
@@ -405,22 +455,30 @@ async fn run_bulk_adjustment(
     metadata: &Metadata,
 ) -> Result<CommandReply, ExecuteError> {
     let filter = &adjustment.filter;
-    if filter.tag_id.is_some() {
-        return Err(Rejection::Invalid {
-            errors: vec![FieldError::new("tag_id", "not_found", "no tag of this organization has this id")],
+    let tagged = match filter.tag_id {
+        Some(tag_id) => {
+            if load::<Tag>(conn, org_id, tag_id).await?.0.is_none() {
+                return Err(Rejection::Invalid {
+                    errors: vec![FieldError::new("tag_id", "not_found", "no tag of this organization has this id")],
+                }
+                .into());
+            }
+            Some(tagged_products(conn, org_id, tag_id).await?)
         }
-        .into());
-    }
+        None => None,
+    };
     let matched: Vec<(Uuid, Uuid)> = sqlx::query_as(
         "select variant_id, group_id from product_variants
          where org_id = $1 and ($2::uuid is null or default_supplier_id = $2) and ($3::uuid is null or category_id = $3)
            and (cardinality($4::uuid[]) = 0 or variant_id = any($4))
+           and ($5::uuid[] is null or variant_id = any($5))
          order by variant_id",
     )
     .bind(org_id)
     .bind(filter.default_supplier_id)
     .bind(filter.category_id)
     .bind(&filter.product_ids)
+    .bind(tagged)
     .fetch_all(&mut *conn)
     .await?;
     let unknown: Vec<FieldError> = filter
@@ -432,7 +490,11 @@ async fn run_bulk_adjustment(
             FieldError::new(format!("product_ids[{i}]"), "not_found", "no product of this organization has this id")
         })
         .collect();
-    if !unknown.is_empty() && filter.default_supplier_id.is_none() && filter.category_id.is_none() {
+    if !unknown.is_empty()
+        && filter.default_supplier_id.is_none()
+        && filter.category_id.is_none()
+        && filter.tag_id.is_none()
+    {
         return Err(Rejection::Invalid { errors: unknown }.into());
     }
     let mut by_group: std::collections::BTreeMap<Uuid, Vec<Uuid>> = std::collections::BTreeMap::new();
@@ -451,16 +513,18 @@ async fn run_bulk_adjustment(
     .fetch_all(&mut *conn)
     .await?;
     let mut requests = Vec::new();
-    let mut affected_variants = 0;
+    let mut total = crate::products::Adjusted::default();
     for (group_id, version, data) in latest {
         let group: events::catalogue::ProductGroup =
             serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(org_id, e.to_string()))?;
         let chosen = by_group.get(&group_id).map(Vec::as_slice).unwrap_or_default();
-        let (next, changed) = adjust_group(&group, chosen, &adjustment.target, adjustment.change);
-        if changed == 0 {
+        let (next, adjusted) = adjust_group(&group, chosen, &adjustment.target, adjustment.change);
+        total.skipped += adjusted.skipped;
+        if next == group {
             continue;
         }
-        affected_variants += changed;
+        total.changed += adjusted.changed;
+        total.repriced += adjusted.repriced;
         let changes = variant_changes(group_id, &group, &next);
         let event =
             events::catalogue::ProductEvent::ProductUpdated(events::catalogue::ProductUpdated { group: next, changes });
@@ -474,13 +538,40 @@ async fn run_bulk_adjustment(
         "target": adjustment.target,
         "change": adjustment.change,
         "matched_variants": matched.len(),
-        "affected_variants": affected_variants,
+        "affected_variants": total.changed,
         "affected_products": requests.len(),
-        "unchanged_variants": matched.len() - affected_variants,
-        "automatic_prices_recalculated": 0,
+        "unchanged_variants": matched.len() - total.changed,
+        "automatic_prices_recalculated": total.repriced,
+        "skipped_automatic_variants": total.skipped,
         "synchronization_effects": [],
     });
     Ok(CommandReply::Accepted { commit, created: true, state, replayed: false })
+}
+
+/// The products `tag_id` is applied to now, folded from the tag's own events.
+async fn tagged_products(conn: &mut PgConnection, org_id: Uuid, tag_id: Uuid) -> Result<Vec<Uuid>, ExecuteError> {
+    let applications: Vec<(String, serde_json::Value)> = sqlx::query_as(
+        "select event_type, data->'resource_ids' from events
+         where org_id = $1 and stream_type = 'tag' and stream_id = $2
+           and event_type in ('TagApplied', 'TagRemoved') and data->>'resource_type' = 'product'
+         order by version",
+    )
+    .bind(org_id)
+    .bind(tag_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut tagged = std::collections::BTreeSet::new();
+    for (event_type, ids) in applications {
+        let ids: Vec<Uuid> = serde_json::from_value(ids).map_err(|e| ExecuteError::Corrupt(org_id, e.to_string()))?;
+        if event_type == "TagApplied" {
+            tagged.extend(ids);
+        } else {
+            for id in ids {
+                tagged.remove(&id);
+            }
+        }
+    }
+    Ok(tagged.into_iter().collect())
 }
 
 /// Applies and removes tags on resources of one kind: every resource and tag must be the
@@ -685,6 +776,9 @@ async fn run_command(
         }
         Command::Category(c) => {
             accepted(execute::<Category>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
+        }
+        Command::PriceList(c) => {
+            accepted(execute::<PriceList>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
         }
         Command::Webhook(c) => {
             let creation = matches!(c, WebhookCommand::CreateEndpoint { .. });

@@ -4,6 +4,7 @@
 
 pub mod customers;
 pub mod organizations;
+pub mod price_lists;
 pub mod products;
 pub mod progress;
 pub mod rebuild;
@@ -76,6 +77,7 @@ pub trait Projection: Send + Sync + 'static {
 pub fn all() -> Vec<std::sync::Arc<dyn Projection>> {
     vec![
         std::sync::Arc::new(organizations::OrganizationsProjection),
+        std::sync::Arc::new(price_lists::PriceListsProjection),
         std::sync::Arc::new(customers::CUSTOMERS),
         std::sync::Arc::new(customers::SUPPLIERS),
         std::sync::Arc::new(products::ProductsProjection),

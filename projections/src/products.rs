@@ -12,6 +12,11 @@ use uuid::Uuid;
 
 pub const TABLE: &str = "products_view";
 pub const RESOURCE: &str = "product";
+/// Per organization, the position of the last product event that could move a listed price.
+pub const PRICING_REVISIONS: &str = "product_pricing_revisions";
+
+/// Public fields whose change can move a price under some price list.
+const PRICING_FIELDS: &[&str] = &["cost", "price", "markup_percentage", "tax_rate_id", "is_active"];
 
 pub struct ProductsProjection;
 
@@ -21,7 +26,7 @@ impl Projection for ProductsProjection {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &[TABLE]
+        &[TABLE, PRICING_REVISIONS]
     }
 
     fn stream_types(&self) -> &'static [&'static str] {
@@ -59,9 +64,19 @@ async fn apply(
     // variants' rows, written by one statement for the whole batch.
     let mut rows: std::collections::HashMap<(Uuid, Uuid), Row> = std::collections::HashMap::new();
     let mut order = Vec::new();
+    let mut repriced: std::collections::HashMap<Uuid, i64> = std::collections::HashMap::new();
     for event in events {
         let decoded = ProductEvent::decode(&event.event_type, event.schema_version, event.data.clone())
             .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+        let moves_prices = match &decoded {
+            ProductEvent::ProductCreated(_) => true,
+            ProductEvent::ProductUpdated(updated) => {
+                updated.changes.iter().any(|c| c.changed_fields.iter().any(|f| PRICING_FIELDS.contains(&f.as_str())))
+            }
+        };
+        if moves_prices {
+            repriced.insert(event.org_id, event.position);
+        }
         let group = decoded.group();
         for variant in &group.variants {
             let key = (event.org_id, variant.id);
@@ -91,19 +106,21 @@ async fn apply(
     let sql = format!(
         "insert into {table} (org_id, id, group_id, name, description, category_id, sku, barcode, oem_code,
              currency, cost, price, tax_rate_id, stock_minimum, default_supplier_id, product_type, is_active,
-             options, option_values, metafields, created_at, updated_at)
-         select o, i, g, n, d, c, s, b, oe, cu, co, pr, t, sm, ds, pt, a, op, ov, m, at, at
+             options, option_values, metafields, created_at, updated_at, markup_hundredths)
+         select o, i, g, n, d, c, s, b, oe, cu, co, pr, t, sm, ds, pt, a, op, ov, m, at, at, mk
          from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::text[], $8::text[],
                      $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::int[], $14::bigint[], $15::uuid[],
-                     $16::text[], $17::bool[], $18::jsonb[], $19::jsonb[], $20::jsonb[], $21::timestamptz[])
-              as u(o, i, g, n, d, c, s, b, oe, cu, co, pr, t, sm, ds, pt, a, op, ov, m, at)
+                     $16::text[], $17::bool[], $18::jsonb[], $19::jsonb[], $20::jsonb[], $21::timestamptz[],
+                     $22::bigint[])
+              as u(o, i, g, n, d, c, s, b, oe, cu, co, pr, t, sm, ds, pt, a, op, ov, m, at, mk)
          on conflict (org_id, id) do update set name = excluded.name, description = excluded.description,
              category_id = excluded.category_id, sku = excluded.sku, barcode = excluded.barcode,
              oem_code = excluded.oem_code, currency = excluded.currency, cost = excluded.cost,
              price = excluded.price, tax_rate_id = excluded.tax_rate_id, stock_minimum = excluded.stock_minimum,
              default_supplier_id = excluded.default_supplier_id, product_type = excluded.product_type,
              is_active = excluded.is_active, options = excluded.options, option_values = excluded.option_values,
-             metafields = excluded.metafields, updated_at = excluded.updated_at"
+             metafields = excluded.metafields, updated_at = excluded.updated_at,
+             markup_hundredths = excluded.markup_hundredths"
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(batch.iter().map(|r| r.org_id).collect::<Vec<_>>())
@@ -127,8 +144,21 @@ async fn apply(
         .bind(batch.iter().map(|r| Json(r.variant.option_values.clone())).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| r.metafields.clone()).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| r.at).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.markup_hundredths).collect::<Vec<_>>())
         .execute(&mut *conn)
         .await?;
+    if !repriced.is_empty() {
+        let table = target.table(PRICING_REVISIONS);
+        let sql = format!(
+            "insert into {table} (org_id, revision) select * from unnest($1::uuid[], $2::bigint[])
+             on conflict (org_id) do update set revision = greatest({table}.revision, excluded.revision)"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(repriced.keys().copied().collect::<Vec<_>>())
+            .bind(repriced.values().copied().collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await?;
+    }
     Ok(batch.iter().map(|r| CacheKey { resource: RESOURCE.to_owned(), org_id: r.org_id, id: r.id }).collect())
 }
 
@@ -154,6 +184,7 @@ pub struct ProductRow {
     pub default_supplier_name: Option<String>,
     pub product_type: String,
     pub is_active: bool,
+    pub markup_hundredths: Option<i64>,
     pub options: Json<Vec<String>>,
     pub option_values: Json<Vec<events::catalogue::OptionValue>>,
     pub metafields: Json<Vec<events::catalogue::Metafield>>,
@@ -167,7 +198,7 @@ pub struct ProductRow {
 // projection has it, even while another projection lags.
 const SELECT: &str = "select p.org_id, p.id, p.group_id, p.name, p.description, p.category_id, c.name as category_name,
         p.sku, p.barcode, p.oem_code, p.currency, p.cost, p.price, p.tax_rate_id, p.stock_minimum,
-        p.default_supplier_id, s.name as default_supplier_name, p.product_type, p.is_active, p.options,
+        p.default_supplier_id, s.name as default_supplier_name, p.product_type, p.is_active, p.markup_hundredths, p.options,
         p.option_values, p.metafields, o.slug as organization_slug, p.created_at, p.updated_at
     from products_view p
     join organizations o on o.id = p.org_id

@@ -8,6 +8,7 @@ pub mod customers;
 pub mod error;
 pub mod idempotency;
 pub mod list;
+pub mod price_lists;
 pub mod products;
 pub mod records;
 pub mod reference;
@@ -44,6 +45,8 @@ pub enum ApiTags {
     Products,
     /// Tags and the routes that apply them.
     Tags,
+    /// Price lists and the price of every variant under each (Style A objects).
+    PriceLists,
     /// Payment methods (Style B objects).
     PaymentMethods,
     /// Warehouses (Style B objects).
@@ -126,6 +129,7 @@ impl RequestId {
 type Apis = (
     customers::CustomersApi,
     customers::SuppliersApi,
+    price_lists::PriceListsApi,
     products::ProductsApi,
     tags::TagsApi,
     records::RecordsApi,
@@ -139,6 +143,7 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
         (
             customers::CustomersApi,
             customers::SuppliersApi,
+            price_lists::PriceListsApi,
             products::ProductsApi,
             tags::TagsApi,
             records::RecordsApi,
@@ -186,6 +191,12 @@ pub const OPERATIONS: &[(&str, &str, Idempotency)] = &[
     ("createMetafieldDefinition", "products:write", Idempotency::Optional),
     ("patchProductMetafields", "products:write", Idempotency::Optional),
     ("createBulkAdjustment", "products:write", Idempotency::Required),
+    ("listPriceLists", "price_lists:read", Idempotency::NotUsed),
+    ("createPriceList", "price_lists:write", Idempotency::Optional),
+    ("getPriceList", "price_lists:read", Idempotency::NotUsed),
+    ("replacePriceList", "price_lists:write", Idempotency::Optional),
+    ("listPriceListPrices", "price_lists:read", Idempotency::NotUsed),
+    ("getPriceListPrice", "price_lists:read", Idempotency::NotUsed),
     ("listTags", "tags:read", Idempotency::NotUsed),
     ("createTag", "tags:write", Idempotency::Optional),
     ("getTag", "tags:read", Idempotency::NotUsed),

@@ -56,6 +56,10 @@ pub struct ProductInput {
     pub default_supplier_id: Option<Uuid>,
     /// `product` (the default) or `service`.
     pub product_type: Option<String>,
+    /// Automatic margin pricing, 0 to 1000 (number or decimal text, two decimals at most): each
+    /// variant's price becomes its cost plus this percentage and follows every cost change. With it,
+    /// `cost` is required and `price` is refused.
+    pub markup_percentage: Option<Value>,
     /// Custom fields: each key at most once; values are non-empty strings.
     pub metafields: Option<Vec<MetafieldData>>,
     /// Opening stock per warehouse. Single product only.
@@ -107,6 +111,10 @@ pub struct ProductReplaceInput {
     pub stock_minimum: Option<i64>,
     pub default_supplier_id: Option<Uuid>,
     pub product_type: Option<String>,
+    /// Automatic margin pricing, 0 to 1000 (number or decimal text, two decimals at most): each
+    /// variant's price becomes its cost plus this percentage and follows every cost change. With it,
+    /// `cost` is required and `price` is refused.
+    pub markup_percentage: Option<Value>,
     pub is_active: Option<bool>,
 }
 
@@ -161,6 +169,9 @@ pub struct ProductData {
     pub default_supplier: Option<NamedRef>,
     pub product_type: String,
     pub is_active: bool,
+    /// Automatic margin pricing: when set (decimal text, for example `"40"`), every variant's price is
+    /// its cost plus this percentage, recalculated whenever the cost changes.
+    pub markup_percentage: Option<String>,
     pub organization_slug: String,
     /// The group's option names (empty for a single product).
     pub options: Vec<String>,
@@ -171,15 +182,34 @@ pub struct ProductData {
     pub metafields: Option<Vec<MetafieldData>>,
     /// Tags, ordered by name (archived ones too while assigned).
     pub tags: Vec<TagData>,
-    /// Cents: the price that applies (the product's own price until price lists exist).
-    pub effective_price: i64,
-    /// `base`: the product's own price.
+    /// Cents: the price that applies — under `priceListId` when sent, else the product's own price;
+    /// null when the list cannot price the variant.
+    pub effective_price: Option<i64>,
+    /// Without `priceListId`: `base` (the price as set) or `automatic` (margin pricing from the cost).
+    /// Under a list: `automatic` (computed by the list), `manual` (the list's explicit price) or
+    /// `unavailable` (a pricing input is missing).
     pub price_source: String,
-    pub applied_price_list: Option<Value>,
+    /// The list `priceListId` named; null without one.
+    pub applied_price_list: Option<AppliedPriceList>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+}
+
+/// The price list a product read was priced under.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct AppliedPriceList {
+    pub id: Uuid,
+    pub name: String,
+    pub is_automatic: bool,
+    /// `base_price_adjustment` on automatic lists.
+    pub automatic_pricing_mode: Option<String>,
+    /// Decimal text, for example `"10.5"`.
+    pub adjustment_percentage: Option<String>,
+    pub tax_inclusive: bool,
 }
 
 /// A created variant.
@@ -265,13 +295,14 @@ impl ProductData {
                 .map(|id| NamedRef { id, name: row.default_supplier_name.unwrap_or_default() }),
             product_type: row.product_type,
             is_active: row.is_active,
+            markup_percentage: row.markup_hundredths.map(events::catalogue::percentage_text),
             organization_slug: row.organization_slug,
             options: row.options.0,
             option_values: option_values(&row.option_values.0),
             metafields: with_metafields.then(|| metafields(&row.metafields.0)),
             tags: Vec::new(),
-            effective_price: row.price,
-            price_source: "base".into(),
+            effective_price: Some(row.price),
+            price_source: if row.markup_hundredths.is_some() { "automatic" } else { "base" }.into(),
             applied_price_list: None,
             created_at: ar_time(row.created_at),
             updated_at: ar_time(row.updated_at),
@@ -297,6 +328,7 @@ const LIST_FIELDS: &[&str] = &[
     "defaultSupplier",
     "productType",
     "isActive",
+    "markupPercentage",
     "organizationSlug",
     "options",
     "optionValues",
@@ -431,8 +463,13 @@ pub struct BulkAdjustmentData {
     /// Products (variant groups) that changed.
     pub affected_products: i64,
     pub unchanged_variants: i64,
-    /// Automatically priced products recalculated (none until price lists exist).
+    /// Variant prices recalculated from their new cost under automatic margin pricing
+    /// (`markupPercentage`). Automatic price lists need no recalculation: they price from the stored
+    /// base prices on every read.
     pub automatic_prices_recalculated: i64,
+    /// Matching variants a price adjustment left alone because their price follows their cost.
+    #[serde(default)]
+    pub skipped_automatic_variants: i64,
     /// One entry per connected sales channel (none are connected yet).
     pub synchronization_effects: Vec<Value>,
 }
@@ -667,8 +704,9 @@ impl ProductsApi {
 
     /// Get a product variant
     ///
-    /// Scope `products:read`. Includes `metafields`. `priceListId` asks for the price under a price
-    /// list; none exist yet, so any id answers 404.
+    /// Scope `products:read`. Includes `metafields`. `priceListId` (an active price list of the
+    /// organization, else 404) prices the variant under that list: `effectivePrice`, `priceSource` and
+    /// `appliedPriceList` describe it.
     #[oai(path = "/products/:product_id", method = "get", operation_id = "getProduct")]
     async fn get(
         &self,
@@ -680,8 +718,24 @@ impl ProductsApi {
         auth.0.require("products:read")?;
         let id = parse_id(&product_id.0, "product")?;
         if let Some(list) = price_list_id.0 {
-            parse_id(&list, "price list")?;
-            return Err(ApiError::not_found("price list"));
+            let (list, listed) = crate::http::price_lists::applied_price(&state, auth.0.org_id, &list, id).await?;
+            let mut data = readable(&state, auth.0.org_id, id).await?;
+            data.effective_price = listed.as_ref().map(|l| l.unit_price);
+            data.price_source = match listed.map(|l| l.provenance) {
+                Some(projections::price_lists::Provenance::Automatic) => "automatic",
+                Some(projections::price_lists::Provenance::Manual) => "manual",
+                None => "unavailable",
+            }
+            .into();
+            data.applied_price_list = Some(AppliedPriceList {
+                id: list.id,
+                name: list.name,
+                is_automatic: list.is_automatic,
+                automatic_pricing_mode: list.automatic_pricing_mode,
+                adjustment_percentage: list.adjustment_hundredths.map(events::catalogue::percentage_text),
+                tax_inclusive: list.tax_inclusive,
+            });
+            return Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data }))));
         }
         let key = ReadKey { resource: Resource::Product, org_id: auth.0.org_id, id };
         if let Some(bytes) = state.reads.get(&key) {

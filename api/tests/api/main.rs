@@ -5,6 +5,7 @@ mod helpers;
 mod openapi;
 mod platform;
 mod platform_rules;
+mod price_lists;
 mod products;
 mod receiver;
 mod resources;

@@ -32,6 +32,7 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
         ("categories", json!({"name": "Bebidas"})),
         ("suppliers", json!({"name": "Distribuidora Sur"})),
         ("tags", json!({"name": "Mayorista"})),
+        ("price-lists", json!({"name": "Mayorista"})),
     ] {
         let created = json(app.post(&format!("/api/v1/{segment}"), &body).await, 201).await;
         ids.insert(segment, created["data"]["id"].as_str().expect("id").to_owned());
@@ -107,7 +108,9 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
     assert_eq!(app.event_count().await, before, "nothing was written for the intruder");
 
     // Lists of the other organization never include these records.
-    for segment in ["customers", "payment-methods", "warehouses", "webhook-endpoints", "suppliers", "products"] {
+    for segment in
+        ["customers", "payment-methods", "warehouses", "webhook-endpoints", "suppliers", "products", "price-lists"]
+    {
         let list =
             json(app.request(Method::GET, &format!("/api/v1/{segment}"), Some(&intruder), None).await, 200).await;
         let listed: Vec<&str> =

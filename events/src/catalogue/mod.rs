@@ -18,8 +18,9 @@ pub use product::{
     ProductUpdated, SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
 pub use records::{
-    CategoryEvent, CategoryFields, MetafieldDefinitionEvent, MetafieldDefinitionFields, PaymentMethodEvent,
-    PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields, RecordEvent, WarehouseEvent, WarehouseFields,
+    CategoryEvent, CategoryFields, ListPrice, MetafieldDefinitionEvent, MetafieldDefinitionFields, PaymentMethodEvent,
+    PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields, PriceListEvent, PriceListFields, RecordEvent,
+    WarehouseEvent, WarehouseFields, apply_percentage, percentage_text,
 };
 pub use tag::{TagEvent, TagFields, TagTargets};
 pub use webhook::{

@@ -21,6 +21,10 @@ pub struct SharedFields {
     pub stock_minimum: Option<i64>,
     pub default_supplier_id: Option<Uuid>,
     pub product_type: String,
+    /// Automatic margin pricing: when set, every variant's price is its cost plus this many hundredths
+    /// of a percent (4000 = 40%), recomputed whenever the cost changes.
+    #[serde(default)]
+    pub markup_hundredths: Option<i64>,
 }
 
 /// One option value of a variant (`Talle` = `M`).
@@ -162,6 +166,23 @@ pub const PUBLIC_PRODUCT_FIELDS: &[&str] = &[
     "default_supplier_id",
 ];
 
+impl ProductGroup {
+    /// Under automatic margin pricing, sets every variant's price from its cost; the number of prices
+    /// that moved.
+    pub fn reprice(&mut self) -> usize {
+        let Some(markup) = self.shared.markup_hundredths else { return 0 };
+        let mut moved = 0;
+        for variant in &mut self.variants {
+            let price = super::apply_percentage(variant.cost, markup).max(0);
+            if price != variant.price {
+                variant.price = price;
+                moved += 1;
+            }
+        }
+        moved
+    }
+}
+
 /// The public object of one variant (webhook `data.object`): its final stored state, amounts in cents.
 pub fn public_product(group_id: Uuid, group: &ProductGroup, variant: &Variant) -> Value {
     let shared = &group.shared;
@@ -182,7 +203,7 @@ pub fn public_product(group_id: Uuid, group: &ProductGroup, variant: &Variant) -
         "cost": variant.cost,
         "price": variant.price,
         "promotional_price": Value::Null,
-        "markup_percentage": Value::Null,
+        "markup_percentage": shared.markup_hundredths.map(super::percentage_text),
         "tax_rate_id": shared.tax_rate_id,
         "is_exempt": shared.tax_rate_id == 3,
         "product_type": shared.product_type,
@@ -212,6 +233,7 @@ mod tests {
                 currency: "PES".into(),
                 tax_rate_id: 5,
                 product_type: "product".into(),
+                markup_hundredths: None,
                 ..SharedFields::default()
             },
             options: vec!["Talle".into()],

@@ -1,0 +1,597 @@
+//! `/api/v1/price-lists` (Style A objects): lists, their settings, and the price of every variant
+//! under each list. Prices are computed on read from the variants' base prices and the list's
+//! explicit prices, so they are always current; `pricing_revision` names the state they come from.
+
+use crate::http::auth::{Auth, Principal};
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::error::{ApiError, ErrorType};
+use crate::http::idempotency;
+use crate::http::list::{ListParams, parse_id};
+use crate::http::reference::tax_rate;
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use commands::protocol::Command;
+use commands::records::{PriceList, RecordCommand, parse_price_list};
+use events::catalogue::percentage_text;
+use poem::http::StatusCode;
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::price_lists::{self as read, PriceInput, PriceListRow, Provenance};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+const PROJECTION: &str = "price_lists";
+const READ_SCOPE: &str = "price_lists:read";
+const WRITE_SCOPE: &str = "price_lists:write";
+const LIST_URL: &str = "/api/v1/price-lists";
+
+/// A price list.
+#[derive(Debug, Clone, Serialize, Object)]
+pub struct PriceListData {
+    /// Always `price_list`.
+    pub object: String,
+    pub id: Uuid,
+    pub name: String,
+    pub description: Option<String>,
+    /// An automatic list prices every variant from its base price; a manual one only the variants it
+    /// has an explicit price for.
+    pub is_automatic: bool,
+    /// `base_price_adjustment` on automatic lists, null on manual ones.
+    pub automatic_pricing_mode: Option<String>,
+    /// Decimal text, for example `"10.5"` (+10.5%) or `"-5"`; null on manual lists.
+    pub adjustment_percentage: Option<String>,
+    /// Whether the list's prices include VAT (the variant's rate).
+    pub tax_inclusive: bool,
+    pub is_active: bool,
+    /// Variants with an explicit price in this list.
+    pub explicit_prices: i64,
+    /// Moves whenever any price of the list may have moved (the list or a product changed).
+    pub pricing_revision: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+impl PriceListData {
+    fn from_row(row: &PriceListRow, explicit_prices: i64) -> Self {
+        Self {
+            object: "price_list".into(),
+            id: row.id,
+            name: row.name.clone(),
+            description: row.description.clone(),
+            is_automatic: row.is_automatic,
+            automatic_pricing_mode: row.automatic_pricing_mode.clone(),
+            adjustment_percentage: row.adjustment_hundredths.map(percentage_text),
+            tax_inclusive: row.tax_inclusive,
+            is_active: row.is_active,
+            explicit_prices,
+            pricing_revision: row.pricing_revision(),
+            created_at: ar_time(row.created_at),
+            updated_at: ar_time(row.updated_at),
+        }
+    }
+}
+
+/// One explicit price in a price list body.
+#[derive(Debug, Object)]
+pub struct ListPriceInput {
+    /// A product (variant) id of the organization.
+    pub product_id: Uuid,
+    /// Cents, in the list's basis (VAT included when `tax_inclusive`).
+    #[oai(validator(minimum(value = "0")))]
+    pub unit_price: i64,
+}
+
+/// Price list write body. A replace states the whole list: omitted fields take their defaults and
+/// omitted `prices` clears the explicit prices.
+#[derive(Debug, Object)]
+pub struct PriceListInput {
+    /// Unique in the organization (case-insensitively).
+    #[oai(validator(min_length = 1, max_length = 100))]
+    pub name: String,
+    #[oai(validator(max_length = 500))]
+    pub description: Option<String>,
+    /// Default false.
+    pub is_automatic: Option<bool>,
+    /// Required on automatic lists, refused on manual ones: `base_price_adjustment`.
+    pub automatic_pricing_mode: Option<String>,
+    /// Required on automatic lists, refused on manual ones: -99 to 1000, at most two decimals, as a
+    /// number or decimal text.
+    pub adjustment_percentage: Option<serde_json::Value>,
+    /// Default false.
+    pub tax_inclusive: Option<bool>,
+    /// Default true. Inactive lists cannot be applied to a product read (`priceListId`).
+    pub is_active: Option<bool>,
+    /// Explicit prices, one per variant, at most 5000. They take precedence over automatic pricing.
+    pub prices: Option<Vec<ListPriceInput>>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct PriceListEnvelope {
+    pub request_id: String,
+    pub data: PriceListData,
+}
+
+/// The VAT rate a price is stated with.
+#[derive(Debug, Clone, Serialize, Object)]
+pub struct PriceTaxRate {
+    /// The VAT rate code (see `/api/v1/reference/tax-rates`).
+    pub id: i32,
+    /// Percentage.
+    pub value: f64,
+}
+
+/// How a price was obtained, or which input is missing.
+#[derive(Debug, Clone, Serialize, Object)]
+pub struct PriceProvenance {
+    /// `manual` (the list's explicit price), `automatic` (computed), or null when unavailable.
+    pub source: Option<String>,
+    /// The automatic pricing mode applied (`base_price_adjustment`), when computed.
+    pub mode: Option<String>,
+    /// Cents before VAT: the variant's base price the computation started from, when computed.
+    pub base_price: Option<i64>,
+    /// The adjustment applied to the base price, when computed.
+    pub adjustment_percentage: Option<String>,
+    /// Cents: the price before VAT.
+    pub net_price: Option<i64>,
+    /// When unavailable: `explicit_price` (a manual list has no price for the variant) or
+    /// `base_price` (the variant has no base price to compute from).
+    pub missing_input: Option<String>,
+}
+
+/// The price of one variant under one list. It is the effective base unit price: not a quote for a
+/// customer, quantity, date, promotion or shipment.
+#[derive(Debug, Clone, Serialize, Object)]
+pub struct PriceEntryData {
+    /// Always `price_list_price`.
+    pub object: String,
+    pub price_list_id: Uuid,
+    /// The variant.
+    pub product_id: Uuid,
+    /// `available`, or `unavailable` when a pricing input is missing (no value is invented).
+    pub state: String,
+    /// Integer cents (ARS); null when unavailable.
+    pub unit_price: Option<i64>,
+    /// `tax_included` or `tax_excluded`.
+    pub tax_basis: String,
+    pub tax_rate: PriceTaxRate,
+    pub provenance: PriceProvenance,
+    /// Whether the variant is active.
+    pub is_active: bool,
+    pub pricing_revision: String,
+}
+
+impl PriceEntryData {
+    fn new(list: &PriceListRow, input: &PriceInput) -> Self {
+        let listed = read::price_of(list, input);
+        let automatic = listed.as_ref().is_some_and(|l| l.provenance == Provenance::Automatic);
+        let missing_input = match (&listed, list.is_automatic) {
+            (Some(_), _) => None,
+            (None, true) => Some("base_price".to_owned()),
+            (None, false) => Some("explicit_price".to_owned()),
+        };
+        Self {
+            object: "price_list_price".into(),
+            price_list_id: list.id,
+            product_id: input.product_id,
+            state: if listed.is_some() { "available" } else { "unavailable" }.into(),
+            unit_price: listed.as_ref().map(|l| l.unit_price),
+            tax_basis: if list.tax_inclusive { "tax_included" } else { "tax_excluded" }.into(),
+            tax_rate: PriceTaxRate { id: input.tax_rate_id, value: tax_rate(input.tax_rate_id).unwrap_or_default() },
+            provenance: PriceProvenance {
+                source: listed.as_ref().map(|l| match l.provenance {
+                    Provenance::Manual => "manual".to_owned(),
+                    Provenance::Automatic => "automatic".to_owned(),
+                }),
+                mode: automatic.then(|| list.automatic_pricing_mode.clone()).flatten(),
+                base_price: automatic.then_some(input.base_price),
+                adjustment_percentage: automatic.then(|| list.adjustment_hundredths.map(percentage_text)).flatten(),
+                net_price: listed.as_ref().map(|l| l.net_price),
+                missing_input,
+            },
+            is_active: input.is_active,
+            pricing_revision: list.pricing_revision(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct PriceEntryEnvelope {
+    pub request_id: String,
+    pub data: PriceEntryData,
+}
+
+/// A page of a list's prices: the Style A list envelope plus the revision the page was computed at.
+#[derive(Debug, Serialize, Object)]
+pub struct PricesEnvelope {
+    pub request_id: String,
+    /// Always `list`.
+    pub object: String,
+    pub url: String,
+    pub data: Vec<PriceEntryData>,
+    pub has_more: bool,
+    pub next_cursor: Option<String>,
+    /// Cursors are bound to it: when it moves, a cursor answers 409 `PRICE_LIST_PRICES_CHANGED`.
+    pub pricing_revision: String,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct PriceListsEnvelope {
+    pub request_id: String,
+    /// Always `list`.
+    pub object: String,
+    pub url: String,
+    pub data: Vec<PriceListData>,
+    pub has_more: bool,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(ApiResponse)]
+enum Created {
+    /// Created; answers once readable.
+    #[oai(status = 201)]
+    Created(RawJson<PriceListEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Single {
+    /// The price list.
+    #[oai(status = 200)]
+    Ok(RawJson<PriceListEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Lists {
+    /// A page of price lists, oldest first.
+    #[oai(status = 200)]
+    Ok(RawJson<PriceListsEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Prices {
+    /// A page of prices in variant order. The first page carries a weak `ETag`.
+    #[oai(status = 200)]
+    Ok(RawJson<PricesEnvelope>, #[oai(header = "ETag")] Option<String>),
+    /// Unchanged since the `ETag` sent as `If-None-Match`; no body.
+    #[oai(status = 304)]
+    NotModified(#[oai(header = "ETag")] String),
+}
+
+#[derive(ApiResponse)]
+enum Price {
+    /// The variant's price under the list, with a weak `ETag`.
+    #[oai(status = 200)]
+    Ok(RawJson<PriceEntryEnvelope>, #[oai(header = "ETag")] String),
+    /// Unchanged since the `ETag` sent as `If-None-Match`; no body.
+    #[oai(status = 304)]
+    NotModified(#[oai(header = "ETag")] String),
+}
+
+/// A weak validator over what a response was computed from.
+fn weak_etag(parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    let digest = hash.finalize();
+    format!("W/\"{}\"", digest[..12].iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
+
+/// Whether `If-None-Match` names `etag` (weak comparison; `*` matches anything).
+fn unchanged(if_none_match: Option<&str>, etag: &str) -> bool {
+    let Some(header) = if_none_match else { return false };
+    let bare = |tag: &str| tag.trim().trim_start_matches("W/").to_owned();
+    header.split(',').any(|tag| tag.trim() == "*" || bare(tag) == bare(etag))
+}
+
+async fn explicit_count(state: &AppState, org_id: Uuid, id: Uuid) -> Result<i64, ApiError> {
+    Ok(sqlx::query_scalar("select count(*) from price_list_prices where org_id = $1 and price_list_id = $2")
+        .bind(org_id)
+        .bind(id)
+        .fetch_one(&state.pool)
+        .await?)
+}
+
+async fn load_list(state: &AppState, org_id: Uuid, id: &str) -> Result<PriceListRow, ApiError> {
+    let id = parse_id(id, "price list")?;
+    read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found("price list"))
+}
+
+async fn write(
+    state: &AppState,
+    principal: &Principal,
+    request_id: &str,
+    key: Option<String>,
+    version: &ServiceVersion,
+    target: Option<&str>,
+    body: &serde_json::Value,
+) -> Result<PriceListEnvelope, ApiError> {
+    principal.require(WRITE_SCOPE)?;
+    let (operation, id) = match target {
+        None => ("createPriceList", Uuid::now_v7()),
+        Some(text) => ("replacePriceList", parse_id(text, "price list")?),
+    };
+    let fields = parse_price_list(body).map_err(ApiError::validation)?;
+    let path: Vec<&str> = target.into_iter().collect();
+    let claim = idempotency::claim(key, false, operation, &path, version.0.as_deref(), Some(body))?;
+    let command =
+        if target.is_none() { RecordCommand::Create { id, fields } } else { RecordCommand::Replace { id, fields } };
+    let accepted = state.dispatch(principal, request_id, claim, Command::PriceList(command)).await?;
+    state.await_read(PROJECTION, principal, accepted.commit).await?;
+    let stored: PriceList = serde_json::from_value(accepted.state).map_err(|error| {
+        tracing::error!(%error, "unexpected price list from the command worker");
+        ApiError::internal()
+    })?;
+    let row =
+        read::get(&state.pool, principal.org_id, stored.id).await?.ok_or_else(|| ApiError::not_found("price list"))?;
+    let explicit = explicit_count(state, principal.org_id, stored.id).await?;
+    Ok(PriceListEnvelope { request_id: request_id.to_owned(), data: PriceListData::from_row(&row, explicit) })
+}
+
+/// The price of a variant under an active list of the organization, for the product detail.
+pub async fn applied_price(
+    state: &AppState,
+    org_id: Uuid,
+    list_id: &str,
+    product_id: Uuid,
+) -> Result<(PriceListRow, Option<read::ListedPrice>), ApiError> {
+    let list = load_list(state, org_id, list_id).await?;
+    if !list.is_active {
+        return Err(ApiError::not_found("price list"));
+    }
+    let input = read::price_input(&state.pool, org_id, list.id, product_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("product"))?;
+    let listed = read::price_of(&list, &input);
+    Ok((list, listed))
+}
+
+fn changed_prices() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        ErrorType::InvalidRequestError,
+        "PRICE_LIST_PRICES_CHANGED",
+        "the list's prices changed since this cursor was issued; restart without a cursor",
+    )
+    .with_detail(Some("cursor"), "stale_cursor", "the pricing revision moved")
+}
+
+type Key = Header<Option<String>>;
+
+pub struct PriceListsApi;
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::PriceLists")]
+impl PriceListsApi {
+    /// List price lists
+    ///
+    /// Scope `price_lists:read`. A cursor list in creation order.
+    #[oai(path = "/price-lists", method = "get", operation_id = "listPriceLists")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: use `cursor`.
+        page: Query<Option<String>>,
+    ) -> Result<Lists, ApiError> {
+        auth.0.require(READ_SCOPE)?;
+        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, LIST_URL)?;
+        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
+        let mut rows = read::list(&state.pool, auth.0.org_id, after, params.limit + 1).await?;
+        let has_more = rows.len() as i64 > params.limit;
+        rows.truncate(params.limit as usize);
+        let next_cursor =
+            if has_more { rows.last().map(|r| state.cursors.encode(LIST_URL, &r.id.to_string())) } else { None };
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+        let counts: Vec<(Uuid, i64)> = sqlx::query_as(
+            "select price_list_id, count(*) from price_list_prices where org_id = $1 and price_list_id = any($2)
+             group by price_list_id",
+        )
+        .bind(auth.0.org_id)
+        .bind(&ids)
+        .fetch_all(&state.pool)
+        .await?;
+        let data = rows
+            .iter()
+            .map(|r| PriceListData::from_row(r, counts.iter().find(|(id, _)| *id == r.id).map_or(0, |(_, n)| *n)))
+            .collect();
+        let body = PriceListsEnvelope {
+            request_id: request_id.0,
+            object: "list".into(),
+            url: LIST_URL.into(),
+            data,
+            has_more,
+            next_cursor,
+        };
+        Ok(Lists::Ok(RawJson::new(Style::a(&body))))
+    }
+
+    /// Create a price list
+    ///
+    /// Scope `price_lists:write`. Explicit prices must name variants of the organization.
+    #[oai(path = "/price-lists", method = "post", operation_id = "createPriceList")]
+    async fn create(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<PriceListInput>,
+    ) -> Result<Created, ApiError> {
+        let envelope = write(&state, &auth.0, &request_id.0, key.0, &version, None, &body.value).await?;
+        Ok(Created::Created(RawJson::new(Style::a(&envelope))))
+    }
+
+    /// Get a price list
+    #[oai(path = "/price-lists/:price_list_id", method = "get", operation_id = "getPriceList")]
+    async fn get(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        price_list_id: Path<String>,
+    ) -> Result<Single, ApiError> {
+        auth.0.require(READ_SCOPE)?;
+        let row = load_list(&state, auth.0.org_id, &price_list_id.0).await?;
+        let explicit = explicit_count(&state, auth.0.org_id, row.id).await?;
+        let body = PriceListEnvelope { request_id: request_id.0, data: PriceListData::from_row(&row, explicit) };
+        Ok(Single::Ok(RawJson::new(Style::a(&body))))
+    }
+
+    /// Replace a price list
+    ///
+    /// Scope `price_lists:write`. States the whole list, explicit prices included.
+    #[oai(path = "/price-lists/:price_list_id", method = "put", operation_id = "replacePriceList")]
+    async fn replace(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        price_list_id: Path<String>,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<PriceListInput>,
+    ) -> Result<Single, ApiError> {
+        let target = Some(price_list_id.0.as_str());
+        let envelope = write(&state, &auth.0, &request_id.0, key.0, &version, target, &body.value).await?;
+        Ok(Single::Ok(RawJson::new(Style::a(&envelope))))
+    }
+
+    /// List a price list's prices
+    ///
+    /// Scope `price_lists:read`. Every variant of the organization with its price under the list, in
+    /// variant order; `is_active` keeps active (`true`) or inactive (`false`) variants only (both when
+    /// omitted). Cursors are bound to `pricing_revision`: once it moves, a cursor answers 409
+    /// `PRICE_LIST_PRICES_CHANGED` and the client restarts without one. The first page carries a weak
+    /// `ETag`; sending it back as `If-None-Match` answers 304 with no body while nothing changed.
+    #[oai(path = "/price-lists/:price_list_id/prices", method = "get", operation_id = "listPriceListPrices")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn prices(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        price_list_id: Path<String>,
+        /// `true` or `false`.
+        is_active: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<String>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        /// Not supported: use `cursor`.
+        page: Query<Option<String>>,
+        #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
+    ) -> Result<Prices, ApiError> {
+        auth.0.require(READ_SCOPE)?;
+        let active = match is_active.0.as_deref() {
+            None => None,
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            Some(_) => {
+                return Err(ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid")
+                    .with_detail(Some("is_active"), "invalid_value", "must be true or false"));
+            }
+        };
+        let list = load_list(&state, auth.0.org_id, &price_list_id.0).await?;
+        let url = format!("{LIST_URL}/{}/prices", list.id);
+        let scope = format!("{url}?is_active={active:?}");
+        let first_page = cursor.0.as_deref().is_none_or(str::is_empty);
+        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, &scope)?;
+        let revision = list.pricing_revision();
+        let after = match params.after.as_deref() {
+            None => None,
+            Some(position) => {
+                let (issued_at, after) = position.split_once('/').unwrap_or_default();
+                if issued_at != revision {
+                    return Err(changed_prices());
+                }
+                Some(parse_id(after, "cursor")?)
+            }
+        };
+        let etag = first_page.then(|| weak_etag(&[&url, &format!("{active:?}"), &params.limit.to_string(), &revision]));
+        if let Some(etag) = &etag
+            && unchanged(if_none_match.0.as_deref(), etag)
+        {
+            return Ok(Prices::NotModified(etag.clone()));
+        }
+        let mut inputs =
+            read::price_inputs(&state.pool, auth.0.org_id, list.id, active, after, params.limit + 1).await?;
+        let has_more = inputs.len() as i64 > params.limit;
+        inputs.truncate(params.limit as usize);
+        let next_cursor = if has_more {
+            inputs.last().map(|i| state.cursors.encode(&scope, &format!("{revision}/{}", i.product_id)))
+        } else {
+            None
+        };
+        let body = PricesEnvelope {
+            request_id: request_id.0,
+            object: "list".into(),
+            url,
+            data: inputs.iter().map(|input| PriceEntryData::new(&list, input)).collect(),
+            has_more,
+            next_cursor,
+            pricing_revision: revision,
+        };
+        Ok(Prices::Ok(RawJson::new(Style::a(&body)), etag))
+    }
+
+    /// Get a variant's price under a price list
+    ///
+    /// Scope `price_lists:read`. Carries a weak `ETag`; sending it back as `If-None-Match` answers 304
+    /// with no body while the price is unchanged.
+    #[oai(path = "/price-lists/:price_list_id/prices/:product_id", method = "get", operation_id = "getPriceListPrice")]
+    async fn price(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        price_list_id: Path<String>,
+        product_id: Path<String>,
+        #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
+    ) -> Result<Price, ApiError> {
+        auth.0.require(READ_SCOPE)?;
+        let list = load_list(&state, auth.0.org_id, &price_list_id.0).await?;
+        let product_id = parse_id(&product_id.0, "product")?;
+        let input = read::price_input(&state.pool, auth.0.org_id, list.id, product_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("product"))?;
+        let entry = PriceEntryData::new(&list, &input);
+        let etag = weak_etag(&[&list.id.to_string(), &product_id.to_string(), &entry.pricing_revision]);
+        if unchanged(if_none_match.0.as_deref(), &etag) {
+            return Ok(Price::NotModified(etag));
+        }
+        let body = PriceEntryEnvelope { request_id: request_id.0, data: entry };
+        Ok(Price::Ok(RawJson::new(Style::a(&body)), etag))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn if_none_match_compares_weakly_and_accepts_lists_and_stars() {
+        let etag = weak_etag(&["a", "b"]);
+        assert!(etag.starts_with("W/\""));
+        assert_ne!(etag, weak_etag(&["ab", ""]), "parts are delimited");
+        assert!(unchanged(Some(&etag), &etag));
+        assert!(unchanged(Some(etag.trim_start_matches("W/")), &etag));
+        assert!(unchanged(Some(&format!("W/\"other\", {etag}")), &etag));
+        assert!(unchanged(Some("*"), &etag));
+        assert!(!unchanged(Some("W/\"other\""), &etag));
+        assert!(!unchanged(None, &etag));
+    }
+}
