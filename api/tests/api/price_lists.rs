@@ -437,3 +437,46 @@ async fn margin_priced_products_follow_their_costs_through_bulk_adjustments(pool
         .expect("sent");
     assert_eq!(detail_fields(&error(unknown, 400, "invalid_request_error").await), ["tag_id"]);
 }
+
+/// Rebuilding the products and price lists projections from the event store (while the service runs)
+/// yields the same prices and the same pricing revision.
+#[sqlx::test(migrations = "../schema")]
+async fn a_rebuild_yields_the_same_prices_and_revision(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(
+            product(
+                &app,
+                json!({"name": format!("P{i}"), "sku": format!("R-{i}"), "cost": 500, "markupPercentage": 20 + i}),
+            )
+            .await,
+        );
+    }
+    let path = format!("/api/v1/products/{}", ids[0]);
+    json(app.put(&path, &json!({"name": "P0", "sku": "R-0", "cost": 700, "markupPercentage": 20})).await, 200).await;
+    let list = json(
+        app.post(
+            "/api/v1/price-lists",
+            &json!({"name": "Tienda", "is_automatic": true, "automatic_pricing_mode": "base_price_adjustment",
+                    "adjustment_percentage": 7.5, "prices": [{"product_id": ids[1], "unit_price": 999}]}),
+        )
+        .await,
+        201,
+    )
+    .await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let prices = format!("/api/v1/price-lists/{list}/prices");
+    let mut before = json(app.get(&prices).await, 200).await;
+    assert_eq!(before["data"][0]["unit_price"], 903, "700 + 20% = 840, + 7.5% = 903");
+    for name in ["products", "price_lists"] {
+        let projection = projections::all().into_iter().find(|p| p.name() == name).expect("projection");
+        projections::rebuild::rebuild(&app.pool, projection.as_ref(), |_| {}).await.expect("rebuild");
+    }
+    let mut after = json(app.get(&prices).await, 200).await;
+    before["request_id"] = Value::Null;
+    after["request_id"] = Value::Null;
+    assert_eq!(after, before);
+}
