@@ -57,7 +57,7 @@ fn backoffice(setup: &Setup, args: &[&str]) -> String {
         .env("DATABASE_URL", &setup.database_url)
         .env("NATS_PREFIX", &setup.prefix)
         .env("HTTP_ADDR", &setup.http_addr)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", env("BENCH_SERVICE_LOG", "warn"))
         .output()
         .expect("backoffice runs");
     assert!(out.status.success(), "backoffice {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -70,7 +70,7 @@ fn start_service(setup: &Setup) -> Service {
         .env("DATABASE_URL", &setup.database_url)
         .env("NATS_PREFIX", &setup.prefix)
         .env("HTTP_ADDR", &setup.http_addr)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", env("BENCH_SERVICE_LOG", "warn"))
         .env("WEBHOOK_CA_FILE", &setup.ca_file)
         .env("WEBHOOK_ALLOW_PRIVATE_NETWORKS", "127.0.0.0/8")
         .stdout(Stdio::null())

@@ -892,6 +892,7 @@ fn stream_turn(stream_id: Uuid) -> &'static tokio::sync::Mutex<()> {
 
 /// Executes one request and turns the outcome into a reply.
 pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest) -> CommandReply {
+    let started = std::time::Instant::now();
     let _turn = stream_turn(request.command.stream_id()).lock().await;
     let metadata = Metadata {
         actor: request.actor.name.clone(),
@@ -910,6 +911,13 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
             Err(error) => Err(error.into()),
         },
     };
+    tracing::debug!(
+        org.id = %request.org_id,
+        request.id = %request.request_id,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        ok = result.is_ok(),
+        "command handled"
+    );
     match result {
         Ok(reply) => reply,
         Err(ExecuteError::Rejected(rejection)) => CommandReply::Rejected { rejection },

@@ -149,7 +149,15 @@ async fn run_until_error(
                 owned.push(event);
             }
         }
+        let started = std::time::Instant::now();
         let invalidate = if owned.is_empty() { Vec::new() } else { apply_batch(&mut conn, projection, &owned).await? };
+        tracing::debug!(
+            projection = projection.name(),
+            messages = batch.len(),
+            applied = owned.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "batch applied"
+        );
         let key = batch_key.unwrap_or_default();
         last_key = Some(key);
         publish_progress(bus, projection.name(), partition, key, invalidate).await;
@@ -166,10 +174,39 @@ async fn publish_progress(
     key: CommitKey,
     invalidate: Vec<CacheKey>,
 ) {
-    let progress = Progress { projection: projection.to_owned(), partition, key, invalidate };
-    if let Ok(body) = serde_json::to_vec(&progress) {
-        let _ = bus.client.publish(bus.progress_subject(projection), body.into()).await;
+    for progress in progress_messages(projection, partition, key, invalidate) {
+        let Ok(body) = serde_json::to_vec(&progress) else { continue };
+        if let Err(error) = bus.client.publish(bus.progress_subject(projection), body.into()).await {
+            tracing::warn!(projection, %error, "could not publish progress");
+        }
     }
+}
+
+/// Most invalidations one progress message carries: a large batch (a bulk adjustment touches
+/// thousands of variants) would otherwise exceed the bus's message size and be lost with its key.
+const INVALIDATIONS_PER_MESSAGE: usize = 2_000;
+
+/// The progress messages announcing `key` with `invalidate`: the invalidations in chunks, and the key
+/// only on the last message, so a reader woken by the key finds every stale entry already dropped.
+fn progress_messages(
+    projection: &str,
+    partition: Partition,
+    key: CommitKey,
+    mut invalidate: Vec<CacheKey>,
+) -> Vec<Progress> {
+    let mut messages = Vec::new();
+    while invalidate.len() > INVALIDATIONS_PER_MESSAGE {
+        let rest = invalidate.split_off(INVALIDATIONS_PER_MESSAGE);
+        let chunk = std::mem::replace(&mut invalidate, rest);
+        messages.push(Progress {
+            projection: projection.to_owned(),
+            partition,
+            key: CommitKey::ZERO,
+            invalidate: chunk,
+        });
+    }
+    messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate });
+    messages
 }
 
 /// Takes the projection's shared lock; a rebuild's swap takes it exclusively.
@@ -258,4 +295,27 @@ async fn apply_batch_inner(
     );
     sqlx::raw_sql(sqlx::AssertSqlSafe(finish)).execute(&mut *conn).await?;
     Ok(invalidate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_invalidations_are_split_and_the_key_comes_last() {
+        let key = CommitKey { position: 42, transaction_id: 7 };
+        let keys: Vec<CacheKey> = (0..4_500)
+            .map(|_| CacheKey { resource: "product".into(), org_id: Uuid::now_v7(), id: Uuid::now_v7() })
+            .collect();
+        let messages = progress_messages("products", Partition::WHOLE, key, keys.clone());
+        assert_eq!(messages.len(), 3);
+        assert!(messages[..2].iter().all(|m| m.key == CommitKey::ZERO), "the key waits for the last message");
+        assert_eq!(messages[2].key, key);
+        let carried: Vec<CacheKey> = messages.iter().flat_map(|m| m.invalidate.clone()).collect();
+        assert_eq!(carried, keys, "every invalidation, in order");
+        for message in &messages {
+            assert!(serde_json::to_vec(message).expect("json").len() < 512 * 1024, "well under the bus limit");
+        }
+        assert_eq!(progress_messages("products", Partition::WHOLE, key, Vec::new()).len(), 1);
+    }
 }
