@@ -3,7 +3,7 @@
 //! so they follow every product change at once (see [`price_of`]).
 
 use crate::{CacheKey, Projection, ProjectionError, Target};
-use events::catalogue::{PriceListEvent, PriceListFields, RecordEvent, apply_percentage};
+use events::catalogue::{PriceListEvent, RecordEvent, apply_percentage};
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
@@ -115,19 +115,6 @@ impl PriceListRow {
     pub fn pricing_revision(&self) -> String {
         format!("{}.{}", self.revision, self.products_revision)
     }
-
-    pub fn fields(&self) -> PriceListFields {
-        PriceListFields {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            is_automatic: self.is_automatic,
-            automatic_pricing_mode: self.automatic_pricing_mode.clone(),
-            adjustment_hundredths: self.adjustment_hundredths,
-            tax_inclusive: self.tax_inclusive,
-            is_active: self.is_active,
-            prices: Vec::new(),
-        }
-    }
 }
 
 const SELECT_LIST: &str = "select l.id, l.name, l.description, l.is_automatic, l.automatic_pricing_mode,
@@ -229,20 +216,7 @@ pub async fn price_inputs(
     after: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<PriceInput>, sqlx::Error> {
-    sqlx::query_as(
-        "select p.id as product_id, p.is_active, p.price as base_price, p.tax_rate_id, e.unit_price as explicit_price
-         from products_view p
-         left join price_list_prices e on e.org_id = p.org_id and e.price_list_id = $2 and e.product_id = p.id
-         where p.org_id = $1 and ($3::bool is null or p.is_active = $3) and ($4::uuid is null or p.id > $4)
-         order by p.id limit $5",
-    )
-    .bind(org_id)
-    .bind(list_id)
-    .bind(active)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
+    select_inputs(pool, org_id, list_id, active, after, None, limit).await
 }
 
 /// One variant's price input under a list.
@@ -252,16 +226,33 @@ pub async fn price_input(
     list_id: Uuid,
     product_id: Uuid,
 ) -> Result<Option<PriceInput>, sqlx::Error> {
+    Ok(select_inputs(pool, org_id, list_id, None, None, Some(product_id), 1).await?.pop())
+}
+
+async fn select_inputs(
+    pool: &PgPool,
+    org_id: Uuid,
+    list_id: Uuid,
+    active: Option<bool>,
+    after: Option<Uuid>,
+    only: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<PriceInput>, sqlx::Error> {
     sqlx::query_as(
         "select p.id as product_id, p.is_active, p.price as base_price, p.tax_rate_id, e.unit_price as explicit_price
          from products_view p
          left join price_list_prices e on e.org_id = p.org_id and e.price_list_id = $2 and e.product_id = p.id
-         where p.org_id = $1 and p.id = $3",
+         where p.org_id = $1 and ($3::bool is null or p.is_active = $3) and ($4::uuid is null or p.id > $4)
+           and ($5::uuid is null or p.id = $5)
+         order by p.id limit $6",
     )
     .bind(org_id)
     .bind(list_id)
-    .bind(product_id)
-    .fetch_optional(pool)
+    .bind(active)
+    .bind(after)
+    .bind(only)
+    .bind(limit)
+    .fetch_all(pool)
     .await
 }
 

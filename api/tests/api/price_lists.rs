@@ -8,30 +8,29 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-async fn product(app: &TestApp, body: Value) -> String {
-    let response = app
-        .client
-        .post(format!("{}/api/v1/products", app.base))
+/// A POST with a fresh `Idempotency-Key` (products and bulk adjustments require one).
+async fn post_keyed(app: &TestApp, path: &str, body: &Value) -> Response {
+    app.client
+        .post(format!("{}{path}", app.base))
         .bearer_auth(&app.api_key)
         .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .json(&body)
+        .json(body)
         .send()
         .await
-        .expect("sent");
-    json(response, 201).await["data"]["id"].as_str().expect("id").to_owned()
+        .expect("sent")
+}
+
+async fn product(app: &TestApp, body: Value) -> String {
+    json(post_keyed(app, "/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
 }
 
 async fn bulk(app: &TestApp, body: Value) -> Value {
-    let response = app
-        .client
-        .post(format!("{}/api/v1/products/bulk-adjustments", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .json(&body)
-        .send()
-        .await
-        .expect("sent");
-    json(response, 200).await
+    json(post_keyed(app, "/api/v1/products/bulk-adjustments", &body).await, 200).await
+}
+
+/// Creates a price list and returns its id.
+async fn create_list(app: &TestApp, body: &Value) -> String {
+    json(app.post("/api/v1/price-lists", body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
 }
 
 async fn get_with(app: &TestApp, path: &str, if_none_match: Option<&str>) -> Response {
@@ -155,32 +154,15 @@ async fn prices_are_computed_explicit_or_unavailable_and_the_product_detail_agre
     let yerba = product(&app, json!({"name": "Yerba", "sku": "Y-1", "price": 10_000, "taxRateId": 5})).await;
     let libro = product(&app, json!({"name": "Libro", "sku": "L-1", "price": 5_000, "taxRateId": 3})).await;
     let regalo = product(&app, json!({"name": "Regalo", "sku": "R-1", "price": 0})).await;
-    let automatic = json(
-        app.post(
-            "/api/v1/price-lists",
-            &json!({"name": "Tienda", "is_automatic": true, "automatic_pricing_mode": "base_price_adjustment",
+    let automatic = create_list(
+        &app,
+        &json!({"name": "Tienda", "is_automatic": true, "automatic_pricing_mode": "base_price_adjustment",
                     "adjustment_percentage": "10", "tax_inclusive": true,
                     "prices": [{"product_id": libro, "unit_price": 4_200}]}),
-        )
-        .await,
-        201,
     )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let manual = json(
-        app.post(
-            "/api/v1/price-lists",
-            &json!({"name": "Convenio", "prices": [{"product_id": yerba, "unit_price": 9_500}]}),
-        )
-        .await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    .await;
+    let manual =
+        create_list(&app, &json!({"name": "Convenio", "prices": [{"product_id": yerba, "unit_price": 9_500}]})).await;
 
     let page = json(app.get(&format!("/api/v1/price-lists/{automatic}/prices")).await, 200).await;
     let entry = |page: &Value, id: &str| -> Value {
@@ -279,18 +261,7 @@ async fn price_pages_are_bound_to_the_pricing_revision_and_answer_304_when_uncha
     let off = ids[4].clone();
     let path = format!("/api/v1/products/{off}");
     json(app.put(&path, &json!({"name": "P4", "sku": "P-4", "price": 1_004, "isActive": false})).await, 200).await;
-    let list = json(
-        app.post(
-            "/api/v1/price-lists",
-            &json!({"name": "Base", "is_automatic": true, "automatic_pricing_mode": "base_price_adjustment", "adjustment_percentage": 0}),
-        )
-        .await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let list = create_list(&app, &json!({"name": "Base", "is_automatic": true, "automatic_pricing_mode": "base_price_adjustment", "adjustment_percentage": 0})).await;
     let prices = format!("/api/v1/price-lists/{list}/prices");
 
     // Both active and inactive variants unless is_active says otherwise.
@@ -384,19 +355,8 @@ async fn margin_priced_products_follow_their_costs_through_bulk_adjustments(pool
     assert_eq!(harina["priceSource"], "automatic");
 
     // Under margin pricing the cost is required and a price is refused.
-    let refused = error(
-        app.client
-            .post(format!("{}/api/v1/products", app.base))
-            .bearer_auth(&app.api_key)
-            .header("Idempotency-Key", Uuid::now_v7().to_string())
-            .json(&json!({"name": "x", "sku": "X", "price": 5, "markupPercentage": 10}))
-            .send()
-            .await
-            .expect("sent"),
-        400,
-        "invalid_request_error",
-    )
-    .await;
+    let body = json!({"name": "x", "sku": "X", "price": 5, "markupPercentage": 10});
+    let refused = error(post_keyed(&app, "/api/v1/products", &body).await, 400, "invalid_request_error").await;
     let mut fields = detail_fields(&refused);
     fields.sort();
     assert_eq!(fields, ["cost", "price"]);
@@ -426,15 +386,8 @@ async fn margin_priced_products_follow_their_costs_through_bulk_adjustments(pool
     assert_eq!(done["data"]["matched_variants"], 1);
     assert_eq!(read(fixed.clone()).await["cost"], 1_000);
     assert_eq!(read(margin.clone()).await["cost"], 1_100);
-    let unknown = app
-        .client
-        .post(format!("{}/api/v1/products/bulk-adjustments", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .json(&json!({"target": "cost", "tag_id": Uuid::now_v7(), "amount": 1}))
-        .send()
-        .await
-        .expect("sent");
+    let body = json!({"target": "cost", "tag_id": Uuid::now_v7(), "amount": 1});
+    let unknown = post_keyed(&app, "/api/v1/products/bulk-adjustments", &body).await;
     assert_eq!(detail_fields(&error(unknown, 400, "invalid_request_error").await), ["tag_id"]);
 }
 
@@ -455,19 +408,12 @@ async fn a_rebuild_yields_the_same_prices_and_revision(pool: PgPool) {
     }
     let path = format!("/api/v1/products/{}", ids[0]);
     json(app.put(&path, &json!({"name": "P0", "sku": "R-0", "cost": 700, "markupPercentage": 20})).await, 200).await;
-    let list = json(
-        app.post(
-            "/api/v1/price-lists",
-            &json!({"name": "Tienda", "is_automatic": true, "automatic_pricing_mode": "base_price_adjustment",
+    let list = create_list(
+        &app,
+        &json!({"name": "Tienda", "is_automatic": true, "automatic_pricing_mode": "base_price_adjustment",
                     "adjustment_percentage": 7.5, "prices": [{"product_id": ids[1], "unit_price": 999}]}),
-        )
-        .await,
-        201,
     )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    .await;
     let prices = format!("/api/v1/price-lists/{list}/prices");
     let mut before = json(app.get(&prices).await, 200).await;
     assert_eq!(before["data"][0]["unit_price"], 903, "700 + 20% = 840, + 7.5% = 903");
