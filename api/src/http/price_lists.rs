@@ -246,6 +246,16 @@ enum Single {
 }
 
 #[derive(ApiResponse)]
+enum Detail {
+    /// The price list, with a weak `ETag` that moves with its `pricing_revision`.
+    #[oai(status = 200)]
+    Ok(RawJson<PriceListEnvelope>, #[oai(header = "ETag")] String),
+    /// Unchanged since the `ETag` sent as `If-None-Match`; no body.
+    #[oai(status = 304)]
+    NotModified(#[oai(header = "ETag")] String),
+}
+
+#[derive(ApiResponse)]
 enum Lists {
     /// A page of price lists, oldest first.
     #[oai(status = 200)]
@@ -436,6 +446,9 @@ impl PriceListsApi {
     }
 
     /// Get a price list
+    ///
+    /// Scope `price_lists:read`. Carries a weak `ETag`; sending it back as `If-None-Match` answers 304
+    /// with no body while neither the list nor any price under it changed.
     #[oai(path = "/price-lists/:price_list_id", method = "get", operation_id = "getPriceList")]
     async fn get(
         &self,
@@ -443,12 +456,17 @@ impl PriceListsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         price_list_id: Path<String>,
-    ) -> Result<Single, ApiError> {
+        #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
+    ) -> Result<Detail, ApiError> {
         auth.0.require(READ_SCOPE)?;
         let row = load_list(&state, auth.0.org_id, &price_list_id.0).await?;
+        let etag = weak_etag(&[&row.id.to_string(), &row.pricing_revision()]);
+        if unchanged(if_none_match.0.as_deref(), &etag) {
+            return Ok(Detail::NotModified(etag));
+        }
         let explicit = explicit_count(&state, auth.0.org_id, row.id).await?;
         let body = PriceListEnvelope { request_id: request_id.0, data: PriceListData::from_row(&row, explicit) };
-        Ok(Single::Ok(RawJson::new(Style::a(&body))))
+        Ok(Detail::Ok(RawJson::new(Style::a(&body)), etag))
     }
 
     /// Replace a price list

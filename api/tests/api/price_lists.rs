@@ -79,7 +79,10 @@ async fn price_lists_are_validated_created_replaced_and_private(pool: PgPool) {
     assert_eq!((data["tax_inclusive"].clone(), data["is_active"].clone()), (json!(true), json!(true)));
     let id = data["id"].as_str().expect("id").to_owned();
     let path = format!("/api/v1/price-lists/{id}");
-    assert_eq!(json(app.get(&path).await, 200).await["data"], *data, "readable at once, same shape");
+    let detail = get_with(&app, &path, None).await;
+    let detail_tag = etag(&detail);
+    assert_eq!(json(detail, 200).await["data"], *data, "readable at once, same shape");
+    assert_eq!(get_with(&app, &path, Some(&detail_tag)).await.status().as_u16(), 304);
 
     // Every rule, each leaving nothing behind.
     let before = list_count(&app).await;
@@ -127,6 +130,7 @@ async fn price_lists_are_validated_created_replaced_and_private(pool: PgPool) {
     assert_eq!(replaced["data"]["adjustment_percentage"], Value::Null);
     assert_eq!(replaced["data"]["explicit_prices"], 1);
     assert_ne!(replaced["data"]["pricing_revision"], data["pricing_revision"]);
+    assert_eq!(get_with(&app, &path, Some(&detail_tag)).await.status().as_u16(), 200, "the list changed");
 
     let second = json(app.post("/api/v1/price-lists", &json!({"name": "Minorista"})).await, 201).await;
     let page = json(app.get("/api/v1/price-lists?limit=1").await, 200).await;
