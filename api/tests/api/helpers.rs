@@ -122,13 +122,27 @@ impl TestApp {
 
 impl Drop for TestApp {
     fn drop(&mut self) {
-        // The test's JetStream stream lives on a shared server: remove it.
+        // The test's JetStream stream lives on a shared server: remove it. And the service's sessions on
+        // the test database end now, so dropping the database after the test never waits on them.
         let (url, stream) = (nats_url(), self.bus.stream_name());
+        let database = self.pool.connect_options().get_database().map(str::to_owned);
+        let admin = std::env::var("DATABASE_URL").ok();
         let _ = std::thread::spawn(move || {
             let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else { return };
             runtime.block_on(async move {
                 if let Ok(client) = async_nats::connect(url).await {
                     let _ = async_nats::jetstream::new(client).delete_stream(stream).await;
+                }
+                if let (Some(database), Some(admin)) = (database, admin)
+                    && let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await
+                {
+                    let _ = sqlx::query(
+                        "select pg_terminate_backend(pid) from pg_stat_activity
+                         where datname = $1 and pid <> pg_backend_pid()",
+                    )
+                    .bind(database)
+                    .execute(&mut conn)
+                    .await;
                 }
             });
         })
