@@ -18,7 +18,6 @@ pub const MAX_VARIANTS: usize = 250;
 pub const MAX_OPTIONS: usize = 3;
 pub const PRODUCT_TYPES: &[&str] = &["product", "service"];
 /// VAT rate codes a product may carry (see the tax rate reference).
-pub const TAX_RATE_CODES: &[i32] = &[3, 4, 5, 6, 8, 9];
 pub const MAX_CENTS: i64 = 1_000_000_000_000;
 
 /// The state of one variant group.
@@ -215,7 +214,7 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let oem_code = r.optional_str("oemCode", 60);
     let currency = r.optional_enum("currency", &["PES"]).unwrap_or_else(|| "PES".to_owned());
     let tax_rate_id = match r.optional_count("taxRateId", 99) {
-        Some(code) if TAX_RATE_CODES.contains(&(code as i32)) => code as i32,
+        Some(code) if events::catalogue::vat_hundredths(code as i32).is_some() => code as i32,
         Some(_) => {
             r.reject("taxRateId", "invalid_value", "is not a VAT rate code (see /api/v1/reference/tax-rates)");
             5

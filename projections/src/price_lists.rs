@@ -3,7 +3,7 @@
 //! so they follow every product change at once (see [`price_of`]).
 
 use crate::{CacheKey, Projection, ProjectionError, Target};
-use events::catalogue::{PriceListEvent, RecordEvent, apply_percentage};
+use events::catalogue::{PriceListEvent, RecordEvent, apply_percentage, vat_hundredths};
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
@@ -168,19 +168,6 @@ pub struct ListedPrice {
     /// Cents before VAT.
     pub net_price: i64,
     pub provenance: Provenance,
-}
-
-/// The VAT percentage of a rate code, in hundredths of a percent.
-pub fn vat_hundredths(code: i32) -> Option<i64> {
-    match code {
-        3 => Some(0),
-        4 => Some(1050),
-        5 => Some(2100),
-        6 => Some(2700),
-        8 => Some(500),
-        9 => Some(250),
-        _ => None,
-    }
 }
 
 /// The price of `input` under `list`. Explicit prices are stated in the list's own basis (VAT included

@@ -7,12 +7,11 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::idempotency;
 use crate::http::list::{ListParams, parse_id};
-use crate::http::reference::tax_rate;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::Command;
 use commands::records::{PriceList, RecordCommand, parse_price_list};
-use events::catalogue::percentage_text;
+use events::catalogue::{percentage_text, vat_percentage};
 use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -182,7 +181,10 @@ impl PriceEntryData {
             state: if listed.is_some() { "available" } else { "unavailable" }.into(),
             unit_price: listed.as_ref().map(|l| l.unit_price),
             tax_basis: if list.tax_inclusive { "tax_included" } else { "tax_excluded" }.into(),
-            tax_rate: PriceTaxRate { id: input.tax_rate_id, value: tax_rate(input.tax_rate_id).unwrap_or_default() },
+            tax_rate: PriceTaxRate {
+                id: input.tax_rate_id,
+                value: vat_percentage(input.tax_rate_id).unwrap_or_default(),
+            },
             provenance: PriceProvenance {
                 source: listed.as_ref().map(|l| match l.provenance {
                     Provenance::Manual => "manual".to_owned(),

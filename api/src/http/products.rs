@@ -7,7 +7,6 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::list::{ListEnvelope, ListParams, parse_id};
-use crate::http::reference::tax_rate;
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -18,7 +17,7 @@ use commands::products::{
 use commands::protocol::Command;
 use commands::records::{RecordCommand, parse_metafield_definition};
 use events::catalogue::MetafieldDefinitionFields;
-use events::catalogue::{Metafield, OptionValue};
+use events::catalogue::{Metafield, OptionValue, vat_percentage};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -288,7 +287,7 @@ impl ProductData {
             currency: row.currency,
             cost: row.cost,
             price: row.price,
-            tax_rate: TaxRateRef { id: row.tax_rate_id, value: tax_rate(row.tax_rate_id).unwrap_or_default() },
+            tax_rate: TaxRateRef { id: row.tax_rate_id, value: vat_percentage(row.tax_rate_id).unwrap_or_default() },
             stock_minimum: row.stock_minimum,
             default_supplier: row
                 .default_supplier_id

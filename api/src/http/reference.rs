@@ -99,16 +99,6 @@ pub struct VoucherTypeReference {
     pub description: String,
 }
 
-/// VAT rates: code, percentage, description.
-const TAX_RATES: &[(i32, f64, &str)] = &[
-    (3, 0.0, "IVA 0%"),
-    (4, 10.5, "IVA 10,5%"),
-    (5, 21.0, "IVA 21%"),
-    (6, 27.0, "IVA 27%"),
-    (8, 5.0, "IVA 5%"),
-    (9, 2.5, "IVA 2,5%"),
-];
-
 use DocumentKind::{CashSaleNote, CreditNote, DebitNote, Invoice, Quote, Receipt};
 use Letter::{A, B, C, E, M};
 
@@ -146,11 +136,6 @@ const VOUCHER_TYPES: &[(i32, &str, DocumentKind, Option<Letter>, &str)] = &[
     (212, "NDFCE C", DebitNote, Some(C), "Nota de débito electrónica MiPyMEs C"),
     (213, "NCFCE C", CreditNote, Some(C), "Nota de crédito electrónica MiPyMEs C"),
 ];
-
-/// The VAT percentage of a tax rate code.
-pub fn tax_rate(code: i32) -> Option<f64> {
-    TAX_RATES.iter().find(|(c, _, _)| *c == code).map(|(_, p, _)| *p)
-}
 
 #[derive(ApiResponse)]
 enum OrganizationResponse {
@@ -271,13 +256,13 @@ impl ReferenceApi {
         page: Query<Option<String>>,
     ) -> Result<TaxRatesResponse, ApiError> {
         let url = "/api/v1/tax-rates";
-        let items = TAX_RATES
+        let items = events::catalogue::VAT_RATES
             .iter()
-            .map(|(code, percentage, description)| {
+            .map(|(code, hundredths, description)| {
                 let item = TaxRateReference {
                     object: "tax_rate_reference".into(),
                     code: *code,
-                    percentage: *percentage,
+                    percentage: *hundredths as f64 / 100.0,
                     description: (*description).into(),
                 };
                 (*code, item)
@@ -330,9 +315,9 @@ mod tests {
 
     #[test]
     fn reference_data_matches_the_fiscal_reference() {
-        assert_eq!(tax_rate(5), Some(21.0));
-        assert_eq!(tax_rate(4), Some(10.5));
-        assert_eq!(tax_rate(7), None);
+        assert_eq!(events::catalogue::vat_percentage(5), Some(21.0));
+        assert_eq!(events::catalogue::vat_percentage(4), Some(10.5));
+        assert_eq!(events::catalogue::vat_percentage(7), None);
         let codes: Vec<i32> = VOUCHER_TYPES.iter().map(|v| v.0).collect();
         assert!(codes.windows(2).all(|w| w[0] < w[1]), "sorted by code");
         assert!(codes.contains(&90) && codes.contains(&213));

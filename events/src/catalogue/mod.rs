@@ -6,6 +6,7 @@ mod organization;
 mod product;
 mod records;
 mod tag;
+mod vat;
 mod webhook;
 
 pub use customer::{CustomerEvent, CustomerFields, SupplierEvent};
@@ -23,6 +24,7 @@ pub use records::{
     WarehouseEvent, WarehouseFields, apply_percentage, percentage_text,
 };
 pub use tag::{TagEvent, TagFields, TagTargets};
+pub use vat::{VAT_RATES, vat_hundredths, vat_percentage};
 pub use webhook::{
     PUBLIC_EVENT_TYPES, PublicEventType, SealedSecret, WEBHOOK_API_VERSIONS, WebhookEndpointCreated,
     WebhookEndpointDisabled, WebhookEndpointEvent, WebhookEndpointFields, WebhookEndpointSecretRotated,
