@@ -36,6 +36,11 @@ impl Target {
     }
 }
 
+/// An `ilike` pattern matching `text` anywhere, with the pattern's own wildcards taken literally.
+pub fn contains_pattern(text: &str) -> String {
+    format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"))
+}
+
 /// A cached read that an applied event made stale.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CacheKey {

@@ -221,7 +221,7 @@ pub async fn list(
     after: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<ProductRow>, sqlx::Error> {
-    let pattern = query.map(|q| format!("%{}%", q.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
+    let pattern = query.map(crate::contains_pattern);
     let sql = format!(
         "{SELECT} where p.org_id = $1 and ($2::text is null or p.name ilike $2 or p.sku ilike $2 or p.barcode ilike $2)
            and ($3::uuid is null or p.default_supplier_id = $3) and ($4::uuid is null or p.id > $4)

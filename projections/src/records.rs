@@ -203,7 +203,7 @@ pub async fn page(
         SortBy::UpdatedAt => "updated_at",
     };
     let direction = if descending { "desc" } else { "asc" };
-    let pattern = search.map(|s| format!("%{}%", s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
+    let pattern = search.map(crate::contains_pattern);
     let sql = format!(
         "select {COLUMNS}, count(*) over () as total from {table}
          where org_id = $1 and ($2::text is null or name ilike $2)
@@ -211,7 +211,7 @@ pub async fn page(
     );
     let rows: Vec<(Uuid, Value, bool, OffsetDateTime, OffsetDateTime, i64)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
-        .bind(pattern)
+        .bind(pattern.clone())
         .bind(limit)
         .bind((page - 1) * limit)
         .fetch_all(pool)
@@ -220,8 +220,6 @@ pub async fn page(
         Some(row) => row.5,
         None => {
             let sql = format!("select count(*) from {table} where org_id = $1 and ($2::text is null or name ilike $2)");
-            let pattern =
-                search.map(|s| format!("%{}%", s.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")));
             sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(pattern).fetch_one(pool).await?
         }
     };
