@@ -91,29 +91,17 @@ async fn apply(
                     .await?;
                 true
             }
-            TagEvent::TagApplied(targets) => {
-                let sql = format!(
-                    "insert into {assignments} (org_id, tag_id, resource_type, resource_id)
-                     select $1, $2, $3, unnest($4::uuid[]) on conflict do nothing"
-                );
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(org)
-                    .bind(tag)
-                    .bind(&targets.resource_type)
-                    .bind(&targets.resource_ids)
-                    .execute(&mut *conn)
-                    .await?;
-                stale.extend(targets.resource_ids.iter().map(|id| CacheKey {
-                    resource: targets.resource_type.clone(),
-                    org_id: org,
-                    id: *id,
-                }));
-                false
-            }
-            TagEvent::TagRemoved(targets) => {
-                let sql = format!(
-                    "delete from {assignments} where org_id = $1 and tag_id = $2 and resource_type = $3 and resource_id = any($4)"
-                );
+            TagEvent::TagApplied(targets) | TagEvent::TagRemoved(targets) => {
+                let sql = if matches!(decoded, TagEvent::TagApplied(_)) {
+                    format!(
+                        "insert into {assignments} (org_id, tag_id, resource_type, resource_id)
+                         select $1, $2, $3, unnest($4::uuid[]) on conflict do nothing"
+                    )
+                } else {
+                    format!(
+                        "delete from {assignments} where org_id = $1 and tag_id = $2 and resource_type = $3 and resource_id = any($4)"
+                    )
+                };
                 sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(org)
                     .bind(tag)
