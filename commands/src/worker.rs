@@ -302,19 +302,7 @@ async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Comma
         }
         Command::Tag(tag) => {
             let Some(name) = tag.new_name() else { return Ok(()) };
-            let taken: bool = sqlx::query_scalar(
-                "select exists(select 1 from (select distinct on (stream_id) stream_id, data->>'name' as name
-                                              from events where org_id = $1 and stream_type = 'tag'
-                                                and event_type in ('TagCreated', 'TagChanged')
-                                              order by stream_id, version desc) latest
-                               where lower(name) = lower($2) and stream_id <> $3)",
-            )
-            .bind(org_id)
-            .bind(name)
-            .bind(tag.id())
-            .fetch_one(&mut *conn)
-            .await?;
-            if taken {
+            if name_taken(conn, org_id, "tag", &["TagCreated", "TagChanged"], name, tag.id()).await? {
                 return Err(Rejection::Invalid {
                     errors: vec![FieldError::new("name", "already_exists", "another tag has this name")],
                 }
@@ -333,6 +321,31 @@ async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Comma
     }
 }
 
+/// Whether another stream of `stream_type` is named `name` (case-insensitively) by the latest of its
+/// `naming` events (the events that carry a `name`).
+async fn name_taken(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    stream_type: &str,
+    naming: &[&str],
+    name: &str,
+    except: Uuid,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "select exists(select 1 from (select distinct on (stream_id) stream_id, data->>'name' as name
+                                      from events where org_id = $1 and stream_type = $2 and event_type = any($3)
+                                      order by stream_id, version desc) latest
+                       where lower(name) = lower($4) and stream_id <> $5)",
+    )
+    .bind(org_id)
+    .bind(stream_type)
+    .bind(naming)
+    .bind(name)
+    .bind(except)
+    .fetch_one(conn)
+    .await
+}
+
 /// A price list's name is its own in the organization (case-insensitively), and its explicit prices
 /// name the organization's variants.
 async fn check_price_list(
@@ -342,18 +355,7 @@ async fn check_price_list(
     fields: &events::catalogue::PriceListFields,
 ) -> Result<(), ExecuteError> {
     let mut errors = Vec::new();
-    let taken: bool = sqlx::query_scalar(
-        "select exists(select 1 from (select distinct on (stream_id) stream_id, data->>'name' as name
-                                      from events where org_id = $1 and stream_type = 'price_list'
-                                      order by stream_id, version desc) latest
-                       where lower(name) = lower($2) and stream_id <> $3)",
-    )
-    .bind(org_id)
-    .bind(&fields.name)
-    .bind(id)
-    .fetch_one(&mut *conn)
-    .await?;
-    if taken {
+    if name_taken(conn, org_id, "price_list", &["PriceListCreated", "PriceListReplaced"], &fields.name, id).await? {
         errors.push(FieldError::new("name", "already_exists", "another price list has this name"));
     }
     let ids: Vec<Uuid> = fields.prices.iter().map(|p| p.product_id).collect();
