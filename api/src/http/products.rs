@@ -2,7 +2,7 @@
 //! these routes take or return is a variant id; the detail names its group.
 
 use crate::cache::{ReadKey, Resource};
-use crate::http::auth::Auth;
+use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::idempotency;
@@ -351,6 +351,32 @@ fn parse_fields(fields: Option<String>) -> Result<Option<Vec<String>>, ApiError>
     Ok(Some(names))
 }
 
+/// The request an update of one variant came in, as its idempotency claim identifies it.
+struct VariantWrite<'a> {
+    operation: &'static str,
+    path_id: &'a str,
+    body: &'a Value,
+}
+
+/// Runs a command changing an existing variant and answers with the variant's detail once readable.
+async fn update_variant(
+    state: &AppState,
+    principal: &Principal,
+    request_id: &str,
+    key: Option<String>,
+    version: &ServiceVersion,
+    write: VariantWrite<'_>,
+    command: ProductCommand,
+) -> Result<ReadResponse, ApiError> {
+    let variant_id = command.target_id();
+    let claim =
+        idempotency::claim(key, false, write.operation, &[write.path_id], version.0.as_deref(), Some(write.body))?;
+    let accepted = state.dispatch(principal, request_id, claim, Command::Product(command)).await?;
+    state.await_read(PROJECTION, principal, accepted.commit).await?;
+    let detail = readable(state, principal.org_id, variant_id).await?;
+    Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data: detail }))))
+}
+
 /// Reads the created or replaced variant back from the read model (the write has been applied).
 async fn readable(state: &AppState, org_id: Uuid, id: Uuid) -> Result<ProductData, ApiError> {
     let row = read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found("product"))?;
@@ -619,19 +645,9 @@ impl ProductsApi {
         auth.0.require("products:write")?;
         let variant_id = parse_id(&product_id.0, "product")?;
         let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
-        let claim = idempotency::claim(
-            key.0,
-            false,
-            "patchProductMetafields",
-            &[&product_id.0],
-            version.0.as_deref(),
-            Some(&body.value),
-        )?;
         let command = ProductCommand::SetMetafields { variant_id, assign, delete };
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Product(command)).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        let detail = readable(&state, auth.0.org_id, variant_id).await?;
-        Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data: detail }))))
+        let write = VariantWrite { operation: "patchProductMetafields", path_id: &product_id.0, body: &body.value };
+        update_variant(&state, &auth.0, &request_id.0, key.0, &version, write, command).await
     }
 
     /// Adjust costs or prices in bulk
@@ -686,19 +702,9 @@ impl ProductsApi {
         auth.0.require("products:write")?;
         let variant_id = parse_id(&product_id.0, "product")?;
         let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
-        let claim = idempotency::claim(
-            key.0,
-            false,
-            "replaceProduct",
-            &[&product_id.0],
-            version.0.as_deref(),
-            Some(&body.value),
-        )?;
         let command = ProductCommand::Replace { variant_id, shared, variant };
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Product(command)).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        let detail = readable(&state, auth.0.org_id, variant_id).await?;
-        Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data: detail }))))
+        let write = VariantWrite { operation: "replaceProduct", path_id: &product_id.0, body: &body.value };
+        update_variant(&state, &auth.0, &request_id.0, key.0, &version, write, command).await
     }
 
     /// Get a product variant
