@@ -106,6 +106,8 @@ pub struct PriceListRow {
     pub revision: i64,
     /// The organization's product pricing revision (0 before any product).
     pub products_revision: i64,
+    /// Variants with an explicit price in the list.
+    pub explicit_prices: i64,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
@@ -120,6 +122,7 @@ impl PriceListRow {
 const SELECT_LIST: &str = "select l.id, l.name, l.description, l.is_automatic, l.automatic_pricing_mode,
         l.adjustment_hundredths, l.tax_inclusive, l.is_active, l.revision,
         coalesce((select r.revision from product_pricing_revisions r where r.org_id = l.org_id), 0) as products_revision,
+        (select count(*) from price_list_prices e where e.org_id = l.org_id and e.price_list_id = l.id) as explicit_prices,
         l.created_at, l.updated_at
     from price_lists_view l";
 
@@ -259,6 +262,7 @@ mod tests {
             is_active: true,
             revision: 1,
             products_revision: 0,
+            explicit_prices: 0,
             created_at: OffsetDateTime::UNIX_EPOCH,
             updated_at: OffsetDateTime::UNIX_EPOCH,
         }

@@ -57,7 +57,7 @@ pub struct PriceListData {
 }
 
 impl PriceListData {
-    fn from_row(row: &PriceListRow, explicit_prices: i64) -> Self {
+    fn from_row(row: &PriceListRow) -> Self {
         Self {
             object: "price_list".into(),
             id: row.id,
@@ -68,7 +68,7 @@ impl PriceListData {
             adjustment_percentage: row.adjustment_hundredths.map(percentage_text),
             tax_inclusive: row.tax_inclusive,
             is_active: row.is_active,
-            explicit_prices,
+            explicit_prices: row.explicit_prices,
             pricing_revision: row.pricing_revision(),
             created_at: ar_time(row.created_at),
             updated_at: ar_time(row.updated_at),
@@ -302,14 +302,6 @@ fn unchanged(if_none_match: Option<&str>, etag: &str) -> bool {
     header.split(',').any(|tag| tag.trim() == "*" || bare(tag) == bare(etag))
 }
 
-async fn explicit_count(state: &AppState, org_id: Uuid, id: Uuid) -> Result<i64, ApiError> {
-    Ok(sqlx::query_scalar("select count(*) from price_list_prices where org_id = $1 and price_list_id = $2")
-        .bind(org_id)
-        .bind(id)
-        .fetch_one(&state.pool)
-        .await?)
-}
-
 async fn load_list(state: &AppState, org_id: Uuid, id: &str) -> Result<PriceListRow, ApiError> {
     let id = parse_id(id, "price list")?;
     read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found("price list"))
@@ -342,8 +334,7 @@ async fn write(
     })?;
     let row =
         read::get(&state.pool, principal.org_id, stored.id).await?.ok_or_else(|| ApiError::not_found("price list"))?;
-    let explicit = explicit_count(state, principal.org_id, stored.id).await?;
-    Ok(PriceListEnvelope { request_id: request_id.to_owned(), data: PriceListData::from_row(&row, explicit) })
+    Ok(PriceListEnvelope { request_id: request_id.to_owned(), data: PriceListData::from_row(&row) })
 }
 
 /// The price of a variant under an active list of the organization, for the product detail.
@@ -404,19 +395,7 @@ impl PriceListsApi {
         rows.truncate(params.limit as usize);
         let next_cursor =
             if has_more { rows.last().map(|r| state.cursors.encode(LIST_URL, &r.id.to_string())) } else { None };
-        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let counts: Vec<(Uuid, i64)> = sqlx::query_as(
-            "select price_list_id, count(*) from price_list_prices where org_id = $1 and price_list_id = any($2)
-             group by price_list_id",
-        )
-        .bind(auth.0.org_id)
-        .bind(&ids)
-        .fetch_all(&state.pool)
-        .await?;
-        let data = rows
-            .iter()
-            .map(|r| PriceListData::from_row(r, counts.iter().find(|(id, _)| *id == r.id).map_or(0, |(_, n)| *n)))
-            .collect();
+        let data = rows.iter().map(PriceListData::from_row).collect();
         let body = PriceListsEnvelope {
             request_id: request_id.0,
             object: "list".into(),
@@ -466,8 +445,7 @@ impl PriceListsApi {
         if unchanged(if_none_match.0.as_deref(), &etag) {
             return Ok(Detail::NotModified(etag));
         }
-        let explicit = explicit_count(&state, auth.0.org_id, row.id).await?;
-        let body = PriceListEnvelope { request_id: request_id.0, data: PriceListData::from_row(&row, explicit) };
+        let body = PriceListEnvelope { request_id: request_id.0, data: PriceListData::from_row(&row) };
         Ok(Detail::Ok(RawJson::new(Style::a(&body)), etag))
     }
 
