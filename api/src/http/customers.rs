@@ -315,9 +315,8 @@ async fn list(
     let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, scope)?;
     let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
     let mut rows = read::list(&state.pool, kind.table, auth.0.org_id, after, params.limit + 1).await?;
-    let has_more = rows.len() as i64 > params.limit;
-    rows.truncate(params.limit as usize);
-    let next_cursor = if has_more { rows.last().map(|r| state.cursors.encode(scope, &r.id.to_string())) } else { None };
+    let next_cursor = params.finish_page(&mut rows, &state.cursors, scope, |r| r.id.to_string());
+    let has_more = next_cursor.is_some();
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let mut tags = tags_of(state, auth.0.org_id, kind.name, &ids).await?;
     let data = rows

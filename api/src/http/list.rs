@@ -68,6 +68,20 @@ impl ListParams {
         let after = cursor.filter(|c| !c.is_empty()).map(|c| codec.decode(scope, &c)).transpose()?;
         Ok(Self { limit, after })
     }
+
+    /// Cuts `rows`, fetched as `limit + 1`, to one page; when more follow, the cursor resuming after the
+    /// page's last row (its position written by `position`) for the list described by `scope`.
+    pub fn finish_page<T>(
+        &self,
+        rows: &mut Vec<T>,
+        codec: &CursorCodec,
+        scope: &str,
+        position: impl Fn(&T) -> String,
+    ) -> Option<String> {
+        let has_more = rows.len() as i64 > self.limit;
+        rows.truncate(self.limit as usize);
+        if has_more { rows.last().map(|row| codec.encode(scope, &position(row))) } else { None }
+    }
 }
 
 /// Parses an id from a path; anything that is not an id cannot name a record, so it is simply not found.

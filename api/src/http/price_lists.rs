@@ -391,10 +391,8 @@ impl PriceListsApi {
         let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, LIST_URL)?;
         let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
         let mut rows = read::list(&state.pool, auth.0.org_id, after, params.limit + 1).await?;
-        let has_more = rows.len() as i64 > params.limit;
-        rows.truncate(params.limit as usize);
-        let next_cursor =
-            if has_more { rows.last().map(|r| state.cursors.encode(LIST_URL, &r.id.to_string())) } else { None };
+        let next_cursor = params.finish_page(&mut rows, &state.cursors, LIST_URL, |r| r.id.to_string());
+        let has_more = next_cursor.is_some();
         let data = rows.iter().map(PriceListData::from_row).collect();
         let body = PriceListsEnvelope {
             request_id: request_id.0,
@@ -527,13 +525,9 @@ impl PriceListsApi {
         }
         let mut inputs =
             read::price_inputs(&state.pool, auth.0.org_id, list.id, active, after, params.limit + 1).await?;
-        let has_more = inputs.len() as i64 > params.limit;
-        inputs.truncate(params.limit as usize);
-        let next_cursor = if has_more {
-            inputs.last().map(|i| state.cursors.encode(&scope, &format!("{revision}/{}", i.product_id)))
-        } else {
-            None
-        };
+        let next_cursor =
+            params.finish_page(&mut inputs, &state.cursors, &scope, |i| format!("{revision}/{}", i.product_id));
+        let has_more = next_cursor.is_some();
         let body = PricesEnvelope {
             request_id: request_id.0,
             object: "list".into(),

@@ -391,9 +391,8 @@ async fn cursor_list<K: ResourceKind>(
     let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
     let mut rows =
         read::list(&state.pool, K::PROJECTION.table_name(), principal.org_id, after, params.limit + 1).await?;
-    let has_more = rows.len() as i64 > params.limit;
-    rows.truncate(params.limit as usize);
-    let next_cursor = if has_more { rows.last().map(|r| state.cursors.encode(scope, &r.id.to_string())) } else { None };
+    let next_cursor = params.finish_page(&mut rows, &state.cursors, scope, |r| r.id.to_string());
+    let has_more = next_cursor.is_some();
     let data = rows.into_iter().map(from_row::<K>).collect::<Result<Vec<_>, _>>()?;
     Ok(Style::a(&ListEnvelope::new(request_id, K::LIST_URL, data, has_more, next_cursor)))
 }

@@ -170,9 +170,8 @@ fn static_page<T: Clone>(
     let params = ListParams::parse(limit, cursor, page, &state.cursors, url)?;
     let after: Option<i32> = params.after.as_deref().and_then(|a| a.parse().ok());
     let mut rest: Vec<(i32, T)> = items.into_iter().filter(|(code, _)| after.is_none_or(|a| *code > a)).collect();
-    let has_more = rest.len() as i64 > params.limit;
-    rest.truncate(params.limit as usize);
-    let next = if has_more { rest.last().map(|(code, _)| state.cursors.encode(url, &code.to_string())) } else { None };
+    let next = params.finish_page(&mut rest, &state.cursors, url, |(code, _)| code.to_string());
+    let has_more = next.is_some();
     Ok((rest.into_iter().map(|(_, item)| item).collect(), has_more, next))
 }
 

@@ -219,9 +219,8 @@ impl TagsApi {
         let mut rows =
             read::list(&state.pool, auth.0.org_id, include_archived.0.unwrap_or(false), after, params.limit + 1)
                 .await?;
-        let has_more = rows.len() as i64 > params.limit;
-        rows.truncate(params.limit as usize);
-        let next = if has_more { rows.last().map(|r| state.cursors.encode("tags", &r.id.to_string())) } else { None };
+        let next = params.finish_page(&mut rows, &state.cursors, "tags", |r| r.id.to_string());
+        let has_more = next.is_some();
         let data = rows.into_iter().map(TagData::from_row).collect();
         let body = ListEnvelope::new(request_id.0, "/api/v1/tags", data, has_more, next);
         Ok(Tags::Ok(RawJson::new(Style::a(&body))))

@@ -491,9 +491,8 @@ impl WebhooksApi {
         let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, url)?;
         let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
         let mut rows = read::list(&state.pool, auth.0.org_id, owner(&auth.0), after, params.limit + 1).await?;
-        let has_more = rows.len() as i64 > params.limit;
-        rows.truncate(params.limit as usize);
-        let next = if has_more { rows.last().map(|r| state.cursors.encode(url, &r.id.to_string())) } else { None };
+        let next = params.finish_page(&mut rows, &state.cursors, url, |r| r.id.to_string());
+        let has_more = next.is_some();
         let data = rows.into_iter().map(from_row).collect();
         Ok(Endpoints::Ok(RawJson::new(Style::a(&ListEnvelope::new(request_id.0, url, data, has_more, next)))))
     }
@@ -538,9 +537,8 @@ impl WebhooksApi {
         let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, &url)?;
         let before = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
         let (mut rows, attempts) = read::deliveries(&state.pool, endpoint.id, before, params.limit + 1).await?;
-        let has_more = rows.len() as i64 > params.limit;
-        rows.truncate(params.limit as usize);
-        let next = if has_more { rows.last().map(|r| state.cursors.encode(&url, &r.id.to_string())) } else { None };
+        let next = params.finish_page(&mut rows, &state.cursors, &url, |r| r.id.to_string());
+        let has_more = next.is_some();
         let data = rows
             .into_iter()
             .map(|row| DeliveryData {
