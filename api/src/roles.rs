@@ -14,7 +14,6 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 pub static MIGRATOR: Migrator = sqlx::migrate!("../schema");
@@ -123,14 +122,14 @@ pub struct Running {
 pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) -> anyhow::Result<Running> {
     let mut tasks = JoinSet::new();
     if roles.commands {
-        let wake = Arc::new(Notify::new());
-        events::relay::wake_on_commits(&bus, wake.clone()).await?;
-        tasks.spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake));
+        let wake = events::relay::RelayWake::default();
+        wake.listen(&bus).await?;
+        tasks.spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake.clone()));
         tasks.spawn(events::relay::run_sealer(pool.clone()));
         let concurrency = pool.options().get_max_connections().max(2) as usize;
         let (pool, bus) = (pool.clone(), bus.clone());
         tasks.spawn(async move {
-            if let Err(error) = commands::worker::run(pool, bus, concurrency).await {
+            if let Err(error) = commands::worker::run(pool, bus, wake, concurrency).await {
                 tracing::error!(%error, "command worker stopped");
             }
         });

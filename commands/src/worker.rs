@@ -52,6 +52,28 @@ pub enum Sink<'a> {
     Transaction,
 }
 
+/// The connection a command runs on: the caller's open transaction, or one taken from the pool only
+/// when the command first needs it. A creation that checks nothing goes straight to the group appender
+/// and never holds a pool connection (whose every release costs a round trip to the server).
+pub enum Conn<'a> {
+    Lazy(&'a PgPool, Option<sqlx::pool::PoolConnection<sqlx::Postgres>>),
+    Open(&'a mut PgConnection),
+}
+
+impl Conn<'_> {
+    pub async fn get(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
+        match self {
+            Conn::Open(conn) => Ok(conn),
+            Conn::Lazy(pool, slot) => {
+                if slot.is_none() {
+                    *slot = Some(pool.acquire().await?);
+                }
+                slot.as_deref_mut().ok_or(sqlx::Error::PoolClosed)
+            }
+        }
+    }
+}
+
 /// Loads one aggregate instance of this organization (a foreign or unknown id loads as `None`).
 pub async fn load<A>(conn: &mut PgConnection, org_id: Uuid, stream_id: Uuid) -> Result<(Option<A>, i32), ExecuteError>
 where
@@ -77,7 +99,7 @@ where
 /// `is_creation` skips loading the stream for commands that start a new one with a fresh id.
 #[allow(clippy::too_many_arguments, reason = "one call site per sink; a parameter struct would only rename them")]
 pub async fn execute<A>(
-    conn: &mut PgConnection,
+    conn: &mut Conn<'_>,
     sink: &Sink<'_>,
     org_id: Uuid,
     stream_id: Uuid,
@@ -89,7 +111,8 @@ where
     A: Aggregate + WithId,
 {
     for _ in 0..CONFLICT_RETRIES {
-        let (state, version) = if is_creation { (None, 0) } else { load::<A>(conn, org_id, stream_id).await? };
+        let (state, version) =
+            if is_creation { (None, 0) } else { load::<A>(conn.get().await?, org_id, stream_id).await? };
         let decided = A::decide(state.as_ref(), command)?;
         if decided.is_empty() {
             let state = state.ok_or_else(|| Rejection::not_found(A::Event::STREAM_TYPE))?;
@@ -102,7 +125,7 @@ where
         requests.extend(A::follow_ups(conn, org_id, stream_id, &decided, metadata).await?);
         let appended = match sink {
             Sink::Group(appender) => appender.append(requests).await,
-            Sink::Transaction => store::append_many(conn, &requests).await,
+            Sink::Transaction => store::append_many(conn.get().await?, &requests).await,
         }
         .and_then(|all| {
             // The write is readable once the last of its events (follow-ups included) is.
@@ -141,7 +164,7 @@ pub trait WithId: Aggregate {
 
     /// Appends to other streams that must accompany `decided` (none by default).
     fn follow_ups(
-        conn: &mut PgConnection,
+        conn: &mut Conn<'_>,
         org_id: Uuid,
         stream_id: Uuid,
         decided: &[Self::Event],
@@ -187,7 +210,7 @@ impl<E: RecordEvent> WithId for Record<E> {
     /// At most one record of a kind is an organization's default: a record that becomes the default
     /// takes the flag from the current one, which is replaced in the same append.
     async fn follow_ups(
-        conn: &mut PgConnection,
+        conn: &mut Conn<'_>,
         org_id: Uuid,
         stream_id: Uuid,
         decided: &[E],
@@ -197,6 +220,7 @@ impl<E: RecordEvent> WithId for Record<E> {
         if E::default_flag(last.fields()) != Some(true) {
             return Ok(Vec::new());
         }
+        let conn = conn.get().await?;
         let mut follow_ups = Vec::new();
         for previous in current_defaults(conn, org_id, E::STREAM_TYPE).await? {
             if previous == stream_id {
@@ -238,11 +262,12 @@ fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
 }
 
 /// Facts a command needs from outside its own stream, checked before deciding.
-async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Command) -> Result<(), ExecuteError> {
+async fn check_references(conn: &mut Conn<'_>, org_id: Uuid, command: &Command) -> Result<(), ExecuteError> {
     match command {
         Command::Customer(contact) | Command::Supplier(contact) => {
             let fields = contact.fields();
             if let Some(account) = fields.default_account_id {
+                let conn = conn.get().await?;
                 let exists: bool = sqlx::query_scalar(
                     "select exists(select 1 from ledger_accounts where org_id = $1 and id = $2 and is_active)",
                 )
@@ -262,6 +287,7 @@ async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Comma
             let mut next = fields.parent_id;
             let mut depth = 0;
             while let Some(parent) = next {
+                let conn = conn.get().await?;
                 if parent == *id {
                     return Err(Rejection::Invalid {
                         errors: vec![FieldError::new("parentId", "cycle", "a category cannot be its own ancestor")],
@@ -281,8 +307,9 @@ async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Comma
             }
             Ok(())
         }
-        Command::Product(product) => check_product_references(conn, org_id, product).await,
+        Command::Product(product) => check_product_references(conn.get().await?, org_id, product).await,
         Command::MetafieldDefinition(RecordCommand::Create { id, fields } | RecordCommand::Replace { id, fields }) => {
+            let conn = conn.get().await?;
             let taken: bool = sqlx::query_scalar(
                 "select exists(select 1 from events where org_id = $1 and stream_type = 'metafield_definition'
                                 and data->>'key' = $2 and stream_id <> $3)",
@@ -302,7 +329,7 @@ async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Comma
         }
         Command::Tag(tag) => {
             let Some(name) = tag.new_name() else { return Ok(()) };
-            if name_taken(conn, org_id, "tag", &["TagCreated", "TagChanged"], name, tag.id()).await? {
+            if name_taken(conn.get().await?, org_id, "tag", &["TagCreated", "TagChanged"], name, tag.id()).await? {
                 return Err(Rejection::Invalid {
                     errors: vec![FieldError::new("name", "already_exists", "another tag has this name")],
                 }
@@ -311,7 +338,7 @@ async fn check_references(conn: &mut PgConnection, org_id: Uuid, command: &Comma
             Ok(())
         }
         Command::PriceList(RecordCommand::Create { id, fields } | RecordCommand::Replace { id, fields }) => {
-            check_price_list(conn, org_id, *id, fields).await
+            check_price_list(conn.get().await?, org_id, *id, fields).await
         }
         Command::PaymentMethod(_)
         | Command::Warehouse(_)
@@ -689,7 +716,7 @@ async fn metafield_definitions(
 /// Runs a product command inside the caller's transaction: finds the group of a replaced variant,
 /// refuses SKUs another variant of the organization holds, appends, and keeps `product_variants` in step.
 async fn run_product(
-    conn: &mut PgConnection,
+    conn: &mut Conn<'_>,
     sink: &Sink<'_>,
     org_id: Uuid,
     command: &ProductCommand,
@@ -701,7 +728,7 @@ async fn run_product(
             sqlx::query_scalar("select group_id from product_variants where org_id = $1 and variant_id = $2")
                 .bind(org_id)
                 .bind(variant_id)
-                .fetch_optional(&mut *conn)
+                .fetch_optional(conn.get().await?)
                 .await?
                 .ok_or_else(|| Rejection::not_found("product"))?
         }
@@ -714,7 +741,7 @@ async fn run_product(
     .bind(org_id)
     .bind(skus.iter().map(|(_, sku, _)| sku.to_lowercase()).collect::<Vec<_>>())
     .bind(skus.iter().map(|(id, _, _)| *id).collect::<Vec<_>>())
-    .fetch_all(&mut *conn)
+    .fetch_all(conn.get().await?)
     .await?;
     if !taken.is_empty() {
         let errors = skus
@@ -742,14 +769,14 @@ async fn run_product(
         .bind(variants.iter().map(|v| v.sku.clone()).collect::<Vec<_>>())
         .bind(shared.default_supplier_id)
         .bind(shared.category_id)
-        .execute(&mut *conn)
+        .execute(conn.get().await?)
         .await?;
     }
     Ok(accepted(executed))
 }
 
 async fn run_command(
-    conn: &mut PgConnection,
+    conn: &mut Conn<'_>,
     sink: &Sink<'_>,
     org_id: Uuid,
     command: &Command,
@@ -764,9 +791,9 @@ async fn run_command(
             accepted(execute::<Supplier>(conn, sink, org_id, c.contact_id(), c, c.is_creation(), metadata).await?)
         }
         Command::Product(c) => run_product(conn, sink, org_id, c, metadata).await?,
-        Command::BulkAdjustProducts(c) => run_bulk_adjustment(conn, org_id, c, metadata).await?,
+        Command::BulkAdjustProducts(c) => run_bulk_adjustment(conn.get().await?, org_id, c, metadata).await?,
         Command::Tag(c) => accepted(execute::<Tag>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?),
-        Command::ApplyTags(c) => run_apply_tags(conn, org_id, c, metadata).await?,
+        Command::ApplyTags(c) => run_apply_tags(conn.get().await?, org_id, c, metadata).await?,
         Command::MetafieldDefinition(c) => {
             accepted(execute::<MetafieldDefinition>(conn, sink, org_id, c.id(), c, c.is_creation(), metadata).await?)
         }
@@ -835,7 +862,9 @@ async fn run_idempotent(
             }
             return Ok(reply);
         }
-        match run_command(&mut tx, &Sink::Transaction, request.org_id, &request.command, metadata).await {
+        match run_command(&mut Conn::Open(&mut tx), &Sink::Transaction, request.org_id, &request.command, metadata)
+            .await
+        {
             Ok(reply) => {
                 let hash = hex::decode(&claim.request_hash).unwrap_or_default();
                 sqlx::query(
@@ -868,7 +897,9 @@ async fn run_in_transaction(
 ) -> Result<CommandReply, ExecuteError> {
     for _ in 0..CONFLICT_RETRIES {
         let mut tx = pool.begin().await?;
-        match run_command(&mut tx, &Sink::Transaction, request.org_id, &request.command, metadata).await {
+        match run_command(&mut Conn::Open(&mut tx), &Sink::Transaction, request.org_id, &request.command, metadata)
+            .await
+        {
             Ok(reply) => {
                 tx.commit().await?;
                 return Ok(reply);
@@ -906,12 +937,10 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
     let result = match &request.idempotency {
         Some(claim) => run_idempotent(pool, &request, claim, &metadata).await,
         None if request.command.needs_transaction() => run_in_transaction(pool, &request, &metadata).await,
-        None => match pool.acquire().await {
-            Ok(mut conn) => {
-                run_command(&mut conn, &Sink::Group(appender), request.org_id, &request.command, &metadata).await
-            }
-            Err(error) => Err(error.into()),
-        },
+        None => {
+            let mut conn = Conn::Lazy(pool, None);
+            run_command(&mut conn, &Sink::Group(appender), request.org_id, &request.command, &metadata).await
+        }
     };
     tracing::debug!(
         org.id = %request.org_id,
@@ -933,18 +962,24 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
 
 /// Serves the `commands` queue group until the subscription ends. Each request runs on its own task,
 /// at most `concurrency` at once; after a commit the relay is woken.
-pub async fn run(pool: PgPool, bus: Bus, concurrency: usize) -> Result<(), async_nats::SubscribeError> {
+pub async fn run(
+    pool: PgPool,
+    bus: Bus,
+    relay: events::relay::RelayWake,
+    concurrency: usize,
+) -> Result<(), async_nats::SubscribeError> {
     let mut subscription = bus.client.queue_subscribe(bus.command_subject(), QUEUE_GROUP.to_owned()).await?;
     let permits = Arc::new(Semaphore::new(concurrency));
     let appender = Appender::start(pool.clone(), APPEND_LANES);
-    // Relay wake-ups are coalesced: while one is being published, further commits only leave a permit.
+    // A relay leading in this process is woken directly; otherwise wake-ups go over NATS, coalesced:
+    // while one is being published, further commits only leave a permit.
     let wake = Arc::new(tokio::sync::Notify::new());
     {
-        let (wake, bus) = (wake.clone(), bus.clone());
+        let (wake, bus, relay) = (wake.clone(), bus.clone(), relay.clone());
         tokio::spawn(async move {
             loop {
                 wake.notified().await;
-                bus.wake_relay().await;
+                relay.commits_made(&bus).await;
             }
         });
     }
@@ -952,7 +987,7 @@ pub async fn run(pool: PgPool, bus: Bus, concurrency: usize) -> Result<(), async
         let Ok(permit) = permits.clone().acquire_owned().await else { break };
         let pool = pool.clone();
         let bus = bus.clone();
-        let wake = wake.clone();
+        let (wake, relay) = (wake.clone(), relay.clone());
         let appender = appender.clone();
         tokio::spawn(async move {
             let _permit = permit;
@@ -961,7 +996,11 @@ pub async fn run(pool: PgPool, bus: Bus, concurrency: usize) -> Result<(), async
                 Err(error) => CommandReply::Failed { retryable: false, message: format!("malformed command: {error}") },
             };
             if matches!(reply, CommandReply::Accepted { commit: Some(_), .. }) {
-                wake.notify_one();
+                if relay.is_local() {
+                    relay.wake_local();
+                } else {
+                    wake.notify_one();
+                }
             }
             if let Some(reply_to) = message.reply {
                 let body = serde_json::to_vec(&reply).unwrap_or_default();
@@ -997,9 +1036,14 @@ impl Appender {
     pub fn start(pool: PgPool, lanes: usize) -> Self {
         let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<AppendJob>();
         tokio::spawn(async move {
-            let lanes = Arc::new(Semaphore::new(lanes));
+            // Each lane keeps its own connection: groups follow each other without a pool checkout
+            // (and the round trip sqlx spends on every release).
+            let (lane_tx, mut lane_rx) = tokio::sync::mpsc::channel::<Option<Lane>>(lanes);
+            for _ in 0..lanes {
+                let _ = lane_tx.try_send(None);
+            }
             while let Some(first) = queue.recv().await {
-                let Ok(lane) = lanes.clone().acquire_owned().await else { return };
+                let Some(conn) = lane_rx.recv().await else { return };
                 let mut group = vec![first];
                 while group.len() < MAX_GROUP {
                     match queue.try_recv() {
@@ -1007,10 +1051,10 @@ impl Appender {
                         Err(_) => break,
                     }
                 }
-                let pool = pool.clone();
+                let (pool, lane_tx) = (pool.clone(), lane_tx.clone());
                 tokio::spawn(async move {
-                    let _lane = lane;
-                    append_group(&pool, group).await;
+                    let conn = append_group(&pool, conn, group).await;
+                    let _ = lane_tx.send(conn).await;
                 });
             }
         });
@@ -1025,30 +1069,72 @@ impl Appender {
     }
 }
 
-async fn append_group(pool: &PgPool, group: Vec<AppendJob>) {
-    let mut conn = match pool.acquire().await {
+/// Whether a connection that returned `result` can take the next group: conflicts and errors the
+/// server reported leave it usable; anything else (a broken socket) does not.
+fn still_usable<T>(result: &Result<T, AppendError>) -> bool {
+    match result {
+        Ok(_) | Err(AppendError::Conflict { .. }) => true,
+        Err(AppendError::Database(error)) => matches!(error, sqlx::Error::Database(_)),
+    }
+}
+
+/// A lane's connection and when it was last used.
+struct Lane {
+    conn: PgConnection,
+    used: std::time::Instant,
+}
+
+/// A lane connection idle longer than this is checked before use (the server may have gone away
+/// meanwhile); a busy lane never pays for the check.
+const LANE_IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The lane's connection, checked if it has been idle, or a new one.
+async fn lane_connection(pool: &PgPool, lane: Option<Lane>) -> Result<PgConnection, sqlx::Error> {
+    use sqlx::Connection;
+    if let Some(Lane { mut conn, used }) = lane
+        && (used.elapsed() < LANE_IDLE_CHECK || conn.ping().await.is_ok())
+    {
+        return Ok(conn);
+    }
+    Ok(pool.acquire().await?.detach())
+}
+
+/// Appends a group on the lane's connection and hands the lane back, or `None` when its connection
+/// broke.
+async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>) -> Option<Lane> {
+    let mut conn = match lane_connection(pool, lane).await {
         Ok(conn) => conn,
         Err(error) => {
             let message = error.to_string();
             for job in group {
                 let _ = job.done.send(Err(AppendError::Database(sqlx::Error::Protocol(message.clone()))));
             }
-            return;
+            return None;
         }
     };
+    let lane = |conn| Some(Lane { conn, used: std::time::Instant::now() });
+    let mut usable = true;
     if group.len() > 1 {
         let requests: Vec<AppendRequest> = group.iter().flat_map(|job| job.requests.iter().cloned()).collect();
-        if let Ok(appended) = store::append_many(&mut conn, &requests).await {
+        let result = store::append_many(&mut conn, &requests).await;
+        usable = still_usable(&result);
+        if let Ok(appended) = result {
             let mut appended = appended.into_iter();
             for job in group {
                 let mine: Vec<Appended> = appended.by_ref().take(job.requests.len()).collect();
                 let _ = job.done.send(Ok(mine));
             }
-            return;
+            return lane(conn);
         }
     }
     for job in group {
-        let result = store::append_many(&mut conn, &job.requests).await;
+        let result = if usable {
+            store::append_many(&mut conn, &job.requests).await
+        } else {
+            Err(AppendError::Database(sqlx::Error::Protocol("the connection broke".into())))
+        };
+        usable &= still_usable(&result);
         let _ = job.done.send(result);
     }
+    if usable { lane(conn) } else { None }
 }

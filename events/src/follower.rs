@@ -34,11 +34,14 @@ pub(crate) fn event_from_row(row: &PgRow) -> Result<RecordedEvent, sqlx::Error> 
 
 /// Committed events after `after` in commit order, at most `limit`, never skipping one that commits
 /// later (see the module comment).
-pub async fn read_committed_after(
-    pool: &PgPool,
+pub async fn read_committed_after<'c, E>(
+    executor: E,
     after: CommitKey,
     limit: i64,
-) -> Result<Vec<RecordedEvent>, sqlx::Error> {
+) -> Result<Vec<RecordedEvent>, sqlx::Error>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+{
     let sql = format!(
         "select {EVENT_COLUMNS} from events e
          where (e.transaction_id, e.position) > ($1::int8::text::xid8, $2)
@@ -50,7 +53,7 @@ pub async fn read_committed_after(
         .bind(after.transaction_id)
         .bind(after.position)
         .bind(limit)
-        .fetch_all(pool)
+        .fetch_all(executor)
         .await?;
     rows.iter().map(event_from_row).collect()
 }

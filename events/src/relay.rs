@@ -8,6 +8,7 @@ use crate::envelope::CommitKey;
 use crate::follower::{self, Leadership};
 use sqlx::PgPool;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -28,17 +29,46 @@ fn nats<E: std::fmt::Display>(error: E) -> RelayError {
     RelayError::Nats(error.to_string())
 }
 
-/// Wakes followers when the command side reports commits (`<prefix>.relay.wake`).
-pub async fn wake_on_commits(bus: &Bus, notify: Arc<Notify>) -> Result<(), async_nats::SubscribeError> {
-    use futures::StreamExt;
-    let mut wakes = bus.client.subscribe(bus.relay_wake_subject()).await?;
-    tokio::spawn(async move {
-        while wakes.next().await.is_some() {
-            notify.notify_waiters();
-            notify.notify_one();
+/// How committers wake the relay: directly while it leads in their own process, otherwise over NATS
+/// (`<prefix>.relay.wake`), which every standing-by or leading relay listens to.
+#[derive(Clone, Default)]
+pub struct RelayWake {
+    notify: Arc<Notify>,
+    leading_here: Arc<AtomicBool>,
+}
+
+impl RelayWake {
+    /// Whether the relay of this process leads, so a local wake-up reaches it.
+    pub fn is_local(&self) -> bool {
+        self.leading_here.load(Ordering::Acquire)
+    }
+
+    /// Wakes the relay of this process.
+    pub fn wake_local(&self) {
+        self.notify.notify_one();
+    }
+
+    /// Reports commits: locally when the relay leads here, over NATS otherwise.
+    pub async fn commits_made(&self, bus: &Bus) {
+        if self.is_local() {
+            self.wake_local();
+        } else {
+            bus.wake_relay().await;
         }
-    });
-    Ok(())
+    }
+
+    /// Listens for wake-ups that other processes send over NATS.
+    pub async fn listen(&self, bus: &Bus) -> Result<(), async_nats::SubscribeError> {
+        use futures::StreamExt;
+        let mut wakes = bus.client.subscribe(bus.relay_wake_subject()).await?;
+        let notify = self.notify.clone();
+        tokio::spawn(async move {
+            while wakes.next().await.is_some() {
+                notify.notify_one();
+            }
+        });
+        Ok(())
+    }
 }
 
 /// Waits until this process leads `name` (retrying every second).
@@ -54,13 +84,21 @@ async fn lead(pool: &PgPool, name: &str) -> Leadership {
 }
 
 /// Runs the relay for ever: one relay per database publishes, others stand by.
-pub async fn run_relay(pool: PgPool, bus: Bus, wake: Arc<Notify>) {
+pub async fn run_relay(pool: PgPool, bus: Bus, wake: RelayWake) {
+    struct Leading<'a>(&'a AtomicBool);
+    impl Drop for Leading<'_> {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::Release);
+        }
+    }
     loop {
         let mut leadership = lead(&pool, RELAY).await;
         tracing::info!("relay leading");
+        wake.leading_here.store(true, Ordering::Release);
+        let _leading = Leading(&wake.leading_here);
         let mut backoff = Duration::from_millis(100);
         loop {
-            match relay_until_error(&pool, &bus, &wake, &mut leadership).await {
+            match relay_until_error(&pool, &bus, &wake.notify, &mut leadership).await {
                 Ok(()) => break, // lost the lock: go back to standing by
                 Err(error) => {
                     tracing::warn!(%error, "relay paused; retrying");
@@ -87,6 +125,8 @@ async fn relay_until_error(
     // publish can never be overtaken by a later one.
     let (mut cursor, mut last_id) = last_published(&stream).await?;
     let checkpoint = follower::load_checkpoint(pool, RELAY).await?.key;
+    // A connection of its own: reads follow each other without a pool checkout.
+    let mut conn = pool.acquire().await?.detach();
     if cursor < checkpoint {
         tracing::warn!(published = %cursor, %checkpoint, "event stream is behind the relay checkpoint; republishing");
     }
@@ -115,7 +155,7 @@ async fn relay_until_error(
                 _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),
             }
         }
-        let events = follower::read_committed_after(pool, cursor, BATCH).await?;
+        let events = follower::read_committed_after(&mut conn, cursor, BATCH).await?;
         full = events.len() as i64 == BATCH;
         if events.is_empty() {
             continue;

@@ -8,7 +8,6 @@ use events::store::{self, StreamRef};
 use events::{EventPayload, Metadata};
 use futures::StreamExt;
 use sqlx::PgPool;
-use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -46,7 +45,7 @@ async fn every_committed_event_is_published_once_in_commit_order(pool: PgPool) {
     let bus = bus().await;
     let org = Uuid::now_v7();
     append_customers(&pool, org, 30).await;
-    let wake = Arc::new(tokio::sync::Notify::new());
+    let wake = events::relay::RelayWake::default();
     let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake.clone()));
     wait_for_messages(&bus, 30).await;
 

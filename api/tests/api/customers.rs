@@ -212,3 +212,46 @@ async fn unknown_and_foreign_customers_are_not_found(pool: PgPool) {
     assert_eq!(app.event_count().await, before);
     assert_eq!(json(app.get(&path).await, 200).await["data"]["name"], "Ana Gómez");
 }
+
+/// The worker and the relay keep connections of their own between writes; when the server drops every
+/// connection they open new ones by themselves. A write caught on a dropped connection fails in the
+/// envelope as retryable and leaves nothing behind; the writes after it succeed and are readable.
+#[sqlx::test(migrations = "../schema")]
+async fn writes_recover_by_themselves_when_the_database_drops_every_connection(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    json(app.post("/api/v1/customers", &full_body()).await, 201).await;
+    let before = app.event_count().await;
+    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect_with(&app.pool.connect_options())
+        .await
+        .expect("a connection of the test's own");
+    let dropped: Vec<bool> = sqlx::query_scalar(
+        "select pg_terminate_backend(pid) from pg_stat_activity
+         where datname = current_database() and pid <> pg_backend_pid()",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .expect("terminate");
+    assert!(!dropped.is_empty(), "the service held connections");
+
+    // Each append lane (and the relay) finds out its connection is gone at most once.
+    let mut failures = 0;
+    let mut created = Vec::new();
+    for _ in 0..8 {
+        let response = app.post("/api/v1/customers", &full_body()).await;
+        let status = response.status().as_u16();
+        if status == 201 {
+            created.push(json(response, 201).await);
+            continue;
+        }
+        assert!(status == 500 || status == 503, "a failed write is a server-side failure, not {status}");
+        let body = json(response, status).await;
+        assert_eq!(body["error"]["retryable"], true, "{body}");
+        failures += 1;
+    }
+    assert!(failures <= 2, "writes did not recover: {failures} of 8 failed");
+    for customer in &created {
+        let id = customer["data"]["id"].as_str().expect("id");
+        assert_eq!(&json(app.get(&format!("/api/v1/customers/{id}")).await, 200).await, customer);
+    }
+    assert_eq!(app.event_count().await, before + created.len() as i64, "failed attempts wrote nothing");
+}
