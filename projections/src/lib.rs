@@ -76,6 +76,19 @@ pub trait Projection: Send + Sync + 'static {
         target: Target,
         events: &'a [RecordedEvent],
     ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>>;
+
+    /// Whether the live projector may pass over `events` without a transaction, because they change
+    /// nothing: neither its tables nor anything it produces. Their checkpoints then stay behind,
+    /// which is harmless: a redelivery only ever repeats events that still change nothing, and a
+    /// rebuild folds them to the same tables. None are passed over unless a projection says so.
+    fn passes_over<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<bool, ProjectionError>> {
+        let _ = (conn, events);
+        Box::pin(async { Ok(false) })
+    }
 }
 
 /// Every projection this build knows.
@@ -92,7 +105,7 @@ pub fn all() -> Vec<std::sync::Arc<dyn Projection>> {
         std::sync::Arc::new(records::POINTS_OF_SALE),
         std::sync::Arc::new(records::METAFIELD_DEFINITIONS),
         std::sync::Arc::new(tags::TagsProjection),
-        std::sync::Arc::new(webhooks::WebhooksProjection),
+        std::sync::Arc::new(webhooks::WebhooksProjection::default()),
     ]
 }
 

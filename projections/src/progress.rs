@@ -20,6 +20,14 @@ pub struct Progress {
     pub key: CommitKey,
     #[serde(default)]
     pub invalidate: Vec<CacheKey>,
+    /// Whether the batch wrote anything (false for heartbeats and batches passed over), so followers
+    /// of the projection's output (the webhook sender) only look for new rows when there may be some.
+    #[serde(default = "changed_by_default")]
+    pub changed: bool,
+}
+
+fn changed_by_default() -> bool {
+    true
 }
 
 /// The latest progress of every projection partition heard of, and a way to wait for more.
@@ -76,7 +84,7 @@ mod tests {
     use std::sync::Arc;
 
     fn progress(key: CommitKey) -> Progress {
-        Progress { projection: "customers".into(), partition: Partition::WHOLE, key, invalidate: vec![] }
+        Progress { projection: "customers".into(), partition: Partition::WHOLE, key, invalidate: vec![], changed: true }
     }
 
     #[tokio::test]

@@ -113,7 +113,7 @@ async fn run_until_error(
         let first = match tokio::time::timeout(HEARTBEAT, messages.next()).await {
             Err(_) => {
                 if let Some(key) = last_key {
-                    publish_progress(bus, projection.name(), partition, key, Vec::new()).await;
+                    publish_progress(bus, projection.name(), partition, key, Vec::new(), false).await;
                 }
                 continue;
             }
@@ -150,17 +150,18 @@ async fn run_until_error(
             }
         }
         let started = std::time::Instant::now();
-        let invalidate = if owned.is_empty() { Vec::new() } else { apply_batch(&mut conn, projection, &owned).await? };
+        let changed = !owned.is_empty() && !projection.passes_over(&mut conn, &owned).await?;
+        let invalidate = if changed { apply_batch(&mut conn, projection, &owned).await? } else { Vec::new() };
         tracing::debug!(
             projection = projection.name(),
             messages = batch.len(),
-            applied = owned.len(),
+            applied = if changed { owned.len() } else { 0 },
             elapsed_ms = started.elapsed().as_millis() as u64,
             "batch applied"
         );
         let key = batch_key.unwrap_or_default();
         last_key = Some(key);
-        publish_progress(bus, projection.name(), partition, key, invalidate).await;
+        publish_progress(bus, projection.name(), partition, key, invalidate, changed).await;
         if let Some(last) = batch.last() {
             last.ack().await.map_err(nats)?;
         }
@@ -173,8 +174,10 @@ async fn publish_progress(
     partition: Partition,
     key: CommitKey,
     invalidate: Vec<CacheKey>,
+    changed: bool,
 ) {
-    for progress in progress_messages(projection, partition, key, invalidate) {
+    for mut progress in progress_messages(projection, partition, key, invalidate) {
+        progress.changed = changed;
         let Ok(body) = serde_json::to_vec(&progress) else { continue };
         if let Err(error) = bus.client.publish(bus.progress_subject(projection), body.into()).await {
             tracing::warn!(projection, %error, "could not publish progress");
@@ -203,9 +206,10 @@ fn progress_messages(
             partition,
             key: CommitKey::ZERO,
             invalidate: chunk,
+            changed: true,
         });
     }
-    messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate });
+    messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate, changed: true });
     messages
 }
 

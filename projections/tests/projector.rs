@@ -82,7 +82,7 @@ async fn a_redelivered_event_has_no_second_effect(pool: PgPool) {
 async fn partitions_share_the_organizations_and_a_rebuild_yields_the_same_reads(pool: PgPool) {
     let bus = bus().await;
     let orgs: Vec<Uuid> = (0..6).map(|_| Uuid::now_v7()).collect();
-    let wake = Arc::new(tokio::sync::Notify::new());
+    let wake = events::relay::RelayWake::default();
     let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake));
     let projection: Arc<dyn Projection> = Arc::new(CUSTOMERS);
     let partitions: Vec<_> = (0..2)

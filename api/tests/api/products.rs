@@ -193,6 +193,67 @@ async fn rejected_products_leave_nothing_behind(pool: PgPool) {
     .await;
 }
 
+/// An organization without endpoints costs the webhook sender no transaction: the webhooks projection
+/// passes its events over (its progress says it wrote nothing) and nothing is ever delivered for them,
+/// while events after the organization's first endpoint are delivered as usual.
+#[sqlx::test(migrations = "../schema")]
+async fn events_before_the_first_endpoint_are_passed_over_and_never_delivered(pool: PgPool) {
+    use futures::StreamExt;
+    let receiver = Receiver::start().await;
+    let config = SenderConfig {
+        allow_private: dispatch::parse_networks("127.0.0.0/8").expect("networks"),
+        ca_file: Some(receiver.ca_file.clone()),
+        poll: Duration::from_millis(50),
+        ..SenderConfig::default()
+    };
+    let app = TestApp::spawn_with_sender(pool, Some(config)).await;
+    let mut progress = app.bus.client.subscribe(app.bus.progress_subject("webhooks")).await.expect("subscribe");
+    json(create(&app, &matrix(&["PO-S"])).await, 201).await;
+    let (transaction_id, position): (i64, i64) =
+        sqlx::query_as("select transaction_id::text::int8, position from events order by position desc limit 1")
+            .fetch_one(&app.pool)
+            .await
+            .expect("last event");
+    let key = events::CommitKey::new(transaction_id, position);
+    let passed = loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), progress.next())
+            .await
+            .expect("webhooks progress")
+            .expect("subscription open");
+        let reported: projections::progress::Progress = serde_json::from_slice(&message.payload).expect("progress");
+        if reported.key >= key {
+            break reported;
+        }
+    };
+    assert!(!passed.changed, "the batch holding the product wrote nothing: {passed:?}");
+    let checkpoints: i64 =
+        sqlx::query_scalar("select count(*) from projection_checkpoints where projection = 'webhooks' and org_id = $1")
+            .bind(app.org_id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("count");
+    assert_eq!(checkpoints, 0, "no transaction for an organization without endpoints");
+
+    let endpoint = json!({"label": "Tarde", "url": receiver.url("/late"), "enabled_events": ["product.created"],
+        "api_version": "2026-06-29"});
+    let response = app
+        .client
+        .post(format!("{}/api/v1/webhook-endpoints", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", "late-hook")
+        .json(&endpoint)
+        .send()
+        .await
+        .expect("sent");
+    json(response, 201).await;
+    json(create(&app, &matrix(&["PO-M"])).await, 201).await;
+    let got = receiver.wait_for("/late", 1).await;
+    assert_eq!(got[0].json()["data"]["object"]["sku"], "PO-M");
+    let deliveries: Vec<String> =
+        sqlx::query_scalar("select event_type from webhook_deliveries").fetch_all(&app.pool).await.expect("deliveries");
+    assert_eq!(deliveries, ["product.created"], "only the product created after the endpoint");
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn product_events_reach_subscribed_endpoints(pool: PgPool) {
     let receiver = Receiver::start().await;

@@ -333,8 +333,14 @@ pub async fn run(pool: PgPool, bus: Bus, config: SenderConfig) -> anyhow::Result
     {
         let wake = wake.clone();
         tasks.spawn(async move {
-            while progress.next().await.is_some() {
-                wake.notify_one();
+            while let Some(message) = progress.next().await {
+                // Heartbeats and batches that wrote nothing cannot have made deliveries.
+                let changed = serde_json::from_slice::<crate::progress::Progress>(&message.payload)
+                    .map(|p| p.changed)
+                    .unwrap_or(true);
+                if changed {
+                    wake.notify_one();
+                }
             }
         });
     }

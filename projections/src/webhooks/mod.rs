@@ -11,7 +11,7 @@ use events::catalogue::{SealedSecret, WebhookEndpointEvent};
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -20,7 +20,19 @@ pub const TABLE: &str = "webhook_endpoints_view";
 pub const RESOURCE: &str = "webhook_endpoint";
 
 /// The projection: endpoints read model plus delivery fan-out. Dispatchers wake on its progress.
-pub struct WebhooksProjection;
+#[derive(Default)]
+pub struct WebhooksProjection {
+    /// The organizations that have (or had) an endpoint, loaded on first use and grown as endpoint
+    /// events arrive. Endpoints are never deleted, so the set only grows; events of any other
+    /// organization make neither rows nor deliveries, and batches of nothing else are passed over.
+    with_endpoints: std::sync::Mutex<Option<HashSet<Uuid>>>,
+}
+
+impl WebhooksProjection {
+    fn known_organizations(&self) -> std::sync::MutexGuard<'_, Option<HashSet<Uuid>>> {
+        self.with_endpoints.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
 
 impl Projection for WebhooksProjection {
     fn name(&self) -> &'static str {
@@ -43,6 +55,30 @@ impl Projection for WebhooksProjection {
         events: &'a [RecordedEvent],
     ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
         Box::pin(apply(conn, target, events))
+    }
+
+    fn passes_over<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<bool, ProjectionError>> {
+        Box::pin(async move {
+            if self.known_organizations().is_none() {
+                let sql = format!("select distinct org_id from {TABLE}");
+                let orgs: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_all(&mut *conn).await?;
+                *self.known_organizations() = Some(orgs.into_iter().collect());
+            }
+            let mut guard = self.known_organizations();
+            let known = guard.get_or_insert_with(HashSet::new);
+            let mut passes = true;
+            for event in events {
+                if event.stream_type == WebhookEndpointEvent::STREAM_TYPE {
+                    known.insert(event.org_id);
+                }
+                passes &= !known.contains(&event.org_id);
+            }
+            Ok(passes)
+        })
     }
 }
 
