@@ -19,6 +19,9 @@ use uuid::Uuid;
 pub const BATCH: usize = 1_000;
 /// How often an idle projector repeats its progress, for gateways that started after the last batch.
 const HEARTBEAT: Duration = Duration::from_secs(2);
+/// Batches that wrote nothing announce their progress at most this often (the last one at the latest
+/// this long after it): only writes ever wait on progress, and no write waits on events passed over.
+const QUIET_PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -109,11 +112,16 @@ async fn run_until_error(
         .map_err(nats)?;
     let subject_prefix = format!("{}.events.", bus.prefix());
     let mut last_key: Option<CommitKey> = None;
+    let mut last_published = tokio::time::Instant::now();
+    let mut unpublished = false;
     loop {
-        let first = match tokio::time::timeout(HEARTBEAT, messages.next()).await {
+        let wait = if unpublished { QUIET_PROGRESS_EVERY.saturating_sub(last_published.elapsed()) } else { HEARTBEAT };
+        let first = match tokio::time::timeout(wait, messages.next()).await {
             Err(_) => {
                 if let Some(key) = last_key {
                     publish_progress(bus, projection.name(), partition, key, Vec::new(), false).await;
+                    last_published = tokio::time::Instant::now();
+                    unpublished = false;
                 }
                 continue;
             }
@@ -161,7 +169,13 @@ async fn run_until_error(
         );
         let key = batch_key.unwrap_or_default();
         last_key = Some(key);
-        publish_progress(bus, projection.name(), partition, key, invalidate, changed).await;
+        if changed || !invalidate.is_empty() || last_published.elapsed() >= QUIET_PROGRESS_EVERY {
+            publish_progress(bus, projection.name(), partition, key, invalidate, changed).await;
+            last_published = tokio::time::Instant::now();
+            unpublished = false;
+        } else {
+            unpublished = true;
+        }
         if let Some(last) = batch.last() {
             last.ack().await.map_err(nats)?;
         }
