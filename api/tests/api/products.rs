@@ -193,6 +193,31 @@ async fn rejected_products_leave_nothing_behind(pool: PgPool) {
     .await;
 }
 
+/// A sender for the test receiver: loopback allowed, its CA trusted, quick polls.
+fn sender(receiver: &Receiver) -> SenderConfig {
+    SenderConfig {
+        allow_private: dispatch::parse_networks("127.0.0.0/8").expect("networks"),
+        ca_file: Some(receiver.ca_file.clone()),
+        poll: Duration::from_millis(50),
+        ..SenderConfig::default()
+    }
+}
+
+/// Creates an endpoint for `events` delivering to `url`.
+async fn subscribe(app: &TestApp, url: String, events: &[&str]) {
+    let endpoint = json!({"label": "Tienda", "url": url, "enabled_events": events, "api_version": "2026-06-29"});
+    let response = app
+        .client
+        .post(format!("{}/api/v1/webhook-endpoints", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", Uuid::now_v7().to_string())
+        .json(&endpoint)
+        .send()
+        .await
+        .expect("sent");
+    json(response, 201).await;
+}
+
 /// An organization without endpoints costs the webhook sender no transaction: the webhooks projection
 /// passes its events over (its progress says it wrote nothing) and nothing is ever delivered for them,
 /// while events after the organization's first endpoint are delivered as usual.
@@ -200,13 +225,7 @@ async fn rejected_products_leave_nothing_behind(pool: PgPool) {
 async fn events_before_the_first_endpoint_are_passed_over_and_never_delivered(pool: PgPool) {
     use futures::StreamExt;
     let receiver = Receiver::start().await;
-    let config = SenderConfig {
-        allow_private: dispatch::parse_networks("127.0.0.0/8").expect("networks"),
-        ca_file: Some(receiver.ca_file.clone()),
-        poll: Duration::from_millis(50),
-        ..SenderConfig::default()
-    };
-    let app = TestApp::spawn_with_sender(pool, Some(config)).await;
+    let app = TestApp::spawn_with_sender(pool, Some(sender(&receiver))).await;
     let mut progress = app.bus.client.subscribe(app.bus.progress_subject("webhooks")).await.expect("subscribe");
     json(create(&app, &matrix(&["PO-S"])).await, 201).await;
     let (transaction_id, position): (i64, i64) =
@@ -234,18 +253,7 @@ async fn events_before_the_first_endpoint_are_passed_over_and_never_delivered(po
             .expect("count");
     assert_eq!(checkpoints, 0, "no transaction for an organization without endpoints");
 
-    let endpoint = json!({"label": "Tarde", "url": receiver.url("/late"), "enabled_events": ["product.created"],
-        "api_version": "2026-06-29"});
-    let response = app
-        .client
-        .post(format!("{}/api/v1/webhook-endpoints", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", "late-hook")
-        .json(&endpoint)
-        .send()
-        .await
-        .expect("sent");
-    json(response, 201).await;
+    subscribe(&app, receiver.url("/late"), &["product.created"]).await;
     json(create(&app, &matrix(&["PO-M"])).await, 201).await;
     let got = receiver.wait_for("/late", 1).await;
     assert_eq!(got[0].json()["data"]["object"]["sku"], "PO-M");
@@ -257,36 +265,9 @@ async fn events_before_the_first_endpoint_are_passed_over_and_never_delivered(po
 #[sqlx::test(migrations = "../schema")]
 async fn product_events_reach_subscribed_endpoints(pool: PgPool) {
     let receiver = Receiver::start().await;
-    let config = SenderConfig {
-        allow_private: dispatch::parse_networks("127.0.0.0/8").expect("networks"),
-        ca_file: Some(receiver.ca_file.clone()),
-        poll: Duration::from_millis(50),
-        ..SenderConfig::default()
-    };
-    let app = TestApp::spawn_with_sender(pool, Some(config)).await;
-    let endpoint = json!({"label": "Tienda", "url": receiver.url("/products"), "enabled_events": ["product.created", "product.updated"],
-        "api_version": "2026-06-29"});
-    let response = app
-        .client
-        .post(format!("{}/api/v1/webhook-endpoints", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", "products-hook")
-        .json(&endpoint)
-        .send()
-        .await
-        .expect("sent");
-    json(response, 201).await;
-    let other = json!({"label": "Otra", "url": receiver.url("/other"), "enabled_events": ["webhook_endpoint.disabled"], "api_version": "2026-06-29"});
-    let response = app
-        .client
-        .post(format!("{}/api/v1/webhook-endpoints", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", "other-hook")
-        .json(&other)
-        .send()
-        .await
-        .expect("sent");
-    json(response, 201).await;
+    let app = TestApp::spawn_with_sender(pool, Some(sender(&receiver))).await;
+    subscribe(&app, receiver.url("/products"), &["product.created", "product.updated"]).await;
+    subscribe(&app, receiver.url("/other"), &["webhook_endpoint.disabled"]).await;
 
     let created = json(create(&app, &matrix(&["EV-S", "EV-M"])).await, 201).await;
     let group = created["data"]["variantGroupId"].as_str().expect("group").to_owned();
