@@ -975,11 +975,11 @@ pub async fn run(
     // while one is being published, further commits only leave a permit.
     let wake = Arc::new(tokio::sync::Notify::new());
     {
-        let (wake, bus, relay) = (wake.clone(), bus.clone(), relay.clone());
+        let (wake, bus) = (wake.clone(), bus.clone());
         tokio::spawn(async move {
             loop {
                 wake.notified().await;
-                relay.commits_made(&bus).await;
+                bus.wake_relay().await;
             }
         });
     }

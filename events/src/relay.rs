@@ -48,15 +48,6 @@ impl RelayWake {
         self.notify.notify_one();
     }
 
-    /// Reports commits: locally when the relay leads here, over NATS otherwise.
-    pub async fn commits_made(&self, bus: &Bus) {
-        if self.is_local() {
-            self.wake_local();
-        } else {
-            bus.wake_relay().await;
-        }
-    }
-
     /// Listens for wake-ups that other processes send over NATS.
     pub async fn listen(&self, bus: &Bus) -> Result<(), async_nats::SubscribeError> {
         use futures::StreamExt;

@@ -190,8 +190,7 @@ async fn publish_progress(
     invalidate: Vec<CacheKey>,
     changed: bool,
 ) {
-    for mut progress in progress_messages(projection, partition, key, invalidate) {
-        progress.changed = changed;
+    for progress in progress_messages(projection, partition, key, invalidate, changed) {
         let Ok(body) = serde_json::to_vec(&progress) else { continue };
         if let Err(error) = bus.client.publish(bus.progress_subject(projection), body.into()).await {
             tracing::warn!(projection, %error, "could not publish progress");
@@ -203,13 +202,15 @@ async fn publish_progress(
 /// thousands of variants) would otherwise exceed the bus's message size and be lost with its key.
 const INVALIDATIONS_PER_MESSAGE: usize = 2_000;
 
-/// The progress messages announcing `key` with `invalidate`: the invalidations in chunks, and the key
-/// only on the last message, so a reader woken by the key finds every stale entry already dropped.
+/// The progress messages announcing `key` with `invalidate` (and whether the batch wrote anything):
+/// the invalidations in chunks, and the key only on the last message, so a reader woken by the key
+/// finds every stale entry already dropped.
 fn progress_messages(
     projection: &str,
     partition: Partition,
     key: CommitKey,
     mut invalidate: Vec<CacheKey>,
+    changed: bool,
 ) -> Vec<Progress> {
     let mut messages = Vec::new();
     while invalidate.len() > INVALIDATIONS_PER_MESSAGE {
@@ -220,10 +221,10 @@ fn progress_messages(
             partition,
             key: CommitKey::ZERO,
             invalidate: chunk,
-            changed: true,
+            changed,
         });
     }
-    messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate, changed: true });
+    messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate, changed });
     messages
 }
 
@@ -325,8 +326,9 @@ mod tests {
         let keys: Vec<CacheKey> = (0..4_500)
             .map(|_| CacheKey { resource: "product".into(), org_id: Uuid::now_v7(), id: Uuid::now_v7() })
             .collect();
-        let messages = progress_messages("products", Partition::WHOLE, key, keys.clone());
+        let messages = progress_messages("products", Partition::WHOLE, key, keys.clone(), true);
         assert_eq!(messages.len(), 3);
+        assert!(messages.iter().all(|m| m.changed), "every chunk says the batch wrote");
         assert!(messages[..2].iter().all(|m| m.key == CommitKey::ZERO), "the key waits for the last message");
         assert_eq!(messages[2].key, key);
         let carried: Vec<CacheKey> = messages.iter().flat_map(|m| m.invalidate.clone()).collect();
@@ -334,6 +336,6 @@ mod tests {
         for message in &messages {
             assert!(serde_json::to_vec(message).expect("json").len() < 512 * 1024, "well under the bus limit");
         }
-        assert_eq!(progress_messages("products", Partition::WHOLE, key, Vec::new()).len(), 1);
+        assert_eq!(progress_messages("products", Partition::WHOLE, key, Vec::new(), false).len(), 1);
     }
 }
