@@ -16,22 +16,33 @@ pub const GENESIS: [u8; 32] = [0; 32];
 /// every level, no whitespace, `recorded_at` as integer microseconds since the Unix epoch.
 pub fn canonical_bytes(event: &RecordedEvent) -> Vec<u8> {
     let recorded_at_us = (event.recorded_at.unix_timestamp_nanos() / 1_000) as i64;
-    let doc = serde_json::json!({
-        "data": event.data,
-        "event_id": event.event_id,
-        "event_type": event.event_type,
-        "metadata": event.metadata,
-        "org_id": event.org_id,
-        "position": event.position,
-        "recorded_at_us": recorded_at_us,
-        "schema_version": event.schema_version,
-        "stream_id": event.stream_id,
-        "stream_type": event.stream_type,
-        "version": event.version,
-    });
+    // The envelope's keys in sorted order, written straight out rather than through a document built
+    // (and cloned into) first.
     let mut out = Vec::with_capacity(512);
-    write_canonical(&doc, &mut out);
+    out.extend_from_slice(b"{\"data\":");
+    write_canonical(&event.data, &mut out);
+    write_field(&mut out, "event_id", &event.event_id);
+    write_field(&mut out, "event_type", &event.event_type);
+    out.extend_from_slice(b",\"metadata\":");
+    write_canonical(&event.metadata, &mut out);
+    write_field(&mut out, "org_id", &event.org_id);
+    write_field(&mut out, "position", &event.position);
+    write_field(&mut out, "recorded_at_us", &recorded_at_us);
+    write_field(&mut out, "schema_version", &event.schema_version);
+    write_field(&mut out, "stream_id", &event.stream_id);
+    write_field(&mut out, "stream_type", &event.stream_type);
+    write_field(&mut out, "version", &event.version);
+    out.push(b'}');
     out
+}
+
+/// `,"name":value` for a scalar value.
+fn write_field<T: serde::Serialize>(out: &mut Vec<u8>, name: &str, value: &T) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
+    // Writing a scalar JSON value into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// Canonical JSON of any value: keys sorted at every level, no whitespace.
@@ -106,10 +117,11 @@ impl Sealer {
     }
 
     /// Seals every committed event not yet sealed, in batches; returns how many were sealed.
-    pub async fn seal_pending(&mut self, pool: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
+    pub async fn seal_pending(&mut self, batch: i64) -> Result<usize, sqlx::Error> {
         let mut total = 0;
         loop {
-            let events = follower::read_committed_after(pool, self.checkpoint, batch).await?;
+            // Read on the sealer's own connection: no pool checkout (and its round trip) per look.
+            let events = follower::read_committed_after(&mut self.conn, self.checkpoint, batch).await?;
             if events.is_empty() {
                 return Ok(total);
             }
@@ -192,7 +204,7 @@ impl Sealer {
 
 /// Seals everything pending once (for tools and tests; the service runs a long-lived [`Sealer`]).
 pub async fn seal_pending(pool: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
-    Sealer::start(pool).await?.seal_pending(pool, batch).await
+    Sealer::start(pool).await?.seal_pending(batch).await
 }
 
 /// The outcome of verifying one organization's chain.
@@ -288,6 +300,25 @@ mod tests {
         let text = String::from_utf8(canonical_bytes(&sample())).expect("utf8");
         assert!(text.starts_with(r#"{"data":{"b":[1,{"a":2,"z":1}],"name":"Ana"},"event_id":"#), "{text}");
         assert!(text.contains(r#""recorded_at_us":1700000000000000"#));
+    }
+
+    #[test]
+    fn canonical_form_is_the_sorted_document_of_the_envelope() {
+        let event = sample();
+        let document = serde_json::json!({
+            "data": event.data,
+            "event_id": event.event_id,
+            "event_type": event.event_type,
+            "metadata": event.metadata,
+            "org_id": event.org_id,
+            "position": event.position,
+            "recorded_at_us": 1_700_000_000_000_000_i64,
+            "schema_version": event.schema_version,
+            "stream_id": event.stream_id,
+            "stream_type": event.stream_type,
+            "version": event.version,
+        });
+        assert_eq!(canonical_bytes(&event), canonical_json(&document));
     }
 
     #[test]

@@ -274,7 +274,7 @@ pub async fn run_sealer(pool: PgPool) {
                 }
                 last_lock_check = tokio::time::Instant::now();
             }
-            match sealer.seal_pending(&pool, 5_000).await {
+            match sealer.seal_pending(5_000).await {
                 Ok(_) => tokio::time::sleep(SEAL_INTERVAL).await,
                 Err(error) => {
                     tracing::warn!(%error, "sealer paused; restarting");

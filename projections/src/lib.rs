@@ -57,6 +57,13 @@ pub enum ProjectionError {
     Undecodable { position: i64, reason: String },
 }
 
+/// What the projector knows of an event before decoding it: its organization and stream type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventHead<'a> {
+    pub org_id: Uuid,
+    pub stream_type: &'a str,
+}
+
 /// A read model folded from the event stream.
 pub trait Projection: Send + Sync + 'static {
     /// Stable name: used for its durable consumer, checkpoints, progress and the CLI.
@@ -77,14 +84,16 @@ pub trait Projection: Send + Sync + 'static {
         events: &'a [RecordedEvent],
     ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>>;
 
-    /// Whether the live projector may pass over `events` without a transaction, because they change
-    /// nothing: neither its tables nor anything it produces. Their checkpoints then stay behind,
-    /// which is harmless: a redelivery only ever repeats events that still change nothing, and a
-    /// rebuild folds them to the same tables. None are passed over unless a projection says so.
+    /// Whether the live projector may pass over a batch of events without a transaction, because
+    /// they change nothing: neither its tables nor anything it produces. It sees each event's
+    /// organization and stream type only (read off the bus subject), so a batch passed over is never
+    /// decoded. Their checkpoints then stay behind, which is harmless: a redelivery only ever repeats
+    /// events that still change nothing, and a rebuild folds them to the same tables. None are passed
+    /// over unless a projection says so.
     fn passes_over<'a>(
         &'a self,
         conn: &'a mut PgConnection,
-        events: &'a [RecordedEvent],
+        events: &'a [EventHead<'a>],
     ) -> BoxFuture<'a, Result<bool, ProjectionError>> {
         let _ = (conn, events);
         Box::pin(async { Ok(false) })

@@ -3,7 +3,7 @@
 //! no second effect), progress published after each batch.
 
 use crate::progress::Progress;
-use crate::{CacheKey, Partition, Projection, ProjectionError, Target};
+use crate::{CacheKey, EventHead, Partition, Projection, ProjectionError, Target};
 use async_nats::jetstream::consumer::{self, PullConsumer};
 use async_nats::jetstream::stream::Stream as JsStream;
 use events::bus::{Bus, header_commit_key};
@@ -22,6 +22,10 @@ const HEARTBEAT: Duration = Duration::from_secs(2);
 /// Batches that wrote nothing announce their progress at most this often (the last one at the latest
 /// this long after it): only writes ever wait on progress, and no write waits on events passed over.
 const QUIET_PROGRESS_EVERY: Duration = Duration::from_millis(100);
+/// Messages are acknowledged at most this often, or after this many (well below the consumer's
+/// `max_ack_pending`).
+const ACK_EVERY: Duration = Duration::from_millis(100);
+const ACK_EVERY_MESSAGES: usize = 2_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -114,11 +118,21 @@ async fn run_until_error(
     let mut last_key: Option<CommitKey> = None;
     let mut last_published = tokio::time::Instant::now();
     let mut unpublished = false;
+    let mut pending_ack = None;
+    let mut unacked = 0;
+    let mut last_acked = tokio::time::Instant::now();
     loop {
-        let wait = if unpublished { QUIET_PROGRESS_EVERY.saturating_sub(last_published.elapsed()) } else { HEARTBEAT };
+        let mut wait =
+            if unpublished { QUIET_PROGRESS_EVERY.saturating_sub(last_published.elapsed()) } else { HEARTBEAT };
+        if pending_ack.is_some() {
+            wait = wait.min(ACK_EVERY.saturating_sub(last_acked.elapsed()));
+        }
         let first = match tokio::time::timeout(wait, messages.next()).await {
             Err(_) => {
-                if let Some(key) = last_key {
+                ack(&mut pending_ack, &mut unacked, &mut last_acked).await?;
+                if let Some(key) = last_key
+                    && (unpublished || last_published.elapsed() >= HEARTBEAT)
+                {
                     publish_progress(bus, projection.name(), partition, key, Vec::new(), false).await;
                     last_published = tokio::time::Instant::now();
                     unpublished = false;
@@ -139,8 +153,10 @@ async fn run_until_error(
             }
         }
 
-        let mut owned = Vec::new();
+        let mut wanted = Vec::new();
+        let mut heads = Vec::new();
         let mut batch_key = None;
+        let types = projection.stream_types();
         for message in &batch {
             let key = header_commit_key(message.headers.as_ref())
                 .ok_or_else(|| RunError::Nats(format!("message on {} has no commit key", message.subject)))?;
@@ -149,21 +165,31 @@ async fn run_until_error(
             let mut parts = message.subject.strip_prefix(subject_prefix.as_str()).unwrap_or_default().split('.');
             let org = parts.next().and_then(|o| Uuid::parse_str(o).ok());
             let stream_type = parts.next().unwrap_or_default();
-            let types = projection.stream_types();
-            let wanted = org.is_some_and(|o| partition.owns(o)) && (types.is_empty() || types.contains(&stream_type));
-            if wanted {
-                let event: RecordedEvent = serde_json::from_slice(&message.payload)
-                    .map_err(|e| ProjectionError::Undecodable { position: key.position, reason: e.to_string() })?;
-                owned.push(event);
+            if let Some(org_id) = org.filter(|o| partition.owns(*o))
+                && (types.is_empty() || types.contains(&stream_type))
+            {
+                wanted.push((message, key));
+                heads.push(EventHead { org_id, stream_type });
             }
         }
         let started = std::time::Instant::now();
-        let changed = !owned.is_empty() && !projection.passes_over(&mut conn, &owned).await?;
-        let invalidate = if changed { apply_batch(&mut conn, projection, &owned).await? } else { Vec::new() };
+        let changed = !heads.is_empty() && !projection.passes_over(&mut conn, &heads).await?;
+        let invalidate = if changed {
+            let owned = wanted
+                .iter()
+                .map(|(message, key)| {
+                    serde_json::from_slice::<RecordedEvent>(&message.payload)
+                        .map_err(|e| ProjectionError::Undecodable { position: key.position, reason: e.to_string() })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            apply_batch(&mut conn, projection, &owned).await?
+        } else {
+            Vec::new()
+        };
         tracing::debug!(
             projection = projection.name(),
             messages = batch.len(),
-            applied = if changed { owned.len() } else { 0 },
+            applied = if changed { heads.len() } else { 0 },
             elapsed_ms = started.elapsed().as_millis() as u64,
             "batch applied"
         );
@@ -176,10 +202,32 @@ async fn run_until_error(
         } else {
             unpublished = true;
         }
-        if let Some(last) = batch.last() {
-            last.ack().await.map_err(nats)?;
+        // Acknowledged lazily (one ack covers every earlier message): a redelivery after a restart is
+        // harmless (the checkpoints pass over what was applied), and an ack per batch would cost a bus
+        // message per batch.
+        unacked += batch.len();
+        drop(wanted);
+        if let Some(last) = batch.pop() {
+            pending_ack = Some(last);
+        }
+        if unacked >= ACK_EVERY_MESSAGES || last_acked.elapsed() >= ACK_EVERY {
+            ack(&mut pending_ack, &mut unacked, &mut last_acked).await?;
         }
     }
+}
+
+/// Acknowledges the last message taken (and with it every earlier one).
+async fn ack(
+    pending: &mut Option<async_nats::jetstream::Message>,
+    unacked: &mut usize,
+    last_acked: &mut tokio::time::Instant,
+) -> Result<(), RunError> {
+    if let Some(message) = pending.take() {
+        message.ack().await.map_err(nats)?;
+    }
+    *unacked = 0;
+    *last_acked = tokio::time::Instant::now();
+    Ok(())
 }
 
 async fn publish_progress(

@@ -5,7 +5,7 @@
 pub mod dispatch;
 pub mod envelope;
 
-use crate::{CacheKey, Projection, ProjectionError, Target};
+use crate::{CacheKey, EventHead, Projection, ProjectionError, Target};
 use envelope::PublicEvent;
 use events::catalogue::{SealedSecret, WebhookEndpointEvent};
 use events::{EventPayload, RecordedEvent};
@@ -60,7 +60,7 @@ impl Projection for WebhooksProjection {
     fn passes_over<'a>(
         &'a self,
         conn: &'a mut PgConnection,
-        events: &'a [RecordedEvent],
+        events: &'a [EventHead<'a>],
     ) -> BoxFuture<'a, Result<bool, ProjectionError>> {
         Box::pin(async move {
             if self.known_organizations().is_none() {
