@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
-use tokio::sync::Notify;
 use uuid::Uuid;
 
 /// Published on `<prefix>.progress.<projection>` after every batch: every event at or below `key` in
@@ -30,50 +29,85 @@ fn changed_by_default() -> bool {
     true
 }
 
-/// The latest progress of every projection partition heard of, and a way to wait for more.
+/// The latest progress of every projection partition heard of, and the writes waiting for more.
+/// Each waiter is woken once, by the progress that reaches its key: a progress message never wakes
+/// writers it does not release.
 #[derive(Default)]
 pub struct ProgressTracker {
-    reached: Mutex<HashMap<String, HashMap<Partition, CommitKey>>>,
-    changed: Notify,
+    state: Mutex<TrackerState>,
+}
+
+#[derive(Default)]
+struct TrackerState {
+    reached: HashMap<String, HashMap<Partition, CommitKey>>,
+    waiting: HashMap<String, Vec<Waiter>>,
+}
+
+struct Waiter {
+    org: Uuid,
+    key: CommitKey,
+    release: tokio::sync::oneshot::Sender<()>,
+}
+
+impl TrackerState {
+    fn has_reached(&self, projection: &str, org: Uuid, key: CommitKey) -> bool {
+        self.reached
+            .get(projection)
+            .is_some_and(|partitions| partitions.iter().any(|(part, at)| part.owns(org) && *at >= key))
+    }
 }
 
 impl ProgressTracker {
+    fn state(&self) -> std::sync::MutexGuard<'_, TrackerState> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     pub fn record(&self, progress: &Progress) {
-        {
-            let mut reached = self.reached.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            let entry = reached
-                .entry(progress.projection.clone())
-                .or_default()
-                .entry(progress.partition)
-                .or_insert(CommitKey::ZERO);
-            if progress.key > *entry {
-                *entry = progress.key;
+        let mut state = self.state();
+        let entry = state
+            .reached
+            .entry(progress.projection.clone())
+            .or_default()
+            .entry(progress.partition)
+            .or_insert(CommitKey::ZERO);
+        if progress.key <= *entry {
+            return;
+        }
+        *entry = progress.key;
+        let Some(waiters) = state.waiting.get_mut(&progress.projection) else { return };
+        // Release the writes this progress reaches; forget those that stopped waiting.
+        let mut i = 0;
+        while i < waiters.len() {
+            let waiter = &waiters[i];
+            if waiter.release.is_closed() {
+                waiters.swap_remove(i);
+            } else if progress.partition.owns(waiter.org) && progress.key >= waiter.key {
+                let _ = waiters.swap_remove(i).release.send(());
+            } else {
+                i += 1;
             }
         }
-        self.changed.notify_waiters();
     }
 
     /// Whether some running partition that owns `org` has applied everything up to `key`.
     pub fn has_reached(&self, projection: &str, org: Uuid, key: CommitKey) -> bool {
-        let reached = self.reached.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        reached
-            .get(projection)
-            .is_some_and(|partitions| partitions.iter().any(|(part, at)| part.owns(org) && *at >= key))
+        self.state().has_reached(projection, org, key)
     }
 
     /// Waits until [`Self::has_reached`] holds, for at most `timeout`. Returns whether it did.
     pub async fn wait_for(&self, projection: &str, org: Uuid, key: CommitKey, timeout: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            if self.has_reached(projection, org, key) {
+        let released = {
+            let mut state = self.state();
+            if state.has_reached(projection, org, key) {
                 return true;
             }
-            if tokio::time::timeout_at(deadline, changed).await.is_err() {
-                return self.has_reached(projection, org, key);
-            }
+            let (release, released) = tokio::sync::oneshot::channel();
+            state.waiting.entry(projection.to_owned()).or_default().push(Waiter { org, key, release });
+            released
+        };
+        match tokio::time::timeout(timeout, released).await {
+            Ok(Ok(())) => true,
+            _ => self.has_reached(projection, org, key),
         }
     }
 }
@@ -108,6 +142,30 @@ mod tests {
         let tracker = ProgressTracker::default();
         let reached = tracker.wait_for("customers", Uuid::now_v7(), CommitKey::new(1, 1), Duration::from_millis(20));
         assert!(!reached.await);
+    }
+
+    #[tokio::test]
+    async fn each_waiter_is_released_by_the_progress_reaching_it_and_stale_ones_are_forgotten() {
+        let tracker = Arc::new(ProgressTracker::default());
+        let org = Uuid::now_v7();
+        let wait = |key: CommitKey, timeout_ms: u64| {
+            let tracker = tracker.clone();
+            tokio::spawn(
+                async move { tracker.wait_for("customers", org, key, Duration::from_millis(timeout_ms)).await },
+            )
+        };
+        assert!(!wait(CommitKey::new(1, 1), 10).await.expect("joined"), "gave up");
+        let near = wait(CommitKey::new(2, 1), 5_000);
+        let far = wait(CommitKey::new(3, 1), 5_000);
+        while tracker.state().waiting.get("customers").map_or(0, Vec::len) < 3 {
+            tokio::task::yield_now().await;
+        }
+        tracker.record(&progress(CommitKey::new(2, 1)));
+        assert!(near.await.expect("joined"));
+        assert_eq!(tracker.state().waiting["customers"].len(), 1, "the stale waiter went, the far one stays");
+        tracker.record(&progress(CommitKey::new(3, 1)));
+        assert!(far.await.expect("joined"));
+        assert!(tracker.state().waiting["customers"].is_empty());
     }
 
     #[test]
