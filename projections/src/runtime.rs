@@ -118,18 +118,13 @@ async fn run_until_error(
     let mut last_key: Option<CommitKey> = None;
     let mut last_published = tokio::time::Instant::now();
     let mut unpublished = false;
-    let mut pending_ack = None;
-    let mut unacked = 0;
-    let mut last_acked = tokio::time::Instant::now();
+    let mut acks = LazyAck::new();
     loop {
-        let mut wait =
-            if unpublished { QUIET_PROGRESS_EVERY.saturating_sub(last_published.elapsed()) } else { HEARTBEAT };
-        if pending_ack.is_some() {
-            wait = wait.min(ACK_EVERY.saturating_sub(last_acked.elapsed()));
-        }
+        let wait = if unpublished { QUIET_PROGRESS_EVERY.saturating_sub(last_published.elapsed()) } else { HEARTBEAT };
+        let wait = acks.due_in().map_or(wait, |due| wait.min(due));
         let first = match tokio::time::timeout(wait, messages.next()).await {
             Err(_) => {
-                ack(&mut pending_ack, &mut unacked, &mut last_acked).await?;
+                acks.flush().await?;
                 if let Some(key) = last_key
                     && (unpublished || last_published.elapsed() >= HEARTBEAT)
                 {
@@ -202,32 +197,50 @@ async fn run_until_error(
         } else {
             unpublished = true;
         }
-        // Acknowledged lazily (one ack covers every earlier message): a redelivery after a restart is
-        // harmless (the checkpoints pass over what was applied), and an ack per batch would cost a bus
-        // message per batch.
-        unacked += batch.len();
-        drop(wanted);
-        if let Some(last) = batch.pop() {
-            pending_ack = Some(last);
-        }
-        if unacked >= ACK_EVERY_MESSAGES || last_acked.elapsed() >= ACK_EVERY {
-            ack(&mut pending_ack, &mut unacked, &mut last_acked).await?;
-        }
+        acks.taken(batch).await?;
     }
 }
 
-/// Acknowledges the last message taken (and with it every earlier one).
-async fn ack(
-    pending: &mut Option<async_nats::jetstream::Message>,
-    unacked: &mut usize,
-    last_acked: &mut tokio::time::Instant,
-) -> Result<(), RunError> {
-    if let Some(message) = pending.take() {
-        message.ack().await.map_err(nats)?;
+/// Acknowledges lazily: one ack covers every earlier message, sent at most every [`ACK_EVERY`] or
+/// [`ACK_EVERY_MESSAGES`]. A redelivery after a restart is harmless (the checkpoints pass over what
+/// was applied), and an ack per batch would cost a bus message per batch.
+struct LazyAck {
+    last: Option<async_nats::jetstream::Message>,
+    unacked: usize,
+    since: tokio::time::Instant,
+}
+
+impl LazyAck {
+    fn new() -> Self {
+        Self { last: None, unacked: 0, since: tokio::time::Instant::now() }
     }
-    *unacked = 0;
-    *last_acked = tokio::time::Instant::now();
-    Ok(())
+
+    /// How long until the pending ack is due, when one is pending.
+    fn due_in(&self) -> Option<Duration> {
+        self.last.as_ref().map(|_| ACK_EVERY.saturating_sub(self.since.elapsed()))
+    }
+
+    /// Records a processed batch; acknowledges it (and everything before) when an ack is due.
+    async fn taken(&mut self, mut batch: Vec<async_nats::jetstream::Message>) -> Result<(), RunError> {
+        self.unacked += batch.len();
+        if let Some(last) = batch.pop() {
+            self.last = Some(last);
+        }
+        if self.unacked >= ACK_EVERY_MESSAGES || self.since.elapsed() >= ACK_EVERY {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Acknowledges the last message taken, if any.
+    async fn flush(&mut self) -> Result<(), RunError> {
+        if let Some(message) = self.last.take() {
+            message.ack().await.map_err(nats)?;
+        }
+        self.unacked = 0;
+        self.since = tokio::time::Instant::now();
+        Ok(())
+    }
 }
 
 async fn publish_progress(
