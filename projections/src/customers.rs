@@ -1,7 +1,7 @@
 //! The contacts read models: one row per customer (`customers_view`) or supplier (`suppliers_view`),
 //! for their details and lists. Both kinds share one shape and one projection type.
 
-use crate::{CacheKey, Projection, ProjectionError, Target};
+use crate::{CacheKey, Projection, ProjectionError, Rendered, RenderedFold, Target, sql_literal};
 use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
@@ -67,10 +67,14 @@ where
     ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
         Box::pin(apply::<E>(conn, target, self.tables[0], self.resource, events))
     }
+
+    fn rendered(&self) -> Option<&dyn RenderedFold> {
+        Some(self)
+    }
 }
 
 /// A customer as the read side stores it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 pub struct CustomerRow {
     pub org_id: Uuid,
     pub id: Uuid,
@@ -89,7 +93,9 @@ pub struct CustomerRow {
     pub postal_code: Option<String>,
     pub default_account_id: Option<Uuid>,
     pub is_active: bool,
+    #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
 }
 
@@ -120,6 +126,61 @@ impl CustomerRow {
     }
 }
 
+/// Folds a batch in memory: one row per contact, in order of first appearance.
+fn fold<E: RecordEvent<Fields = CustomerFields>>(
+    events: &[RecordedEvent],
+) -> Result<Vec<CustomerRow>, ProjectionError> {
+    let mut rows: Vec<CustomerRow> = Vec::new();
+    let mut index: HashMap<(Uuid, Uuid), usize> = HashMap::new();
+    for event in events {
+        let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
+            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+        let key = (event.org_id, event.stream_id);
+        let row = CustomerRow::new(key.0, key.1, decoded.fields(), event.recorded_at);
+        // A replacement of a contact created in an earlier batch starts from a placeholder row whose
+        // creation time the upsert below never writes over.
+        match index.get(&key) {
+            Some(&i) => rows[i] = CustomerRow { created_at: rows[i].created_at, ..row },
+            None => {
+                index.insert(key, rows.len());
+                rows.push(row);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The upsert of a batch of rows given as a JSON array (`rows`: the SQL expression holding it).
+fn upsert_sql(table: &str, rows: &str) -> String {
+    format!(
+        "insert into {table} (org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country,
+                              province, city, address, apartment, postal_code, is_active, created_at, updated_at,
+                              default_account_id)
+         select org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country,
+                province, city, address, apartment, postal_code, is_active, created_at, updated_at,
+                default_account_id
+         from json_to_recordset({rows}) as r(org_id uuid, id uuid, name text, email text, phone text, tax_id text,
+              tax_id_type text, tax_category text, person_type text, country text, province text, city text,
+              address text, apartment text, postal_code text, is_active boolean, created_at timestamptz,
+              updated_at timestamptz, default_account_id uuid)
+         on conflict (org_id, id) do update set
+             name = excluded.name, email = excluded.email, phone = excluded.phone, tax_id = excluded.tax_id,
+             tax_id_type = excluded.tax_id_type, tax_category = excluded.tax_category,
+             person_type = excluded.person_type, country = excluded.country, province = excluded.province,
+             city = excluded.city, address = excluded.address, apartment = excluded.apartment,
+             postal_code = excluded.postal_code, updated_at = excluded.updated_at,
+             default_account_id = excluded.default_account_id"
+    )
+}
+
+fn stale(resource: &str, rows: &[CustomerRow]) -> Vec<CacheKey> {
+    rows.iter().map(|r| CacheKey { resource: resource.to_owned(), org_id: r.org_id, id: r.id }).collect()
+}
+
+fn rows_json(rows: &[CustomerRow]) -> Result<String, ProjectionError> {
+    serde_json::to_string(rows).map_err(|e| ProjectionError::Undecodable { position: 0, reason: e.to_string() })
+}
+
 async fn apply<E: RecordEvent<Fields = CustomerFields>>(
     conn: &mut PgConnection,
     target: Target,
@@ -127,71 +188,32 @@ async fn apply<E: RecordEvent<Fields = CustomerFields>>(
     resource: &str,
     events: &[RecordedEvent],
 ) -> Result<Vec<CacheKey>, ProjectionError> {
-    // Fold the batch in memory first: one row per customer, then one statement for all of them.
-    let mut rows: HashMap<(Uuid, Uuid), CustomerRow> = HashMap::new();
-    let mut order: Vec<(Uuid, Uuid)> = Vec::new();
-    for event in events {
-        let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
-        let key = (event.org_id, event.stream_id);
-        // A replacement of a customer created in an earlier batch starts from a placeholder row whose
-        // creation time the upsert below never writes over.
-        let fields = decoded.fields();
-        match rows.get_mut(&key) {
-            Some(row) => {
-                let created_at = row.created_at;
-                *row = CustomerRow { created_at, ..CustomerRow::new(key.0, key.1, fields, event.recorded_at) };
-            }
-            None => {
-                order.push(key);
-                rows.insert(key, CustomerRow::new(key.0, key.1, fields, event.recorded_at));
-            }
-        }
-    }
-    if order.is_empty() {
+    let rows = fold::<E>(events)?;
+    if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let batch: Vec<&CustomerRow> = order.iter().filter_map(|k| rows.get(k)).collect();
-    let col = |f: fn(&CustomerRow) -> Option<String>| -> Vec<Option<String>> { batch.iter().map(|r| f(r)).collect() };
-    let sql = format!(
-        "insert into {table} (org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country,
-                              province, city, address, apartment, postal_code, is_active, created_at, updated_at,
-                              default_account_id)
-         select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-                              $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-                              $15::text[], $16::bool[], $17::timestamptz[], $18::timestamptz[], $19::uuid[])
-         on conflict (org_id, id) do update set
-             name = excluded.name, email = excluded.email, phone = excluded.phone, tax_id = excluded.tax_id,
-             tax_id_type = excluded.tax_id_type, tax_category = excluded.tax_category,
-             person_type = excluded.person_type, country = excluded.country, province = excluded.province,
-             city = excluded.city, address = excluded.address, apartment = excluded.apartment,
-             postal_code = excluded.postal_code, updated_at = excluded.updated_at,
-             default_account_id = excluded.default_account_id",
-        table = target.table(table)
-    );
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(batch.iter().map(|r| r.org_id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.name.clone()).collect::<Vec<_>>())
-        .bind(col(|r| r.email.clone()))
-        .bind(col(|r| r.phone.clone()))
-        .bind(col(|r| r.tax_id.clone()))
-        .bind(col(|r| r.tax_id_type.clone()))
-        .bind(col(|r| r.tax_category.clone()))
-        .bind(col(|r| r.person_type.clone()))
-        .bind(col(|r| r.country.clone()))
-        .bind(col(|r| r.province.clone()))
-        .bind(col(|r| r.city.clone()))
-        .bind(col(|r| r.address.clone()))
-        .bind(col(|r| r.apartment.clone()))
-        .bind(col(|r| r.postal_code.clone()))
-        .bind(batch.iter().map(|r| r.is_active).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.created_at).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.updated_at).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.default_account_id).collect::<Vec<_>>())
-        .execute(&mut *conn)
-        .await?;
-    Ok(order.into_iter().map(|(org_id, id)| CacheKey { resource: resource.to_owned(), org_id, id }).collect())
+    let sql = upsert_sql(&target.table(table), "$1::json");
+    sqlx::query(sqlx::AssertSqlSafe(sql)).bind(rows_json(&rows)?).execute(&mut *conn).await?;
+    Ok(stale(resource, &rows))
+}
+
+impl<E> RenderedFold for ContactsProjection<E>
+where
+    E: RecordEvent<Fields = CustomerFields> + Send + Sync + 'static,
+{
+    fn prepare(&self) -> Vec<String> {
+        let table = self.tables[0];
+        vec![format!("prepare {table}_fold (text) as {}", upsert_sql(table, "$1::json"))]
+    }
+
+    fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
+        let rows = fold::<E>(events)?;
+        if rows.is_empty() {
+            return Ok(Rendered { sql: "select 1".into(), invalidate: Vec::new() });
+        }
+        let sql = format!("execute {}_fold({})", self.tables[0], sql_literal(&rows_json(&rows)?));
+        Ok(Rendered { sql, invalidate: stale(self.resource, &rows) })
+    }
 }
 
 const COLUMNS: &str = "org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country, \

@@ -64,6 +64,42 @@ pub struct EventHead<'a> {
     pub stream_type: &'a str,
 }
 
+/// A live batch rendered as SQL with its values written inline (see [`RenderedFold`]).
+pub struct Rendered {
+    /// Statements to run inside the batch's transaction, separated by semicolons.
+    pub sql: String,
+    /// The cached reads the batch makes stale.
+    pub invalidate: Vec<CacheKey>,
+}
+
+/// A projection whose live fold is fixed SQL over the batch can render it, so the projector sends a
+/// batch together with its transaction and checkpoints in one simple query: one round trip instead of
+/// three. The statements it renders should execute ones prepared once on the projector's connection,
+/// so a batch costs no planning.
+pub trait RenderedFold: Send + Sync {
+    /// Statements the projector runs once on its connection before the first batch (`prepare ...`).
+    fn prepare(&self) -> Vec<String>;
+
+    /// The statements folding `events` (already filtered to its stream types and to events not yet
+    /// applied, in commit order) into the live tables. Values are written with [`sql_literal`].
+    fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError>;
+}
+
+/// `text` as an SQL string literal. Only valid with `standard_conforming_strings` on (the default,
+/// and set by the projector on its connection), where a backslash is an ordinary character.
+pub fn sql_literal(text: &str) -> String {
+    let mut literal = String::with_capacity(text.len() + 2);
+    literal.push('\'');
+    for c in text.chars() {
+        if c == '\'' {
+            literal.push('\'');
+        }
+        literal.push(c);
+    }
+    literal.push('\'');
+    literal
+}
+
 /// A read model folded from the event stream.
 pub trait Projection: Send + Sync + 'static {
     /// Stable name: used for its durable consumer, checkpoints, progress and the CLI.
@@ -97,6 +133,12 @@ pub trait Projection: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<bool, ProjectionError>> {
         let _ = (conn, events);
         Box::pin(async { Ok(false) })
+    }
+
+    /// The one-round-trip fold of live batches, when the projection has one; otherwise the projector
+    /// runs [`Projection::apply`] between statements of its own (three round trips per batch).
+    fn rendered(&self) -> Option<&dyn RenderedFold> {
+        None
     }
 }
 
@@ -188,5 +230,14 @@ mod tests {
             let owners = (0..3).filter(|i| Partition { index: *i, count: 3 }.owns(org)).count();
             assert_eq!(owners, 1);
         }
+    }
+
+    #[test]
+    fn sql_literals_double_quotes_and_keep_everything_else() {
+        assert_eq!(sql_literal("plain"), "'plain'");
+        assert_eq!(sql_literal("O'Brien ''x"), "'O''Brien ''''x'");
+        assert_eq!(sql_literal(r#"{"a":"b\"c\\"}"#), r#"'{"a":"b\"c\\"}'"#);
+        assert_eq!(sql_literal("ñ; drop table x; --"), "'ñ; drop table x; --'");
+        assert_eq!(sql_literal(""), "''");
     }
 }

@@ -3,7 +3,7 @@
 //! no second effect), progress published after each batch.
 
 use crate::progress::Progress;
-use crate::{CacheKey, EventHead, Partition, Projection, ProjectionError, Target};
+use crate::{CacheKey, EventHead, Partition, Projection, ProjectionError, RenderedFold, Target};
 use async_nats::jetstream::consumer::{self, PullConsumer};
 use async_nats::jetstream::stream::Stream as JsStream;
 use events::bus::{Bus, header_commit_key};
@@ -106,6 +106,14 @@ async fn run_until_error(
     let consumer = reset_consumer(&stream, &name, filter).await?;
     // A connection of its own: batches follow each other without checking one out of the pool.
     let mut conn = pool.acquire().await?.detach();
+    if let Some(fold) = projection.rendered() {
+        // Rendered batches write their values as literals, which relies on this setting.
+        sqlx::raw_sql("set standard_conforming_strings = on").execute(&mut conn).await?;
+        for statement in fold.prepare() {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut conn).await?;
+        }
+    }
+    let mut known = KnownCheckpoints::default();
     let mut messages = consumer
         .stream()
         .max_messages_per_batch(BATCH)
@@ -177,7 +185,10 @@ async fn run_until_error(
                         .map_err(|e| ProjectionError::Undecodable { position: key.position, reason: e.to_string() })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            apply_batch(&mut conn, projection, &owned).await?
+            match projection.rendered() {
+                Some(fold) => apply_rendered(&mut conn, projection.name(), fold, &owned, &mut known).await?,
+                None => apply_batch(&mut conn, projection, &owned).await?,
+            }
         } else {
             Vec::new()
         };
@@ -287,6 +298,135 @@ fn progress_messages(
     }
     messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate, changed });
     messages
+}
+
+/// The checkpoints a projector last read or wrote, per organization (the nil organization holds the
+/// rebuild floor). They only decide which events of a batch to render; the batch's first statement
+/// checks them against the table under lock (`projection_batch_begin`), so a stale copy costs a retry,
+/// never a wrong fold.
+#[derive(Default)]
+struct KnownCheckpoints(HashMap<Uuid, CommitKey>);
+
+/// The SQLSTATE `projection_batch_begin` raises when the checkpoints moved under the projector.
+const CHECKPOINTS_MOVED: &str = "BOCP1";
+
+impl KnownCheckpoints {
+    /// Reads the checkpoints of the organizations (and the floor) not known yet.
+    async fn load_missing(
+        &mut self,
+        conn: &mut PgConnection,
+        projection: &str,
+        events: &[RecordedEvent],
+    ) -> Result<(), sqlx::Error> {
+        let mut missing: Vec<Uuid> = events.iter().map(|e| e.org_id).chain([Uuid::nil()]).collect();
+        missing.sort_unstable();
+        missing.dedup();
+        missing.retain(|org| !self.0.contains_key(org));
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(Uuid, i64, i64)> = sqlx::query_as(
+            "select org_id, transaction_id::text::int8, position from projection_checkpoints
+             where projection = $1 and org_id = any($2)",
+        )
+        .bind(projection)
+        .bind(&missing)
+        .fetch_all(conn)
+        .await?;
+        for org in missing {
+            self.0.insert(org, CommitKey::ZERO);
+        }
+        for (org, transaction_id, position) in rows {
+            self.0.insert(org, CommitKey::new(transaction_id, position));
+        }
+        Ok(())
+    }
+
+    fn get(&self, org: Uuid) -> CommitKey {
+        self.0.get(&org).copied().unwrap_or_default()
+    }
+
+    /// The events not applied yet, by the known checkpoints.
+    fn fresh(&self, events: &[RecordedEvent]) -> Vec<RecordedEvent> {
+        let floor = self.get(Uuid::nil());
+        events.iter().filter(|e| e.key() > floor && e.key() > self.get(e.org_id)).cloned().collect()
+    }
+}
+
+/// `'{a,b}'::type[]` for values whose text form needs no quoting (ids and integers).
+fn array_literal<T: std::fmt::Display>(values: impl Iterator<Item = T>, sql_type: &str) -> String {
+    let items: Vec<String> = values.map(|v| v.to_string()).collect();
+    format!("'{{{}}}'::{sql_type}[]", items.join(","))
+}
+
+/// The arguments `(projection, orgs, transaction ids, positions)` of the batch functions.
+fn checkpoint_arguments(projection: &str, checkpoints: &[(Uuid, CommitKey)]) -> String {
+    format!(
+        "{}, {}, {}, {}",
+        crate::sql_literal(projection),
+        array_literal(checkpoints.iter().map(|(org, _)| org), "uuid"),
+        array_literal(checkpoints.iter().map(|(_, key)| key.transaction_id), "xid8"),
+        array_literal(checkpoints.iter().map(|(_, key)| key.position), "bigint"),
+    )
+}
+
+/// Applies a batch through the projection's rendered fold: transaction, checkpoint check, fold and
+/// checkpoint moves in one simple query. When the checkpoints moved under it (a rebuild swapped the
+/// tables, another instance applied events), it reloads them and tries once more.
+async fn apply_rendered(
+    conn: &mut PgConnection,
+    projection: &str,
+    fold: &dyn RenderedFold,
+    events: &[RecordedEvent],
+    known: &mut KnownCheckpoints,
+) -> Result<Vec<CacheKey>, RunError> {
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        known.load_missing(conn, projection, events).await?;
+        let fresh = known.fresh(events);
+        if fresh.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rendered = fold.render(&fresh)?;
+        let mut orgs: Vec<Uuid> = fresh.iter().map(|e| e.org_id).collect();
+        orgs.push(Uuid::nil());
+        orgs.sort_unstable();
+        orgs.dedup();
+        let expected: Vec<(Uuid, CommitKey)> = orgs.iter().map(|org| (*org, known.get(*org))).collect();
+        let mut moved: HashMap<Uuid, CommitKey> = HashMap::new();
+        for event in &fresh {
+            moved.insert(event.org_id, event.key());
+        }
+        let moved: Vec<(Uuid, CommitKey)> = moved.into_iter().collect();
+        let sql = format!(
+            "begin;
+             select projection_batch_begin({});
+             {};
+             select projection_batch_end({});
+             commit",
+            checkpoint_arguments(projection, &expected),
+            rendered.sql,
+            checkpoint_arguments(projection, &moved),
+        );
+        match sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await {
+            Ok(_) => {
+                known.0.extend(moved);
+                return Ok(rendered.invalidate);
+            }
+            Err(error) => {
+                // Leave no failed transaction open on a connection that will be reused.
+                let _ = sqlx::raw_sql("rollback").execute(&mut *conn).await;
+                let checkpoints_moved = matches!(&error, sqlx::Error::Database(db)
+                    if db.code().as_deref() == Some(CHECKPOINTS_MOVED));
+                if !checkpoints_moved || attempts > 1 {
+                    return Err(error.into());
+                }
+                tracing::info!(projection, "checkpoints moved under the projector; reloading them");
+                known.0.clear();
+            }
+        }
+    }
 }
 
 /// Takes the projection's shared lock; a rebuild's swap takes it exclusively.

@@ -159,3 +159,50 @@ async fn partitions_share_the_organizations_and_a_rebuild_yields_the_same_reads(
     relay.abort();
     let _ = bus.js.delete_stream(bus.stream_name()).await;
 }
+
+/// The live projector renders each batch from the checkpoints it remembers; when they moved behind its
+/// back (here: as if another instance had applied further), the database's copy decides, so the older
+/// event is passed over instead of folded a second time. Values travel as literals: quotes and
+/// backslashes arrive intact.
+#[sqlx::test(migrations = "../schema")]
+async fn checkpoints_moved_behind_a_running_projector_are_honoured(pool: PgPool) {
+    let bus = bus().await;
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
+    let projector =
+        tokio::spawn(projections::runtime::run(pool.clone(), bus.clone(), Arc::new(CUSTOMERS), Partition::WHOLE));
+    let (org, id) = (Uuid::now_v7(), Uuid::now_v7());
+    let tricky = r#"O'Brien \ "Ana" ''"#;
+    append(&pool, org, id, 0, CustomerEvent::CustomerCreated(fields(tricky))).await;
+    wait_for_count(&pool, 1).await;
+    assert_eq!(customers(&pool).await, vec![(org, id, tricky.to_owned())]);
+
+    sqlx::query(
+        "update projection_checkpoints set transaction_id = '9000000000'::xid8, position = 9000000000
+         where projection = 'customers' and org_id = $1",
+    )
+    .bind(org)
+    .execute(&pool)
+    .await
+    .expect("checkpoint moved");
+    append(&pool, org, id, 1, CustomerEvent::CustomerReplaced(fields("Bea"))).await;
+    // Another organization's creation comes after the replacement on the same consumer: once it is
+    // projected, the replacement has been dealt with.
+    let (other_org, other) = (Uuid::now_v7(), Uuid::now_v7());
+    append(&pool, other_org, other, 0, CustomerEvent::CustomerCreated(fields("Cleo"))).await;
+    wait_for_count(&pool, 2).await;
+    let rows = customers(&pool).await;
+    assert!(rows.contains(&(org, id, tricky.to_owned())), "the replacement was folded again: {rows:?}");
+    assert!(rows.contains(&(other_org, other, "Cleo".to_owned())));
+    let position: i64 = sqlx::query_scalar(
+        "select position from projection_checkpoints where projection = 'customers' and org_id = $1",
+    )
+    .bind(org)
+    .fetch_one(&pool)
+    .await
+    .expect("checkpoint");
+    assert_eq!(position, 9_000_000_000, "the moved checkpoint stays where it was put");
+
+    projector.abort();
+    relay.abort();
+    let _ = bus.js.delete_stream(bus.stream_name()).await;
+}
