@@ -1,7 +1,7 @@
 //! The NATS side: connection, subject names (all under `NATS_PREFIX`), the JetStream event stream and
 //! the headers events travel with.
 
-use crate::envelope::{CommitKey, RecordedEvent};
+use crate::envelope::CommitKey;
 use async_nats::jetstream::{self, stream};
 use async_nats::{ConnectOptions, HeaderMap};
 use std::time::Duration;
@@ -115,10 +115,10 @@ impl Bus {
     }
 
     /// The headers an event is published with: its id for JetStream de-duplication, and its key.
-    pub fn event_headers(event: &RecordedEvent) -> HeaderMap {
+    pub fn event_headers(event_id: Uuid, key: CommitKey) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(async_nats::header::NATS_MESSAGE_ID, event.event_id.to_string().as_str());
-        headers.insert(COMMIT_KEY_HEADER, event.key().to_string().as_str());
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, event_id.to_string().as_str());
+        headers.insert(COMMIT_KEY_HEADER, key.to_string().as_str());
         headers
     }
 }

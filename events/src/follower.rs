@@ -58,6 +58,122 @@ where
     rows.iter().map(event_from_row).collect()
 }
 
+/// An event as the relay publishes it: what the subject and headers need, and the bus payload (the
+/// JSON form of [`RecordedEvent`]) written straight from the stored text, never decoded.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub key: CommitKey,
+    pub event_id: Uuid,
+    pub org_id: Uuid,
+    pub stream_type: String,
+    pub event_type: String,
+    pub payload: Vec<u8>,
+}
+
+/// Committed events after `after` in commit order, at most `limit`, as bus payloads (same order and
+/// horizon as [`read_committed_after`]).
+pub async fn read_outgoing_after(
+    conn: &mut PgConnection,
+    after: CommitKey,
+    limit: i64,
+) -> Result<Vec<Outgoing>, sqlx::Error> {
+    let rows = sqlx::query(
+        "select e.position, e.transaction_id::text::int8 as transaction_id, e.org_id, e.stream_type, e.stream_id,
+                e.version, e.event_id, e.event_type, e.schema_version, e.data::text as data,
+                e.metadata::text as metadata, e.recorded_at
+         from events e
+         where (e.transaction_id, e.position) > ($1::int8::text::xid8, $2)
+           and e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         order by e.transaction_id, e.position
+         limit $3",
+    )
+    .bind(after.transaction_id)
+    .bind(after.position)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(outgoing_from_row).collect()
+}
+
+fn outgoing_from_row(row: &PgRow) -> Result<Outgoing, sqlx::Error> {
+    let key = CommitKey::new(row.try_get("transaction_id")?, row.try_get("position")?);
+    let event_id: Uuid = row.try_get("event_id")?;
+    let org_id: Uuid = row.try_get("org_id")?;
+    let stream_type: String = row.try_get("stream_type")?;
+    let event_type: String = row.try_get("event_type")?;
+    let stream_id: Uuid = row.try_get("stream_id")?;
+    let version: i32 = row.try_get("version")?;
+    let schema_version: i32 = row.try_get("schema_version")?;
+    let data: &str = row.try_get("data")?;
+    let metadata: &str = row.try_get("metadata")?;
+    let recorded_at: time::OffsetDateTime = row.try_get("recorded_at")?;
+    let payload = envelope_payload(
+        &RawEnvelope {
+            key,
+            org_id,
+            stream_type: &stream_type,
+            stream_id,
+            version,
+            event_id,
+            event_type: &event_type,
+            schema_version,
+            recorded_at,
+        },
+        data,
+        metadata,
+    )
+    .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    Ok(Outgoing { key, event_id, org_id, stream_type, event_type, payload })
+}
+
+/// The envelope fields of a stored event, for [`envelope_payload`].
+pub(crate) struct RawEnvelope<'a> {
+    pub key: CommitKey,
+    pub org_id: Uuid,
+    pub stream_type: &'a str,
+    pub stream_id: Uuid,
+    pub version: i32,
+    pub event_id: Uuid,
+    pub event_type: &'a str,
+    pub schema_version: i32,
+    pub recorded_at: time::OffsetDateTime,
+}
+
+/// The JSON of [`RecordedEvent`] with `data` and `metadata` copied in as stored (the `json` column
+/// guarantees they are valid JSON), so publishing never builds a value tree.
+pub(crate) fn envelope_payload(
+    envelope: &RawEnvelope<'_>,
+    data: &str,
+    metadata: &str,
+) -> Result<Vec<u8>, serde_json::Error> {
+    use std::io::Write;
+    let recorded_at = envelope
+        .recorded_at
+        .format(&time::format_description::well_known::Rfc3339)
+        .map_err(|e| <serde_json::Error as serde::ser::Error>::custom(e.to_string()))?;
+    let mut out = Vec::with_capacity(data.len() + metadata.len() + 384);
+    let io = |e: std::io::Error| serde_json::Error::io(e);
+    write!(
+        out,
+        r#"{{"position":{},"transaction_id":{},"org_id":"{}","stream_type":"#,
+        envelope.key.position, envelope.key.transaction_id, envelope.org_id
+    )
+    .map_err(io)?;
+    serde_json::to_writer(&mut out, envelope.stream_type)?;
+    write!(
+        out,
+        r#","stream_id":"{}","version":{},"event_id":"{}","event_type":"#,
+        envelope.stream_id, envelope.version, envelope.event_id
+    )
+    .map_err(io)?;
+    serde_json::to_writer(&mut out, envelope.event_type)?;
+    write!(out, r#","schema_version":{},"data":{data},"metadata":{metadata},"recorded_at":"#, envelope.schema_version)
+        .map_err(io)?;
+    serde_json::to_writer(&mut out, &recorded_at)?;
+    out.push(b'}');
+    Ok(out)
+}
+
 /// The commit-order key below which every event is committed and visible right now.
 pub async fn committed_horizon(pool: &PgPool) -> Result<CommitKey, sqlx::Error> {
     let key: Option<(i64, i64)> = sqlx::query_as(
@@ -155,4 +271,47 @@ pub async fn try_lead(pool: &PgPool, name: &str) -> Result<Option<Leadership>, s
         .fetch_one(&mut conn)
         .await?;
     Ok(got.then_some(Leadership { conn }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_written_from_stored_text_decode_to_the_recorded_event() {
+        let data = r#"{"name": "O'Brien \"Ana\"", "tags": ["ñ", 1, null], "nested": {"b": 2, "a": 1.5}}"#;
+        let metadata = r#"{"actor":"api_key","request_id":"req_1"}"#;
+        let recorded_at = time::macros::datetime!(2026-11-21 10:20:30.123456 UTC);
+        let envelope = RawEnvelope {
+            key: CommitKey::new(77, 1234),
+            org_id: Uuid::now_v7(),
+            stream_type: "customer",
+            stream_id: Uuid::now_v7(),
+            version: 3,
+            event_id: Uuid::now_v7(),
+            event_type: "CustomerReplaced",
+            schema_version: 2,
+            recorded_at,
+        };
+        let payload = envelope_payload(&envelope, data, metadata).expect("payload");
+        let decoded: RecordedEvent = serde_json::from_slice(&payload).expect("valid JSON of an envelope");
+        let expected = RecordedEvent {
+            position: 1234,
+            transaction_id: 77,
+            org_id: envelope.org_id,
+            stream_type: "customer".into(),
+            stream_id: envelope.stream_id,
+            version: 3,
+            event_id: envelope.event_id,
+            event_type: "CustomerReplaced".into(),
+            schema_version: 2,
+            data: serde_json::from_str(data).expect("data"),
+            metadata: serde_json::from_str(metadata).expect("metadata"),
+            recorded_at,
+        };
+        assert_eq!(decoded, expected);
+        let through_serde: serde_json::Value = serde_json::to_value(&expected).expect("value");
+        let ours: serde_json::Value = serde_json::from_slice(&payload).expect("value");
+        assert_eq!(ours, through_serde, "the same document serde would write");
+    }
 }

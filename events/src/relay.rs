@@ -146,7 +146,7 @@ async fn relay_until_error(
                 _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),
             }
         }
-        let events = follower::read_committed_after(&mut conn, cursor, BATCH).await?;
+        let events = follower::read_outgoing_after(&mut conn, cursor, BATCH).await?;
         full = events.len() as i64 == BATCH;
         if events.is_empty() {
             continue;
@@ -154,19 +154,27 @@ async fn relay_until_error(
         if !bus.is_connected() {
             return Err(RelayError::Nats("not connected".into()));
         }
-        let mut acks = Vec::with_capacity(events.len());
-        for event in &events {
+        // Only the last message of a batch asks for an ack. Each message names its predecessor, so the
+        // stream accepts it only right after that one: the last message's ack proves the whole batch
+        // stored in order, and a message lost or refused before it makes the last one fail too (the
+        // relay then resumes from the stream's last message).
+        let mut acks = Vec::with_capacity(1);
+        let count = events.len();
+        for (i, event) in events.into_iter().enumerate() {
             let subject = bus.event_subject(event.org_id, &event.stream_type, &event.event_type);
-            let payload = serde_json::to_vec(event).map_err(nats)?;
-            let mut headers = Bus::event_headers(event);
+            let mut headers = Bus::event_headers(event.event_id, event.key);
             if let Some(previous) = &last_id {
                 headers.insert(async_nats::header::NATS_EXPECTED_LAST_MESSAGE_ID, previous.as_str());
             }
-            let ack = bus.js.publish_with_headers(subject, headers, payload.into()).await.map_err(nats)?;
-            acks.push(ack);
+            if i + 1 < count {
+                bus.client.publish_with_headers(subject, headers, event.payload.into()).await.map_err(nats)?;
+            } else {
+                let ack = bus.js.publish_with_headers(subject, headers, event.payload.into()).await.map_err(nats)?;
+                acks.push(ack);
+            }
             last_id = Some(event.event_id.to_string());
+            cursor = event.key;
         }
-        cursor = events.last().map(|e| e.key()).unwrap_or(cursor);
         tokio::select! {
             sent = acks_tx.send((cursor, acks)) => sent.map_err(|_| RelayError::Nats("ack task stopped".into()))?,
             _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),
