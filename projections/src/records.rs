@@ -1,7 +1,7 @@
 //! Read models of the configuration resources (payment methods, warehouses, categories, points of
 //! sale): the stored fields as a document, plus the columns lists filter and sort on.
 
-use crate::{CacheKey, Projection, ProjectionError, Target};
+use crate::{CacheKey, Projection, ProjectionError, Rendered, RenderedFold, Target, sql_literal};
 use events::catalogue::{
     CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, PointOfSaleEvent, RecordEvent, WarehouseEvent,
 };
@@ -81,18 +81,65 @@ impl<E: RecordEvent> Projection for RecordsProjection<E> {
     ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
         Box::pin(self.apply_batch(conn, target, events))
     }
+
+    fn rendered(&self) -> Option<&dyn RenderedFold> {
+        Some(self)
+    }
 }
 
+#[derive(serde::Serialize)]
 struct Row {
     org_id: Uuid,
     id: Uuid,
     doc: Value,
+    #[serde(with = "time::serde::rfc3339")]
     at: OffsetDateTime,
+}
+
+/// The upsert of a batch of rows given as a JSON array (`rows`: the SQL expression holding it).
+fn upsert_sql(table: &str, rows: &str) -> String {
+    format!(
+        "insert into {table} (org_id, id, name, is_default, parent_id, doc, created_at, updated_at)
+         select org_id, id, doc->>'name', coalesce((doc->>'is_default')::boolean, false),
+                (doc->>'parent_id')::uuid, doc, at, at
+         from json_to_recordset({rows}) as u(org_id uuid, id uuid, doc jsonb, at timestamptz)
+         on conflict (org_id, id) do update set
+             name = excluded.name, is_default = excluded.is_default, parent_id = excluded.parent_id,
+             doc = excluded.doc, updated_at = excluded.updated_at"
+    )
+}
+
+fn rows_json(rows: &[Row]) -> Result<String, ProjectionError> {
+    serde_json::to_string(rows).map_err(|e| ProjectionError::Undecodable { position: 0, reason: e.to_string() })
 }
 
 impl<E: RecordEvent> RecordsProjection<E> {
     pub fn table_name(&self) -> &'static str {
         self.table[0]
+    }
+
+    /// The last state of each record in the batch (later events win), in order of first appearance.
+    fn fold(&self, events: &[RecordedEvent]) -> Result<Vec<Row>, ProjectionError> {
+        let mut rows: Vec<Row> = Vec::new();
+        let mut index: HashMap<(Uuid, Uuid), usize> = HashMap::new();
+        for event in events {
+            let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
+                .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+            let doc = serde_json::to_value(decoded.fields()).unwrap_or(Value::Null);
+            let row = Row { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at };
+            match index.get(&(row.org_id, row.id)) {
+                Some(&i) => rows[i] = row,
+                None => {
+                    index.insert((row.org_id, row.id), rows.len());
+                    rows.push(row);
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    fn stale(&self, rows: &[Row]) -> Vec<CacheKey> {
+        rows.iter().map(|r| CacheKey { resource: self.resource.to_owned(), org_id: r.org_id, id: r.id }).collect()
     }
 
     async fn apply_batch(
@@ -101,39 +148,29 @@ impl<E: RecordEvent> RecordsProjection<E> {
         target: Target,
         events: &[RecordedEvent],
     ) -> Result<Vec<CacheKey>, ProjectionError> {
-        // The last state of each record in the batch; later events win.
-        let mut rows: HashMap<(Uuid, Uuid), Row> = HashMap::new();
-        let mut order = Vec::new();
-        for event in events {
-            let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
-                .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
-            let doc = serde_json::to_value(decoded.fields()).unwrap_or(Value::Null);
-            let key = (event.org_id, event.stream_id);
-            if !rows.contains_key(&key) {
-                order.push(key);
-            }
-            rows.insert(key, Row { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at });
+        let rows = self.fold(events)?;
+        if rows.is_empty() {
+            return Ok(Vec::new());
         }
-        let batch: Vec<&Row> = order.iter().filter_map(|k| rows.get(k)).collect();
-        let table = target.table(self.table[0]);
-        let sql = format!(
-            "insert into {table} (org_id, id, name, is_default, parent_id, doc, created_at, updated_at)
-             select o, i, d->>'name', coalesce((d->>'is_default')::boolean, false), (d->>'parent_id')::uuid, d, t, t
-             from unnest($1::uuid[], $2::uuid[], $3::jsonb[], $4::timestamptz[]) as u(o, i, d, t)
-             on conflict (org_id, id) do update set
-                 name = excluded.name, is_default = excluded.is_default, parent_id = excluded.parent_id,
-                 doc = excluded.doc, updated_at = excluded.updated_at"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(batch.iter().map(|r| r.org_id).collect::<Vec<_>>())
-            .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
-            .bind(batch.iter().map(|r| r.doc.clone()).collect::<Vec<_>>())
-            .bind(batch.iter().map(|r| r.at).collect::<Vec<_>>())
-            .execute(&mut *conn)
-            .await?;
-        let stale: Vec<CacheKey> =
-            batch.iter().map(|r| CacheKey { resource: self.resource.to_owned(), org_id: r.org_id, id: r.id }).collect();
-        Ok(stale)
+        let sql = upsert_sql(&target.table(self.table[0]), "$1::json");
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(rows_json(&rows)?).execute(&mut *conn).await?;
+        Ok(self.stale(&rows))
+    }
+}
+
+impl<E: RecordEvent> RenderedFold for RecordsProjection<E> {
+    fn prepare(&self) -> Vec<String> {
+        let table = self.table[0];
+        vec![format!("prepare {table}_fold (text) as {}", upsert_sql(table, "$1::json"))]
+    }
+
+    fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
+        let rows = self.fold(events)?;
+        if rows.is_empty() {
+            return Ok(Rendered { sql: "select 1".into(), invalidate: Vec::new() });
+        }
+        let sql = format!("execute {}_fold({})", self.table[0], sql_literal(&rows_json(&rows)?));
+        Ok(Rendered { sql, invalidate: self.stale(&rows) })
     }
 }
 
