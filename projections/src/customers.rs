@@ -1,12 +1,11 @@
 //! The contacts read models: one row per customer (`customers_view`) or supplier (`suppliers_view`),
 //! for their details and lists. Both kinds share one shape and one projection type.
 
-use crate::{CacheKey, Projection, ProjectionError, Rendered, RenderedFold, Target, sql_literal};
+use crate::{CacheKey, Projection, ProjectionError, Rendered, RenderedFold, Target, json_fold, latest_rows};
 use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -130,28 +129,25 @@ impl CustomerRow {
 fn fold<E: RecordEvent<Fields = CustomerFields>>(
     events: &[RecordedEvent],
 ) -> Result<Vec<CustomerRow>, ProjectionError> {
-    let mut rows: Vec<CustomerRow> = Vec::new();
-    let mut index: HashMap<(Uuid, Uuid), usize> = HashMap::new();
-    for event in events {
-        let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
-        let key = (event.org_id, event.stream_id);
-        let row = CustomerRow::new(key.0, key.1, decoded.fields(), event.recorded_at);
-        // A replacement of a contact created in an earlier batch starts from a placeholder row whose
-        // creation time the upsert below never writes over.
-        match index.get(&key) {
-            Some(&i) => rows[i] = CustomerRow { created_at: rows[i].created_at, ..row },
-            None => {
-                index.insert(key, rows.len());
-                rows.push(row);
-            }
-        }
-    }
-    Ok(rows)
+    let rows = events
+        .iter()
+        .map(|event| {
+            let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
+                .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+            Ok(CustomerRow::new(event.org_id, event.stream_id, decoded.fields(), event.recorded_at))
+        })
+        .collect::<Result<Vec<_>, ProjectionError>>()?;
+    // A replacement of a contact created in an earlier batch starts from a placeholder row whose
+    // creation time the upsert below never writes over.
+    Ok(latest_rows(
+        rows,
+        |r| (r.org_id, r.id),
+        |earlier, later| CustomerRow { created_at: earlier.created_at, ..later },
+    ))
 }
 
-/// The upsert of a batch of rows given as a JSON array (`rows`: the SQL expression holding it).
-fn upsert_sql(table: &str, rows: &str) -> String {
+/// The upsert of a batch of rows, read as a JSON array from `$1`.
+fn upsert_sql(table: &str) -> String {
     format!(
         "insert into {table} (org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country,
                               province, city, address, apartment, postal_code, is_active, created_at, updated_at,
@@ -159,7 +155,7 @@ fn upsert_sql(table: &str, rows: &str) -> String {
          select org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country,
                 province, city, address, apartment, postal_code, is_active, created_at, updated_at,
                 default_account_id
-         from json_to_recordset({rows}) as r(org_id uuid, id uuid, name text, email text, phone text, tax_id text,
+         from json_to_recordset($1::json) as r(org_id uuid, id uuid, name text, email text, phone text, tax_id text,
               tax_id_type text, tax_category text, person_type text, country text, province text, city text,
               address text, apartment text, postal_code text, is_active boolean, created_at timestamptz,
               updated_at timestamptz, default_account_id uuid)
@@ -177,10 +173,6 @@ fn stale(resource: &str, rows: &[CustomerRow]) -> Vec<CacheKey> {
     rows.iter().map(|r| CacheKey { resource: resource.to_owned(), org_id: r.org_id, id: r.id }).collect()
 }
 
-fn rows_json(rows: &[CustomerRow]) -> Result<String, ProjectionError> {
-    serde_json::to_string(rows).map_err(|e| ProjectionError::Undecodable { position: 0, reason: e.to_string() })
-}
-
 async fn apply<E: RecordEvent<Fields = CustomerFields>>(
     conn: &mut PgConnection,
     target: Target,
@@ -192,8 +184,7 @@ async fn apply<E: RecordEvent<Fields = CustomerFields>>(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let sql = upsert_sql(&target.table(table), "$1::json");
-    sqlx::query(sqlx::AssertSqlSafe(sql)).bind(rows_json(&rows)?).execute(&mut *conn).await?;
+    json_fold::run(conn, upsert_sql(&target.table(table)), &rows).await?;
     Ok(stale(resource, &rows))
 }
 
@@ -202,17 +193,12 @@ where
     E: RecordEvent<Fields = CustomerFields> + Send + Sync + 'static,
 {
     fn prepare(&self) -> Vec<String> {
-        let table = self.tables[0];
-        vec![format!("prepare {table}_fold (text) as {}", upsert_sql(table, "$1::json"))]
+        vec![json_fold::prepare(self.tables[0], &upsert_sql(self.tables[0]))]
     }
 
     fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
         let rows = fold::<E>(events)?;
-        if rows.is_empty() {
-            return Ok(Rendered { sql: "select 1".into(), invalidate: Vec::new() });
-        }
-        let sql = format!("execute {}_fold({})", self.tables[0], sql_literal(&rows_json(&rows)?));
-        Ok(Rendered { sql, invalidate: stale(self.resource, &rows) })
+        json_fold::render(self.tables[0], &rows, stale(self.resource, &rows))
     }
 }
 

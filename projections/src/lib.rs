@@ -85,6 +85,56 @@ pub trait RenderedFold: Send + Sync {
     fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError>;
 }
 
+/// The folds that write one table through one upsert reading the batch's rows as a JSON array from
+/// `$1::json` share these: the same SQL is prepared as `<table>_fold` for rendered live batches and
+/// bound as a parameter for rebuilds.
+pub mod json_fold {
+    use super::{CacheKey, ProjectionError, Rendered, sql_literal};
+    use serde::Serialize;
+    use sqlx::PgConnection;
+
+    fn rows_json<T: Serialize>(rows: &[T]) -> Result<String, ProjectionError> {
+        serde_json::to_string(rows).map_err(|e| ProjectionError::Undecodable { position: 0, reason: e.to_string() })
+    }
+
+    /// The statement preparing `upsert` (on the live `table`) as `<table>_fold`.
+    pub fn prepare(table: &str, upsert: &str) -> String {
+        format!("prepare {table}_fold (text) as {upsert}")
+    }
+
+    /// The batch's `rows` handed to the fold [`prepare`] made, as a literal.
+    pub fn render<T: Serialize>(
+        table: &str,
+        rows: &[T],
+        invalidate: Vec<CacheKey>,
+    ) -> Result<Rendered, ProjectionError> {
+        Ok(Rendered { sql: format!("execute {table}_fold({})", sql_literal(&rows_json(rows)?)), invalidate })
+    }
+
+    /// Runs `upsert` with the batch's `rows` bound (any target; rebuilds use it).
+    pub async fn run<T: Serialize>(conn: &mut PgConnection, upsert: String, rows: &[T]) -> Result<(), ProjectionError> {
+        sqlx::query(sqlx::AssertSqlSafe(upsert)).bind(rows_json(rows)?).execute(conn).await?;
+        Ok(())
+    }
+}
+
+/// The rows of a batch, one per resource (by organization and id) in order of first appearance; a
+/// later row of the same resource takes the earlier one's place through `replace(earlier, later)`.
+pub fn latest_rows<R>(rows: Vec<R>, id: impl Fn(&R) -> (Uuid, Uuid), replace: impl Fn(&R, R) -> R) -> Vec<R> {
+    let mut latest: Vec<R> = Vec::with_capacity(rows.len());
+    let mut index: std::collections::HashMap<(Uuid, Uuid), usize> = std::collections::HashMap::new();
+    for row in rows {
+        match index.get(&id(&row)) {
+            Some(&i) => latest[i] = replace(&latest[i], row),
+            None => {
+                index.insert(id(&row), latest.len());
+                latest.push(row);
+            }
+        }
+    }
+    latest
+}
+
 /// `text` as an SQL string literal. Only valid with `standard_conforming_strings` on (the default,
 /// and set by the projector on its connection), where a backslash is an ordinary character.
 pub fn sql_literal(text: &str) -> String {
@@ -230,6 +280,14 @@ mod tests {
             let owners = (0..3).filter(|i| Partition { index: *i, count: 3 }.owns(org)).count();
             assert_eq!(owners, 1);
         }
+    }
+
+    #[test]
+    fn latest_rows_keep_first_appearance_order_and_merge_later_rows() {
+        let (org, a, b) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let rows = vec![(org, a, "a1", 1), (org, b, "b1", 2), (org, a, "a2", 3)];
+        let latest = latest_rows(rows, |r| (r.0, r.1), |earlier, later| (later.0, later.1, later.2, earlier.3));
+        assert_eq!(latest, vec![(org, a, "a2", 1), (org, b, "b1", 2)]);
     }
 
     #[test]

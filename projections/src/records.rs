@@ -1,7 +1,7 @@
 //! Read models of the configuration resources (payment methods, warehouses, categories, points of
 //! sale): the stored fields as a document, plus the columns lists filter and sort on.
 
-use crate::{CacheKey, Projection, ProjectionError, Rendered, RenderedFold, Target, sql_literal};
+use crate::{CacheKey, Projection, ProjectionError, Rendered, RenderedFold, Target, json_fold, latest_rows};
 use events::catalogue::{
     CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, PointOfSaleEvent, RecordEvent, WarehouseEvent,
 };
@@ -9,7 +9,6 @@ use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -96,21 +95,17 @@ struct Row {
     at: OffsetDateTime,
 }
 
-/// The upsert of a batch of rows given as a JSON array (`rows`: the SQL expression holding it).
-fn upsert_sql(table: &str, rows: &str) -> String {
+/// The upsert of a batch of rows, read as a JSON array from `$1`.
+fn upsert_sql(table: &str) -> String {
     format!(
         "insert into {table} (org_id, id, name, is_default, parent_id, doc, created_at, updated_at)
          select org_id, id, doc->>'name', coalesce((doc->>'is_default')::boolean, false),
                 (doc->>'parent_id')::uuid, doc, at, at
-         from json_to_recordset({rows}) as u(org_id uuid, id uuid, doc jsonb, at timestamptz)
+         from json_to_recordset($1::json) as u(org_id uuid, id uuid, doc jsonb, at timestamptz)
          on conflict (org_id, id) do update set
              name = excluded.name, is_default = excluded.is_default, parent_id = excluded.parent_id,
              doc = excluded.doc, updated_at = excluded.updated_at"
     )
-}
-
-fn rows_json(rows: &[Row]) -> Result<String, ProjectionError> {
-    serde_json::to_string(rows).map_err(|e| ProjectionError::Undecodable { position: 0, reason: e.to_string() })
 }
 
 impl<E: RecordEvent> RecordsProjection<E> {
@@ -120,22 +115,16 @@ impl<E: RecordEvent> RecordsProjection<E> {
 
     /// The last state of each record in the batch (later events win), in order of first appearance.
     fn fold(&self, events: &[RecordedEvent]) -> Result<Vec<Row>, ProjectionError> {
-        let mut rows: Vec<Row> = Vec::new();
-        let mut index: HashMap<(Uuid, Uuid), usize> = HashMap::new();
-        for event in events {
-            let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
-                .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
-            let doc = serde_json::to_value(decoded.fields()).unwrap_or(Value::Null);
-            let row = Row { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at };
-            match index.get(&(row.org_id, row.id)) {
-                Some(&i) => rows[i] = row,
-                None => {
-                    index.insert((row.org_id, row.id), rows.len());
-                    rows.push(row);
-                }
-            }
-        }
-        Ok(rows)
+        let rows = events
+            .iter()
+            .map(|event| {
+                let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
+                    .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+                let doc = serde_json::to_value(decoded.fields()).unwrap_or(Value::Null);
+                Ok(Row { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at })
+            })
+            .collect::<Result<Vec<_>, ProjectionError>>()?;
+        Ok(latest_rows(rows, |r| (r.org_id, r.id), |_, later| later))
     }
 
     fn stale(&self, rows: &[Row]) -> Vec<CacheKey> {
@@ -152,25 +141,19 @@ impl<E: RecordEvent> RecordsProjection<E> {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = upsert_sql(&target.table(self.table[0]), "$1::json");
-        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(rows_json(&rows)?).execute(&mut *conn).await?;
+        json_fold::run(conn, upsert_sql(&target.table(self.table[0])), &rows).await?;
         Ok(self.stale(&rows))
     }
 }
 
 impl<E: RecordEvent> RenderedFold for RecordsProjection<E> {
     fn prepare(&self) -> Vec<String> {
-        let table = self.table[0];
-        vec![format!("prepare {table}_fold (text) as {}", upsert_sql(table, "$1::json"))]
+        vec![json_fold::prepare(self.table[0], &upsert_sql(self.table[0]))]
     }
 
     fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
         let rows = self.fold(events)?;
-        if rows.is_empty() {
-            return Ok(Rendered { sql: "select 1".into(), invalidate: Vec::new() });
-        }
-        let sql = format!("execute {}_fold({})", self.table[0], sql_literal(&rows_json(&rows)?));
-        Ok(Rendered { sql, invalidate: self.stale(&rows) })
+        json_fold::render(self.table[0], &rows, self.stale(&rows))
     }
 }
 

@@ -318,9 +318,7 @@ impl KnownCheckpoints {
         projection: &str,
         events: &[RecordedEvent],
     ) -> Result<(), sqlx::Error> {
-        let mut missing: Vec<Uuid> = events.iter().map(|e| e.org_id).chain([Uuid::nil()]).collect();
-        missing.sort_unstable();
-        missing.dedup();
+        let mut missing = batch_organizations(events);
         missing.retain(|org| !self.0.contains_key(org));
         if missing.is_empty() {
             return Ok(());
@@ -345,12 +343,30 @@ impl KnownCheckpoints {
     fn get(&self, org: Uuid) -> CommitKey {
         self.0.get(&org).copied().unwrap_or_default()
     }
+}
 
-    /// The events not applied yet, by the known checkpoints.
-    fn fresh(&self, events: &[RecordedEvent]) -> Vec<RecordedEvent> {
-        let floor = self.get(Uuid::nil());
-        events.iter().filter(|e| e.key() > floor && e.key() > self.get(e.org_id)).cloned().collect()
+/// The organizations of a batch, and the nil organization (the rebuild floor), sorted.
+fn batch_organizations(events: &[RecordedEvent]) -> Vec<Uuid> {
+    let mut orgs: Vec<Uuid> = events.iter().map(|e| e.org_id).chain([Uuid::nil()]).collect();
+    orgs.sort_unstable();
+    orgs.dedup();
+    orgs
+}
+
+/// The events above both the floor and their organization's checkpoint in `checkpoints`.
+fn unapplied(events: &[RecordedEvent], checkpoints: &HashMap<Uuid, CommitKey>) -> Vec<RecordedEvent> {
+    let at = |org: &Uuid| checkpoints.get(org).copied().unwrap_or_default();
+    let floor = at(&Uuid::nil());
+    events.iter().filter(|e| e.key() > floor && e.key() > at(&e.org_id)).cloned().collect()
+}
+
+/// Each organization's last event key in a batch (in commit order): where its checkpoint moves to.
+fn last_keys(events: &[RecordedEvent]) -> Vec<(Uuid, CommitKey)> {
+    let mut last: HashMap<Uuid, CommitKey> = HashMap::new();
+    for event in events {
+        last.insert(event.org_id, event.key());
     }
+    last.into_iter().collect()
 }
 
 /// `'{a,b}'::type[]` for values whose text form needs no quoting (ids and integers).
@@ -384,21 +400,14 @@ async fn apply_rendered(
     loop {
         attempts += 1;
         known.load_missing(conn, projection, events).await?;
-        let fresh = known.fresh(events);
+        let fresh = unapplied(events, &known.0);
         if fresh.is_empty() {
             return Ok(Vec::new());
         }
         let rendered = fold.render(&fresh)?;
-        let mut orgs: Vec<Uuid> = fresh.iter().map(|e| e.org_id).collect();
-        orgs.push(Uuid::nil());
-        orgs.sort_unstable();
-        orgs.dedup();
-        let expected: Vec<(Uuid, CommitKey)> = orgs.iter().map(|org| (*org, known.get(*org))).collect();
-        let mut moved: HashMap<Uuid, CommitKey> = HashMap::new();
-        for event in &fresh {
-            moved.insert(event.org_id, event.key());
-        }
-        let moved: Vec<(Uuid, CommitKey)> = moved.into_iter().collect();
+        let expected: Vec<(Uuid, CommitKey)> =
+            batch_organizations(&fresh).into_iter().map(|org| (org, known.get(org))).collect();
+        let moved = last_keys(&fresh);
         let sql = format!(
             "begin;
              select projection_batch_begin({});
@@ -469,11 +478,7 @@ async fn apply_batch_inner(
 ) -> Result<Vec<CacheKey>, RunError> {
     use sqlx::Row;
     let name = projection.name();
-    let mut orgs: Vec<Uuid> = events.iter().map(|e| e.org_id).collect();
-    orgs.push(Uuid::nil());
-    orgs.sort_unstable();
-    orgs.dedup();
-    let org_list: Vec<String> = orgs.iter().map(|o| format!("'{o}'")).collect();
+    let org_list: Vec<String> = batch_organizations(events).iter().map(|o| format!("'{o}'")).collect();
     let begin = format!(
         "begin;
          select pg_advisory_xact_lock_shared(hashtextextended('projection {name}', 0));
@@ -487,32 +492,13 @@ async fn apply_batch_inner(
         let key = CommitKey::new(row.try_get("transaction_id")?, row.try_get("position")?);
         applied.insert(row.try_get("org_id")?, key);
     }
-    let floor = applied.get(&Uuid::nil()).copied().unwrap_or_default();
-    let fresh: Vec<RecordedEvent> = events
-        .iter()
-        .filter(|e| e.key() > floor && e.key() > applied.get(&e.org_id).copied().unwrap_or_default())
-        .cloned()
-        .collect();
+    let fresh = unapplied(events, &applied);
     if fresh.is_empty() {
         sqlx::raw_sql("commit").execute(&mut *conn).await?;
         return Ok(Vec::new());
     }
     let invalidate = projection.apply(&mut *conn, Target::Live, &fresh).await?;
-    let mut last: HashMap<Uuid, CommitKey> = HashMap::new();
-    for event in &fresh {
-        last.insert(event.org_id, event.key());
-    }
-    let values: Vec<String> = last
-        .iter()
-        .map(|(org, key)| format!("('{name}', '{org}', '{}'::xid8, {})", key.transaction_id, key.position))
-        .collect();
-    let finish = format!(
-        "insert into projection_checkpoints (projection, org_id, transaction_id, position) values {}
-         on conflict (projection, org_id) do update
-         set transaction_id = excluded.transaction_id, position = excluded.position;
-         commit",
-        values.join(",")
-    );
+    let finish = format!("select projection_batch_end({}); commit", checkpoint_arguments(name, &last_keys(&fresh)));
     sqlx::raw_sql(sqlx::AssertSqlSafe(finish)).execute(&mut *conn).await?;
     Ok(invalidate)
 }
