@@ -32,6 +32,32 @@ pub(crate) fn event_from_row(row: &PgRow) -> Result<RecordedEvent, sqlx::Error> 
     })
 }
 
+/// The rows (with `columns` of `events e`) committed after `after` in commit order, at most `limit`,
+/// never skipping one that commits later (see the module comment).
+async fn committed_rows_after<'c, E>(
+    executor: E,
+    columns: &str,
+    after: CommitKey,
+    limit: i64,
+) -> Result<Vec<PgRow>, sqlx::Error>
+where
+    E: sqlx::Executor<'c, Database = sqlx::Postgres>,
+{
+    let sql = format!(
+        "select {columns} from events e
+         where (e.transaction_id, e.position) > ($1::int8::text::xid8, $2)
+           and e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         order by e.transaction_id, e.position
+         limit $3"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(after.transaction_id)
+        .bind(after.position)
+        .bind(limit)
+        .fetch_all(executor)
+        .await
+}
+
 /// Committed events after `after` in commit order, at most `limit`, never skipping one that commits
 /// later (see the module comment).
 pub async fn read_committed_after<'c, E>(
@@ -42,19 +68,7 @@ pub async fn read_committed_after<'c, E>(
 where
     E: sqlx::Executor<'c, Database = sqlx::Postgres>,
 {
-    let sql = format!(
-        "select {EVENT_COLUMNS} from events e
-         where (e.transaction_id, e.position) > ($1::int8::text::xid8, $2)
-           and e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-         order by e.transaction_id, e.position
-         limit $3"
-    );
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(after.transaction_id)
-        .bind(after.position)
-        .bind(limit)
-        .fetch_all(executor)
-        .await?;
+    let rows = committed_rows_after(executor, EVENT_COLUMNS, after, limit).await?;
     rows.iter().map(event_from_row).collect()
 }
 
@@ -77,21 +91,11 @@ pub async fn read_outgoing_after(
     after: CommitKey,
     limit: i64,
 ) -> Result<Vec<Outgoing>, sqlx::Error> {
-    let rows = sqlx::query(
-        "select e.position, e.transaction_id::text::int8 as transaction_id, e.org_id, e.stream_type, e.stream_id,
-                e.version, e.event_id, e.event_type, e.schema_version, e.data::text as data,
-                e.metadata::text as metadata, e.recorded_at
-         from events e
-         where (e.transaction_id, e.position) > ($1::int8::text::xid8, $2)
-           and e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-         order by e.transaction_id, e.position
-         limit $3",
-    )
-    .bind(after.transaction_id)
-    .bind(after.position)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
+    // The stored JSON as text: copied into the payload without being parsed.
+    const COLUMNS: &str = "e.position, e.transaction_id::text::int8 as transaction_id, e.org_id, e.stream_type, \
+         e.stream_id, e.version, e.event_id, e.event_type, e.schema_version, e.data::text as data, \
+         e.metadata::text as metadata, e.recorded_at";
+    let rows = committed_rows_after(conn, COLUMNS, after, limit).await?;
     rows.iter().map(outgoing_from_row).collect()
 }
 
