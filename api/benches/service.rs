@@ -17,12 +17,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Connections of the HTTP load (16 for the figures the issue asks for; `BENCH_CONNECTIONS` changes it
-/// for diagnosis, e.g. 1 to see the unloaded latency of each path).
-fn connections() -> usize {
-    env("BENCH_CONNECTIONS", "16").parse().expect("BENCH_CONNECTIONS")
-}
-
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
@@ -35,6 +29,9 @@ struct Setup {
     http_addr: String,
     prefix: String,
     seconds: u64,
+    /// Connections of the HTTP load (16 for the figures the issue asks for; `BENCH_CONNECTIONS`
+    /// changes it for diagnosis, e.g. 1 to see the unloaded latency of each path). pgbench uses as many.
+    connections: usize,
     rebuild_events: i64,
     binary: String,
 }
@@ -120,19 +117,15 @@ struct Load {
     errors: u64,
 }
 
-/// Runs `connections()` keep-alive connections for `seconds`, each sending requests made by `make`.
-async fn load(
-    addr: &str,
-    seconds: u64,
-    make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync>,
-    expect: u16,
-) -> Load {
+/// Runs `setup.connections` keep-alive connections for `setup.seconds`, each sending requests made by
+/// `make`.
+async fn load(setup: &Setup, make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync>, expect: u16) -> Load {
     let counter = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
-    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let deadline = Instant::now() + Duration::from_secs(setup.seconds);
     let mut tasks = Vec::new();
-    for _ in 0..connections() {
-        let (addr, make, counter, errors) = (addr.to_owned(), make.clone(), counter.clone(), errors.clone());
+    for _ in 0..setup.connections {
+        let (addr, make, counter, errors) = (setup.http_addr.clone(), make.clone(), counter.clone(), errors.clone());
         tasks.push(tokio::spawn(async move {
             let stream = tokio::net::TcpStream::connect(&addr).await.expect("connect");
             stream.set_nodelay(true).expect("nodelay");
@@ -192,6 +185,7 @@ async fn main() {
         http_addr: env("BENCH_HTTP_ADDR", "127.0.0.1:18181"),
         prefix: format!("bench{}", std::process::id()),
         seconds: env("BENCH_SECONDS", "10").parse().expect("BENCH_SECONDS"),
+        connections: env("BENCH_CONNECTIONS", "16").parse().expect("BENCH_CONNECTIONS"),
         rebuild_events: env("BENCH_REBUILD_EVENTS", "100000").parse().expect("BENCH_REBUILD_EVENTS"),
         binary: env("BACKOFFICE_BIN", concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/backoffice")),
     };
@@ -238,7 +232,7 @@ async fn main() {
                 .expect("request")
         })
     };
-    let writes = load(&setup.http_addr, setup.seconds, make_post.clone(), 201).await;
+    let writes = load(&setup, make_post.clone(), 201).await;
     if std::env::var("BENCH_WRITES_ONLY").is_ok() {
         println!(
             "writes: {:.0}/s p50 {:.2} ms p99 {:.2} ms errors {}",
@@ -264,8 +258,8 @@ async fn main() {
     )
     .expect("script written");
     let seconds = setup.seconds.to_string();
-    let clients = connections().to_string();
-    let threads = connections().min(2).to_string();
+    let clients = setup.connections.to_string();
+    let threads = setup.connections.min(2).to_string();
     let insert_tps = pgbench(
         &setup,
         &["-n", "-c", &clients, "-j", &threads, "-M", "prepared", "-T", &seconds, "-f", script.to_str().expect("path")],
@@ -303,7 +297,7 @@ async fn main() {
                 .expect("request")
         })
     };
-    let reads = load(&setup.http_addr, setup.seconds, make_get, 200).await;
+    let reads = load(&setup, make_get, 200).await;
     let init =
         Command::new("pgbench").args(["-i", "-s", "10", "-q", &setup.database_url]).output().expect("pgbench -i");
     assert!(init.status.success(), "pgbench -i failed");
@@ -338,7 +332,7 @@ async fn main() {
                 .expect("request")
         })
     };
-    let warehouse_reads = load(&setup.http_addr, setup.seconds, make_warehouse_get, 200).await;
+    let warehouse_reads = load(&setup, make_warehouse_get, 200).await;
     print_pair(
         "cached reads: GET /api/v1/warehouses/{id} vs pgbench prepared select by primary key",
         warehouse_reads.rate,
@@ -420,7 +414,7 @@ async fn webhooks(setup: &Setup, auth: &str, receiver: &receiver::Receiver) {
                 .expect("request")
         })
     };
-    let tests = load(&setup.http_addr, setup.seconds, make_test, 200).await;
+    let tests = load(setup, make_test, 200).await;
     let sent: usize = psql(&setup.database_url, "select count(*) from webhook_deliveries").parse().expect("count");
     let deadline = Instant::now() + Duration::from_secs(120);
     while receiver.count() < sent {
