@@ -6,7 +6,7 @@ use crate::http::auth::{Credentials, Principal};
 use crate::http::cursor::CursorCodec;
 use crate::http::error::ApiError;
 use crate::ratelimit::RateLimiter;
-use async_nats::RequestErrorKind;
+use commands::client::{CommandClient, SendError};
 use commands::protocol::{Command, CommandReply, CommandRequest, Idempotency};
 use events::CommitKey;
 use events::bus::Bus;
@@ -17,12 +17,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-/// How long a command may take end to end in the worker.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
-
 pub struct AppState {
     pub pool: PgPool,
     pub bus: Bus,
+    /// Sends commands to the workers (batching them under load).
+    pub commands: CommandClient,
     pub progress: Arc<ProgressTracker>,
     pub reads: ReadCache,
     pub credentials: Credentials,
@@ -92,6 +91,7 @@ impl AppState {
         Ok(Arc::new(Self {
             secrets,
             pool,
+            commands: CommandClient::start(bus.clone()),
             bus,
             progress: Arc::new(ProgressTracker::default()),
             reads: ReadCache::default(),
@@ -173,28 +173,15 @@ impl AppState {
             idempotency,
             command,
         };
-        let payload = serde_json::to_vec(&request).map_err(|_| ApiError::internal())?;
-        let message = self
-            .bus
-            .client
-            .send_request(
-                self.bus.command_subject(),
-                async_nats::Request::new().payload(payload.into()).timeout(Some(COMMAND_TIMEOUT)),
-            )
-            .await
-            .map_err(|error| {
-                tracing::warn!(%error, "command request failed");
-                match error.kind() {
-                    RequestErrorKind::TimedOut => ApiError::unavailable(
-                        "COMMAND_TIMEOUT",
-                        "the write did not complete in time; read the resource before retrying",
-                    ),
-                    _ => ApiError::unavailable("COMMANDS_UNAVAILABLE", "the service cannot take writes right now"),
-                }
-            })?;
-        let reply: CommandReply = serde_json::from_slice(&message.payload).map_err(|error| {
-            tracing::error!(%error, "malformed command reply");
-            ApiError::internal()
+        let reply = self.commands.send(&request).await.map_err(|error| match error {
+            SendError::TimedOut => ApiError::unavailable(
+                "COMMAND_TIMEOUT",
+                "the write did not complete in time; read the resource before retrying",
+            ),
+            SendError::Unavailable => {
+                ApiError::unavailable("COMMANDS_UNAVAILABLE", "the service cannot take writes right now")
+            }
+            SendError::MalformedReply => ApiError::internal(),
         })?;
         match reply {
             CommandReply::Accepted { commit, created, state, replayed } => {

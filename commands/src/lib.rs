@@ -3,6 +3,7 @@
 //! transaction, and the protocol the gateway uses to reach it over NATS.
 
 pub mod aggregate;
+pub mod client;
 pub mod customer;
 pub mod organization;
 pub mod products;

@@ -32,6 +32,19 @@ pub struct CommandRequest {
     pub command: Command,
 }
 
+/// Several requests sent as one NATS request on the batch subject; the worker runs them concurrently
+/// (each exactly as if it had come alone) and answers with one [`CommandBatchReply`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandBatch {
+    pub requests: Vec<CommandRequest>,
+}
+
+/// The outcomes of a [`CommandBatch`], in the order of its requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandBatchReply {
+    pub replies: Vec<CommandReply>,
+}
+
 /// The idempotency key of a request, with what identifies the request it was first used for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Idempotency {
@@ -64,6 +77,16 @@ impl Command {
     /// Commands that also write write-model rows beside their events, which must commit together.
     pub fn needs_transaction(&self) -> bool {
         matches!(self, Command::Product(_) | Command::BulkAdjustProducts(_) | Command::ApplyTags(_))
+    }
+
+    /// Commands that take about as long as one another (one small stream, a few milliseconds), so they may
+    /// share a batch without one holding the others' replies back. Product writes (up to 250 variants),
+    /// bulk adjustments, tag applications and price lists (any number of prices) travel alone.
+    pub fn batches_well(&self) -> bool {
+        !matches!(
+            self,
+            Command::Product(_) | Command::BulkAdjustProducts(_) | Command::ApplyTags(_) | Command::PriceList(_)
+        )
     }
 
     /// The stream the command writes (its aggregate's id).

@@ -4,7 +4,9 @@
 use crate::aggregate::{Aggregate, Rejection};
 use crate::customer::{Customer, Supplier};
 use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
-use crate::protocol::{Command, CommandReply, CommandRequest, Idempotency, QUEUE_GROUP};
+use crate::protocol::{
+    Command, CommandBatch, CommandBatchReply, CommandReply, CommandRequest, Idempotency, QUEUE_GROUP,
+};
 use crate::records::{
     Category, MetafieldDefinition, PaymentMethod, PriceList, Record, RecordCommand, Warehouse, metafield_violation,
 };
@@ -960,15 +962,18 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
     }
 }
 
-/// Serves the `commands` queue group until the subscription ends. Each request runs on its own task,
-/// at most `concurrency` at once; after a commit the relay is woken.
+/// Serves the `commands` queue group (single requests and batches) until the subscriptions end. Each
+/// request runs on its own task, at most `concurrency` at once (a batch takes a permit per request);
+/// after a commit the relay is woken.
 pub async fn run(
     pool: PgPool,
     bus: Bus,
     relay: events::relay::RelayWake,
     concurrency: usize,
 ) -> Result<(), async_nats::SubscribeError> {
-    let mut subscription = bus.client.queue_subscribe(bus.command_subject(), QUEUE_GROUP.to_owned()).await?;
+    let singles = bus.client.queue_subscribe(bus.command_subject(), QUEUE_GROUP.to_owned()).await?;
+    let batches = bus.client.queue_subscribe(bus.command_batch_subject(), QUEUE_GROUP.to_owned()).await?;
+    let mut messages = futures::stream::select(singles.map(|m| (false, m)), batches.map(|m| (true, m)));
     let permits = Arc::new(Semaphore::new(concurrency));
     let appender = Appender::start(pool.clone(), APPEND_LANES);
     // A relay leading in this process is woken directly; otherwise wake-ups go over NATS, coalesced:
@@ -983,19 +988,31 @@ pub async fn run(
             }
         });
     }
-    while let Some(message) = subscription.next().await {
-        let Ok(permit) = permits.clone().acquire_owned().await else { break };
+    while let Some((batched, message)) = messages.next().await {
+        let requests = if batched {
+            serde_json::from_slice::<CommandBatch>(&message.payload).map(|batch| batch.requests)
+        } else {
+            serde_json::from_slice::<CommandRequest>(&message.payload).map(|request| vec![request])
+        };
+        let wanted = requests.as_ref().map_or(1, Vec::len).clamp(1, concurrency) as u32;
+        let Ok(permit) = permits.clone().acquire_many_owned(wanted).await else { break };
         let pool = pool.clone();
         let bus = bus.clone();
         let (wake, relay) = (wake.clone(), relay.clone());
         let appender = appender.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            let reply = match serde_json::from_slice::<CommandRequest>(&message.payload) {
-                Ok(request) => handle(&pool, &appender, request).await,
-                Err(error) => CommandReply::Failed { retryable: false, message: format!("malformed command: {error}") },
+            let replies = match requests {
+                Ok(requests) => {
+                    futures::future::join_all(requests.into_iter().map(|request| handle(&pool, &appender, request)))
+                        .await
+                }
+                Err(error) => {
+                    tracing::warn!(%error, batched, "malformed command request");
+                    vec![CommandReply::Failed { retryable: false, message: format!("malformed command: {error}") }]
+                }
             };
-            if matches!(reply, CommandReply::Accepted { commit: Some(_), .. }) {
+            if replies.iter().any(|reply| matches!(reply, CommandReply::Accepted { commit: Some(_), .. })) {
                 if relay.is_local() {
                     relay.wake_local();
                 } else {
@@ -1003,8 +1020,12 @@ pub async fn run(
                 }
             }
             if let Some(reply_to) = message.reply {
-                let body = serde_json::to_vec(&reply).unwrap_or_default();
-                if let Err(error) = bus.client.publish(reply_to, body.into()).await {
+                let body = if batched {
+                    serde_json::to_vec(&CommandBatchReply { replies })
+                } else {
+                    serde_json::to_vec(&replies[0])
+                };
+                if let Err(error) = bus.client.publish(reply_to, body.unwrap_or_default().into()).await {
                     tracing::warn!(%error, "could not send a command reply");
                 }
             }

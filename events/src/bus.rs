@@ -76,6 +76,11 @@ impl Bus {
         format!("{}.commands", self.prefix)
     }
 
+    /// Several commands in one request (`commands::protocol::CommandBatch`), one reply listing their outcomes.
+    pub fn command_batch_subject(&self) -> String {
+        format!("{}.commands.batch", self.prefix)
+    }
+
     pub fn progress_subject(&self, projection: &str) -> String {
         format!("{}.progress.{projection}", self.prefix)
     }

@@ -255,3 +255,42 @@ async fn writes_recover_by_themselves_when_the_database_drops_every_connection(p
     }
     assert_eq!(app.event_count().await, before + created.len() as i64, "failed attempts wrote nothing");
 }
+
+/// Concurrent writes share command batches under load; each caller still gets its own outcome, whether
+/// its neighbours in the batch succeeded or were refused.
+#[sqlx::test(migrations = "../schema")]
+async fn concurrent_writes_each_receive_their_own_outcome(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let before = app.event_count().await;
+    let writes = (0..40).map(|i| {
+        let app = &app;
+        async move {
+            if i % 5 == 4 {
+                // A replacement of a customer that does not exist: refused by the worker.
+                let response = app.put(&format!("/api/v1/customers/{}", uuid::Uuid::now_v7()), &full_body()).await;
+                (i, response.status().as_u16(), None)
+            } else {
+                let body = json!({"name": format!("Cliente {i}"), "email": format!("c{i}@example.com")});
+                let created = json(app.post("/api/v1/customers", &body).await, 201).await;
+                (i, 201, Some(created["data"].clone()))
+            }
+        }
+    });
+    let outcomes = futures::future::join_all(writes).await;
+    let mut ids = std::collections::HashSet::new();
+    for (i, status, data) in outcomes {
+        match data {
+            None => assert_eq!(status, 404, "write {i}"),
+            Some(data) => {
+                assert_eq!(data["name"], format!("Cliente {i}"), "write {i} got another write's reply");
+                assert_eq!(data["email"], format!("c{i}@example.com"));
+                let id = data["id"].as_str().expect("id").to_owned();
+                let read = json(app.get(&format!("/api/v1/customers/{id}")).await, 200).await;
+                assert_eq!(read["data"]["name"], format!("Cliente {i}"));
+                assert!(ids.insert(id), "two writes got one id");
+            }
+        }
+    }
+    assert_eq!(ids.len(), 32);
+    assert_eq!(app.event_count().await - before, 32, "one event per creation, none for the refusals");
+}

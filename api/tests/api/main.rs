@@ -1,5 +1,6 @@
 //! API tests: the gateway driven over real HTTP with every role running against a fresh database.
 
+mod command_batches;
 mod customers;
 mod helpers;
 mod openapi;
