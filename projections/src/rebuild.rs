@@ -30,15 +30,20 @@ pub async fn rebuild(
     sqlx::query("select projection_shadow_create($1)").bind(&tables).execute(pool).await?;
 
     // Fill the shadow from the committed history, in short transactions (a long one would hold back
-    // the commit horizon every follower waits on).
+    // the commit horizon every follower waits on). The next batch is read (on another connection)
+    // while this one is decoded and written, so neither side waits for the other.
     let mut folded = 0_u64;
     let mut reached = CommitKey::ZERO;
-    loop {
-        let batch = follower::read_committed_after(pool, reached, READ_BATCH).await?;
-        let Some(last) = batch.last() else { break };
+    let mut batch = follower::read_committed_after(pool, reached, READ_BATCH).await?;
+    while let Some(last) = batch.last() {
         reached = last.key();
-        folded += fold_into_shadow(pool, projection, &batch).await?;
+        let (next, written) = tokio::join!(
+            follower::read_committed_after(pool, reached, READ_BATCH),
+            fold_into_shadow(pool, projection, &batch)
+        );
+        folded += written?;
         on_progress(folded);
+        batch = next?;
     }
     sqlx::query("select projection_shadow_seal($1)").bind(&tables).execute(pool).await?;
 
