@@ -25,6 +25,9 @@ pub const MAX_IN_FLIGHT: usize = 1;
 pub const STALL: Duration = Duration::from_millis(10);
 /// Most commands one batch carries.
 pub const MAX_BATCH: usize = 32;
+/// Most bytes of commands one batch carries, well under the bus's message limit; a larger command
+/// leaves alone.
+pub const MAX_BATCH_BYTES: usize = 256 * 1024;
 
 /// Why a command got no reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -74,13 +77,30 @@ impl CommandClient {
 /// Takes queued commands as request slots free up: everything queued meanwhile leaves in one batch.
 async fn send_batches(bus: Bus, mut pending: mpsc::UnboundedReceiver<Queued>) {
     let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
-    while let Some(first) = pending.recv().await {
+    // A command that would have made the last batch too large starts the next one.
+    let mut carried: Option<Queued> = None;
+    loop {
+        let first = match carried.take() {
+            Some(queued) => queued,
+            None => match pending.recv().await {
+                Some(queued) => queued,
+                None => return,
+            },
+        };
         // Without a slot after `STALL`, the batch leaves anyway (and frees nothing when it is answered).
         let slot = tokio::time::timeout(STALL, slots.clone().acquire_owned()).await.ok().and_then(Result::ok);
+        let mut bytes = first.payload.len();
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match pending.try_recv() {
-                Ok(queued) => batch.push(queued),
+                Ok(queued) if bytes + queued.payload.len() > MAX_BATCH_BYTES => {
+                    carried = Some(queued);
+                    break;
+                }
+                Ok(queued) => {
+                    bytes += queued.payload.len();
+                    batch.push(queued);
+                }
                 Err(_) => break,
             }
         }

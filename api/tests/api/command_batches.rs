@@ -24,7 +24,16 @@ async fn bus() -> Bus {
 
 /// A command that batches well, told apart by its request id.
 fn request(n: usize) -> CommandRequest {
-    let fields = CustomerFields { name: format!("Cliente {n}"), ..CustomerFields::default() };
+    named(n, format!("Cliente {n}"))
+}
+
+/// A command of about 100 KiB.
+fn large_request(n: usize) -> CommandRequest {
+    named(n, "x".repeat(100 * 1024))
+}
+
+fn named(n: usize, name: String) -> CommandRequest {
+    let fields = CustomerFields { name, ..CustomerFields::default() };
     let command = Command::Customer(CustomerCommand::Create { id: Uuid::now_v7(), fields });
     assert!(command.batches_well());
     CommandRequest {
@@ -51,9 +60,13 @@ fn echoed(reply: &CommandReply) -> &str {
 /// The caller's view: `n` requests sent at once (they queue in one poll, before the sender runs again on
 /// this single-threaded runtime), each answered with its own id.
 async fn send_all(client: &CommandClient, range: std::ops::Range<usize>) {
+    send_all_of(client, range, request).await
+}
+
+async fn send_all_of(client: &CommandClient, range: std::ops::Range<usize>, make: fn(usize) -> CommandRequest) {
     let sent = futures::future::join_all(range.clone().map(|n| {
         let client = client.clone();
-        async move { (n, client.send(&request(n)).await) }
+        async move { (n, client.send(&make(n)).await) }
     }))
     .await;
     for (n, reply) in sent {
@@ -144,4 +157,44 @@ async fn workers_that_take_no_batches_get_every_command_one_by_one() {
     let reply = first.await.expect("task").expect("the first request's reply");
     assert_eq!(echoed(&reply), "req_0");
     tokio::time::timeout(Duration::from_secs(10), worker).await.expect("every request came").expect("worker");
+}
+
+#[tokio::test]
+async fn a_batch_stays_under_its_byte_limit_and_the_rest_follows() {
+    const {
+        assert!(
+            2 * 100 * 1024 < commands::client::MAX_BATCH_BYTES && 3 * 100 * 1024 > commands::client::MAX_BATCH_BYTES
+        )
+    };
+    let bus = bus().await;
+    let mut singles = bus.client.queue_subscribe(bus.command_subject(), "commands".into()).await.expect("sub");
+    let mut batches = bus.client.queue_subscribe(bus.command_batch_subject(), "commands".into()).await.expect("sub");
+    bus.client.flush().await.expect("flush");
+    let client = CommandClient::start(bus.clone());
+    let stalled = tokio::spawn({
+        let client = client.clone();
+        async move { client.send(&request(0)).await }
+    });
+    let first = singles.next().await.expect("the first request");
+    assert_eq!(serde_json::from_slice::<CommandRequest>(&first.payload).expect("request").request_id, "req_0");
+
+    // Three commands of 100 KiB queue behind it: two fit in a batch, the third leaves after them, alone.
+    let worker = tokio::spawn(async move {
+        let message = batches.next().await.expect("a batch");
+        let batch: CommandBatch = serde_json::from_slice(&message.payload).expect("a batch");
+        let replies = batch.requests.iter().map(echo).collect();
+        let body = serde_json::to_vec(&CommandBatchReply { replies }).expect("reply");
+        bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
+        let message = singles.next().await.expect("the third");
+        let request: CommandRequest = serde_json::from_slice(&message.payload).expect("a single request");
+        let body = serde_json::to_vec(&echo(&request)).expect("reply");
+        bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
+        (batch.requests.iter().map(|r| r.request_id.clone()).collect::<Vec<_>>(), request.request_id)
+    });
+    send_all_of(&client, 1..4, large_request).await;
+    let (batched, alone) =
+        tokio::time::timeout(Duration::from_secs(10), worker).await.expect("both came").expect("worker");
+    assert_eq!(batched, ["req_1", "req_2"]);
+    assert_eq!(alone, "req_3");
+    stalled.abort();
 }
