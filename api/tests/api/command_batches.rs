@@ -3,7 +3,8 @@
 //! reply, and workers that take no batches still get every command, one by one.
 
 use crate::helpers::nats_url;
-use commands::client::{CommandClient, STALL};
+use async_nats::Subscriber;
+use commands::client::{CommandClient, STALL, SendError};
 use commands::customer::CustomerCommand;
 use commands::protocol::{Actor, Command, CommandBatch, CommandBatchReply, CommandReply, CommandRequest};
 use events::bus::Bus;
@@ -75,33 +76,50 @@ async fn send_all_of(client: &CommandClient, range: std::ops::Range<usize>, make
     }
 }
 
-#[tokio::test]
-async fn commands_queued_behind_a_stalled_request_leave_together_and_get_their_own_replies() {
+/// A stand-in worker listening on both subjects, and a client whose first request (`req_0`) reached it
+/// and is never answered: everything sent next queues behind it.
+async fn stalled_first()
+-> (Bus, Subscriber, Subscriber, CommandClient, tokio::task::JoinHandle<Result<CommandReply, SendError>>) {
     let bus = bus().await;
     let mut singles = bus.client.queue_subscribe(bus.command_subject(), "commands".into()).await.expect("sub");
-    let mut batches = bus.client.queue_subscribe(bus.command_batch_subject(), "commands".into()).await.expect("sub");
+    let batches = bus.client.queue_subscribe(bus.command_batch_subject(), "commands".into()).await.expect("sub");
     bus.client.flush().await.expect("flush");
     let client = CommandClient::start(bus.clone());
-
-    // The first command leaves alone, as a plain request, and its worker never answers.
+    // The first command leaves alone, as a plain request.
     let stalled = tokio::spawn({
         let client = client.clone();
         async move { client.send(&request(0)).await }
     });
     let first = singles.next().await.expect("the first request");
-    let first: CommandRequest = serde_json::from_slice(&first.payload).expect("a single request");
-    assert_eq!(first.request_id, "req_0");
+    assert_eq!(decode(&first).request_id, "req_0");
+    (bus, singles, batches, client, stalled)
+}
 
+fn decode(message: &async_nats::Message) -> CommandRequest {
+    serde_json::from_slice(&message.payload).expect("a single request")
+}
+
+/// Answers a single request with its echo.
+async fn answer(bus: &Bus, message: async_nats::Message, request: &CommandRequest) {
+    let body = serde_json::to_vec(&echo(request)).expect("reply");
+    bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
+}
+
+/// Answers a batch with the echo of each request; returns their ids in the batch's order.
+async fn answer_batch(bus: &Bus, message: async_nats::Message) -> Vec<String> {
+    assert!(message.subject.ends_with(".commands.batch"));
+    let batch: CommandBatch = serde_json::from_slice(&message.payload).expect("a batch");
+    let replies = batch.requests.iter().map(echo).collect();
+    let body = serde_json::to_vec(&CommandBatchReply { replies }).expect("reply");
+    bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
+    batch.requests.into_iter().map(|r| r.request_id).collect()
+}
+
+#[tokio::test]
+async fn commands_queued_behind_a_stalled_request_leave_together_and_get_their_own_replies() {
+    let (bus, _singles, mut batches, client, stalled) = stalled_first().await;
     // Everything queued behind it leaves together once it has been out for `STALL`.
-    let worker = tokio::spawn(async move {
-        let message = batches.next().await.expect("a batch");
-        assert!(message.subject.ends_with(".commands.batch"));
-        let batch: CommandBatch = serde_json::from_slice(&message.payload).expect("a batch");
-        let replies = batch.requests.iter().map(echo).collect();
-        let body = serde_json::to_vec(&CommandBatchReply { replies }).expect("reply");
-        bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
-        batch.requests.iter().map(|r| r.request_id.clone()).collect::<Vec<_>>()
-    });
+    let worker = tokio::spawn(async move { answer_batch(&bus, batches.next().await.expect("a batch")).await });
     let started = tokio::time::Instant::now();
     send_all(&client, 1..9).await;
     let waited = started.elapsed();
@@ -128,19 +146,17 @@ async fn workers_that_take_no_batches_get_every_command_one_by_one() {
             let mut answered = 0;
             while answered < 9 {
                 let message = singles.next().await.expect("a request");
-                let request: CommandRequest = serde_json::from_slice(&message.payload).expect("a single request");
+                let request = decode(&message);
                 if request.request_id == "req_0" {
                     held = Some((message, request));
                     let _ = holding.take().expect("one first request").send(());
                     continue;
                 }
-                let body = serde_json::to_vec(&echo(&request)).expect("reply");
-                bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
+                answer(&bus, message, &request).await;
                 answered += 1;
                 if answered == 8 {
                     let (message, request) = held.take().expect("the first request came first");
-                    let body = serde_json::to_vec(&echo(&request)).expect("reply");
-                    bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
+                    answer(&bus, message, &request).await;
                     answered += 1;
                 }
             }
@@ -166,30 +182,14 @@ async fn a_batch_stays_under_its_byte_limit_and_the_rest_follows() {
             2 * 100 * 1024 < commands::client::MAX_BATCH_BYTES && 3 * 100 * 1024 > commands::client::MAX_BATCH_BYTES
         )
     };
-    let bus = bus().await;
-    let mut singles = bus.client.queue_subscribe(bus.command_subject(), "commands".into()).await.expect("sub");
-    let mut batches = bus.client.queue_subscribe(bus.command_batch_subject(), "commands".into()).await.expect("sub");
-    bus.client.flush().await.expect("flush");
-    let client = CommandClient::start(bus.clone());
-    let stalled = tokio::spawn({
-        let client = client.clone();
-        async move { client.send(&request(0)).await }
-    });
-    let first = singles.next().await.expect("the first request");
-    assert_eq!(serde_json::from_slice::<CommandRequest>(&first.payload).expect("request").request_id, "req_0");
-
+    let (bus, mut singles, mut batches, client, stalled) = stalled_first().await;
     // Three commands of 100 KiB queue behind it: two fit in a batch, the third leaves after them, alone.
     let worker = tokio::spawn(async move {
-        let message = batches.next().await.expect("a batch");
-        let batch: CommandBatch = serde_json::from_slice(&message.payload).expect("a batch");
-        let replies = batch.requests.iter().map(echo).collect();
-        let body = serde_json::to_vec(&CommandBatchReply { replies }).expect("reply");
-        bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
+        let batched = answer_batch(&bus, batches.next().await.expect("a batch")).await;
         let message = singles.next().await.expect("the third");
-        let request: CommandRequest = serde_json::from_slice(&message.payload).expect("a single request");
-        let body = serde_json::to_vec(&echo(&request)).expect("reply");
-        bus.client.publish(message.reply.expect("reply subject"), body.into()).await.expect("publish");
-        (batch.requests.iter().map(|r| r.request_id.clone()).collect::<Vec<_>>(), request.request_id)
+        let request = decode(&message);
+        answer(&bus, message, &request).await;
+        (batched, request.request_id)
     });
     send_all_of(&client, 1..4, large_request).await;
     let (batched, alone) =
