@@ -285,7 +285,7 @@ async fn announce(settings: &Settings, changed_org: Option<Uuid>) {
         if let Some(org) = changed_org {
             let _ = client.publish(bus.credentials_changed_subject(), org.to_string().into()).await;
         }
-        bus.wake_relay().await;
+        bus.wake_relay(None).await;
         let _ = client.flush().await;
     }
 }

@@ -980,11 +980,11 @@ pub async fn run(
     // while one is being published, further commits only leave a permit.
     let wake = Arc::new(tokio::sync::Notify::new());
     {
-        let (wake, bus) = (wake.clone(), bus.clone());
+        let (wake, bus, relay) = (wake.clone(), bus.clone(), relay.clone());
         tokio::spawn(async move {
             loop {
                 wake.notified().await;
-                bus.wake_relay().await;
+                bus.wake_relay(Some(relay.newest_commit())).await;
             }
         });
     }
@@ -1012,7 +1012,15 @@ pub async fn run(
                     vec![CommandReply::Failed { retryable: false, message: format!("malformed command: {error}") }]
                 }
             };
-            if replies.iter().any(|reply| matches!(reply, CommandReply::Accepted { commit: Some(_), .. })) {
+            let newest = replies
+                .iter()
+                .filter_map(|reply| match reply {
+                    CommandReply::Accepted { commit: Some(key), .. } => Some(key.transaction_id),
+                    _ => None,
+                })
+                .max();
+            if let Some(transaction_id) = newest {
+                relay.committed(transaction_id);
                 if relay.is_local() {
                     relay.wake_local();
                 } else {

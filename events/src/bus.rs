@@ -98,9 +98,11 @@ impl Bus {
         format!("{}.relay.wake", self.prefix)
     }
 
-    /// Tells the relay that events were committed (best effort: the relay also polls).
-    pub async fn wake_relay(&self) {
-        let _ = self.client.publish(self.relay_wake_subject(), bytes::Bytes::new()).await;
+    /// Tells the relay that events were committed, by transaction `transaction_id` when known (best
+    /// effort: the relay also polls).
+    pub async fn wake_relay(&self, transaction_id: Option<i64>) {
+        let payload = transaction_id.map(|t| bytes::Bytes::from(t.to_string())).unwrap_or_default();
+        let _ = self.client.publish(self.relay_wake_subject(), payload).await;
     }
 
     /// Creates the event stream, or updates it to the current configuration.

@@ -8,7 +8,7 @@ use crate::envelope::CommitKey;
 use crate::follower::{self, Leadership};
 use sqlx::PgPool;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -16,6 +16,12 @@ pub const RELAY: &str = "relay";
 const BATCH: i64 = 1_000;
 /// Followers poll this often even when nobody wakes them.
 const IDLE_POLL: Duration = Duration::from_millis(250);
+/// How soon the relay looks again when a commit it was told of is still behind the read horizon (an
+/// older transaction was still open when it read). Nobody wakes the relay when the older transaction
+/// ends, and every writer may be waiting for exactly those events. The pause doubles while that lasts,
+/// up to [`HELD_BACK_POLL_MAX`] (a long transaction costs a few reads a second).
+const HELD_BACK_POLL: Duration = Duration::from_millis(1);
+const HELD_BACK_POLL_MAX: Duration = Duration::from_millis(50);
 
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
@@ -30,17 +36,30 @@ fn nats<E: std::fmt::Display>(error: E) -> RelayError {
 }
 
 /// How committers wake the relay: directly while it leads in their own process, otherwise over NATS
-/// (`<prefix>.relay.wake`), which every standing-by or leading relay listens to.
+/// (`<prefix>.relay.wake`, payload: the committing transaction's id), which every standing-by or
+/// leading relay listens to. It also remembers the newest transaction known to have committed events,
+/// so the relay can tell a read that the horizon held back from one that found everything.
 #[derive(Clone, Default)]
 pub struct RelayWake {
     notify: Arc<Notify>,
     leading_here: Arc<AtomicBool>,
+    newest_commit: Arc<AtomicI64>,
 }
 
 impl RelayWake {
     /// Whether the relay of this process leads, so a local wake-up reaches it.
     pub fn is_local(&self) -> bool {
         self.leading_here.load(Ordering::Acquire)
+    }
+
+    /// Records that transaction `transaction_id` committed events.
+    pub fn committed(&self, transaction_id: i64) {
+        self.newest_commit.fetch_max(transaction_id, Ordering::AcqRel);
+    }
+
+    /// The newest transaction known to have committed events (0 when none is known).
+    pub fn newest_commit(&self) -> i64 {
+        self.newest_commit.load(Ordering::Acquire)
     }
 
     /// Wakes the relay of this process.
@@ -52,10 +71,13 @@ impl RelayWake {
     pub async fn listen(&self, bus: &Bus) -> Result<(), async_nats::SubscribeError> {
         use futures::StreamExt;
         let mut wakes = bus.client.subscribe(bus.relay_wake_subject()).await?;
-        let notify = self.notify.clone();
+        let wake = self.clone();
         tokio::spawn(async move {
-            while wakes.next().await.is_some() {
-                notify.notify_one();
+            while let Some(message) = wakes.next().await {
+                if let Some(transaction_id) = std::str::from_utf8(&message.payload).ok().and_then(|t| t.parse().ok()) {
+                    wake.committed(transaction_id);
+                }
+                wake.notify.notify_one();
             }
         });
         Ok(())
@@ -76,6 +98,11 @@ async fn lead(pool: &PgPool, name: &str) -> Leadership {
 
 /// Runs the relay for ever: one relay per database publishes, others stand by.
 pub async fn run_relay(pool: PgPool, bus: Bus, wake: RelayWake) {
+    run_relay_polling(pool, bus, wake, IDLE_POLL).await
+}
+
+/// [`run_relay`], polling every `idle_poll` when nobody wakes it.
+pub async fn run_relay_polling(pool: PgPool, bus: Bus, wake: RelayWake, idle_poll: Duration) {
     struct Leading<'a>(&'a AtomicBool);
     impl Drop for Leading<'_> {
         fn drop(&mut self) {
@@ -89,7 +116,7 @@ pub async fn run_relay(pool: PgPool, bus: Bus, wake: RelayWake) {
         let _leading = Leading(&wake.leading_here);
         let mut backoff = Duration::from_millis(100);
         loop {
-            match relay_until_error(&pool, &bus, &wake.notify, &mut leadership).await {
+            match relay_until_error(&pool, &bus, &wake, idle_poll, &mut leadership).await {
                 Ok(()) => break, // lost the lock: go back to standing by
                 Err(error) => {
                     tracing::warn!(%error, "relay paused; retrying");
@@ -104,7 +131,8 @@ pub async fn run_relay(pool: PgPool, bus: Bus, wake: RelayWake) {
 async fn relay_until_error(
     pool: &PgPool,
     bus: &Bus,
-    wake: &Notify,
+    wake: &RelayWake,
+    idle_poll: Duration,
     leadership: &mut Leadership,
 ) -> Result<(), RelayError> {
     while !bus.is_connected() {
@@ -131,8 +159,10 @@ async fn relay_until_error(
 
     let mut last_lock_check = tokio::time::Instant::now();
     // Read at once after a full batch; otherwise wait for a wake-up (commits made while reading or
-    // publishing leave one behind, so none is missed) or the idle poll.
+    // publishing leave one behind, so none is missed) or the idle poll, or look again shortly when a
+    // commit the relay was told of is still behind the read horizon.
     let mut full = true;
+    let mut held_back_pause = HELD_BACK_POLL;
     loop {
         if last_lock_check.elapsed() > Duration::from_secs(5) {
             if !leadership.still_held().await {
@@ -141,8 +171,16 @@ async fn relay_until_error(
             last_lock_check = tokio::time::Instant::now();
         }
         if !full {
+            let pause = if cursor.transaction_id < wake.newest_commit() {
+                let pause = held_back_pause;
+                held_back_pause = (held_back_pause * 2).min(HELD_BACK_POLL_MAX).min(idle_poll);
+                pause
+            } else {
+                held_back_pause = HELD_BACK_POLL;
+                idle_poll
+            };
             tokio::select! {
-                _ = tokio::time::timeout(IDLE_POLL, wake.notified()) => {}
+                _ = tokio::time::timeout(pause, wake.notify.notified()) => {}
                 _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),
             }
         }

@@ -87,3 +87,86 @@ async fn every_committed_event_is_published_once_in_commit_order(pool: PgPool) {
     relay.abort();
     let _ = bus.js.delete_stream(bus.stream_name()).await;
 }
+
+/// An event committed while an older transaction is still open is behind the read horizon when the
+/// relay is woken for it. Nobody wakes the relay when the older transaction ends, and the writer may be
+/// waiting for exactly that event: the relay must look again by itself, long before its idle poll.
+#[sqlx::test(migrations = "../schema")]
+async fn a_commit_held_behind_an_open_transaction_is_published_once_that_transaction_ends(pool: PgPool) {
+    held_back_commit_is_published(pool, Waker::SameProcess).await;
+}
+
+/// The same when the commit happened in another process, whose wake-up comes over NATS.
+#[sqlx::test(migrations = "../schema")]
+async fn a_held_back_commit_announced_over_nats_is_published_once_the_older_transaction_ends(pool: PgPool) {
+    held_back_commit_is_published(pool, Waker::OverNats).await;
+}
+
+enum Waker {
+    SameProcess,
+    OverNats,
+}
+
+async fn held_back_commit_is_published(pool: PgPool, waker: Waker) {
+    let bus = bus().await;
+    let org = Uuid::now_v7();
+    let wake = events::relay::RelayWake::default();
+    wake.listen(&bus).await.expect("listen");
+    let relay = tokio::spawn(events::relay::run_relay_polling(
+        pool.clone(),
+        bus.clone(),
+        wake.clone(),
+        Duration::from_secs(3600),
+    ));
+    append_customers(&pool, org, 1).await;
+    wake.wake_local();
+    wait_for_messages(&bus, 1).await;
+
+    // An older transaction with an id holds the horizon back...
+    let mut older = pool.begin().await.expect("begin");
+    sqlx::query("select pg_current_xact_id()").execute(&mut *older).await.expect("xid");
+    // ...while a newer one commits an event and wakes the relay, as the command worker does.
+    let mut conn = pool.acquire().await.expect("connection");
+    let event = CustomerEvent::CustomerCreated(CustomerFields { name: "held".into(), ..CustomerFields::default() });
+    let stream = StreamRef { org_id: org, stream_type: "customer", stream_id: Uuid::now_v7(), expected_version: 0 };
+    let appended =
+        store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("t")).await.expect("append");
+    let woken_at: time::OffsetDateTime =
+        sqlx::query_scalar("select clock_timestamp()").fetch_one(&mut *conn).await.expect("clock");
+    match waker {
+        Waker::SameProcess => {
+            wake.committed(appended.key.transaction_id);
+            wake.wake_local();
+        }
+        Waker::OverNats => {
+            bus.wake_relay(Some(appended.key.transaction_id)).await;
+            bus.client.flush().await.expect("flush");
+        }
+    }
+    // The relay reads after the wake-up and finds nothing it may publish yet.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let read: bool = sqlx::query_scalar(
+            "select exists(select 1 from pg_stat_activity
+                           where datname = current_database() and query like '%e.data::text as data%'
+                             and query_start > $1)",
+        )
+        .bind(woken_at)
+        .fetch_one(&mut *conn)
+        .await
+        .expect("activity");
+        if read {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the relay never read after the wake-up");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let stream = bus.ensure_event_stream().await.expect("stream");
+    assert_eq!(stream.get_info().await.expect("info").state.messages, 1, "held back while the older one is open");
+
+    // The older transaction ends without waking anybody; the event still goes out.
+    older.commit().await.expect("commit");
+    wait_for_messages(&bus, 2).await;
+    relay.abort();
+    let _ = bus.js.delete_stream(bus.stream_name()).await;
+}
