@@ -132,7 +132,7 @@ async fn run_until_error(
         let wait = acks.due_in().map_or(wait, |due| wait.min(due));
         let first = match tokio::time::timeout(wait, messages.next()).await {
             Err(_) => {
-                acks.flush().await?;
+                acks.round(&mut conn).await?;
                 if let Some(key) = last_key
                     && (unpublished || last_published.elapsed() >= HEARTBEAT)
                 {
@@ -208,48 +208,83 @@ async fn run_until_error(
         } else {
             unpublished = true;
         }
-        acks.taken(batch).await?;
+        acks.taken(&mut conn, batch).await?;
     }
 }
 
-/// Acknowledges lazily: one ack covers every earlier message, sent at most every [`ACK_EVERY`] or
-/// [`ACK_EVERY_MESSAGES`]. A redelivery after a restart is harmless (the checkpoints pass over what
-/// was applied), and an ack per batch would cost a bus message per batch.
+/// Acknowledges lazily, and only what Postgres has made durable. One ack covers every earlier message,
+/// sent at most every [`ACK_EVERY`] or [`ACK_EVERY_MESSAGES`]; a redelivery after a restart is harmless
+/// (the checkpoints pass over what was applied), and an ack per batch would cost a bus message per
+/// batch.
+///
+/// Rendered batches commit without waiting for their WAL flush: their checkpoints move in the same
+/// transaction, so a batch a crash takes back is simply applied again when it is redelivered. It is only
+/// redelivered if it was never acknowledged, so each round notes the WAL insert position beside the last
+/// message taken (every batch before it committed below that position) and acknowledges the message
+/// once the WAL is flushed that far: at once when it already is, otherwise at a later round.
 struct LazyAck {
+    /// The last message taken since the last round.
     last: Option<async_nats::jetstream::Message>,
+    /// A message waiting for the WAL flush to pass its position.
+    noted: Option<(async_nats::jetstream::Message, i64)>,
     unacked: usize,
     since: tokio::time::Instant,
 }
 
 impl LazyAck {
     fn new() -> Self {
-        Self { last: None, unacked: 0, since: tokio::time::Instant::now() }
+        Self { last: None, noted: None, unacked: 0, since: tokio::time::Instant::now() }
     }
 
-    /// How long until the pending ack is due, when one is pending.
+    /// How long until the next round is due, when a message waits for one.
     fn due_in(&self) -> Option<Duration> {
-        self.last.as_ref().map(|_| ACK_EVERY.saturating_sub(self.since.elapsed()))
+        (self.last.is_some() || self.noted.is_some()).then(|| ACK_EVERY.saturating_sub(self.since.elapsed()))
     }
 
-    /// Records a processed batch; acknowledges it (and everything before) when an ack is due.
-    async fn taken(&mut self, mut batch: Vec<async_nats::jetstream::Message>) -> Result<(), RunError> {
+    /// Records a processed batch; runs a round when one is due.
+    async fn taken(
+        &mut self,
+        conn: &mut PgConnection,
+        mut batch: Vec<async_nats::jetstream::Message>,
+    ) -> Result<(), RunError> {
         self.unacked += batch.len();
         if let Some(last) = batch.pop() {
             self.last = Some(last);
         }
         if self.unacked >= ACK_EVERY_MESSAGES || self.since.elapsed() >= ACK_EVERY {
-            self.flush().await?;
+            self.round(conn).await?;
         }
         Ok(())
     }
 
-    /// Acknowledges the last message taken, if any.
-    async fn flush(&mut self) -> Result<(), RunError> {
-        if let Some(message) = self.last.take() {
-            message.ack().await.map_err(nats)?;
-        }
-        self.unacked = 0;
+    /// Acknowledges the noted message if the WAL is flushed past it, and notes the last one taken.
+    async fn round(&mut self, conn: &mut PgConnection) -> Result<(), RunError> {
         self.since = tokio::time::Instant::now();
+        if self.last.is_none() && self.noted.is_none() {
+            return Ok(());
+        }
+        let (flushed, inserted): (i64, i64) = sqlx::query_as(
+            "select (pg_current_wal_flush_lsn() - '0/0')::int8, (pg_current_wal_insert_lsn() - '0/0')::int8",
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        if let Some((message, at)) = self.noted.take() {
+            if at <= flushed {
+                message.ack().await.map_err(nats)?;
+            } else {
+                self.noted = Some((message, at));
+            }
+        }
+        if self.noted.is_none()
+            && let Some(last) = self.last.take()
+        {
+            self.unacked = 0;
+            if inserted <= flushed {
+                last.ack().await.map_err(nats)?;
+            } else {
+                self.noted = Some((last, inserted));
+            }
+        }
         Ok(())
     }
 }
@@ -410,6 +445,7 @@ async fn apply_rendered(
         let moved = last_keys(&fresh);
         let sql = format!(
             "begin;
+             set local synchronous_commit = off;
              select projection_batch_begin({});
              {};
              select projection_batch_end({});

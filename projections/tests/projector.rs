@@ -206,3 +206,46 @@ async fn checkpoints_moved_behind_a_running_projector_are_honoured(pool: PgPool)
     relay.abort();
     let _ = bus.js.delete_stream(bus.stream_name()).await;
 }
+
+/// Batches commit without waiting for their WAL flush, so the projector acknowledges messages only once
+/// the flush has passed them; it must still get there, and by itself, once traffic stops (otherwise a
+/// restart would redeliver everything, and the consumer would stall at its pending limit).
+#[sqlx::test(migrations = "../schema")]
+async fn an_idle_projector_acknowledges_everything_it_applied(pool: PgPool) {
+    let bus = bus().await;
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
+    let projection: Arc<dyn Projection> = Arc::new(CUSTOMERS);
+    let projector =
+        tokio::spawn(projections::runtime::run(pool.clone(), bus.clone(), projection.clone(), Partition::WHOLE));
+    let org = Uuid::now_v7();
+    for i in 0..25 {
+        append(&pool, org, Uuid::now_v7(), 0, CustomerEvent::CustomerCreated(fields(&format!("c{i}")))).await;
+    }
+    wait_for_count(&pool, 25).await;
+    let stream = bus.ensure_event_stream().await.expect("stream");
+    let name = projections::runtime::consumer_name(projection.name(), Partition::WHOLE);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let last = stream.get_info().await.expect("stream info").state.last_sequence;
+        let consumer = stream
+            .get_consumer::<async_nats::jetstream::consumer::pull::Config>(&name)
+            .await
+            .expect("consumer")
+            .get_info()
+            .await
+            .expect("consumer info")
+            .clone();
+        if last == 25 && consumer.ack_floor.stream_sequence == last {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "acknowledged up to {} of {last}",
+            consumer.ack_floor.stream_sequence
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    projector.abort();
+    relay.abort();
+    let _ = bus.js.delete_stream(bus.stream_name()).await;
+}
