@@ -107,8 +107,9 @@ async fn run_until_error(
     // A connection of its own: batches follow each other without checking one out of the pool.
     let mut conn = pool.acquire().await?.detach();
     if let Some(fold) = projection.rendered() {
-        // Rendered batches write their values as literals, which relies on this setting.
-        sqlx::raw_sql("set standard_conforming_strings = on").execute(&mut conn).await?;
+        // Rendered batches write their values as literals, which relies on the first setting; they
+        // commit without waiting for the WAL flush (see [`LazyAck`]); nothing else this connection runs writes.
+        sqlx::raw_sql("set standard_conforming_strings = on; set synchronous_commit = off").execute(&mut conn).await?;
         for statement in fold.prepare() {
             sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut conn).await?;
         }
@@ -445,7 +446,6 @@ async fn apply_rendered(
         let moved = last_keys(&fresh);
         let sql = format!(
             "begin;
-             set local synchronous_commit = off;
              select projection_batch_begin({});
              {};
              select projection_batch_end({});
