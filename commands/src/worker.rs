@@ -975,19 +975,8 @@ pub async fn run(
     let batches = bus.client.queue_subscribe(bus.command_batch_subject(), QUEUE_GROUP.to_owned()).await?;
     let mut messages = futures::stream::select(singles.map(|m| (false, m)), batches.map(|m| (true, m)));
     let permits = Arc::new(Semaphore::new(concurrency));
-    let appender = Appender::start(pool.clone(), APPEND_LANES);
-    // A relay leading in this process is woken directly; otherwise wake-ups go over NATS, coalesced:
-    // while one is being published, further commits only leave a permit.
-    let wake = Arc::new(tokio::sync::Notify::new());
-    {
-        let (wake, bus, relay) = (wake.clone(), bus.clone(), relay.clone());
-        tokio::spawn(async move {
-            loop {
-                wake.notified().await;
-                bus.wake_relay(Some(relay.newest_commit())).await;
-            }
-        });
-    }
+    let nudge = RelayNudge::start(bus.clone(), relay);
+    let appender = Appender::start(pool.clone(), APPEND_LANES, nudge.clone());
     while let Some((batched, message)) = messages.next().await {
         let requests = if batched {
             serde_json::from_slice::<CommandBatch>(&message.payload).map(|batch| batch.requests)
@@ -998,7 +987,7 @@ pub async fn run(
         let Ok(permit) = permits.clone().acquire_many_owned(wanted).await else { break };
         let pool = pool.clone();
         let bus = bus.clone();
-        let (wake, relay) = (wake.clone(), relay.clone());
+        let nudge = nudge.clone();
         let appender = appender.clone();
         tokio::spawn(async move {
             let _permit = permit;
@@ -1012,6 +1001,8 @@ pub async fn run(
                     vec![CommandReply::Failed { retryable: false, message: format!("malformed command: {error}") }]
                 }
             };
+            // Appends through the group appender woke the relay as they committed; commands that ran in
+            // a transaction of their own wake it here.
             let newest = replies
                 .iter()
                 .filter_map(|reply| match reply {
@@ -1020,12 +1011,7 @@ pub async fn run(
                 })
                 .max();
             if let Some(transaction_id) = newest {
-                relay.committed(transaction_id);
-                if relay.is_local() {
-                    relay.wake_local();
-                } else {
-                    wake.notify_one();
-                }
+                nudge.committed_unless_told(transaction_id);
             }
             if let Some(reply_to) = message.reply {
                 let body = if batched {
@@ -1040,6 +1026,51 @@ pub async fn run(
         });
     }
     Ok(())
+}
+
+/// Tells the relay about commits: directly when it leads in this process, otherwise over NATS,
+/// coalesced (while one wake-up is being published, further commits only leave a permit).
+#[derive(Clone)]
+struct RelayNudge {
+    relay: events::relay::RelayWake,
+    remote: Arc<tokio::sync::Notify>,
+    /// The newest transaction the relay was told of from here.
+    told: Arc<std::sync::atomic::AtomicI64>,
+}
+
+impl RelayNudge {
+    fn start(bus: Bus, relay: events::relay::RelayWake) -> Self {
+        let remote = Arc::new(tokio::sync::Notify::new());
+        {
+            let (remote, relay) = (remote.clone(), relay.clone());
+            tokio::spawn(async move {
+                loop {
+                    remote.notified().await;
+                    bus.wake_relay(Some(relay.newest_commit())).await;
+                }
+            });
+        }
+        Self { relay, remote, told: Arc::default() }
+    }
+
+    /// Transaction `transaction_id` committed events.
+    fn committed(&self, transaction_id: i64) {
+        self.told.fetch_max(transaction_id, std::sync::atomic::Ordering::AcqRel);
+        self.relay.committed(transaction_id);
+        if self.relay.is_local() {
+            self.relay.wake_local();
+        } else {
+            self.remote.notify_one();
+        }
+    }
+
+    /// [`Self::committed`], unless the relay was already told of this transaction or a newer one (a
+    /// commit it missed that way is still behind its horizon and found by its held-back polling).
+    fn committed_unless_told(&self, transaction_id: i64) {
+        if self.told.load(std::sync::atomic::Ordering::Acquire) < transaction_id {
+            self.committed(transaction_id);
+        }
+    }
 }
 
 /// Statements appending events that may run at once.
@@ -1062,7 +1093,9 @@ pub struct Appender {
 }
 
 impl Appender {
-    pub fn start(pool: PgPool, lanes: usize) -> Self {
+    /// Starts the lanes; each commit wakes the relay through `nudge` at once, before the commands'
+    /// replies are built and sent (the relay's read is on every write's read-your-writes path).
+    fn start(pool: PgPool, lanes: usize, nudge: RelayNudge) -> Self {
         let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<AppendJob>();
         tokio::spawn(async move {
             // Each lane keeps its own connection: groups follow each other without a pool checkout
@@ -1080,9 +1113,9 @@ impl Appender {
                         Err(_) => break,
                     }
                 }
-                let (pool, lane_tx) = (pool.clone(), lane_tx.clone());
+                let (pool, lane_tx, nudge) = (pool.clone(), lane_tx.clone(), nudge.clone());
                 tokio::spawn(async move {
-                    let conn = append_group(&pool, conn, group).await;
+                    let conn = append_group(&pool, conn, group, &nudge).await;
                     let _ = lane_tx.send(conn).await;
                 });
             }
@@ -1130,7 +1163,7 @@ async fn lane_connection(pool: &PgPool, lane: Option<Lane>) -> Result<PgConnecti
 
 /// Appends a group on the lane's connection and hands the lane back, or `None` when its connection
 /// broke.
-async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>) -> Option<Lane> {
+async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>, nudge: &RelayNudge) -> Option<Lane> {
     let mut conn = match lane_connection(pool, lane).await {
         Ok(conn) => conn,
         Err(error) => {
@@ -1148,6 +1181,9 @@ async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>) 
         let result = store::append_many(&mut conn, &requests).await;
         usable = still_usable(&result);
         if let Ok(appended) = result {
+            if let Some(first) = appended.first() {
+                nudge.committed(first.key.transaction_id);
+            }
             let mut appended = appended.into_iter();
             for job in group {
                 let mine: Vec<Appended> = appended.by_ref().take(job.requests.len()).collect();
@@ -1163,6 +1199,9 @@ async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>) 
             Err(AppendError::Database(sqlx::Error::Protocol("the connection broke".into())))
         };
         usable &= still_usable(&result);
+        if let Ok(Some(first)) = result.as_ref().map(|appended| appended.first()) {
+            nudge.committed(first.key.transaction_id);
+        }
         let _ = job.done.send(result);
     }
     if usable { lane(conn) } else { None }
