@@ -5,7 +5,8 @@ use crate::envelope::{CommitKey, RecordedEvent};
 use crate::follower::{self, Checkpoint};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
+use sqlx::postgres::PgRow;
+use sqlx::{PgPool, Row};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -121,24 +122,31 @@ impl Sealer {
         let mut total = 0;
         loop {
             // Read on the sealer's own connection: no pool checkout (and its round trip) per look.
-            let events = follower::read_committed_after(&mut self.conn, self.checkpoint, batch).await?;
-            if events.is_empty() {
+            let rows = follower::read_committed_rows_after(&mut self.conn, self.checkpoint, batch).await?;
+            if rows.is_empty() {
                 return Ok(total);
             }
-            if let Err(error) = self.seal_batch(&events).await {
+            let count = rows.len();
+            if let Err(error) = self.seal_batch(rows).await {
                 // The heads in memory may be ahead of what was stored.
                 self.heads.clear();
                 return Err(error);
             }
-            total += events.len();
-            if (events.len() as i64) < batch {
+            total += count;
+            if (count as i64) < batch {
                 return Ok(total);
             }
         }
     }
 
-    async fn seal_batch(&mut self, events: &[RecordedEvent]) -> Result<(), sqlx::Error> {
-        let mut unknown: Vec<Uuid> = events.iter().map(|e| e.org_id).filter(|o| !self.heads.contains_key(o)).collect();
+    async fn seal_batch(&mut self, rows: Vec<PgRow>) -> Result<(), sqlx::Error> {
+        let mut unknown = Vec::new();
+        for row in &rows {
+            let org: Uuid = row.try_get("org_id")?;
+            if !self.heads.contains_key(&org) {
+                unknown.push(org);
+            }
+        }
         unknown.sort_unstable();
         unknown.dedup();
         if !unknown.is_empty() {
@@ -151,27 +159,19 @@ impl Sealer {
                 self.heads.insert(org, (seq, hash));
             }
         }
-        let mut seal_org = Vec::with_capacity(events.len());
-        let mut seal_seq = Vec::with_capacity(events.len());
-        let mut seal_pos = Vec::with_capacity(events.len());
-        let mut seal_hash: Vec<Vec<u8>> = Vec::with_capacity(events.len());
-        let mut touched: Vec<Uuid> = Vec::new();
-        for event in events {
-            let head = self.heads.entry(event.org_id).or_insert_with(|| (0, GENESIS.to_vec()));
-            let hash = chain_hash(&head.1, event);
-            head.0 += 1;
-            head.1 = hash.to_vec();
-            seal_org.push(event.org_id);
-            seal_seq.push(head.0);
-            seal_pos.push(event.position);
-            seal_hash.push(hash.to_vec());
-            touched.push(event.org_id);
-        }
-        touched.sort_unstable();
-        touched.dedup();
-        let head_seq: Vec<i64> = touched.iter().map(|o| self.heads[o].0).collect();
-        let head_hash: Vec<Vec<u8>> = touched.iter().map(|o| self.heads[o].1.clone()).collect();
-        let last = events.last().map(RecordedEvent::key).unwrap_or(self.checkpoint);
+        // Decoding and hashing a batch is a few milliseconds of CPU: done on a blocking thread, it never
+        // holds up the runtime's workers (and every request they serve). Should that task fail, the
+        // heads are gone from memory, which only means loading them again.
+        let mut heads = std::mem::take(&mut self.heads);
+        let (heads, seals) = tokio::task::spawn_blocking(move || {
+            let seals = chain_rows(&mut heads, &rows);
+            (heads, seals)
+        })
+        .await
+        .map_err(|error| sqlx::Error::Protocol(format!("the sealer's hashing stopped: {error}")))?;
+        self.heads = heads;
+        let seals = seals?;
+        let last = seals.last.unwrap_or(self.checkpoint);
         sqlx::query(
             "with seals as (
                  insert into event_seals (org_id, seq, position, hash)
@@ -185,13 +185,13 @@ impl Sealer {
              values ($8, $9::int8::text::xid8, $10)
              on conflict (name) do update set transaction_id = excluded.transaction_id, position = excluded.position",
         )
-        .bind(&seal_org)
-        .bind(&seal_seq)
-        .bind(&seal_pos)
-        .bind(&seal_hash)
-        .bind(&touched)
-        .bind(&head_seq)
-        .bind(&head_hash)
+        .bind(&seals.org)
+        .bind(&seals.seq)
+        .bind(&seals.position)
+        .bind(&seals.hash)
+        .bind(&seals.touched)
+        .bind(&seals.head_seq)
+        .bind(&seals.head_hash)
         .bind(SEALER)
         .bind(last.transaction_id)
         .bind(last.position)
@@ -200,6 +200,42 @@ impl Sealer {
         self.checkpoint = last;
         Ok(())
     }
+}
+
+/// A batch's seals and the chain heads they leave, as statement arrays.
+#[derive(Default)]
+struct Seals {
+    org: Vec<Uuid>,
+    seq: Vec<i64>,
+    position: Vec<i64>,
+    hash: Vec<Vec<u8>>,
+    touched: Vec<Uuid>,
+    head_seq: Vec<i64>,
+    head_hash: Vec<Vec<u8>>,
+    last: Option<CommitKey>,
+}
+
+/// Decodes `rows` (in commit order) and chains each onto its organization's head in `heads`.
+fn chain_rows(heads: &mut HashMap<Uuid, (i64, Vec<u8>)>, rows: &[PgRow]) -> Result<Seals, sqlx::Error> {
+    let mut seals = Seals::default();
+    for row in rows {
+        let event = follower::event_from_row(row)?;
+        let head = heads.entry(event.org_id).or_insert_with(|| (0, GENESIS.to_vec()));
+        let hash = chain_hash(&head.1, &event);
+        head.0 += 1;
+        head.1 = hash.to_vec();
+        seals.org.push(event.org_id);
+        seals.seq.push(head.0);
+        seals.position.push(event.position);
+        seals.hash.push(hash.to_vec());
+        seals.touched.push(event.org_id);
+        seals.last = Some(event.key());
+    }
+    seals.touched.sort_unstable();
+    seals.touched.dedup();
+    seals.head_seq = seals.touched.iter().map(|o| heads[o].0).collect();
+    seals.head_hash = seals.touched.iter().map(|o| heads[o].1.clone()).collect();
+    Ok(seals)
 }
 
 /// Seals everything pending once (for tools and tests; the service runs a long-lived [`Sealer`]).

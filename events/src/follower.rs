@@ -58,6 +58,16 @@ where
         .await
 }
 
+/// [`read_committed_after`], as rows not yet decoded (see [`event_from_row`]), for callers that decode
+/// them off the async runtime.
+pub(crate) async fn read_committed_rows_after(
+    conn: &mut PgConnection,
+    after: CommitKey,
+    limit: i64,
+) -> Result<Vec<PgRow>, sqlx::Error> {
+    committed_rows_after(conn, EVENT_COLUMNS, after, limit).await
+}
+
 /// Committed events after `after` in commit order, at most `limit`, never skipping one that commits
 /// later (see the module comment).
 pub async fn read_committed_after<'c, E>(
