@@ -991,8 +991,10 @@ pub async fn run(
         let appender = appender.clone();
         tokio::spawn(async move {
             let _permit = permit;
+            let mut own_transaction = Vec::new();
             let replies = match requests {
                 Ok(requests) => {
+                    own_transaction = requests.iter().map(runs_in_own_transaction).collect();
                     futures::future::join_all(requests.into_iter().map(|request| handle(&pool, &appender, request)))
                         .await
                 }
@@ -1005,13 +1007,14 @@ pub async fn run(
             // a transaction of their own wake it here.
             let newest = replies
                 .iter()
-                .filter_map(|reply| match reply {
-                    CommandReply::Accepted { commit: Some(key), .. } => Some(key.transaction_id),
+                .zip(&own_transaction)
+                .filter_map(|(reply, own)| match reply {
+                    CommandReply::Accepted { commit: Some(key), .. } if *own => Some(key.transaction_id),
                     _ => None,
                 })
                 .max();
             if let Some(transaction_id) = newest {
-                nudge.committed_unless_told(transaction_id);
+                nudge.committed(transaction_id);
             }
             if let Some(reply_to) = message.reply {
                 let body = if batched {
@@ -1028,14 +1031,18 @@ pub async fn run(
     Ok(())
 }
 
+/// Whether `request` runs in a transaction of its own rather than through the group appender (the
+/// same choice [`handle`] makes).
+fn runs_in_own_transaction(request: &CommandRequest) -> bool {
+    request.idempotency.is_some() || request.command.needs_transaction()
+}
+
 /// Tells the relay about commits: directly when it leads in this process, otherwise over NATS,
 /// coalesced (while one wake-up is being published, further commits only leave a permit).
 #[derive(Clone)]
 struct RelayNudge {
     relay: events::relay::RelayWake,
     remote: Arc<tokio::sync::Notify>,
-    /// The newest transaction the relay was told of from here.
-    told: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl RelayNudge {
@@ -1050,25 +1057,16 @@ impl RelayNudge {
                 }
             });
         }
-        Self { relay, remote, told: Arc::default() }
+        Self { relay, remote }
     }
 
     /// Transaction `transaction_id` committed events.
     fn committed(&self, transaction_id: i64) {
-        self.told.fetch_max(transaction_id, std::sync::atomic::Ordering::AcqRel);
         self.relay.committed(transaction_id);
         if self.relay.is_local() {
             self.relay.wake_local();
         } else {
             self.remote.notify_one();
-        }
-    }
-
-    /// [`Self::committed`], unless the relay was already told of this transaction or a newer one (a
-    /// commit it missed that way is still behind its horizon and found by its held-back polling).
-    fn committed_unless_told(&self, transaction_id: i64) {
-        if self.told.load(std::sync::atomic::Ordering::Acquire) < transaction_id {
-            self.committed(transaction_id);
         }
     }
 }
