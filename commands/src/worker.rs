@@ -1179,13 +1179,15 @@ async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>, 
         let result = store::append_many(&mut conn, &requests).await;
         usable = still_usable(&result);
         if let Ok(appended) = result {
-            if let Some(first) = appended.first() {
-                nudge.committed(first.key.transaction_id);
-            }
+            let transaction_id = appended.first().map(|first| first.key.transaction_id);
             let mut appended = appended.into_iter();
             for job in group {
                 let mine: Vec<Appended> = appended.by_ref().take(job.requests.len()).collect();
                 let _ = job.done.send(Ok(mine));
+            }
+            // Woken last, so it runs first: the scheduler runs the task woken most recently next.
+            if let Some(transaction_id) = transaction_id {
+                nudge.committed(transaction_id);
             }
             return lane(conn);
         }
@@ -1197,10 +1199,11 @@ async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>, 
             Err(AppendError::Database(sqlx::Error::Protocol("the connection broke".into())))
         };
         usable &= still_usable(&result);
-        if let Ok(Some(first)) = result.as_ref().map(|appended| appended.first()) {
-            nudge.committed(first.key.transaction_id);
-        }
+        let transaction_id = result.as_ref().ok().and_then(|appended| appended.first()).map(|a| a.key.transaction_id);
         let _ = job.done.send(result);
+        if let Some(transaction_id) = transaction_id {
+            nudge.committed(transaction_id);
+        }
     }
     if usable { lane(conn) } else { None }
 }

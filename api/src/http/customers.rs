@@ -252,8 +252,10 @@ async fn create(
     let claim = idempotency::claim(key.0, false, kind.create_operation, &[], version.0.as_deref(), Some(&body.value))?;
     let command = (kind.wrap)(ContactCommand::Create { id: Uuid::now_v7(), fields });
     let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
+    // The body is made while the projection catches up, not after.
+    let body = envelope_bytes(accepted_contact(accepted.state)?);
     state.await_read(kind.projection, &auth.0, accepted.commit).await?;
-    Ok(CreateResponse::Created(RawJson::new(envelope_bytes(accepted_contact(accepted.state)?))))
+    Ok(CreateResponse::Created(RawJson::new(body)))
 }
 
 #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
