@@ -271,7 +271,19 @@ async fn main() {
         let writes = load(&setup, make_post.clone(), 201).await;
         let insert_tps = pgbench(
             &setup,
-            &["-n", "-c", &clients, "-j", &threads, "-M", "prepared", "-T", &seconds, "-f", script.to_str().expect("path")],
+            &[
+                "-n",
+                "-c",
+                &clients,
+                "-j",
+                &threads,
+                "-M",
+                "prepared",
+                "-T",
+                &seconds,
+                "-f",
+                script.to_str().expect("path"),
+            ],
         );
         println!(
             "writes round {round}: {:.0} creates/s (p50 {:.2} ms, p99 {:.2} ms, errors {}) vs {insert_tps:.0} inserts/s: {:.3}",
