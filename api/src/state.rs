@@ -7,7 +7,7 @@ use crate::http::cursor::CursorCodec;
 use crate::http::error::ApiError;
 use crate::ratelimit::RateLimiter;
 use commands::client::{CommandClient, SendError};
-use commands::protocol::{Command, CommandReply, CommandRequest, Idempotency};
+use commands::protocol::{Command, CommandReply, CommandRequest, FailureCause, Idempotency};
 use events::CommitKey;
 use events::bus::Bus;
 use futures::StreamExt;
@@ -188,7 +188,14 @@ impl AppState {
                 Ok(Accepted { state, commit, created, replayed })
             }
             CommandReply::Rejected { rejection } => Err(ApiError::from_rejection(rejection)),
-            CommandReply::Failed { retryable, message } => {
+            CommandReply::Failed { cause: FailureCause::StorageUnavailable, message, .. } => {
+                tracing::warn!(%message, "the worker could not reach the event store");
+                Err(ApiError::unavailable(
+                    "STORAGE_UNAVAILABLE",
+                    "the write could not be recorded right now and nothing was written; retry later",
+                ))
+            }
+            CommandReply::Failed { retryable, message, .. } => {
                 tracing::warn!(%message, "command failed in the worker");
                 let error = ApiError::internal();
                 Err(if retryable { error } else { error.not_retryable() })

@@ -123,6 +123,24 @@ pub enum CommandReply {
     /// The command was refused; nothing was written.
     Rejected { rejection: Rejection },
     /// The outcome could not be stored; nothing was written. `retryable` tells whether the same
-    /// request may succeed later.
-    Failed { retryable: bool, message: String },
+    /// request may succeed later; `cause` whether the event store could not be reached at all.
+    Failed {
+        retryable: bool,
+        message: String,
+        /// Absent from the replies of workers of earlier releases, which read as `internal`.
+        #[serde(default)]
+        cause: FailureCause,
+    },
+}
+
+/// Why a command failed in the worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCause {
+    /// Anything else: a fault of the service itself.
+    #[default]
+    Internal,
+    /// The event store could not be reached or dropped the connection (a restart, an outage, no free
+    /// connection): the same request may well succeed once it is back.
+    StorageUnavailable,
 }

@@ -5,7 +5,7 @@ use crate::aggregate::{Aggregate, Rejection};
 use crate::customer::{Customer, Supplier};
 use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
 use crate::protocol::{
-    Command, CommandBatch, CommandBatchReply, CommandReply, CommandRequest, Idempotency, QUEUE_GROUP,
+    Command, CommandBatch, CommandBatchReply, CommandReply, CommandRequest, FailureCause, Idempotency, QUEUE_GROUP,
 };
 use crate::records::{
     Category, MetafieldDefinition, PaymentMethod, PriceList, Record, RecordCommand, Warehouse, metafield_violation,
@@ -957,7 +957,11 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
         Err(error) => {
             tracing::error!(org.id = %request.org_id, request.id = %request.request_id, %error, "command failed");
             let retryable = matches!(error, ExecuteError::Storage(_) | ExecuteError::Contended(_));
-            CommandReply::Failed { retryable, message: "the command could not be completed".into() }
+            let cause = match &error {
+                ExecuteError::Storage(error) if storage_unavailable(error) => FailureCause::StorageUnavailable,
+                _ => FailureCause::Internal,
+            };
+            CommandReply::Failed { retryable, message: "the command could not be completed".into(), cause }
         }
     }
 }
@@ -1000,7 +1004,11 @@ pub async fn run(
                 }
                 Err(error) => {
                     tracing::warn!(%error, batched, "malformed command request");
-                    vec![CommandReply::Failed { retryable: false, message: format!("malformed command: {error}") }]
+                    vec![CommandReply::Failed {
+                        retryable: false,
+                        message: format!("malformed command: {error}"),
+                        cause: FailureCause::Internal,
+                    }]
                 }
             };
             // Appends through the group appender woke the relay as they committed; commands that ran in
@@ -1029,6 +1037,25 @@ pub async fn run(
         });
     }
     Ok(())
+}
+
+/// Whether `error` says the event store could not be reached, rather than that it refused something:
+/// a broken or refused connection, no free connection, or the server going down or refusing new
+/// sessions (SQLSTATE classes 08 connection exception, 53 insufficient resources, 57P operator
+/// intervention).
+fn storage_unavailable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            db.code().is_some_and(|code| code.starts_with("08") || code.starts_with("53") || code.starts_with("57P"))
+        }
+        _ => false,
+    }
 }
 
 /// Whether `request` runs in a transaction of its own rather than through the group appender (the
@@ -1206,4 +1233,20 @@ async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>, 
         }
     }
     if usable { lane(conn) } else { None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::storage_unavailable;
+
+    #[test]
+    fn only_an_unreachable_store_counts_as_unavailable() {
+        let reset = || std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert!(storage_unavailable(&sqlx::Error::Io(reset())));
+        assert!(storage_unavailable(&sqlx::Error::PoolTimedOut));
+        assert!(storage_unavailable(&sqlx::Error::PoolClosed));
+        assert!(storage_unavailable(&sqlx::Error::Protocol("the connection broke".into())));
+        assert!(!storage_unavailable(&sqlx::Error::RowNotFound));
+        assert!(!storage_unavailable(&sqlx::Error::ColumnNotFound("position".into())));
+    }
 }

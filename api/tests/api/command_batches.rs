@@ -48,7 +48,7 @@ fn named(n: usize, name: String) -> CommandRequest {
 
 /// The stand-in worker's reply: it names the request it answers.
 fn echo(request: &CommandRequest) -> CommandReply {
-    CommandReply::Failed { retryable: false, message: request.request_id.clone() }
+    CommandReply::Failed { retryable: false, message: request.request_id.clone(), cause: Default::default() }
 }
 
 fn echoed(reply: &CommandReply) -> &str {
