@@ -12,9 +12,11 @@
 use crate::protocol::{CommandBatchReply, CommandReply, CommandRequest};
 use async_nats::RequestErrorKind;
 use events::bus::Bus;
-use std::sync::Arc;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use std::time::Duration;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
 
 /// How long a request may take end to end in the worker.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,45 +77,85 @@ impl CommandClient {
 }
 
 /// Takes queued commands as request slots free up: everything queued meanwhile leaves in one batch.
+///
+/// The requests in flight are futures of this very task rather than tasks of their own: the reply that
+/// frees a slot wakes this task, which hands out the outcomes and sends the next batch in the same turn
+/// (spawned senders cost two more trips through the runtime's queue on every batch's way out).
 async fn send_batches(bus: Bus, mut pending: mpsc::UnboundedReceiver<Queued>) {
-    let slots = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    // Each request in flight yields, when answered, whether it held a slot.
+    let mut in_flight = FuturesUnordered::new();
+    let mut slots_used = 0;
+    // The first command of the next batch, and when it started waiting for a slot.
+    let mut waiting: Option<(Queued, Instant)> = None;
     // A command that would have made the last batch too large starts the next one.
     let mut carried: Option<Queued> = None;
+    let mut closed = false;
     loop {
-        let first = match carried.take() {
-            Some(queued) => queued,
-            None => match pending.recv().await {
-                Some(queued) => queued,
-                None => return,
-            },
-        };
-        // Without a slot after `STALL`, the batch leaves anyway (and frees nothing when it is answered).
-        let slot = tokio::time::timeout(STALL, slots.clone().acquire_owned()).await.ok().and_then(Result::ok);
-        let mut bytes = first.payload.len();
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match pending.try_recv() {
-                Ok(queued) if bytes + queued.payload.len() > MAX_BATCH_BYTES => {
-                    carried = Some(queued);
-                    break;
-                }
-                Ok(queued) => {
-                    bytes += queued.payload.len();
-                    batch.push(queued);
-                }
-                Err(_) => break,
-            }
+        if waiting.is_none()
+            && let Some(queued) = carried.take()
+        {
+            waiting = Some((queued, Instant::now()));
         }
-        let bus = bus.clone();
-        tokio::spawn(async move {
-            let _slot = slot;
-            if batch.len() == 1 {
-                let Queued { payload, done } = batch.pop().expect("one command");
-                let _ = done.send(send_one(&bus, payload).await);
-                return;
+        // Without a slot after `STALL`, the batch leaves anyway (and frees nothing when it is answered).
+        let stalled = waiting.as_ref().is_some_and(|(_, since)| since.elapsed() >= STALL);
+        if let Some((first, _)) = waiting.take_if(|_| slots_used < MAX_IN_FLIGHT || stalled) {
+            let holds_slot = slots_used < MAX_IN_FLIGHT;
+            slots_used += usize::from(holds_slot);
+            let batch = fill_batch(first, &mut pending, &mut carried);
+            let bus = bus.clone();
+            in_flight.push(async move {
+                send_queued(&bus, batch).await;
+                holds_slot
+            });
+            continue;
+        }
+        if closed && waiting.is_none() && in_flight.is_empty() {
+            return;
+        }
+        let stall_at = waiting.as_ref().map(|(_, since)| *since + STALL);
+        tokio::select! {
+            Some(held) = in_flight.next(), if !in_flight.is_empty() => slots_used -= usize::from(held),
+            received = pending.recv(), if waiting.is_none() && !closed => match received {
+                Some(queued) => waiting = Some((queued, Instant::now())),
+                None => closed = true,
+            },
+            () = tokio::time::sleep_until(stall_at.unwrap_or_else(Instant::now)), if stall_at.is_some() => {}
+        }
+    }
+}
+
+/// The batch `first` starts: everything queued behind it, up to [`MAX_BATCH`] commands and
+/// [`MAX_BATCH_BYTES`]; the command that would pass the byte limit is carried to the next batch.
+fn fill_batch(
+    first: Queued,
+    pending: &mut mpsc::UnboundedReceiver<Queued>,
+    carried: &mut Option<Queued>,
+) -> Vec<Queued> {
+    let mut bytes = first.payload.len();
+    let mut batch = vec![first];
+    while batch.len() < MAX_BATCH {
+        match pending.try_recv() {
+            Ok(queued) if bytes + queued.payload.len() > MAX_BATCH_BYTES => {
+                *carried = Some(queued);
+                break;
             }
-            send_batch(&bus, batch).await;
-        });
+            Ok(queued) => {
+                bytes += queued.payload.len();
+                batch.push(queued);
+            }
+            Err(_) => break,
+        }
+    }
+    batch
+}
+
+/// Sends a batch: a single command as a plain request, several as one batch request.
+async fn send_queued(bus: &Bus, mut batch: Vec<Queued>) {
+    if batch.len() == 1 {
+        let Queued { payload, done } = batch.pop().expect("one command");
+        let _ = done.send(send_one(bus, payload).await);
+    } else {
+        send_batch(bus, batch).await;
     }
 }
 

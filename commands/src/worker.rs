@@ -1124,25 +1124,38 @@ impl Appender {
         let (jobs, mut queue) = tokio::sync::mpsc::unbounded_channel::<AppendJob>();
         tokio::spawn(async move {
             // Each lane keeps its own connection: groups follow each other without a pool checkout
-            // (and the round trip sqlx spends on every release).
-            let (lane_tx, mut lane_rx) = tokio::sync::mpsc::channel::<Option<Lane>>(lanes);
-            for _ in 0..lanes {
-                let _ = lane_tx.try_send(None);
-            }
-            while let Some(first) = queue.recv().await {
-                let Some(conn) = lane_rx.recv().await else { return };
-                let mut group = vec![first];
-                while group.len() < MAX_GROUP {
-                    match queue.try_recv() {
-                        Ok(job) => group.push(job),
-                        Err(_) => break,
+            // (and the round trip sqlx spends on every release). The groups running are futures of
+            // this task, so a group's statement leaves in the turn that formed it.
+            let mut idle: Vec<Option<Lane>> = (0..lanes).map(|_| None).collect();
+            let mut running = futures::stream::FuturesUnordered::new();
+            let mut waiting: Option<AppendJob> = None;
+            let mut closed = false;
+            loop {
+                if !idle.is_empty()
+                    && let Some(first) = waiting.take()
+                {
+                    let lane = idle.pop().flatten();
+                    let mut group = vec![first];
+                    while group.len() < MAX_GROUP {
+                        match queue.try_recv() {
+                            Ok(job) => group.push(job),
+                            Err(_) => break,
+                        }
                     }
+                    let (pool, nudge) = (pool.clone(), nudge.clone());
+                    running.push(async move { append_group(&pool, lane, group, &nudge).await });
+                    continue;
                 }
-                let (pool, lane_tx, nudge) = (pool.clone(), lane_tx.clone(), nudge.clone());
-                tokio::spawn(async move {
-                    let conn = append_group(&pool, conn, group, &nudge).await;
-                    let _ = lane_tx.send(conn).await;
-                });
+                if closed && waiting.is_none() && running.is_empty() {
+                    return;
+                }
+                tokio::select! {
+                    Some(lane) = running.next(), if !running.is_empty() => idle.push(lane),
+                    job = queue.recv(), if waiting.is_none() && !closed => match job {
+                        Some(job) => waiting = Some(job),
+                        None => closed = true,
+                    },
+                }
             }
         });
         Self { jobs }
