@@ -337,13 +337,13 @@ fn progress_messages(
 }
 
 /// The checkpoints a projector last read or wrote, per organization (the nil organization holds the
-/// rebuild floor). They only decide which events of a batch to render; the batch's first statement
-/// checks them against the table under lock (`projection_batch_begin`), so a stale copy costs a retry,
-/// never a wrong fold.
+/// rebuild floor). They only decide which events of a batch to render; the batch moves each checkpoint
+/// only from where this copy says it is (`projection_batch_move`), so a stale copy costs a retry, never
+/// a wrong fold.
 #[derive(Default)]
 struct KnownCheckpoints(HashMap<Uuid, CommitKey>);
 
-/// The SQLSTATE `projection_batch_begin` raises when the checkpoints moved under the projector.
+/// The SQLSTATE `projection_batch_move` raises when the checkpoints moved under the projector.
 const CHECKPOINTS_MOVED: &str = "BOCP1";
 
 impl KnownCheckpoints {
@@ -422,8 +422,8 @@ fn checkpoint_arguments(projection: &str, checkpoints: &[(Uuid, CommitKey)]) -> 
     )
 }
 
-/// Applies a batch through the projection's rendered fold: transaction, checkpoint check, fold and
-/// checkpoint moves in one simple query. When the checkpoints moved under it (a rebuild swapped the
+/// Applies a batch through the projection's rendered fold: transaction, the projection's shared lock,
+/// fold, and the checked checkpoint moves, in one simple query. When the checkpoints moved under it (a rebuild swapped the
 /// tables, another instance applied events), it reloads them and tries once more.
 async fn apply_rendered(
     conn: &mut PgConnection,
@@ -441,22 +441,29 @@ async fn apply_rendered(
             return Ok(Vec::new());
         }
         let rendered = fold.render(&fresh)?;
-        let expected: Vec<(Uuid, CommitKey)> =
-            batch_organizations(&fresh).into_iter().map(|org| (org, known.get(org))).collect();
-        let moved = last_keys(&fresh);
+        let moves: Vec<(Uuid, CommitKey, CommitKey)> =
+            last_keys(&fresh).into_iter().map(|(org, to)| (org, known.get(org), to)).collect();
+        let floor = known.get(Uuid::nil());
         let sql = format!(
             "begin;
-             select projection_batch_begin({});
+             select pg_advisory_xact_lock_shared(hashtextextended({}, 0));
              {};
-             select projection_batch_end({});
+             select projection_batch_move({}, '{}'::xid8, {}, {}, {}, {}, {}, {});
              commit",
-            checkpoint_arguments(projection, &expected),
+            crate::sql_literal(&format!("projection {projection}")),
             rendered.sql,
-            checkpoint_arguments(projection, &moved),
+            crate::sql_literal(projection),
+            floor.transaction_id,
+            floor.position,
+            array_literal(moves.iter().map(|(org, _, _)| org), "uuid"),
+            array_literal(moves.iter().map(|(_, from, _)| from.transaction_id), "xid8"),
+            array_literal(moves.iter().map(|(_, from, _)| from.position), "bigint"),
+            array_literal(moves.iter().map(|(_, _, to)| to.transaction_id), "xid8"),
+            array_literal(moves.iter().map(|(_, _, to)| to.position), "bigint"),
         );
         match sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await {
             Ok(_) => {
-                known.0.extend(moved);
+                known.0.extend(moves.into_iter().map(|(org, _, to)| (org, to)));
                 return Ok(rendered.invalidate);
             }
             Err(error) => {

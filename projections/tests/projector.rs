@@ -207,6 +207,67 @@ async fn checkpoints_moved_behind_a_running_projector_are_honoured(pool: PgPool)
     let _ = bus.js.delete_stream(bus.stream_name()).await;
 }
 
+/// A batch moves each checkpoint only from where its projector expected it, and only under the rebuild
+/// floor it expected; anything else refuses the whole move (SQLSTATE BOCP1) and changes nothing.
+#[sqlx::test(migrations = "../schema")]
+async fn a_batch_moves_checkpoints_only_from_where_it_expected_them(pool: PgPool) {
+    /// An organization's checkpoint, as (transaction id, position): where the batch expects it, where it moves it.
+    type Move = (Uuid, (i64, i64), (i64, i64));
+    async fn batch_move(pool: &PgPool, floor: (i64, i64), moves: &[Move]) -> Result<(), String> {
+        let text = |values: Vec<String>| format!("{{{}}}", values.join(","));
+        sqlx::query(
+            "select projection_batch_move('customers', $1::text::xid8, $2, $3::text::uuid[], $4::text::xid8[],
+                                          $5::text::int8[], $6::text::xid8[], $7::text::int8[])",
+        )
+        .bind(floor.0.to_string())
+        .bind(floor.1)
+        .bind(text(moves.iter().map(|m| m.0.to_string()).collect()))
+        .bind(text(moves.iter().map(|m| m.1.0.to_string()).collect()))
+        .bind(text(moves.iter().map(|m| m.1.1.to_string()).collect()))
+        .bind(text(moves.iter().map(|m| m.2.0.to_string()).collect()))
+        .bind(text(moves.iter().map(|m| m.2.1.to_string()).collect()))
+        .execute(pool)
+        .await
+        .map(|_| ())
+        .map_err(|error| match error {
+            sqlx::Error::Database(db) => db.code().unwrap_or_default().into_owned(),
+            other => other.to_string(),
+        })
+    }
+    async fn checkpoint(pool: &PgPool, org: Uuid) -> Option<(i64, i64)> {
+        sqlx::query_as(
+            "select transaction_id::text::int8, position from projection_checkpoints
+             where projection = 'customers' and org_id = $1",
+        )
+        .bind(org)
+        .fetch_optional(pool)
+        .await
+        .expect("checkpoint")
+    }
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    // A first checkpoint is written where none was expected, and only then.
+    assert_eq!(batch_move(&pool, (0, 0), &[(a, (0, 0), (10, 1))]).await, Ok(()));
+    assert_eq!(checkpoint(&pool, a).await, Some((10, 1)));
+    assert_eq!(batch_move(&pool, (0, 0), &[(a, (0, 0), (11, 2))]).await, Err("BOCP1".into()));
+    assert_eq!(checkpoint(&pool, a).await, Some((10, 1)), "an existing checkpoint is never overwritten");
+    // A checkpoint moves on from where it was expected; one expected elsewhere refuses the whole batch.
+    assert_eq!(batch_move(&pool, (0, 0), &[(a, (10, 1), (12, 3))]).await, Ok(()));
+    assert_eq!(batch_move(&pool, (0, 0), &[(a, (12, 3), (13, 4)), (b, (5, 5), (13, 5))]).await, Err("BOCP1".into()));
+    assert_eq!(checkpoint(&pool, a).await, Some((12, 3)), "a refused batch moves nothing");
+    assert_eq!(checkpoint(&pool, b).await, None);
+    // A rebuild floor other than the expected one refuses the batch too.
+    sqlx::query("insert into projection_checkpoints values ('customers', $1, '20'::xid8, 20)")
+        .bind(Uuid::nil())
+        .execute(&pool)
+        .await
+        .expect("floor");
+    assert_eq!(batch_move(&pool, (0, 0), &[(a, (12, 3), (21, 6))]).await, Err("BOCP1".into()));
+    assert_eq!(checkpoint(&pool, a).await, Some((12, 3)));
+    assert_eq!(batch_move(&pool, (20, 20), &[(a, (12, 3), (21, 6)), (b, (0, 0), (21, 7))]).await, Ok(()));
+    assert_eq!(checkpoint(&pool, a).await, Some((21, 6)));
+    assert_eq!(checkpoint(&pool, b).await, Some((21, 7)));
+}
+
 /// Batches commit without waiting for their WAL flush, so the projector acknowledges messages only once
 /// the flush has passed them; it must still get there, and by itself, once traffic stops (otherwise a
 /// restart would redeliver everything, and the consumer would stall at its pending limit).
