@@ -1215,7 +1215,7 @@ async fn append_group(pool: &PgPool, lane: Option<Lane>, group: Vec<AppendJob>, 
     let lane = |conn| Some(Lane { conn, used: std::time::Instant::now() });
     let mut usable = true;
     if group.len() > 1 {
-        let requests: Vec<AppendRequest> = group.iter().flat_map(|job| job.requests.iter().cloned()).collect();
+        let requests: Vec<&AppendRequest> = group.iter().flat_map(|job| &job.requests).collect();
         let result = store::append_many(&mut conn, &requests).await;
         usable = still_usable(&result);
         if let Ok(appended) = result {

@@ -4,6 +4,7 @@ use crate::envelope::{CommitKey, Metadata, NewEvent, RecordedEvent};
 use crate::follower::{EVENT_COLUMNS, event_from_row};
 use futures::TryStreamExt;
 use sqlx::{PgConnection, PgPool};
+use std::borrow::Borrow;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -56,8 +57,13 @@ pub async fn append(
 
 /// Appends to several streams in one statement (group commit). Either every request is appended or none
 /// is; a version conflict on any stream fails the whole statement with [`AppendError::Conflict`].
-/// Results come back in request order.
-pub async fn append_many(conn: &mut PgConnection, requests: &[AppendRequest]) -> Result<Vec<Appended>, AppendError> {
+/// Results come back in request order. Takes the requests or references to them, so a group appender
+/// need not copy its commands' events.
+pub async fn append_many<R: std::borrow::Borrow<AppendRequest>>(
+    conn: &mut PgConnection,
+    requests: &[R],
+) -> Result<Vec<Appended>, AppendError> {
+    let requests: Vec<&AppendRequest> = requests.iter().map(Borrow::borrow).collect();
     let total: usize = requests.iter().map(|r| r.events.len()).sum();
     assert!(requests.iter().all(|r| !r.events.is_empty()), "append needs at least one event per stream");
     let mut org_ids = Vec::with_capacity(total);
@@ -69,7 +75,7 @@ pub async fn append_many(conn: &mut PgConnection, requests: &[AppendRequest]) ->
     let mut schema_versions = Vec::with_capacity(total);
     let mut data = Vec::with_capacity(total);
     let mut metadata = Vec::with_capacity(total);
-    for request in requests {
+    for request in &requests {
         let meta = serde_json::to_string(&request.metadata).unwrap_or_else(|_| "{}".to_owned());
         for (i, event) in request.events.iter().enumerate() {
             org_ids.push(request.stream.org_id);
