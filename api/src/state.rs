@@ -4,13 +4,14 @@
 use crate::cache::ReadCache;
 use crate::http::auth::{Credentials, Principal};
 use crate::http::cursor::CursorCodec;
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorType};
 use crate::ratelimit::RateLimiter;
 use commands::client::{CommandClient, SendError};
 use commands::protocol::{Command, CommandReply, CommandRequest, FailureCause, Idempotency};
 use events::CommitKey;
 use events::bus::Bus;
 use futures::StreamExt;
+use poem::http::StatusCode;
 use projections::progress::{Progress, ProgressTracker};
 use sqlx::PgPool;
 use std::sync::Arc;
@@ -188,18 +189,7 @@ impl AppState {
                 Ok(Accepted { state, commit, created, replayed })
             }
             CommandReply::Rejected { rejection } => Err(ApiError::from_rejection(rejection)),
-            CommandReply::Failed { cause: FailureCause::StorageUnavailable, message, .. } => {
-                tracing::warn!(%message, "the worker could not reach the event store");
-                Err(ApiError::unavailable(
-                    "STORAGE_UNAVAILABLE",
-                    "the write could not be recorded right now and nothing was written; retry later",
-                ))
-            }
-            CommandReply::Failed { retryable, message, .. } => {
-                tracing::warn!(%message, "command failed in the worker");
-                let error = ApiError::internal();
-                Err(if retryable { error } else { error.not_retryable() })
-            }
+            CommandReply::Failed { cause, retryable, message } => Err(failure(cause, retryable, &message)),
         }
     }
 
@@ -228,5 +218,60 @@ impl ApiError {
     pub fn not_retryable(mut self) -> Self {
         self.body.retryable = false;
         self
+    }
+}
+
+/// The answer to a command that failed in the worker, by why it failed.
+fn failure(cause: FailureCause, retryable: bool, message: &str) -> ApiError {
+    match cause {
+        FailureCause::StorageUnavailable => {
+            tracing::warn!(%message, "the worker could not reach the event store");
+            ApiError::unavailable(
+                "STORAGE_UNAVAILABLE",
+                "the write could not be recorded right now and nothing was written; retry later",
+            )
+        }
+        FailureCause::Contended => {
+            tracing::warn!(%message, "other writes to the same resource kept committing first");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorType::ApiError,
+                "WRITE_CONTENDED",
+                "other writes to this resource kept getting there first and nothing was written; retry",
+            )
+            .retryable()
+        }
+        FailureCause::Internal => {
+            tracing::warn!(%message, "command failed in the worker");
+            let error = ApiError::internal();
+            if retryable { error } else { error.not_retryable() }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_answer_by_their_cause() {
+        let contended = failure(FailureCause::Contended, true, "retries ran out");
+        assert_eq!(contended.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(contended.body.code, "WRITE_CONTENDED");
+        assert!(contended.body.retryable);
+        let unavailable = failure(FailureCause::StorageUnavailable, true, "connection refused");
+        assert_eq!(unavailable.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(unavailable.body.code, "STORAGE_UNAVAILABLE");
+        let internal = failure(FailureCause::Internal, false, "bug");
+        assert_eq!(internal.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!internal.body.retryable);
+    }
+
+    #[test]
+    fn a_cause_this_release_does_not_know_reads_as_internal() {
+        let reply: CommandReply =
+            serde_json::from_str(r#"{"outcome":"failed","retryable":true,"message":"m","cause":"something_new"}"#)
+                .expect("reply");
+        assert!(matches!(reply, CommandReply::Failed { cause: FailureCause::Internal, .. }));
     }
 }

@@ -137,10 +137,15 @@ pub enum CommandReply {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureCause {
-    /// Anything else: a fault of the service itself.
-    #[default]
-    Internal,
     /// The event store could not be reached or dropped the connection (a restart, an outage, no free
     /// connection): the same request may well succeed once it is back.
     StorageUnavailable,
+    /// Other writes to the same stream kept committing first, until the optimistic-concurrency retries
+    /// ran out: nothing was written, and the same request may succeed when retried.
+    Contended,
+    /// Anything else: a fault of the service itself. Also what a cause this release does not know
+    /// reads as (a newer worker's); it stays last for that.
+    #[default]
+    #[serde(other)]
+    Internal,
 }

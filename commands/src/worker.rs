@@ -959,6 +959,7 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
             let retryable = matches!(error, ExecuteError::Storage(_) | ExecuteError::Contended(_));
             let cause = match &error {
                 ExecuteError::Storage(error) if storage_unavailable(error) => FailureCause::StorageUnavailable,
+                ExecuteError::Contended(_) => FailureCause::Contended,
                 _ => FailureCause::Internal,
             };
             CommandReply::Failed { retryable, message: "the command could not be completed".into(), cause }

@@ -211,7 +211,10 @@ impl ApiResponse for ApiError {
             (409, "Conflict with the current state or an idempotency key"),
             (429, "Rate limit exceeded; see Retry-After"),
             (500, "Internal error"),
-            (503, "A dependency is unavailable; retry later"),
+            (
+                503,
+                "A dependency is unavailable, or other writes to the same resource kept committing first (`WRITE_CONTENDED`); `error.retryable` says whether to retry",
+            ),
         ];
         MetaResponses {
             responses: statuses
