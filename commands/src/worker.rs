@@ -849,6 +849,9 @@ async fn run_idempotent(
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((operation, hash, response)) = stored {
+            // Ended here, not dropped: a dropped transaction rolls back (and lets go of the key's lock)
+            // only when its connection is next used, so an immediate retry would find the key busy.
+            tx.rollback().await?;
             if operation != claim.operation || hex::encode(hash) != claim.request_hash {
                 return Err(Rejection::Idempotency {
                     code: "IDEMPOTENCY_CONFLICT".into(),
@@ -883,8 +886,14 @@ async fn run_idempotent(
                 tx.commit().await?;
                 return Ok(reply);
             }
-            Err(ExecuteError::Contended(_)) => continue,
-            Err(other) => return Err(other),
+            Err(error) => {
+                // Lets go of the key's lock now (see above).
+                let _ = tx.rollback().await;
+                match error {
+                    ExecuteError::Contended(_) => continue,
+                    other => return Err(other),
+                }
+            }
         }
     }
     Err(ExecuteError::Contended(request.org_id))
