@@ -59,7 +59,7 @@ pub async fn append(
 /// is; a version conflict on any stream fails the whole statement with [`AppendError::Conflict`].
 /// Results come back in request order. Takes the requests or references to them, so a group appender
 /// need not copy its commands' events.
-pub async fn append_many<R: std::borrow::Borrow<AppendRequest>>(
+pub async fn append_many<R: Borrow<AppendRequest>>(
     conn: &mut PgConnection,
     requests: &[R],
 ) -> Result<Vec<Appended>, AppendError> {

@@ -446,11 +446,11 @@ async fn apply_rendered(
         let floor = known.get(Uuid::nil());
         let sql = format!(
             "begin;
-             select pg_advisory_xact_lock_shared(hashtextextended({}, 0));
+             {};
              {};
              select projection_batch_move({}, '{}'::xid8, {}, {}, {}, {}, {}, {});
              commit",
-            crate::sql_literal(&format!("projection {projection}")),
+            shared_lock_statement(projection),
             rendered.sql,
             crate::sql_literal(projection),
             floor.transaction_id,
@@ -481,7 +481,16 @@ async fn apply_rendered(
     }
 }
 
-/// Takes the projection's shared lock; a rebuild's swap takes it exclusively.
+/// [`lock_projection`]'s shared lock as a statement of a simple query (same key).
+fn shared_lock_statement(projection: &str) -> String {
+    format!(
+        "select pg_advisory_xact_lock_shared(hashtextextended({}, 0))",
+        crate::sql_literal(&format!("projection {projection}"))
+    )
+}
+
+/// Takes the projection's shared lock; a rebuild's swap takes it exclusively. Every batch takes it
+/// before it touches a read table; [`shared_lock_statement`] is the same lock for simple queries.
 pub(crate) async fn lock_projection(
     conn: &mut PgConnection,
     projection: &str,
@@ -524,9 +533,10 @@ async fn apply_batch_inner(
     let org_list: Vec<String> = batch_organizations(events).iter().map(|o| format!("'{o}'")).collect();
     let begin = format!(
         "begin;
-         select pg_advisory_xact_lock_shared(hashtextextended('projection {name}', 0));
+         {};
          select org_id, transaction_id::text::int8 as transaction_id, position from projection_checkpoints
          where projection = '{name}' and org_id in ({}) for update",
+        shared_lock_statement(name),
         org_list.join(",")
     );
     let rows = sqlx::raw_sql(sqlx::AssertSqlSafe(begin)).fetch_all(&mut *conn).await?;
