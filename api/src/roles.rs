@@ -121,6 +121,8 @@ pub struct Running {
 /// Starts every role asked for on the current runtime.
 pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) -> anyhow::Result<Running> {
     let mut tasks = JoinSet::new();
+    // Progress of this process's projectors reaches this process's gateway without a bus hop.
+    let local_progress = projections::progress::LocalProgress::default();
     if roles.commands {
         let wake = events::relay::RelayWake::default();
         wake.listen(&bus).await?;
@@ -136,7 +138,13 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
     }
     if let Some(set) = roles.projections {
         for projection in set.projections {
-            tasks.spawn(projections::runtime::run(pool.clone(), bus.clone(), projection, set.partition));
+            tasks.spawn(projections::runtime::run(
+                pool.clone(),
+                bus.clone(),
+                projection,
+                set.partition,
+                local_progress.clone(),
+            ));
         }
         if let Some(config) = set.sender {
             let (pool, bus) = (pool.clone(), bus.clone());
@@ -151,7 +159,7 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
     let mut app_state = None;
     if let Some(listener) = roles.api {
         let state = AppState::new(pool.clone(), bus.clone(), read_wait).await?;
-        state.follow_progress().await?;
+        state.follow_progress(&local_progress).await?;
         let addr = listener.local_addr()?;
         http_addr = Some(addr);
         let app = crate::http::app(state.clone());

@@ -12,7 +12,7 @@ use events::CommitKey;
 use events::bus::Bus;
 use futures::StreamExt;
 use poem::http::StatusCode;
-use projections::progress::{Progress, ProgressTracker};
+use projections::progress::{LocalProgress, Progress, ProgressTracker};
 use sqlx::PgPool;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -105,9 +105,16 @@ impl AppState {
         }))
     }
 
-    /// Follows projector progress (and the invalidations it carries), and forgets the whole cache after
-    /// any NATS disconnection, since invalidations may have been missed meanwhile.
-    pub async fn follow_progress(self: &Arc<Self>) -> Result<(), async_nats::SubscribeError> {
+    /// Drops the cached reads `progress` made stale, then releases the writes it reaches.
+    fn heard(&self, progress: &Progress) {
+        self.reads.invalidate(&progress.invalidate);
+        self.progress.record(progress);
+    }
+
+    /// Follows projector progress (and the invalidations it carries): this process's own projectors
+    /// through `local`, every other one over the bus. Forgets the whole cache after any NATS
+    /// disconnection, since invalidations may have been missed meanwhile.
+    pub async fn follow_progress(self: &Arc<Self>, local: &LocalProgress) -> Result<(), async_nats::SubscribeError> {
         // Organization events (credentials issued or revoked, limits changed) drop what is cached about
         // the organization. Operator commands also announce such changes directly, so gateways react
         // even before the relay publishes the event.
@@ -129,13 +136,20 @@ impl AppState {
         });
         self.limiter.share(&self.bus).await?;
         let mut updates = self.bus.client.subscribe(self.bus.progress_wildcard()).await?;
-        let state = self.clone();
+        let (state, heard) = (self.clone(), local.clone());
         tokio::spawn(async move {
             while let Some(message) = updates.next().await {
-                if let Ok(progress) = serde_json::from_slice::<Progress>(&message.payload) {
-                    state.reads.invalidate(&progress.invalidate);
-                    state.progress.record(&progress);
+                if let Ok(progress) = serde_json::from_slice::<Progress>(&message.payload)
+                    && !heard.already_heard(&progress)
+                {
+                    state.heard(&progress);
                 }
+            }
+        });
+        let state = Arc::downgrade(self);
+        local.listen(move |progress| {
+            if let Some(state) = state.upgrade() {
+                state.heard(progress);
             }
         });
         let state = self.clone();

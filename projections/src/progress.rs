@@ -5,7 +5,7 @@ use crate::{CacheKey, Partition};
 use events::CommitKey;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use uuid::Uuid;
 
@@ -23,10 +23,57 @@ pub struct Progress {
     /// of the projection's output (the webhook sender) only look for new rows when there may be some.
     #[serde(default = "changed_by_default")]
     pub changed: bool,
+    /// The process whose gateway already heard this progress directly ([`LocalProgress`]), so its
+    /// copy from the bus can be passed over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heard_by: Option<Uuid>,
 }
 
 fn changed_by_default() -> bool {
     true
+}
+
+type Listener = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// Progress within one process: a gateway running beside projectors (`backoffice all`) hears their
+/// progress the moment a batch commits, instead of one bus hop later, and every other gateway hears it
+/// over the bus as before. The projector delivers each message here first and, when a listener heard
+/// it, marks the published copy with this process's id ([`Progress::heard_by`]), so the gateway here
+/// can pass that copy over.
+#[derive(Clone)]
+pub struct LocalProgress {
+    process: Uuid,
+    listeners: Arc<RwLock<Vec<Listener>>>,
+}
+
+impl Default for LocalProgress {
+    fn default() -> Self {
+        Self { process: Uuid::now_v7(), listeners: Arc::default() }
+    }
+}
+
+impl LocalProgress {
+    /// Calls `listener` with every progress the projectors of this process publish from now on.
+    pub fn listen(&self, listener: impl Fn(&Progress) + Send + Sync + 'static) {
+        self.listeners.write().unwrap_or_else(|poisoned| poisoned.into_inner()).push(Arc::new(listener));
+    }
+
+    /// Hands `progress` to the listeners; when there are any, marks it as heard by this process.
+    pub fn deliver(&self, progress: &mut Progress) {
+        let listeners = self.listeners.read().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if listeners.is_empty() {
+            return;
+        }
+        for listener in listeners.iter() {
+            listener(progress);
+        }
+        progress.heard_by = Some(self.process);
+    }
+
+    /// Whether `progress` (received from the bus) was already delivered here.
+    pub fn already_heard(&self, progress: &Progress) -> bool {
+        progress.heard_by == Some(self.process)
+    }
 }
 
 /// The latest progress of every projection partition heard of, and the writes waiting for more.
@@ -115,10 +162,16 @@ impl ProgressTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn progress(key: CommitKey) -> Progress {
-        Progress { projection: "customers".into(), partition: Partition::WHOLE, key, invalidate: vec![], changed: true }
+        Progress {
+            projection: "customers".into(),
+            partition: Partition::WHOLE,
+            key,
+            invalidate: vec![],
+            changed: true,
+            heard_by: None,
+        }
     }
 
     #[tokio::test]

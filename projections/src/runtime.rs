@@ -2,7 +2,7 @@
 //! one Postgres transaction together with the per-organization checkpoints (so a redelivered event has
 //! no second effect), progress published after each batch.
 
-use crate::progress::Progress;
+use crate::progress::{LocalProgress, Progress};
 use crate::{CacheKey, EventHead, Partition, Projection, ProjectionError, RenderedFold, Target};
 use async_nats::jetstream::consumer::{self, PullConsumer};
 use async_nats::jetstream::stream::Stream as JsStream;
@@ -46,10 +46,11 @@ pub fn consumer_name(projection: &str, partition: Partition) -> String {
 }
 
 /// Runs one partition of a projection for ever, restarting from its durable consumer after errors.
-pub async fn run(pool: PgPool, bus: Bus, projection: Arc<dyn Projection>, partition: Partition) {
+/// Its progress goes to `local`'s listeners (a gateway in this process) first, then over the bus.
+pub async fn run(pool: PgPool, bus: Bus, projection: Arc<dyn Projection>, partition: Partition, local: LocalProgress) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        match run_until_error(&pool, &bus, projection.as_ref(), partition).await {
+        match run_until_error(&pool, &bus, &local, projection.as_ref(), partition).await {
             Ok(()) => backoff = Duration::from_millis(100),
             Err(error) => {
                 tracing::warn!(projection = projection.name(), %error, "projector paused; restarting");
@@ -90,6 +91,7 @@ async fn reset_consumer(stream: &JsStream, name: &str, filter_subject: String) -
 async fn run_until_error(
     pool: &PgPool,
     bus: &Bus,
+    local: &LocalProgress,
     projection: &dyn Projection,
     partition: Partition,
 ) -> Result<(), RunError> {
@@ -137,7 +139,7 @@ async fn run_until_error(
                 if let Some(key) = last_key
                     && (unpublished || last_published.elapsed() >= HEARTBEAT)
                 {
-                    publish_progress(bus, projection.name(), partition, key, Vec::new(), false).await;
+                    publish_progress(bus, local, projection.name(), partition, key, Vec::new(), false).await;
                     last_published = tokio::time::Instant::now();
                     unpublished = false;
                 }
@@ -203,7 +205,7 @@ async fn run_until_error(
         let key = batch_key.unwrap_or_default();
         last_key = Some(key);
         if changed || !invalidate.is_empty() || last_published.elapsed() >= QUIET_PROGRESS_EVERY {
-            publish_progress(bus, projection.name(), partition, key, invalidate, changed).await;
+            publish_progress(bus, local, projection.name(), partition, key, invalidate, changed).await;
             last_published = tokio::time::Instant::now();
             unpublished = false;
         } else {
@@ -292,13 +294,15 @@ impl LazyAck {
 
 async fn publish_progress(
     bus: &Bus,
+    local: &LocalProgress,
     projection: &str,
     partition: Partition,
     key: CommitKey,
     invalidate: Vec<CacheKey>,
     changed: bool,
 ) {
-    for progress in progress_messages(projection, partition, key, invalidate, changed) {
+    for mut progress in progress_messages(projection, partition, key, invalidate, changed) {
+        local.deliver(&mut progress);
         let Ok(body) = serde_json::to_vec(&progress) else { continue };
         if let Err(error) = bus.client.publish(bus.progress_subject(projection), body.into()).await {
             tracing::warn!(projection, %error, "could not publish progress");
@@ -330,9 +334,10 @@ fn progress_messages(
             key: CommitKey::ZERO,
             invalidate: chunk,
             changed,
+            heard_by: None,
         });
     }
-    messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate, changed });
+    messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate, changed, heard_by: None });
     messages
 }
 

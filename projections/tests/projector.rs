@@ -5,7 +5,9 @@ use events::bus::Bus;
 use events::catalogue::{CustomerEvent, CustomerFields};
 use events::store::{self, StreamRef};
 use events::{EventPayload, Metadata, RecordedEvent};
+use futures::StreamExt;
 use projections::customers::CUSTOMERS;
+use projections::progress::{LocalProgress, Progress};
 use projections::{Partition, Projection};
 use sqlx::PgPool;
 use std::sync::Arc;
@@ -92,6 +94,7 @@ async fn partitions_share_the_organizations_and_a_rebuild_yields_the_same_reads(
                 bus.clone(),
                 projection.clone(),
                 Partition { index, count: 2 },
+                LocalProgress::default(),
             ))
         })
         .collect();
@@ -168,8 +171,13 @@ async fn partitions_share_the_organizations_and_a_rebuild_yields_the_same_reads(
 async fn checkpoints_moved_behind_a_running_projector_are_honoured(pool: PgPool) {
     let bus = bus().await;
     let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
-    let projector =
-        tokio::spawn(projections::runtime::run(pool.clone(), bus.clone(), Arc::new(CUSTOMERS), Partition::WHOLE));
+    let projector = tokio::spawn(projections::runtime::run(
+        pool.clone(),
+        bus.clone(),
+        Arc::new(CUSTOMERS),
+        Partition::WHOLE,
+        LocalProgress::default(),
+    ));
     let (org, id) = (Uuid::now_v7(), Uuid::now_v7());
     let tricky = r#"O'Brien \ "Ana" ''"#;
     append(&pool, org, id, 0, CustomerEvent::CustomerCreated(fields(tricky))).await;
@@ -276,8 +284,13 @@ async fn an_idle_projector_acknowledges_everything_it_applied(pool: PgPool) {
     let bus = bus().await;
     let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
     let projection: Arc<dyn Projection> = Arc::new(CUSTOMERS);
-    let projector =
-        tokio::spawn(projections::runtime::run(pool.clone(), bus.clone(), projection.clone(), Partition::WHOLE));
+    let projector = tokio::spawn(projections::runtime::run(
+        pool.clone(),
+        bus.clone(),
+        projection.clone(),
+        Partition::WHOLE,
+        LocalProgress::default(),
+    ));
     let org = Uuid::now_v7();
     for i in 0..25 {
         append(&pool, org, Uuid::now_v7(), 0, CustomerEvent::CustomerCreated(fields(&format!("c{i}")))).await;
@@ -306,6 +319,59 @@ async fn an_idle_projector_acknowledges_everything_it_applied(pool: PgPool) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    projector.abort();
+    relay.abort();
+    let _ = bus.js.delete_stream(bus.stream_name()).await;
+}
+
+/// A projector hands its progress to the listeners of its own process before publishing it, and the
+/// published copy says it was heard there, so only that process passes it over.
+#[sqlx::test(migrations = "../schema")]
+async fn progress_reaches_the_same_process_directly_and_its_bus_copy_says_so(pool: PgPool) {
+    let bus = bus().await;
+    let mut published = bus.client.subscribe(bus.progress_subject("customers")).await.expect("subscribed");
+    let local = LocalProgress::default();
+    let (heard, mut heard_here) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+    local.listen(move |progress| {
+        let _ = heard.send(progress.clone());
+    });
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
+    let projector = tokio::spawn(projections::runtime::run(
+        pool.clone(),
+        bus.clone(),
+        Arc::new(CUSTOMERS),
+        Partition::WHOLE,
+        local.clone(),
+    ));
+    let (org, id) = (Uuid::now_v7(), Uuid::now_v7());
+    append(&pool, org, id, 0, CustomerEvent::CustomerCreated(fields("Ana"))).await;
+    let key = all_events(&pool, 1).await[0].key();
+
+    let within = Duration::from_secs(30);
+    let direct = loop {
+        let progress = tokio::time::timeout(within, heard_here.recv()).await.expect("heard in time").expect("open");
+        if progress.key >= key {
+            break progress;
+        }
+    };
+    assert!(direct.changed);
+    assert_eq!(direct.invalidate.len(), 1, "the customer's cached read is named: {direct:?}");
+    assert_eq!(customers(&pool).await, vec![(org, id, "Ana".to_owned())], "heard only once committed");
+    let copy = loop {
+        let message = tokio::time::timeout(within, published.next()).await.expect("published in time").expect("open");
+        let progress: Progress = serde_json::from_slice(&message.payload).expect("progress");
+        if progress.key >= key {
+            break progress;
+        }
+    };
+    assert!(local.already_heard(&copy), "the bus copy names this process");
+    assert!(!LocalProgress::default().already_heard(&copy), "another process still takes it");
+    assert_eq!(Progress { heard_by: None, ..copy }, direct);
+
+    // Without listeners, nothing is marked: every gateway takes the bus copy.
+    let mut unheard = Progress { heard_by: None, ..direct };
+    LocalProgress::default().deliver(&mut unheard);
+    assert_eq!(unheard.heard_by, None);
     projector.abort();
     relay.abort();
     let _ = bus.js.delete_stream(bus.stream_name()).await;
