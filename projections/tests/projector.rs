@@ -12,6 +12,7 @@ use projections::{Partition, Projection};
 use sqlx::PgPool;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 async fn bus() -> Bus {
@@ -43,6 +44,19 @@ async fn all_events(pool: &PgPool, count: usize) -> Vec<RecordedEvent> {
         assert!(tokio::time::Instant::now() < deadline, "only {} of {count} events visible", events.len());
         tokio::task::yield_now().await;
     }
+}
+
+/// A relay and the whole customers projection on `bus`, as one process running both has them.
+fn start_customers(pool: &PgPool, bus: &Bus, local: LocalProgress) -> (JoinHandle<()>, JoinHandle<()>) {
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
+    let projector = tokio::spawn(projections::runtime::run(
+        pool.clone(),
+        bus.clone(),
+        Arc::new(CUSTOMERS),
+        Partition::WHOLE,
+        local,
+    ));
+    (relay, projector)
 }
 
 async fn customers(pool: &PgPool) -> Vec<(Uuid, Uuid, String)> {
@@ -170,14 +184,7 @@ async fn partitions_share_the_organizations_and_a_rebuild_yields_the_same_reads(
 #[sqlx::test(migrations = "../schema")]
 async fn checkpoints_moved_behind_a_running_projector_are_honoured(pool: PgPool) {
     let bus = bus().await;
-    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
-    let projector = tokio::spawn(projections::runtime::run(
-        pool.clone(),
-        bus.clone(),
-        Arc::new(CUSTOMERS),
-        Partition::WHOLE,
-        LocalProgress::default(),
-    ));
+    let (relay, projector) = start_customers(&pool, &bus, LocalProgress::default());
     let (org, id) = (Uuid::now_v7(), Uuid::now_v7());
     let tricky = r#"O'Brien \ "Ana" ''"#;
     append(&pool, org, id, 0, CustomerEvent::CustomerCreated(fields(tricky))).await;
@@ -335,14 +342,7 @@ async fn progress_reaches_the_same_process_directly_and_its_bus_copy_says_so(poo
     local.listen(move |progress| {
         let _ = heard.send(progress.clone());
     });
-    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
-    let projector = tokio::spawn(projections::runtime::run(
-        pool.clone(),
-        bus.clone(),
-        Arc::new(CUSTOMERS),
-        Partition::WHOLE,
-        local.clone(),
-    ));
+    let (relay, projector) = start_customers(&pool, &bus, local.clone());
     let (org, id) = (Uuid::now_v7(), Uuid::now_v7());
     append(&pool, org, id, 0, CustomerEvent::CustomerCreated(fields("Ana"))).await;
     let key = all_events(&pool, 1).await[0].key();
