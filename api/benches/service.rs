@@ -81,6 +81,7 @@ fn start_service(setup: &Setup) -> Service {
         .stderr(std::fs::File::create(std::env::temp_dir().join("backoffice-bench-service.log")).expect("log file"))
         .spawn()
         .expect("service starts");
+    let _ = SERVICE_PID.set(child.id());
     let service = Service(child);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -114,6 +115,8 @@ fn pgbench(setup: &Setup, args: &[&str]) -> f64 {
 }
 
 struct Load {
+    /// Requests completed.
+    count: u64,
     rate: f64,
     p50_ms: f64,
     p99_ms: f64,
@@ -160,11 +163,90 @@ async fn load(setup: &Setup, make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Sen
     let pct =
         |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0);
     Load {
+        count: all.len() as u64,
         rate: all.len() as f64 / elapsed,
         p50_ms: f64::from(pct(0.50)) / 1000.0,
         p99_ms: f64::from(pct(0.99)) / 1000.0,
         errors: errors.load(Ordering::Relaxed),
     }
+}
+
+/// CPU time the machine and its processes spent during one phase, read from `/proc` (Linux only;
+/// elsewhere nothing is printed). CPU per operation is steadier than operations per second on a virtual
+/// machine whose speed swings: it tells whether a change made each write cheaper even when a run's
+/// throughput is lost in the noise.
+#[derive(Clone, Default)]
+struct CpuTimes {
+    /// Clock ticks spent working (user, nice, system, irq, softirq) by the whole machine.
+    busy: u64,
+    /// Clock ticks the hypervisor gave to others while this machine wanted to run.
+    steal: u64,
+    /// All clock ticks of every core.
+    total: u64,
+    /// Clock ticks (user and system) of each process of a group (see [`CPU_GROUPS`]), by pid.
+    processes: std::collections::HashMap<u32, (usize, u64)>,
+}
+
+/// The service under measurement, whatever its binary is called.
+static SERVICE_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+const CPU_GROUPS: [&str; 4] = ["service", "postgres", "nats", "load"];
+/// Linux reports process times in USER_HZ, 100 per second on every mainstream architecture.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+fn cpu_times() -> Option<CpuTimes> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+    // user nice system idle iowait irq softirq steal
+    let busy = field(0) + field(1) + field(2) + field(5) + field(6);
+    let steal = field(7);
+    let mut times = CpuTimes { busy, steal, total: busy + steal + field(3) + field(4), ..CpuTimes::default() };
+    let me = std::process::id();
+    let service = SERVICE_PID.get().copied();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let (Some(open), Some(close)) = (text.find('('), text.rfind(')')) else { continue };
+        let group = match &text[open + 1..close] {
+            _ if pid == me => 3,
+            _ if Some(pid) == service => 0,
+            "postgres" => 1,
+            "nats-server" => 2,
+            _ => continue,
+        };
+        // After the command: state, ppid, ... utime is the 12th field, stime the 13th.
+        let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+        let ticks = |i: usize| rest.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        times.processes.insert(pid, (group, ticks(11) + ticks(12)));
+    }
+    Some(times)
+}
+
+/// "cpu per create: …" for the phase between `before` and now, `operations` done in it: the machine's
+/// total, and with `by_process` each group's share. A process that ended during the phase (a pgbench
+/// connection's backend) counts in the machine's total only, so pgbench phases print that alone.
+fn cpu_line(before: &Option<CpuTimes>, operations: u64, what: &str, by_process: bool) -> String {
+    let (Some(before), Some(after)) = (before, cpu_times()) else { return String::new() };
+    if operations == 0 {
+        return String::new();
+    }
+    let per_op = |ticks: u64| ticks as f64 / TICKS_PER_SECOND * 1e6 / operations as f64;
+    let mut groups = [0u64; CPU_GROUPS.len()];
+    for (pid, (group, ticks)) in &after.processes {
+        let earlier = before.processes.get(pid).map_or(0, |(_, t)| *t);
+        groups[*group] += ticks.saturating_sub(earlier);
+    }
+    let groups: Vec<String> =
+        CPU_GROUPS.iter().zip(groups).map(|(name, ticks)| format!("{name} {:.0}", per_op(ticks))).collect();
+    let groups = if by_process { format!(" (of which {})", groups.join(", ")) } else { String::new() };
+    let total = after.total.saturating_sub(before.total).max(1) as f64;
+    format!(
+        "cpu per {what}: {:.0} µs{groups}; machine busy {:.0}%, steal {:.0}%",
+        per_op(after.busy.saturating_sub(before.busy)),
+        after.busy.saturating_sub(before.busy) as f64 * 100.0 / total,
+        after.steal.saturating_sub(before.steal) as f64 * 100.0 / total,
+    )
 }
 
 fn print_pair(title: &str, ours: f64, ours_unit: &str, baseline: f64, baseline_label: &str, extra: &str) {
@@ -237,11 +319,13 @@ async fn main() {
         })
     };
     if std::env::var("BENCH_WRITES_ONLY").is_ok() {
+        let cpu = cpu_times();
         let writes = load(&setup, make_post.clone(), 201).await;
         println!(
             "writes: {:.0}/s p50 {:.2} ms p99 {:.2} ms errors {}",
             writes.rate, writes.p50_ms, writes.p99_ms, writes.errors
         );
+        println!("  {}", cpu_line(&cpu, writes.count, "create", true));
         return;
     }
 
@@ -269,7 +353,10 @@ async fn main() {
     let threads = setup.connections.min(2).to_string();
     let mut rounds = Vec::new();
     for round in 1..=setup.write_rounds {
+        let cpu = cpu_times();
         let writes = load(&setup, make_post.clone(), 201).await;
+        let write_cpu = cpu_line(&cpu, writes.count, "create", true);
+        let cpu = cpu_times();
         let insert_tps = pgbench(
             &setup,
             &[
@@ -294,6 +381,10 @@ async fn main() {
             writes.errors,
             writes.rate / insert_tps
         );
+        if !write_cpu.is_empty() {
+            println!("  {write_cpu}");
+            println!("  {}", cpu_line(&cpu, (insert_tps * setup.seconds as f64) as u64, "insert", false));
+        }
         rounds.push((writes, insert_tps));
     }
     let _ = std::fs::remove_file(&script);
@@ -310,6 +401,9 @@ async fn main() {
         &format!("inserts/s (pgbench -c {clients} -M prepared)"),
         &format!("  p50 {:.2} ms  p99 {:.2} ms  errors {}", writes.p50_ms, writes.p99_ms, writes.errors),
     );
+    if std::env::var("BENCH_WRITE_PAIR_ONLY").is_ok() {
+        return;
+    }
 
     // Reads of one customer.
     let created = http_client()
