@@ -576,6 +576,14 @@ mod tests {
     #[test]
     fn changes_round_half_away_from_zero_and_never_go_negative() {
         assert_eq!(Change::Percentage(10.0).apply(1005), 1106);
+        // Exact halves that binary floating point puts just below .5.
+        assert_eq!(Change::Percentage(15.0).apply(50), 58);
+        assert_eq!(Change::Percentage(2.5).apply(60), 62);
+        assert_eq!(Change::Percentage(0.1).apply(500), 501);
+        assert_eq!(Change::Percentage(-12.5).apply(4), 4);
+        assert_eq!(Change::Percentage(-0.5).apply(100), 100);
+        assert_eq!(Change::Percentage(33.333).apply(300_000), 399_999);
+        assert_eq!(Change::Percentage(1000.0).apply(MAX_CENTS), MAX_CENTS * 11);
         assert_eq!(Change::Percentage(-50.0).apply(3), 2);
         assert_eq!(Change::Percentage(-100.0).apply(999), 0);
         assert_eq!(Change::Amount(-500).apply(300), 0);
@@ -653,14 +661,45 @@ pub enum Change {
 }
 
 impl Change {
-    /// The adjusted amount in cents, rounded half away from zero, never below zero.
+    /// The adjusted amount in cents, rounded half away from zero, never below zero. A percentage is
+    /// applied exactly as the decimal the client wrote (`15` on 50 cents is 57.5, so 58), never through
+    /// binary floating point, which makes that 57.49999… and rounds a cent short.
     pub fn apply(self, cents: i64) -> i64 {
         let next = match self {
-            Change::Percentage(p) => (cents as f64 * (1.0 + p / 100.0)).round() as i64,
+            Change::Percentage(p) => match exact_decimal(p) {
+                Some((digits, scale)) => {
+                    // cents × (1 + digits / scale / 100) = cents × (100·scale + digits) / (100·scale)
+                    let denominator = 100 * 10i128.pow(scale);
+                    let numerator = i128::from(cents) * (denominator + digits);
+                    let half = denominator / 2;
+                    let rounded = if numerator >= 0 {
+                        (numerator + half) / denominator
+                    } else {
+                        -((-numerator + half) / denominator)
+                    };
+                    i64::try_from(rounded).unwrap_or(i64::MAX)
+                }
+                None => (cents as f64 * (1.0 + p / 100.0)).round() as i64,
+            },
             Change::Amount(delta) => cents.saturating_add(delta),
         };
         next.max(0)
     }
+}
+
+/// `value` as an exact decimal `digits / 10^scale`, read from the shortest text that reads back as
+/// `value`: for a number written with up to 15 significant digits, the very digits the client sent.
+/// None for values out of the range a percentage may take, or with more than 18 decimals.
+fn exact_decimal(value: f64) -> Option<(i128, u32)> {
+    if !value.is_finite() || value.abs() > 1e6 {
+        return None;
+    }
+    let text = value.to_string();
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let scale = u32::try_from(fraction.len()).ok().filter(|s| *s <= 18)?;
+    let negative = whole.starts_with('-');
+    let magnitude: i128 = format!("{}{fraction}", whole.trim_start_matches('-')).parse().ok()?;
+    Some((if negative { -magnitude } else { magnitude }, scale))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
