@@ -5,6 +5,7 @@
 pub mod aggregate;
 pub mod client;
 pub mod customer;
+pub mod idempotency;
 pub mod organization;
 pub mod products;
 pub mod protocol;

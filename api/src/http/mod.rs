@@ -158,7 +158,9 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
         "Back-office backend for small businesses. Amounts are integer cents; the time zone is UTC-3 and the \
          default currency PES. Every response carries `Service-Request-Id`, and authenticated ones the \
          `RateLimit-Policy` and `RateLimit` headers; every v1 error uses the error envelope. Each operation \
-         names its scope in `x-required-scopes` and its use of `Idempotency-Key` in `x-idempotency`.",
+         names its scope in `x-required-scopes` and its use of `Idempotency-Key` in `x-idempotency`. The \
+         outcome of a request made with an `Idempotency-Key` is kept 24 hours: a retry within them replays \
+         it, and after them the key is free and a request under it runs anew.",
     )
 }
 

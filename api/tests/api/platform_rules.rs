@@ -425,6 +425,44 @@ async fn revoked_credentials_stop_working_in_every_gateway_within_seconds(pool: 
 // ---------------------------------------------------------------------------------------------------
 
 #[sqlx::test(migrations = "../schema")]
+async fn idempotency_outcomes_expire_after_the_retention_window(pool: PgPool) {
+    use commands::idempotency::{RETENTION, purge_expired};
+    let app = TestApp::spawn(pool).await;
+    let org = org_id(&app).await;
+    let body = json!({"name": "Ana Vencida"});
+    let (expired_key, kept_key) = (format!("k-{}", Uuid::now_v7()), format!("k-{}", Uuid::now_v7()));
+    let expired = json(post_keyed(&app, "/api/v1/customers", &app.api_key, &expired_key, &body).await, 201).await;
+    let kept = json(post_keyed(&app, "/api/v1/customers", &app.api_key, &kept_key, &body).await, 201).await;
+    // One outcome stored just past the retention window, the other just inside it.
+    for (key, age) in
+        [(&expired_key, RETENTION + Duration::from_secs(60)), (&kept_key, RETENTION - Duration::from_secs(60))]
+    {
+        sqlx::query(
+            "update idempotency_keys set created_at = now() - make_interval(secs => $1) where org_id = $2 and key = $3",
+        )
+        .bind(age.as_secs_f64())
+        .bind(org)
+        .bind(key)
+        .execute(&app.pool)
+        .await
+        .expect("backdated");
+    }
+    assert_eq!(purge_expired(&app.pool, RETENTION).await.expect("purged"), 1);
+    assert_eq!(purge_expired(&app.pool, RETENTION).await.expect("purged"), 0, "nothing left to purge");
+
+    // Inside the window the key still replays the stored outcome.
+    let again = json(post_keyed(&app, "/api/v1/customers", &app.api_key, &kept_key, &body).await, 201).await;
+    assert_eq!(again["data"]["id"], kept["data"]["id"]);
+    // Past it the key is free: the same request runs anew, and its outcome is stored again.
+    let before = app.event_count().await;
+    let anew = json(post_keyed(&app, "/api/v1/customers", &app.api_key, &expired_key, &body).await, 201).await;
+    assert_ne!(anew["data"]["id"], expired["data"]["id"]);
+    assert_eq!(app.event_count().await, before + 1);
+    let replay = json(post_keyed(&app, "/api/v1/customers", &app.api_key, &expired_key, &body).await, 201).await;
+    assert_eq!(replay["data"]["id"], anew["data"]["id"]);
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn idempotency_keys_replay_refuse_conflicts_and_store_nothing_for_failures(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let org = org_id(&app).await;
