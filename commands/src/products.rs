@@ -584,6 +584,8 @@ mod tests {
         assert_eq!(Change::Percentage(-0.5).apply(100), 100);
         assert_eq!(Change::Percentage(33.333).apply(300_000), 399_999);
         assert_eq!(Change::Percentage(1000.0).apply(MAX_CENTS), MAX_CENTS * 11);
+        // Far beyond any price the exact product leaves 128 bits: the amount saturates, never wraps.
+        assert_eq!(Change::Percentage(0.012345678901234567).apply(i64::MAX), i64::MAX);
         assert_eq!(Change::Percentage(-50.0).apply(3), 2);
         assert_eq!(Change::Percentage(-100.0).apply(999), 0);
         assert_eq!(Change::Amount(-500).apply(300), 0);
@@ -666,25 +668,30 @@ impl Change {
     /// binary floating point, which makes that 57.49999… and rounds a cent short.
     pub fn apply(self, cents: i64) -> i64 {
         let next = match self {
-            Change::Percentage(p) => match exact_decimal(p) {
-                Some((digits, scale)) => {
-                    // cents × (1 + digits / scale / 100) = cents × (100·scale + digits) / (100·scale)
-                    let denominator = 100 * 10i128.pow(scale);
-                    let numerator = i128::from(cents) * (denominator + digits);
-                    let half = denominator / 2;
-                    let rounded = if numerator >= 0 {
-                        (numerator + half) / denominator
-                    } else {
-                        -((-numerator + half) / denominator)
-                    };
-                    i64::try_from(rounded).unwrap_or(i64::MAX)
-                }
-                None => (cents as f64 * (1.0 + p / 100.0)).round() as i64,
-            },
+            Change::Percentage(p) => {
+                exact_percentage(cents, p).unwrap_or_else(|| (cents as f64 * (1.0 + p / 100.0)).round() as i64)
+            }
             Change::Amount(delta) => cents.saturating_add(delta),
         };
         next.max(0)
     }
+}
+
+/// `cents` moved by `percentage` percent, computed on the exact decimal of the percentage, rounded half
+/// away from zero; None where that decimal or the product does not fit in integers (amounts far beyond
+/// any price), for the caller's approximate fallback.
+fn exact_percentage(cents: i64, percentage: f64) -> Option<i64> {
+    let (digits, scale) = exact_decimal(percentage)?;
+    // cents × (1 + digits / 10^scale / 100) = cents × (100·10^scale + digits) / (100·10^scale)
+    let denominator = 100 * 10i128.pow(scale);
+    let numerator = i128::from(cents).checked_mul(denominator.checked_add(digits)?)?;
+    let half = denominator / 2;
+    let rounded = if numerator >= 0 {
+        numerator.checked_add(half)? / denominator
+    } else {
+        -(numerator.checked_neg()?.checked_add(half)? / denominator)
+    };
+    Some(i64::try_from(rounded).unwrap_or(if rounded > 0 { i64::MAX } else { i64::MIN }))
 }
 
 /// `value` as an exact decimal `digits / 10^scale`, read from the shortest text that reads back as
