@@ -132,7 +132,7 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
         let concurrency = pool.options().get_max_connections().max(2) as usize;
         let (pool, bus) = (pool.clone(), bus.clone());
         tasks.spawn(async move {
-            if let Err(error) = commands::worker::run(pool, bus, wake, concurrency).await {
+            if let Err(error) = commands::engine::run(pool, bus, wake, concurrency).await {
                 tracing::error!(%error, "command worker stopped");
             }
         });

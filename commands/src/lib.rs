@@ -1,19 +1,27 @@
 //! The command side: imperative commands, pure aggregates (`decide`/`evolve`), the validation of
-//! everything a command carries, the command worker that runs each command in one Postgres
-//! transaction, and the protocol the gateway uses to reach it over NATS.
+//! everything a command carries, the engine that runs each command (in one statement or one Postgres
+//! transaction), and the protocol the gateway uses to reach it over NATS.
+//!
+//! Each domain has one home (`contacts`, `products`, `metafields`, `price_lists`, `records`, `tags`,
+//! `webhooks`): its aggregate and parsing in `mod.rs`, its [`handler::Handler`] in `handler.rs`.
+//! The engine (`engine/`) holds no domain code; `registry.rs` lists every command once.
 
 pub mod aggregate;
 pub mod client;
-pub mod customer;
+pub mod contacts;
+pub mod engine;
+pub mod handler;
 pub mod idempotency;
+pub mod metafields;
 pub mod organization;
+pub mod price_lists;
 pub mod products;
 pub mod protocol;
 pub mod records;
+mod registry;
 pub mod tags;
 pub mod validate;
 pub mod webhooks;
-pub mod worker;
 
 pub use aggregate::{Aggregate, Rejection};
 pub use validate::FieldError;

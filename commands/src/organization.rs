@@ -416,7 +416,7 @@ async fn disable_grant_endpoints(conn: &mut PgConnection, org_id: Uuid, credenti
     .fetch_all(&mut *conn)
     .await?;
     for endpoint in owned {
-        let (state, version) = crate::worker::load::<WebhookEndpoint>(conn, org_id, endpoint)
+        let (state, version) = crate::engine::load::<WebhookEndpoint>(conn, org_id, endpoint)
             .await
             .map_err(|e| AdminError::Invalid(e.to_string()))?;
         if state.is_none_or(|s| s.status == EndpointStatus::Disabled) {

@@ -1,13 +1,9 @@
 //! What travels between the gateway and the command workers over NATS request/reply.
 
+pub use crate::registry::{Command, CommandKind};
+
 use crate::aggregate::Rejection;
-use crate::customer::CustomerCommand;
-use crate::products::{BulkAdjustment, ProductCommand};
-use crate::records::RecordCommand;
-use crate::tags::{ApplyTags, TagCommand};
-use crate::webhooks::WebhookCommand;
 use events::CommitKey;
-use events::catalogue::{CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, PriceListEvent, WarehouseEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -53,58 +49,6 @@ pub struct Idempotency {
     pub operation: String,
     /// SHA-256 (hex) of the operation, its path parameters, the contract version and the canonical body.
     pub request_hash: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "aggregate", content = "command", rename_all = "snake_case")]
-#[allow(clippy::large_enum_variant, reason = "a command lives for one request; boxing buys nothing")]
-pub enum Command {
-    Customer(CustomerCommand),
-    Supplier(CustomerCommand),
-    Product(ProductCommand),
-    MetafieldDefinition(RecordCommand<MetafieldDefinitionEvent>),
-    BulkAdjustProducts(BulkAdjustment),
-    Tag(TagCommand),
-    ApplyTags(ApplyTags),
-    PaymentMethod(RecordCommand<PaymentMethodEvent>),
-    Warehouse(RecordCommand<WarehouseEvent>),
-    Category(RecordCommand<CategoryEvent>),
-    PriceList(RecordCommand<PriceListEvent>),
-    Webhook(WebhookCommand),
-}
-
-impl Command {
-    /// Commands that also write write-model rows beside their events, which must commit together.
-    pub fn needs_transaction(&self) -> bool {
-        matches!(self, Command::Product(_) | Command::BulkAdjustProducts(_) | Command::ApplyTags(_))
-    }
-
-    /// Commands that take about as long as one another (one small stream, a few milliseconds), so they may
-    /// share a batch without one holding the others' replies back. Product writes (up to 250 variants),
-    /// bulk adjustments, tag applications and price lists (any number of prices) travel alone.
-    pub fn batches_well(&self) -> bool {
-        !matches!(
-            self,
-            Command::Product(_) | Command::BulkAdjustProducts(_) | Command::ApplyTags(_) | Command::PriceList(_)
-        )
-    }
-
-    /// The stream the command writes (its aggregate's id).
-    pub fn stream_id(&self) -> Uuid {
-        match self {
-            Command::Customer(c) | Command::Supplier(c) => c.contact_id(),
-            Command::Product(c) => c.target_id(),
-            Command::MetafieldDefinition(c) => c.id(),
-            Command::BulkAdjustProducts(c) => c.id,
-            Command::Tag(c) => c.id(),
-            Command::ApplyTags(c) => c.id,
-            Command::PaymentMethod(c) => c.id(),
-            Command::Warehouse(c) => c.id(),
-            Command::Category(c) => c.id(),
-            Command::PriceList(c) => c.id(),
-            Command::Webhook(c) => c.id(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
-use commands::customer::{ContactCommand, Customer, parse_fields, province_name, sets_default_account};
+use commands::contacts::{ContactCommand, Customer, parse_fields, province_name, sets_default_account};
 use commands::protocol::Command;
 use events::catalogue::CustomerFields;
 use poem::web::Data;

@@ -11,11 +11,12 @@ use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
+use commands::metafields::parse_metafield_definition;
 use commands::products::{
     Product, ProductCommand, parse_bulk_adjustment, parse_create, parse_metafield_patch, parse_replace,
 };
 use commands::protocol::Command;
-use commands::records::{RecordCommand, parse_metafield_definition};
+use commands::records::RecordCommand;
 use events::catalogue::MetafieldDefinitionFields;
 use events::catalogue::{Metafield, OptionValue, vat_percentage};
 use poem::web::Data;
@@ -618,7 +619,7 @@ impl ProductsApi {
         let command = Command::MetafieldDefinition(RecordCommand::Create { id, fields });
         let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
         state.await_read("metafield_definitions", &auth.0, accepted.commit).await?;
-        let record: commands::records::MetafieldDefinition =
+        let record: commands::metafields::MetafieldDefinition =
             serde_json::from_value(accepted.state).map_err(|_| ApiError::internal())?;
         let data = definition_data(record.id, record.fields, record.created_at);
         Ok(DefinitionCreated::Created(RawJson::new(Style::b(&MetafieldDefinitionEnvelope { success: true, data }))))

@@ -8,7 +8,7 @@ use crate::http::list::{ListEnvelope, ListParams, parse_id};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::Command;
-use commands::tags::{Tag, TagCommand, parse_apply, parse_create, parse_update};
+use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse_update};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -174,7 +174,7 @@ fn accepted_tag(value: Value) -> Result<TagData, ApiError> {
 #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
 async fn apply(
     segment: &str,
-    resource_type: &str,
+    resource_type: Taggable,
     auth: Auth,
     state: &AppState,
     request_id: RequestId,
@@ -310,7 +310,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply("customers", "customer", auth, &state, request_id, version, key, body).await
+        apply("customers", Taggable::Customer, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag suppliers
@@ -326,7 +326,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply("suppliers", "supplier", auth, &state, request_id, version, key, body).await
+        apply("suppliers", Taggable::Supplier, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag products
@@ -342,7 +342,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply("products", "product", auth, &state, request_id, version, key, body).await
+        apply("products", Taggable::Product, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag sales
@@ -358,6 +358,6 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply("sales", "sale", auth, &state, request_id, version, key, body).await
+        apply("sales", Taggable::Sale, auth, &state, request_id, version, key, body).await
     }
 }

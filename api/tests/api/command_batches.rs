@@ -5,7 +5,7 @@
 use crate::helpers::nats_url;
 use async_nats::Subscriber;
 use commands::client::{CommandClient, STALL, SendError};
-use commands::customer::CustomerCommand;
+use commands::contacts::CustomerCommand;
 use commands::protocol::{Actor, Command, CommandBatch, CommandBatchReply, CommandReply, CommandRequest};
 use events::bus::Bus;
 use events::catalogue::CustomerFields;

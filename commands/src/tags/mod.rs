@@ -2,9 +2,13 @@
 //! from customers, suppliers and products. Applying several tags to several resources is one command
 //! that appends to every tag's stream at once (see the worker).
 
+mod handler;
+
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{TagEvent, TagFields};
+pub use handler::TagApplications;
+pub(crate) use handler::tagged_products;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -62,11 +66,33 @@ impl TagCommand {
     }
 }
 
+/// The kinds of resource tags apply to (stored as their snake_case names in tag events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Taggable {
+    Customer,
+    Supplier,
+    Product,
+    Sale,
+}
+
+impl Taggable {
+    pub const ALL: [Taggable; 4] = [Taggable::Customer, Taggable::Supplier, Taggable::Product, Taggable::Sale];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Taggable::Customer => "customer",
+            Taggable::Supplier => "supplier",
+            Taggable::Product => "product",
+            Taggable::Sale => "sale",
+        }
+    }
+}
+
 /// Applying and removing tags on resources of one kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApplyTags {
-    /// `customer`, `supplier`, `product` or `sale`.
-    pub resource_type: String,
+    pub resource_type: Taggable,
     pub resource_ids: Vec<Uuid>,
     pub add: Vec<Uuid>,
     pub remove: Vec<Uuid>,
@@ -157,7 +183,7 @@ pub fn parse_update(body: &Value) -> Result<TagChanges, Vec<FieldError>> {
 
 /// An apply body: `ids` (the resources, 1 to 1000), `add` and `remove` (tag ids; at least one tag in
 /// all, none in both).
-pub fn parse_apply(body: &Value, resource_type: &str) -> Result<ApplyTags, Vec<FieldError>> {
+pub fn parse_apply(body: &Value, resource_type: Taggable) -> Result<ApplyTags, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
     let list = |r: &mut ObjectReader<'_>, name: &str, max: usize| -> Vec<Uuid> {
         let mut out = Vec::new();
@@ -189,5 +215,5 @@ pub fn parse_apply(body: &Value, resource_type: &str) -> Result<ApplyTags, Vec<F
     if add.iter().any(|t| remove.contains(t)) {
         r.reject("remove", "conflict", "a tag cannot be added and removed at once");
     }
-    r.finish(ApplyTags { resource_type: resource_type.to_owned(), resource_ids, add, remove, id: Uuid::now_v7() })
+    r.finish(ApplyTags { resource_type, resource_ids, add, remove, id: Uuid::now_v7() })
 }

@@ -1,14 +1,17 @@
-//! The simple configuration aggregates (payment methods, warehouses, categories, points of sale): a
-//! record is created, then replaced as a whole. Each kind brings its own field rules.
+//! Configuration records: the generic aggregate (created, then replaced as a whole) shared by payment
+//! methods, warehouses, categories, points of sale, metafield definitions and price lists, and the
+//! field rules of the simple kinds. Metafield definitions and price lists have homes of their own.
+
+mod handler;
+
+pub use handler::RecordRules;
 
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
 use events::EventPayload;
-use events::catalogue::ListPrice;
 use events::catalogue::{
-    CategoryEvent, CategoryFields, MetafieldDefinitionEvent, MetafieldDefinitionFields, PaymentMethodEvent,
-    PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields, PriceListEvent, PriceListFields, RecordEvent,
-    WarehouseEvent, WarehouseFields,
+    CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
+    RecordEvent, WarehouseEvent, WarehouseFields,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -53,6 +56,12 @@ impl<E: RecordEvent> RecordCommand<E> {
     pub fn is_creation(&self) -> bool {
         matches!(self, Self::Create { .. })
     }
+
+    pub fn fields(&self) -> &E::Fields {
+        match self {
+            Self::Create { fields, .. } | Self::Replace { fields, .. } => fields,
+        }
+    }
 }
 
 impl<E: RecordEvent> Aggregate for Record<E> {
@@ -90,149 +99,6 @@ pub type PaymentMethod = Record<PaymentMethodEvent>;
 pub type Warehouse = Record<WarehouseEvent>;
 pub type Category = Record<CategoryEvent>;
 pub type PointOfSale = Record<PointOfSaleEvent>;
-pub type MetafieldDefinition = Record<MetafieldDefinitionEvent>;
-pub type PriceList = Record<PriceListEvent>;
-
-/// The one automatic pricing mode: the variant's base price moved by a percentage.
-pub const AUTOMATIC_PRICING_MODES: &[&str] = &["base_price_adjustment"];
-
-/// Most explicit prices one list holds.
-pub const MAX_LIST_PRICES: usize = 5_000;
-
-/// Price list body (snake_case): `name` 1–100, `description` ≤ 500, `is_automatic` (false),
-/// `automatic_pricing_mode` and `adjustment_percentage` (-99 to 1000, two decimals; both required on
-/// an automatic list, refused on a manual one), `tax_inclusive` (false), `is_active` (true), and
-/// `prices`: explicit `{product_id, unit_price}` entries, one per variant, at most 5000.
-pub fn parse_price_list(body: &Value) -> Result<PriceListFields, Vec<FieldError>> {
-    let mut r = ObjectReader::new(body, "");
-    let name = r.required_str("name", 1, 100);
-    let description = r.optional_str("description", 500);
-    let is_automatic = bool_or(&mut r, "is_automatic", false);
-    let automatic_pricing_mode = r.optional_enum("automatic_pricing_mode", AUTOMATIC_PRICING_MODES);
-    let adjustment_hundredths = r.optional_percentage("adjustment_percentage", -99, 1000);
-    if is_automatic {
-        for field in ["automatic_pricing_mode", "adjustment_percentage"] {
-            if r.value(field).is_none() {
-                r.reject(field, "required", "is required on an automatic price list");
-            }
-        }
-    } else {
-        for field in ["automatic_pricing_mode", "adjustment_percentage"] {
-            if r.value(field).is_some() {
-                r.reject(field, "not_allowed", "only automatic price lists (is_automatic: true) have it");
-            }
-        }
-    }
-    let tax_inclusive = bool_or(&mut r, "tax_inclusive", false);
-    let is_active = bool_or(&mut r, "is_active", true);
-    let mut prices: Vec<ListPrice> = Vec::new();
-    match r.value("prices").map(Value::as_array) {
-        None => {}
-        Some(Some(items)) if items.len() > MAX_LIST_PRICES => {
-            r.reject("prices", "too_many", format!("at most {MAX_LIST_PRICES} prices per list"))
-        }
-        Some(Some(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                let mut p = ObjectReader::new(item, &format!("prices[{i}]"));
-                let product_id = p.optional_uuid("product_id");
-                if product_id.is_none() && p.value("product_id").is_none() {
-                    p.reject("product_id", "required", "is required");
-                }
-                if p.value("unit_price").is_none() {
-                    p.reject("unit_price", "required", "is required (integer cents)");
-                }
-                let unit_price = p.optional_count("unit_price", crate::products::MAX_CENTS).unwrap_or(0);
-                if let Some(product_id) = product_id {
-                    if prices.iter().any(|e| e.product_id == product_id) {
-                        p.reject("product_id", "duplicate", "each product may have one price in a list");
-                    }
-                    prices.push(ListPrice { product_id, unit_price });
-                }
-                r.errors.append(&mut p.errors);
-            }
-        }
-        Some(None) => r.reject("prices", "invalid_type", "must be an array of {product_id, unit_price}"),
-    }
-    r.finish(PriceListFields {
-        name,
-        description,
-        is_automatic,
-        automatic_pricing_mode,
-        adjustment_hundredths,
-        tax_inclusive,
-        is_active,
-        prices,
-    })
-}
-
-pub const METAFIELD_VALUE_TYPES: &[&str] = &["text", "integer", "decimal", "boolean", "date", "choice"];
-
-/// Parses a metafield definition body: `key`, `name`, `valueType`, `choices` (for `choice`),
-/// `maxLength` (for `text`).
-pub fn parse_metafield_definition(body: &Value) -> Result<MetafieldDefinitionFields, Vec<FieldError>> {
-    let mut r = ObjectReader::new(body, "");
-    let key = r.required_str("key", 1, 64);
-    if !key.is_empty() && !crate::products::valid_metafield_key(&key) {
-        r.reject("key", "invalid_format", "use lowercase letters, digits, '_', '-' and '.'");
-    }
-    let name = r.optional_str("name", 100).unwrap_or_else(|| key.clone());
-    let value_type = r.optional_enum("valueType", METAFIELD_VALUE_TYPES).unwrap_or_else(|| "text".to_owned());
-    let mut choices = Vec::new();
-    match r.value("choices").map(Value::as_array) {
-        None => {}
-        Some(Some(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                match item.as_str().map(str::trim) {
-                    Some(text)
-                        if !text.is_empty() && text.chars().count() <= 100 && !choices.iter().any(|c| c == text) =>
-                    {
-                        choices.push(text.to_owned())
-                    }
-                    _ => r.reject(
-                        &format!("choices[{i}]"),
-                        "invalid_value",
-                        "must be a distinct text of 1 to 100 characters",
-                    ),
-                }
-            }
-        }
-        Some(None) => r.reject("choices", "invalid_type", "must be an array of texts"),
-    }
-    if value_type == "choice" && choices.is_empty() && !r.has("choices") {
-        r.reject("choices", "required", "a choice field needs its choices");
-    }
-    if value_type != "choice" && !choices.is_empty() {
-        r.reject("choices", "not_allowed", "only choice fields have choices");
-    }
-    let max_length = r.optional_count("maxLength", 1000).filter(|n| *n > 0);
-    if max_length.is_some() && value_type != "text" {
-        r.reject("maxLength", "not_allowed", "only text fields have a maximum length");
-    }
-    r.finish(MetafieldDefinitionFields { key, name, value_type, choices, max_length })
-}
-
-/// Why `value` does not satisfy `definition`, if it does not.
-pub fn metafield_violation(definition: &MetafieldDefinitionFields, value: &str) -> Option<String> {
-    match definition.value_type.as_str() {
-        "integer" => value.parse::<i64>().is_err().then(|| "must be a whole number".to_owned()),
-        "decimal" => {
-            let ok = value.parse::<f64>().is_ok_and(f64::is_finite)
-                && value.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-');
-            (!ok).then(|| "must be a decimal number such as 12.5".to_owned())
-        }
-        "boolean" => (!matches!(value, "true" | "false")).then(|| "must be true or false".to_owned()),
-        "date" => {
-            let format = time::macros::format_description!("[year]-[month]-[day]");
-            time::Date::parse(value, &format).is_err().then(|| "must be a date written YYYY-MM-DD".to_owned())
-        }
-        "choice" => (!definition.choices.iter().any(|c| c == value))
-            .then(|| format!("must be one of: {}", definition.choices.join(", "))),
-        _ => definition
-            .max_length
-            .filter(|max| value.chars().count() as i64 > *max)
-            .map(|max| format!("must be at most {max} characters")),
-    }
-}
 
 fn bool_or(r: &mut ObjectReader<'_>, name: &str, default: bool) -> bool {
     r.optional_bool(name).unwrap_or(default)

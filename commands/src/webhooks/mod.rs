@@ -2,6 +2,8 @@
 //! test). `disable` is terminal. An endpoint made with a delegated grant belongs to that grant and is
 //! invisible to every other credential; one made with an API key belongs to the organization.
 
+mod handler;
+
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{

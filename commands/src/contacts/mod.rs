@@ -1,6 +1,8 @@
 //! The contact aggregates, customers and suppliers: what a valid contact is, and how creating and
 //! replacing one decide.
 
+mod handler;
+
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};

@@ -2,6 +2,10 @@
 //! sellable variants. Creation takes a single product or an option matrix; a replace targets one
 //! variant and may change shared fields, which touches every variant of the group.
 
+mod handler;
+
+pub use handler::BulkAdjustments;
+
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{

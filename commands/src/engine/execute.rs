@@ -1,0 +1,237 @@
+//! Running one decision against one aggregate instance: the connection a command runs on, where its
+//! events go, loading a stream, deciding and appending with optimistic concurrency, and the small
+//! lookups several domains share.
+
+use crate::aggregate::{Aggregate, Rejection};
+use crate::engine::append::Appender;
+use crate::protocol::CommandReply;
+use crate::validate::FieldError;
+use events::store::{self, AppendError, AppendRequest, Appended, StreamRef};
+use events::{CommitKey, EventPayload, Metadata};
+use serde::Serialize;
+use sqlx::{PgConnection, PgPool};
+use uuid::Uuid;
+
+/// How many times a command is re-decided after losing an optimistic-concurrency race.
+pub(crate) const CONFLICT_RETRIES: usize = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecuteError {
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+    #[error("the outcome could not be stored: {0}")]
+    Storage(#[from] sqlx::Error),
+    #[error("stored events of stream {0} could not be decoded: {1}")]
+    Corrupt(Uuid, String),
+    #[error("gave up after repeated concurrent updates of stream {0}")]
+    Contended(Uuid),
+}
+
+/// The result of a command that was accepted.
+#[derive(Debug, Clone)]
+pub struct Executed<A> {
+    pub state: A,
+    pub commit: Option<CommitKey>,
+    pub created: bool,
+}
+
+/// Where decided events go: the group appender (each command its own statement, committed at once), or
+/// the caller's open transaction (committed with whatever else the caller writes).
+pub enum Sink<'a> {
+    Group(&'a Appender),
+    Transaction,
+}
+
+/// The connection a command runs on: the caller's open transaction, or one taken from the pool only
+/// when the command first needs it. A creation that checks nothing goes straight to the group appender
+/// and never holds a pool connection (whose every release costs a round trip to the server).
+pub enum Conn<'a> {
+    Lazy(&'a PgPool, Option<sqlx::pool::PoolConnection<sqlx::Postgres>>),
+    Open(&'a mut PgConnection),
+}
+
+impl Conn<'_> {
+    pub async fn get(&mut self) -> Result<&mut PgConnection, sqlx::Error> {
+        match self {
+            Conn::Open(conn) => Ok(conn),
+            Conn::Lazy(pool, slot) => {
+                if slot.is_none() {
+                    *slot = Some(pool.acquire().await?);
+                }
+                slot.as_deref_mut().ok_or(sqlx::Error::PoolClosed)
+            }
+        }
+    }
+}
+
+/// Loads one aggregate instance of this organization (a foreign or unknown id loads as `None`).
+pub async fn load<A>(conn: &mut PgConnection, org_id: Uuid, stream_id: Uuid) -> Result<(Option<A>, i32), ExecuteError>
+where
+    A: Aggregate + WithId,
+{
+    let stored = store::load_stream(conn, org_id, stream_id).await?;
+    let version = stored.last().map(|e| e.version).unwrap_or(0);
+    let mut state: Option<A> = None;
+    for event in &stored {
+        if event.stream_type != A::Event::STREAM_TYPE {
+            return Ok((None, version));
+        }
+        let decoded = A::Event::decode(&event.event_type, event.schema_version, event.data.clone())
+            .map_err(|e| ExecuteError::Corrupt(stream_id, e.to_string()))?;
+        state = A::evolve(state, &decoded, event.recorded_at);
+    }
+    Ok((state.map(|s| s.with_id(stream_id)), version))
+}
+
+/// Runs a command against one aggregate instance: load, decide, append with optimistic concurrency.
+/// Nothing is half-written: the events of one command are appended by one statement.
+///
+/// `is_creation` skips loading the stream for commands that start a new one with a fresh id.
+#[allow(clippy::too_many_arguments, reason = "one call site per sink; a parameter struct would only rename them")]
+pub async fn execute<A>(
+    conn: &mut Conn<'_>,
+    sink: &Sink<'_>,
+    org_id: Uuid,
+    stream_id: Uuid,
+    command: &A::Command,
+    is_creation: bool,
+    metadata: &Metadata,
+) -> Result<Executed<A>, ExecuteError>
+where
+    A: Aggregate + WithId,
+{
+    for _ in 0..CONFLICT_RETRIES {
+        let (state, version) =
+            if is_creation { (None, 0) } else { load::<A>(conn.get().await?, org_id, stream_id).await? };
+        let decided = A::decide(state.as_ref(), command)?;
+        if decided.is_empty() {
+            let state = state.ok_or_else(|| Rejection::not_found(A::Event::STREAM_TYPE))?;
+            return Ok(Executed { state, commit: None, created: false });
+        }
+        let new_events: Vec<_> = decided.iter().map(EventPayload::to_new_event).collect();
+        let stream = StreamRef { org_id, stream_type: A::Event::STREAM_TYPE, stream_id, expected_version: version };
+        let request = AppendRequest { stream, events: new_events, metadata: metadata.clone() };
+        let mut requests = vec![request];
+        requests.extend(A::follow_ups(conn, org_id, stream_id, &decided, metadata).await?);
+        let appended = match sink {
+            Sink::Group(appender) => appender.append(requests).await,
+            Sink::Transaction => store::append_many(conn.get().await?, &requests).await,
+        }
+        .and_then(|all| {
+            // The write is readable once the last of its events (follow-ups included) is.
+            let main = all.first().copied().ok_or(AppendError::Database(sqlx::Error::RowNotFound))?;
+            let last = all.iter().map(|a| a.key).max().unwrap_or(main.key);
+            Ok(Appended { key: last, ..main })
+        });
+        match appended {
+            Ok(appended) => {
+                let created = state.is_none();
+                let mut next = state;
+                for event in &decided {
+                    next = A::evolve(next, event, appended.recorded_at);
+                }
+                let state = next.ok_or_else(|| Rejection::not_found(A::Event::STREAM_TYPE))?.with_id(stream_id);
+                return Ok(Executed { state, commit: Some(appended.key), created });
+            }
+            Err(AppendError::Conflict { .. }) if is_creation => {
+                return Err(Rejection::conflict("ALREADY_EXISTS", "a resource with this id already exists").into());
+            }
+            // In a transaction the failed statement aborted it: the caller starts over.
+            Err(AppendError::Conflict { .. }) if matches!(sink, Sink::Transaction) => {
+                return Err(ExecuteError::Contended(stream_id));
+            }
+            Err(AppendError::Conflict { .. }) => continue,
+            Err(AppendError::Database(e)) => return Err(e.into()),
+        }
+    }
+    Err(ExecuteError::Contended(stream_id))
+}
+
+/// What the worker needs of an aggregate beyond deciding: its id comes from the stream it lives in,
+/// and a decision may require events in other streams, appended atomically with its own.
+pub trait WithId: Aggregate {
+    fn with_id(self, id: Uuid) -> Self;
+
+    /// Appends to other streams that must accompany `decided`, in the same statement as its own.
+    fn follow_ups(
+        conn: &mut Conn<'_>,
+        org_id: Uuid,
+        stream_id: Uuid,
+        decided: &[Self::Event],
+        metadata: &Metadata,
+    ) -> impl std::future::Future<Output = Result<Vec<AppendRequest>, ExecuteError>> + Send;
+}
+
+/// The reply to an accepted command: its aggregate's state after it.
+pub fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
+    CommandReply::Accepted {
+        commit: executed.commit,
+        created: executed.created,
+        state: serde_json::to_value(&executed.state).unwrap_or(serde_json::Value::Null),
+        replayed: false,
+    }
+}
+
+/// Decides and appends a command of aggregate `A` on the stream `stream_id`, and replies with the state
+/// after it: the whole run of a command that keeps nothing beside its events.
+pub async fn run_aggregate<A>(
+    conn: &mut Conn<'_>,
+    sink: &Sink<'_>,
+    org_id: Uuid,
+    stream_id: Uuid,
+    command: &A::Command,
+    is_creation: bool,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError>
+where
+    A: Aggregate + WithId + Serialize,
+{
+    Ok(accepted(execute::<A>(conn, sink, org_id, stream_id, command, is_creation, metadata).await?))
+}
+
+/// Appends events to several streams in one statement inside the caller's transaction (all or none);
+/// the commit key of the last, if any. A version conflict asks the caller to start over.
+pub async fn append_together(
+    conn: &mut PgConnection,
+    requests: &[AppendRequest],
+    operation: Uuid,
+) -> Result<Option<CommitKey>, ExecuteError> {
+    if requests.is_empty() {
+        return Ok(None);
+    }
+    match store::append_many(conn, requests).await {
+        Ok(appended) => Ok(appended.iter().map(|a| a.key).max()),
+        Err(AppendError::Conflict { .. }) => Err(ExecuteError::Contended(operation)),
+        Err(AppendError::Database(e)) => Err(e.into()),
+    }
+}
+
+/// Whether another stream of `stream_type` is named `name` (case-insensitively) by the latest of its
+/// `naming` events (the events that carry a `name`).
+pub async fn name_taken(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    stream_type: &str,
+    naming: &[&str],
+    name: &str,
+    except: Uuid,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "select exists(select 1 from (select distinct on (stream_id) stream_id, data->>'name' as name
+                                      from events where org_id = $1 and stream_type = $2 and event_type = any($3)
+                                      order by stream_id, version desc) latest
+                       where lower(name) = lower($4) and stream_id <> $5)",
+    )
+    .bind(org_id)
+    .bind(stream_type)
+    .bind(naming)
+    .bind(name)
+    .bind(except)
+    .fetch_one(conn)
+    .await
+}
+
+/// A rejection naming every offending field, or nothing when there are none.
+pub fn reject_fields(errors: Vec<FieldError>) -> Result<(), ExecuteError> {
+    if errors.is_empty() { Ok(()) } else { Err(Rejection::Invalid { errors }.into()) }
+}

@@ -1,0 +1,301 @@
+//! How the workers run product commands. Product writes run in a transaction of their own because they
+//! keep `product_variants` (variant → group, SKU, supplier, category) in step with their events; bulk
+//! adjustments select their variants there and append every changed group in one statement.
+
+use crate::aggregate::Rejection;
+use crate::contacts::Supplier;
+use crate::engine::{Conn, ExecuteError, Sink, WithId, accepted, append_together, execute, load, reject_fields};
+use crate::handler::{Batching, Commit, Handler};
+use crate::metafields::metafield_violation;
+use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
+use crate::protocol::CommandReply;
+use crate::records::{Category, Warehouse};
+use crate::tags::{Tag, tagged_products};
+use crate::validate::FieldError;
+use events::store::{AppendRequest, StreamRef};
+use events::{EventPayload, Metadata};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+impl WithId for Product {
+    fn with_id(self, id: Uuid) -> Self {
+        Product { id, ..self }
+    }
+
+    async fn follow_ups(
+        _: &mut Conn<'_>,
+        _: Uuid,
+        _: Uuid,
+        _: &[Self::Event],
+        _: &Metadata,
+    ) -> Result<Vec<AppendRequest>, ExecuteError> {
+        Ok(Vec::new())
+    }
+}
+
+impl Handler for Product {
+    type Command = ProductCommand;
+    const COMMIT: Commit = Commit::OwnTransaction;
+    const BATCHING: Batching = Batching::Alone;
+
+    fn stream_id(command: &ProductCommand) -> Uuid {
+        command.target_id()
+    }
+
+    async fn check_references(command: &ProductCommand, conn: &mut Conn<'_>, org_id: Uuid) -> Result<(), ExecuteError> {
+        check_product_references(conn.get().await?, org_id, command).await
+    }
+
+    async fn run(
+        command: &ProductCommand,
+        conn: &mut Conn<'_>,
+        sink: &Sink<'_>,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        run_product(conn, sink, org_id, command, metadata).await
+    }
+}
+
+/// Bulk cost and price adjustments over the variants a filter selects.
+pub struct BulkAdjustments;
+
+impl Handler for BulkAdjustments {
+    type Command = BulkAdjustment;
+    const COMMIT: Commit = Commit::OwnTransaction;
+    const BATCHING: Batching = Batching::Alone;
+
+    fn stream_id(command: &BulkAdjustment) -> Uuid {
+        command.id
+    }
+
+    /// The filter's references are checked while selecting, so all offending ones are named together.
+    async fn check_references(_: &BulkAdjustment, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
+        Ok(())
+    }
+
+    async fn run(
+        command: &BulkAdjustment,
+        conn: &mut Conn<'_>,
+        _: &Sink<'_>,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        run_bulk_adjustment(conn.get().await?, org_id, command, metadata).await
+    }
+}
+
+/// A product's category, default supplier and opening-stock warehouses must exist in the organization.
+async fn check_product_references(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    command: &ProductCommand,
+) -> Result<(), ExecuteError> {
+    let mut errors = Vec::new();
+    let assigned = command.assigned_metafields();
+    if !assigned.is_empty() {
+        let definitions = crate::metafields::definitions(conn, org_id).await?;
+        for (path, entry) in assigned {
+            if let Some(definition) = definitions.iter().find(|d| d.key == entry.key)
+                && let Some(why) = metafield_violation(definition, &entry.value)
+            {
+                errors.push(FieldError::new(path, "invalid_value", why));
+            }
+        }
+    }
+    let shared = command.shared();
+    if let Some(category) = shared.and_then(|s| s.category_id)
+        && load::<Category>(conn, org_id, category).await?.0.is_none()
+    {
+        errors.push(FieldError::new("categoryId", "not_found", "no category of this organization has this id"));
+    }
+    if let Some(supplier) = shared.and_then(|s| s.default_supplier_id)
+        && load::<Supplier>(conn, org_id, supplier).await?.0.is_none()
+    {
+        errors.push(FieldError::new("defaultSupplierId", "not_found", "no supplier of this organization has this id"));
+    }
+    if let ProductCommand::Create { opening_stock, .. } = command {
+        let mut checked: Vec<Uuid> = Vec::new();
+        for stock in opening_stock {
+            if checked.contains(&stock.warehouse_id) {
+                continue;
+            }
+            checked.push(stock.warehouse_id);
+            if load::<Warehouse>(conn, org_id, stock.warehouse_id).await?.0.is_none() {
+                errors.push(FieldError::new(
+                    "warehouseStocks",
+                    "not_found",
+                    format!("no warehouse of this organization has the id {}", stock.warehouse_id),
+                ));
+            }
+        }
+    }
+    reject_fields(errors)
+}
+
+/// Adjusts the cost or price of every matching variant in one transaction: one `ProductUpdated` per
+/// group that changed, appended together (all or nothing). Prices under automatic margin pricing are
+/// recalculated from the new costs in the same events; automatic price lists price from the stored
+/// base prices, so they follow by themselves. No sales channels exist yet, so there is no
+/// synchronisation effect to record.
+async fn run_bulk_adjustment(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    adjustment: &BulkAdjustment,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let filter = &adjustment.filter;
+    let tagged = match filter.tag_id {
+        Some(tag_id) => {
+            if load::<Tag>(conn, org_id, tag_id).await?.0.is_none() {
+                return Err(Rejection::Invalid {
+                    errors: vec![FieldError::new("tag_id", "not_found", "no tag of this organization has this id")],
+                }
+                .into());
+            }
+            Some(tagged_products(conn, org_id, tag_id).await?)
+        }
+        None => None,
+    };
+    let matched: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "select variant_id, group_id from product_variants
+         where org_id = $1 and ($2::uuid is null or default_supplier_id = $2) and ($3::uuid is null or category_id = $3)
+           and (cardinality($4::uuid[]) = 0 or variant_id = any($4))
+           and ($5::uuid[] is null or variant_id = any($5))
+         order by variant_id",
+    )
+    .bind(org_id)
+    .bind(filter.default_supplier_id)
+    .bind(filter.category_id)
+    .bind(&filter.product_ids)
+    .bind(tagged)
+    .fetch_all(&mut *conn)
+    .await?;
+    let unknown: Vec<FieldError> = filter
+        .product_ids
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| !matched.iter().any(|(v, _)| v == *id))
+        .map(|(i, _)| {
+            FieldError::new(format!("product_ids[{i}]"), "not_found", "no product of this organization has this id")
+        })
+        .collect();
+    if !unknown.is_empty()
+        && filter.default_supplier_id.is_none()
+        && filter.category_id.is_none()
+        && filter.tag_id.is_none()
+    {
+        return Err(Rejection::Invalid { errors: unknown }.into());
+    }
+    let mut by_group: std::collections::BTreeMap<Uuid, Vec<Uuid>> = std::collections::BTreeMap::new();
+    for (variant, group) in &matched {
+        by_group.entry(*group).or_default().push(*variant);
+    }
+    let groups: Vec<Uuid> = by_group.keys().copied().collect();
+    // Every product event carries its group's whole state: the latest one per stream is the state.
+    let latest: Vec<(Uuid, i32, serde_json::Value)> = sqlx::query_as(
+        "select distinct on (stream_id) stream_id, version, data from events
+         where org_id = $1 and stream_type = 'product' and stream_id = any($2)
+         order by stream_id, version desc",
+    )
+    .bind(org_id)
+    .bind(&groups)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut requests = Vec::new();
+    let mut total = crate::products::Adjusted::default();
+    for (group_id, version, data) in latest {
+        let group: events::catalogue::ProductGroup =
+            serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(org_id, e.to_string()))?;
+        let chosen = by_group.get(&group_id).map(Vec::as_slice).unwrap_or_default();
+        let (next, adjusted) = adjust_group(&group, chosen, &adjustment.target, adjustment.change);
+        total.skipped += adjusted.skipped;
+        if next == group {
+            continue;
+        }
+        total.changed += adjusted.changed;
+        total.repriced += adjusted.repriced;
+        let changes = variant_changes(group_id, &group, &next);
+        let event =
+            events::catalogue::ProductEvent::ProductUpdated(events::catalogue::ProductUpdated { group: next, changes });
+        let stream = StreamRef { org_id, stream_type: "product", stream_id: group_id, expected_version: version };
+        requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+    }
+    let commit = append_together(conn, &requests, adjustment.id).await?;
+    let state = serde_json::json!({
+        "object": "bulk_adjustment",
+        "id": adjustment.id,
+        "target": adjustment.target,
+        "change": adjustment.change,
+        "matched_variants": matched.len(),
+        "affected_variants": total.changed,
+        "affected_products": requests.len(),
+        "unchanged_variants": matched.len() - total.changed,
+        "automatic_prices_recalculated": total.repriced,
+        "skipped_automatic_variants": total.skipped,
+        "synchronization_effects": [],
+    });
+    Ok(CommandReply::Accepted { commit, created: true, state, replayed: false })
+}
+
+/// Runs a product command inside the caller's transaction: finds the group of a replaced variant,
+/// refuses SKUs another variant of the organization holds, appends, and keeps `product_variants` in step.
+async fn run_product(
+    conn: &mut Conn<'_>,
+    sink: &Sink<'_>,
+    org_id: Uuid,
+    command: &ProductCommand,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let group_id = match command {
+        ProductCommand::Create { id, .. } => *id,
+        ProductCommand::Replace { variant_id, .. } | ProductCommand::SetMetafields { variant_id, .. } => {
+            sqlx::query_scalar("select group_id from product_variants where org_id = $1 and variant_id = $2")
+                .bind(org_id)
+                .bind(variant_id)
+                .fetch_optional(conn.get().await?)
+                .await?
+                .ok_or_else(|| Rejection::not_found("product"))?
+        }
+    };
+    let skus = command.skus();
+    let taken: Vec<String> = sqlx::query_scalar(
+        "select lower(sku) from product_variants
+         where org_id = $1 and lower(sku) = any($2) and variant_id <> all($3)",
+    )
+    .bind(org_id)
+    .bind(skus.iter().map(|(_, sku, _)| sku.to_lowercase()).collect::<Vec<_>>())
+    .bind(skus.iter().map(|(id, _, _)| *id).collect::<Vec<_>>())
+    .fetch_all(conn.get().await?)
+    .await?;
+    if !taken.is_empty() {
+        let errors = skus
+            .iter()
+            .filter(|(_, sku, _)| taken.contains(&sku.to_lowercase()))
+            .map(|(_, sku, path)| {
+                FieldError::new(path.clone(), "already_exists", format!("the SKU {sku:?} is already in use"))
+            })
+            .collect();
+        return Err(Rejection::Invalid { errors }.into());
+    }
+    let executed = execute::<Product>(conn, sink, org_id, group_id, command, command.is_creation(), metadata).await?;
+    if executed.commit.is_some() {
+        let variants = &executed.state.group.variants;
+        let shared = &executed.state.group.shared;
+        sqlx::query(
+            "insert into product_variants (org_id, variant_id, group_id, sku, default_supplier_id, category_id)
+             select $1, v, $2, s, $5, $6 from unnest($3::uuid[], $4::text[]) as t(v, s)
+             on conflict (variant_id) do update set sku = excluded.sku,
+                 default_supplier_id = excluded.default_supplier_id, category_id = excluded.category_id",
+        )
+        .bind(org_id)
+        .bind(group_id)
+        .bind(variants.iter().map(|v| v.id).collect::<Vec<_>>())
+        .bind(variants.iter().map(|v| v.sku.clone()).collect::<Vec<_>>())
+        .bind(shared.default_supplier_id)
+        .bind(shared.category_id)
+        .execute(conn.get().await?)
+        .await?;
+    }
+    Ok(accepted(executed))
+}

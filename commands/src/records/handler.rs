@@ -1,0 +1,158 @@
+//! How the workers run record commands. Every kind of record states its own rules ([`RecordRules`]):
+//! whether it may share a batch and which facts outside its stream it checks. One record of a kind
+//! may be the organization's default: a record that takes the flag takes it from the previous one in
+//! the same append.
+
+use crate::aggregate::Rejection;
+use crate::engine::{Conn, ExecuteError, Sink, WithId, load, run_aggregate};
+use crate::handler::{Batching, Commit, Handler};
+use crate::protocol::CommandReply;
+use crate::records::{Category, Record, RecordCommand};
+use crate::validate::FieldError;
+use events::Metadata;
+use events::catalogue::{CategoryEvent, CategoryFields, PaymentMethodEvent, RecordEvent, WarehouseEvent};
+use events::store::{AppendRequest, StreamRef};
+use sqlx::PgConnection;
+use std::future::Future;
+use uuid::Uuid;
+
+/// What one kind of record adds to the generic record handler. Every item is required.
+pub trait RecordRules: RecordEvent + Send + Sync + 'static {
+    const BATCHING: Batching;
+
+    /// Facts outside the record's own stream that its fields must satisfy (`id` is the record's).
+    fn check_references(
+        id: Uuid,
+        fields: &Self::Fields,
+        conn: &mut Conn<'_>,
+        org_id: Uuid,
+    ) -> impl Future<Output = Result<(), ExecuteError>> + Send;
+}
+
+impl<E: RecordRules> WithId for Record<E> {
+    fn with_id(self, id: Uuid) -> Self {
+        Record::with_id(self, id)
+    }
+
+    /// At most one record of a kind is an organization's default: a record that becomes the default
+    /// takes the flag from the current one, which is replaced in the same append.
+    async fn follow_ups(
+        conn: &mut Conn<'_>,
+        org_id: Uuid,
+        stream_id: Uuid,
+        decided: &[E],
+        metadata: &Metadata,
+    ) -> Result<Vec<AppendRequest>, ExecuteError> {
+        let Some(last) = decided.last() else { return Ok(Vec::new()) };
+        if E::default_flag(last.fields()) != Some(true) {
+            return Ok(Vec::new());
+        }
+        let conn = conn.get().await?;
+        let mut follow_ups = Vec::new();
+        for previous in current_defaults(conn, org_id, E::STREAM_TYPE).await? {
+            if previous == stream_id {
+                continue;
+            }
+            let (state, version) = load::<Record<E>>(conn, org_id, previous).await?;
+            let Some(state) = state else { continue };
+            let event = E::replaced(E::with_default_flag(&state.fields, false));
+            let stream =
+                StreamRef { org_id, stream_type: E::STREAM_TYPE, stream_id: previous, expected_version: version };
+            follow_ups.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+        }
+        Ok(follow_ups)
+    }
+}
+
+/// The records of a kind whose latest state is flagged as the organization's default.
+async fn current_defaults(conn: &mut PgConnection, org_id: Uuid, stream_type: &str) -> Result<Vec<Uuid>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select stream_id from (
+             select distinct on (stream_id) stream_id, data from events
+             where org_id = $1 and stream_type = $2 order by stream_id, version desc
+         ) latest
+         where (data->>'is_default')::boolean",
+    )
+    .bind(org_id)
+    .bind(stream_type)
+    .fetch_all(conn)
+    .await
+}
+
+impl<E: RecordRules> Handler for Record<E> {
+    type Command = RecordCommand<E>;
+    const COMMIT: Commit = Commit::Grouped;
+    const BATCHING: Batching = E::BATCHING;
+
+    fn stream_id(command: &RecordCommand<E>) -> Uuid {
+        command.id()
+    }
+
+    async fn check_references(
+        command: &RecordCommand<E>,
+        conn: &mut Conn<'_>,
+        org_id: Uuid,
+    ) -> Result<(), ExecuteError> {
+        E::check_references(command.id(), command.fields(), conn, org_id).await
+    }
+
+    async fn run(
+        command: &RecordCommand<E>,
+        conn: &mut Conn<'_>,
+        sink: &Sink<'_>,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        run_aggregate::<Self>(conn, sink, org_id, command.id(), command, command.is_creation(), metadata).await
+    }
+}
+
+impl RecordRules for PaymentMethodEvent {
+    const BATCHING: Batching = Batching::Shared;
+
+    async fn check_references(_: Uuid, _: &Self::Fields, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
+        Ok(())
+    }
+}
+
+impl RecordRules for WarehouseEvent {
+    const BATCHING: Batching = Batching::Shared;
+
+    async fn check_references(_: Uuid, _: &Self::Fields, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
+        Ok(())
+    }
+}
+
+impl RecordRules for CategoryEvent {
+    const BATCHING: Batching = Batching::Shared;
+
+    /// The parent must be a category of this organization, and not the category itself or one of its
+    /// descendants.
+    async fn check_references(
+        id: Uuid,
+        fields: &CategoryFields,
+        conn: &mut Conn<'_>,
+        org_id: Uuid,
+    ) -> Result<(), ExecuteError> {
+        let mut next = fields.parent_id;
+        let mut depth = 0;
+        while let Some(parent) = next {
+            let conn = conn.get().await?;
+            if parent == id {
+                return Err(parent_error("cycle", "a category cannot be its own ancestor"));
+            }
+            let (state, _) = load::<Category>(conn, org_id, parent).await?;
+            let Some(state) = state else { return Err(Rejection::not_found("parent category").into()) };
+            next = state.fields.parent_id;
+            depth += 1;
+            if depth > 32 {
+                return Err(parent_error("too_deep", "categories nest at most 32 levels"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parent_error(code: &str, message: &str) -> ExecuteError {
+    Rejection::Invalid { errors: vec![FieldError::new("parentId", code, message)] }.into()
+}

@@ -1,0 +1,135 @@
+//! The one list of commands the workers run. Each line names a variant of the wire enum and the
+//! [`Handler`] that runs it; the macro generates the enum (its serde form is the wire format: the
+//! variant's snake_case name under `aggregate`, the command under `command`), a data-less
+//! [`CommandKind`], and every dispatch as an exhaustive match. Adding a command is one line here.
+
+use crate::engine::{Conn, ExecuteError, Sink};
+use crate::handler::{Batching, Commit, Handler};
+use crate::protocol::CommandReply;
+use events::Metadata;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+macro_rules! registry {
+    ($($(#[$doc:meta])* $variant:ident => $handler:ty,)+) => {
+        /// A command for the workers, as it travels on the bus.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        #[serde(tag = "aggregate", content = "command", rename_all = "snake_case")]
+        #[allow(clippy::large_enum_variant, reason = "a command lives for one request; boxing buys nothing")]
+        pub enum Command {
+            $($(#[$doc])* $variant(<$handler as Handler>::Command),)+
+        }
+
+        /// The kind of a [`Command`], without its data.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum CommandKind {
+            $($variant,)+
+        }
+
+        impl CommandKind {
+            /// Every kind, in registry order.
+            pub const ALL: &[CommandKind] = &[$(CommandKind::$variant,)+];
+        }
+
+        impl Command {
+            pub fn kind(&self) -> CommandKind {
+                match self {
+                    $(Command::$variant(_) => CommandKind::$variant,)+
+                }
+            }
+
+            /// The stream the command writes.
+            pub fn stream_id(&self) -> Uuid {
+                match self {
+                    $(Command::$variant(command) => <$handler as Handler>::stream_id(command),)+
+                }
+            }
+
+            /// Checks the command's references, then runs it.
+            pub(crate) async fn run(
+                &self,
+                conn: &mut Conn<'_>,
+                sink: &Sink<'_>,
+                org_id: Uuid,
+                metadata: &Metadata,
+            ) -> Result<CommandReply, ExecuteError> {
+                match self {
+                    $(Command::$variant(command) => {
+                        <$handler as Handler>::check_references(command, conn, org_id).await?;
+                        <$handler as Handler>::run(command, conn, sink, org_id, metadata).await
+                    })+
+                }
+            }
+        }
+
+        impl CommandKind {
+            /// Where the kind's events commit.
+            pub fn commit(self) -> Commit {
+                match self {
+                    $(CommandKind::$variant => <$handler as Handler>::COMMIT,)+
+                }
+            }
+
+            /// Whether the kind may share a gateway batch.
+            pub fn batching(self) -> Batching {
+                match self {
+                    $(CommandKind::$variant => <$handler as Handler>::BATCHING,)+
+                }
+            }
+        }
+    };
+}
+
+registry! {
+    Customer => crate::contacts::Customer,
+    Supplier => crate::contacts::Supplier,
+    Product => crate::products::Product,
+    MetafieldDefinition => crate::metafields::MetafieldDefinition,
+    BulkAdjustProducts => crate::products::BulkAdjustments,
+    Tag => crate::tags::Tag,
+    ApplyTags => crate::tags::TagApplications,
+    PaymentMethod => crate::records::PaymentMethod,
+    Warehouse => crate::records::Warehouse,
+    Category => crate::records::Category,
+    PriceList => crate::price_lists::PriceList,
+    Webhook => crate::webhooks::WebhookEndpoint,
+}
+
+impl Command {
+    /// Commands that write write-model rows beside their events, which must commit together.
+    pub fn needs_transaction(&self) -> bool {
+        self.kind().commit() == Commit::OwnTransaction
+    }
+
+    /// Commands that take about as long as one another, so they may share a batch without one holding
+    /// the others' replies back.
+    pub fn batches_well(&self) -> bool {
+        self.kind().batching() == Batching::Shared
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_travel_under_their_wire_names() {
+        let names: Vec<String> =
+            CommandKind::ALL.iter().map(|kind| serde_json::to_value(kind).expect("kind").to_string()).collect();
+        let unique: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(unique.len(), CommandKind::ALL.len());
+        assert!(names.contains(&"\"bulk_adjust_products\"".to_owned()));
+    }
+
+    #[test]
+    fn writes_with_rows_beside_their_events_commit_in_their_own_transaction() {
+        for kind in [CommandKind::Product, CommandKind::BulkAdjustProducts, CommandKind::ApplyTags] {
+            assert_eq!(kind.commit(), Commit::OwnTransaction, "{kind:?}");
+            assert_eq!(kind.batching(), Batching::Alone, "{kind:?}");
+        }
+        assert_eq!(CommandKind::Customer.commit(), Commit::Grouped);
+        assert_eq!(CommandKind::PriceList.batching(), Batching::Alone);
+        assert_eq!(CommandKind::PriceList.commit(), Commit::Grouped);
+    }
+}
