@@ -5,6 +5,7 @@
 pub mod bus;
 pub mod catalogue;
 pub mod chain;
+pub mod domain;
 pub mod envelope;
 pub mod follower;
 pub mod relay;

@@ -1,0 +1,52 @@
+//! Domain newtypes the commercial core computes with: money, quantities, percentages and API scopes.
+//!
+//! Each type keeps its value private and is built only through a parsing constructor, so a value in
+//! hand is always in range and exact. Arithmetic is integer arithmetic on fixed scales (cents,
+//! thousandths of a unit, hundredths of a percent), widened to `i128` where a product could overflow,
+//! and results that leave the range come back as `None` rather than wrapping or saturating. Everything
+//! here is pure: no IO, no clock, no floating point in any computation.
+//!
+//! Wire forms, chosen so that JSON written today reads back to the same value:
+//! - [`Cents`] is a plain JSON integer.
+//! - [`Quantity`] is written as a JSON string holding its shortest exact decimal (`"2.5"`, `"3"`,
+//!   `"0.125"`) and read from either a number or such a string.
+//! - [`Percentage`] is written as a JSON number (`15`, `12.5`) and read from a number or a string.
+//! - [`Scope`] is its `resource:access` string.
+
+mod cents;
+mod decimal;
+mod error;
+mod percentage;
+mod quantity;
+mod scope;
+
+pub use cents::Cents;
+pub use error::DomainError;
+pub use percentage::Percentage;
+pub use quantity::Quantity;
+pub use scope::Scope;
+
+/// `numerator / denominator` rounded half away from zero, the rounding every amount here uses.
+/// `denominator` must be positive; callers pass fixed scales.
+fn div_round_half_away(numerator: i128, denominator: i128) -> i128 {
+    debug_assert!(denominator > 0);
+    let half = denominator / 2;
+    if numerator >= 0 { (numerator + half) / denominator } else { (numerator - half) / denominator }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::div_round_half_away;
+
+    #[test]
+    fn rounding_goes_half_away_from_zero_on_both_sides() {
+        assert_eq!(div_round_half_away(15, 10), 2);
+        assert_eq!(div_round_half_away(14, 10), 1);
+        assert_eq!(div_round_half_away(-15, 10), -2);
+        assert_eq!(div_round_half_away(-14, 10), -1);
+        assert_eq!(div_round_half_away(0, 10), 0);
+        assert_eq!(div_round_half_away(4_999, 10_000), 0);
+        assert_eq!(div_round_half_away(5_000, 10_000), 1);
+        assert_eq!(div_round_half_away(-5_000, 10_000), -1);
+    }
+}
