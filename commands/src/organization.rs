@@ -8,46 +8,12 @@ use events::catalogue::{
     OrganizationEvent, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, RateLimitsChanged, RecordEvent,
     WarehouseEvent, WarehouseFields,
 };
+use events::domain::Scope;
 use events::store::{self, AppendError, StreamRef};
 use events::{EventPayload, Metadata, NewEvent};
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
-
-/// Every scope a credential may carry: the interface's list, plus `tags:*` for the tag endpoints whose
-/// scopes the interface leaves open.
-pub const ALL_SCOPES: &[&str] = &[
-    "customers:read",
-    "customers:write",
-    "categories:read",
-    "categories:write",
-    "suppliers:read",
-    "suppliers:write",
-    "products:read",
-    "products:write",
-    "warehouses:read",
-    "warehouses:write",
-    "purchases:read",
-    "purchases:write",
-    "sales:read",
-    "sales:write",
-    "transfers:read",
-    "transfers:write",
-    "price_lists:read",
-    "price_lists:write",
-    "payment_methods:read",
-    "payment_methods:write",
-    "reports:read",
-    "quotes:read",
-    "quotes:write",
-    "treasury:read",
-    "treasury:write",
-    "webhooks:read",
-    "webhooks:write",
-    "orders:read",
-    "tags:read",
-    "tags:write",
-];
 
 /// SHA-256 of a credential secret: what is stored and looked up; the secret itself never is.
 pub fn credential_hash(secret: &str) -> Vec<u8> {
@@ -123,15 +89,16 @@ impl RateLimits {
     }
 }
 
-/// Checks a scope list against [`ALL_SCOPES`].
+/// Checks a scope list against [`Scope::ALL`].
 pub fn parse_scopes(scopes: &[String]) -> Result<Vec<String>, AdminError> {
     let mut parsed: Vec<String> = Vec::new();
-    for scope in scopes.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        if !ALL_SCOPES.contains(&scope) {
-            return Err(AdminError::Invalid(format!("unknown scope {scope:?} (known: {})", ALL_SCOPES.join(", "))));
-        }
-        if !parsed.iter().any(|s| s == scope) {
-            parsed.push(scope.to_owned());
+    for text in scopes.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        let scope: Scope = text.parse().map_err(|_| {
+            let known: Vec<&str> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+            AdminError::Invalid(format!("unknown scope {text:?} (known: {})", known.join(", ")))
+        })?;
+        if !parsed.iter().any(|s| s == scope.as_str()) {
+            parsed.push(scope.as_str().to_owned());
         }
     }
     if parsed.is_empty() {
@@ -212,7 +179,7 @@ pub async fn create_organization_with(
 
     let secret = new_api_key_secret();
     let key_id = Uuid::now_v7();
-    let scopes: Vec<String> = ALL_SCOPES.iter().map(|s| (*s).to_owned()).collect();
+    let scopes: Vec<String> = Scope::ALL.iter().map(|s| s.as_str().to_owned()).collect();
     insert_credential(&mut tx, org_id, key_id, &secret, &scopes, None).await?;
     let org_events = [
         OrganizationEvent::OrganizationCreated(OrganizationCreated {

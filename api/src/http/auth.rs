@@ -7,6 +7,7 @@ use crate::http::error::ApiError;
 use crate::ratelimit::Limits;
 use commands::organization::credential_hash;
 use commands::protocol::Actor;
+use events::domain::Scope;
 use moka::future::Cache;
 use poem::{Request, RequestBody};
 use poem_openapi::registry::{MetaSecurityScheme, Registry};
@@ -38,12 +39,12 @@ pub struct Principal {
 }
 
 impl Principal {
-    pub fn has_scope(&self, scope: &str) -> bool {
-        self.scopes.iter().any(|s| s == scope)
+    pub fn has_scope(&self, scope: Scope) -> bool {
+        self.scopes.iter().any(|s| s == scope.as_str())
     }
 
     /// 403 naming the scope when the credential lacks it.
-    pub fn require(&self, scope: &str) -> Result<(), ApiError> {
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
         if self.has_scope(scope) { Ok(()) } else { Err(ApiError::missing_scope(scope)) }
     }
 

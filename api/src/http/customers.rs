@@ -14,6 +14,7 @@ use bytes::Bytes;
 use commands::contacts::{ContactCommand, Customer, parse_fields, province_name, sets_default_account};
 use commands::protocol::Command;
 use events::catalogue::CustomerFields;
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -29,8 +30,8 @@ struct Kind {
     /// Singular name used in errors.
     name: &'static str,
     path: &'static str,
-    read_scope: &'static str,
-    write_scope: &'static str,
+    read_scope: Scope,
+    write_scope: Scope,
     projection: &'static str,
     table: &'static str,
     resource: Resource,
@@ -42,8 +43,8 @@ struct Kind {
 const CUSTOMERS: Kind = Kind {
     name: "customer",
     path: "/api/v1/customers",
-    read_scope: "customers:read",
-    write_scope: "customers:write",
+    read_scope: Scope::CustomersRead,
+    write_scope: Scope::CustomersWrite,
     projection: "customers",
     table: read::TABLE,
     resource: Resource::Customer,
@@ -55,8 +56,8 @@ const CUSTOMERS: Kind = Kind {
 const SUPPLIERS: Kind = Kind {
     name: "supplier",
     path: "/api/v1/suppliers",
-    read_scope: "suppliers:read",
-    write_scope: "suppliers:write",
+    read_scope: Scope::SuppliersRead,
+    write_scope: Scope::SuppliersWrite,
     projection: "suppliers",
     table: read::SUPPLIERS_TABLE,
     resource: Resource::Supplier,
@@ -246,7 +247,7 @@ async fn create(
 ) -> Result<CreateResponse, ApiError> {
     auth.0.require(kind.write_scope)?;
     if sets_default_account(&body.value) {
-        auth.0.require("treasury:write")?;
+        auth.0.require(Scope::TreasuryWrite)?;
     }
     let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
     let claim = idempotency::claim(key.0, false, kind.create_operation, &[], version.0.as_deref(), Some(&body.value))?;
@@ -272,7 +273,7 @@ async fn replace(
     auth.0.require(kind.write_scope)?;
     let sets_account = sets_default_account(&body.value);
     if sets_account {
-        auth.0.require("treasury:write")?;
+        auth.0.require(Scope::TreasuryWrite)?;
     }
     let contact_id = parse_id(&id.0, kind.name)?;
     let fields = parse_fields(&body.value).map_err(ApiError::validation)?;

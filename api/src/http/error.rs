@@ -2,6 +2,7 @@
 //! authentication failures, which the outer middleware converts.
 
 use commands::{FieldError, Rejection};
+use events::domain::Scope;
 use poem::http::StatusCode;
 use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
 use poem_openapi::types::Type;
@@ -120,7 +121,7 @@ impl ApiError {
         Self::new(StatusCode::UNAUTHORIZED, ErrorType::AuthenticationError, "UNAUTHENTICATED", message)
     }
 
-    pub fn missing_scope(scope: &str) -> Self {
+    pub fn missing_scope(scope: Scope) -> Self {
         Self::new(
             StatusCode::FORBIDDEN,
             ErrorType::AuthorizationError,

@@ -8,6 +8,7 @@ pub mod customers;
 pub mod error;
 pub mod idempotency;
 pub mod list;
+pub mod operations;
 pub mod price_lists;
 pub mod products;
 pub mod records;
@@ -16,6 +17,7 @@ pub mod tags;
 pub mod webhooks;
 
 use crate::http::error::{ApiError, ErrorType};
+use crate::http::operations::{Idempotency, Operation};
 use crate::state::AppState;
 use bytes::Bytes;
 use poem::http::{HeaderValue, StatusCode};
@@ -126,7 +128,18 @@ impl RequestId {
     }
 }
 
-type Apis = (
+/// The API groups served, written once: the type of the tuple and its value.
+macro_rules! apis {
+    ($($api:path),+ $(,)?) => {
+        type Apis = ($($api,)+);
+
+        fn apis() -> Apis {
+            ($($api,)+)
+        }
+    };
+}
+
+apis!(
     customers::CustomersApi,
     customers::SuppliersApi,
     price_lists::PriceListsApi,
@@ -139,22 +152,7 @@ type Apis = (
 );
 
 pub fn api_service() -> OpenApiService<Apis, ()> {
-    OpenApiService::new(
-        (
-            customers::CustomersApi,
-            customers::SuppliersApi,
-            price_lists::PriceListsApi,
-            products::ProductsApi,
-            tags::TagsApi,
-            records::RecordsApi,
-            reference::ReferenceApi,
-            webhooks::WebhooksApi,
-            records::V2Api,
-        ),
-        "Back office API",
-        "1.0.0",
-    )
-    .description(
+    OpenApiService::new(apis(), "Back office API", "1.0.0").description(
         "Back-office backend for small businesses. Amounts are integer cents; the time zone is UTC-3 and the \
          default currency PES. Every response carries `Service-Request-Id`, and authenticated ones the \
          `RateLimit-Policy` and `RateLimit` headers; every v1 error uses the error envelope. Each operation \
@@ -164,76 +162,6 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
     )
 }
 
-/// How an operation uses `Idempotency-Key`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Idempotency {
-    Required,
-    Optional,
-    NotUsed,
-}
-
-/// Scope and idempotency of every operation, published in the OpenAPI document.
-pub const OPERATIONS: &[(&str, &str, Idempotency)] = &[
-    ("getOrganization", "", Idempotency::NotUsed),
-    ("listTaxRates", "", Idempotency::NotUsed),
-    ("listVoucherTypes", "", Idempotency::NotUsed),
-    ("createCustomer", "customers:write", Idempotency::Optional),
-    ("replaceCustomer", "customers:write", Idempotency::Optional),
-    ("getCustomer", "customers:read", Idempotency::NotUsed),
-    ("listCustomers", "customers:read", Idempotency::NotUsed),
-    ("createSupplier", "suppliers:write", Idempotency::Optional),
-    ("replaceSupplier", "suppliers:write", Idempotency::Optional),
-    ("getSupplier", "suppliers:read", Idempotency::NotUsed),
-    ("listSuppliers", "suppliers:read", Idempotency::NotUsed),
-    ("createProduct", "products:write", Idempotency::Required),
-    ("replaceProduct", "products:write", Idempotency::Optional),
-    ("getProduct", "products:read", Idempotency::NotUsed),
-    ("listProducts", "products:read", Idempotency::NotUsed),
-    ("listMetafieldDefinitions", "products:read", Idempotency::NotUsed),
-    ("createMetafieldDefinition", "products:write", Idempotency::Optional),
-    ("patchProductMetafields", "products:write", Idempotency::Optional),
-    ("createBulkAdjustment", "products:write", Idempotency::Required),
-    ("listPriceLists", "price_lists:read", Idempotency::NotUsed),
-    ("createPriceList", "price_lists:write", Idempotency::Optional),
-    ("getPriceList", "price_lists:read", Idempotency::NotUsed),
-    ("replacePriceList", "price_lists:write", Idempotency::Optional),
-    ("listPriceListPrices", "price_lists:read", Idempotency::NotUsed),
-    ("getPriceListPrice", "price_lists:read", Idempotency::NotUsed),
-    ("listTags", "tags:read", Idempotency::NotUsed),
-    ("createTag", "tags:write", Idempotency::Optional),
-    ("getTag", "tags:read", Idempotency::NotUsed),
-    ("updateTag", "tags:write", Idempotency::Optional),
-    ("applyCustomerTags", "customers:write", Idempotency::Optional),
-    ("applySupplierTags", "suppliers:write", Idempotency::Optional),
-    ("applyProductTags", "products:write", Idempotency::Optional),
-    ("applySaleTags", "sales:write", Idempotency::Optional),
-    ("listPaymentMethods", "payment_methods:read", Idempotency::NotUsed),
-    ("createPaymentMethod", "payment_methods:write", Idempotency::Optional),
-    ("getPaymentMethod", "payment_methods:read", Idempotency::NotUsed),
-    ("replacePaymentMethod", "payment_methods:write", Idempotency::Optional),
-    ("listWarehouses", "warehouses:read", Idempotency::NotUsed),
-    ("createWarehouse", "warehouses:write", Idempotency::Optional),
-    ("getWarehouse", "warehouses:read", Idempotency::NotUsed),
-    ("replaceWarehouse", "warehouses:write", Idempotency::Optional),
-    ("listCategories", "categories:read", Idempotency::NotUsed),
-    ("createCategory", "categories:write", Idempotency::Optional),
-    ("getCategory", "categories:read", Idempotency::NotUsed),
-    ("replaceCategory", "categories:write", Idempotency::Optional),
-    ("listPointsOfSale", "sales:read", Idempotency::NotUsed),
-    ("createWebhookEndpoint", "webhooks:write", Idempotency::Required),
-    ("updateWebhookEndpoint", "webhooks:write", Idempotency::Required),
-    ("pauseWebhookEndpoint", "webhooks:write", Idempotency::Required),
-    ("resumeWebhookEndpoint", "webhooks:write", Idempotency::Required),
-    ("disableWebhookEndpoint", "webhooks:write", Idempotency::Required),
-    ("rotateWebhookEndpointSecret", "webhooks:write", Idempotency::Required),
-    ("testWebhookEndpoint", "webhooks:write", Idempotency::Required),
-    ("listWebhookEndpoints", "webhooks:read", Idempotency::NotUsed),
-    ("getWebhookEndpoint", "webhooks:read", Idempotency::NotUsed),
-    ("listWebhookDeliveries", "webhooks:read", Idempotency::NotUsed),
-    ("listWebhookEventTypes", "webhooks:read", Idempotency::NotUsed),
-    ("v2ListWarehouses", "warehouses:read", Idempotency::NotUsed),
-];
-
 /// The OpenAPI document as served at `/openapi.json`: the generated document plus each operation's
 /// scope (`x-required-scopes`) and idempotency (`x-idempotency`).
 pub fn openapi_document() -> String {
@@ -241,15 +169,13 @@ pub fn openapi_document() -> String {
     if let Some(paths) = document.get_mut("paths").and_then(|p| p.as_object_mut()) {
         for operations in paths.values_mut().filter_map(|p| p.as_object_mut()) {
             for operation in operations.values_mut() {
-                let id = operation["operationId"].as_str().unwrap_or_default().to_owned();
-                let Some((_, scope, idempotency)) = OPERATIONS.iter().find(|(op, _, _)| *op == id) else { continue };
-                let scopes: Vec<&str> = if scope.is_empty() { vec![] } else { vec![scope] };
+                // Every routed operation is in the table (a test holds them together).
+                let Some(op) = operation["operationId"].as_str().and_then(Operation::from_id) else { continue };
+                let scope = op.scope();
+                let idempotency = op.idempotency();
+                let scopes: Vec<&str> = scope.iter().map(|s| s.as_str()).collect();
                 operation["x-required-scopes"] = serde_json::json!(scopes);
-                operation["x-idempotency"] = serde_json::json!(match idempotency {
-                    Idempotency::Required => "required",
-                    Idempotency::Optional => "optional",
-                    Idempotency::NotUsed => "not_used",
-                });
+                operation["x-idempotency"] = serde_json::json!(idempotency.as_str());
                 // Handlers take the key as optional so a missing one answers in the error envelope; the
                 // document states the real rule.
                 if matches!(idempotency, Idempotency::Required)
@@ -259,8 +185,10 @@ pub fn openapi_document() -> String {
                         parameter["required"] = serde_json::Value::Bool(true);
                     }
                 }
-                let note =
-                    if scope.is_empty() { "Any valid credential.".to_owned() } else { format!("Scope `{scope}`.") };
+                let note = match scope {
+                    None => "Any valid credential.".to_owned(),
+                    Some(scope) => format!("Scope `{scope}`."),
+                };
                 let description = operation["description"].as_str().map(|d| format!("{d}\n\n{note}")).unwrap_or(note);
                 operation["description"] = serde_json::json!(description);
             }

@@ -13,6 +13,7 @@ use commands::price_lists::{PriceList, parse_price_list};
 use commands::protocol::Command;
 use commands::records::RecordCommand;
 use events::catalogue::{percentage_text, vat_percentage};
+use events::domain::Scope;
 use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -25,8 +26,8 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 const PROJECTION: &str = "price_lists";
-const READ_SCOPE: &str = "price_lists:read";
-const WRITE_SCOPE: &str = "price_lists:write";
+const READ_SCOPE: Scope = Scope::PriceListsRead;
+const WRITE_SCOPE: Scope = Scope::PriceListsWrite;
 const LIST_URL: &str = "/api/v1/price-lists";
 
 /// A price list.

@@ -19,6 +19,7 @@ use commands::protocol::Command;
 use commands::records::RecordCommand;
 use events::catalogue::MetafieldDefinitionFields;
 use events::catalogue::{Metafield, OptionValue, vat_percentage};
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -546,7 +547,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<ProductInput>,
     ) -> Result<CreateResponse, ApiError> {
-        auth.0.require("products:write")?;
+        auth.0.require(Scope::ProductsWrite)?;
         let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
         let claim = idempotency::claim(key.0, true, "createProduct", &[], version.0.as_deref(), Some(&body.value))?;
         let command = ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock };
@@ -576,7 +577,7 @@ impl ProductsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
     ) -> Result<Definitions, ApiError> {
-        auth.0.require("products:read")?;
+        auth.0.require(Scope::ProductsRead)?;
         let table = projections::records::METAFIELD_DEFINITIONS.table_name();
         let rows = projections::records::list(&state.pool, table, auth.0.org_id, None, 1000).await?;
         let data = rows
@@ -605,7 +606,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<MetafieldDefinitionInput>,
     ) -> Result<DefinitionCreated, ApiError> {
-        auth.0.require("products:write")?;
+        auth.0.require(Scope::ProductsWrite)?;
         let fields = parse_metafield_definition(&body.value).map_err(ApiError::validation)?;
         let claim = idempotency::claim(
             key.0,
@@ -643,7 +644,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<MetafieldPatchInput>,
     ) -> Result<ReadResponse, ApiError> {
-        auth.0.require("products:write")?;
+        auth.0.require(Scope::ProductsWrite)?;
         let variant_id = parse_id(&product_id.0, "product")?;
         let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
         let command = ProductCommand::SetMetafields { variant_id, assign, delete };
@@ -669,7 +670,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<BulkAdjustmentInput>,
     ) -> Result<BulkAdjusted, ApiError> {
-        auth.0.require("products:write")?;
+        auth.0.require(Scope::ProductsWrite)?;
         let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
         let claim =
             idempotency::claim(key.0, true, "createBulkAdjustment", &[], version.0.as_deref(), Some(&body.value))?;
@@ -700,7 +701,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<ProductReplaceInput>,
     ) -> Result<ReadResponse, ApiError> {
-        auth.0.require("products:write")?;
+        auth.0.require(Scope::ProductsWrite)?;
         let variant_id = parse_id(&product_id.0, "product")?;
         let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
         let command = ProductCommand::Replace { variant_id, shared, variant };
@@ -721,7 +722,7 @@ impl ProductsApi {
         product_id: Path<String>,
         #[oai(name = "priceListId")] price_list_id: Query<Option<String>>,
     ) -> Result<ReadResponse, ApiError> {
-        auth.0.require("products:read")?;
+        auth.0.require(Scope::ProductsRead)?;
         let id = parse_id(&product_id.0, "product")?;
         if let Some(list) = price_list_id.0 {
             let (list, listed) = crate::http::price_lists::applied_price(&state, auth.0.org_id, &list, id).await?;
@@ -777,7 +778,7 @@ impl ProductsApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<ListResponse, ApiError> {
-        auth.0.require("products:read")?;
+        auth.0.require(Scope::ProductsRead)?;
         let fields = parse_fields(fields.0)?;
         let supplier = default_supplier_id.0.as_deref().map(|s| parse_id(s, "default_supplier_id")).transpose()?;
         let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());

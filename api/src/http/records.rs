@@ -17,6 +17,7 @@ use events::catalogue::{
     CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
     RecordEvent, WarehouseEvent, WarehouseFields,
 };
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
@@ -34,8 +35,8 @@ pub trait ResourceKind: RecordEvent {
     const PROJECTION: RecordsProjection<Self>;
     const CACHE: Resource;
     const LABEL: &'static str;
-    const READ_SCOPE: &'static str;
-    const WRITE_SCOPE: &'static str;
+    const READ_SCOPE: Scope;
+    const WRITE_SCOPE: Scope;
     const LIST_URL: &'static str;
 
     fn render(
@@ -103,8 +104,8 @@ impl ResourceKind for PaymentMethodEvent {
     const PROJECTION: RecordsProjection<Self> = projections::records::PAYMENT_METHODS;
     const CACHE: Resource = Resource::PaymentMethod;
     const LABEL: &'static str = "payment method";
-    const READ_SCOPE: &'static str = "payment_methods:read";
-    const WRITE_SCOPE: &'static str = "payment_methods:write";
+    const READ_SCOPE: Scope = Scope::PaymentMethodsRead;
+    const WRITE_SCOPE: Scope = Scope::PaymentMethodsWrite;
     const LIST_URL: &'static str = "/api/v1/payment-methods";
 
     fn render(
@@ -168,8 +169,8 @@ impl ResourceKind for WarehouseEvent {
     const PROJECTION: RecordsProjection<Self> = projections::records::WAREHOUSES;
     const CACHE: Resource = Resource::Warehouse;
     const LABEL: &'static str = "warehouse";
-    const READ_SCOPE: &'static str = "warehouses:read";
-    const WRITE_SCOPE: &'static str = "warehouses:write";
+    const READ_SCOPE: Scope = Scope::WarehousesRead;
+    const WRITE_SCOPE: Scope = Scope::WarehousesWrite;
     const LIST_URL: &'static str = "/api/v1/warehouses";
 
     fn render(id: Uuid, f: WarehouseFields, is_default: bool, _: OffsetDateTime, _: OffsetDateTime) -> WarehouseData {
@@ -215,8 +216,8 @@ impl ResourceKind for CategoryEvent {
     const PROJECTION: RecordsProjection<Self> = projections::records::CATEGORIES;
     const CACHE: Resource = Resource::Category;
     const LABEL: &'static str = "category";
-    const READ_SCOPE: &'static str = "categories:read";
-    const WRITE_SCOPE: &'static str = "categories:write";
+    const READ_SCOPE: Scope = Scope::CategoriesRead;
+    const WRITE_SCOPE: Scope = Scope::CategoriesWrite;
     const LIST_URL: &'static str = "/api/v1/categories";
 
     fn render(id: Uuid, f: CategoryFields, _: bool, created: OffsetDateTime, updated: OffsetDateTime) -> CategoryData {
@@ -258,8 +259,8 @@ impl ResourceKind for PointOfSaleEvent {
     const PROJECTION: RecordsProjection<Self> = projections::records::POINTS_OF_SALE;
     const CACHE: Resource = Resource::PointOfSale;
     const LABEL: &'static str = "point of sale";
-    const READ_SCOPE: &'static str = "sales:read";
-    const WRITE_SCOPE: &'static str = "sales:write";
+    const READ_SCOPE: Scope = Scope::SalesRead;
+    const WRITE_SCOPE: Scope = Scope::SalesWrite;
     const LIST_URL: &'static str = "/api/v1/points-of-sale";
 
     fn render(

@@ -9,6 +9,7 @@ use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::Command;
 use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse_update};
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -182,7 +183,7 @@ async fn apply(
     key: Key,
     body: JsonBody<ApplyInput>,
 ) -> Result<Applied, ApiError> {
-    auth.0.require(&format!("{segment}:write"))?;
+    auth.0.require(resource_type.write_scope())?;
     let command = parse_apply(&body.value, resource_type).map_err(ApiError::validation)?;
     let operation = format!("apply{segment}Tags");
     let claim = idempotency::claim(key.0, false, &operation, &[], version.0.as_deref(), Some(&body.value))?;
@@ -213,7 +214,7 @@ impl TagsApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Tags, ApiError> {
-        auth.0.require("tags:read")?;
+        auth.0.require(Scope::TagsRead)?;
         let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, "tags")?;
         let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
         let mut rows =
@@ -241,7 +242,7 @@ impl TagsApi {
         key: Key,
         body: JsonBody<TagInput>,
     ) -> Result<Created, ApiError> {
-        auth.0.require("tags:write")?;
+        auth.0.require(Scope::TagsWrite)?;
         let fields = parse_create(&body.value).map_err(ApiError::validation)?;
         let claim = idempotency::claim(key.0, false, "createTag", &[], version.0.as_deref(), Some(&body.value))?;
         let command = TagCommand::Create { id: Uuid::now_v7(), fields };
@@ -262,7 +263,7 @@ impl TagsApi {
         request_id: RequestId,
         tag_id: Path<String>,
     ) -> Result<Single, ApiError> {
-        auth.0.require("tags:read")?;
+        auth.0.require(Scope::TagsRead)?;
         let id = parse_id(&tag_id.0, "tag")?;
         let row = read::get(&state.pool, auth.0.org_id, id).await?.ok_or_else(|| ApiError::not_found("tag"))?;
         let body = TagEnvelope { request_id: request_id.0, data: TagData::from_row(row) };
@@ -285,7 +286,7 @@ impl TagsApi {
         key: Key,
         body: JsonBody<TagPatch>,
     ) -> Result<Single, ApiError> {
-        auth.0.require("tags:write")?;
+        auth.0.require(Scope::TagsWrite)?;
         let id = parse_id(&tag_id.0, "tag")?;
         let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
         let claim =

@@ -11,6 +11,7 @@ use crate::state::AppState;
 use commands::protocol::Command;
 use commands::webhooks::{EndpointChanges, WebhookCommand, WebhookEndpoint, parse_changes, parse_create, scopes_for};
 use events::catalogue::PUBLIC_EVENT_TYPES;
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -292,7 +293,7 @@ impl WebhooksApi {
         key: Key,
         body: JsonBody<WebhookEndpointInput>,
     ) -> Result<Created, ApiError> {
-        auth.0.require("webhooks:write")?;
+        auth.0.require(Scope::WebhooksWrite)?;
         let fields = parse_create(&body.value).map_err(ApiError::validation)?;
         require_event_scopes(&auth.0, &fields.enabled_events)?;
         let claim =
@@ -319,7 +320,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<WebhookEndpointPatch>,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require("webhooks:write")?;
+        auth.0.require(Scope::WebhooksWrite)?;
         let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
         if let Some(events) = &changes.enabled_events {
             require_event_scopes(&auth.0, events)?;
@@ -354,7 +355,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require("webhooks:write")?;
+        auth.0.require(Scope::WebhooksWrite)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let command = WebhookCommand::PauseEndpoint { id: endpoint, owner: owner(&auth.0) };
         let value =
@@ -376,7 +377,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require("webhooks:write")?;
+        auth.0.require(Scope::WebhooksWrite)?;
         let current = visible(&state, &auth.0, &id.0).await?;
         require_event_scopes(&auth.0, &current.enabled_events)?;
         let command = WebhookCommand::ResumeEndpoint { id: current.id, owner: owner(&auth.0) };
@@ -400,7 +401,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require("webhooks:write")?;
+        auth.0.require(Scope::WebhooksWrite)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let command = WebhookCommand::DisableEndpoint { id: endpoint, owner: owner(&auth.0) };
         let value =
@@ -422,7 +423,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require("webhooks:write")?;
+        auth.0.require(Scope::WebhooksWrite)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let secret = state.secrets.seal(&events::secrets::new_signing_secret());
         let command = WebhookCommand::RotateSecret { id: endpoint, owner: owner(&auth.0), secret };
@@ -454,7 +455,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Tested, ApiError> {
-        auth.0.require("webhooks:write")?;
+        auth.0.require(Scope::WebhooksWrite)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let command = WebhookCommand::TestEndpoint { id: endpoint, owner: owner(&auth.0), test_id: Uuid::now_v7() };
         let value =
@@ -486,7 +487,7 @@ impl WebhooksApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Endpoints, ApiError> {
-        auth.0.require("webhooks:read")?;
+        auth.0.require(Scope::WebhooksRead)?;
         let url = "/api/v1/webhook-endpoints";
         let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, url)?;
         let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
@@ -508,7 +509,7 @@ impl WebhooksApi {
         request_id: RequestId,
         id: Path<String>,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require("webhooks:read")?;
+        auth.0.require(Scope::WebhooksRead)?;
         let row = visible(&state, &auth.0, &id.0).await?;
         Ok(Endpoint::Ok(envelope(request_id.0, from_row(row))))
     }
@@ -531,7 +532,7 @@ impl WebhooksApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Deliveries, ApiError> {
-        auth.0.require("webhooks:read")?;
+        auth.0.require(Scope::WebhooksRead)?;
         let endpoint = visible(&state, &auth.0, &id.0).await?;
         let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
         let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, &url)?;
@@ -571,14 +572,14 @@ impl WebhooksApi {
     /// The authoritative catalogue of v1 events, with versions and required scopes.
     #[oai(path = "/webhook-event-types", method = "get", operation_id = "listWebhookEventTypes")]
     async fn event_types(&self, auth: Auth, request_id: RequestId) -> Result<EventTypes, ApiError> {
-        auth.0.require("webhooks:read")?;
+        auth.0.require(Scope::WebhooksRead)?;
         let data: Vec<WebhookEventTypeData> = PUBLIC_EVENT_TYPES
             .iter()
             .map(|t| WebhookEventTypeData {
                 object: "webhook_event_type".into(),
                 event_type: t.name.into(),
                 version: t.version.into(),
-                required_scope: t.scope.into(),
+                required_scope: t.scope.as_str().into(),
                 subscribable: t.subscribable,
                 description: t.description.into(),
             })

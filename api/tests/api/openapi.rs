@@ -2,7 +2,8 @@
 //! document declaring what integrators rely on. Regenerate the snapshot with
 //! `UPDATE_SNAPSHOTS=1 cargo test -p api --test api openapi` and review the diff.
 
-use api::http::{Idempotency, OPERATIONS, openapi_document};
+use api::http::openapi_document;
+use api::http::operations::{Idempotency, Operation};
 use openapiv3::{OpenAPI, ReferenceOr};
 
 const SNAPSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots/openapi.json");
@@ -32,12 +33,10 @@ fn the_document_is_valid_openapi_3_and_complete() {
         for (method, operation) in item.iter() {
             let id = operation.operation_id.clone().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
             seen.push(id.clone());
-            let (_, scope, idempotency) = OPERATIONS
-                .iter()
-                .find(|(op, _, _)| *op == id)
-                .unwrap_or_else(|| panic!("{id} is missing from the OPERATIONS table"));
+            let op = Operation::from_id(&id).unwrap_or_else(|| panic!("{id} is missing from the operations table"));
+            let idempotency = op.idempotency();
             let extensions = &raw["paths"][path][method];
-            let expected: Vec<&str> = if scope.is_empty() { vec![] } else { vec![scope] };
+            let expected: Vec<&str> = op.scope().iter().map(|s| s.as_str()).collect();
             assert_eq!(extensions["x-required-scopes"], serde_json::json!(expected), "{id}");
             assert!(operation.security.as_ref().is_some_and(|s| !s.is_empty()), "{id} declares its security");
             for status in ["400", "401", "403", "404", "429", "500"] {
@@ -48,11 +47,11 @@ fn the_document_is_valid_openapi_3_and_complete() {
                 ReferenceOr::Item(p) => p.parameter_data_ref().name == "Idempotency-Key",
                 ReferenceOr::Reference { .. } => false,
             });
-            assert_eq!(has_key, *idempotency != Idempotency::NotUsed, "{id}: Idempotency-Key parameter");
+            assert_eq!(has_key, idempotency != Idempotency::NotUsed, "{id}: Idempotency-Key parameter");
             assert!(operation.summary.is_some(), "{id} has a summary");
         }
     }
-    for (op, _, _) in OPERATIONS {
-        assert!(seen.iter().any(|s| s == op), "{op} is listed but not served");
+    for op in Operation::ALL {
+        assert!(seen.iter().any(|s| s == op.id()), "{} is listed but not served", op.id());
     }
 }

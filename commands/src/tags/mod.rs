@@ -7,6 +7,7 @@ mod handler;
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{TagEvent, TagFields};
+use events::domain::Scope;
 pub use handler::TagApplications;
 pub(crate) use handler::tagged_products;
 use serde::{Deserialize, Serialize};
@@ -85,6 +86,16 @@ impl Taggable {
             Taggable::Supplier => "supplier",
             Taggable::Product => "product",
             Taggable::Sale => "sale",
+        }
+    }
+
+    /// The scope that lets a credential change the tags of this kind of resource.
+    pub fn write_scope(self) -> Scope {
+        match self {
+            Taggable::Customer => Scope::CustomersWrite,
+            Taggable::Supplier => Scope::SuppliersWrite,
+            Taggable::Product => Scope::ProductsWrite,
+            Taggable::Sale => Scope::SalesWrite,
         }
     }
 }

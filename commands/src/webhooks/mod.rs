@@ -10,6 +10,7 @@ use events::catalogue::{
     SealedSecret, WEBHOOK_API_VERSIONS, WebhookEndpointCreated, WebhookEndpointDisabled, WebhookEndpointEvent,
     WebhookEndpointFields, WebhookEndpointSecretRotated, WebhookEndpointTestRequested, public_event_type,
 };
+use events::domain::Scope;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -295,8 +296,8 @@ pub fn parse_changes(body: &Value) -> Result<EndpointChanges, Vec<FieldError>> {
 }
 
 /// The read scopes needed to enable these event types (one per family).
-pub fn scopes_for(events: &[String]) -> Vec<&'static str> {
-    let mut scopes: Vec<&'static str> = events.iter().filter_map(|e| public_event_type(e)).map(|t| t.scope).collect();
+pub fn scopes_for(events: &[String]) -> Vec<Scope> {
+    let mut scopes: Vec<Scope> = events.iter().filter_map(|e| public_event_type(e)).map(|t| t.scope).collect();
     scopes.sort_unstable();
     scopes.dedup();
     scopes

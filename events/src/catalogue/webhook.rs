@@ -1,6 +1,7 @@
 //! Events of webhook endpoints (stream type `webhook_endpoint`).
 
 use super::{DecodeError, EventPayload, parse, to_value};
+use crate::domain::Scope;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -113,34 +114,38 @@ pub struct PublicEventType {
     pub name: &'static str,
     pub version: &'static str,
     /// The read scope needed to enable it.
-    pub scope: &'static str,
+    pub scope: Scope,
     pub description: &'static str,
     /// Whether endpoints may list it in `enabled_events` (test events go to every endpoint asked to).
     pub subscribable: bool,
 }
 
-const fn event(name: &'static str, scope: &'static str, description: &'static str) -> PublicEventType {
+const fn event(name: &'static str, scope: Scope, description: &'static str) -> PublicEventType {
     PublicEventType { name, version: "2026-06-29", scope, description, subscribable: true }
 }
 
 /// The authoritative catalogue of v1 webhook events.
 pub const PUBLIC_EVENT_TYPES: &[PublicEventType] = &[
-    event("sale.created", "sales:read", "A sale or a credit note was created."),
-    event("sale.updated", "sales:read", "A sale was edited."),
-    event("order.created", "orders:read", "A commerce order was created."),
-    event("order.updated", "orders:read", "An order changed."),
-    event("order.completed", "orders:read", "An order became completed."),
-    event("order.cancelled", "orders:read", "An order became cancelled."),
-    event("order.partially_fulfilled", "orders:read", "An order became partially fulfilled."),
-    event("order.fulfilled", "orders:read", "An order became fully fulfilled."),
-    event("fulfillment.created", "orders:read", "An order fulfillment was recorded."),
-    event("webhook_endpoint.disabled", "webhooks:read", "Another endpoint of the organization was disabled for good."),
-    event("product.created", "products:read", "A product variant was created; carries its stored state."),
-    event("product.updated", "products:read", "A product variant changed; carries its state and changed_fields."),
+    event("sale.created", Scope::SalesRead, "A sale or a credit note was created."),
+    event("sale.updated", Scope::SalesRead, "A sale was edited."),
+    event("order.created", Scope::OrdersRead, "A commerce order was created."),
+    event("order.updated", Scope::OrdersRead, "An order changed."),
+    event("order.completed", Scope::OrdersRead, "An order became completed."),
+    event("order.cancelled", Scope::OrdersRead, "An order became cancelled."),
+    event("order.partially_fulfilled", Scope::OrdersRead, "An order became partially fulfilled."),
+    event("order.fulfilled", Scope::OrdersRead, "An order became fully fulfilled."),
+    event("fulfillment.created", Scope::OrdersRead, "An order fulfillment was recorded."),
+    event(
+        "webhook_endpoint.disabled",
+        Scope::WebhooksRead,
+        "Another endpoint of the organization was disabled for good.",
+    ),
+    event("product.created", Scope::ProductsRead, "A product variant was created; carries its stored state."),
+    event("product.updated", Scope::ProductsRead, "A product variant changed; carries its state and changed_fields."),
     PublicEventType {
         name: "webhook.test",
         version: "2026-06-29",
-        scope: "webhooks:read",
+        scope: Scope::WebhooksRead,
         description: "Synthetic event sent by the endpoint test operation.",
         subscribable: false,
     },
