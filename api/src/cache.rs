@@ -11,32 +11,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use uuid::Uuid;
 
-/// Resources whose single reads are cached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Resource {
-    Organization,
-    Customer,
-    Supplier,
-    Product,
-    PaymentMethod,
-    Warehouse,
-    Category,
-    PointOfSale,
-}
+/// The resources projectors name in their invalidations, as the projections crate defines them once.
+pub use projections::CacheResource as Resource;
 
-impl Resource {
-    fn from_name(name: &str) -> Option<Self> {
-        match name {
-            projections::organizations::RESOURCE => Some(Resource::Organization),
-            projections::customers::RESOURCE => Some(Resource::Customer),
-            projections::customers::SUPPLIER_RESOURCE => Some(Resource::Supplier),
-            projections::products::RESOURCE => Some(Resource::Product),
-            "payment_method" => Some(Resource::PaymentMethod),
-            "warehouse" => Some(Resource::Warehouse),
-            "category" => Some(Resource::Category),
-            "point_of_sale" => Some(Resource::PointOfSale),
-            _ => None,
-        }
+/// Whether the gateway caches single reads of `resource`. The match is exhaustive, so a resource a
+/// projector starts invalidating is a decision here, not a silent omission.
+pub fn is_cached(resource: Resource) -> bool {
+    match resource {
+        Resource::Organization
+        | Resource::Customer
+        | Resource::Supplier
+        | Resource::Product
+        | Resource::PaymentMethod
+        | Resource::Warehouse
+        | Resource::Category
+        | Resource::PointOfSale => true,
+        // Read straight from their tables on every request.
+        Resource::MetafieldDefinition | Resource::PriceList | Resource::Tag | Resource::WebhookEndpoint => false,
     }
 }
 
@@ -72,7 +63,9 @@ impl ReadCache {
     }
 
     pub fn insert_if_current(&self, key: ReadKey, value: Bytes, epoch_before_read: u64) {
-        if self.epoch.load(Ordering::Acquire) == epoch_before_read {
+        // Invalidations of a resource that is not cached are not applied, so never store one.
+        debug_assert!(is_cached(key.resource), "{} reads are not cached", key.resource);
+        if is_cached(key.resource) && self.epoch.load(Ordering::Acquire) == epoch_before_read {
             self.entries.insert(key, value);
         }
     }
@@ -82,10 +75,8 @@ impl ReadCache {
             return;
         }
         self.epoch.fetch_add(1, Ordering::AcqRel);
-        for key in keys {
-            if let Some(resource) = Resource::from_name(&key.resource) {
-                self.entries.invalidate(&ReadKey { resource, org_id: key.org_id, id: key.id });
-            }
+        for key in keys.iter().filter(|key| is_cached(key.resource)) {
+            self.entries.invalidate(&ReadKey { resource: key.resource, org_id: key.org_id, id: key.id });
         }
     }
 
@@ -105,13 +96,13 @@ mod tests {
         let cache = ReadCache::default();
         let key = ReadKey { resource: Resource::Customer, org_id: Uuid::now_v7(), id: Uuid::now_v7() };
         let before = cache.epoch();
-        cache.invalidate(&[CacheKey { resource: "customer".into(), org_id: key.org_id, id: key.id }]);
+        cache.invalidate(&[CacheKey { resource: Resource::Customer, org_id: key.org_id, id: key.id }]);
         cache.insert_if_current(key, Bytes::from_static(b"stale"), before);
         assert_eq!(cache.get(&key), None);
         let now = cache.epoch();
         cache.insert_if_current(key, Bytes::from_static(b"fresh"), now);
         assert_eq!(cache.get(&key), Some(Bytes::from_static(b"fresh")));
-        cache.invalidate(&[CacheKey { resource: "customer".into(), org_id: key.org_id, id: key.id }]);
+        cache.invalidate(&[CacheKey { resource: Resource::Customer, org_id: key.org_id, id: key.id }]);
         assert_eq!(cache.get(&key), None);
     }
 }

@@ -178,7 +178,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 };
                 let pool = roles::connect_database(&settings).await?;
                 for projection in selected {
-                    let name = projection.name();
+                    let name = projection.id();
                     let report = projections::rebuild::rebuild(&pool, projection.as_ref(), |done| {
                         eprintln!("rebuild {name}: {done} events folded");
                     })

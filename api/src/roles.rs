@@ -94,7 +94,7 @@ impl ProjectionSet {
     /// `projections` for `partition`, with the sender configured from the environment when the set
     /// includes the webhooks projection.
     pub fn from_env(projections: Vec<Arc<dyn Projection>>, partition: Partition) -> anyhow::Result<Self> {
-        let sender = if projections.iter().any(|p| p.name() == projections::webhooks::NAME) {
+        let sender = if projections.iter().any(|p| p.id() == projections::ProjectionId::Webhooks) {
             Some(SenderConfig::from_env()?)
         } else {
             None

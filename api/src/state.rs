@@ -12,6 +12,7 @@ use events::CommitKey;
 use events::bus::Bus;
 use futures::StreamExt;
 use poem::http::StatusCode;
+use projections::ProjectionId;
 use projections::progress::{LocalProgress, Progress, ProgressTracker};
 use sqlx::PgPool;
 use std::sync::Arc;
@@ -138,11 +139,20 @@ impl AppState {
         let mut updates = self.bus.client.subscribe(self.bus.progress_wildcard()).await?;
         let (state, heard) = (self.clone(), local.clone());
         tokio::spawn(async move {
+            let mut warned = false;
             while let Some(message) = updates.next().await {
-                if let Ok(progress) = serde_json::from_slice::<Progress>(&message.payload)
-                    && !heard.already_heard(&progress)
-                {
-                    state.heard(&progress);
+                match serde_json::from_slice::<Progress>(&message.payload) {
+                    Ok(progress) if heard.already_heard(&progress) => {}
+                    Ok(progress) => state.heard(&progress),
+                    // A newer release's projector may name a projection or resource this build does
+                    // not know; the invalidations it carried cannot be read, so forget everything.
+                    // (Warned about once: during a rolling upgrade every batch would repeat it.)
+                    Err(error) => {
+                        if !std::mem::replace(&mut warned, true) {
+                            tracing::warn!(subject = %message.subject, %error, "unreadable progress; cache cleared");
+                        }
+                        state.reads.invalidate_all();
+                    }
                 }
             }
         });
@@ -210,7 +220,7 @@ impl AppState {
     /// Waits until `projection` has applied the write at `commit` for `principal`'s organization.
     pub async fn await_read(
         &self,
-        projection: &str,
+        projection: ProjectionId,
         principal: &Principal,
         commit: Option<CommitKey>,
     ) -> Result<(), ApiError> {
@@ -218,7 +228,7 @@ impl AppState {
         if self.progress.wait_for(projection, principal.org_id, key, self.read_wait).await {
             Ok(())
         } else {
-            tracing::warn!(projection, %key, "read side did not catch up in time");
+            tracing::warn!(projection = projection.as_str(), %key, "read side did not catch up in time");
             Err(ApiError::unavailable(
                 "READ_MODEL_PENDING",
                 "the change was recorded but is not readable yet; read the resource before retrying",

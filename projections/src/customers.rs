@@ -1,9 +1,12 @@
 //! The contacts read models: one row per customer (`customers_view`) or supplier (`suppliers_view`),
 //! for their details and lists. Both kinds share one shape and one projection type.
 
-use crate::{CacheKey, Projection, ProjectionError, Rendered, RenderedFold, Target, json_fold, latest_rows};
+use crate::{
+    CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold, StreamType,
+    Target, json_fold, latest_rows,
+};
+use events::RecordedEvent;
 use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};
-use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
 use std::marker::PhantomData;
@@ -11,34 +14,30 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 pub const TABLE: &str = "customers_view";
-pub const RESOURCE: &str = "customer";
 pub const SUPPLIERS_TABLE: &str = "suppliers_view";
-pub const SUPPLIER_RESOURCE: &str = "supplier";
 
-/// One kind of contact: its projection name, table, cached resource name and stream type.
+/// One kind of contact: its projection, table and cached resource. It folds the aggregate whose events
+/// are `E`.
 pub struct ContactsProjection<E> {
-    name: &'static str,
+    id: ProjectionId,
     tables: &'static [&'static str],
-    resource: &'static str,
-    stream_types: &'static [&'static str],
+    resource: CacheResource,
     _kind: PhantomData<fn() -> E>,
 }
 
 pub type CustomersProjection = ContactsProjection<CustomerEvent>;
 
 pub const CUSTOMERS: ContactsProjection<CustomerEvent> = ContactsProjection {
-    name: "customers",
+    id: ProjectionId::Customers,
     tables: &[TABLE],
-    resource: RESOURCE,
-    stream_types: &[CustomerEvent::STREAM_TYPE],
+    resource: CacheResource::Customer,
     _kind: PhantomData,
 };
 
 pub const SUPPLIERS: ContactsProjection<SupplierEvent> = ContactsProjection {
-    name: "suppliers",
+    id: ProjectionId::Suppliers,
     tables: &[SUPPLIERS_TABLE],
-    resource: SUPPLIER_RESOURCE,
-    stream_types: &[SupplierEvent::STREAM_TYPE],
+    resource: CacheResource::Supplier,
     _kind: PhantomData,
 };
 
@@ -46,16 +45,16 @@ impl<E> Projection for ContactsProjection<E>
 where
     E: RecordEvent<Fields = CustomerFields> + Send + Sync + 'static,
 {
-    fn name(&self) -> &'static str {
-        self.name
+    fn id(&self) -> ProjectionId {
+        self.id
     }
 
     fn tables(&self) -> &'static [&'static str] {
         self.tables
     }
 
-    fn stream_types(&self) -> &'static [&'static str] {
-        self.stream_types
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<E>()] })
     }
 
     fn apply<'a>(
@@ -169,15 +168,15 @@ fn upsert_sql(table: &str) -> String {
     )
 }
 
-fn stale(resource: &str, rows: &[CustomerRow]) -> Vec<CacheKey> {
-    rows.iter().map(|r| CacheKey { resource: resource.to_owned(), org_id: r.org_id, id: r.id }).collect()
+fn stale(resource: CacheResource, rows: &[CustomerRow]) -> Vec<CacheKey> {
+    rows.iter().map(|r| CacheKey { resource, org_id: r.org_id, id: r.id }).collect()
 }
 
 async fn apply<E: RecordEvent<Fields = CustomerFields>>(
     conn: &mut PgConnection,
     target: Target,
     table: &str,
-    resource: &str,
+    resource: CacheResource,
     events: &[RecordedEvent],
 ) -> Result<Vec<CacheKey>, ProjectionError> {
     let rows = fold::<E>(events)?;

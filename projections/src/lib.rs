@@ -9,9 +9,12 @@ pub mod products;
 pub mod progress;
 pub mod rebuild;
 pub mod records;
+pub mod registry;
 pub mod runtime;
 pub mod tags;
 pub mod webhooks;
+
+pub use registry::{CacheResource, Folds, ProjectionId, StreamType};
 
 use events::RecordedEvent;
 use futures::future::BoxFuture;
@@ -44,7 +47,7 @@ pub fn contains_pattern(text: &str) -> String {
 /// A cached read that an applied event made stale.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct CacheKey {
-    pub resource: String,
+    pub resource: CacheResource,
     pub org_id: Uuid,
     pub id: Uuid,
 }
@@ -152,14 +155,15 @@ pub fn sql_literal(text: &str) -> String {
 
 /// A read model folded from the event stream.
 pub trait Projection: Send + Sync + 'static {
-    /// Stable name: used for its durable consumer, checkpoints, progress and the CLI.
-    fn name(&self) -> &'static str;
+    /// Which projection this is: its durable consumer, checkpoints, progress and CLI name.
+    fn id(&self) -> ProjectionId;
 
     /// The tables it owns (all swapped together by a rebuild).
     fn tables(&self) -> &'static [&'static str];
 
-    /// The stream types whose events it folds (empty: all); other events are passed over undecoded.
-    fn stream_types(&self) -> &'static [&'static str];
+    /// The aggregates whose events it folds; its consumer asks for those only (see
+    /// [`runtime::consumer_filter`]) and any other event is passed over undecoded.
+    fn folds(&self) -> Folds;
 
     /// Folds a batch of events (already filtered to its stream types, in commit order) into `target`,
     /// inside the caller's transaction. Returns the cached reads the batch made stale.
@@ -192,36 +196,42 @@ pub trait Projection: Send + Sync + 'static {
     }
 }
 
-/// Every projection this build knows.
-pub fn all() -> Vec<std::sync::Arc<dyn Projection>> {
-    vec![
-        std::sync::Arc::new(organizations::OrganizationsProjection),
-        std::sync::Arc::new(price_lists::PriceListsProjection),
-        std::sync::Arc::new(customers::CUSTOMERS),
-        std::sync::Arc::new(customers::SUPPLIERS),
-        std::sync::Arc::new(products::ProductsProjection),
-        std::sync::Arc::new(records::PAYMENT_METHODS),
-        std::sync::Arc::new(records::WAREHOUSES),
-        std::sync::Arc::new(records::CATEGORIES),
-        std::sync::Arc::new(records::POINTS_OF_SALE),
-        std::sync::Arc::new(records::METAFIELD_DEFINITIONS),
-        std::sync::Arc::new(tags::TagsProjection),
-        std::sync::Arc::new(webhooks::WebhooksProjection::default()),
-    ]
+impl dyn Projection {
+    /// The projection's stable name ([`ProjectionId::as_str`]), for logs, SQL and subjects.
+    pub fn name(&self) -> &'static str {
+        self.id().as_str()
+    }
 }
 
-/// Looks up projections by name.
+/// The projection `id` names. The match is exhaustive, so a new [`ProjectionId`] cannot be left out
+/// of what the runtime starts and rebuilds.
+pub fn projection(id: ProjectionId) -> std::sync::Arc<dyn Projection> {
+    use std::sync::Arc;
+    match id {
+        ProjectionId::Organizations => Arc::new(organizations::OrganizationsProjection),
+        ProjectionId::PriceLists => Arc::new(price_lists::PriceListsProjection),
+        ProjectionId::Customers => Arc::new(customers::CUSTOMERS),
+        ProjectionId::Suppliers => Arc::new(customers::SUPPLIERS),
+        ProjectionId::Products => Arc::new(products::ProductsProjection),
+        ProjectionId::PaymentMethods => Arc::new(records::PAYMENT_METHODS),
+        ProjectionId::Warehouses => Arc::new(records::WAREHOUSES),
+        ProjectionId::Categories => Arc::new(records::CATEGORIES),
+        ProjectionId::PointsOfSale => Arc::new(records::POINTS_OF_SALE),
+        ProjectionId::MetafieldDefinitions => Arc::new(records::METAFIELD_DEFINITIONS),
+        ProjectionId::Tags => Arc::new(tags::TagsProjection),
+        ProjectionId::Webhooks => Arc::new(webhooks::WebhooksProjection::default()),
+    }
+}
+
+/// Every projection this build knows, in [`ProjectionId::ALL`] order: what `backoffice all` and
+/// `backoffice projections` start and `projections rebuild --all` rebuilds.
+pub fn all() -> Vec<std::sync::Arc<dyn Projection>> {
+    ProjectionId::ALL.iter().map(|id| projection(*id)).collect()
+}
+
+/// Looks up projections by name (the CLI's `--only` and `rebuild <name>`).
 pub fn by_names(names: &[String]) -> Result<Vec<std::sync::Arc<dyn Projection>>, String> {
-    let known = all();
-    names
-        .iter()
-        .map(|name| {
-            known.iter().find(|p| p.name() == name).cloned().ok_or_else(|| {
-                let list: Vec<_> = known.iter().map(|p| p.name()).collect();
-                format!("unknown projection {name:?} (known: {})", list.join(", "))
-            })
-        })
-        .collect()
+    names.iter().map(|name| name.parse().map(projection).map_err(|e: registry::UnknownName| e.to_string())).collect()
 }
 
 /// Which share of the organizations a projector process serves: organizations are split over `count`
@@ -269,6 +279,63 @@ impl std::str::FromStr for Partition {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_projection_id_is_registered_once_under_its_own_id() {
+        let started: Vec<ProjectionId> = all().iter().map(|p| p.id()).collect();
+        assert_eq!(started, ProjectionId::ALL, "the runtime starts each projection once, in order");
+        for id in ProjectionId::ALL {
+            let by_name = by_names(&[id.as_str().to_owned()]).expect("known name");
+            assert_eq!(by_name.iter().map(|p| p.id()).collect::<Vec<_>>(), [*id]);
+        }
+        assert!(by_names(&["customer".to_owned()]).is_err());
+        let mut tables: Vec<&str> = all().iter().flat_map(|p| p.tables().iter().copied()).collect();
+        let count = tables.len();
+        tables.sort_unstable();
+        tables.dedup();
+        assert_eq!(tables.len(), count, "no table is owned by two projections");
+    }
+
+    #[test]
+    fn every_declared_stream_type_is_one_of_the_catalogue() {
+        use events::EventPayload;
+        use events::catalogue::*;
+        // Every payload enum of the catalogue (a stream type no event carries would fold nothing).
+        let catalogue = [
+            OrganizationEvent::STREAM_TYPE,
+            CustomerEvent::STREAM_TYPE,
+            SupplierEvent::STREAM_TYPE,
+            ProductEvent::STREAM_TYPE,
+            TagEvent::STREAM_TYPE,
+            MetafieldDefinitionEvent::STREAM_TYPE,
+            PaymentMethodEvent::STREAM_TYPE,
+            WarehouseEvent::STREAM_TYPE,
+            CategoryEvent::STREAM_TYPE,
+            PointOfSaleEvent::STREAM_TYPE,
+            PriceListEvent::STREAM_TYPE,
+            WebhookEndpointEvent::STREAM_TYPE,
+        ];
+        for projection in all() {
+            match projection.folds() {
+                Folds::Every => {}
+                Folds::Only(types) => {
+                    assert!(!types.is_empty(), "{} folds nothing: say Folds::Every for all", projection.name());
+                    for (i, stream_type) in types.iter().enumerate() {
+                        assert!(
+                            catalogue.contains(&stream_type.as_str()),
+                            "{} folds {stream_type:?}, which is no stream type of the catalogue",
+                            projection.name()
+                        );
+                        assert!(
+                            !types[..i].contains(stream_type),
+                            "{} declares {stream_type:?} twice",
+                            projection.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn partitions_parse_and_cover_every_org_exactly_once() {

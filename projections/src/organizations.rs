@@ -1,6 +1,6 @@
 //! The organizations read model: the organization resource (`GET /api/v1/organization`).
 
-use crate::{CacheKey, Projection, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target};
 use events::catalogue::OrganizationEvent;
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
@@ -9,21 +9,20 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 pub const TABLE: &str = "organizations_view";
-pub const RESOURCE: &str = "organization";
 
 pub struct OrganizationsProjection;
 
 impl Projection for OrganizationsProjection {
-    fn name(&self) -> &'static str {
-        "organizations"
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Organizations
     }
 
     fn tables(&self) -> &'static [&'static str] {
         &[TABLE]
     }
 
-    fn stream_types(&self) -> &'static [&'static str] {
-        &[OrganizationEvent::STREAM_TYPE]
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<OrganizationEvent>()] })
     }
 
     fn apply<'a>(
@@ -82,7 +81,7 @@ async fn apply(
             | OrganizationEvent::DelegatedTokenIssued(_)
             | OrganizationEvent::CredentialRevoked(_) => continue,
         }
-        stale.push(CacheKey { resource: RESOURCE.to_owned(), org_id: event.org_id, id: event.org_id });
+        stale.push(CacheKey { resource: CacheResource::Organization, org_id: event.org_id, id: event.org_id });
     }
     Ok(stale)
 }

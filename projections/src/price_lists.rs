@@ -2,7 +2,7 @@
 //! Prices of automatic lists are not stored: they are computed on read from the variants' base prices,
 //! so they follow every product change at once (see [`price_of`]).
 
-use crate::{CacheKey, Projection, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target};
 use events::catalogue::{PriceListEvent, RecordEvent, apply_percentage, vat_hundredths};
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
@@ -11,21 +11,20 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 pub const TABLES: &[&str] = &["price_lists_view", "price_list_prices"];
-pub const RESOURCE: &str = "price_list";
 
 pub struct PriceListsProjection;
 
 impl Projection for PriceListsProjection {
-    fn name(&self) -> &'static str {
-        "price_lists"
+    fn id(&self) -> ProjectionId {
+        ProjectionId::PriceLists
     }
 
     fn tables(&self) -> &'static [&'static str] {
         TABLES
     }
 
-    fn stream_types(&self) -> &'static [&'static str] {
-        &[PriceListEvent::STREAM_TYPE]
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<PriceListEvent>()] })
     }
 
     fn apply<'a>(
@@ -87,7 +86,7 @@ async fn apply(
                 .execute(&mut *conn)
                 .await?;
         }
-        stale.push(CacheKey { resource: RESOURCE.to_owned(), org_id: event.org_id, id: event.stream_id });
+        stale.push(CacheKey { resource: CacheResource::PriceList, org_id: event.org_id, id: event.stream_id });
     }
     Ok(stale)
 }

@@ -1,7 +1,7 @@
 //! The products read model: one row per variant (`products_view`), shared fields repeated, for the
 //! product detail and list.
 
-use crate::{CacheKey, Projection, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target};
 use events::catalogue::ProductEvent;
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
@@ -11,7 +11,6 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 pub const TABLE: &str = "products_view";
-pub const RESOURCE: &str = "product";
 /// Per organization, the position of the last product event that could move a listed price.
 pub const PRICING_REVISIONS: &str = "product_pricing_revisions";
 
@@ -21,16 +20,16 @@ const PRICING_FIELDS: &[&str] = &["cost", "price", "markup_percentage", "tax_rat
 pub struct ProductsProjection;
 
 impl Projection for ProductsProjection {
-    fn name(&self) -> &'static str {
-        "products"
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Products
     }
 
     fn tables(&self) -> &'static [&'static str] {
         &[TABLE, PRICING_REVISIONS]
     }
 
-    fn stream_types(&self) -> &'static [&'static str] {
-        &[ProductEvent::STREAM_TYPE]
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<ProductEvent>()] })
     }
 
     fn apply<'a>(
@@ -159,7 +158,7 @@ async fn apply(
             .execute(&mut *conn)
             .await?;
     }
-    Ok(batch.iter().map(|r| CacheKey { resource: RESOURCE.to_owned(), org_id: r.org_id, id: r.id }).collect())
+    Ok(batch.iter().map(|r| CacheKey { resource: CacheResource::Product, org_id: r.org_id, id: r.id }).collect())
 }
 
 /// A variant as the read side stores it, with the names of what it refers to.

@@ -1,7 +1,7 @@
 //! Projector progress: what projectors publish after each batch, and the tracker the gateway keeps to
 //! wait until a projection has applied a given event (read-your-writes).
 
-use crate::{CacheKey, Partition};
+use crate::{CacheKey, Partition, ProjectionId};
 use events::CommitKey;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -12,9 +12,13 @@ use uuid::Uuid;
 /// Published on `<prefix>.progress.<projection>` after every batch: every event at or below `key` in
 /// commit order has been applied by this partition of the projection, and the listed cached reads are
 /// stale. Invalidations travel in the same message so a reader never sees progress before them.
+///
+/// The projection and the cached resources travel as their stable strings, so the message is the same
+/// as when they were plain strings. A reader that does not know one of them (a newer release added it)
+/// cannot decode the message at all: gateways then forget their whole cache (see `api::state`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Progress {
-    pub projection: String,
+    pub projection: ProjectionId,
     pub partition: Partition,
     pub key: CommitKey,
     #[serde(default)]
@@ -86,8 +90,8 @@ pub struct ProgressTracker {
 
 #[derive(Default)]
 struct TrackerState {
-    reached: HashMap<String, HashMap<Partition, CommitKey>>,
-    waiting: HashMap<String, Vec<Waiter>>,
+    reached: HashMap<ProjectionId, HashMap<Partition, CommitKey>>,
+    waiting: HashMap<ProjectionId, Vec<Waiter>>,
 }
 
 struct Waiter {
@@ -97,9 +101,9 @@ struct Waiter {
 }
 
 impl TrackerState {
-    fn has_reached(&self, projection: &str, org: Uuid, key: CommitKey) -> bool {
+    fn has_reached(&self, projection: ProjectionId, org: Uuid, key: CommitKey) -> bool {
         self.reached
-            .get(projection)
+            .get(&projection)
             .is_some_and(|partitions| partitions.iter().any(|(part, at)| part.owns(org) && *at >= key))
     }
 }
@@ -111,12 +115,8 @@ impl ProgressTracker {
 
     pub fn record(&self, progress: &Progress) {
         let mut state = self.state();
-        let entry = state
-            .reached
-            .entry(progress.projection.clone())
-            .or_default()
-            .entry(progress.partition)
-            .or_insert(CommitKey::ZERO);
+        let entry =
+            state.reached.entry(progress.projection).or_default().entry(progress.partition).or_insert(CommitKey::ZERO);
         if progress.key <= *entry {
             return;
         }
@@ -137,19 +137,19 @@ impl ProgressTracker {
     }
 
     /// Whether some running partition that owns `org` has applied everything up to `key`.
-    pub fn has_reached(&self, projection: &str, org: Uuid, key: CommitKey) -> bool {
+    pub fn has_reached(&self, projection: ProjectionId, org: Uuid, key: CommitKey) -> bool {
         self.state().has_reached(projection, org, key)
     }
 
     /// Waits until [`Self::has_reached`] holds, for at most `timeout`. Returns whether it did.
-    pub async fn wait_for(&self, projection: &str, org: Uuid, key: CommitKey, timeout: Duration) -> bool {
+    pub async fn wait_for(&self, projection: ProjectionId, org: Uuid, key: CommitKey, timeout: Duration) -> bool {
         let released = {
             let mut state = self.state();
             if state.has_reached(projection, org, key) {
                 return true;
             }
             let (release, released) = tokio::sync::oneshot::channel();
-            state.waiting.entry(projection.to_owned()).or_default().push(Waiter { org, key, release });
+            state.waiting.entry(projection).or_default().push(Waiter { org, key, release });
             released
         };
         match tokio::time::timeout(timeout, released).await {
@@ -165,7 +165,7 @@ mod tests {
 
     fn progress(key: CommitKey) -> Progress {
         Progress {
-            projection: "customers".into(),
+            projection: ProjectionId::Customers,
             partition: Partition::WHOLE,
             key,
             invalidate: vec![],
@@ -174,26 +174,47 @@ mod tests {
         }
     }
 
+    #[test]
+    fn progress_on_the_wire_names_projections_and_resources_as_before() {
+        let (org, id) = (Uuid::nil(), Uuid::max());
+        let text = format!(
+            r#"{{"projection":"points_of_sale","partition":{{"index":0,"count":1}},"key":{{"transaction_id":7,"position":42}},"invalidate":[{{"resource":"point_of_sale","org_id":"{org}","id":"{id}"}}],"changed":true}}"#
+        );
+        let progress = Progress {
+            projection: ProjectionId::PointsOfSale,
+            partition: Partition::WHOLE,
+            key: CommitKey::new(7, 42),
+            invalidate: vec![CacheKey { resource: crate::CacheResource::PointOfSale, org_id: org, id }],
+            changed: true,
+            heard_by: None,
+        };
+        assert_eq!(serde_json::to_string(&progress).expect("json"), text);
+        assert_eq!(serde_json::from_str::<Progress>(&text).expect("json"), progress);
+    }
+
     #[tokio::test]
     async fn a_waiter_wakes_when_the_key_is_reached() {
         let tracker = Arc::new(ProgressTracker::default());
         let org = Uuid::now_v7();
         let target = CommitKey::new(10, 5);
-        assert!(!tracker.has_reached("customers", org, target));
+        assert!(!tracker.has_reached(ProjectionId::Customers, org, target));
         let waiter = {
             let tracker = tracker.clone();
-            tokio::spawn(async move { tracker.wait_for("customers", org, target, Duration::from_secs(5)).await })
+            tokio::spawn(
+                async move { tracker.wait_for(ProjectionId::Customers, org, target, Duration::from_secs(5)).await },
+            )
         };
         tracker.record(&progress(CommitKey::new(10, 4)));
         tracker.record(&progress(CommitKey::new(11, 1)));
         assert!(waiter.await.expect("joined"));
-        assert!(!tracker.has_reached("other", org, target));
+        assert!(!tracker.has_reached(ProjectionId::Suppliers, org, target));
     }
 
     #[tokio::test]
     async fn waiting_gives_up_at_the_deadline() {
         let tracker = ProgressTracker::default();
-        let reached = tracker.wait_for("customers", Uuid::now_v7(), CommitKey::new(1, 1), Duration::from_millis(20));
+        let reached =
+            tracker.wait_for(ProjectionId::Customers, Uuid::now_v7(), CommitKey::new(1, 1), Duration::from_millis(20));
         assert!(!reached.await);
     }
 
@@ -203,22 +224,26 @@ mod tests {
         let org = Uuid::now_v7();
         let wait = |key: CommitKey, timeout_ms: u64| {
             let tracker = tracker.clone();
-            tokio::spawn(
-                async move { tracker.wait_for("customers", org, key, Duration::from_millis(timeout_ms)).await },
-            )
+            tokio::spawn(async move {
+                tracker.wait_for(ProjectionId::Customers, org, key, Duration::from_millis(timeout_ms)).await
+            })
         };
         assert!(!wait(CommitKey::new(1, 1), 10).await.expect("joined"), "gave up");
         let near = wait(CommitKey::new(2, 1), 5_000);
         let far = wait(CommitKey::new(3, 1), 5_000);
-        while tracker.state().waiting.get("customers").map_or(0, Vec::len) < 3 {
+        while tracker.state().waiting.get(&ProjectionId::Customers).map_or(0, Vec::len) < 3 {
             tokio::task::yield_now().await;
         }
         tracker.record(&progress(CommitKey::new(2, 1)));
         assert!(near.await.expect("joined"));
-        assert_eq!(tracker.state().waiting["customers"].len(), 1, "the stale waiter went, the far one stays");
+        assert_eq!(
+            tracker.state().waiting[&ProjectionId::Customers].len(),
+            1,
+            "the stale waiter went, the far one stays"
+        );
         tracker.record(&progress(CommitKey::new(3, 1)));
         assert!(far.await.expect("joined"));
-        assert!(tracker.state().waiting["customers"].is_empty());
+        assert!(tracker.state().waiting[&ProjectionId::Customers].is_empty());
     }
 
     #[test]
@@ -228,8 +253,8 @@ mod tests {
         let owner = Partition::of(org, 2);
         let other = Partition { index: 1 - owner, count: 2 };
         tracker.record(&Progress { partition: other, ..progress(CommitKey::new(5, 5)) });
-        assert!(!tracker.has_reached("customers", org, CommitKey::new(5, 5)));
+        assert!(!tracker.has_reached(ProjectionId::Customers, org, CommitKey::new(5, 5)));
         tracker.record(&Progress { partition: Partition { index: owner, count: 2 }, ..progress(CommitKey::new(5, 5)) });
-        assert!(tracker.has_reached("customers", org, CommitKey::new(5, 5)));
+        assert!(tracker.has_reached(ProjectionId::Customers, org, CommitKey::new(5, 5)));
     }
 }

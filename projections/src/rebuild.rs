@@ -94,8 +94,8 @@ pub async fn rebuild(
 }
 
 fn relevant(projection: &dyn Projection, batch: &[RecordedEvent]) -> Vec<RecordedEvent> {
-    let types = projection.stream_types();
-    batch.iter().filter(|e| types.is_empty() || types.contains(&e.stream_type.as_str())).cloned().collect()
+    let folds = projection.folds();
+    batch.iter().filter(|e| folds.includes(&e.stream_type)).cloned().collect()
 }
 
 async fn fold_into_shadow(

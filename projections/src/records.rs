@@ -1,11 +1,14 @@
 //! Read models of the configuration resources (payment methods, warehouses, categories, points of
 //! sale): the stored fields as a document, plus the columns lists filter and sort on.
 
-use crate::{CacheKey, Projection, ProjectionError, Rendered, RenderedFold, Target, json_fold, latest_rows};
+use crate::{
+    CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold, StreamType,
+    Target, json_fold, latest_rows,
+};
+use events::RecordedEvent;
 use events::catalogue::{
     CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, PointOfSaleEvent, RecordEvent, WarehouseEvent,
 };
-use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
@@ -13,63 +16,57 @@ use std::marker::PhantomData;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// One configuration resource's read model.
+/// One configuration resource's read model. It folds the aggregate whose events are `E`.
 pub struct RecordsProjection<E> {
-    pub name: &'static str,
+    pub id: ProjectionId,
     /// The read table (a one-element list, as [`Projection::tables`] wants).
     pub table: &'static [&'static str],
-    pub stream_type: &'static [&'static str],
-    pub resource: &'static str,
+    pub resource: CacheResource,
     _event: PhantomData<fn() -> E>,
 }
 
 pub const PAYMENT_METHODS: RecordsProjection<PaymentMethodEvent> = RecordsProjection {
-    name: "payment_methods",
+    id: ProjectionId::PaymentMethods,
     table: &["payment_methods_view"],
-    stream_type: &[<PaymentMethodEvent as EventPayload>::STREAM_TYPE],
-    resource: "payment_method",
+    resource: CacheResource::PaymentMethod,
     _event: PhantomData,
 };
 pub const WAREHOUSES: RecordsProjection<WarehouseEvent> = RecordsProjection {
-    name: "warehouses",
+    id: ProjectionId::Warehouses,
     table: &["warehouses_view"],
-    stream_type: &[<WarehouseEvent as EventPayload>::STREAM_TYPE],
-    resource: "warehouse",
+    resource: CacheResource::Warehouse,
     _event: PhantomData,
 };
 pub const CATEGORIES: RecordsProjection<CategoryEvent> = RecordsProjection {
-    name: "categories",
+    id: ProjectionId::Categories,
     table: &["categories_view"],
-    stream_type: &[<CategoryEvent as EventPayload>::STREAM_TYPE],
-    resource: "category",
+    resource: CacheResource::Category,
     _event: PhantomData,
 };
 pub const METAFIELD_DEFINITIONS: RecordsProjection<MetafieldDefinitionEvent> = RecordsProjection {
-    name: "metafield_definitions",
+    id: ProjectionId::MetafieldDefinitions,
     table: &["metafield_definitions_view"],
-    stream_type: &[<MetafieldDefinitionEvent as EventPayload>::STREAM_TYPE],
-    resource: "metafield_definition",
+    resource: CacheResource::MetafieldDefinition,
     _event: PhantomData,
 };
 pub const POINTS_OF_SALE: RecordsProjection<PointOfSaleEvent> = RecordsProjection {
-    name: "points_of_sale",
+    id: ProjectionId::PointsOfSale,
     table: &["points_of_sale_view"],
-    stream_type: &[<PointOfSaleEvent as EventPayload>::STREAM_TYPE],
-    resource: "point_of_sale",
+    resource: CacheResource::PointOfSale,
     _event: PhantomData,
 };
 
 impl<E: RecordEvent> Projection for RecordsProjection<E> {
-    fn name(&self) -> &'static str {
-        self.name
+    fn id(&self) -> ProjectionId {
+        self.id
     }
 
     fn tables(&self) -> &'static [&'static str] {
         self.table
     }
 
-    fn stream_types(&self) -> &'static [&'static str] {
-        self.stream_type
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<E>()] })
     }
 
     fn apply<'a>(
@@ -128,7 +125,7 @@ impl<E: RecordEvent> RecordsProjection<E> {
     }
 
     fn stale(&self, rows: &[Row]) -> Vec<CacheKey> {
-        rows.iter().map(|r| CacheKey { resource: self.resource.to_owned(), org_id: r.org_id, id: r.id }).collect()
+        rows.iter().map(|r| CacheKey { resource: self.resource, org_id: r.org_id, id: r.id }).collect()
     }
 
     async fn apply_batch(

@@ -3,7 +3,9 @@
 //! no second effect), progress published after each batch.
 
 use crate::progress::{LocalProgress, Progress};
-use crate::{CacheKey, EventHead, Partition, Projection, ProjectionError, RenderedFold, Target};
+use crate::{
+    CacheKey, EventHead, Folds, Partition, Projection, ProjectionError, ProjectionId, RenderedFold, StreamType, Target,
+};
 use async_nats::jetstream::consumer::{self, PullConsumer};
 use async_nats::jetstream::stream::Stream as JsStream;
 use events::bus::{Bus, header_commit_key};
@@ -41,8 +43,48 @@ fn nats<E: std::fmt::Display>(error: E) -> RunError {
     RunError::Nats(error.to_string())
 }
 
-pub fn consumer_name(projection: &str, partition: Partition) -> String {
+pub fn consumer_name(projection: ProjectionId, partition: Partition) -> String {
     format!("{projection}-p{}of{}", partition.index, partition.count)
+}
+
+/// What a projection's consumer asks the server for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsumerFilter {
+    /// One subject: one aggregate's events, or every event.
+    Subject(String),
+    /// One subject per aggregate (a consumer's `filter_subjects`).
+    Subjects(Vec<String>),
+}
+
+/// The subjects (`<prefix>.events.<org>.<aggregate>.<type>`) a projection folding `folds` subscribes to
+/// on a server of `server_version`: exactly its aggregates', except for several aggregates on a server
+/// older than NATS 2.10, which has no `filter_subjects` (it would ignore the field and deliver
+/// everything). That consumer takes every event, and the projector passes over the others
+/// client-side, undecoded, as it always checks each message against what the projection folds.
+pub fn consumer_filter(folds: Folds, prefix: &str, server_version: &str) -> ConsumerFilter {
+    let subject = |stream_type: &StreamType| format!("{prefix}.events.*.{}.>", stream_type.as_str());
+    match folds {
+        Folds::Only([only]) => ConsumerFilter::Subject(subject(only)),
+        Folds::Only(several) if supports_filter_subjects(server_version) => {
+            ConsumerFilter::Subjects(several.iter().map(subject).collect())
+        }
+        Folds::Only(_) | Folds::Every => ConsumerFilter::Subject(format!("{prefix}.events.>")),
+    }
+}
+
+/// Whether a server reporting `version` in its INFO (`2.10.7`, `2.11.0-RC.1`) honours a consumer's
+/// `filter_subjects`, which NATS added in 2.10. A version that cannot be read counts as older.
+fn supports_filter_subjects(version: &str) -> bool {
+    fn leading_number(part: Option<&str>) -> Option<u64> {
+        let part = part?;
+        let digits = part.find(|c: char| !c.is_ascii_digit()).map_or(part, |end| &part[..end]);
+        digits.parse().ok()
+    }
+    let mut parts = version.trim().trim_start_matches('v').split('.');
+    match (leading_number(parts.next()), leading_number(parts.next())) {
+        (Some(major), Some(minor)) => (major, minor) >= (2, 10),
+        _ => false,
+    }
 }
 
 /// Runs one partition of a projection for ever, restarting from its durable consumer after errors.
@@ -64,7 +106,13 @@ pub async fn run(pool: PgPool, bus: Bus, projection: Arc<dyn Projection>, partit
 /// Re-creates the durable consumer so delivery restarts right after the last acknowledged message, in
 /// order. Messages a dead process had in flight would otherwise be redelivered only after newer ones,
 /// and per-organization checkpoints would then pass them over.
-async fn reset_consumer(stream: &JsStream, name: &str, filter_subject: String) -> Result<PullConsumer, RunError> {
+///
+/// The new consumer's filter may differ from the old one's (a release changed what the projection
+/// folds, or NATS was upgraded to a version with `filter_subjects`): the ack floor is a position in the
+/// whole stream, so delivery still resumes right after it. Caveat: a projection that starts folding an
+/// aggregate it did not fold before is never sent that aggregate's events at or below the floor (and its
+/// checkpoints have moved past them anyway), so it needs a rebuild.
+async fn reset_consumer(stream: &JsStream, name: &str, filter: ConsumerFilter) -> Result<PullConsumer, RunError> {
     let deliver_policy = match stream.get_consumer::<consumer::pull::Config>(name).await {
         Ok(existing) => {
             let info = existing.get_info().await.map_err(nats)?;
@@ -74,6 +122,10 @@ async fn reset_consumer(stream: &JsStream, name: &str, filter_subject: String) -
         }
         Err(_) => consumer::DeliverPolicy::All,
     };
+    let (filter_subject, filter_subjects) = match filter {
+        ConsumerFilter::Subject(subject) => (subject, Vec::new()),
+        ConsumerFilter::Subjects(subjects) => (String::new(), subjects),
+    };
     stream
         .create_consumer(consumer::pull::Config {
             durable_name: Some(name.to_owned()),
@@ -82,6 +134,7 @@ async fn reset_consumer(stream: &JsStream, name: &str, filter_subject: String) -
             max_ack_pending: 20_000,
             deliver_policy,
             filter_subject,
+            filter_subjects,
             ..Default::default()
         })
         .await
@@ -99,12 +152,12 @@ async fn run_until_error(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let stream = bus.ensure_event_stream().await.map_err(nats)?;
-    let name = consumer_name(projection.name(), partition);
-    // A projection folding one aggregate only receives that aggregate's events.
-    let filter = match projection.stream_types() {
-        [only] => format!("{}.events.*.{only}.>", bus.prefix()),
-        _ => bus.events_wildcard(),
-    };
+    let name = consumer_name(projection.id(), partition);
+    let folds = projection.folds();
+    // The version of the server this connection last heard from, which is the one that will get the
+    // consumer: the loop re-creates it (and asks again) after any error, a reconnection included.
+    let filter = consumer_filter(folds, bus.prefix(), &bus.client.server_info().version);
+    tracing::debug!(projection = projection.name(), ?filter, "subscribing");
     let consumer = reset_consumer(&stream, &name, filter).await?;
     // A connection of its own: batches follow each other without checking one out of the pool.
     let mut conn = pool.acquire().await?.detach();
@@ -139,7 +192,7 @@ async fn run_until_error(
                 if let Some(key) = last_key
                     && (unpublished || last_published.elapsed() >= HEARTBEAT)
                 {
-                    publish_progress(bus, local, projection.name(), partition, key, Vec::new(), false).await;
+                    publish_progress(bus, local, projection.id(), partition, key, Vec::new(), false).await;
                     last_published = tokio::time::Instant::now();
                     unpublished = false;
                 }
@@ -162,7 +215,6 @@ async fn run_until_error(
         let mut wanted = Vec::new();
         let mut heads = Vec::new();
         let mut batch_key = None;
-        let types = projection.stream_types();
         for message in &batch {
             let key = header_commit_key(message.headers.as_ref())
                 .ok_or_else(|| RunError::Nats(format!("message on {} has no commit key", message.subject)))?;
@@ -172,7 +224,7 @@ async fn run_until_error(
             let org = parts.next().and_then(|o| Uuid::parse_str(o).ok());
             let stream_type = parts.next().unwrap_or_default();
             if let Some(org_id) = org.filter(|o| partition.owns(*o))
-                && (types.is_empty() || types.contains(&stream_type))
+                && folds.includes(stream_type)
             {
                 wanted.push((message, key));
                 heads.push(EventHead { org_id, stream_type });
@@ -205,7 +257,7 @@ async fn run_until_error(
         let key = batch_key.unwrap_or_default();
         last_key = Some(key);
         if changed || !invalidate.is_empty() || last_published.elapsed() >= QUIET_PROGRESS_EVERY {
-            publish_progress(bus, local, projection.name(), partition, key, invalidate, changed).await;
+            publish_progress(bus, local, projection.id(), partition, key, invalidate, changed).await;
             last_published = tokio::time::Instant::now();
             unpublished = false;
         } else {
@@ -295,7 +347,7 @@ impl LazyAck {
 async fn publish_progress(
     bus: &Bus,
     local: &LocalProgress,
-    projection: &str,
+    projection: ProjectionId,
     partition: Partition,
     key: CommitKey,
     invalidate: Vec<CacheKey>,
@@ -304,8 +356,8 @@ async fn publish_progress(
     for mut progress in progress_messages(projection, partition, key, invalidate, changed) {
         local.deliver(&mut progress);
         let Ok(body) = serde_json::to_vec(&progress) else { continue };
-        if let Err(error) = bus.client.publish(bus.progress_subject(projection), body.into()).await {
-            tracing::warn!(projection, %error, "could not publish progress");
+        if let Err(error) = bus.client.publish(bus.progress_subject(projection.as_str()), body.into()).await {
+            tracing::warn!(projection = projection.as_str(), %error, "could not publish progress");
         }
     }
 }
@@ -318,7 +370,7 @@ const INVALIDATIONS_PER_MESSAGE: usize = 2_000;
 /// the invalidations in chunks, and the key only on the last message, so a reader woken by the key
 /// finds every stale entry already dropped.
 fn progress_messages(
-    projection: &str,
+    projection: ProjectionId,
     partition: Partition,
     key: CommitKey,
     mut invalidate: Vec<CacheKey>,
@@ -329,7 +381,7 @@ fn progress_messages(
         let rest = invalidate.split_off(INVALIDATIONS_PER_MESSAGE);
         let chunk = std::mem::replace(&mut invalidate, rest);
         messages.push(Progress {
-            projection: projection.to_owned(),
+            projection,
             partition,
             key: CommitKey::ZERO,
             invalidate: chunk,
@@ -337,7 +389,7 @@ fn progress_messages(
             heard_by: None,
         });
     }
-    messages.push(Progress { projection: projection.to_owned(), partition, key, invalidate, changed, heard_by: None });
+    messages.push(Progress { projection, partition, key, invalidate, changed, heard_by: None });
     messages
 }
 
@@ -569,9 +621,9 @@ mod tests {
     fn large_invalidations_are_split_and_the_key_comes_last() {
         let key = CommitKey { position: 42, transaction_id: 7 };
         let keys: Vec<CacheKey> = (0..4_500)
-            .map(|_| CacheKey { resource: "product".into(), org_id: Uuid::now_v7(), id: Uuid::now_v7() })
+            .map(|_| CacheKey { resource: crate::CacheResource::Product, org_id: Uuid::now_v7(), id: Uuid::now_v7() })
             .collect();
-        let messages = progress_messages("products", Partition::WHOLE, key, keys.clone(), true);
+        let messages = progress_messages(ProjectionId::Products, Partition::WHOLE, key, keys.clone(), true);
         assert_eq!(messages.len(), 3);
         assert!(messages.iter().all(|m| m.changed), "every chunk says the batch wrote");
         assert!(messages[..2].iter().all(|m| m.key == CommitKey::ZERO), "the key waits for the last message");
@@ -581,6 +633,32 @@ mod tests {
         for message in &messages {
             assert!(serde_json::to_vec(message).expect("json").len() < 512 * 1024, "well under the bus limit");
         }
-        assert_eq!(progress_messages("products", Partition::WHOLE, key, Vec::new(), false).len(), 1);
+        assert_eq!(progress_messages(ProjectionId::Products, Partition::WHOLE, key, Vec::new(), false).len(), 1);
+    }
+
+    #[test]
+    fn several_subjects_are_filtered_by_the_server_from_nats_2_10_on() {
+        for old in ["2.9.10", "2.9.25", "1.4.1", "2.2", "", "2", "nats", "x.10.0"] {
+            assert!(!supports_filter_subjects(old), "{old:?}");
+        }
+        for new in ["2.10.0", "2.10.24", "2.11.0-RC.1", "v2.12.1", "3.0.0", "2.10"] {
+            assert!(supports_filter_subjects(new), "{new:?}");
+        }
+    }
+
+    #[test]
+    fn a_consumer_asks_for_exactly_the_aggregates_folded_where_the_server_can_filter_them() {
+        use events::catalogue::{CustomerEvent, SupplierEvent};
+        const ONE: Folds = Folds::Only(&[StreamType::of::<CustomerEvent>()]);
+        const TWO: Folds = Folds::Only(&[StreamType::of::<CustomerEvent>(), StreamType::of::<SupplierEvent>()]);
+        let one = ConsumerFilter::Subject("bo.events.*.customer.>".into());
+        let every = ConsumerFilter::Subject("bo.events.>".into());
+        let two = ConsumerFilter::Subjects(vec!["bo.events.*.customer.>".into(), "bo.events.*.supplier.>".into()]);
+        for version in ["2.9.10", "2.10.0"] {
+            assert_eq!(consumer_filter(ONE, "bo", version), one, "one aggregate on {version}");
+            assert_eq!(consumer_filter(Folds::Every, "bo", version), every, "every aggregate on {version}");
+        }
+        assert_eq!(consumer_filter(TWO, "bo", "2.9.10"), every, "the projector passes over the rest");
+        assert_eq!(consumer_filter(TWO, "bo", "2.10.0"), two);
     }
 }

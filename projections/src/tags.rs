@@ -1,7 +1,7 @@
 //! The tags read model: the tags (`tags_view`) and which resources carry them (`tag_assignments`),
 //! read beside every customer, supplier and product.
 
-use crate::{CacheKey, Projection, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target};
 use events::catalogue::TagEvent;
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
@@ -12,21 +12,20 @@ use uuid::Uuid;
 
 pub const TABLE: &str = "tags_view";
 pub const ASSIGNMENTS: &str = "tag_assignments";
-pub const RESOURCE: &str = "tag";
 
 pub struct TagsProjection;
 
 impl Projection for TagsProjection {
-    fn name(&self) -> &'static str {
-        "tags"
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Tags
     }
 
     fn tables(&self) -> &'static [&'static str] {
         &[TABLE, ASSIGNMENTS]
     }
 
-    fn stream_types(&self) -> &'static [&'static str] {
-        &[TagEvent::STREAM_TYPE]
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<TagEvent>()] })
     }
 
     fn apply<'a>(
@@ -109,11 +108,8 @@ async fn apply(
                     .bind(&targets.resource_ids)
                     .execute(&mut *conn)
                     .await?;
-                stale.extend(targets.resource_ids.iter().map(|id| CacheKey {
-                    resource: targets.resource_type.clone(),
-                    org_id: org,
-                    id: *id,
-                }));
+                let resource = carried_resource(&targets.resource_type, event.position)?;
+                stale.extend(targets.resource_ids.iter().map(|id| CacheKey { resource, org_id: org, id: *id }));
                 false
             }
         };
@@ -122,11 +118,23 @@ async fn apply(
             let sql = format!("select resource_type, resource_id from {assignments} where org_id = $1 and tag_id = $2");
             let carriers: Vec<(String, Uuid)> =
                 sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org).bind(tag).fetch_all(&mut *conn).await?;
-            stale.extend(carriers.into_iter().map(|(resource, id)| CacheKey { resource, org_id: org, id }));
-            stale.push(CacheKey { resource: RESOURCE.to_owned(), org_id: org, id: tag });
+            for (resource, id) in carriers {
+                stale.push(CacheKey { resource: carried_resource(&resource, event.position)?, org_id: org, id });
+            }
+            stale.push(CacheKey { resource: CacheResource::Tag, org_id: org, id: tag });
         }
     }
     Ok(stale)
+}
+
+/// The cached resource a tag's `resource_type` names. The worker only applies tags to customers,
+/// suppliers and products, so any other name is a malformed event: the projector stops on it rather
+/// than leave a cached read stale.
+fn carried_resource(resource_type: &str, position: i64) -> Result<CacheResource, ProjectionError> {
+    resource_type.parse().map_err(|e: crate::registry::UnknownName| ProjectionError::Undecodable {
+        position,
+        reason: format!("tag target: {e}"),
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -2,13 +2,15 @@
 //! organizations, and a rebuild (even under traffic) yields the same reads.
 
 use events::bus::Bus;
-use events::catalogue::{CustomerEvent, CustomerFields};
+use events::catalogue::{CustomerEvent, CustomerFields, SupplierEvent, TagEvent, TagFields};
 use events::store::{self, StreamRef};
 use events::{EventPayload, Metadata, RecordedEvent};
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use projections::customers::CUSTOMERS;
 use projections::progress::{LocalProgress, Progress};
-use projections::{Partition, Projection};
+use projections::runtime::{ConsumerFilter, consumer_filter};
+use projections::{Folds, Partition, Projection, ProjectionId, StreamType};
 use sqlx::PgPool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -304,7 +306,7 @@ async fn an_idle_projector_acknowledges_everything_it_applied(pool: PgPool) {
     }
     wait_for_count(&pool, 25).await;
     let stream = bus.ensure_event_stream().await.expect("stream");
-    let name = projections::runtime::consumer_name(projection.name(), Partition::WHOLE);
+    let name = projections::runtime::consumer_name(projection.id(), Partition::WHOLE);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let last = stream.get_info().await.expect("stream info").state.last_sequence;
@@ -336,7 +338,8 @@ async fn an_idle_projector_acknowledges_everything_it_applied(pool: PgPool) {
 #[sqlx::test(migrations = "../schema")]
 async fn progress_reaches_the_same_process_directly_and_its_bus_copy_says_so(pool: PgPool) {
     let bus = bus().await;
-    let mut published = bus.client.subscribe(bus.progress_subject("customers")).await.expect("subscribed");
+    let mut published =
+        bus.client.subscribe(bus.progress_subject(ProjectionId::Customers.as_str())).await.expect("subscribed");
     let local = LocalProgress::default();
     let (heard, mut heard_here) = tokio::sync::mpsc::unbounded_channel::<Progress>();
     local.listen(move |progress| {
@@ -372,6 +375,141 @@ async fn progress_reaches_the_same_process_directly_and_its_bus_copy_says_so(poo
     let mut unheard = Progress { heard_by: None, ..direct };
     LocalProgress::default().deliver(&mut unheard);
     assert_eq!(unheard.heard_by, None);
+    projector.abort();
+    relay.abort();
+    let _ = bus.js.delete_stream(bus.stream_name()).await;
+}
+
+/// Appends `event` as the first event of a new stream of its aggregate.
+async fn append_new<E: EventPayload>(pool: &PgPool, org: Uuid, event: E) {
+    let mut conn = pool.acquire().await.expect("connection");
+    let stream = StreamRef { org_id: org, stream_type: E::STREAM_TYPE, stream_id: Uuid::now_v7(), expected_version: 0 };
+    store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("t")).await.expect("append");
+}
+
+/// A projection folding two aggregates that records the stream types it is handed. It borrows the tags
+/// projection's id: each test has a database and a stream prefix of its own.
+#[derive(Default)]
+struct ContactsSeen(std::sync::Mutex<Vec<String>>);
+
+impl Projection for ContactsSeen {
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Tags
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<CustomerEvent>(), StreamType::of::<SupplierEvent>()] })
+    }
+
+    fn apply<'a>(
+        &'a self,
+        _conn: &'a mut sqlx::PgConnection,
+        _target: projections::Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<projections::CacheKey>, projections::ProjectionError>> {
+        self.0.lock().expect("not poisoned").extend(events.iter().map(|e| e.stream_type.clone()));
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// A projection folding several aggregates is sent only theirs where the server can filter several
+/// subjects (NATS 2.10 and later); before that it takes every event and passes over the others. Either
+/// way it folds exactly its own aggregates.
+#[sqlx::test(migrations = "../schema")]
+async fn a_projection_of_several_aggregates_folds_exactly_those(pool: PgPool) {
+    let bus = bus().await;
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
+    let seen = Arc::new(ContactsSeen::default());
+    let projector = tokio::spawn(projections::runtime::run(
+        pool.clone(),
+        bus.clone(),
+        seen.clone(),
+        Partition::WHOLE,
+        LocalProgress::default(),
+    ));
+    let org = Uuid::now_v7();
+    append_new(&pool, org, CustomerEvent::CustomerCreated(fields("Ana"))).await;
+    append_new(&pool, org, TagEvent::TagCreated(TagFields { name: "vip".into(), color: None })).await;
+    append_new(&pool, org, SupplierEvent::SupplierCreated(fields("Bea"))).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    // The supplier comes last in commit order: once it is folded, the tag has been dealt with.
+    while seen.0.lock().expect("not poisoned").len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "folded only {:?}", seen.0.lock().expect("not poisoned"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(*seen.0.lock().expect("not poisoned"), ["customer", "supplier"]);
+
+    let stream = bus.ensure_event_stream().await.expect("stream");
+    let name = projections::runtime::consumer_name(ProjectionId::Tags, Partition::WHOLE);
+    let mut consumer =
+        stream.get_consumer::<async_nats::jetstream::consumer::pull::Config>(&name).await.expect("consumer");
+    let config = consumer.info().await.expect("consumer info").config.clone();
+    let version = bus.client.server_info().version;
+    match consumer_filter(seen.folds(), bus.prefix(), &version) {
+        ConsumerFilter::Subject(subject) => {
+            assert_eq!(config.filter_subject, subject);
+            assert!(config.filter_subjects.is_empty());
+            assert_eq!(subject, bus.events_wildcard(), "one filter for two aggregates is every event");
+        }
+        ConsumerFilter::Subjects(subjects) => {
+            assert_eq!(config.filter_subjects, subjects, "server {version}");
+        }
+    }
+    projector.abort();
+    relay.abort();
+    let _ = bus.js.delete_stream(bus.stream_name()).await;
+}
+
+/// A release (or a NATS upgrade) can change a consumer's filter: the projector then re-creates it from
+/// the old consumer's ack floor, a position in the whole stream, so delivery resumes right after it.
+#[sqlx::test(migrations = "../schema")]
+async fn a_consumer_recreated_with_another_filter_resumes_after_the_ack_floor(pool: PgPool) {
+    use async_nats::jetstream::consumer;
+    let bus = bus().await;
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
+    let org = Uuid::now_v7();
+    for name in ["Ana", "Bea", "Cleo"] {
+        append_new(&pool, org, CustomerEvent::CustomerCreated(fields(name))).await;
+    }
+    let stream = bus.ensure_event_stream().await.expect("stream");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while stream.clone().info().await.expect("stream info").state.last_sequence < 3 {
+        assert!(tokio::time::Instant::now() < deadline, "the relay published the events");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // As an older release left it: every event, the first two acknowledged.
+    let name = projections::runtime::consumer_name(ProjectionId::Customers, Partition::WHOLE);
+    let old = stream
+        .create_consumer(consumer::pull::Config {
+            durable_name: Some(name.clone()),
+            ack_policy: consumer::AckPolicy::All,
+            filter_subject: bus.events_wildcard(),
+            ..Default::default()
+        })
+        .await
+        .expect("old consumer");
+    let taken: Vec<_> = old.fetch().max_messages(2).messages().await.expect("fetch").collect().await;
+    let second = taken.into_iter().last().expect("two messages").expect("message");
+    second.double_ack().await.expect("acknowledged");
+
+    let projector = tokio::spawn(projections::runtime::run(
+        pool.clone(),
+        bus.clone(),
+        Arc::new(CUSTOMERS),
+        Partition::WHOLE,
+        LocalProgress::default(),
+    ));
+    wait_for_count(&pool, 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let names: Vec<String> = customers(&pool).await.into_iter().map(|(_, _, name)| name).collect();
+    assert_eq!(names, ["Cleo"], "delivery resumed after the floor, under the new filter");
+    let mut recreated = stream.get_consumer::<consumer::pull::Config>(&name).await.expect("consumer");
+    let info = recreated.info().await.expect("consumer info");
+    assert_eq!(info.config.filter_subject, format!("{}.events.*.customer.>", bus.prefix()));
     projector.abort();
     relay.abort();
     let _ = bus.js.delete_stream(bus.stream_name()).await;

@@ -18,6 +18,7 @@ use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::ProjectionId;
 use projections::customers::{self as read, CustomerRow};
 use serde::Serialize;
 use serde_json::Value;
@@ -32,7 +33,7 @@ struct Kind {
     path: &'static str,
     read_scope: Scope,
     write_scope: Scope,
-    projection: &'static str,
+    projection: ProjectionId,
     table: &'static str,
     resource: Resource,
     create_operation: &'static str,
@@ -45,7 +46,7 @@ const CUSTOMERS: Kind = Kind {
     path: "/api/v1/customers",
     read_scope: Scope::CustomersRead,
     write_scope: Scope::CustomersWrite,
-    projection: "customers",
+    projection: ProjectionId::Customers,
     table: read::TABLE,
     resource: Resource::Customer,
     create_operation: "createCustomer",
@@ -58,7 +59,7 @@ const SUPPLIERS: Kind = Kind {
     path: "/api/v1/suppliers",
     read_scope: Scope::SuppliersRead,
     write_scope: Scope::SuppliersWrite,
-    projection: "suppliers",
+    projection: ProjectionId::Suppliers,
     table: read::SUPPLIERS_TABLE,
     resource: Resource::Supplier,
     create_operation: "createSupplier",
@@ -314,7 +315,7 @@ async fn list(
     page: Query<Option<String>>,
 ) -> Result<ListResponse, ApiError> {
     auth.0.require(kind.read_scope)?;
-    let scope = kind.projection;
+    let scope = kind.projection.as_str();
     let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, scope)?;
     let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
     let mut rows = read::list(&state.pool, kind.table, auth.0.org_id, after, params.limit + 1).await?;

@@ -18,6 +18,7 @@ use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::ProjectionId;
 use projections::price_lists::{self as read, PriceInput, PriceListRow, Provenance};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-const PROJECTION: &str = "price_lists";
+const PROJECTION: ProjectionId = ProjectionId::PriceLists;
 const READ_SCOPE: Scope = Scope::PriceListsRead;
 const WRITE_SCOPE: Scope = Scope::PriceListsWrite;
 const LIST_URL: &str = "/api/v1/price-lists";

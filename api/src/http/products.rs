@@ -23,6 +23,7 @@ use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::ProjectionId;
 use projections::products::{self as read, ProductRow};
 use serde::Serialize;
 use serde_json::Value;
@@ -30,7 +31,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-const PROJECTION: &str = "products";
+const PROJECTION: ProjectionId = ProjectionId::Products;
 
 /// Product creation: a single product (`sku`, `cost`, `price` at the top level) or a matrix (`options`
 /// and `variants`). Amounts are integer cents.
@@ -619,7 +620,7 @@ impl ProductsApi {
         let id = Uuid::now_v7();
         let command = Command::MetafieldDefinition(RecordCommand::Create { id, fields });
         let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
-        state.await_read("metafield_definitions", &auth.0, accepted.commit).await?;
+        state.await_read(ProjectionId::MetafieldDefinitions, &auth.0, accepted.commit).await?;
         let record: commands::metafields::MetafieldDefinition =
             serde_json::from_value(accepted.state).map_err(|_| ApiError::internal())?;
         let data = definition_data(record.id, record.fields, record.created_at);

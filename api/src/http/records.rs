@@ -358,7 +358,7 @@ async fn write<K: ResourceKind>(
     let claim = idempotency::claim(key, false, &operation, &path, version.0.as_deref(), Some(body))?;
     let command = if creation { RecordCommand::Create { id, fields } } else { RecordCommand::Replace { id, fields } };
     let accepted = state.dispatch(principal, request_id, claim, K::command(command)).await?;
-    state.await_read(K::PROJECTION.name, principal, accepted.commit).await?;
+    state.await_read(K::PROJECTION.id, principal, accepted.commit).await?;
     Ok(single::<K>(from_state::<K>(accepted.state)?))
 }
 

@@ -13,6 +13,7 @@ use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::ProjectionId;
 use projections::tags::{self as read, TagRow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-const PROJECTION: &str = "tags";
+const PROJECTION: ProjectionId = ProjectionId::Tags;
 
 /// A tag. Resources carry their tags in `tags`, each in this shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Object)]

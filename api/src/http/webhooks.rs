@@ -15,6 +15,7 @@ use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::ProjectionId;
 use projections::webhooks::{self as read, EndpointRow};
 use serde::Serialize;
 use serde_json::Value;
@@ -22,7 +23,7 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-const PROJECTION: &str = "webhooks";
+const PROJECTION: ProjectionId = ProjectionId::Webhooks;
 
 /// A webhook endpoint.
 #[derive(Debug, Serialize, Object)]

@@ -329,7 +329,7 @@ pub async fn run(pool: PgPool, bus: Bus, config: SenderConfig) -> anyhow::Result
     // Every task of the sender lives in this set, so stopping the sender stops its deliveries too
     // (their leases then run out and another sender takes them over).
     let mut tasks = tokio::task::JoinSet::new();
-    let mut progress = bus.client.subscribe(bus.progress_subject(super::NAME)).await?;
+    let mut progress = bus.client.subscribe(bus.progress_subject(crate::ProjectionId::Webhooks.as_str())).await?;
     {
         let wake = wake.clone();
         tasks.spawn(async move {

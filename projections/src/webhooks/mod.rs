@@ -5,7 +5,7 @@
 pub mod dispatch;
 pub mod envelope;
 
-use crate::{CacheKey, EventHead, Projection, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, EventHead, Folds, Projection, ProjectionError, ProjectionId, Target};
 use envelope::PublicEvent;
 use events::catalogue::{SealedSecret, WebhookEndpointEvent};
 use events::{EventPayload, RecordedEvent};
@@ -15,9 +15,7 @@ use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-pub const NAME: &str = "webhooks";
 pub const TABLE: &str = "webhook_endpoints_view";
-pub const RESOURCE: &str = "webhook_endpoint";
 
 /// The projection: endpoints read model plus delivery fan-out. Dispatchers wake on its progress.
 #[derive(Default)]
@@ -35,17 +33,17 @@ impl WebhooksProjection {
 }
 
 impl Projection for WebhooksProjection {
-    fn name(&self) -> &'static str {
-        NAME
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Webhooks
     }
 
     fn tables(&self) -> &'static [&'static str] {
         &[TABLE]
     }
 
-    fn stream_types(&self) -> &'static [&'static str] {
+    fn folds(&self) -> Folds {
         // Any aggregate may produce public events; the sender sees them all.
-        &[]
+        Folds::Every
     }
 
     fn apply<'a>(
@@ -141,7 +139,11 @@ async fn apply(
         if event.stream_type == WebhookEndpointEvent::STREAM_TYPE {
             let decoded = WebhookEndpointEvent::decode(&event.event_type, event.schema_version, event.data.clone())
                 .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
-            stale.push(CacheKey { resource: RESOURCE.into(), org_id: event.org_id, id: event.stream_id });
+            stale.push(CacheKey {
+                resource: CacheResource::WebhookEndpoint,
+                org_id: event.org_id,
+                id: event.stream_id,
+            });
             fold_endpoint(org_endpoints, event, &decoded);
             if deliver {
                 match &decoded {
