@@ -1,18 +1,20 @@
 //! `/api/v1/customers` and `/api/v1/suppliers`: create, replace, read and list contacts (Style B
 //! objects, camelCase). Both kinds share the body, its rules and the handlers below.
 
-use crate::cache::{ReadKey, Resource};
+use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
-use crate::http::idempotency;
-use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::operations::Operation;
+use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::contacts::{ContactCommand, Customer, parse_fields, province_name, sets_default_account};
 use commands::protocol::Command;
+use commands::tags::Taggable;
 use events::catalogue::CustomerFields;
 use events::domain::Scope;
 use poem::web::Data;
@@ -30,40 +32,43 @@ use uuid::Uuid;
 struct Kind {
     /// Singular name used in errors.
     name: &'static str,
+    taggable: Taggable,
     path: &'static str,
-    read_scope: Scope,
-    write_scope: Scope,
     projection: ProjectionId,
     table: &'static str,
     resource: Resource,
-    create_operation: &'static str,
-    replace_operation: &'static str,
+    create: Operation,
+    replace: Operation,
+    get: Operation,
+    list: Operation,
     wrap: fn(ContactCommand) -> Command,
 }
 
 const CUSTOMERS: Kind = Kind {
     name: "customer",
+    taggable: Taggable::Customer,
     path: "/api/v1/customers",
-    read_scope: Scope::CustomersRead,
-    write_scope: Scope::CustomersWrite,
     projection: ProjectionId::Customers,
     table: read::TABLE,
     resource: Resource::Customer,
-    create_operation: "createCustomer",
-    replace_operation: "replaceCustomer",
+    create: Operation::CreateCustomer,
+    replace: Operation::ReplaceCustomer,
+    get: Operation::GetCustomer,
+    list: Operation::ListCustomers,
     wrap: Command::Customer,
 };
 
 const SUPPLIERS: Kind = Kind {
     name: "supplier",
+    taggable: Taggable::Supplier,
     path: "/api/v1/suppliers",
-    read_scope: Scope::SuppliersRead,
-    write_scope: Scope::SuppliersWrite,
     projection: ProjectionId::Suppliers,
     table: read::SUPPLIERS_TABLE,
     resource: Resource::Supplier,
-    create_operation: "createSupplier",
-    replace_operation: "replaceSupplier",
+    create: Operation::CreateSupplier,
+    replace: Operation::ReplaceSupplier,
+    get: Operation::GetSupplier,
+    list: Operation::ListSuppliers,
     wrap: Command::Supplier,
 };
 
@@ -228,15 +233,12 @@ fn envelope_bytes(data: ContactData) -> Bytes {
 
 fn accepted_contact(state: Value) -> Result<ContactData, ApiError> {
     // Customers and suppliers have one state shape.
-    let contact: Customer = serde_json::from_value(state).map_err(|error| {
-        tracing::error!(%error, "unexpected contact state from the command worker");
-        ApiError::internal()
-    })?;
-    Ok(ContactData::from_state(contact))
+    Ok(ContactData::from_state(decode_state::<Customer>(state, "contact")?))
 }
 
 type Key = Header<Option<String>>;
 
+#[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
 async fn create(
     kind: &Kind,
     auth: Auth,
@@ -246,17 +248,17 @@ async fn create(
     key: Key,
     body: JsonBody<ContactInput>,
 ) -> Result<CreateResponse, ApiError> {
-    auth.0.require(kind.write_scope)?;
+    let call = Call::new(kind.create, state, &auth, &request_id)?;
     if sets_default_account(&body.value) {
-        auth.0.require(Scope::TreasuryWrite)?;
+        call.also_require(Scope::TreasuryWrite)?;
     }
     let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-    let claim = idempotency::claim(key.0, false, kind.create_operation, &[], version.0.as_deref(), Some(&body.value))?;
     let command = (kind.wrap)(ContactCommand::Create { id: Uuid::now_v7(), fields });
-    let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
+    let write = Write::json(key.0, &version, &[], &body);
     // The body is made while the projection catches up, not after.
-    let body = envelope_bytes(accepted_contact(accepted.state)?);
-    state.await_read(kind.projection, &auth.0, accepted.commit).await?;
+    let body = call
+        .write(write, command, kind.projection, |accepted| Ok(envelope_bytes(accepted_contact(accepted.state)?)))
+        .await?;
     Ok(CreateResponse::Created(RawJson::new(body)))
 }
 
@@ -271,37 +273,42 @@ async fn replace(
     key: Key,
     body: JsonBody<ContactInput>,
 ) -> Result<ReadResponse, ApiError> {
-    auth.0.require(kind.write_scope)?;
+    let call = Call::new(kind.replace, state, &auth, &request_id)?;
     let sets_account = sets_default_account(&body.value);
     if sets_account {
-        auth.0.require(Scope::TreasuryWrite)?;
+        call.also_require(Scope::TreasuryWrite)?;
     }
     let contact_id = parse_id(&id.0, kind.name)?;
     let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-    let claim =
-        idempotency::claim(key.0, false, kind.replace_operation, &[&id.0], version.0.as_deref(), Some(&body.value))?;
     let command = (kind.wrap)(ContactCommand::Replace { id: contact_id, fields, keep_default_account: !sets_account });
-    let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
-    state.await_read(kind.projection, &auth.0, accepted.commit).await?;
-    let mut data = accepted_contact(accepted.state)?;
-    data.tags = tags_of_one(state, auth.0.org_id, kind.name, data.id).await?;
-    Ok(ReadResponse::Ok(RawJson::new(envelope_bytes(data))))
+    let path = [id.0.as_str()];
+    let write = Write::json(key.0, &version, &path, &body);
+    let body = call
+        .write_then_read(write, command, kind.projection, async |accepted| {
+            let mut data = accepted_contact(accepted.state)?;
+            data.tags = tags_of_one(state, call.org_id(), kind.taggable, data.id).await?;
+            Ok(envelope_bytes(data))
+        })
+        .await?;
+    Ok(ReadResponse::Ok(RawJson::new(body)))
 }
 
-async fn get(kind: &Kind, auth: Auth, state: &AppState, id: Path<String>) -> Result<ReadResponse, ApiError> {
-    auth.0.require(kind.read_scope)?;
-    let id = parse_id(&id.0, kind.name)?;
-    let key = ReadKey { resource: kind.resource, org_id: auth.0.org_id, id };
-    if let Some(bytes) = state.reads.get(&key) {
-        return Ok(ReadResponse::Ok(RawJson::new(bytes)));
-    }
-    let epoch = state.reads.epoch();
-    let row =
-        read::get(&state.pool, kind.table, auth.0.org_id, id).await?.ok_or_else(|| ApiError::not_found(kind.name))?;
-    let mut data = ContactData::from_row(row);
-    data.tags = tags_of_one(state, auth.0.org_id, kind.name, id).await?;
-    let bytes = envelope_bytes(data);
-    state.reads.insert_if_current(key, bytes.clone(), epoch);
+async fn get(
+    kind: &Kind,
+    auth: Auth,
+    state: &AppState,
+    request_id: RequestId,
+    id: Path<String>,
+) -> Result<ReadResponse, ApiError> {
+    let call = Call::new(kind.get, state, &auth, &request_id)?;
+    let bytes = call
+        .cached_read(kind.resource, &id.0, kind.name, async |id| {
+            let Some(row) = read::get(&state.pool, kind.table, call.org_id(), id).await? else { return Ok(None) };
+            let mut data = ContactData::from_row(row);
+            data.tags = tags_of_one(state, call.org_id(), kind.taggable, id).await?;
+            Ok(Some(envelope_bytes(data)))
+        })
+        .await?;
     Ok(ReadResponse::Ok(RawJson::new(bytes)))
 }
 
@@ -310,29 +317,31 @@ async fn list(
     auth: Auth,
     state: &AppState,
     request_id: RequestId,
-    limit: Query<Option<String>>,
-    cursor: Query<Option<String>>,
-    page: Query<Option<String>>,
+    params: PageParams,
 ) -> Result<ListResponse, ApiError> {
-    auth.0.require(kind.read_scope)?;
-    let scope = kind.projection.as_str();
-    let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, scope)?;
-    let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-    let mut rows = read::list(&state.pool, kind.table, auth.0.org_id, after, params.limit + 1).await?;
-    let next_cursor = params.finish_page(&mut rows, &state.cursors, scope, |r| r.id.to_string());
-    let has_more = next_cursor.is_some();
-    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-    let mut tags = tags_of(state, auth.0.org_id, kind.name, &ids).await?;
-    let data = rows
-        .into_iter()
-        .map(|row| {
-            let mut data = ContactData::from_row(row);
-            data.tags = tags.remove(&data.id).unwrap_or_default();
-            data
-        })
-        .collect();
-    let body = ListEnvelope::new(request_id.0, kind.path, data, has_more, next_cursor);
-    Ok(ListResponse::Ok(RawJson::new(Style::a(&body))))
+    let call = Call::new(kind.list, state, &auth, &request_id)?;
+    let at = ListAt { url: kind.path, binding: kind.projection.as_str() };
+    let body = call
+        .cursor_list(
+            params,
+            at,
+            async |after, n| Ok(read::list(&state.pool, kind.table, call.org_id(), after, n).await?),
+            |row: &CustomerRow| row.id,
+            async |rows| {
+                let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+                let mut tags = tags_of(state, call.org_id(), kind.taggable, &ids).await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|row| {
+                        let mut data = ContactData::from_row(row);
+                        data.tags = tags.remove(&data.id).unwrap_or_default();
+                        data
+                    })
+                    .collect())
+            },
+        )
+        .await?;
+    Ok(ListResponse::Ok(RawJson::new(body)))
 }
 
 pub struct CustomersApi;
@@ -383,9 +392,10 @@ impl CustomersApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
+        request_id: RequestId,
         customer_id: Path<String>,
     ) -> Result<ReadResponse, ApiError> {
-        get(&CUSTOMERS, auth, &state, customer_id).await
+        get(&CUSTOMERS, auth, &state, request_id, customer_id).await
     }
 
     /// List customers
@@ -404,7 +414,7 @@ impl CustomersApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<ListResponse, ApiError> {
-        list(&CUSTOMERS, auth, &state, request_id, limit, cursor, page).await
+        list(&CUSTOMERS, auth, &state, request_id, PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }).await
     }
 }
 
@@ -458,9 +468,10 @@ impl SuppliersApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
+        request_id: RequestId,
         supplier_id: Path<String>,
     ) -> Result<ReadResponse, ApiError> {
-        get(&SUPPLIERS, auth, &state, supplier_id).await
+        get(&SUPPLIERS, auth, &state, request_id, supplier_id).await
     }
 
     /// List suppliers
@@ -479,6 +490,6 @@ impl SuppliersApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<ListResponse, ApiError> {
-        list(&SUPPLIERS, auth, &state, request_id, limit, cursor, page).await
+        list(&SUPPLIERS, auth, &state, request_id, PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }).await
     }
 }

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod body;
 pub mod cursor;
 pub mod customers;
+pub mod envelopes;
 pub mod error;
 pub mod idempotency;
 pub mod list;
@@ -13,7 +14,9 @@ pub mod price_lists;
 pub mod products;
 pub mod records;
 pub mod reference;
+pub mod resource;
 pub mod tags;
+pub mod v2;
 pub mod webhooks;
 
 use crate::http::error::{ApiError, ErrorType};
@@ -148,7 +151,7 @@ apis!(
     records::RecordsApi,
     reference::ReferenceApi,
     webhooks::WebhooksApi,
-    records::V2Api,
+    v2::V2Api,
 );
 
 pub fn api_service() -> OpenApiService<Apis, ()> {

@@ -17,6 +17,7 @@ use commands::products::{
 };
 use commands::protocol::Command;
 use commands::records::RecordCommand;
+use commands::tags::Taggable;
 use events::catalogue::MetafieldDefinitionFields;
 use events::catalogue::{Metafield, OptionValue, vat_percentage};
 use events::domain::Scope;
@@ -384,7 +385,7 @@ async fn update_variant(
 async fn readable(state: &AppState, org_id: Uuid, id: Uuid) -> Result<ProductData, ApiError> {
     let row = read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found("product"))?;
     let mut data = ProductData::from_row(row, true);
-    data.tags = tags_of_one(state, org_id, "product", id).await?;
+    data.tags = tags_of_one(state, org_id, Taggable::Product, id).await?;
     Ok(data)
 }
 
@@ -791,7 +792,7 @@ impl ProductsApi {
         let next_cursor = params.finish_page(&mut rows, &state.cursors, scope, |r| r.id.to_string());
         let has_more = next_cursor.is_some();
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let mut tags = tags_of(&state, auth.0.org_id, "product", &ids).await?;
+        let mut tags = tags_of(&state, auth.0.org_id, Taggable::Product, &ids).await?;
         let data: Vec<Value> = rows
             .into_iter()
             .map(|row| {

@@ -1,12 +1,15 @@
 //! Payment methods, warehouses, categories (Style B objects) and points of sale (Style A): the
-//! configuration resources. Their handlers share one implementation per verb.
+//! configuration resources. Each kind describes itself once ([`ResourceKind`]); the handlers share one
+//! implementation per verb, over the shared handler sequence (`resource.rs`).
 
-use crate::cache::{ReadKey, Resource};
-use crate::http::auth::{Auth, Principal};
+use crate::cache::Resource;
+use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::{Created, CursorList, PageList, Pages, Pagination, Single, StyleB, page_params};
 use crate::http::error::ApiError;
-use crate::http::idempotency;
-use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::list::parse_id;
+use crate::http::operations::Operation;
+use crate::http::resource::{Call, ListAt, PageParams, Write};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -17,11 +20,10 @@ use events::catalogue::{
     CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
     RecordEvent, WarehouseEvent, WarehouseFields,
 };
-use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
-use poem_openapi::{ApiResponse, Object, OpenApi};
+use poem_openapi::{Object, OpenApi};
 use projections::records::{self as read, PageQuery, RecordRow, RecordsProjection, SortBy};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -35,8 +37,6 @@ pub trait ResourceKind: RecordEvent {
     const PROJECTION: RecordsProjection<Self>;
     const CACHE: Resource;
     const LABEL: &'static str;
-    const READ_SCOPE: Scope;
-    const WRITE_SCOPE: Scope;
     const LIST_URL: &'static str;
 
     fn render(
@@ -104,8 +104,6 @@ impl ResourceKind for PaymentMethodEvent {
     const PROJECTION: RecordsProjection<Self> = projections::records::PAYMENT_METHODS;
     const CACHE: Resource = Resource::PaymentMethod;
     const LABEL: &'static str = "payment method";
-    const READ_SCOPE: Scope = Scope::PaymentMethodsRead;
-    const WRITE_SCOPE: Scope = Scope::PaymentMethodsWrite;
     const LIST_URL: &'static str = "/api/v1/payment-methods";
 
     fn render(
@@ -169,8 +167,6 @@ impl ResourceKind for WarehouseEvent {
     const PROJECTION: RecordsProjection<Self> = projections::records::WAREHOUSES;
     const CACHE: Resource = Resource::Warehouse;
     const LABEL: &'static str = "warehouse";
-    const READ_SCOPE: Scope = Scope::WarehousesRead;
-    const WRITE_SCOPE: Scope = Scope::WarehousesWrite;
     const LIST_URL: &'static str = "/api/v1/warehouses";
 
     fn render(id: Uuid, f: WarehouseFields, is_default: bool, _: OffsetDateTime, _: OffsetDateTime) -> WarehouseData {
@@ -216,8 +212,6 @@ impl ResourceKind for CategoryEvent {
     const PROJECTION: RecordsProjection<Self> = projections::records::CATEGORIES;
     const CACHE: Resource = Resource::Category;
     const LABEL: &'static str = "category";
-    const READ_SCOPE: Scope = Scope::CategoriesRead;
-    const WRITE_SCOPE: Scope = Scope::CategoriesWrite;
     const LIST_URL: &'static str = "/api/v1/categories";
 
     fn render(id: Uuid, f: CategoryFields, _: bool, created: OffsetDateTime, updated: OffsetDateTime) -> CategoryData {
@@ -259,8 +253,6 @@ impl ResourceKind for PointOfSaleEvent {
     const PROJECTION: RecordsProjection<Self> = projections::records::POINTS_OF_SALE;
     const CACHE: Resource = Resource::PointOfSale;
     const LABEL: &'static str = "point of sale";
-    const READ_SCOPE: Scope = Scope::SalesRead;
-    const WRITE_SCOPE: Scope = Scope::SalesWrite;
     const LIST_URL: &'static str = "/api/v1/points-of-sale";
 
     fn render(
@@ -290,32 +282,7 @@ impl ResourceKind for PointOfSaleEvent {
     }
 }
 
-/// Style B single resource.
-#[derive(Debug, Serialize, Object)]
-pub struct StyleB<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
-    pub success: bool,
-    pub data: T,
-}
-
-/// Style B page list.
-#[derive(Debug, Serialize, Object)]
-pub struct PageList<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
-    pub success: bool,
-    pub data: Vec<T>,
-    pub pagination: Pagination,
-}
-
-#[derive(Debug, Clone, Serialize, Object)]
-#[serde(rename_all = "camelCase")]
-#[oai(rename_all = "camelCase")]
-pub struct Pagination {
-    pub page: i64,
-    pub limit: i64,
-    pub total: i64,
-    pub total_pages: i64,
-}
-
-fn from_row<K: ResourceKind>(row: RecordRow) -> Result<K::Data, ApiError> {
+pub(crate) fn from_row<K: ResourceKind>(row: RecordRow) -> Result<K::Data, ApiError> {
     let fields: K::Fields = serde_json::from_value(row.doc).map_err(|error| {
         tracing::error!(%error, resource = K::LABEL, "unreadable stored record");
         ApiError::internal()
@@ -337,93 +304,42 @@ fn single<K: ResourceKind>(data: K::Data) -> Bytes {
     Style::b(&StyleB { success: true, data })
 }
 
-/// Create or replace one record, answering once it is readable.
-async fn write<K: ResourceKind>(
-    state: &AppState,
-    principal: &Principal,
-    request_id: &str,
-    key: Option<String>,
-    version: &ServiceVersion,
-    target: Option<&str>,
-    body: &Value,
-) -> Result<Bytes, ApiError> {
-    principal.require(K::WRITE_SCOPE)?;
-    let (operation, id, creation) = match target {
-        None => ("create", Uuid::now_v7(), true),
-        Some(text) => ("replace", parse_id(text, K::LABEL)?, false),
+/// Create or replace one record (`target`: the id in the path of a replace), answering once it is
+/// readable.
+async fn write<K: ResourceKind>(call: &Call<'_>, write: Write<'_>, target: Option<&str>) -> Result<Bytes, ApiError> {
+    let id = match target {
+        None => Uuid::now_v7(),
+        Some(text) => parse_id(text, K::LABEL)?,
     };
-    let fields = K::parse(body).map_err(ApiError::validation)?;
-    let operation = format!("{operation}:{}", K::STREAM_TYPE);
-    let path: Vec<&str> = target.into_iter().collect();
-    let claim = idempotency::claim(key, false, &operation, &path, version.0.as_deref(), Some(body))?;
-    let command = if creation { RecordCommand::Create { id, fields } } else { RecordCommand::Replace { id, fields } };
-    let accepted = state.dispatch(principal, request_id, claim, K::command(command)).await?;
-    state.await_read(K::PROJECTION.id, principal, accepted.commit).await?;
-    Ok(single::<K>(from_state::<K>(accepted.state)?))
+    let fields = K::parse(write.body.unwrap_or(&Value::Null)).map_err(ApiError::validation)?;
+    let command = match target {
+        None => RecordCommand::Create { id, fields },
+        Some(_) => RecordCommand::Replace { id, fields },
+    };
+    call.write(write, K::command(command), K::PROJECTION.id, |accepted| {
+        Ok(single::<K>(from_state::<K>(accepted.state)?))
+    })
+    .await
 }
 
-async fn get_one<K: ResourceKind>(state: &AppState, principal: &Principal, id: &str) -> Result<Bytes, ApiError> {
-    principal.require(K::READ_SCOPE)?;
-    let id = parse_id(id, K::LABEL)?;
-    let key = ReadKey { resource: K::CACHE, org_id: principal.org_id, id };
-    if let Some(bytes) = state.reads.get(&key) {
-        return Ok(bytes);
-    }
-    let epoch = state.reads.epoch();
-    let row = read::get(&state.pool, K::PROJECTION.table_name(), principal.org_id, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found(K::LABEL))?;
-    let bytes = single::<K>(from_row::<K>(row)?);
-    state.reads.insert_if_current(key, bytes.clone(), epoch);
-    Ok(bytes)
+async fn get_one<K: ResourceKind>(call: &Call<'_>, id: &str) -> Result<Bytes, ApiError> {
+    call.cached_read(K::CACHE, id, K::LABEL, async |id| {
+        let row = read::get(&call.state.pool, K::PROJECTION.table_name(), call.org_id(), id).await?;
+        row.map(|row| Ok(single::<K>(from_row::<K>(row)?))).transpose()
+    })
+    .await
 }
 
-async fn cursor_list<K: ResourceKind>(
-    state: &AppState,
-    principal: &Principal,
-    request_id: String,
-    limit: Option<String>,
-    cursor: Option<String>,
-    page: Option<String>,
-) -> Result<Bytes, ApiError> {
-    principal.require(K::READ_SCOPE)?;
-    let scope = K::LIST_URL;
-    let params = ListParams::parse(limit, cursor, page, &state.cursors, scope)?;
-    let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-    let mut rows =
-        read::list(&state.pool, K::PROJECTION.table_name(), principal.org_id, after, params.limit + 1).await?;
-    let next_cursor = params.finish_page(&mut rows, &state.cursors, scope, |r| r.id.to_string());
-    let has_more = next_cursor.is_some();
-    let data = rows.into_iter().map(from_row::<K>).collect::<Result<Vec<_>, _>>()?;
-    Ok(Style::a(&ListEnvelope::new(request_id, K::LIST_URL, data, has_more, next_cursor)))
-}
-
-#[derive(ApiResponse)]
-enum Created<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
-    /// Created.
-    #[oai(status = 201)]
-    Created(RawJson<StyleB<T>>),
-}
-
-#[derive(ApiResponse)]
-enum Single<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
-    /// The resource.
-    #[oai(status = 200)]
-    Ok(RawJson<StyleB<T>>),
-}
-
-#[derive(ApiResponse)]
-enum CursorList<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
-    /// A page, in creation order.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<T>>),
-}
-
-#[derive(ApiResponse)]
-enum Pages<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
-    /// A numbered page.
-    #[oai(status = 200)]
-    Ok(RawJson<PageList<T>>),
+async fn cursor_list<K: ResourceKind>(call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiError> {
+    let table = K::PROJECTION.table_name();
+    call.cursor_list(
+        params,
+        ListAt { url: K::LIST_URL, binding: K::LIST_URL },
+        async |after, n| Ok(read::list(&call.state.pool, table, call.org_id(), after, n).await?),
+        |row: &RecordRow| row.id,
+        async |rows| rows.into_iter().map(from_row::<K>).collect(),
+    )
+    .await
 }
 
 type Key = Header<Option<String>>;
@@ -451,8 +367,9 @@ impl RecordsApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<CursorList<PaymentMethodData>, ApiError> {
-        let body = cursor_list::<PaymentMethodEvent>(&state, &auth.0, request_id.0, limit.0, cursor.0, page.0).await?;
-        Ok(CursorList::Ok(RawJson::new(body)))
+        let call = Call::new(Operation::ListPaymentMethods, &state, &auth, &request_id)?;
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        Ok(CursorList::Ok(RawJson::new(cursor_list::<PaymentMethodEvent>(&call, params).await?)))
     }
 
     /// Create a payment method
@@ -473,8 +390,8 @@ impl RecordsApi {
         key: Key,
         body: JsonBody<PaymentMethodInput>,
     ) -> Result<Created<PaymentMethodData>, ApiError> {
-        let bytes =
-            write::<PaymentMethodEvent>(&state, &auth.0, &request_id.0, key.0, &version, None, &body.value).await?;
+        let call = Call::new(Operation::CreatePaymentMethod, &state, &auth, &request_id)?;
+        let bytes = write::<PaymentMethodEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
         Ok(Created::Created(RawJson::new(bytes)))
     }
 
@@ -489,9 +406,11 @@ impl RecordsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
+        request_id: RequestId,
         payment_method_id: Path<String>,
     ) -> Result<Single<PaymentMethodData>, ApiError> {
-        Ok(Single::Ok(RawJson::new(get_one::<PaymentMethodEvent>(&state, &auth.0, &payment_method_id.0).await?)))
+        let call = Call::new(Operation::GetPaymentMethod, &state, &auth, &request_id)?;
+        Ok(Single::Ok(RawJson::new(get_one::<PaymentMethodEvent>(&call, &payment_method_id.0).await?)))
     }
 
     /// Replace a payment method
@@ -513,9 +432,9 @@ impl RecordsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<PaymentMethodInput>,
     ) -> Result<Single<PaymentMethodData>, ApiError> {
-        let target = Some(payment_method_id.0.as_str());
-        let bytes =
-            write::<PaymentMethodEvent>(&state, &auth.0, &request_id.0, key.0, &version, target, &body.value).await?;
+        let call = Call::new(Operation::ReplacePaymentMethod, &state, &auth, &request_id)?;
+        let id = payment_method_id.0.as_str();
+        let bytes = write::<PaymentMethodEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
         Ok(Single::Ok(RawJson::new(bytes)))
     }
 
@@ -533,8 +452,9 @@ impl RecordsApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<CursorList<WarehouseData>, ApiError> {
-        let body = cursor_list::<WarehouseEvent>(&state, &auth.0, request_id.0, limit.0, cursor.0, page.0).await?;
-        Ok(CursorList::Ok(RawJson::new(body)))
+        let call = Call::new(Operation::ListWarehouses, &state, &auth, &request_id)?;
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        Ok(CursorList::Ok(RawJson::new(cursor_list::<WarehouseEvent>(&call, params).await?)))
     }
 
     /// Create a warehouse
@@ -550,7 +470,8 @@ impl RecordsApi {
         key: Key,
         body: JsonBody<WarehouseInput>,
     ) -> Result<Created<WarehouseData>, ApiError> {
-        let bytes = write::<WarehouseEvent>(&state, &auth.0, &request_id.0, key.0, &version, None, &body.value).await?;
+        let call = Call::new(Operation::CreateWarehouse, &state, &auth, &request_id)?;
+        let bytes = write::<WarehouseEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
         Ok(Created::Created(RawJson::new(bytes)))
     }
 
@@ -565,9 +486,11 @@ impl RecordsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
+        request_id: RequestId,
         warehouse_id: Path<String>,
     ) -> Result<Single<WarehouseData>, ApiError> {
-        Ok(Single::Ok(RawJson::new(get_one::<WarehouseEvent>(&state, &auth.0, &warehouse_id.0).await?)))
+        let call = Call::new(Operation::GetWarehouse, &state, &auth, &request_id)?;
+        Ok(Single::Ok(RawJson::new(get_one::<WarehouseEvent>(&call, &warehouse_id.0).await?)))
     }
 
     /// Replace a warehouse
@@ -589,9 +512,9 @@ impl RecordsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<WarehouseInput>,
     ) -> Result<Single<WarehouseData>, ApiError> {
-        let target = Some(warehouse_id.0.as_str());
-        let bytes =
-            write::<WarehouseEvent>(&state, &auth.0, &request_id.0, key.0, &version, target, &body.value).await?;
+        let call = Call::new(Operation::ReplaceWarehouse, &state, &auth, &request_id)?;
+        let id = warehouse_id.0.as_str();
+        let bytes = write::<WarehouseEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
         Ok(Single::Ok(RawJson::new(bytes)))
     }
 
@@ -599,10 +522,12 @@ impl RecordsApi {
     ///
     /// A Style B page list, searchable by name.
     #[oai(path = "/categories", method = "get", operation_id = "listCategories", tag = "ApiTags::Categories")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
     async fn list_categories(
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
+        request_id: RequestId,
         /// Page number, from 1 (default 1).
         page: Query<Option<String>>,
         /// 1 to 100, default 20.
@@ -616,7 +541,7 @@ impl RecordsApi {
         #[oai(name = "sortOrder")]
         sort_order: Query<Option<String>>,
     ) -> Result<Pages<CategoryData>, ApiError> {
-        auth.0.require(CategoryEvent::READ_SCOPE)?;
+        let call = Call::new(Operation::ListCategories, &state, &auth, &request_id)?;
         let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
         let (page, limit) = match page_params(page.0, limit.0) {
             Ok(params) => params,
@@ -652,9 +577,9 @@ impl RecordsApi {
         }
         let table = CategoryEvent::PROJECTION.table_name();
         let query = PageQuery { search, sort, descending, page, limit };
-        let (rows, total) = read::page(&state.pool, table, auth.0.org_id, &query).await?;
+        let (rows, total) = read::page(&state.pool, table, call.org_id(), &query).await?;
         let data = rows.into_iter().map(from_row::<CategoryEvent>).collect::<Result<Vec<_>, _>>()?;
-        let pagination = Pagination { page, limit, total, total_pages: (total + limit - 1) / limit };
+        let pagination = Pagination::new(page, limit, total);
         Ok(Pages::Ok(RawJson::new(Style::b(&PageList { success: true, data, pagination }))))
     }
 
@@ -671,7 +596,8 @@ impl RecordsApi {
         key: Key,
         body: JsonBody<CategoryInput>,
     ) -> Result<Created<CategoryData>, ApiError> {
-        let bytes = write::<CategoryEvent>(&state, &auth.0, &request_id.0, key.0, &version, None, &body.value).await?;
+        let call = Call::new(Operation::CreateCategory, &state, &auth, &request_id)?;
+        let bytes = write::<CategoryEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
         Ok(Created::Created(RawJson::new(bytes)))
     }
 
@@ -681,9 +607,11 @@ impl RecordsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
+        request_id: RequestId,
         category_id: Path<String>,
     ) -> Result<Single<CategoryData>, ApiError> {
-        Ok(Single::Ok(RawJson::new(get_one::<CategoryEvent>(&state, &auth.0, &category_id.0).await?)))
+        let call = Call::new(Operation::GetCategory, &state, &auth, &request_id)?;
+        Ok(Single::Ok(RawJson::new(get_one::<CategoryEvent>(&call, &category_id.0).await?)))
     }
 
     /// Replace a category
@@ -703,9 +631,9 @@ impl RecordsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<CategoryInput>,
     ) -> Result<Single<CategoryData>, ApiError> {
-        let target = Some(category_id.0.as_str());
-        let bytes =
-            write::<CategoryEvent>(&state, &auth.0, &request_id.0, key.0, &version, target, &body.value).await?;
+        let call = Call::new(Operation::ReplaceCategory, &state, &auth, &request_id)?;
+        let id = category_id.0.as_str();
+        let bytes = write::<CategoryEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
         Ok(Single::Ok(RawJson::new(bytes)))
     }
 
@@ -725,80 +653,8 @@ impl RecordsApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<CursorList<PointOfSaleData>, ApiError> {
-        let body = cursor_list::<PointOfSaleEvent>(&state, &auth.0, request_id.0, limit.0, cursor.0, page.0).await?;
-        Ok(CursorList::Ok(RawJson::new(body)))
-    }
-}
-
-/// v2 read success envelope.
-#[derive(Debug, Serialize, Object)]
-#[serde(rename_all = "camelCase")]
-#[oai(rename_all = "camelCase")]
-pub struct V2Page<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
-    pub request_id: String,
-    pub success: bool,
-    pub data: Vec<T>,
-    pub pagination: Pagination,
-}
-
-#[derive(ApiResponse)]
-enum V2Pages<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
-    /// A numbered page.
-    #[oai(status = 200)]
-    Ok(RawJson<V2Page<T>>),
-}
-
-/// `page` (from 1, default 1) and `limit` (1 to 100, default 20) of a page list.
-pub fn page_params(page: Option<String>, limit: Option<String>) -> Result<(i64, i64), ApiError> {
-    let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-    let page = match page.as_deref().map(str::parse::<i64>) {
-        None => 1,
-        Some(Ok(n)) if (1..=1_000_000).contains(&n) => n,
-        Some(_) => {
-            error = error.with_detail(Some("page"), "out_of_range", "page must be an integer of 1 or more");
-            1
-        }
-    };
-    let limit = match limit.as_deref().map(str::parse::<i64>) {
-        None => 20,
-        Some(Ok(n)) if (1..=100).contains(&n) => n,
-        Some(_) => {
-            error = error.with_detail(Some("limit"), "out_of_range", "limit must be an integer from 1 to 100");
-            20
-        }
-    };
-    if error.body.details.is_empty() { Ok((page, limit)) } else { Err(error) }
-}
-
-pub struct V2Api;
-
-#[OpenApi(prefix_path = "/api/v2")]
-impl V2Api {
-    /// List warehouses (v2)
-    ///
-    /// Discovery for purchases that receive stock: a page list, by name.
-    #[oai(path = "/warehouses", method = "get", operation_id = "v2ListWarehouses", tag = "ApiTags::V2")]
-    async fn list_warehouses(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// Page number, from 1 (default 1).
-        page: Query<Option<String>>,
-        /// 1 to 100, default 20.
-        limit: Query<Option<String>>,
-        /// Only warehouses whose name contains this text (case-insensitive).
-        search: Query<Option<String>>,
-    ) -> Result<V2Pages<WarehouseData>, ApiError> {
-        auth.0.require(WarehouseEvent::READ_SCOPE)?;
-        let (page, limit) = page_params(page.0, limit.0)?;
-        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-        let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
-        let (rows, total) =
-            read::page(&state.pool, WarehouseEvent::PROJECTION.table_name(), auth.0.org_id, &query).await?;
-        let data = rows.into_iter().map(from_row::<WarehouseEvent>).collect::<Result<Vec<_>, _>>()?;
-        let pagination = Pagination { page, limit, total, total_pages: (total + limit - 1) / limit };
-        let body = V2Page { request_id: request_id.0, success: true, data, pagination };
-        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+        let call = Call::new(Operation::ListPointsOfSale, &state, &auth, &request_id)?;
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        Ok(CursorList::Ok(RawJson::new(cursor_list::<PointOfSaleEvent>(&call, params).await?)))
     }
 }

@@ -3,13 +3,13 @@
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
-use crate::http::idempotency;
-use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::operations::Operation;
+use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::Command;
 use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse_update};
-use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -73,10 +73,10 @@ impl TagData {
 pub async fn tags_of(
     state: &AppState,
     org_id: Uuid,
-    resource_type: &str,
+    resource_type: Taggable,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<TagData>>, ApiError> {
-    let found = read::tags_for(&state.pool, org_id, resource_type, ids).await?;
+    let found = read::tags_for(&state.pool, org_id, resource_type.as_str(), ids).await?;
     Ok(found.into_iter().map(|(id, rows)| (id, rows.into_iter().map(TagData::from_row).collect())).collect())
 }
 
@@ -84,7 +84,7 @@ pub async fn tags_of(
 pub async fn tags_of_one(
     state: &AppState,
     org_id: Uuid,
-    resource_type: &str,
+    resource_type: Taggable,
     id: Uuid,
 ) -> Result<Vec<TagData>, ApiError> {
     Ok(tags_of(state, org_id, resource_type, &[id]).await?.remove(&id).unwrap_or_default())
@@ -169,13 +169,16 @@ enum Applied {
 type Key = Header<Option<String>>;
 
 fn accepted_tag(value: Value) -> Result<TagData, ApiError> {
-    let tag: Tag = serde_json::from_value(value).map_err(|_| ApiError::internal())?;
-    Ok(TagData::from_state(tag))
+    Ok(TagData::from_state(decode_state::<Tag>(value, "tag")?))
+}
+
+fn tag_envelope(request_id: &str, data: TagData) -> bytes::Bytes {
+    Style::a(&TagEnvelope { request_id: request_id.to_owned(), data })
 }
 
 #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
 async fn apply(
-    segment: &str,
+    operation: Operation,
     resource_type: Taggable,
     auth: Auth,
     state: &AppState,
@@ -184,14 +187,16 @@ async fn apply(
     key: Key,
     body: JsonBody<ApplyInput>,
 ) -> Result<Applied, ApiError> {
-    auth.0.require(resource_type.write_scope())?;
+    let call = Call::new(operation, state, &auth, &request_id)?;
     let command = parse_apply(&body.value, resource_type).map_err(ApiError::validation)?;
-    let operation = format!("apply{segment}Tags");
-    let claim = idempotency::claim(key.0, false, &operation, &[], version.0.as_deref(), Some(&body.value))?;
-    let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::ApplyTags(command)).await?;
-    state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-    let data: TagApplicationData = serde_json::from_value(accepted.state).map_err(|_| ApiError::internal())?;
-    Ok(Applied::Ok(RawJson::new(Style::a(&TagApplicationEnvelope { request_id: request_id.0, data }))))
+    let write = Write::json(key.0, &version, &[], &body);
+    let body = call
+        .write(write, Command::ApplyTags(command), PROJECTION, |accepted| {
+            let data: TagApplicationData = decode_state(accepted.state, "tag application")?;
+            Ok(Style::a(&TagApplicationEnvelope { request_id: request_id.0.clone(), data }))
+        })
+        .await?;
+    Ok(Applied::Ok(RawJson::new(body)))
 }
 
 pub struct TagsApi;
@@ -215,17 +220,19 @@ impl TagsApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Tags, ApiError> {
-        auth.0.require(Scope::TagsRead)?;
-        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, "tags")?;
-        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-        let mut rows =
-            read::list(&state.pool, auth.0.org_id, include_archived.0.unwrap_or(false), after, params.limit + 1)
-                .await?;
-        let next = params.finish_page(&mut rows, &state.cursors, "tags", |r| r.id.to_string());
-        let has_more = next.is_some();
-        let data = rows.into_iter().map(TagData::from_row).collect();
-        let body = ListEnvelope::new(request_id.0, "/api/v1/tags", data, has_more, next);
-        Ok(Tags::Ok(RawJson::new(Style::a(&body))))
+        let call = Call::new(Operation::ListTags, &state, &auth, &request_id)?;
+        let include_archived = include_archived.0.unwrap_or(false);
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: "/api/v1/tags", binding: "tags" },
+                async |after, n| Ok(read::list(&state.pool, call.org_id(), include_archived, after, n).await?),
+                |row: &TagRow| row.id,
+                async |rows| Ok(rows.into_iter().map(TagData::from_row).collect()),
+            )
+            .await?;
+        Ok(Tags::Ok(RawJson::new(body)))
     }
 
     /// Create a tag
@@ -243,14 +250,16 @@ impl TagsApi {
         key: Key,
         body: JsonBody<TagInput>,
     ) -> Result<Created, ApiError> {
-        auth.0.require(Scope::TagsWrite)?;
+        let call = Call::new(Operation::CreateTag, &state, &auth, &request_id)?;
         let fields = parse_create(&body.value).map_err(ApiError::validation)?;
-        let claim = idempotency::claim(key.0, false, "createTag", &[], version.0.as_deref(), Some(&body.value))?;
-        let command = TagCommand::Create { id: Uuid::now_v7(), fields };
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Tag(command)).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        let data = accepted_tag(accepted.state)?;
-        Ok(Created::Created(RawJson::new(Style::a(&TagEnvelope { request_id: request_id.0, data }))))
+        let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = call
+            .write(write, command, PROJECTION, |accepted| {
+                Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?))
+            })
+            .await?;
+        Ok(Created::Created(RawJson::new(body)))
     }
 
     /// Get a tag
@@ -264,11 +273,14 @@ impl TagsApi {
         request_id: RequestId,
         tag_id: Path<String>,
     ) -> Result<Single, ApiError> {
-        auth.0.require(Scope::TagsRead)?;
-        let id = parse_id(&tag_id.0, "tag")?;
-        let row = read::get(&state.pool, auth.0.org_id, id).await?.ok_or_else(|| ApiError::not_found("tag"))?;
-        let body = TagEnvelope { request_id: request_id.0, data: TagData::from_row(row) };
-        Ok(Single::Ok(RawJson::new(Style::a(&body))))
+        let call = Call::new(Operation::GetTag, &state, &auth, &request_id)?;
+        let body = call
+            .read(&tag_id.0, "tag", async |id| {
+                let row = read::get(&state.pool, call.org_id(), id).await?;
+                Ok(row.map(|row| tag_envelope(&request_id.0, TagData::from_row(row))))
+            })
+            .await?;
+        Ok(Single::Ok(RawJson::new(body)))
     }
 
     /// Rename, recolour, archive or restore a tag
@@ -287,16 +299,18 @@ impl TagsApi {
         key: Key,
         body: JsonBody<TagPatch>,
     ) -> Result<Single, ApiError> {
-        auth.0.require(Scope::TagsWrite)?;
+        let call = Call::new(Operation::UpdateTag, &state, &auth, &request_id)?;
         let id = parse_id(&tag_id.0, "tag")?;
         let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
-        let claim =
-            idempotency::claim(key.0, false, "updateTag", &[&tag_id.0], version.0.as_deref(), Some(&body.value))?;
-        let command = TagCommand::Update { id, name, color, archived };
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Tag(command)).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        let data = accepted_tag(accepted.state)?;
-        Ok(Single::Ok(RawJson::new(Style::a(&TagEnvelope { request_id: request_id.0, data }))))
+        let command = Command::Tag(TagCommand::Update { id, name, color, archived });
+        let path = [tag_id.0.as_str()];
+        let write = Write::json(key.0, &version, &path, &body);
+        let body = call
+            .write(write, command, PROJECTION, |accepted| {
+                Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?))
+            })
+            .await?;
+        Ok(Single::Ok(RawJson::new(body)))
     }
 
     /// Tag customers
@@ -312,7 +326,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply("customers", Taggable::Customer, auth, &state, request_id, version, key, body).await
+        apply(Operation::ApplyCustomerTags, Taggable::Customer, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag suppliers
@@ -328,7 +342,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply("suppliers", Taggable::Supplier, auth, &state, request_id, version, key, body).await
+        apply(Operation::ApplySupplierTags, Taggable::Supplier, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag products
@@ -344,7 +358,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply("products", Taggable::Product, auth, &state, request_id, version, key, body).await
+        apply(Operation::ApplyProductTags, Taggable::Product, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag sales
@@ -360,6 +374,6 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply("sales", Taggable::Sale, auth, &state, request_id, version, key, body).await
+        apply(Operation::ApplySaleTags, Taggable::Sale, auth, &state, request_id, version, key, body).await
     }
 }

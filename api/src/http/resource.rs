@@ -1,0 +1,212 @@
+//! The handler sequence every resource shares, written once. A handler opens a [`Call`] for its
+//! [`Operation`] (which checks the operation's scope), parses its input, and hands the rest to one of:
+//!
+//! - [`Call::write`]: claim the `Idempotency-Key`, dispatch the command, render the answer from the
+//!   command's outcome while the read side catches up, then wait until it has;
+//! - [`Call::write_then_read`]: the same, rendering after the wait (answers read back from the read
+//!   model);
+//! - [`Call::cached_read`] and [`Call::read`]: one resource by its path id, through the read cache or
+//!   not;
+//! - [`Call::cursor_list`]: one page of a Style A cursor list.
+
+use crate::cache::{ReadKey, Resource};
+use crate::http::auth::{Auth, Principal};
+use crate::http::body::JsonBody;
+use crate::http::error::ApiError;
+use crate::http::idempotency;
+use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::operations::{Idempotency, Operation};
+use crate::http::{RequestId, ServiceVersion, Style};
+use crate::state::{Accepted, AppState};
+use bytes::Bytes;
+use commands::protocol::Command;
+use events::domain::Scope;
+use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
+use projections::ProjectionId;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use uuid::Uuid;
+
+/// One request to one operation, by an authenticated caller whose scope was checked.
+pub struct Call<'a> {
+    pub state: &'a AppState,
+    pub principal: &'a Principal,
+    pub request_id: &'a str,
+    pub operation: Operation,
+}
+
+/// What identifies a write for its idempotency claim: the key, the contract version, the path
+/// parameters as sent and the body.
+pub struct Write<'a> {
+    pub key: Option<String>,
+    pub version: &'a ServiceVersion,
+    pub path: &'a [&'a str],
+    pub body: Option<&'a Value>,
+}
+
+impl<'a> Write<'a> {
+    /// A write with a JSON body.
+    pub fn json<T>(
+        key: Option<String>,
+        version: &'a ServiceVersion,
+        path: &'a [&'a str],
+        body: &'a JsonBody<T>,
+    ) -> Self {
+        Self { key, version, path, body: Some(&body.value) }
+    }
+
+    /// A write without a body (a state change named by its route).
+    pub fn bare(key: Option<String>, version: &'a ServiceVersion, path: &'a [&'a str]) -> Self {
+        Self { key, version, path, body: None }
+    }
+}
+
+/// The `limit`, `cursor` and `page` parameters of a cursor list, as sent.
+pub struct PageParams {
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+    pub page: Option<String>,
+}
+
+/// Where a cursor list lives: `url` is echoed in the envelope, `binding` is what its cursors are signed
+/// for (a cursor of another list, or of other filters, is refused).
+pub struct ListAt<'a> {
+    pub url: &'a str,
+    pub binding: &'a str,
+}
+
+impl<'a> Call<'a> {
+    /// Opens a call: 403 naming the scope when the credential lacks the operation's.
+    pub fn new(
+        operation: Operation,
+        state: &'a AppState,
+        auth: &'a Auth,
+        request_id: &'a RequestId,
+    ) -> Result<Self, ApiError> {
+        if let Some(scope) = operation.scope() {
+            auth.0.require(scope)?;
+        }
+        Ok(Self { state, principal: &auth.0, request_id: &request_id.0, operation })
+    }
+
+    /// A further scope this particular request needs (for example to set a field guarded by another
+    /// resource's scope).
+    pub fn also_require(&self, scope: Scope) -> Result<(), ApiError> {
+        self.principal.require(scope)
+    }
+
+    pub fn org_id(&self) -> Uuid {
+        self.principal.org_id
+    }
+
+    /// Claims the key and sends the command; the outcome once the workers have decided.
+    pub async fn dispatch(&self, write: Write<'_>, command: Command) -> Result<Accepted, ApiError> {
+        if self.operation.command() != Some(command.kind()) {
+            tracing::error!(operation = self.operation.id(), command = ?command.kind(), "operation sent a command it does not declare");
+            return Err(ApiError::internal());
+        }
+        let required = self.operation.idempotency() == Idempotency::Required;
+        let claim = idempotency::claim(
+            write.key,
+            required,
+            self.operation.id(),
+            write.path,
+            write.version.0.as_deref(),
+            write.body,
+        )?;
+        self.state.dispatch(self.principal, self.request_id, claim, command).await
+    }
+
+    /// Writes, renders the answer from the command's outcome while `projection` catches up, and answers
+    /// once it has: a read right after sees the change.
+    pub async fn write<T>(
+        &self,
+        write: Write<'_>,
+        command: Command,
+        projection: ProjectionId,
+        render: impl FnOnce(Accepted) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let accepted = self.dispatch(write, command).await?;
+        let commit = accepted.commit;
+        let answer = render(accepted)?;
+        self.state.await_read(projection, self.principal, commit).await?;
+        Ok(answer)
+    }
+
+    /// Writes, waits until `projection` has the change, then renders (for answers read back from the
+    /// read model).
+    pub async fn write_then_read<T>(
+        &self,
+        write: Write<'_>,
+        command: Command,
+        projection: ProjectionId,
+        render: impl AsyncFnOnce(Accepted) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let accepted = self.dispatch(write, command).await?;
+        self.state.await_read(projection, self.principal, accepted.commit).await?;
+        render(accepted).await
+    }
+
+    /// One resource by the id in its path: from the read cache, else `load`ed (none: 404 naming
+    /// `label`) and cached, unless an invalidation raced the load.
+    pub async fn cached_read(
+        &self,
+        resource: Resource,
+        id: &str,
+        label: &str,
+        load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
+    ) -> Result<Bytes, ApiError> {
+        let id = parse_id(id, label)?;
+        let key = ReadKey { resource, org_id: self.principal.org_id, id };
+        if let Some(bytes) = self.state.reads.get(&key) {
+            return Ok(bytes);
+        }
+        let epoch = self.state.reads.epoch();
+        let bytes = load(id).await?.ok_or_else(|| ApiError::not_found(label))?;
+        self.state.reads.insert_if_current(key, bytes.clone(), epoch);
+        Ok(bytes)
+    }
+
+    /// One resource by the id in its path, not cached: `load`ed, none being 404 naming `label`.
+    pub async fn read(
+        &self,
+        id: &str,
+        label: &str,
+        load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
+    ) -> Result<Bytes, ApiError> {
+        let id = parse_id(id, label)?;
+        load(id).await?.ok_or_else(|| ApiError::not_found(label))
+    }
+
+    /// One page of a cursor list ordered by id: `fetch(after, n)` returns up to `n` rows after the
+    /// cursor's id; one more than the page is fetched to learn whether another page follows.
+    pub async fn cursor_list<R, T>(
+        &self,
+        params: PageParams,
+        at: ListAt<'_>,
+        fetch: impl AsyncFnOnce(Option<Uuid>, i64) -> Result<Vec<R>, ApiError>,
+        position: impl Fn(&R) -> Uuid,
+        render: impl AsyncFnOnce(Vec<R>) -> Result<Vec<T>, ApiError>,
+    ) -> Result<Bytes, ApiError>
+    where
+        T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync,
+    {
+        let cursors = &self.state.cursors;
+        let params = ListParams::parse(params.limit, params.cursor, params.page, cursors, at.binding)?;
+        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
+        let mut rows = fetch(after, params.limit + 1).await?;
+        let next_cursor = params.finish_page(&mut rows, cursors, at.binding, |row| position(row).to_string());
+        let has_more = next_cursor.is_some();
+        let data = render(rows).await?;
+        Ok(Style::a(&ListEnvelope::new(self.request_id.to_owned(), at.url, data, has_more, next_cursor)))
+    }
+}
+
+/// Reads what the workers answered as the aggregate state `T` (their contract with the gateway).
+pub fn decode_state<T: DeserializeOwned>(state: Value, what: &str) -> Result<T, ApiError> {
+    serde_json::from_value(state).map_err(|error| {
+        tracing::error!(%error, what, "unexpected state from the command worker");
+        ApiError::internal()
+    })
+}
