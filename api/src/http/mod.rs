@@ -9,6 +9,7 @@ pub mod envelopes;
 pub mod error;
 pub mod idempotency;
 pub mod list;
+pub mod metafields;
 pub mod operations;
 pub mod price_lists;
 pub mod products;
@@ -147,6 +148,7 @@ apis!(
     customers::SuppliersApi,
     price_lists::PriceListsApi,
     products::ProductsApi,
+    metafields::MetafieldsApi,
     tags::TagsApi,
     records::RecordsApi,
     reference::ReferenceApi,

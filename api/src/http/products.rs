@@ -1,26 +1,22 @@
 //! `/api/v1/products`: products as groups of sellable variants (Style B objects, camelCase). Every id
 //! these routes take or return is a variant id; the detail names its group.
 
-use crate::cache::{ReadKey, Resource};
-use crate::http::auth::{Auth, Principal};
+use crate::cache::Resource;
+use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
-use crate::http::idempotency;
-use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::operations::Operation;
+use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
-use bytes::Bytes;
-use commands::metafields::parse_metafield_definition;
 use commands::products::{
     Product, ProductCommand, parse_bulk_adjustment, parse_create, parse_metafield_patch, parse_replace,
 };
 use commands::protocol::Command;
-use commands::records::RecordCommand;
 use commands::tags::Taggable;
-use events::catalogue::MetafieldDefinitionFields;
 use events::catalogue::{Metafield, OptionValue, vat_percentage};
-use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -355,30 +351,16 @@ fn parse_fields(fields: Option<String>) -> Result<Option<Vec<String>>, ApiError>
     Ok(Some(names))
 }
 
-/// The request an update of one variant came in, as its idempotency claim identifies it.
-struct VariantWrite<'a> {
-    operation: &'static str,
-    path_id: &'a str,
-    body: &'a Value,
-}
-
 /// Runs a command changing an existing variant and answers with the variant's detail once readable.
-async fn update_variant(
-    state: &AppState,
-    principal: &Principal,
-    request_id: &str,
-    key: Option<String>,
-    version: &ServiceVersion,
-    write: VariantWrite<'_>,
-    command: ProductCommand,
-) -> Result<ReadResponse, ApiError> {
+async fn update_variant(call: &Call<'_>, write: Write<'_>, command: ProductCommand) -> Result<ReadResponse, ApiError> {
     let variant_id = command.target_id();
-    let claim =
-        idempotency::claim(key, false, write.operation, &[write.path_id], version.0.as_deref(), Some(write.body))?;
-    let accepted = state.dispatch(principal, request_id, claim, Command::Product(command)).await?;
-    state.await_read(PROJECTION, principal, accepted.commit).await?;
-    let detail = readable(state, principal.org_id, variant_id).await?;
-    Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data: detail }))))
+    let body = call
+        .write_then_read(write, Command::Product(command), PROJECTION, async |_| {
+            let data = readable(call.state, call.org_id(), variant_id).await?;
+            Ok(Style::b(&ProductEnvelope { success: true, data }))
+        })
+        .await?;
+    Ok(ReadResponse::Ok(RawJson::new(body)))
 }
 
 /// Reads the created or replaced variant back from the read model (the write has been applied).
@@ -389,71 +371,13 @@ async fn readable(state: &AppState, org_id: Uuid, id: Uuid) -> Result<ProductDat
     Ok(data)
 }
 
-fn accepted_product(state: Value) -> Result<Product, ApiError> {
-    serde_json::from_value(state).map_err(|error| {
-        tracing::error!(%error, "unexpected product state from the command worker");
-        ApiError::internal()
-    })
-}
-
 type Key = Header<Option<String>>;
-
-/// A custom field definition: values stored under `key` must satisfy it.
-#[derive(Debug, Clone, PartialEq, Serialize, Object)]
-#[serde(rename_all = "camelCase")]
-#[oai(rename_all = "camelCase")]
-pub struct MetafieldDefinitionData {
-    pub id: Uuid,
-    pub key: String,
-    pub name: String,
-    /// `text`, `integer`, `decimal`, `boolean`, `date` (YYYY-MM-DD) or `choice`.
-    pub value_type: String,
-    /// The allowed values of a `choice` field.
-    pub choices: Vec<String>,
-    /// The longest `text` value.
-    pub max_length: Option<i64>,
-    #[serde(with = "time::serde::rfc3339")]
-    pub created_at: OffsetDateTime,
-}
-
-/// Definition write body.
-#[derive(Debug, Object)]
-#[oai(rename_all = "camelCase")]
-pub struct MetafieldDefinitionInput {
-    /// Lowercase letters, digits, `_`, `-` and `.`; unique in the organization.
-    pub key: String,
-    pub name: Option<String>,
-    /// `text` by default.
-    pub value_type: Option<String>,
-    pub choices: Option<Vec<String>>,
-    pub max_length: Option<i64>,
-}
-
-#[derive(Debug, Serialize, Object)]
-pub struct MetafieldDefinitionEnvelope {
-    pub success: bool,
-    pub data: MetafieldDefinitionData,
-}
 
 /// Custom fields patch.
 #[derive(Debug, Object)]
 pub struct MetafieldPatchInput {
     /// Key to a string (assigns) or null (deletes); an empty string is refused.
     pub entries: std::collections::HashMap<String, Option<String>>,
-}
-
-#[derive(ApiResponse)]
-enum DefinitionCreated {
-    /// The definition.
-    #[oai(status = 201)]
-    Created(RawJson<MetafieldDefinitionEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Definitions {
-    /// Every definition of the organization, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<MetafieldDefinitionData>>),
 }
 
 /// Bulk adjustment body.
@@ -516,18 +440,6 @@ enum BulkAdjusted {
     Ok(RawJson<BulkAdjustmentEnvelope>),
 }
 
-fn definition_data(id: Uuid, fields: MetafieldDefinitionFields, created_at: OffsetDateTime) -> MetafieldDefinitionData {
-    MetafieldDefinitionData {
-        id,
-        key: fields.key,
-        name: fields.name,
-        value_type: fields.value_type,
-        choices: fields.choices,
-        max_length: fields.max_length,
-        created_at: ar_time(created_at),
-    }
-}
-
 pub struct ProductsApi;
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
@@ -549,83 +461,30 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<ProductInput>,
     ) -> Result<CreateResponse, ApiError> {
-        auth.0.require(Scope::ProductsWrite)?;
+        let call = Call::new(Operation::CreateProduct, &state, &auth, &request_id)?;
         let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
-        let claim = idempotency::claim(key.0, true, "createProduct", &[], version.0.as_deref(), Some(&body.value))?;
-        let command = ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock };
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Product(command)).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        let product = accepted_product(accepted.state)?;
-        let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
-        let detail = readable(&state, auth.0.org_id, first).await?;
-        let variants = product
-            .group
-            .variants
-            .iter()
-            .map(|v| CreatedVariant { id: v.id, sku: v.sku.clone(), option_values: option_values(&v.option_values) })
-            .collect();
-        let body = ProductCreatedEnvelope { success: true, data: ProductCreatedData { product: detail, variants } };
-        Ok(CreateResponse::Created(RawJson::new(Style::b(&body))))
-    }
-
-    /// List custom field definitions
-    ///
-    /// Scope `products:read`. The keys products may carry with a definition, and how their values are
-    /// validated (on creation and on the metafields patch). Keys without a definition hold free text.
-    #[oai(path = "/products/metafield-definitions", method = "get", operation_id = "listMetafieldDefinitions")]
-    async fn definitions(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-    ) -> Result<Definitions, ApiError> {
-        auth.0.require(Scope::ProductsRead)?;
-        let table = projections::records::METAFIELD_DEFINITIONS.table_name();
-        let rows = projections::records::list(&state.pool, table, auth.0.org_id, None, 1000).await?;
-        let data = rows
-            .into_iter()
-            .filter_map(|row| {
-                let fields: MetafieldDefinitionFields = serde_json::from_value(row.doc).ok()?;
-                Some(definition_data(row.id, fields, row.created_at))
+        let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = call
+            .write_then_read(write, command, PROJECTION, async |accepted| {
+                let product: Product = decode_state(accepted.state, "product")?;
+                let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
+                let detail = readable(&state, call.org_id(), first).await?;
+                let variants = product
+                    .group
+                    .variants
+                    .iter()
+                    .map(|v| CreatedVariant {
+                        id: v.id,
+                        sku: v.sku.clone(),
+                        option_values: option_values(&v.option_values),
+                    })
+                    .collect();
+                let data = ProductCreatedData { product: detail, variants };
+                Ok(Style::b(&ProductCreatedEnvelope { success: true, data }))
             })
-            .collect();
-        let body = ListEnvelope::new(request_id.0, "/api/v1/products/metafield-definitions", data, false, None);
-        Ok(Definitions::Ok(RawJson::new(Style::a(&body))))
-    }
-
-    /// Create a custom field definition
-    ///
-    /// Scope `products:write`. Later product writes validate values under `key` against it.
-    #[oai(path = "/products/metafield-definitions", method = "post", operation_id = "createMetafieldDefinition")]
-    async fn create_definition(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<MetafieldDefinitionInput>,
-    ) -> Result<DefinitionCreated, ApiError> {
-        auth.0.require(Scope::ProductsWrite)?;
-        let fields = parse_metafield_definition(&body.value).map_err(ApiError::validation)?;
-        let claim = idempotency::claim(
-            key.0,
-            false,
-            "createMetafieldDefinition",
-            &[],
-            version.0.as_deref(),
-            Some(&body.value),
-        )?;
-        let id = Uuid::now_v7();
-        let command = Command::MetafieldDefinition(RecordCommand::Create { id, fields });
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
-        state.await_read(ProjectionId::MetafieldDefinitions, &auth.0, accepted.commit).await?;
-        let record: commands::metafields::MetafieldDefinition =
-            serde_json::from_value(accepted.state).map_err(|_| ApiError::internal())?;
-        let data = definition_data(record.id, record.fields, record.created_at);
-        Ok(DefinitionCreated::Created(RawJson::new(Style::b(&MetafieldDefinitionEnvelope { success: true, data }))))
+            .await?;
+        Ok(CreateResponse::Created(RawJson::new(body)))
     }
 
     /// Set custom fields
@@ -646,12 +505,11 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<MetafieldPatchInput>,
     ) -> Result<ReadResponse, ApiError> {
-        auth.0.require(Scope::ProductsWrite)?;
+        let call = Call::new(Operation::PatchProductMetafields, &state, &auth, &request_id)?;
         let variant_id = parse_id(&product_id.0, "product")?;
         let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
         let command = ProductCommand::SetMetafields { variant_id, assign, delete };
-        let write = VariantWrite { operation: "patchProductMetafields", path_id: &product_id.0, body: &body.value };
-        update_variant(&state, &auth.0, &request_id.0, key.0, &version, write, command).await
+        update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
     }
 
     /// Adjust costs or prices in bulk
@@ -672,18 +530,17 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<BulkAdjustmentInput>,
     ) -> Result<BulkAdjusted, ApiError> {
-        auth.0.require(Scope::ProductsWrite)?;
+        let call = Call::new(Operation::CreateBulkAdjustment, &state, &auth, &request_id)?;
         let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
-        let claim =
-            idempotency::claim(key.0, true, "createBulkAdjustment", &[], version.0.as_deref(), Some(&body.value))?;
         let command = Command::BulkAdjustProducts(adjustment);
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, command).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        let data: BulkAdjustmentData = serde_json::from_value(accepted.state).map_err(|error| {
-            tracing::error!(%error, "unexpected bulk adjustment summary from the command worker");
-            ApiError::internal()
-        })?;
-        Ok(BulkAdjusted::Ok(RawJson::new(Style::a(&BulkAdjustmentEnvelope { request_id: request_id.0, data }))))
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = call
+            .write(write, command, PROJECTION, |accepted| {
+                let data: BulkAdjustmentData = decode_state(accepted.state, "bulk adjustment summary")?;
+                Ok(Style::a(&BulkAdjustmentEnvelope { request_id: request_id.0.clone(), data }))
+            })
+            .await?;
+        Ok(BulkAdjusted::Ok(RawJson::new(body)))
     }
 
     /// Replace a product variant
@@ -703,12 +560,11 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<ProductReplaceInput>,
     ) -> Result<ReadResponse, ApiError> {
-        auth.0.require(Scope::ProductsWrite)?;
+        let call = Call::new(Operation::ReplaceProduct, &state, &auth, &request_id)?;
         let variant_id = parse_id(&product_id.0, "product")?;
         let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
         let command = ProductCommand::Replace { variant_id, shared, variant };
-        let write = VariantWrite { operation: "replaceProduct", path_id: &product_id.0, body: &body.value };
-        update_variant(&state, &auth.0, &request_id.0, key.0, &version, write, command).await
+        update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
     }
 
     /// Get a product variant
@@ -721,14 +577,16 @@ impl ProductsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
+        request_id: RequestId,
         product_id: Path<String>,
         #[oai(name = "priceListId")] price_list_id: Query<Option<String>>,
     ) -> Result<ReadResponse, ApiError> {
-        auth.0.require(Scope::ProductsRead)?;
-        let id = parse_id(&product_id.0, "product")?;
+        let call = Call::new(Operation::GetProduct, &state, &auth, &request_id)?;
         if let Some(list) = price_list_id.0 {
-            let (list, listed) = crate::http::price_lists::applied_price(&state, auth.0.org_id, &list, id).await?;
-            let mut data = readable(&state, auth.0.org_id, id).await?;
+            // Priced under a list: not cached, since the price follows the list as well as the product.
+            let id = parse_id(&product_id.0, "product")?;
+            let (list, listed) = crate::http::price_lists::applied_price(&state, call.org_id(), &list, id).await?;
+            let mut data = readable(&state, call.org_id(), id).await?;
             data.effective_price = listed.as_ref().map(|l| l.unit_price);
             data.price_source = match listed.map(|l| l.provenance) {
                 Some(projections::price_lists::Provenance::Automatic) => "automatic",
@@ -746,14 +604,14 @@ impl ProductsApi {
             });
             return Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data }))));
         }
-        let key = ReadKey { resource: Resource::Product, org_id: auth.0.org_id, id };
-        if let Some(bytes) = state.reads.get(&key) {
-            return Ok(ReadResponse::Ok(RawJson::new(bytes)));
-        }
-        let epoch = state.reads.epoch();
-        let data = readable(&state, auth.0.org_id, id).await?;
-        let bytes: Bytes = Style::b(&ProductEnvelope { success: true, data });
-        state.reads.insert_if_current(key, bytes.clone(), epoch);
+        let bytes = call
+            .cached_read(Resource::Product, &product_id.0, "product", async |id| {
+                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                let mut data = ProductData::from_row(row, true);
+                data.tags = tags_of_one(&state, call.org_id(), Taggable::Product, id).await?;
+                Ok(Some(Style::b(&ProductEnvelope { success: true, data })))
+            })
+            .await?;
         Ok(ReadResponse::Ok(RawJson::new(bytes)))
     }
 
@@ -780,32 +638,37 @@ impl ProductsApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<ListResponse, ApiError> {
-        auth.0.require(Scope::ProductsRead)?;
+        let call = Call::new(Operation::ListProducts, &state, &auth, &request_id)?;
         let fields = parse_fields(fields.0)?;
         let supplier = default_supplier_id.0.as_deref().map(|s| parse_id(s, "default_supplier_id")).transpose()?;
         let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
-        let scope = "products";
-        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, scope)?;
-        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-        let mut rows =
-            read::list(&state.pool, auth.0.org_id, search.as_deref(), supplier, after, params.limit + 1).await?;
-        let next_cursor = params.finish_page(&mut rows, &state.cursors, scope, |r| r.id.to_string());
-        let has_more = next_cursor.is_some();
-        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let mut tags = tags_of(&state, auth.0.org_id, Taggable::Product, &ids).await?;
-        let data: Vec<Value> = rows
-            .into_iter()
-            .map(|row| {
-                let mut product = ProductData::from_row(row, false);
-                product.tags = tags.remove(&product.id).unwrap_or_default();
-                let mut item = serde_json::to_value(product).unwrap_or_default();
-                if let (Some(names), Some(object)) = (&fields, item.as_object_mut()) {
-                    object.retain(|key, _| key == "id" || names.iter().any(|n| n == key));
-                }
-                item
-            })
-            .collect();
-        let body = ListEnvelope::new(request_id.0, "/api/v1/products", data, has_more, next_cursor);
-        Ok(ListResponse::Ok(RawJson::new(Style::a(&body))))
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: "/api/v1/products", binding: "products" },
+                async |after, n| {
+                    Ok(read::list(&state.pool, call.org_id(), search.as_deref(), supplier, after, n).await?)
+                },
+                |row: &ProductRow| row.id,
+                async |rows| {
+                    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+                    let mut tags = tags_of(&state, call.org_id(), Taggable::Product, &ids).await?;
+                    Ok(rows
+                        .into_iter()
+                        .map(|row| {
+                            let mut product = ProductData::from_row(row, false);
+                            product.tags = tags.remove(&product.id).unwrap_or_default();
+                            let mut item = serde_json::to_value(product).unwrap_or_default();
+                            if let (Some(names), Some(object)) = (&fields, item.as_object_mut()) {
+                                object.retain(|key, _| key == "id" || names.iter().any(|n| n == key));
+                            }
+                            item
+                        })
+                        .collect::<Vec<Value>>())
+                },
+            )
+            .await?;
+        Ok(ListResponse::Ok(RawJson::new(body)))
     }
 }

@@ -1,0 +1,148 @@
+//! `/api/v1/products/metafield-definitions`: the custom fields an organization defines for its
+//! products (Style B objects); product writes validate values under a defined key against it.
+
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::error::ApiError;
+use crate::http::list::ListEnvelope;
+use crate::http::operations::Operation;
+use crate::http::resource::{Call, Write, decode_state};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use commands::metafields::{MetafieldDefinition, parse_metafield_definition};
+use commands::protocol::Command;
+use commands::records::RecordCommand;
+use events::catalogue::MetafieldDefinitionFields;
+use poem::web::Data;
+use poem_openapi::param::Header;
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use projections::ProjectionId;
+use serde::Serialize;
+use std::sync::Arc;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A custom field definition: values stored under `key` must satisfy it.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct MetafieldDefinitionData {
+    pub id: Uuid,
+    pub key: String,
+    pub name: String,
+    /// `text`, `integer`, `decimal`, `boolean`, `date` (YYYY-MM-DD) or `choice`.
+    pub value_type: String,
+    /// The allowed values of a `choice` field.
+    pub choices: Vec<String>,
+    /// The longest `text` value.
+    pub max_length: Option<i64>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// Definition write body.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct MetafieldDefinitionInput {
+    /// Lowercase letters, digits, `_`, `-` and `.`; unique in the organization.
+    pub key: String,
+    pub name: Option<String>,
+    /// `text` by default.
+    pub value_type: Option<String>,
+    pub choices: Option<Vec<String>>,
+    pub max_length: Option<i64>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct MetafieldDefinitionEnvelope {
+    pub success: bool,
+    pub data: MetafieldDefinitionData,
+}
+
+#[derive(ApiResponse)]
+enum DefinitionCreated {
+    /// The definition.
+    #[oai(status = 201)]
+    Created(RawJson<MetafieldDefinitionEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Definitions {
+    /// Every definition of the organization, oldest first.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<MetafieldDefinitionData>>),
+}
+
+fn definition_data(id: Uuid, fields: MetafieldDefinitionFields, created_at: OffsetDateTime) -> MetafieldDefinitionData {
+    MetafieldDefinitionData {
+        id,
+        key: fields.key,
+        name: fields.name,
+        value_type: fields.value_type,
+        choices: fields.choices,
+        max_length: fields.max_length,
+        created_at: ar_time(created_at),
+    }
+}
+
+type Key = Header<Option<String>>;
+
+pub struct MetafieldsApi;
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
+impl MetafieldsApi {
+    /// List custom field definitions
+    ///
+    /// Scope `products:read`. The keys products may carry with a definition, and how their values are
+    /// validated (on creation and on the metafields patch). Keys without a definition hold free text.
+    #[oai(path = "/products/metafield-definitions", method = "get", operation_id = "listMetafieldDefinitions")]
+    async fn definitions(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+    ) -> Result<Definitions, ApiError> {
+        let call = Call::new(Operation::ListMetafieldDefinitions, &state, &auth, &request_id)?;
+        let table = projections::records::METAFIELD_DEFINITIONS.table_name();
+        // Every definition on one page: an organization defines a handful.
+        let rows = projections::records::list(&state.pool, table, call.org_id(), None, 1000).await?;
+        let data = rows
+            .into_iter()
+            .filter_map(|row| {
+                let fields: MetafieldDefinitionFields = serde_json::from_value(row.doc).ok()?;
+                Some(definition_data(row.id, fields, row.created_at))
+            })
+            .collect();
+        let body = ListEnvelope::new(request_id.0, "/api/v1/products/metafield-definitions", data, false, None);
+        Ok(Definitions::Ok(RawJson::new(Style::a(&body))))
+    }
+
+    /// Create a custom field definition
+    ///
+    /// Scope `products:write`. Later product writes validate values under `key` against it.
+    #[oai(path = "/products/metafield-definitions", method = "post", operation_id = "createMetafieldDefinition")]
+    async fn create_definition(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<MetafieldDefinitionInput>,
+    ) -> Result<DefinitionCreated, ApiError> {
+        let call = Call::new(Operation::CreateMetafieldDefinition, &state, &auth, &request_id)?;
+        let fields = parse_metafield_definition(&body.value).map_err(ApiError::validation)?;
+        let command = Command::MetafieldDefinition(RecordCommand::Create { id: Uuid::now_v7(), fields });
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = call
+            .write(write, command, ProjectionId::MetafieldDefinitions, |accepted| {
+                let record: MetafieldDefinition = decode_state(accepted.state, "metafield definition")?;
+                let data = definition_data(record.id, record.fields, record.created_at);
+                Ok(Style::b(&MetafieldDefinitionEnvelope { success: true, data }))
+            })
+            .await?;
+        Ok(DefinitionCreated::Created(RawJson::new(body)))
+    }
+}
