@@ -3,12 +3,11 @@
 
 use crate::aggregate::Rejection;
 use crate::contacts::{Contact, ContactCommand};
-use crate::engine::{Conn, ExecuteError, Sink, WithId, run_aggregate};
+use crate::engine::{Conn, ExecuteError, NoFollowUps, Sink, WithId, run_aggregate};
 use crate::handler::{Batching, Commit, Handler};
 use crate::protocol::CommandReply;
 use events::Metadata;
 use events::catalogue::{CustomerFields, RecordEvent};
-use events::store::AppendRequest;
 use uuid::Uuid;
 
 /// The event enums of the contact kinds (customers and suppliers).
@@ -23,18 +22,10 @@ impl<E> ContactEvent for E where
 }
 
 impl<E: ContactEvent> WithId for Contact<E> {
+    type FollowUps = NoFollowUps;
+
     fn with_id(self, id: Uuid) -> Self {
         Contact::with_id(self, id)
-    }
-
-    async fn follow_ups(
-        _: &mut Conn<'_>,
-        _: Uuid,
-        _: Uuid,
-        _: &[Self::Event],
-        _: &Metadata,
-    ) -> Result<Vec<AppendRequest>, ExecuteError> {
-        Ok(Vec::new())
     }
 }
 

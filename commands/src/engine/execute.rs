@@ -112,7 +112,7 @@ where
         let stream = StreamRef { org_id, stream_type: A::Event::STREAM_TYPE, stream_id, expected_version: version };
         let request = AppendRequest { stream, events: new_events, metadata: metadata.clone() };
         let mut requests = vec![request];
-        requests.extend(A::follow_ups(conn, org_id, stream_id, &decided, metadata).await?);
+        requests.extend(A::FollowUps::follow_ups(conn, org_id, stream_id, &decided, metadata).await?);
         let appended = match sink {
             Sink::Group(appender) => appender.append(requests).await,
             Sink::Transaction => store::append_many(conn.get().await?, &requests).await,
@@ -150,16 +150,40 @@ where
 /// What the worker needs of an aggregate beyond deciding: its id comes from the stream it lives in,
 /// and a decision may require events in other streams, appended atomically with its own.
 pub trait WithId: Aggregate {
-    fn with_id(self, id: Uuid) -> Self;
+    /// The appends to other streams a decision brings ([`NoFollowUps`] for most aggregates).
+    type FollowUps: FollowUps<Self>;
 
-    /// Appends to other streams that must accompany `decided`, in the same statement as its own.
+    fn with_id(self, id: Uuid) -> Self;
+}
+
+/// Appends to other streams that must accompany the events an aggregate `A` decided, in the same
+/// statement as its own.
+pub trait FollowUps<A: Aggregate> {
     fn follow_ups(
         conn: &mut Conn<'_>,
         org_id: Uuid,
         stream_id: Uuid,
-        decided: &[Self::Event],
+        decided: &[A::Event],
         metadata: &Metadata,
     ) -> impl std::future::Future<Output = Result<Vec<AppendRequest>, ExecuteError>> + Send;
+}
+
+/// A decision that touches no other stream.
+pub struct NoFollowUps;
+
+impl<A: Aggregate> FollowUps<A> for NoFollowUps
+where
+    A::Event: Sync,
+{
+    async fn follow_ups(
+        _: &mut Conn<'_>,
+        _: Uuid,
+        _: Uuid,
+        _: &[A::Event],
+        _: &Metadata,
+    ) -> Result<Vec<AppendRequest>, ExecuteError> {
+        Ok(Vec::new())
+    }
 }
 
 /// The reply to an accepted command: its aggregate's state after it.

@@ -4,7 +4,9 @@
 
 use crate::aggregate::Rejection;
 use crate::contacts::Supplier;
-use crate::engine::{Conn, ExecuteError, Sink, WithId, accepted, append_together, execute, load, reject_fields};
+use crate::engine::{
+    Conn, ExecuteError, NoFollowUps, Sink, WithId, accepted, append_together, execute, load, reject_fields,
+};
 use crate::handler::{Batching, Commit, Handler};
 use crate::metafields::metafield_violation;
 use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
@@ -18,18 +20,10 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 impl WithId for Product {
+    type FollowUps = NoFollowUps;
+
     fn with_id(self, id: Uuid) -> Self {
         Product { id, ..self }
-    }
-
-    async fn follow_ups(
-        _: &mut Conn<'_>,
-        _: Uuid,
-        _: Uuid,
-        _: &[Self::Event],
-        _: &Metadata,
-    ) -> Result<Vec<AppendRequest>, ExecuteError> {
-        Ok(Vec::new())
     }
 }
 

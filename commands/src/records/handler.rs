@@ -4,7 +4,7 @@
 //! the same append.
 
 use crate::aggregate::Rejection;
-use crate::engine::{Conn, ExecuteError, Sink, WithId, load, run_aggregate};
+use crate::engine::{Conn, ExecuteError, FollowUps, Sink, WithId, load, run_aggregate};
 use crate::handler::{Batching, Commit, Handler};
 use crate::protocol::CommandReply;
 use crate::records::{Category, Record, RecordCommand};
@@ -30,12 +30,18 @@ pub trait RecordRules: RecordEvent + Send + Sync + 'static {
 }
 
 impl<E: RecordRules> WithId for Record<E> {
+    type FollowUps = DefaultFlag;
+
     fn with_id(self, id: Uuid) -> Self {
         Record::with_id(self, id)
     }
+}
 
-    /// At most one record of a kind is an organization's default: a record that becomes the default
-    /// takes the flag from the current one, which is replaced in the same append.
+/// At most one record of a kind is an organization's default: a record that becomes the default takes
+/// the flag from the current one, which is replaced in the same append.
+pub struct DefaultFlag;
+
+impl<E: RecordRules> FollowUps<Record<E>> for DefaultFlag {
     async fn follow_ups(
         conn: &mut Conn<'_>,
         org_id: Uuid,

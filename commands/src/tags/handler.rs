@@ -3,7 +3,7 @@
 
 use crate::aggregate::Rejection;
 use crate::engine::{
-    Conn, ExecuteError, Sink, WithId, append_together, load, name_taken, reject_fields, run_aggregate,
+    Conn, ExecuteError, NoFollowUps, Sink, WithId, append_together, load, name_taken, reject_fields, run_aggregate,
 };
 use crate::handler::{Batching, Commit, Handler};
 use crate::protocol::CommandReply;
@@ -15,18 +15,10 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 impl WithId for Tag {
+    type FollowUps = NoFollowUps;
+
     fn with_id(self, id: Uuid) -> Self {
         Tag { id, ..self }
-    }
-
-    async fn follow_ups(
-        _: &mut Conn<'_>,
-        _: Uuid,
-        _: Uuid,
-        _: &[Self::Event],
-        _: &Metadata,
-    ) -> Result<Vec<AppendRequest>, ExecuteError> {
-        Ok(Vec::new())
     }
 }
 

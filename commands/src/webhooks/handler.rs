@@ -1,26 +1,17 @@
 //! How the workers run webhook endpoint commands: everything is the aggregate's decision.
 
-use crate::engine::{Conn, ExecuteError, Sink, WithId, run_aggregate};
+use crate::engine::{Conn, ExecuteError, NoFollowUps, Sink, WithId, run_aggregate};
 use crate::handler::{Batching, Commit, Handler};
 use crate::protocol::CommandReply;
 use crate::webhooks::{WebhookCommand, WebhookEndpoint};
 use events::Metadata;
-use events::store::AppendRequest;
 use uuid::Uuid;
 
 impl WithId for WebhookEndpoint {
+    type FollowUps = NoFollowUps;
+
     fn with_id(self, id: Uuid) -> Self {
         WebhookEndpoint { id, ..self }
-    }
-
-    async fn follow_ups(
-        _: &mut Conn<'_>,
-        _: Uuid,
-        _: Uuid,
-        _: &[Self::Event],
-        _: &Metadata,
-    ) -> Result<Vec<AppendRequest>, ExecuteError> {
-        Ok(Vec::new())
     }
 }
 

@@ -366,7 +366,7 @@ mod tests {
         assert_eq!(fields, vec!["label", "url", "enabled_events[1]", "enabled_events[2]", "api_version", "status"]);
         assert_eq!(
             scopes_for(&["order.created".into(), "order.fulfilled".into(), "product.updated".into()]),
-            vec!["orders:read", "products:read"]
+            vec![Scope::OrdersRead, Scope::ProductsRead]
         );
         let changes = parse_changes(&json!({"label": "Nuevo"})).expect("valid");
         assert_eq!(changes.label.as_deref(), Some("Nuevo"));
