@@ -1,14 +1,19 @@
 //! The one test application builder: a real gateway, command worker, relay and projectors on this
-//! test's fresh database and its own NATS prefix, driven over real HTTP.
+//! test's fresh database and its own NATS prefix, driven over real HTTP. Below it, the helpers the
+//! domain files share: waiting on the read side, the v1 and v2 envelopes, lists and field rules.
 
 use api::roles::{self, ProjectionSet, Roles};
 use events::bus::Bus;
 use projections::Partition;
 use projections::webhooks::dispatch::SenderConfig;
 use reqwest::{Method, Response};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sqlx::PgPool;
+use std::collections::BTreeSet;
+use std::future::Future;
 use std::time::Duration;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 /// Limits no functional test reaches; the rate-limit tests make organizations of their own.
@@ -160,7 +165,7 @@ pub async fn json(response: Response, status: u16) -> Value {
 
 /// Asserts the v1 error envelope and returns it.
 pub async fn error(response: Response, status: u16, kind: &str) -> Value {
-    let header = response.headers().get("service-request-id").map(|v| v.to_str().unwrap_or_default().to_owned());
+    let header = request_id_header(&response);
     let body = json(response, status).await;
     assert_eq!(body["error"]["type"], kind, "{body}");
     assert!(body["error"]["code"].as_str().is_some_and(|c| !c.is_empty()), "{body}");
@@ -183,4 +188,223 @@ pub fn detail_fields(body: &Value) -> Vec<String> {
 pub fn http_client() -> reqwest::Client {
     projections::webhooks::dispatch::install_crypto_provider();
     reqwest::Client::new()
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Resource helpers
+// ---------------------------------------------------------------------------------------------------
+
+pub const PAYMENT_METHODS: &str = "/api/v1/payment-methods";
+pub const WAREHOUSES: &str = "/api/v1/warehouses";
+pub const CATEGORIES: &str = "/api/v1/categories";
+pub const POINTS_OF_SALE: &str = "/api/v1/points-of-sale";
+pub const V2_WAREHOUSES: &str = "/api/v2/warehouses";
+
+/// Polls `check` every 50 ms until it yields a value, failing after `within`. Only for effects that do
+/// not go through the API (the records seeded with an organization, points of sale created by
+/// operators, revocations and limits reaching every gateway): they arrive asynchronously, while API
+/// writes are readable as soon as they answer.
+pub async fn eventually<T, F, Fut>(within: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {within:?} waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// How long the read side may take to show what was written outside the API.
+const READ_SIDE: Duration = Duration::from_secs(15);
+
+pub fn key_set(value: &Value) -> BTreeSet<String> {
+    value.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+}
+
+pub fn names_set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|n| (*n).to_owned()).collect()
+}
+
+pub fn items(body: &Value) -> Vec<Value> {
+    body["data"].as_array().unwrap_or_else(|| panic!("data is not an array: {body}")).clone()
+}
+
+pub fn ids(list: &[Value]) -> Vec<String> {
+    list.iter().map(|item| item["id"].as_str().expect("id").to_owned()).collect()
+}
+
+pub fn names(list: &[Value]) -> Vec<String> {
+    list.iter().map(|item| item["name"].as_str().expect("name").to_owned()).collect()
+}
+
+pub fn id_of(created: &Value) -> String {
+    created["data"]["id"].as_str().unwrap_or_else(|| panic!("no data.id in {created}")).to_owned()
+}
+
+pub fn sorted(mut fields: Vec<String>) -> Vec<String> {
+    fields.sort();
+    fields
+}
+
+pub fn strings(names: &[&str]) -> Vec<String> {
+    sorted(names.iter().map(|n| (*n).to_owned()).collect())
+}
+
+/// A date-time of the response, asserting it is rendered in UTC-3.
+pub fn instant(value: &Value) -> OffsetDateTime {
+    let text = value.as_str().unwrap_or_else(|| panic!("not a date-time: {value}"));
+    let parsed = OffsetDateTime::parse(text, &Rfc3339).unwrap_or_else(|_| panic!("not RFC 3339: {text}"));
+    assert_eq!(parsed.offset().whole_hours(), -3, "rendered in UTC-3: {text}");
+    parsed
+}
+
+pub fn request_id_header(response: &Response) -> Option<String> {
+    response.headers().get("service-request-id").map(|v| v.to_str().unwrap_or_default().to_owned())
+}
+
+/// A Style A body (`request_id` equal to the `Service-Request-Id` header).
+pub async fn style_a(response: Response, status: u16) -> Value {
+    let header = request_id_header(&response);
+    let body = json(response, status).await;
+    assert!(header.is_some(), "Service-Request-Id is sent");
+    assert_eq!(header.as_deref(), body["request_id"].as_str(), "request_id matches the header: {body}");
+    body
+}
+
+/// A Style B single resource, returning its `data`.
+pub async fn style_b(response: Response, status: u16) -> Value {
+    let body = json(response, status).await;
+    assert_eq!(body["success"], true, "{body}");
+    assert_eq!(key_set(&body), names_set(&["success", "data"]), "{body}");
+    body["data"].clone()
+}
+
+/// The v2 error envelope: `requestId`, `success: false`, `error {code, message, retryable, details[]
+/// {path, code, message}}`.
+pub async fn v2_error(response: Response, status: u16) -> Value {
+    let header = request_id_header(&response);
+    let body = json(response, status).await;
+    assert_eq!(key_set(&body), names_set(&["requestId", "success", "error"]), "{body}");
+    assert_eq!(body["success"], false, "{body}");
+    assert_eq!(header.as_deref(), body["requestId"].as_str(), "requestId matches the header: {body}");
+    let error = &body["error"];
+    assert!(error["code"].as_str().is_some_and(|c| !c.is_empty()), "{body}");
+    assert!(error["message"].is_string(), "{body}");
+    assert!(error["retryable"].is_boolean(), "{body}");
+    for detail in error["details"].as_array().unwrap_or_else(|| panic!("details is an array: {body}")) {
+        for field in ["path", "code", "message"] {
+            assert!(detail[field].is_string(), "detail.{field} in {body}");
+        }
+    }
+    body
+}
+
+pub fn v2_paths(body: &Value) -> Vec<String> {
+    body["error"]["details"]
+        .as_array()
+        .map(|d| d.iter().filter_map(|x| x["path"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+/// The organization resource read with `key`, once projected: operators create organizations outside
+/// the API, so a just-created one reaches its read model asynchronously (see
+/// `organization::a_new_organization_is_readable_by_its_own_credential_at_once`).
+pub async fn organization(app: &TestApp, key: &str) -> Value {
+    eventually(READ_SIDE, "the organization resource", || async move {
+        let response = app.request(Method::GET, "/api/v1/organization", Some(key), None).await;
+        if response.status().as_u16() == 200 { Some(style_a(response, 200).await) } else { None }
+    })
+    .await
+}
+
+/// The organization the test credential acts on, as the API reports it.
+pub async fn org_id(app: &TestApp) -> Uuid {
+    let body = organization(app, &app.api_key).await;
+    body["data"]["id"].as_str().and_then(|id| Uuid::parse_str(id).ok()).expect("organization id")
+}
+
+/// The item named `name` of a cursor list, once the organization's seeded records are readable.
+pub async fn seeded(app: &TestApp, list: &str, name: &str) -> Value {
+    eventually(READ_SIDE, name, || async move {
+        let body = json(app.get(list).await, 200).await;
+        items(&body).into_iter().find(|item| item["name"] == name)
+    })
+    .await
+}
+
+/// The cursor list at `list` read with `key`, once it holds at least `count` items.
+pub async fn list_of_at_least(app: &TestApp, list: &str, key: &str, count: usize) -> Value {
+    eventually(READ_SIDE, list, || async move {
+        let body = style_a(app.request(Method::GET, list, Some(key), None).await, 200).await;
+        (items(&body).len() >= count).then_some(body)
+    })
+    .await
+}
+
+pub async fn create(app: &TestApp, list: &str, body: &Value) -> Value {
+    json(app.post(list, body).await, 201).await
+}
+
+/// Follows `next_cursor` from the first page of `path` with this `limit`; every page is a well-formed
+/// Style A list and every page but the last is full.
+pub async fn walk(app: &TestApp, path: &str, limit: usize, key: &str) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let mut url = format!("{path}?limit={limit}");
+    for _ in 0..100 {
+        let page = style_a(app.request(Method::GET, &url, Some(key), None).await, 200).await;
+        assert_eq!(page["object"], "list", "{page}");
+        assert_eq!(page["url"], path, "{page}");
+        let data = items(&page);
+        assert!(data.len() <= limit, "{page}");
+        seen.extend(data.iter().cloned());
+        if page["has_more"] == false {
+            assert_eq!(page["next_cursor"], Value::Null, "{page}");
+            return seen;
+        }
+        assert_eq!(page["has_more"], true, "{page}");
+        assert_eq!(data.len(), limit, "a page before the last is full: {page}");
+        let cursor = page["next_cursor"].as_str().unwrap_or_else(|| panic!("next_cursor with has_more: {page}"));
+        url = format!("{path}?limit={limit}&cursor={cursor}");
+    }
+    panic!("{path} did not end after 100 pages");
+}
+
+/// Every bad list parameter is a 400 naming it.
+pub async fn assert_bad_list_parameters(app: &TestApp, path: &str, cases: &[&str]) {
+    for bad in cases {
+        let body = error(app.get(&format!("{path}?{bad}")).await, 400, "invalid_request_error").await;
+        let parameter = bad.split('=').next().expect("parameter name");
+        assert!(detail_fields(&body).contains(&parameter.to_owned()), "{path}?{bad}: {body}");
+    }
+}
+
+/// POSTs (and PUTs to `existing`) `base` with one field changed, expecting a 400 naming exactly it.
+pub async fn assert_field_rules(app: &TestApp, list: &str, existing: &str, base: &Value, cases: &[(&str, Value)]) {
+    for (field, value) in cases {
+        let mut body = base.clone();
+        body[*field] = value.clone();
+        for (method, path) in [(Method::POST, list.to_owned()), (Method::PUT, format!("{list}/{existing}"))] {
+            let response = app.request(method.clone(), &path, Some(&app.api_key), Some(&body)).await;
+            let refused = error(response, 400, "invalid_request_error").await;
+            assert_eq!(refused["error"]["code"], "VALIDATION_FAILED", "{refused}");
+            assert_eq!(detail_fields(&refused), vec![(*field).to_owned()], "{method} {path} {field} = {value}");
+        }
+    }
+}
+
+/// Bodies that are JSON but not an object are refused, naming the body first.
+pub async fn assert_non_object_bodies_refused(app: &TestApp, list: &str, existing: &str) {
+    for body in [json!([1, 2]), json!("text"), json!(5), Value::Null] {
+        for (method, path) in [(Method::POST, list.to_owned()), (Method::PUT, format!("{list}/{existing}"))] {
+            let response = app.request(method.clone(), &path, Some(&app.api_key), Some(&body)).await;
+            let refused = error(response, 400, "invalid_request_error").await;
+            let fields = detail_fields(&refused);
+            assert_eq!(fields.first().map(String::as_str), Some("body"), "{method} {path} with {body}: {refused}");
+        }
+    }
 }

@@ -1,11 +1,16 @@
 //! Tenancy: every route that takes an id, walked from the OpenAPI document, answers 404 for another
-//! organization's records exactly as for ids that do not exist, and writes nothing.
+//! organization's records exactly as for ids that do not exist, and writes nothing; and the
+//! configuration records stay out of other organizations' lists, parents and default flags.
 
-use crate::helpers::{TestApp, error, json};
+use crate::helpers::{
+    CATEGORIES, PAYMENT_METHODS, TestApp, V2_WAREHOUSES, WAREHOUSES, create, error, id_of, ids, items, json, style_a,
+    style_b,
+};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::HashMap;
+use uuid::Uuid;
 
 /// A body valid for the write routes taking an id under `segment`, so only tenancy can make them fail.
 fn valid_body(segment: &str, path: &str) -> Value {
@@ -119,4 +124,64 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
     }
     let categories = json(app.request(Method::GET, "/api/v1/categories", Some(&intruder), None).await, 200).await;
     assert!(categories["data"].as_array().expect("data").iter().all(|c| c["id"] != ids["categories"].as_str()));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn another_organization_cannot_see_or_change_these_records(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (_, other_key) = app.other_org().await;
+    let method = create(&app, PAYMENT_METHODS, &json!({"name": "Tarjeta", "isDefault": true})).await;
+    let warehouse = create(&app, WAREHOUSES, &json!({"name": "Norte", "isDefault": true})).await;
+    let category = create(&app, CATEGORIES, &json!({"name": "Bebidas"})).await;
+    let before = app.event_count().await;
+    let as_other = |method: Method, path: String, body: Option<Value>| {
+        let (app, key) = (&app, other_key.as_str());
+        async move { app.request(method, &path, Some(key), body.as_ref()).await }
+    };
+    for (list, record) in [(PAYMENT_METHODS, &method), (WAREHOUSES, &warehouse), (CATEGORIES, &category)] {
+        let ours = format!("{list}/{}", id_of(record));
+        let random = format!("{list}/{}", Uuid::now_v7());
+        let body = json!({"name": "Intruso"});
+        let foreign_get = error(as_other(Method::GET, ours.clone(), None).await, 404, "invalid_request_error").await;
+        let random_get = error(as_other(Method::GET, random.clone(), None).await, 404, "invalid_request_error").await;
+        let own_random_get = error(app.get(&random).await, 404, "invalid_request_error").await;
+        let garbage = format!("{list}/not-a-uuid");
+        let garbage = error(as_other(Method::GET, garbage, None).await, 404, "invalid_request_error").await;
+        assert_eq!(foreign_get["error"]["message"], random_get["error"]["message"], "{list}: GET reveals nothing");
+        assert_eq!(foreign_get["error"]["code"], random_get["error"]["code"]);
+        assert_eq!(foreign_get["error"]["message"], own_random_get["error"]["message"]);
+        assert_eq!(foreign_get["error"]["message"], garbage["error"]["message"]);
+        let foreign_put =
+            error(as_other(Method::PUT, ours.clone(), Some(body.clone())).await, 404, "invalid_request_error").await;
+        let random_put =
+            error(as_other(Method::PUT, random.clone(), Some(body.clone())).await, 404, "invalid_request_error").await;
+        assert_eq!(foreign_put["error"]["message"], random_put["error"]["message"], "{list}: PUT reveals nothing");
+        assert_eq!(foreign_put["error"]["code"], random_put["error"]["code"]);
+        // Still ours, unchanged.
+        assert_eq!(style_b(app.get(&ours).await, 200).await, record["data"]);
+    }
+    // Their lists never include ours.
+    let our_ids = [id_of(&method), id_of(&warehouse), id_of(&category)];
+    let mut their_lists = Vec::new();
+    for list in [PAYMENT_METHODS, WAREHOUSES] {
+        their_lists.push(style_a(as_other(Method::GET, list.to_owned(), None).await, 200).await);
+    }
+    their_lists.push(json(as_other(Method::GET, format!("{CATEGORIES}?limit=100"), None).await, 200).await);
+    their_lists.push(json(as_other(Method::GET, V2_WAREHOUSES.to_owned(), None).await, 200).await);
+    for list in &their_lists {
+        assert!(ids(&items(list)).iter().all(|id| !our_ids.contains(id)), "{list}");
+    }
+    let their_categories = json(as_other(Method::GET, format!("{CATEGORIES}?search=Bebidas"), None).await, 200).await;
+    assert_eq!(their_categories["pagination"]["total"], 0);
+    // A category of ours cannot be their parent.
+    let parent = json!({"name": "Gaseosas", "parentId": id_of(&category)});
+    error(as_other(Method::POST, CATEGORIES.to_owned(), Some(parent)).await, 404, "invalid_request_error").await;
+    assert_eq!(app.event_count().await, before, "nothing written");
+
+    // Their own new default does not take the flag from ours.
+    let theirs = json!({"name": "Suyo", "isDefault": true});
+    let theirs = json(as_other(Method::POST, PAYMENT_METHODS.to_owned(), Some(theirs)).await, 201).await;
+    assert_eq!(theirs["data"]["isDefault"], true);
+    let ours = format!("{PAYMENT_METHODS}/{}", id_of(&method));
+    assert_eq!(style_b(app.get(&ours).await, 200).await["isDefault"], true);
 }
