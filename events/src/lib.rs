@@ -12,5 +12,5 @@ pub mod relay;
 pub mod secrets;
 pub mod store;
 
-pub use catalogue::{DomainEvent, EventPayload};
+pub use catalogue::EventPayload;
 pub use envelope::{CommitKey, Metadata, NewEvent, RecordedEvent};

@@ -1,9 +1,9 @@
-//! The read side's names, each defined once: the projections, the cached resources their batches make
-//! stale, and the aggregates each projection folds. Their strings are part of the product's contract
+//! The read side's names, each defined once: the cached resources projector batches make stale and the
+//! aggregates each projection folds (the projections themselves are listed in `lib.rs`, with what runs
+//! them). Their strings are part of the product's contract
 //! (the CLI's `--only`, progress subjects and messages, checkpoint rows): never rename one.
 
 use events::EventPayload;
-use serde::{Deserialize, Serialize};
 
 /// A name that is none of the strings of an enum `names!` made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,7 +22,7 @@ pub struct UnknownName {
 macro_rules! names {
     ($(#[$meta:meta])* $name:ident ($kind:literal) { $($(#[$variant_meta:meta])* $variant:ident = $text:literal,)+ }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
         pub enum $name {
             $($(#[$variant_meta])* #[serde(rename = $text)] $variant,)+
         }
@@ -46,10 +46,10 @@ macro_rules! names {
         }
 
         impl std::str::FromStr for $name {
-            type Err = UnknownName;
+            type Err = $crate::registry::UnknownName;
 
             fn from_str(text: &str) -> Result<Self, Self::Err> {
-                Self::ALL.iter().copied().find(|value| value.as_str() == text).ok_or_else(|| UnknownName {
+                Self::ALL.iter().copied().find(|value| value.as_str() == text).ok_or_else(|| $crate::registry::UnknownName {
                     kind: $kind,
                     name: text.to_owned(),
                     known: Self::ALL.iter().map(|value| value.as_str()).collect::<Vec<_>>().join(", "),
@@ -59,24 +59,7 @@ macro_rules! names {
     };
 }
 
-names! {
-    /// A projection: its durable consumers, checkpoint rows, progress subject and CLI name. The
-    /// runtime starts (and `rebuild --all` rebuilds) them in this order.
-    ProjectionId ("projection") {
-        Organizations = "organizations",
-        PriceLists = "price_lists",
-        Customers = "customers",
-        Suppliers = "suppliers",
-        Products = "products",
-        PaymentMethods = "payment_methods",
-        Warehouses = "warehouses",
-        Categories = "categories",
-        PointsOfSale = "points_of_sale",
-        MetafieldDefinitions = "metafield_definitions",
-        Tags = "tags",
-        Webhooks = "webhooks",
-    }
-}
+pub(crate) use names;
 
 names! {
     /// A resource whose single reads a gateway may cache: projectors name it in the invalidations
@@ -137,6 +120,8 @@ impl Folds {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ProjectionId;
+    use serde::Serialize;
     use std::collections::HashSet;
 
     #[test]

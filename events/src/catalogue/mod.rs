@@ -31,7 +31,7 @@ pub use webhook::{
     WebhookEndpointTestRequested, public_event_type,
 };
 
-use crate::envelope::{NewEvent, RecordedEvent};
+use crate::envelope::NewEvent;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -72,66 +72,6 @@ pub trait EventPayload: Sized {
             event_type: self.event_type(),
             schema_version: self.schema_version(),
             data: self.to_data(),
-        }
-    }
-}
-
-/// Every event the system knows, for subscribers that fold more than one aggregate.
-#[derive(Debug, Clone, PartialEq)]
-#[allow(clippy::large_enum_variant, reason = "decoded events are short-lived values, boxing buys nothing")]
-pub enum DomainEvent {
-    Organization(OrganizationEvent),
-    Customer(CustomerEvent),
-    Supplier(SupplierEvent),
-    Product(ProductEvent),
-    MetafieldDefinition(MetafieldDefinitionEvent),
-    Tag(TagEvent),
-    PaymentMethod(PaymentMethodEvent),
-    Warehouse(WarehouseEvent),
-    Category(CategoryEvent),
-    PointOfSale(PointOfSaleEvent),
-    WebhookEndpoint(WebhookEndpointEvent),
-}
-
-impl DomainEvent {
-    pub fn decode(event: &RecordedEvent) -> Result<Self, DecodeError> {
-        let data = event.data.clone();
-        match event.stream_type.as_str() {
-            OrganizationEvent::STREAM_TYPE => {
-                OrganizationEvent::decode(&event.event_type, event.schema_version, data).map(Self::Organization)
-            }
-            CustomerEvent::STREAM_TYPE => {
-                CustomerEvent::decode(&event.event_type, event.schema_version, data).map(Self::Customer)
-            }
-            SupplierEvent::STREAM_TYPE => {
-                SupplierEvent::decode(&event.event_type, event.schema_version, data).map(Self::Supplier)
-            }
-            ProductEvent::STREAM_TYPE => {
-                ProductEvent::decode(&event.event_type, event.schema_version, data).map(Self::Product)
-            }
-            TagEvent::STREAM_TYPE => TagEvent::decode(&event.event_type, event.schema_version, data).map(Self::Tag),
-            MetafieldDefinitionEvent::STREAM_TYPE => {
-                MetafieldDefinitionEvent::decode(&event.event_type, event.schema_version, data)
-                    .map(Self::MetafieldDefinition)
-            }
-            PaymentMethodEvent::STREAM_TYPE => {
-                PaymentMethodEvent::decode(&event.event_type, event.schema_version, data).map(Self::PaymentMethod)
-            }
-            WarehouseEvent::STREAM_TYPE => {
-                WarehouseEvent::decode(&event.event_type, event.schema_version, data).map(Self::Warehouse)
-            }
-            CategoryEvent::STREAM_TYPE => {
-                CategoryEvent::decode(&event.event_type, event.schema_version, data).map(Self::Category)
-            }
-            PointOfSaleEvent::STREAM_TYPE => {
-                PointOfSaleEvent::decode(&event.event_type, event.schema_version, data).map(Self::PointOfSale)
-            }
-            WebhookEndpointEvent::STREAM_TYPE => {
-                WebhookEndpointEvent::decode(&event.event_type, event.schema_version, data).map(Self::WebhookEndpoint)
-            }
-            other => {
-                Err(DecodeError::UnknownType { stream_type: other.to_owned(), event_type: event.event_type.clone() })
-            }
         }
     }
 }
