@@ -2,7 +2,9 @@
 //! stored forever and is never renamed; older payload versions are upcast here, on read.
 
 mod customer;
+mod metafield;
 mod organization;
+mod price_list;
 mod product;
 mod records;
 mod tag;
@@ -10,18 +12,19 @@ mod vat;
 mod webhook;
 
 pub use customer::{CustomerEvent, CustomerFields, SupplierEvent};
+pub use metafield::{MetafieldDefinitionEvent, MetafieldDefinitionFields};
 pub use organization::{
     ApiKeyIssued, CredentialRevoked, DEFAULT_RATE_LIMIT_PER_HOUR, DEFAULT_RATE_LIMIT_PER_MINUTE, DelegatedTokenIssued,
     OrganizationCreated, OrganizationEvent, RateLimitsChanged,
 };
+pub use price_list::{ListPrice, PriceListEvent, PriceListFields, apply_percentage, percentage_text};
 pub use product::{
     Metafield, OpeningStock, OptionValue, PUBLIC_PRODUCT_FIELDS, ProductCreated, ProductEvent, ProductGroup,
     ProductUpdated, SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
 pub use records::{
-    CategoryEvent, CategoryFields, ListPrice, MetafieldDefinitionEvent, MetafieldDefinitionFields, PaymentMethodEvent,
-    PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields, PriceListEvent, PriceListFields, RecordEvent,
-    WarehouseEvent, WarehouseFields, apply_percentage, percentage_text,
+    CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
+    RecordEvent, WarehouseEvent, WarehouseFields,
 };
 pub use tag::{TagEvent, TagFields, TagTargets};
 pub use vat::{VAT_RATES, vat_hundredths, vat_percentage};
