@@ -2,18 +2,19 @@
 //! under each list. Prices are computed on read from the variants' base prices and the list's
 //! explicit prices, so they are always current; `pricing_revision` names the state they come from.
 
-use crate::http::auth::{Auth, Principal};
+use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::{ApiError, ErrorType};
-use crate::http::idempotency;
-use crate::http::list::{ListParams, parse_id};
+use crate::http::list::parse_id;
+use crate::http::operations::Operation;
+use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
+use bytes::Bytes;
 use commands::price_lists::{PriceList, parse_price_list};
 use commands::protocol::Command;
 use commands::records::RecordCommand;
 use events::catalogue::{percentage_text, vat_percentage};
-use events::domain::Scope;
 use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -27,8 +28,6 @@ use time::OffsetDateTime;
 use uuid::Uuid;
 
 const PROJECTION: ProjectionId = ProjectionId::PriceLists;
-const READ_SCOPE: Scope = Scope::PriceListsRead;
-const WRITE_SCOPE: Scope = Scope::PriceListsWrite;
 const LIST_URL: &str = "/api/v1/price-lists";
 
 /// A price list.
@@ -225,6 +224,8 @@ pub struct PricesEnvelope {
     pub pricing_revision: String,
 }
 
+// The schema of `listPriceLists` pages, which are served as the shared `ListEnvelope` (the same fields
+// in the same order); a plain comment, since a doc comment would enter the published document.
 #[derive(Debug, Serialize, Object)]
 pub struct PriceListsEnvelope {
     pub request_id: String,
@@ -305,39 +306,37 @@ fn unchanged(if_none_match: Option<&str>, etag: &str) -> bool {
     header.split(',').any(|tag| tag.trim() == "*" || bare(tag) == bare(etag))
 }
 
-async fn load_list(state: &AppState, org_id: Uuid, id: &str) -> Result<PriceListRow, ApiError> {
-    let id = parse_id(id, "price list")?;
-    read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found("price list"))
+/// The organization's price list named in the path, or 404.
+async fn price_list(call: &Call<'_>, id: &str) -> Result<PriceListRow, ApiError> {
+    call.find(id, "price list", async |id| Ok(read::get(&call.state.pool, call.org_id(), id).await?)).await
 }
 
+/// Creates or replaces a price list (`target`: the id in the path of a replace). The answer is read
+/// back once the read model has the change: it carries the computed `explicit_prices` and
+/// `pricing_revision`.
 async fn write(
-    state: &AppState,
-    principal: &Principal,
-    request_id: &str,
+    call: &Call<'_>,
     key: Option<String>,
     version: &ServiceVersion,
     target: Option<&str>,
-    body: &serde_json::Value,
-) -> Result<PriceListEnvelope, ApiError> {
-    principal.require(WRITE_SCOPE)?;
-    let (operation, id) = match target {
-        None => ("createPriceList", Uuid::now_v7()),
-        Some(text) => ("replacePriceList", parse_id(text, "price list")?),
+    body: &JsonBody<PriceListInput>,
+) -> Result<Bytes, ApiError> {
+    let id = match target {
+        None => Uuid::now_v7(),
+        Some(text) => parse_id(text, "price list")?,
     };
-    let fields = parse_price_list(body).map_err(ApiError::validation)?;
-    let path: Vec<&str> = target.into_iter().collect();
-    let claim = idempotency::claim(key, false, operation, &path, version.0.as_deref(), Some(body))?;
+    let fields = parse_price_list(&body.value).map_err(ApiError::validation)?;
     let command =
         if target.is_none() { RecordCommand::Create { id, fields } } else { RecordCommand::Replace { id, fields } };
-    let accepted = state.dispatch(principal, request_id, claim, Command::PriceList(command)).await?;
-    state.await_read(PROJECTION, principal, accepted.commit).await?;
-    let stored: PriceList = serde_json::from_value(accepted.state).map_err(|error| {
-        tracing::error!(%error, "unexpected price list from the command worker");
-        ApiError::internal()
-    })?;
-    let row =
-        read::get(&state.pool, principal.org_id, stored.id).await?.ok_or_else(|| ApiError::not_found("price list"))?;
-    Ok(PriceListEnvelope { request_id: request_id.to_owned(), data: PriceListData::from_row(&row) })
+    let write = Write::json(key, version, target.as_slice(), body);
+    call.write_then_read(write, Command::PriceList(command), PROJECTION, async |accepted| {
+        let stored: PriceList = decode_state(accepted.state, "price list")?;
+        let row = read::get(&call.state.pool, call.org_id(), stored.id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("price list"))?;
+        Ok(Style::a(&PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) }))
+    })
+    .await
 }
 
 /// The price of a variant under an active list of the organization, for the product detail.
@@ -347,10 +346,12 @@ pub async fn applied_price(
     list_id: &str,
     product_id: Uuid,
 ) -> Result<(PriceListRow, Option<read::ListedPrice>), ApiError> {
-    let list = load_list(state, org_id, list_id).await?;
-    if !list.is_active {
-        return Err(ApiError::not_found("price list"));
-    }
+    // Called by the product detail, which has no call of this resource: an inactive list is not found.
+    let id = parse_id(list_id, "price list")?;
+    let list = read::get(&state.pool, org_id, id)
+        .await?
+        .filter(|list| list.is_active)
+        .ok_or_else(|| ApiError::not_found("price list"))?;
     let input = read::price_input(&state.pool, org_id, list.id, product_id)
         .await?
         .ok_or_else(|| ApiError::not_found("product"))?;
@@ -390,22 +391,18 @@ impl PriceListsApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Lists, ApiError> {
-        auth.0.require(READ_SCOPE)?;
-        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, LIST_URL)?;
-        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-        let mut rows = read::list(&state.pool, auth.0.org_id, after, params.limit + 1).await?;
-        let next_cursor = params.finish_page(&mut rows, &state.cursors, LIST_URL, |r| r.id.to_string());
-        let has_more = next_cursor.is_some();
-        let data = rows.iter().map(PriceListData::from_row).collect();
-        let body = PriceListsEnvelope {
-            request_id: request_id.0,
-            object: "list".into(),
-            url: LIST_URL.into(),
-            data,
-            has_more,
-            next_cursor,
-        };
-        Ok(Lists::Ok(RawJson::new(Style::a(&body))))
+        let call = Call::new(Operation::ListPriceLists, &state, &auth, &request_id)?;
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: LIST_URL, binding: LIST_URL },
+                async |after, n| Ok(read::list(&state.pool, call.org_id(), after, n).await?),
+                |row: &PriceListRow| row.id,
+                async |rows| Ok(rows.iter().map(PriceListData::from_row).collect()),
+            )
+            .await?;
+        Ok(Lists::Ok(RawJson::new(body)))
     }
 
     /// Create a price list
@@ -423,8 +420,9 @@ impl PriceListsApi {
         key: Key,
         body: JsonBody<PriceListInput>,
     ) -> Result<Created, ApiError> {
-        let envelope = write(&state, &auth.0, &request_id.0, key.0, &version, None, &body.value).await?;
-        Ok(Created::Created(RawJson::new(Style::a(&envelope))))
+        let call = Call::new(Operation::CreatePriceList, &state, &auth, &request_id)?;
+        let body = write(&call, key.0, &version, None, &body).await?;
+        Ok(Created::Created(RawJson::new(body)))
     }
 
     /// Get a price list
@@ -440,13 +438,13 @@ impl PriceListsApi {
         price_list_id: Path<String>,
         #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
     ) -> Result<Detail, ApiError> {
-        auth.0.require(READ_SCOPE)?;
-        let row = load_list(&state, auth.0.org_id, &price_list_id.0).await?;
+        let call = Call::new(Operation::GetPriceList, &state, &auth, &request_id)?;
+        let row = price_list(&call, &price_list_id.0).await?;
         let etag = weak_etag(&[&row.id.to_string(), &row.pricing_revision()]);
         if unchanged(if_none_match.0.as_deref(), &etag) {
             return Ok(Detail::NotModified(etag));
         }
-        let body = PriceListEnvelope { request_id: request_id.0, data: PriceListData::from_row(&row) };
+        let body = PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) };
         Ok(Detail::Ok(RawJson::new(Style::a(&body)), etag))
     }
 
@@ -464,9 +462,9 @@ impl PriceListsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<PriceListInput>,
     ) -> Result<Single, ApiError> {
-        let target = Some(price_list_id.0.as_str());
-        let envelope = write(&state, &auth.0, &request_id.0, key.0, &version, target, &body.value).await?;
-        Ok(Single::Ok(RawJson::new(Style::a(&envelope))))
+        let call = Call::new(Operation::ReplacePriceList, &state, &auth, &request_id)?;
+        let body = write(&call, key.0, &version, Some(price_list_id.0.as_str()), &body).await?;
+        Ok(Single::Ok(RawJson::new(body)))
     }
 
     /// List a price list's prices
@@ -494,7 +492,7 @@ impl PriceListsApi {
         page: Query<Option<String>>,
         #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
     ) -> Result<Prices, ApiError> {
-        auth.0.require(READ_SCOPE)?;
+        let call = Call::new(Operation::ListPriceListPrices, &state, &auth, &request_id)?;
         let active = match is_active.0.as_deref() {
             None => None,
             Some("true") => Some(true),
@@ -504,13 +502,14 @@ impl PriceListsApi {
                     .with_detail(Some("is_active"), "invalid_value", "must be true or false"));
             }
         };
-        let list = load_list(&state, auth.0.org_id, &price_list_id.0).await?;
+        let list = price_list(&call, &price_list_id.0).await?;
         let url = format!("{LIST_URL}/{}/prices", list.id);
-        let scope = format!("{url}?is_active={active:?}");
-        let first_page = cursor.0.as_deref().is_none_or(str::is_empty);
-        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, &scope)?;
+        // Cursors are bound to the filter as well as the list.
+        let binding = format!("{url}?is_active={active:?}");
+        let paging = call.page(PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }, &binding)?;
         let revision = list.pricing_revision();
-        let after = match params.after.as_deref() {
+        // A position is `{revision}/{product id}`: a cursor of another revision would page prices that moved.
+        let after = match paging.after() {
             None => None,
             Some(position) => {
                 let (issued_at, after) = position.split_once('/').unwrap_or_default();
@@ -520,19 +519,20 @@ impl PriceListsApi {
                 Some(parse_id(after, "cursor")?)
             }
         };
-        let etag = first_page.then(|| weak_etag(&[&url, &format!("{active:?}"), &params.limit.to_string(), &revision]));
+        // Only the first page has a validator: a later one is named by its cursor, bound to the revision.
+        let etag =
+            after.is_none().then(|| weak_etag(&[&url, &format!("{active:?}"), &paging.limit().to_string(), &revision]));
         if let Some(etag) = &etag
             && unchanged(if_none_match.0.as_deref(), etag)
         {
             return Ok(Prices::NotModified(etag.clone()));
         }
         let mut inputs =
-            read::price_inputs(&state.pool, auth.0.org_id, list.id, active, after, params.limit + 1).await?;
-        let next_cursor =
-            params.finish_page(&mut inputs, &state.cursors, &scope, |i| format!("{revision}/{}", i.product_id));
+            read::price_inputs(&state.pool, call.org_id(), list.id, active, after, paging.fetch_size()).await?;
+        let next_cursor = paging.finish(&mut inputs, |i| format!("{revision}/{}", i.product_id));
         let has_more = next_cursor.is_some();
         let body = PricesEnvelope {
-            request_id: request_id.0,
+            request_id: call.request_id.to_owned(),
             object: "list".into(),
             url,
             data: inputs.iter().map(|input| PriceEntryData::new(&list, input)).collect(),
@@ -557,18 +557,19 @@ impl PriceListsApi {
         product_id: Path<String>,
         #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
     ) -> Result<Price, ApiError> {
-        auth.0.require(READ_SCOPE)?;
-        let list = load_list(&state, auth.0.org_id, &price_list_id.0).await?;
-        let product_id = parse_id(&product_id.0, "product")?;
-        let input = read::price_input(&state.pool, auth.0.org_id, list.id, product_id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("product"))?;
+        let call = Call::new(Operation::GetPriceListPrice, &state, &auth, &request_id)?;
+        let list = price_list(&call, &price_list_id.0).await?;
+        let input = call
+            .find(&product_id.0, "product", async |product_id| {
+                Ok(read::price_input(&state.pool, call.org_id(), list.id, product_id).await?)
+            })
+            .await?;
         let entry = PriceEntryData::new(&list, &input);
-        let etag = weak_etag(&[&list.id.to_string(), &product_id.to_string(), &entry.pricing_revision]);
+        let etag = weak_etag(&[&list.id.to_string(), &input.product_id.to_string(), &entry.pricing_revision]);
         if unchanged(if_none_match.0.as_deref(), &etag) {
             return Ok(Price::NotModified(etag));
         }
-        let body = PriceEntryEnvelope { request_id: request_id.0, data: entry };
+        let body = PriceEntryEnvelope { request_id: call.request_id.to_owned(), data: entry };
         Ok(Price::Ok(RawJson::new(Style::a(&body)), etag))
     }
 }

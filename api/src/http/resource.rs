@@ -6,12 +6,15 @@
 //! - [`Call::write_then_read`]: the same, rendering after the wait (answers read back from the read
 //!   model);
 //! - [`Call::cached_read`] and [`Call::read`]: one resource by its path id, through the read cache or
-//!   not;
-//! - [`Call::cursor_list`]: one page of a Style A cursor list.
+//!   not; [`Call::find`] when the handler needs the row itself (a conditional answer, a check before a
+//!   write, a sub-list of it);
+//! - [`Call::cursor_list`]: one page of a Style A cursor list; [`Call::page`] for a list whose cursor
+//!   positions or envelope are its own (it parses and issues the cursors, the handler does the rest).
 
 use crate::cache::{ReadKey, Resource};
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::JsonBody;
+use crate::http::cursor::CursorCodec;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::list::{ListEnvelope, ListParams, parse_id};
@@ -67,6 +70,36 @@ pub struct PageParams {
     pub limit: Option<String>,
     pub cursor: Option<String>,
     pub page: Option<String>,
+}
+
+/// One page of a cursor list being served, from parameters checked against the list's binding.
+pub struct Page<'a> {
+    params: ListParams,
+    cursors: &'a CursorCodec,
+    binding: &'a str,
+}
+
+impl Page<'_> {
+    /// How many rows the page shows.
+    pub fn limit(&self) -> i64 {
+        self.params.limit
+    }
+
+    /// How many rows to fetch: one more than the page, to learn whether another follows.
+    pub fn fetch_size(&self) -> i64 {
+        self.params.limit + 1
+    }
+
+    /// The position the page resumes after, as the list wrote it into its cursor (none: the first page).
+    pub fn after(&self) -> Option<&str> {
+        self.params.after.as_deref()
+    }
+
+    /// Cuts `rows` (fetched as [`Page::fetch_size`]) to the page; when more follow, the cursor resuming
+    /// after its last row, whose position `position` writes.
+    pub fn finish<R>(&self, rows: &mut Vec<R>, position: impl Fn(&R) -> String) -> Option<String> {
+        self.params.finish_page(rows, self.cursors, self.binding, position)
+    }
 }
 
 /// Where a cursor list lives: `url` is echoed in the envelope, `binding` is what its cursors are signed
@@ -175,8 +208,27 @@ impl<'a> Call<'a> {
         label: &str,
         load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
     ) -> Result<Bytes, ApiError> {
+        self.find(id, label, load).await
+    }
+
+    /// One resource by the id in its path, as `load` returns it (none: 404 naming `label`). A `load` that
+    /// filters (for example by owner) hides what the caller may not see behind the same 404.
+    pub async fn find<R>(
+        &self,
+        id: &str,
+        label: &str,
+        load: impl AsyncFnOnce(Uuid) -> Result<Option<R>, ApiError>,
+    ) -> Result<R, ApiError> {
         let id = parse_id(id, label)?;
         load(id).await?.ok_or_else(|| ApiError::not_found(label))
+    }
+
+    /// Opens one page of the cursor list bound to `binding`: `limit` 1 to 100 (default 50), no `page`,
+    /// and a cursor this list issued for the same binding.
+    pub fn page<'b>(&'b self, params: PageParams, binding: &'b str) -> Result<Page<'b>, ApiError> {
+        let cursors = &self.state.cursors;
+        let params = ListParams::parse(params.limit, params.cursor, params.page, cursors, binding)?;
+        Ok(Page { params, cursors, binding })
     }
 
     /// One page of a cursor list ordered by id: `fetch(after, n)` returns up to `n` rows after the
@@ -192,11 +244,10 @@ impl<'a> Call<'a> {
     where
         T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync,
     {
-        let cursors = &self.state.cursors;
-        let params = ListParams::parse(params.limit, params.cursor, params.page, cursors, at.binding)?;
-        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-        let mut rows = fetch(after, params.limit + 1).await?;
-        let next_cursor = params.finish_page(&mut rows, cursors, at.binding, |row| position(row).to_string());
+        let page = self.page(params, at.binding)?;
+        let after = page.after().map(|a| parse_id(a, "cursor")).transpose()?;
+        let mut rows = fetch(after, page.fetch_size()).await?;
+        let next_cursor = page.finish(&mut rows, |row| position(row).to_string());
         let has_more = next_cursor.is_some();
         let data = render(rows).await?;
         Ok(Style::a(&ListEnvelope::new(self.request_id.to_owned(), at.url, data, has_more, next_cursor)))

@@ -4,21 +4,21 @@
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
-use crate::http::idempotency;
-use crate::http::list::{ListEnvelope, ListParams, parse_id};
+use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::operations::Operation;
+use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
+use bytes::Bytes;
 use commands::protocol::Command;
 use commands::webhooks::{EndpointChanges, WebhookCommand, WebhookEndpoint, parse_changes, parse_create, scopes_for};
 use events::catalogue::PUBLIC_EVENT_TYPES;
-use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
 use projections::ProjectionId;
-use projections::webhooks::{self as read, EndpointRow};
+use projections::webhooks::{self as read, AttemptRow, DeliveryRow, EndpointRow};
 use serde::Serialize;
-use serde_json::Value;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -190,9 +190,10 @@ fn owner(principal: &Principal) -> Option<Uuid> {
     principal.delegation.as_ref().map(|_| principal.credential_id)
 }
 
-fn require_event_scopes(principal: &Principal, events: &[String]) -> Result<(), ApiError> {
+/// Enabling an event needs its family's read scope, on top of the operation's own.
+fn require_event_scopes(call: &Call<'_>, events: &[String]) -> Result<(), ApiError> {
     for scope in scopes_for(events) {
-        principal.require(scope)?;
+        call.also_require(scope)?;
     }
     Ok(())
 }
@@ -212,11 +213,7 @@ fn from_row(row: EndpointRow) -> WebhookEndpointData {
     }
 }
 
-fn from_state(state: &AppState, value: Value, with_secret: bool) -> Result<WebhookEndpointData, ApiError> {
-    let endpoint: WebhookEndpoint = serde_json::from_value(value).map_err(|error| {
-        tracing::error!(%error, "unexpected endpoint from the command worker");
-        ApiError::internal()
-    })?;
+fn from_state(state: &AppState, endpoint: WebhookEndpoint, with_secret: bool) -> Result<WebhookEndpointData, ApiError> {
     let signing_secret = if with_secret {
         Some(state.secrets.open(&endpoint.secret).map_err(|error| {
             tracing::error!(%error, "a signing secret could not be opened");
@@ -241,35 +238,59 @@ fn from_state(state: &AppState, value: Value, with_secret: bool) -> Result<Webho
     })
 }
 
-fn envelope(request_id: String, data: WebhookEndpointData) -> RawJson<WebhookEndpointEnvelope> {
-    RawJson::new(Style::a(&WebhookEndpointEnvelope { request_id, data }))
+fn envelope(request_id: &str, data: WebhookEndpointData) -> Bytes {
+    Style::a(&WebhookEndpointEnvelope { request_id: request_id.to_owned(), data })
 }
 
-/// The endpoint as the credential may see it, or 404.
-async fn visible(state: &AppState, principal: &Principal, id: &str) -> Result<EndpointRow, ApiError> {
-    let id = parse_id(id, "webhook endpoint")?;
-    read::get(&state.pool, principal.org_id, id)
-        .await?
-        .filter(|row| row.owner_credential_id == owner(principal))
-        .ok_or_else(|| ApiError::not_found("webhook endpoint"))
+/// The endpoint a write left, as answered: the signing secret only after creation and rotation.
+fn answer(call: &Call<'_>, endpoint: WebhookEndpoint, with_secret: bool) -> Result<Bytes, ApiError> {
+    Ok(envelope(call.request_id, from_state(call.state, endpoint, with_secret)?))
 }
 
-/// Runs a lifecycle command carrying the request's idempotency key, and waits until it is readable.
-async fn lifecycle(
-    state: &AppState,
-    principal: &Principal,
-    request_id: &str,
-    key: Option<String>,
-    version: &ServiceVersion,
-    operation: &str,
-    id: &str,
-    body: Option<&Value>,
+/// The endpoint named in the path as the credential may see it: another owner's is not found.
+async fn visible(call: &Call<'_>, id: &str) -> Result<EndpointRow, ApiError> {
+    let owner = owner(call.principal);
+    call.find(id, "webhook endpoint", async |id| {
+        Ok(read::get(&call.state.pool, call.org_id(), id).await?.filter(|row| row.owner_credential_id == owner))
+    })
+    .await
+}
+
+/// Runs a command on one endpoint (every write of the resource: creation, update and the lifecycle
+/// routes) and answers with `render` of the endpoint it left, once readable.
+async fn lifecycle<T>(
+    call: &Call<'_>,
+    write: Write<'_>,
     command: WebhookCommand,
-) -> Result<Value, ApiError> {
-    let claim = idempotency::claim(key, true, operation, &[id], version.0.as_deref(), body)?;
-    let accepted = state.dispatch(principal, request_id, claim, Command::Webhook(command)).await?;
-    state.await_read(PROJECTION, principal, accepted.commit).await?;
-    Ok(accepted.state)
+    render: impl FnOnce(WebhookEndpoint) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    call.write(write, Command::Webhook(command), PROJECTION, |accepted| {
+        render(decode_state(accepted.state, "webhook endpoint")?)
+    })
+    .await
+}
+
+fn delivery_data((row, attempts): (DeliveryRow, Vec<AttemptRow>)) -> DeliveryData {
+    DeliveryData {
+        object: "webhook_delivery".into(),
+        id: row.id,
+        event_id: row.event_id,
+        event_type: row.event_type,
+        attempts: attempts
+            .into_iter()
+            .map(|a| DeliveryAttempt {
+                attempt: a.attempt,
+                attempted_at: ar_time(a.started_at),
+                duration_ms: a.duration_ms,
+                status_code: a.status_code,
+                error: a.error,
+            })
+            .collect(),
+        next_attempt_at: (row.status == "pending").then(|| ar_time(row.next_attempt_at)),
+        completed_at: row.completed_at.map(ar_time),
+        created_at: ar_time(row.created_at),
+        status: row.status,
+    }
 }
 
 type Key = Header<Option<String>>;
@@ -294,16 +315,15 @@ impl WebhooksApi {
         key: Key,
         body: JsonBody<WebhookEndpointInput>,
     ) -> Result<Created, ApiError> {
-        auth.0.require(Scope::WebhooksWrite)?;
+        let call = Call::new(Operation::CreateWebhookEndpoint, &state, &auth, &request_id)?;
         let fields = parse_create(&body.value).map_err(ApiError::validation)?;
-        require_event_scopes(&auth.0, &fields.enabled_events)?;
-        let claim =
-            idempotency::claim(key.0, true, "createWebhookEndpoint", &[], version.0.as_deref(), Some(&body.value))?;
+        require_event_scopes(&call, &fields.enabled_events)?;
         let secret = state.secrets.seal(&events::secrets::new_signing_secret());
-        let command = WebhookCommand::CreateEndpoint { id: Uuid::now_v7(), fields, secret, owner: owner(&auth.0) };
-        let accepted = state.dispatch(&auth.0, &request_id.0, claim, Command::Webhook(command)).await?;
-        state.await_read(PROJECTION, &auth.0, accepted.commit).await?;
-        Ok(Created::Created(envelope(request_id.0, from_state(&state, accepted.state, true)?)))
+        let command =
+            WebhookCommand::CreateEndpoint { id: Uuid::now_v7(), fields, secret, owner: owner(call.principal) };
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, true)).await?;
+        Ok(Created::Created(RawJson::new(body)))
     }
 
     /// Update a webhook endpoint
@@ -321,26 +341,17 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<WebhookEndpointPatch>,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require(Scope::WebhooksWrite)?;
+        let call = Call::new(Operation::UpdateWebhookEndpoint, &state, &auth, &request_id)?;
         let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
         if let Some(events) = &changes.enabled_events {
-            require_event_scopes(&auth.0, events)?;
+            require_event_scopes(&call, events)?;
         }
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
-        let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(&auth.0), changes };
-        let value = lifecycle(
-            &state,
-            &auth.0,
-            &request_id.0,
-            key.0,
-            &version,
-            "updateWebhookEndpoint",
-            &id.0,
-            Some(&body.value),
-            command,
-        )
-        .await?;
-        Ok(Endpoint::Ok(envelope(request_id.0, from_state(&state, value, false)?)))
+        let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(call.principal), changes };
+        let path = [id.0.as_str()];
+        let write = Write::json(key.0, &version, &path, &body);
+        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
+        Ok(Endpoint::Ok(RawJson::new(body)))
     }
 
     /// Pause a webhook endpoint
@@ -356,13 +367,13 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require(Scope::WebhooksWrite)?;
+        let call = Call::new(Operation::PauseWebhookEndpoint, &state, &auth, &request_id)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
-        let command = WebhookCommand::PauseEndpoint { id: endpoint, owner: owner(&auth.0) };
-        let value =
-            lifecycle(&state, &auth.0, &request_id.0, key.0, &version, "pauseWebhookEndpoint", &id.0, None, command)
-                .await?;
-        Ok(Endpoint::Ok(envelope(request_id.0, from_state(&state, value, false)?)))
+        let command = WebhookCommand::PauseEndpoint { id: endpoint, owner: owner(call.principal) };
+        let path = [id.0.as_str()];
+        let write = Write::bare(key.0, &version, &path);
+        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
+        Ok(Endpoint::Ok(RawJson::new(body)))
     }
 
     /// Resume a webhook endpoint
@@ -378,14 +389,14 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require(Scope::WebhooksWrite)?;
-        let current = visible(&state, &auth.0, &id.0).await?;
-        require_event_scopes(&auth.0, &current.enabled_events)?;
-        let command = WebhookCommand::ResumeEndpoint { id: current.id, owner: owner(&auth.0) };
-        let value =
-            lifecycle(&state, &auth.0, &request_id.0, key.0, &version, "resumeWebhookEndpoint", &id.0, None, command)
-                .await?;
-        Ok(Endpoint::Ok(envelope(request_id.0, from_state(&state, value, false)?)))
+        let call = Call::new(Operation::ResumeWebhookEndpoint, &state, &auth, &request_id)?;
+        let current = visible(&call, &id.0).await?;
+        require_event_scopes(&call, &current.enabled_events)?;
+        let command = WebhookCommand::ResumeEndpoint { id: current.id, owner: owner(call.principal) };
+        let path = [id.0.as_str()];
+        let write = Write::bare(key.0, &version, &path);
+        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
+        Ok(Endpoint::Ok(RawJson::new(body)))
     }
 
     /// Disable a webhook endpoint
@@ -402,13 +413,13 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require(Scope::WebhooksWrite)?;
+        let call = Call::new(Operation::DisableWebhookEndpoint, &state, &auth, &request_id)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
-        let command = WebhookCommand::DisableEndpoint { id: endpoint, owner: owner(&auth.0) };
-        let value =
-            lifecycle(&state, &auth.0, &request_id.0, key.0, &version, "disableWebhookEndpoint", &id.0, None, command)
-                .await?;
-        Ok(Endpoint::Ok(envelope(request_id.0, from_state(&state, value, false)?)))
+        let command = WebhookCommand::DisableEndpoint { id: endpoint, owner: owner(call.principal) };
+        let path = [id.0.as_str()];
+        let write = Write::bare(key.0, &version, &path);
+        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
+        Ok(Endpoint::Ok(RawJson::new(body)))
     }
 
     /// Rotate a webhook endpoint's signing secret
@@ -424,23 +435,14 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require(Scope::WebhooksWrite)?;
+        let call = Call::new(Operation::RotateWebhookEndpointSecret, &state, &auth, &request_id)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let secret = state.secrets.seal(&events::secrets::new_signing_secret());
-        let command = WebhookCommand::RotateSecret { id: endpoint, owner: owner(&auth.0), secret };
-        let value = lifecycle(
-            &state,
-            &auth.0,
-            &request_id.0,
-            key.0,
-            &version,
-            "rotateWebhookEndpointSecret",
-            &id.0,
-            None,
-            command,
-        )
-        .await?;
-        Ok(Endpoint::Ok(envelope(request_id.0, from_state(&state, value, true)?)))
+        let command = WebhookCommand::RotateSecret { id: endpoint, owner: owner(call.principal), secret };
+        let path = [id.0.as_str()];
+        let write = Write::bare(key.0, &version, &path);
+        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, true)).await?;
+        Ok(Endpoint::Ok(RawJson::new(body)))
     }
 
     /// Send a test event
@@ -456,20 +458,23 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Tested, ApiError> {
-        auth.0.require(Scope::WebhooksWrite)?;
+        let call = Call::new(Operation::TestWebhookEndpoint, &state, &auth, &request_id)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
-        let command = WebhookCommand::TestEndpoint { id: endpoint, owner: owner(&auth.0), test_id: Uuid::now_v7() };
-        let value =
-            lifecycle(&state, &auth.0, &request_id.0, key.0, &version, "testWebhookEndpoint", &id.0, None, command)
-                .await?;
-        let endpoint: WebhookEndpoint = serde_json::from_value(value).map_err(|_| ApiError::internal())?;
-        let data = WebhookTestData {
-            object: "webhook_test".into(),
-            id: endpoint.last_test_id.ok_or_else(ApiError::internal)?,
-            endpoint_id: endpoint.id,
-            event_type: "webhook.test".into(),
-        };
-        Ok(Tested::Ok(RawJson::new(Style::a(&WebhookTestEnvelope { request_id: request_id.0, data }))))
+        let command =
+            WebhookCommand::TestEndpoint { id: endpoint, owner: owner(call.principal), test_id: Uuid::now_v7() };
+        let path = [id.0.as_str()];
+        let write = Write::bare(key.0, &version, &path);
+        let body = lifecycle(&call, write, command, |endpoint| {
+            let data = WebhookTestData {
+                object: "webhook_test".into(),
+                id: endpoint.last_test_id.ok_or_else(ApiError::internal)?,
+                endpoint_id: endpoint.id,
+                event_type: "webhook.test".into(),
+            };
+            Ok(Style::a(&WebhookTestEnvelope { request_id: call.request_id.to_owned(), data }))
+        })
+        .await?;
+        Ok(Tested::Ok(RawJson::new(body)))
     }
 
     /// List webhook endpoints
@@ -488,15 +493,20 @@ impl WebhooksApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Endpoints, ApiError> {
-        auth.0.require(Scope::WebhooksRead)?;
+        let call = Call::new(Operation::ListWebhookEndpoints, &state, &auth, &request_id)?;
         let url = "/api/v1/webhook-endpoints";
-        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, url)?;
-        let after = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-        let mut rows = read::list(&state.pool, auth.0.org_id, owner(&auth.0), after, params.limit + 1).await?;
-        let next = params.finish_page(&mut rows, &state.cursors, url, |r| r.id.to_string());
-        let has_more = next.is_some();
-        let data = rows.into_iter().map(from_row).collect();
-        Ok(Endpoints::Ok(RawJson::new(Style::a(&ListEnvelope::new(request_id.0, url, data, has_more, next)))))
+        let owner = owner(call.principal);
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url, binding: url },
+                async |after, n| Ok(read::list(&state.pool, call.org_id(), owner, after, n).await?),
+                |row: &EndpointRow| row.id,
+                async |rows| Ok(rows.into_iter().map(from_row).collect()),
+            )
+            .await?;
+        Ok(Endpoints::Ok(RawJson::new(body)))
     }
 
     /// Get a webhook endpoint
@@ -510,9 +520,9 @@ impl WebhooksApi {
         request_id: RequestId,
         id: Path<String>,
     ) -> Result<Endpoint, ApiError> {
-        auth.0.require(Scope::WebhooksRead)?;
-        let row = visible(&state, &auth.0, &id.0).await?;
-        Ok(Endpoint::Ok(envelope(request_id.0, from_row(row))))
+        let call = Call::new(Operation::GetWebhookEndpoint, &state, &auth, &request_id)?;
+        let row = visible(&call, &id.0).await?;
+        Ok(Endpoint::Ok(RawJson::new(envelope(call.request_id, from_row(row)))))
     }
 
     /// List an endpoint's deliveries
@@ -533,47 +543,44 @@ impl WebhooksApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Deliveries, ApiError> {
-        auth.0.require(Scope::WebhooksRead)?;
-        let endpoint = visible(&state, &auth.0, &id.0).await?;
+        let call = Call::new(Operation::ListWebhookDeliveries, &state, &auth, &request_id)?;
+        let endpoint = visible(&call, &id.0).await?;
         let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
-        let params = ListParams::parse(limit.0, cursor.0, page.0, &state.cursors, &url)?;
-        let before = params.after.as_deref().map(|a| parse_id(a, "cursor")).transpose()?;
-        let (mut rows, attempts) = read::deliveries(&state.pool, endpoint.id, before, params.limit + 1).await?;
-        let next = params.finish_page(&mut rows, &state.cursors, &url, |r| r.id.to_string());
-        let has_more = next.is_some();
-        let data = rows
-            .into_iter()
-            .map(|row| DeliveryData {
-                object: "webhook_delivery".into(),
-                id: row.id,
-                event_id: row.event_id,
-                event_type: row.event_type,
-                attempts: attempts
-                    .iter()
-                    .filter(|a| a.delivery_id == row.id)
-                    .map(|a| DeliveryAttempt {
-                        attempt: a.attempt,
-                        attempted_at: ar_time(a.started_at),
-                        duration_ms: a.duration_ms,
-                        status_code: a.status_code,
-                        error: a.error.clone(),
-                    })
-                    .collect(),
-                next_attempt_at: (row.status == "pending").then(|| ar_time(row.next_attempt_at)),
-                completed_at: row.completed_at.map(ar_time),
-                created_at: ar_time(row.created_at),
-                status: row.status,
-            })
-            .collect();
-        Ok(Deliveries::Ok(RawJson::new(Style::a(&ListEnvelope::new(request_id.0, &url, data, has_more, next)))))
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: &url, binding: &url },
+                // Newest first: the cursor's id is where the next, older, page ends. Each delivery travels
+                // with its attempts, so cutting the page keeps them together.
+                async |before, n| {
+                    let (rows, attempts) = read::deliveries(&state.pool, endpoint.id, before, n).await?;
+                    Ok(rows
+                        .into_iter()
+                        .map(|row| {
+                            let own = attempts.iter().filter(|a| a.delivery_id == row.id).cloned().collect();
+                            (row, own)
+                        })
+                        .collect())
+                },
+                |(row, _): &(DeliveryRow, Vec<AttemptRow>)| row.id,
+                async |rows| Ok(rows.into_iter().map(delivery_data).collect()),
+            )
+            .await?;
+        Ok(Deliveries::Ok(RawJson::new(body)))
     }
 
     /// Webhook event types
     ///
     /// The authoritative catalogue of v1 events, with versions and required scopes.
     #[oai(path = "/webhook-event-types", method = "get", operation_id = "listWebhookEventTypes")]
-    async fn event_types(&self, auth: Auth, request_id: RequestId) -> Result<EventTypes, ApiError> {
-        auth.0.require(Scope::WebhooksRead)?;
+    async fn event_types(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+    ) -> Result<EventTypes, ApiError> {
+        let call = Call::new(Operation::ListWebhookEventTypes, &state, &auth, &request_id)?;
         let data: Vec<WebhookEventTypeData> = PUBLIC_EVENT_TYPES
             .iter()
             .map(|t| WebhookEventTypeData {
@@ -585,7 +592,8 @@ impl WebhooksApi {
                 description: t.description.into(),
             })
             .collect();
-        let body = ListEnvelope::new(request_id.0, "/api/v1/webhook-event-types", data, false, None);
+        // The catalogue is one short, fixed page.
+        let body = ListEnvelope::new(call.request_id.to_owned(), "/api/v1/webhook-event-types", data, false, None);
         Ok(EventTypes::Ok(RawJson::new(Style::a(&body))))
     }
 }
