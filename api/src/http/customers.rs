@@ -6,14 +6,14 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::{ListEnvelope, parse_id};
-use crate::http::operations::Operation;
+use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::contacts::{ContactCommand, Customer, parse_fields, province_name, sets_default_account};
-use commands::protocol::Command;
+use commands::protocol::{Command, CommandKind};
 use commands::tags::Taggable;
 use events::catalogue::CustomerFields;
 use events::domain::Scope;
@@ -27,6 +27,20 @@ use serde_json::Value;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+/// The operations this module serves (see `operations.rs`).
+pub const CREATE_CUSTOMER: Operation =
+    Operation::write("createCustomer", Scope::CustomersWrite, Idempotency::Optional, CommandKind::Customer);
+pub const REPLACE_CUSTOMER: Operation =
+    Operation::write("replaceCustomer", Scope::CustomersWrite, Idempotency::Optional, CommandKind::Customer);
+pub const GET_CUSTOMER: Operation = Operation::read("getCustomer", Some(Scope::CustomersRead));
+pub const LIST_CUSTOMERS: Operation = Operation::read("listCustomers", Some(Scope::CustomersRead));
+pub const CREATE_SUPPLIER: Operation =
+    Operation::write("createSupplier", Scope::SuppliersWrite, Idempotency::Optional, CommandKind::Supplier);
+pub const REPLACE_SUPPLIER: Operation =
+    Operation::write("replaceSupplier", Scope::SuppliersWrite, Idempotency::Optional, CommandKind::Supplier);
+pub const GET_SUPPLIER: Operation = Operation::read("getSupplier", Some(Scope::SuppliersRead));
+pub const LIST_SUPPLIERS: Operation = Operation::read("listSuppliers", Some(Scope::SuppliersRead));
 
 /// One kind of contact, as the HTTP layer serves it.
 struct Kind {
@@ -51,10 +65,10 @@ const CUSTOMERS: Kind = Kind {
     projection: ProjectionId::Customers,
     table: read::TABLE,
     resource: Resource::Customer,
-    create: Operation::CreateCustomer,
-    replace: Operation::ReplaceCustomer,
-    get: Operation::GetCustomer,
-    list: Operation::ListCustomers,
+    create: CREATE_CUSTOMER,
+    replace: REPLACE_CUSTOMER,
+    get: GET_CUSTOMER,
+    list: LIST_CUSTOMERS,
     wrap: Command::Customer,
 };
 
@@ -65,10 +79,10 @@ const SUPPLIERS: Kind = Kind {
     projection: ProjectionId::Suppliers,
     table: read::SUPPLIERS_TABLE,
     resource: Resource::Supplier,
-    create: Operation::CreateSupplier,
-    replace: Operation::ReplaceSupplier,
-    get: Operation::GetSupplier,
-    list: Operation::ListSuppliers,
+    create: CREATE_SUPPLIER,
+    replace: REPLACE_SUPPLIER,
+    get: GET_SUPPLIER,
+    list: LIST_SUPPLIERS,
     wrap: Command::Supplier,
 };
 
@@ -346,6 +360,10 @@ async fn list(
 
 pub struct CustomersApi;
 
+impl Operations for CustomersApi {
+    const OPERATIONS: &'static [Operation] = &[CREATE_CUSTOMER, REPLACE_CUSTOMER, GET_CUSTOMER, LIST_CUSTOMERS];
+}
+
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Customers")]
 impl CustomersApi {
     /// Create a customer
@@ -419,6 +437,10 @@ impl CustomersApi {
 }
 
 pub struct SuppliersApi;
+
+impl Operations for SuppliersApi {
+    const OPERATIONS: &'static [Operation] = &[CREATE_SUPPLIER, REPLACE_SUPPLIER, GET_SUPPLIER, LIST_SUPPLIERS];
+}
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Suppliers")]
 impl SuppliersApi {

@@ -5,14 +5,15 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
-use crate::http::operations::Operation;
+use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::resource::{Call, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::metafields::{MetafieldDefinition, parse_metafield_definition};
-use commands::protocol::Command;
+use commands::protocol::{Command, CommandKind};
 use commands::records::RecordCommand;
 use events::catalogue::MetafieldDefinitionFields;
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::Header;
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -21,6 +22,16 @@ use serde::Serialize;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+/// The operations this module serves (see `operations.rs`).
+pub const LIST_METAFIELD_DEFINITIONS: Operation =
+    Operation::read("listMetafieldDefinitions", Some(Scope::ProductsRead));
+pub const CREATE_METAFIELD_DEFINITION: Operation = Operation::write(
+    "createMetafieldDefinition",
+    Scope::ProductsWrite,
+    Idempotency::Optional,
+    CommandKind::MetafieldDefinition,
+);
 
 /// A custom field definition: values stored under `key` must satisfy it.
 #[derive(Debug, Clone, PartialEq, Serialize, Object)]
@@ -89,6 +100,10 @@ type Key = Header<Option<String>>;
 
 pub struct MetafieldsApi;
 
+impl Operations for MetafieldsApi {
+    const OPERATIONS: &'static [Operation] = &[LIST_METAFIELD_DEFINITIONS, CREATE_METAFIELD_DEFINITION];
+}
+
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
 impl MetafieldsApi {
     /// List custom field definitions
@@ -102,7 +117,7 @@ impl MetafieldsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
     ) -> Result<Definitions, ApiError> {
-        let call = Call::new(Operation::ListMetafieldDefinitions, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_METAFIELD_DEFINITIONS, &state, &auth, &request_id)?;
         let table = projections::records::METAFIELD_DEFINITIONS.table_name();
         // Every definition on one page: an organization defines a handful.
         let rows = projections::records::list(&state.pool, table, call.org_id(), None, 1000).await?;
@@ -132,7 +147,7 @@ impl MetafieldsApi {
         key: Key,
         body: JsonBody<MetafieldDefinitionInput>,
     ) -> Result<DefinitionCreated, ApiError> {
-        let call = Call::new(Operation::CreateMetafieldDefinition, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_METAFIELD_DEFINITION, &state, &auth, &request_id)?;
         let fields = parse_metafield_definition(&body.value).map_err(ApiError::validation)?;
         let command = Command::MetafieldDefinition(RecordCommand::Create { id: Uuid::now_v7(), fields });
         let write = Write::json(key.0, &version, &[], &body);

@@ -140,6 +140,11 @@ macro_rules! apis {
         fn apis() -> Apis {
             ($($api,)+)
         }
+
+        /// The operations of every API group served.
+        fn operations_of_apis() -> Vec<operations::Operation> {
+            [$(<$api as operations::Operations>::OPERATIONS,)+].concat()
+        }
     };
 }
 

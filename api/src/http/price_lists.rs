@@ -6,15 +6,16 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::list::parse_id;
-use crate::http::operations::Operation;
+use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::price_lists::{PriceList, parse_price_list};
-use commands::protocol::Command;
+use commands::protocol::{Command, CommandKind};
 use commands::records::RecordCommand;
 use events::catalogue::{percentage_text, vat_percentage};
+use events::domain::Scope;
 use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -26,6 +27,16 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+/// The operations this module serves (see `operations.rs`).
+pub const LIST_PRICE_LISTS: Operation = Operation::read("listPriceLists", Some(Scope::PriceListsRead));
+pub const CREATE_PRICE_LIST: Operation =
+    Operation::write("createPriceList", Scope::PriceListsWrite, Idempotency::Optional, CommandKind::PriceList);
+pub const GET_PRICE_LIST: Operation = Operation::read("getPriceList", Some(Scope::PriceListsRead));
+pub const REPLACE_PRICE_LIST: Operation =
+    Operation::write("replacePriceList", Scope::PriceListsWrite, Idempotency::Optional, CommandKind::PriceList);
+pub const LIST_PRICE_LIST_PRICES: Operation = Operation::read("listPriceListPrices", Some(Scope::PriceListsRead));
+pub const GET_PRICE_LIST_PRICE: Operation = Operation::read("getPriceListPrice", Some(Scope::PriceListsRead));
 
 const PROJECTION: ProjectionId = ProjectionId::PriceLists;
 const LIST_URL: &str = "/api/v1/price-lists";
@@ -373,6 +384,17 @@ type Key = Header<Option<String>>;
 
 pub struct PriceListsApi;
 
+impl Operations for PriceListsApi {
+    const OPERATIONS: &'static [Operation] = &[
+        LIST_PRICE_LISTS,
+        CREATE_PRICE_LIST,
+        GET_PRICE_LIST,
+        REPLACE_PRICE_LIST,
+        LIST_PRICE_LIST_PRICES,
+        GET_PRICE_LIST_PRICE,
+    ];
+}
+
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::PriceLists")]
 impl PriceListsApi {
     /// List price lists
@@ -391,7 +413,7 @@ impl PriceListsApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Lists, ApiError> {
-        let call = Call::new(Operation::ListPriceLists, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_PRICE_LISTS, &state, &auth, &request_id)?;
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
         let body = call
             .cursor_list(
@@ -420,7 +442,7 @@ impl PriceListsApi {
         key: Key,
         body: JsonBody<PriceListInput>,
     ) -> Result<Created, ApiError> {
-        let call = Call::new(Operation::CreatePriceList, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_PRICE_LIST, &state, &auth, &request_id)?;
         let body = write(&call, key.0, &version, None, &body).await?;
         Ok(Created::Created(RawJson::new(body)))
     }
@@ -438,7 +460,7 @@ impl PriceListsApi {
         price_list_id: Path<String>,
         #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
     ) -> Result<Detail, ApiError> {
-        let call = Call::new(Operation::GetPriceList, &state, &auth, &request_id)?;
+        let call = Call::new(GET_PRICE_LIST, &state, &auth, &request_id)?;
         let row = price_list(&call, &price_list_id.0).await?;
         let etag = weak_etag(&[&row.id.to_string(), &row.pricing_revision()]);
         if unchanged(if_none_match.0.as_deref(), &etag) {
@@ -462,7 +484,7 @@ impl PriceListsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<PriceListInput>,
     ) -> Result<Single, ApiError> {
-        let call = Call::new(Operation::ReplacePriceList, &state, &auth, &request_id)?;
+        let call = Call::new(REPLACE_PRICE_LIST, &state, &auth, &request_id)?;
         let body = write(&call, key.0, &version, Some(price_list_id.0.as_str()), &body).await?;
         Ok(Single::Ok(RawJson::new(body)))
     }
@@ -492,7 +514,7 @@ impl PriceListsApi {
         page: Query<Option<String>>,
         #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
     ) -> Result<Prices, ApiError> {
-        let call = Call::new(Operation::ListPriceListPrices, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_PRICE_LIST_PRICES, &state, &auth, &request_id)?;
         let active = match is_active.0.as_deref() {
             None => None,
             Some("true") => Some(true),
@@ -557,7 +579,7 @@ impl PriceListsApi {
         product_id: Path<String>,
         #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
     ) -> Result<Price, ApiError> {
-        let call = Call::new(Operation::GetPriceListPrice, &state, &auth, &request_id)?;
+        let call = Call::new(GET_PRICE_LIST_PRICE, &state, &auth, &request_id)?;
         let list = price_list(&call, &price_list_id.0).await?;
         let input = call
             .find(&product_id.0, "product", async |product_id| {

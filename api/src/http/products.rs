@@ -6,7 +6,7 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::{ListEnvelope, parse_id};
-use crate::http::operations::Operation;
+use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -14,9 +14,10 @@ use crate::state::AppState;
 use commands::products::{
     Product, ProductCommand, parse_bulk_adjustment, parse_create, parse_metafield_patch, parse_replace,
 };
-use commands::protocol::Command;
+use commands::protocol::{Command, CommandKind};
 use commands::tags::Taggable;
 use events::catalogue::{Metafield, OptionValue, vat_percentage};
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -27,6 +28,22 @@ use serde_json::Value;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+/// The operations this module serves (see `operations.rs`).
+pub const CREATE_PRODUCT: Operation =
+    Operation::write("createProduct", Scope::ProductsWrite, Idempotency::Required, CommandKind::Product);
+pub const REPLACE_PRODUCT: Operation =
+    Operation::write("replaceProduct", Scope::ProductsWrite, Idempotency::Optional, CommandKind::Product);
+pub const GET_PRODUCT: Operation = Operation::read("getProduct", Some(Scope::ProductsRead));
+pub const LIST_PRODUCTS: Operation = Operation::read("listProducts", Some(Scope::ProductsRead));
+pub const PATCH_PRODUCT_METAFIELDS: Operation =
+    Operation::write("patchProductMetafields", Scope::ProductsWrite, Idempotency::Optional, CommandKind::Product);
+pub const CREATE_BULK_ADJUSTMENT: Operation = Operation::write(
+    "createBulkAdjustment",
+    Scope::ProductsWrite,
+    Idempotency::Required,
+    CommandKind::BulkAdjustProducts,
+);
 
 const PROJECTION: ProjectionId = ProjectionId::Products;
 
@@ -442,6 +459,17 @@ enum BulkAdjusted {
 
 pub struct ProductsApi;
 
+impl Operations for ProductsApi {
+    const OPERATIONS: &'static [Operation] = &[
+        CREATE_PRODUCT,
+        REPLACE_PRODUCT,
+        GET_PRODUCT,
+        LIST_PRODUCTS,
+        PATCH_PRODUCT_METAFIELDS,
+        CREATE_BULK_ADJUSTMENT,
+    ];
+}
+
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
 impl ProductsApi {
     /// Create a product
@@ -461,7 +489,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<ProductInput>,
     ) -> Result<CreateResponse, ApiError> {
-        let call = Call::new(Operation::CreateProduct, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_PRODUCT, &state, &auth, &request_id)?;
         let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
         let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
         let write = Write::json(key.0, &version, &[], &body);
@@ -505,7 +533,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<MetafieldPatchInput>,
     ) -> Result<ReadResponse, ApiError> {
-        let call = Call::new(Operation::PatchProductMetafields, &state, &auth, &request_id)?;
+        let call = Call::new(PATCH_PRODUCT_METAFIELDS, &state, &auth, &request_id)?;
         let variant_id = parse_id(&product_id.0, "product")?;
         let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
         let command = ProductCommand::SetMetafields { variant_id, assign, delete };
@@ -530,7 +558,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<BulkAdjustmentInput>,
     ) -> Result<BulkAdjusted, ApiError> {
-        let call = Call::new(Operation::CreateBulkAdjustment, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_BULK_ADJUSTMENT, &state, &auth, &request_id)?;
         let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
         let command = Command::BulkAdjustProducts(adjustment);
         let write = Write::json(key.0, &version, &[], &body);
@@ -560,7 +588,7 @@ impl ProductsApi {
         key: Key,
         body: JsonBody<ProductReplaceInput>,
     ) -> Result<ReadResponse, ApiError> {
-        let call = Call::new(Operation::ReplaceProduct, &state, &auth, &request_id)?;
+        let call = Call::new(REPLACE_PRODUCT, &state, &auth, &request_id)?;
         let variant_id = parse_id(&product_id.0, "product")?;
         let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
         let command = ProductCommand::Replace { variant_id, shared, variant };
@@ -581,7 +609,7 @@ impl ProductsApi {
         product_id: Path<String>,
         #[oai(name = "priceListId")] price_list_id: Query<Option<String>>,
     ) -> Result<ReadResponse, ApiError> {
-        let call = Call::new(Operation::GetProduct, &state, &auth, &request_id)?;
+        let call = Call::new(GET_PRODUCT, &state, &auth, &request_id)?;
         if let Some(list) = price_list_id.0 {
             // Priced under a list: not cached, since the price follows the list as well as the product.
             let id = parse_id(&product_id.0, "product")?;
@@ -638,7 +666,7 @@ impl ProductsApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<ListResponse, ApiError> {
-        let call = Call::new(Operation::ListProducts, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_PRODUCTS, &state, &auth, &request_id)?;
         let fields = parse_fields(fields.0)?;
         let supplier = default_supplier_id.0.as_deref().map(|s| parse_id(s, "default_supplier_id")).transpose()?;
         let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());

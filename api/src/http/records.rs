@@ -8,18 +8,19 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::{Created, CursorList, PageList, Pages, Pagination, Single, StyleB, page_params};
 use crate::http::error::ApiError;
 use crate::http::list::parse_id;
-use crate::http::operations::Operation;
+use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::resource::{Call, ListAt, PageParams, Write};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::FieldError;
-use commands::protocol::Command;
+use commands::protocol::{Command, CommandKind};
 use commands::records::{Record, RecordCommand, parse_category, parse_payment_method, parse_warehouse};
 use events::catalogue::{
     CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
     RecordEvent, WarehouseEvent, WarehouseFields,
 };
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
@@ -30,6 +31,35 @@ use serde_json::Value;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+/// The operations this module serves (see `operations.rs`).
+pub const LIST_PAYMENT_METHODS: Operation = Operation::read("listPaymentMethods", Some(Scope::PaymentMethodsRead));
+pub const CREATE_PAYMENT_METHOD: Operation = Operation::write(
+    "createPaymentMethod",
+    Scope::PaymentMethodsWrite,
+    Idempotency::Optional,
+    CommandKind::PaymentMethod,
+);
+pub const GET_PAYMENT_METHOD: Operation = Operation::read("getPaymentMethod", Some(Scope::PaymentMethodsRead));
+pub const REPLACE_PAYMENT_METHOD: Operation = Operation::write(
+    "replacePaymentMethod",
+    Scope::PaymentMethodsWrite,
+    Idempotency::Optional,
+    CommandKind::PaymentMethod,
+);
+pub const LIST_WAREHOUSES: Operation = Operation::read("listWarehouses", Some(Scope::WarehousesRead));
+pub const CREATE_WAREHOUSE: Operation =
+    Operation::write("createWarehouse", Scope::WarehousesWrite, Idempotency::Optional, CommandKind::Warehouse);
+pub const GET_WAREHOUSE: Operation = Operation::read("getWarehouse", Some(Scope::WarehousesRead));
+pub const REPLACE_WAREHOUSE: Operation =
+    Operation::write("replaceWarehouse", Scope::WarehousesWrite, Idempotency::Optional, CommandKind::Warehouse);
+pub const LIST_CATEGORIES: Operation = Operation::read("listCategories", Some(Scope::CategoriesRead));
+pub const CREATE_CATEGORY: Operation =
+    Operation::write("createCategory", Scope::CategoriesWrite, Idempotency::Optional, CommandKind::Category);
+pub const GET_CATEGORY: Operation = Operation::read("getCategory", Some(Scope::CategoriesRead));
+pub const REPLACE_CATEGORY: Operation =
+    Operation::write("replaceCategory", Scope::CategoriesWrite, Idempotency::Optional, CommandKind::Category);
+pub const LIST_POINTS_OF_SALE: Operation = Operation::read("listPointsOfSale", Some(Scope::SalesRead));
 
 /// A configuration resource as the HTTP surface shows it.
 pub trait ResourceKind: RecordEvent {
@@ -346,6 +376,24 @@ type Key = Header<Option<String>>;
 
 pub struct RecordsApi;
 
+impl Operations for RecordsApi {
+    const OPERATIONS: &'static [Operation] = &[
+        LIST_PAYMENT_METHODS,
+        CREATE_PAYMENT_METHOD,
+        GET_PAYMENT_METHOD,
+        REPLACE_PAYMENT_METHOD,
+        LIST_WAREHOUSES,
+        CREATE_WAREHOUSE,
+        GET_WAREHOUSE,
+        REPLACE_WAREHOUSE,
+        LIST_CATEGORIES,
+        CREATE_CATEGORY,
+        GET_CATEGORY,
+        REPLACE_CATEGORY,
+        LIST_POINTS_OF_SALE,
+    ];
+}
+
 #[OpenApi(prefix_path = "/api/v1")]
 impl RecordsApi {
     /// List payment methods
@@ -367,7 +415,7 @@ impl RecordsApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<CursorList<PaymentMethodData>, ApiError> {
-        let call = Call::new(Operation::ListPaymentMethods, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_PAYMENT_METHODS, &state, &auth, &request_id)?;
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
         Ok(CursorList::Ok(RawJson::new(cursor_list::<PaymentMethodEvent>(&call, params).await?)))
     }
@@ -390,7 +438,7 @@ impl RecordsApi {
         key: Key,
         body: JsonBody<PaymentMethodInput>,
     ) -> Result<Created<PaymentMethodData>, ApiError> {
-        let call = Call::new(Operation::CreatePaymentMethod, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_PAYMENT_METHOD, &state, &auth, &request_id)?;
         let bytes = write::<PaymentMethodEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
         Ok(Created::Created(RawJson::new(bytes)))
     }
@@ -409,7 +457,7 @@ impl RecordsApi {
         request_id: RequestId,
         payment_method_id: Path<String>,
     ) -> Result<Single<PaymentMethodData>, ApiError> {
-        let call = Call::new(Operation::GetPaymentMethod, &state, &auth, &request_id)?;
+        let call = Call::new(GET_PAYMENT_METHOD, &state, &auth, &request_id)?;
         Ok(Single::Ok(RawJson::new(get_one::<PaymentMethodEvent>(&call, &payment_method_id.0).await?)))
     }
 
@@ -432,7 +480,7 @@ impl RecordsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<PaymentMethodInput>,
     ) -> Result<Single<PaymentMethodData>, ApiError> {
-        let call = Call::new(Operation::ReplacePaymentMethod, &state, &auth, &request_id)?;
+        let call = Call::new(REPLACE_PAYMENT_METHOD, &state, &auth, &request_id)?;
         let id = payment_method_id.0.as_str();
         let bytes = write::<PaymentMethodEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
         Ok(Single::Ok(RawJson::new(bytes)))
@@ -452,7 +500,7 @@ impl RecordsApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<CursorList<WarehouseData>, ApiError> {
-        let call = Call::new(Operation::ListWarehouses, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_WAREHOUSES, &state, &auth, &request_id)?;
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
         Ok(CursorList::Ok(RawJson::new(cursor_list::<WarehouseEvent>(&call, params).await?)))
     }
@@ -470,7 +518,7 @@ impl RecordsApi {
         key: Key,
         body: JsonBody<WarehouseInput>,
     ) -> Result<Created<WarehouseData>, ApiError> {
-        let call = Call::new(Operation::CreateWarehouse, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_WAREHOUSE, &state, &auth, &request_id)?;
         let bytes = write::<WarehouseEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
         Ok(Created::Created(RawJson::new(bytes)))
     }
@@ -489,7 +537,7 @@ impl RecordsApi {
         request_id: RequestId,
         warehouse_id: Path<String>,
     ) -> Result<Single<WarehouseData>, ApiError> {
-        let call = Call::new(Operation::GetWarehouse, &state, &auth, &request_id)?;
+        let call = Call::new(GET_WAREHOUSE, &state, &auth, &request_id)?;
         Ok(Single::Ok(RawJson::new(get_one::<WarehouseEvent>(&call, &warehouse_id.0).await?)))
     }
 
@@ -512,7 +560,7 @@ impl RecordsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<WarehouseInput>,
     ) -> Result<Single<WarehouseData>, ApiError> {
-        let call = Call::new(Operation::ReplaceWarehouse, &state, &auth, &request_id)?;
+        let call = Call::new(REPLACE_WAREHOUSE, &state, &auth, &request_id)?;
         let id = warehouse_id.0.as_str();
         let bytes = write::<WarehouseEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
         Ok(Single::Ok(RawJson::new(bytes)))
@@ -541,7 +589,7 @@ impl RecordsApi {
         #[oai(name = "sortOrder")]
         sort_order: Query<Option<String>>,
     ) -> Result<Pages<CategoryData>, ApiError> {
-        let call = Call::new(Operation::ListCategories, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_CATEGORIES, &state, &auth, &request_id)?;
         let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
         let (page, limit) = match page_params(page.0, limit.0) {
             Ok(params) => params,
@@ -596,7 +644,7 @@ impl RecordsApi {
         key: Key,
         body: JsonBody<CategoryInput>,
     ) -> Result<Created<CategoryData>, ApiError> {
-        let call = Call::new(Operation::CreateCategory, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_CATEGORY, &state, &auth, &request_id)?;
         let bytes = write::<CategoryEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
         Ok(Created::Created(RawJson::new(bytes)))
     }
@@ -610,7 +658,7 @@ impl RecordsApi {
         request_id: RequestId,
         category_id: Path<String>,
     ) -> Result<Single<CategoryData>, ApiError> {
-        let call = Call::new(Operation::GetCategory, &state, &auth, &request_id)?;
+        let call = Call::new(GET_CATEGORY, &state, &auth, &request_id)?;
         Ok(Single::Ok(RawJson::new(get_one::<CategoryEvent>(&call, &category_id.0).await?)))
     }
 
@@ -631,7 +679,7 @@ impl RecordsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<CategoryInput>,
     ) -> Result<Single<CategoryData>, ApiError> {
-        let call = Call::new(Operation::ReplaceCategory, &state, &auth, &request_id)?;
+        let call = Call::new(REPLACE_CATEGORY, &state, &auth, &request_id)?;
         let id = category_id.0.as_str();
         let bytes = write::<CategoryEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
         Ok(Single::Ok(RawJson::new(bytes)))
@@ -653,7 +701,7 @@ impl RecordsApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<CursorList<PointOfSaleData>, ApiError> {
-        let call = Call::new(Operation::ListPointsOfSale, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_POINTS_OF_SALE, &state, &auth, &request_id)?;
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
         Ok(CursorList::Ok(RawJson::new(cursor_list::<PointOfSaleEvent>(&call, params).await?)))
     }

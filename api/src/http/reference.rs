@@ -1,14 +1,18 @@
 //! The organization resource and the reference data (tax rates, voucher types): Style A.
 
-use crate::cache::{ReadKey, Resource};
+use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::RawJson;
 use crate::http::error::ApiError;
-use crate::http::list::{ListEnvelope, ListParams};
+use crate::http::list::ListEnvelope;
+use crate::http::operations::{Operation, Operations};
+use crate::http::resource::{Call, PageParams};
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
+use bytes::Bytes;
 use poem::web::Data;
 use poem_openapi::param::Query;
+use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
 use serde::Serialize;
 use std::sync::Arc;
@@ -102,6 +106,11 @@ pub struct VoucherTypeReference {
 use DocumentKind::{CashSaleNote, CreditNote, DebitNote, Invoice, Quote, Receipt};
 use Letter::{A, B, C, E, M};
 
+/// The operations this module serves (see `operations.rs`).
+pub const GET_ORGANIZATION: Operation = Operation::read("getOrganization", None);
+pub const LIST_TAX_RATES: Operation = Operation::read("listTaxRates", None);
+pub const LIST_VOUCHER_TYPES: Operation = Operation::read("listVoucherTypes", None);
+
 /// Voucher types: code, abbreviation, kind, letter, description.
 const VOUCHER_TYPES: &[(i32, &str, DocumentKind, Option<Letter>, &str)] = &[
     (1, "FA", Invoice, Some(A), "Factura A"),
@@ -159,23 +168,24 @@ enum VoucherTypesResponse {
 }
 
 /// A static list paged like every v1 list (sorted by code; the cursor is the last code).
-fn static_page<T: Clone>(
-    state: &AppState,
-    url: &str,
-    items: Vec<(i32, T)>,
-    limit: Option<String>,
-    cursor: Option<String>,
-    page: Option<String>,
-) -> Result<(Vec<T>, bool, Option<String>), ApiError> {
-    let params = ListParams::parse(limit, cursor, page, &state.cursors, url)?;
-    let after: Option<i32> = params.after.as_deref().and_then(|a| a.parse().ok());
+fn static_page<T>(call: &Call<'_>, url: &str, items: Vec<(i32, T)>, params: PageParams) -> Result<Bytes, ApiError>
+where
+    T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync,
+{
+    let page = call.page(params, url)?;
+    let after: Option<i32> = page.after().and_then(|a| a.parse().ok());
     let mut rest: Vec<(i32, T)> = items.into_iter().filter(|(code, _)| after.is_none_or(|a| *code > a)).collect();
-    let next = params.finish_page(&mut rest, &state.cursors, url, |(code, _)| code.to_string());
+    let next = page.finish(&mut rest, |(code, _)| code.to_string());
     let has_more = next.is_some();
-    Ok((rest.into_iter().map(|(_, item)| item).collect(), has_more, next))
+    let data = rest.into_iter().map(|(_, item)| item).collect();
+    Ok(Style::a(&ListEnvelope::new(call.request_id.to_owned(), url, data, has_more, next)))
 }
 
 pub struct ReferenceApi;
+
+impl Operations for ReferenceApi {
+    const OPERATIONS: &'static [Operation] = &[GET_ORGANIZATION, LIST_TAX_RATES, LIST_VOUCHER_TYPES];
+}
 
 #[OpenApi(prefix_path = "/api/v1")]
 impl ReferenceApi {
@@ -189,15 +199,10 @@ impl ReferenceApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
     ) -> Result<OrganizationResponse, ApiError> {
-        let org = auth.0.org_id;
-        let key = ReadKey { resource: Resource::Organization, org_id: org, id: org };
-        let data = match state.reads.get(&key) {
-            Some(bytes) => bytes,
-            None => {
-                let epoch = state.reads.epoch();
-                let row = projections::organizations::get(&state.pool, org)
-                    .await?
-                    .ok_or_else(|| ApiError::not_found("organization"))?;
+        let call = Call::new(GET_ORGANIZATION, &state, &auth, &request_id)?;
+        let data = call
+            .cached(Resource::Organization, call.org_id(), "organization", async |org| {
+                let Some(row) = projections::organizations::get(&state.pool, org).await? else { return Ok(None) };
                 let data = OrganizationData {
                     object: "organization".into(),
                     id: row.id,
@@ -223,11 +228,9 @@ impl ReferenceApi {
                     created_at: ar_time(row.created_at),
                     updated_at: ar_time(row.updated_at),
                 };
-                let bytes = Style::a(&data);
-                state.reads.insert_if_current(key, bytes.clone(), epoch);
-                bytes
-            }
-        };
+                Ok(Some(Style::a(&data)))
+            })
+            .await?;
         // The cached part is `data`; the envelope carries this request's id.
         let mut body = Vec::with_capacity(data.len() + 64);
         body.extend_from_slice(b"{\"request_id\":");
@@ -244,7 +247,7 @@ impl ReferenceApi {
     #[oai(path = "/tax-rates", method = "get", operation_id = "listTaxRates", tag = "ApiTags::Reference")]
     async fn tax_rates(
         &self,
-        _auth: Auth,
+        auth: Auth,
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
@@ -254,6 +257,7 @@ impl ReferenceApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<TaxRatesResponse, ApiError> {
+        let call = Call::new(LIST_TAX_RATES, &state, &auth, &request_id)?;
         let url = "/api/v1/tax-rates";
         let items = events::catalogue::VAT_RATES
             .iter()
@@ -267,8 +271,8 @@ impl ReferenceApi {
                 (*code, item)
             })
             .collect();
-        let (data, has_more, next) = static_page(&state, url, items, limit.0, cursor.0, page.0)?;
-        Ok(TaxRatesResponse::Ok(RawJson::new(Style::a(&ListEnvelope::new(request_id.0, url, data, has_more, next)))))
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        Ok(TaxRatesResponse::Ok(RawJson::new(static_page(&call, url, items, params)?)))
     }
 
     /// Voucher types
@@ -277,7 +281,7 @@ impl ReferenceApi {
     #[oai(path = "/voucher-types", method = "get", operation_id = "listVoucherTypes", tag = "ApiTags::Reference")]
     async fn voucher_types(
         &self,
-        _auth: Auth,
+        auth: Auth,
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
@@ -287,6 +291,7 @@ impl ReferenceApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<VoucherTypesResponse, ApiError> {
+        let call = Call::new(LIST_VOUCHER_TYPES, &state, &auth, &request_id)?;
         let url = "/api/v1/voucher-types";
         let items = VOUCHER_TYPES
             .iter()
@@ -302,9 +307,8 @@ impl ReferenceApi {
                 (*code, item)
             })
             .collect();
-        let (data, has_more, next) = static_page(&state, url, items, limit.0, cursor.0, page.0)?;
-        let body = Style::a(&ListEnvelope::new(request_id.0, url, data, has_more, next));
-        Ok(VoucherTypesResponse::Ok(RawJson::new(body)))
+        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        Ok(VoucherTypesResponse::Ok(RawJson::new(static_page(&call, url, items, params)?)))
     }
 }
 

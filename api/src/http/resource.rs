@@ -190,7 +190,17 @@ impl<'a> Call<'a> {
         label: &str,
         load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
     ) -> Result<Bytes, ApiError> {
-        let id = parse_id(id, label)?;
+        self.cached(resource, parse_id(id, label)?, label, load).await
+    }
+
+    /// [`Self::cached_read`] of a resource whose id the request implies (the caller's organization).
+    pub async fn cached(
+        &self,
+        resource: Resource,
+        id: Uuid,
+        label: &str,
+        load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
+    ) -> Result<Bytes, ApiError> {
         let key = ReadKey { resource, org_id: self.principal.org_id, id };
         if let Some(bytes) = self.state.reads.get(&key) {
             return Ok(bytes);

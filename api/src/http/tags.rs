@@ -4,12 +4,13 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::{ListEnvelope, parse_id};
-use crate::http::operations::Operation;
+use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
-use commands::protocol::Command;
+use commands::protocol::{Command, CommandKind};
 use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse_update};
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -21,6 +22,22 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+/// The operations this module serves (see `operations.rs`).
+pub const LIST_TAGS: Operation = Operation::read("listTags", Some(Scope::TagsRead));
+pub const CREATE_TAG: Operation =
+    Operation::write("createTag", Scope::TagsWrite, Idempotency::Optional, CommandKind::Tag);
+pub const GET_TAG: Operation = Operation::read("getTag", Some(Scope::TagsRead));
+pub const UPDATE_TAG: Operation =
+    Operation::write("updateTag", Scope::TagsWrite, Idempotency::Optional, CommandKind::Tag);
+pub const APPLY_CUSTOMER_TAGS: Operation =
+    Operation::write("applyCustomerTags", Scope::CustomersWrite, Idempotency::Optional, CommandKind::ApplyTags);
+pub const APPLY_SUPPLIER_TAGS: Operation =
+    Operation::write("applySupplierTags", Scope::SuppliersWrite, Idempotency::Optional, CommandKind::ApplyTags);
+pub const APPLY_PRODUCT_TAGS: Operation =
+    Operation::write("applyProductTags", Scope::ProductsWrite, Idempotency::Optional, CommandKind::ApplyTags);
+pub const APPLY_SALE_TAGS: Operation =
+    Operation::write("applySaleTags", Scope::SalesWrite, Idempotency::Optional, CommandKind::ApplyTags);
 
 const PROJECTION: ProjectionId = ProjectionId::Tags;
 
@@ -201,6 +218,19 @@ async fn apply(
 
 pub struct TagsApi;
 
+impl Operations for TagsApi {
+    const OPERATIONS: &'static [Operation] = &[
+        LIST_TAGS,
+        CREATE_TAG,
+        GET_TAG,
+        UPDATE_TAG,
+        APPLY_CUSTOMER_TAGS,
+        APPLY_SUPPLIER_TAGS,
+        APPLY_PRODUCT_TAGS,
+        APPLY_SALE_TAGS,
+    ];
+}
+
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Tags")]
 impl TagsApi {
     /// List tags
@@ -220,7 +250,7 @@ impl TagsApi {
         /// Not supported: lists are paged with `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Tags, ApiError> {
-        let call = Call::new(Operation::ListTags, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_TAGS, &state, &auth, &request_id)?;
         let include_archived = include_archived.0.unwrap_or(false);
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
         let body = call
@@ -250,7 +280,7 @@ impl TagsApi {
         key: Key,
         body: JsonBody<TagInput>,
     ) -> Result<Created, ApiError> {
-        let call = Call::new(Operation::CreateTag, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_TAG, &state, &auth, &request_id)?;
         let fields = parse_create(&body.value).map_err(ApiError::validation)?;
         let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
         let write = Write::json(key.0, &version, &[], &body);
@@ -273,7 +303,7 @@ impl TagsApi {
         request_id: RequestId,
         tag_id: Path<String>,
     ) -> Result<Single, ApiError> {
-        let call = Call::new(Operation::GetTag, &state, &auth, &request_id)?;
+        let call = Call::new(GET_TAG, &state, &auth, &request_id)?;
         let body = call
             .read(&tag_id.0, "tag", async |id| {
                 let row = read::get(&state.pool, call.org_id(), id).await?;
@@ -299,7 +329,7 @@ impl TagsApi {
         key: Key,
         body: JsonBody<TagPatch>,
     ) -> Result<Single, ApiError> {
-        let call = Call::new(Operation::UpdateTag, &state, &auth, &request_id)?;
+        let call = Call::new(UPDATE_TAG, &state, &auth, &request_id)?;
         let id = parse_id(&tag_id.0, "tag")?;
         let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
         let command = Command::Tag(TagCommand::Update { id, name, color, archived });
@@ -326,7 +356,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply(Operation::ApplyCustomerTags, Taggable::Customer, auth, &state, request_id, version, key, body).await
+        apply(APPLY_CUSTOMER_TAGS, Taggable::Customer, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag suppliers
@@ -342,7 +372,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply(Operation::ApplySupplierTags, Taggable::Supplier, auth, &state, request_id, version, key, body).await
+        apply(APPLY_SUPPLIER_TAGS, Taggable::Supplier, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag products
@@ -358,7 +388,7 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply(Operation::ApplyProductTags, Taggable::Product, auth, &state, request_id, version, key, body).await
+        apply(APPLY_PRODUCT_TAGS, Taggable::Product, auth, &state, request_id, version, key, body).await
     }
 
     /// Tag sales
@@ -374,6 +404,6 @@ impl TagsApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
-        apply(Operation::ApplySaleTags, Taggable::Sale, auth, &state, request_id, version, key, body).await
+        apply(APPLY_SALE_TAGS, Taggable::Sale, auth, &state, request_id, version, key, body).await
     }
 }

@@ -4,19 +4,27 @@ use crate::http::auth::Auth;
 use crate::http::body::RawJson;
 use crate::http::envelopes::{Pagination, V2Page, V2Pages, page_params};
 use crate::http::error::ApiError;
-use crate::http::operations::Operation;
+use crate::http::operations::{Operation, Operations};
 use crate::http::records::{ResourceKind, WarehouseData, from_row};
 use crate::http::resource::Call;
 use crate::http::{ApiTags, RequestId, Style};
 use crate::state::AppState;
 use events::catalogue::WarehouseEvent;
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::OpenApi;
 use poem_openapi::param::Query;
 use projections::records::{self as read, PageQuery, SortBy};
 use std::sync::Arc;
 
+/// The operations this module serves (see `operations.rs`).
+pub const V2_LIST_WAREHOUSES: Operation = Operation::read("v2ListWarehouses", Some(Scope::WarehousesRead));
+
 pub struct V2Api;
+
+impl Operations for V2Api {
+    const OPERATIONS: &'static [Operation] = &[V2_LIST_WAREHOUSES];
+}
 
 #[OpenApi(prefix_path = "/api/v2")]
 impl V2Api {
@@ -36,7 +44,7 @@ impl V2Api {
         /// Only warehouses whose name contains this text (case-insensitive).
         search: Query<Option<String>>,
     ) -> Result<V2Pages<WarehouseData>, ApiError> {
-        let call = Call::new(Operation::V2ListWarehouses, &state, &auth, &request_id)?;
+        let call = Call::new(V2_LIST_WAREHOUSES, &state, &auth, &request_id)?;
         let (page, limit) = page_params(page.0, limit.0)?;
         let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
         let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };

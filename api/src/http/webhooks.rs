@@ -5,14 +5,15 @@ use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::{ListEnvelope, parse_id};
-use crate::http::operations::Operation;
+use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
-use commands::protocol::Command;
+use commands::protocol::{Command, CommandKind};
 use commands::webhooks::{EndpointChanges, WebhookCommand, WebhookEndpoint, parse_changes, parse_create, scopes_for};
 use events::catalogue::PUBLIC_EVENT_TYPES;
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -22,6 +23,26 @@ use serde::Serialize;
 use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
+
+/// The operations this module serves (see `operations.rs`).
+pub const CREATE_WEBHOOK_ENDPOINT: Operation =
+    Operation::write("createWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
+pub const UPDATE_WEBHOOK_ENDPOINT: Operation =
+    Operation::write("updateWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
+pub const PAUSE_WEBHOOK_ENDPOINT: Operation =
+    Operation::write("pauseWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
+pub const RESUME_WEBHOOK_ENDPOINT: Operation =
+    Operation::write("resumeWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
+pub const DISABLE_WEBHOOK_ENDPOINT: Operation =
+    Operation::write("disableWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
+pub const ROTATE_WEBHOOK_ENDPOINT_SECRET: Operation =
+    Operation::write("rotateWebhookEndpointSecret", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
+pub const TEST_WEBHOOK_ENDPOINT: Operation =
+    Operation::write("testWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
+pub const LIST_WEBHOOK_ENDPOINTS: Operation = Operation::read("listWebhookEndpoints", Some(Scope::WebhooksRead));
+pub const GET_WEBHOOK_ENDPOINT: Operation = Operation::read("getWebhookEndpoint", Some(Scope::WebhooksRead));
+pub const LIST_WEBHOOK_DELIVERIES: Operation = Operation::read("listWebhookDeliveries", Some(Scope::WebhooksRead));
+pub const LIST_WEBHOOK_EVENT_TYPES: Operation = Operation::read("listWebhookEventTypes", Some(Scope::WebhooksRead));
 
 const PROJECTION: ProjectionId = ProjectionId::Webhooks;
 
@@ -297,6 +318,22 @@ type Key = Header<Option<String>>;
 
 pub struct WebhooksApi;
 
+impl Operations for WebhooksApi {
+    const OPERATIONS: &'static [Operation] = &[
+        CREATE_WEBHOOK_ENDPOINT,
+        UPDATE_WEBHOOK_ENDPOINT,
+        PAUSE_WEBHOOK_ENDPOINT,
+        RESUME_WEBHOOK_ENDPOINT,
+        DISABLE_WEBHOOK_ENDPOINT,
+        ROTATE_WEBHOOK_ENDPOINT_SECRET,
+        TEST_WEBHOOK_ENDPOINT,
+        LIST_WEBHOOK_ENDPOINTS,
+        GET_WEBHOOK_ENDPOINT,
+        LIST_WEBHOOK_DELIVERIES,
+        LIST_WEBHOOK_EVENT_TYPES,
+    ];
+}
+
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Webhooks")]
 impl WebhooksApi {
     /// Create a webhook endpoint
@@ -315,7 +352,7 @@ impl WebhooksApi {
         key: Key,
         body: JsonBody<WebhookEndpointInput>,
     ) -> Result<Created, ApiError> {
-        let call = Call::new(Operation::CreateWebhookEndpoint, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
         let fields = parse_create(&body.value).map_err(ApiError::validation)?;
         require_event_scopes(&call, &fields.enabled_events)?;
         let secret = state.secrets.seal(&events::secrets::new_signing_secret());
@@ -341,7 +378,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<WebhookEndpointPatch>,
     ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(Operation::UpdateWebhookEndpoint, &state, &auth, &request_id)?;
+        let call = Call::new(UPDATE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
         let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
         if let Some(events) = &changes.enabled_events {
             require_event_scopes(&call, events)?;
@@ -367,7 +404,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(Operation::PauseWebhookEndpoint, &state, &auth, &request_id)?;
+        let call = Call::new(PAUSE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let command = WebhookCommand::PauseEndpoint { id: endpoint, owner: owner(call.principal) };
         let path = [id.0.as_str()];
@@ -389,7 +426,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(Operation::ResumeWebhookEndpoint, &state, &auth, &request_id)?;
+        let call = Call::new(RESUME_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
         let current = visible(&call, &id.0).await?;
         require_event_scopes(&call, &current.enabled_events)?;
         let command = WebhookCommand::ResumeEndpoint { id: current.id, owner: owner(call.principal) };
@@ -413,7 +450,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(Operation::DisableWebhookEndpoint, &state, &auth, &request_id)?;
+        let call = Call::new(DISABLE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let command = WebhookCommand::DisableEndpoint { id: endpoint, owner: owner(call.principal) };
         let path = [id.0.as_str()];
@@ -435,7 +472,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(Operation::RotateWebhookEndpointSecret, &state, &auth, &request_id)?;
+        let call = Call::new(ROTATE_WEBHOOK_ENDPOINT_SECRET, &state, &auth, &request_id)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let secret = state.secrets.seal(&events::secrets::new_signing_secret());
         let command = WebhookCommand::RotateSecret { id: endpoint, owner: owner(call.principal), secret };
@@ -458,7 +495,7 @@ impl WebhooksApi {
         id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Tested, ApiError> {
-        let call = Call::new(Operation::TestWebhookEndpoint, &state, &auth, &request_id)?;
+        let call = Call::new(TEST_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
         let endpoint = parse_id(&id.0, "webhook endpoint")?;
         let command =
             WebhookCommand::TestEndpoint { id: endpoint, owner: owner(call.principal), test_id: Uuid::now_v7() };
@@ -493,7 +530,7 @@ impl WebhooksApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Endpoints, ApiError> {
-        let call = Call::new(Operation::ListWebhookEndpoints, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_WEBHOOK_ENDPOINTS, &state, &auth, &request_id)?;
         let url = "/api/v1/webhook-endpoints";
         let owner = owner(call.principal);
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
@@ -520,7 +557,7 @@ impl WebhooksApi {
         request_id: RequestId,
         id: Path<String>,
     ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(Operation::GetWebhookEndpoint, &state, &auth, &request_id)?;
+        let call = Call::new(GET_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
         let row = visible(&call, &id.0).await?;
         Ok(Endpoint::Ok(RawJson::new(envelope(call.request_id, from_row(row)))))
     }
@@ -543,7 +580,7 @@ impl WebhooksApi {
         /// Not supported: use `cursor`.
         page: Query<Option<String>>,
     ) -> Result<Deliveries, ApiError> {
-        let call = Call::new(Operation::ListWebhookDeliveries, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_WEBHOOK_DELIVERIES, &state, &auth, &request_id)?;
         let endpoint = visible(&call, &id.0).await?;
         let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
@@ -580,7 +617,7 @@ impl WebhooksApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
     ) -> Result<EventTypes, ApiError> {
-        let call = Call::new(Operation::ListWebhookEventTypes, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_WEBHOOK_EVENT_TYPES, &state, &auth, &request_id)?;
         let data: Vec<WebhookEventTypeData> = PUBLIC_EVENT_TYPES
             .iter()
             .map(|t| WebhookEventTypeData {
