@@ -7,6 +7,8 @@ export DATABASE_URL := env_var_or_default("DATABASE_URL", "postgres://postgres@1
 export NATS_URL := env_var_or_default("NATS_URL", "nats://127.0.0.1:4222")
 export NATS_PREFIX := env_var_or_default("NATS_PREFIX", "backoffice")
 export HTTP_ADDR := env_var_or_default("HTTP_ADDR", "127.0.0.1:8080")
+# A NATS 2.10 or later for the test of multi-subject consumer filters (`scripts/services --filters`).
+export NATS_FILTERS_URL := env_var_or_default("NATS_FILTERS_URL", "nats://127.0.0.1:4223")
 
 # Tests create a fresh database per test through the server's maintenance database.
 test_database_url := replace_regex(DATABASE_URL, '/[^/]*$', '/postgres')
@@ -16,7 +18,8 @@ run: services
     cargo run --release --bin backoffice -- all
 
 # Formatting, lints and every test against real Postgres and NATS.
-test: check services
+test: check
+    scripts/services --filters
     if cargo nextest --version >/dev/null 2>&1; then \
         DATABASE_URL={{test_database_url}} cargo nextest run --workspace --no-fail-fast; \
     else \

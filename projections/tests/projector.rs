@@ -421,7 +421,31 @@ impl Projection for ContactsSeen {
 /// way it folds exactly its own aggregates.
 #[sqlx::test(migrations = "../schema")]
 async fn a_projection_of_several_aggregates_folds_exactly_those(pool: PgPool) {
-    let bus = bus().await;
+    let filter = folds_exactly_its_aggregates(pool, bus().await).await;
+    if let ConsumerFilter::Subject(subject) = filter {
+        assert!(subject.ends_with(".events.>"), "one filter for two aggregates is every event: {subject}");
+    }
+}
+
+/// On a server that filters several subjects (`NATS_FILTERS_URL`, started by `just test`), the
+/// consumer asks for exactly the projection's aggregates, and JetStream holds back the rest.
+#[sqlx::test(migrations = "../schema")]
+async fn a_server_that_filters_several_subjects_sends_only_the_folded_aggregates(pool: PgPool) {
+    let url = std::env::var("NATS_FILTERS_URL")
+        .expect("NATS_FILTERS_URL names a NATS 2.10 or later (`just test` starts one: scripts/services --filters)");
+    let client = async_nats::connect(url).await.expect("the filtering NATS answers");
+    let version = client.server_info().version;
+    let bus = Bus::from_client(client, &format!("t{}", Uuid::now_v7().simple()));
+    match folds_exactly_its_aggregates(pool, bus).await {
+        ConsumerFilter::Subjects(subjects) => assert_eq!(subjects.len(), 2, "{subjects:?}"),
+        ConsumerFilter::Subject(subject) => panic!("server {version} was given one filter, {subject}"),
+    }
+}
+
+/// Runs [`ContactsSeen`] on `bus` over a customer, a tag and a supplier; checks that it folded exactly
+/// the customer and the supplier, that its consumer carries the filter chosen for this server and,
+/// where that filter names subjects, that the server delivered nothing else. Returns the filter.
+async fn folds_exactly_its_aggregates(pool: PgPool, bus: Bus) -> ConsumerFilter {
     let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
     let seen = Arc::new(ContactsSeen::default());
     let projector = tokio::spawn(projections::runtime::run(
@@ -449,19 +473,24 @@ async fn a_projection_of_several_aggregates_folds_exactly_those(pool: PgPool) {
         stream.get_consumer::<async_nats::jetstream::consumer::pull::Config>(&name).await.expect("consumer");
     let config = consumer.info().await.expect("consumer info").config.clone();
     let version = bus.client.server_info().version;
-    match consumer_filter(seen.folds(), bus.prefix(), &version) {
+    let filter = consumer_filter(seen.folds(), bus.prefix(), &version);
+    match &filter {
         ConsumerFilter::Subject(subject) => {
-            assert_eq!(config.filter_subject, subject);
+            assert_eq!(&config.filter_subject, subject);
             assert!(config.filter_subjects.is_empty());
-            assert_eq!(subject, bus.events_wildcard(), "one filter for two aggregates is every event");
         }
         ConsumerFilter::Subjects(subjects) => {
-            assert_eq!(config.filter_subjects, subjects, "server {version}");
+            assert_eq!(&config.filter_subjects, subjects, "server {version}");
+            // The tag sits between the two in the stream; a consumer filtered to contacts is handed
+            // exactly two messages.
+            let info = consumer.info().await.expect("consumer info");
+            assert_eq!(info.delivered.consumer_sequence, 2, "delivered {:?} on server {version}", info.delivered);
         }
     }
     projector.abort();
     relay.abort();
     let _ = bus.js.delete_stream(bus.stream_name()).await;
+    filter
 }
 
 /// A release (or a NATS upgrade) can change a consumer's filter: the projector then re-creates it from

@@ -298,7 +298,7 @@ pub fn parse_changes(body: &Value) -> Result<EndpointChanges, Vec<FieldError>> {
 /// The read scopes needed to enable these event types (one per family).
 pub fn scopes_for(events: &[String]) -> Vec<Scope> {
     let mut scopes: Vec<Scope> = events.iter().filter_map(|e| public_event_type(e)).map(|t| t.scope).collect();
-    scopes.sort_unstable();
+    scopes.sort_unstable_by_key(|scope| scope.as_str());
     scopes.dedup();
     scopes
 }
