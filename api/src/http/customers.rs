@@ -5,9 +5,9 @@ use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
-use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -42,15 +42,12 @@ pub const REPLACE_SUPPLIER: Operation =
 pub const GET_SUPPLIER: Operation = Operation::read("getSupplier", Some(Scope::SuppliersRead));
 pub const LIST_SUPPLIERS: Operation = Operation::read("listSuppliers", Some(Scope::SuppliersRead));
 
-/// One kind of contact, as the HTTP layer serves it.
-struct Kind {
-    /// Singular name used in errors.
-    name: &'static str,
+/// One kind of contact, as the HTTP layer serves it: the shared description of the resource plus what
+/// differs between customers and suppliers.
+struct Contacts {
+    kind: Kind,
     taggable: Taggable,
-    path: &'static str,
-    projection: ProjectionId,
     table: &'static str,
-    resource: Resource,
     create: Operation,
     replace: Operation,
     get: Operation,
@@ -58,13 +55,15 @@ struct Kind {
     wrap: fn(ContactCommand) -> Command,
 }
 
-const CUSTOMERS: Kind = Kind {
-    name: "customer",
+const CUSTOMERS: Contacts = Contacts {
+    kind: Kind {
+        label: "customer",
+        projection: ProjectionId::Customers,
+        cache: Some(Resource::Customer),
+        list: ListAt { url: "/api/v1/customers", binding: "customers" },
+    },
     taggable: Taggable::Customer,
-    path: "/api/v1/customers",
-    projection: ProjectionId::Customers,
     table: read::TABLE,
-    resource: Resource::Customer,
     create: CREATE_CUSTOMER,
     replace: REPLACE_CUSTOMER,
     get: GET_CUSTOMER,
@@ -72,13 +71,15 @@ const CUSTOMERS: Kind = Kind {
     wrap: Command::Customer,
 };
 
-const SUPPLIERS: Kind = Kind {
-    name: "supplier",
+const SUPPLIERS: Contacts = Contacts {
+    kind: Kind {
+        label: "supplier",
+        projection: ProjectionId::Suppliers,
+        cache: Some(Resource::Supplier),
+        list: ListAt { url: "/api/v1/suppliers", binding: "suppliers" },
+    },
     taggable: Taggable::Supplier,
-    path: "/api/v1/suppliers",
-    projection: ProjectionId::Suppliers,
     table: read::SUPPLIERS_TABLE,
-    resource: Resource::Supplier,
     create: CREATE_SUPPLIER,
     replace: REPLACE_SUPPLIER,
     get: GET_SUPPLIER,
@@ -254,7 +255,7 @@ type Key = Header<Option<String>>;
 
 #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
 async fn create(
-    kind: &Kind,
+    contacts: &Contacts,
     auth: Auth,
     state: &AppState,
     request_id: RequestId,
@@ -262,23 +263,23 @@ async fn create(
     key: Key,
     body: JsonBody<ContactInput>,
 ) -> Result<CreateResponse, ApiError> {
-    let call = Call::new(kind.create, state, &auth, &request_id)?;
+    let call = Call::new(contacts.create, state, &auth, &request_id)?;
     if sets_default_account(&body.value) {
         call.also_require(Scope::TreasuryWrite)?;
     }
     let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-    let command = (kind.wrap)(ContactCommand::Create { id: Uuid::now_v7(), fields });
+    let command = (contacts.wrap)(ContactCommand::Create { id: Uuid::now_v7(), fields });
     let write = Write::json(key.0, &version, &[], &body);
     // The body is made while the projection catches up, not after.
     let body = call
-        .write(write, command, kind.projection, |accepted| Ok(envelope_bytes(accepted_contact(accepted.state)?)))
+        .write(&contacts.kind, write, command, |accepted| Ok(envelope_bytes(accepted_contact(accepted.state)?)))
         .await?;
     Ok(CreateResponse::Created(RawJson::new(body)))
 }
 
 #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
 async fn replace(
-    kind: &Kind,
+    contacts: &Contacts,
     auth: Auth,
     state: &AppState,
     request_id: RequestId,
@@ -287,20 +288,21 @@ async fn replace(
     key: Key,
     body: JsonBody<ContactInput>,
 ) -> Result<ReadResponse, ApiError> {
-    let call = Call::new(kind.replace, state, &auth, &request_id)?;
+    let call = Call::new(contacts.replace, state, &auth, &request_id)?;
     let sets_account = sets_default_account(&body.value);
     if sets_account {
         call.also_require(Scope::TreasuryWrite)?;
     }
-    let contact_id = parse_id(&id.0, kind.name)?;
+    let contact_id = contacts.kind.id(&id.0)?;
     let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-    let command = (kind.wrap)(ContactCommand::Replace { id: contact_id, fields, keep_default_account: !sets_account });
+    let command =
+        (contacts.wrap)(ContactCommand::Replace { id: contact_id, fields, keep_default_account: !sets_account });
     let path = [id.0.as_str()];
     let write = Write::json(key.0, &version, &path, &body);
     let body = call
-        .write_then_read(write, command, kind.projection, async |accepted| {
+        .write_then_read(&contacts.kind, write, command, async |accepted| {
             let mut data = accepted_contact(accepted.state)?;
-            data.tags = tags_of_one(state, call.org_id(), kind.taggable, data.id).await?;
+            data.tags = tags_of_one(state, call.org_id(), contacts.taggable, data.id).await?;
             Ok(envelope_bytes(data))
         })
         .await?;
@@ -308,18 +310,18 @@ async fn replace(
 }
 
 async fn get(
-    kind: &Kind,
+    contacts: &Contacts,
     auth: Auth,
     state: &AppState,
     request_id: RequestId,
     id: Path<String>,
 ) -> Result<ReadResponse, ApiError> {
-    let call = Call::new(kind.get, state, &auth, &request_id)?;
+    let call = Call::new(contacts.get, state, &auth, &request_id)?;
     let bytes = call
-        .cached_read(kind.resource, &id.0, kind.name, async |id| {
-            let Some(row) = read::get(&state.pool, kind.table, call.org_id(), id).await? else { return Ok(None) };
+        .get(&contacts.kind, &id.0, async |id| {
+            let Some(row) = read::get(&state.pool, contacts.table, call.org_id(), id).await? else { return Ok(None) };
             let mut data = ContactData::from_row(row);
-            data.tags = tags_of_one(state, call.org_id(), kind.taggable, id).await?;
+            data.tags = tags_of_one(state, call.org_id(), contacts.taggable, id).await?;
             Ok(Some(envelope_bytes(data)))
         })
         .await?;
@@ -327,23 +329,22 @@ async fn get(
 }
 
 async fn list(
-    kind: &Kind,
+    contacts: &Contacts,
     auth: Auth,
     state: &AppState,
     request_id: RequestId,
     params: PageParams,
 ) -> Result<ListResponse, ApiError> {
-    let call = Call::new(kind.list, state, &auth, &request_id)?;
-    let at = ListAt { url: kind.path, binding: kind.projection.as_str() };
+    let call = Call::new(contacts.list, state, &auth, &request_id)?;
     let body = call
         .cursor_list(
             params,
-            at,
-            async |after, n| Ok(read::list(&state.pool, kind.table, call.org_id(), after, n).await?),
+            contacts.kind.list,
+            async |after, n| Ok(read::list(&state.pool, contacts.table, call.org_id(), after, n).await?),
             |row: &CustomerRow| row.id,
             async |rows| {
                 let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-                let mut tags = tags_of(state, call.org_id(), kind.taggable, &ids).await?;
+                let mut tags = tags_of(state, call.org_id(), contacts.taggable, &ids).await?;
                 Ok(rows
                     .into_iter()
                     .map(|row| {

@@ -6,7 +6,7 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::resource::{Call, Write, decode_state};
+use crate::http::resource::{Call, Kind, ListAt, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::metafields::{MetafieldDefinition, parse_metafield_definition};
@@ -98,6 +98,14 @@ fn definition_data(id: Uuid, fields: MetafieldDefinitionFields, created_at: Offs
 
 type Key = Header<Option<String>>;
 
+/// Metafield definitions, as the shared handler sequence sees them (listed whole, never cached).
+const DEFINITIONS: Kind = Kind {
+    label: "metafield definition",
+    projection: ProjectionId::MetafieldDefinitions,
+    cache: None,
+    list: ListAt { url: "/api/v1/products/metafield-definitions", binding: "/api/v1/products/metafield-definitions" },
+};
+
 pub struct MetafieldsApi;
 
 impl Operations for MetafieldsApi {
@@ -128,7 +136,7 @@ impl MetafieldsApi {
                 Some(definition_data(row.id, fields, row.created_at))
             })
             .collect();
-        let body = ListEnvelope::new(request_id.0, "/api/v1/products/metafield-definitions", data, false, None);
+        let body = ListEnvelope::new(request_id.0, DEFINITIONS.list.url, data, false, None);
         Ok(Definitions::Ok(RawJson::new(Style::a(&body))))
     }
 
@@ -152,7 +160,7 @@ impl MetafieldsApi {
         let command = Command::MetafieldDefinition(RecordCommand::Create { id: Uuid::now_v7(), fields });
         let write = Write::json(key.0, &version, &[], &body);
         let body = call
-            .write(write, command, ProjectionId::MetafieldDefinitions, |accepted| {
+            .write(&DEFINITIONS, write, command, |accepted| {
                 let record: MetafieldDefinition = decode_state(accepted.state, "metafield definition")?;
                 let data = definition_data(record.id, record.fields, record.created_at);
                 Ok(Style::b(&MetafieldDefinitionEnvelope { success: true, data }))

@@ -7,7 +7,7 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::list::parse_id;
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -38,8 +38,14 @@ pub const REPLACE_PRICE_LIST: Operation =
 pub const LIST_PRICE_LIST_PRICES: Operation = Operation::read("listPriceListPrices", Some(Scope::PriceListsRead));
 pub const GET_PRICE_LIST_PRICE: Operation = Operation::read("getPriceListPrice", Some(Scope::PriceListsRead));
 
-const PROJECTION: ProjectionId = ProjectionId::PriceLists;
-const LIST_URL: &str = "/api/v1/price-lists";
+/// Price lists, as the shared handler sequence sees them (never cached: a list's answer depends on the
+/// products' revision too).
+const PRICE_LISTS: Kind = Kind {
+    label: "price list",
+    projection: ProjectionId::PriceLists,
+    cache: None,
+    list: ListAt { url: "/api/v1/price-lists", binding: "/api/v1/price-lists" },
+};
 
 /// A price list.
 #[derive(Debug, Clone, Serialize, Object)]
@@ -319,7 +325,7 @@ fn unchanged(if_none_match: Option<&str>, etag: &str) -> bool {
 
 /// The organization's price list named in the path, or 404.
 async fn price_list(call: &Call<'_>, id: &str) -> Result<PriceListRow, ApiError> {
-    call.find(id, "price list", async |id| Ok(read::get(&call.state.pool, call.org_id(), id).await?)).await
+    call.find(&PRICE_LISTS, id, async |id| Ok(read::get(&call.state.pool, call.org_id(), id).await?)).await
 }
 
 /// Creates or replaces a price list (`target`: the id in the path of a replace). The answer is read
@@ -334,17 +340,17 @@ async fn write(
 ) -> Result<Bytes, ApiError> {
     let id = match target {
         None => Uuid::now_v7(),
-        Some(text) => parse_id(text, "price list")?,
+        Some(text) => PRICE_LISTS.id(text)?,
     };
     let fields = parse_price_list(&body.value).map_err(ApiError::validation)?;
     let command =
         if target.is_none() { RecordCommand::Create { id, fields } } else { RecordCommand::Replace { id, fields } };
     let write = Write::json(key, version, target.as_slice(), body);
-    call.write_then_read(write, Command::PriceList(command), PROJECTION, async |accepted| {
+    call.write_then_read(&PRICE_LISTS, write, Command::PriceList(command), async |accepted| {
         let stored: PriceList = decode_state(accepted.state, "price list")?;
         let row = read::get(&call.state.pool, call.org_id(), stored.id)
             .await?
-            .ok_or_else(|| ApiError::not_found("price list"))?;
+            .ok_or_else(|| ApiError::not_found(PRICE_LISTS.label))?;
         Ok(Style::a(&PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) }))
     })
     .await
@@ -358,14 +364,14 @@ pub async fn applied_price(
     product_id: Uuid,
 ) -> Result<(PriceListRow, Option<read::ListedPrice>), ApiError> {
     // Called by the product detail, which has no call of this resource: an inactive list is not found.
-    let id = parse_id(list_id, "price list")?;
+    let id = PRICE_LISTS.id(list_id)?;
     let list = read::get(&state.pool, org_id, id)
         .await?
         .filter(|list| list.is_active)
-        .ok_or_else(|| ApiError::not_found("price list"))?;
+        .ok_or_else(|| ApiError::not_found(PRICE_LISTS.label))?;
     let input = read::price_input(&state.pool, org_id, list.id, product_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("product"))?;
+        .ok_or_else(|| ApiError::not_found(crate::http::products::PRODUCTS.label))?;
     let listed = read::price_of(&list, &input);
     Ok((list, listed))
 }
@@ -418,7 +424,7 @@ impl PriceListsApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: LIST_URL, binding: LIST_URL },
+                PRICE_LISTS.list,
                 async |after, n| Ok(read::list(&state.pool, call.org_id(), after, n).await?),
                 |row: &PriceListRow| row.id,
                 async |rows| Ok(rows.iter().map(PriceListData::from_row).collect()),
@@ -525,7 +531,7 @@ impl PriceListsApi {
             }
         };
         let list = price_list(&call, &price_list_id.0).await?;
-        let url = format!("{LIST_URL}/{}/prices", list.id);
+        let url = format!("{}/{}/prices", PRICE_LISTS.list.url, list.id);
         // Cursors are bound to the filter as well as the list.
         let binding = format!("{url}?is_active={active:?}");
         let paging = call.page(PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }, &binding)?;
@@ -582,7 +588,7 @@ impl PriceListsApi {
         let call = Call::new(GET_PRICE_LIST_PRICE, &state, &auth, &request_id)?;
         let list = price_list(&call, &price_list_id.0).await?;
         let input = call
-            .find(&product_id.0, "product", async |product_id| {
+            .find(&crate::http::products::PRODUCTS, &product_id.0, async |product_id| {
                 Ok(read::price_input(&state.pool, call.org_id(), list.id, product_id).await?)
             })
             .await?;

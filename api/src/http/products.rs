@@ -7,7 +7,7 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::{ListEnvelope, parse_id};
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -45,7 +45,13 @@ pub const CREATE_BULK_ADJUSTMENT: Operation = Operation::write(
     CommandKind::BulkAdjustProducts,
 );
 
-const PROJECTION: ProjectionId = ProjectionId::Products;
+/// Product variants, as the shared handler sequence sees them.
+pub(crate) const PRODUCTS: Kind = Kind {
+    label: "product",
+    projection: ProjectionId::Products,
+    cache: Some(Resource::Product),
+    list: ListAt { url: "/api/v1/products", binding: "products" },
+};
 
 /// Product creation: a single product (`sku`, `cost`, `price` at the top level) or a matrix (`options`
 /// and `variants`). Amounts are integer cents.
@@ -372,7 +378,7 @@ fn parse_fields(fields: Option<String>) -> Result<Option<Vec<String>>, ApiError>
 async fn update_variant(call: &Call<'_>, write: Write<'_>, command: ProductCommand) -> Result<ReadResponse, ApiError> {
     let variant_id = command.target_id();
     let body = call
-        .write_then_read(write, Command::Product(command), PROJECTION, async |_| {
+        .write_then_read(&PRODUCTS, write, Command::Product(command), async |_| {
             let data = readable(call.state, call.org_id(), variant_id).await?;
             Ok(Style::b(&ProductEnvelope { success: true, data }))
         })
@@ -382,7 +388,7 @@ async fn update_variant(call: &Call<'_>, write: Write<'_>, command: ProductComma
 
 /// Reads the created or replaced variant back from the read model (the write has been applied).
 async fn readable(state: &AppState, org_id: Uuid, id: Uuid) -> Result<ProductData, ApiError> {
-    let row = read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found("product"))?;
+    let row = read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found(PRODUCTS.label))?;
     let mut data = ProductData::from_row(row, true);
     data.tags = tags_of_one(state, org_id, Taggable::Product, id).await?;
     Ok(data)
@@ -494,7 +500,7 @@ impl ProductsApi {
         let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
         let write = Write::json(key.0, &version, &[], &body);
         let body = call
-            .write_then_read(write, command, PROJECTION, async |accepted| {
+            .write_then_read(&PRODUCTS, write, command, async |accepted| {
                 let product: Product = decode_state(accepted.state, "product")?;
                 let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
                 let detail = readable(&state, call.org_id(), first).await?;
@@ -534,7 +540,7 @@ impl ProductsApi {
         body: JsonBody<MetafieldPatchInput>,
     ) -> Result<ReadResponse, ApiError> {
         let call = Call::new(PATCH_PRODUCT_METAFIELDS, &state, &auth, &request_id)?;
-        let variant_id = parse_id(&product_id.0, "product")?;
+        let variant_id = PRODUCTS.id(&product_id.0)?;
         let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
         let command = ProductCommand::SetMetafields { variant_id, assign, delete };
         update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
@@ -563,7 +569,7 @@ impl ProductsApi {
         let command = Command::BulkAdjustProducts(adjustment);
         let write = Write::json(key.0, &version, &[], &body);
         let body = call
-            .write(write, command, PROJECTION, |accepted| {
+            .write(&PRODUCTS, write, command, |accepted| {
                 let data: BulkAdjustmentData = decode_state(accepted.state, "bulk adjustment summary")?;
                 Ok(Style::a(&BulkAdjustmentEnvelope { request_id: request_id.0.clone(), data }))
             })
@@ -589,7 +595,7 @@ impl ProductsApi {
         body: JsonBody<ProductReplaceInput>,
     ) -> Result<ReadResponse, ApiError> {
         let call = Call::new(REPLACE_PRODUCT, &state, &auth, &request_id)?;
-        let variant_id = parse_id(&product_id.0, "product")?;
+        let variant_id = PRODUCTS.id(&product_id.0)?;
         let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
         let command = ProductCommand::Replace { variant_id, shared, variant };
         update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
@@ -612,7 +618,7 @@ impl ProductsApi {
         let call = Call::new(GET_PRODUCT, &state, &auth, &request_id)?;
         if let Some(list) = price_list_id.0 {
             // Priced under a list: not cached, since the price follows the list as well as the product.
-            let id = parse_id(&product_id.0, "product")?;
+            let id = PRODUCTS.id(&product_id.0)?;
             let (list, listed) = crate::http::price_lists::applied_price(&state, call.org_id(), &list, id).await?;
             let mut data = readable(&state, call.org_id(), id).await?;
             data.effective_price = listed.as_ref().map(|l| l.unit_price);
@@ -633,7 +639,7 @@ impl ProductsApi {
             return Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data }))));
         }
         let bytes = call
-            .cached_read(Resource::Product, &product_id.0, "product", async |id| {
+            .get(&PRODUCTS, &product_id.0, async |id| {
                 let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
                 let mut data = ProductData::from_row(row, true);
                 data.tags = tags_of_one(&state, call.org_id(), Taggable::Product, id).await?;
@@ -674,7 +680,7 @@ impl ProductsApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: "/api/v1/products", binding: "products" },
+                PRODUCTS.list,
                 async |after, n| {
                     Ok(read::list(&state.pool, call.org_id(), search.as_deref(), supplier, after, n).await?)
                 },

@@ -7,9 +7,8 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::{Created, CursorList, PageList, Pages, Pagination, Single, StyleB, page_params};
 use crate::http::error::ApiError;
-use crate::http::list::parse_id;
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::resource::{Call, ListAt, PageParams, Write};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -64,10 +63,9 @@ pub const LIST_POINTS_OF_SALE: Operation = Operation::read("listPointsOfSale", S
 /// A configuration resource as the HTTP surface shows it.
 pub trait ResourceKind: RecordEvent {
     type Data: Serialize + Type + ParseFromJSON + ToJSON + Send + Sync;
+    /// Its read model's table (the records projection of this kind).
     const PROJECTION: RecordsProjection<Self>;
-    const CACHE: Resource;
-    const LABEL: &'static str;
-    const LIST_URL: &'static str;
+    const KIND: Kind;
 
     fn render(
         id: Uuid,
@@ -132,9 +130,12 @@ pub struct PaymentMethodInput {
 impl ResourceKind for PaymentMethodEvent {
     type Data = PaymentMethodData;
     const PROJECTION: RecordsProjection<Self> = projections::records::PAYMENT_METHODS;
-    const CACHE: Resource = Resource::PaymentMethod;
-    const LABEL: &'static str = "payment method";
-    const LIST_URL: &'static str = "/api/v1/payment-methods";
+    const KIND: Kind = Kind {
+        label: "payment method",
+        projection: Self::PROJECTION.id,
+        cache: Some(Resource::PaymentMethod),
+        list: ListAt { url: "/api/v1/payment-methods", binding: "/api/v1/payment-methods" },
+    };
 
     fn render(
         id: Uuid,
@@ -195,9 +196,12 @@ pub struct WarehouseInput {
 impl ResourceKind for WarehouseEvent {
     type Data = WarehouseData;
     const PROJECTION: RecordsProjection<Self> = projections::records::WAREHOUSES;
-    const CACHE: Resource = Resource::Warehouse;
-    const LABEL: &'static str = "warehouse";
-    const LIST_URL: &'static str = "/api/v1/warehouses";
+    const KIND: Kind = Kind {
+        label: "warehouse",
+        projection: Self::PROJECTION.id,
+        cache: Some(Resource::Warehouse),
+        list: ListAt { url: "/api/v1/warehouses", binding: "/api/v1/warehouses" },
+    };
 
     fn render(id: Uuid, f: WarehouseFields, is_default: bool, _: OffsetDateTime, _: OffsetDateTime) -> WarehouseData {
         WarehouseData { id, name: f.name, address: f.address, is_default, is_active: f.is_active }
@@ -240,9 +244,12 @@ pub struct CategoryInput {
 impl ResourceKind for CategoryEvent {
     type Data = CategoryData;
     const PROJECTION: RecordsProjection<Self> = projections::records::CATEGORIES;
-    const CACHE: Resource = Resource::Category;
-    const LABEL: &'static str = "category";
-    const LIST_URL: &'static str = "/api/v1/categories";
+    const KIND: Kind = Kind {
+        label: "category",
+        projection: Self::PROJECTION.id,
+        cache: Some(Resource::Category),
+        list: ListAt { url: "/api/v1/categories", binding: "/api/v1/categories" },
+    };
 
     fn render(id: Uuid, f: CategoryFields, _: bool, created: OffsetDateTime, updated: OffsetDateTime) -> CategoryData {
         CategoryData {
@@ -281,9 +288,12 @@ pub struct PointOfSaleData {
 impl ResourceKind for PointOfSaleEvent {
     type Data = PointOfSaleData;
     const PROJECTION: RecordsProjection<Self> = projections::records::POINTS_OF_SALE;
-    const CACHE: Resource = Resource::PointOfSale;
-    const LABEL: &'static str = "point of sale";
-    const LIST_URL: &'static str = "/api/v1/points-of-sale";
+    const KIND: Kind = Kind {
+        label: "point of sale",
+        projection: Self::PROJECTION.id,
+        cache: Some(Resource::PointOfSale),
+        list: ListAt { url: "/api/v1/points-of-sale", binding: "/api/v1/points-of-sale" },
+    };
 
     fn render(
         id: Uuid,
@@ -314,7 +324,7 @@ impl ResourceKind for PointOfSaleEvent {
 
 pub(crate) fn from_row<K: ResourceKind>(row: RecordRow) -> Result<K::Data, ApiError> {
     let fields: K::Fields = serde_json::from_value(row.doc).map_err(|error| {
-        tracing::error!(%error, resource = K::LABEL, "unreadable stored record");
+        tracing::error!(%error, resource = K::KIND.label, "unreadable stored record");
         ApiError::internal()
     })?;
     Ok(K::render(row.id, fields, row.is_default, row.created_at, row.updated_at))
@@ -322,7 +332,7 @@ pub(crate) fn from_row<K: ResourceKind>(row: RecordRow) -> Result<K::Data, ApiEr
 
 fn from_state<K: ResourceKind>(state: Value) -> Result<K::Data, ApiError> {
     let record: Record<K> = serde_json::from_value(state).map_err(|error| {
-        tracing::error!(%error, resource = K::LABEL, "unexpected record from the command worker");
+        tracing::error!(%error, resource = K::KIND.label, "unexpected record from the command worker");
         ApiError::internal()
     })?;
     let doc = serde_json::to_value(&record.fields).unwrap_or_default();
@@ -339,21 +349,18 @@ fn single<K: ResourceKind>(data: K::Data) -> Bytes {
 async fn write<K: ResourceKind>(call: &Call<'_>, write: Write<'_>, target: Option<&str>) -> Result<Bytes, ApiError> {
     let id = match target {
         None => Uuid::now_v7(),
-        Some(text) => parse_id(text, K::LABEL)?,
+        Some(text) => K::KIND.id(text)?,
     };
     let fields = K::parse(write.body.unwrap_or(&Value::Null)).map_err(ApiError::validation)?;
     let command = match target {
         None => RecordCommand::Create { id, fields },
         Some(_) => RecordCommand::Replace { id, fields },
     };
-    call.write(write, K::command(command), K::PROJECTION.id, |accepted| {
-        Ok(single::<K>(from_state::<K>(accepted.state)?))
-    })
-    .await
+    call.write(&K::KIND, write, K::command(command), |accepted| Ok(single::<K>(from_state::<K>(accepted.state)?))).await
 }
 
 async fn get_one<K: ResourceKind>(call: &Call<'_>, id: &str) -> Result<Bytes, ApiError> {
-    call.cached_read(K::CACHE, id, K::LABEL, async |id| {
+    call.get(&K::KIND, id, async |id| {
         let row = read::get(&call.state.pool, K::PROJECTION.table_name(), call.org_id(), id).await?;
         row.map(|row| Ok(single::<K>(from_row::<K>(row)?))).transpose()
     })
@@ -364,7 +371,7 @@ async fn cursor_list<K: ResourceKind>(call: &Call<'_>, params: PageParams) -> Re
     let table = K::PROJECTION.table_name();
     call.cursor_list(
         params,
-        ListAt { url: K::LIST_URL, binding: K::LIST_URL },
+        K::KIND.list,
         async |after, n| Ok(read::list(&call.state.pool, table, call.org_id(), after, n).await?),
         |row: &RecordRow| row.id,
         async |rows| rows.into_iter().map(from_row::<K>).collect(),

@@ -6,7 +6,7 @@ use crate::http::body::RawJson;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Operation, Operations};
-use crate::http::resource::{Call, PageParams};
+use crate::http::resource::{Call, Kind, ListAt, PageParams};
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -14,6 +14,7 @@ use poem::web::Data;
 use poem_openapi::param::Query;
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
 use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use projections::ProjectionId;
 use serde::Serialize;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -181,6 +182,14 @@ where
     Ok(Style::a(&ListEnvelope::new(call.request_id.to_owned(), url, data, has_more, next)))
 }
 
+/// The caller's organization, as the shared handler sequence sees it (a single read, cached).
+const ORGANIZATION: Kind = Kind {
+    label: "organization",
+    projection: ProjectionId::Organizations,
+    cache: Some(Resource::Organization),
+    list: ListAt { url: "/api/v1/organization", binding: "/api/v1/organization" },
+};
+
 pub struct ReferenceApi;
 
 impl Operations for ReferenceApi {
@@ -201,7 +210,7 @@ impl ReferenceApi {
     ) -> Result<OrganizationResponse, ApiError> {
         let call = Call::new(GET_ORGANIZATION, &state, &auth, &request_id)?;
         let data = call
-            .cached(Resource::Organization, call.org_id(), "organization", async |org| {
+            .cached(&ORGANIZATION, call.org_id(), async |org| {
                 let Some(row) = projections::organizations::get(&state.pool, org).await? else { return Ok(None) };
                 let data = OrganizationData {
                     object: "organization".into(),

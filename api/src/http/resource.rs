@@ -1,12 +1,14 @@
-//! The handler sequence every resource shares, written once. A handler opens a [`Call`] for its
-//! [`Operation`] (which checks the operation's scope), parses its input, and hands the rest to one of:
+//! The one HTTP resource abstraction: a [`Kind`] says what a kind of resource is (its label, projection,
+//! cache entry and list), and [`Call`] holds the handler sequence every resource shares, written once.
+//! A handler opens a `Call` for its [`Operation`] (which checks the operation's scope), parses its
+//! input, and hands the rest to one of:
 //!
 //! - [`Call::write`]: claim the `Idempotency-Key`, dispatch the command, render the answer from the
 //!   command's outcome while the read side catches up, then wait until it has;
 //! - [`Call::write_then_read`]: the same, rendering after the wait (answers read back from the read
 //!   model);
-//! - [`Call::cached_read`] and [`Call::read`]: one resource by its path id, through the read cache or
-//!   not; [`Call::find`] when the handler needs the row itself (a conditional answer, a check before a
+//! - [`Call::get`]: one resource by its path id, through the read cache where its kind is cached;
+//!   [`Call::find`] when the handler needs the row itself (a conditional answer, a check before a
 //!   write, a sub-list of it);
 //! - [`Call::cursor_list`]: one page of a Style A cursor list; [`Call::page`] for a list whose cursor
 //!   positions or envelope are its own (it parses and issues the cursors, the handler does the rest).
@@ -37,6 +39,27 @@ pub struct Call<'a> {
     pub principal: &'a Principal,
     pub request_id: &'a str,
     pub operation: Operation,
+}
+
+/// A kind of resource, as the shared sequence needs it: how errors name it, the projection its writes
+/// wait on, where its single reads are cached (if they are) and where its list lives. Each domain
+/// describes its kinds with this one type; `Call` does the rest.
+#[derive(Debug, Clone, Copy)]
+pub struct Kind {
+    /// Singular, in errors ("customer", "price list").
+    pub label: &'static str,
+    pub projection: ProjectionId,
+    pub cache: Option<Resource>,
+    /// Its list: the path echoed in list envelopes, and what the list's cursors are signed for.
+    pub list: ListAt<'static>,
+}
+
+impl Kind {
+    /// The id in a path naming a resource of this kind: anything that is not an id names none, so it
+    /// is simply not found.
+    pub fn id(&self, text: &str) -> Result<Uuid, ApiError> {
+        parse_id(text, self.label)
+    }
 }
 
 /// What identifies a write for its idempotency claim: the key, the contract version, the path
@@ -104,6 +127,7 @@ impl Page<'_> {
 
 /// Where a cursor list lives: `url` is echoed in the envelope, `binding` is what its cursors are signed
 /// for (a cursor of another list, or of other filters, is refused).
+#[derive(Debug, Clone, Copy)]
 pub struct ListAt<'a> {
     pub url: &'a str,
     pub binding: &'a str,
@@ -151,86 +175,77 @@ impl<'a> Call<'a> {
         self.state.dispatch(self.principal, self.request_id, claim, command).await
     }
 
-    /// Writes, renders the answer from the command's outcome while `projection` catches up, and answers
-    /// once it has: a read right after sees the change.
+    /// Writes, renders the answer from the command's outcome while the kind's projection catches up,
+    /// and answers once it has: a read right after sees the change.
     pub async fn write<T>(
         &self,
+        kind: &Kind,
         write: Write<'_>,
         command: Command,
-        projection: ProjectionId,
         render: impl FnOnce(Accepted) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let accepted = self.dispatch(write, command).await?;
         let commit = accepted.commit;
         let answer = render(accepted)?;
-        self.state.await_read(projection, self.principal, commit).await?;
+        self.state.await_read(kind.projection, self.principal, commit).await?;
         Ok(answer)
     }
 
-    /// Writes, waits until `projection` has the change, then renders (for answers read back from the
-    /// read model).
+    /// Writes, waits until the kind's projection has the change, then renders (for answers read back
+    /// from the read model).
     pub async fn write_then_read<T>(
         &self,
+        kind: &Kind,
         write: Write<'_>,
         command: Command,
-        projection: ProjectionId,
         render: impl AsyncFnOnce(Accepted) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let accepted = self.dispatch(write, command).await?;
-        self.state.await_read(projection, self.principal, accepted.commit).await?;
+        self.state.await_read(kind.projection, self.principal, accepted.commit).await?;
         render(accepted).await
     }
 
-    /// One resource by the id in its path: from the read cache, else `load`ed (none: 404 naming
-    /// `label`) and cached, unless an invalidation raced the load.
-    pub async fn cached_read(
+    /// One resource by the id in its path: from the read cache where the kind's reads are cached, else
+    /// `load`ed (none: 404 naming the kind) and cached unless an invalidation raced the load.
+    pub async fn get(
         &self,
-        resource: Resource,
+        kind: &Kind,
         id: &str,
-        label: &str,
         load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
     ) -> Result<Bytes, ApiError> {
-        self.cached(resource, parse_id(id, label)?, label, load).await
+        self.cached(kind, kind.id(id)?, load).await
     }
 
-    /// [`Self::cached_read`] of a resource whose id the request implies (the caller's organization).
+    /// [`Self::get`] of a resource whose id the request implies (the caller's organization).
     pub async fn cached(
         &self,
-        resource: Resource,
+        kind: &Kind,
         id: Uuid,
-        label: &str,
         load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
     ) -> Result<Bytes, ApiError> {
+        let Some(resource) = kind.cache else {
+            return load(id).await?.ok_or_else(|| ApiError::not_found(kind.label));
+        };
         let key = ReadKey { resource, org_id: self.principal.org_id, id };
         if let Some(bytes) = self.state.reads.get(&key) {
             return Ok(bytes);
         }
         let epoch = self.state.reads.epoch();
-        let bytes = load(id).await?.ok_or_else(|| ApiError::not_found(label))?;
+        let bytes = load(id).await?.ok_or_else(|| ApiError::not_found(kind.label))?;
         self.state.reads.insert_if_current(key, bytes.clone(), epoch);
         Ok(bytes)
     }
 
-    /// One resource by the id in its path, not cached: `load`ed, none being 404 naming `label`.
-    pub async fn read(
-        &self,
-        id: &str,
-        label: &str,
-        load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
-    ) -> Result<Bytes, ApiError> {
-        self.find(id, label, load).await
-    }
-
-    /// One resource by the id in its path, as `load` returns it (none: 404 naming `label`). A `load` that
-    /// filters (for example by owner) hides what the caller may not see behind the same 404.
+    /// One resource by the id in its path, as `load` returns it (none: 404 naming the kind), for a
+    /// handler that needs the row itself (a conditional answer, a check before a write, a sub-list).
     pub async fn find<R>(
         &self,
+        kind: &Kind,
         id: &str,
-        label: &str,
         load: impl AsyncFnOnce(Uuid) -> Result<Option<R>, ApiError>,
     ) -> Result<R, ApiError> {
-        let id = parse_id(id, label)?;
-        load(id).await?.ok_or_else(|| ApiError::not_found(label))
+        let id = kind.id(id)?;
+        load(id).await?.ok_or_else(|| ApiError::not_found(kind.label))
     }
 
     /// Opens one page of the cursor list bound to `binding`: `limit` 1 to 100 (default 50), no `page`,

@@ -3,9 +3,9 @@
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
-use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
@@ -39,7 +39,13 @@ pub const APPLY_PRODUCT_TAGS: Operation =
 pub const APPLY_SALE_TAGS: Operation =
     Operation::write("applySaleTags", Scope::SalesWrite, Idempotency::Optional, CommandKind::ApplyTags);
 
-const PROJECTION: ProjectionId = ProjectionId::Tags;
+/// Tags, as the shared handler sequence sees them (tag applications wait on the same projection).
+const TAGS: Kind = Kind {
+    label: "tag",
+    projection: ProjectionId::Tags,
+    cache: None,
+    list: ListAt { url: "/api/v1/tags", binding: "tags" },
+};
 
 /// A tag. Resources carry their tags in `tags`, each in this shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Object)]
@@ -208,7 +214,7 @@ async fn apply(
     let command = parse_apply(&body.value, resource_type).map_err(ApiError::validation)?;
     let write = Write::json(key.0, &version, &[], &body);
     let body = call
-        .write(write, Command::ApplyTags(command), PROJECTION, |accepted| {
+        .write(&TAGS, write, Command::ApplyTags(command), |accepted| {
             let data: TagApplicationData = decode_state(accepted.state, "tag application")?;
             Ok(Style::a(&TagApplicationEnvelope { request_id: request_id.0.clone(), data }))
         })
@@ -256,7 +262,7 @@ impl TagsApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: "/api/v1/tags", binding: "tags" },
+                TAGS.list,
                 async |after, n| Ok(read::list(&state.pool, call.org_id(), include_archived, after, n).await?),
                 |row: &TagRow| row.id,
                 async |rows| Ok(rows.into_iter().map(TagData::from_row).collect()),
@@ -285,9 +291,7 @@ impl TagsApi {
         let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
         let write = Write::json(key.0, &version, &[], &body);
         let body = call
-            .write(write, command, PROJECTION, |accepted| {
-                Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?))
-            })
+            .write(&TAGS, write, command, |accepted| Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?)))
             .await?;
         Ok(Created::Created(RawJson::new(body)))
     }
@@ -305,7 +309,7 @@ impl TagsApi {
     ) -> Result<Single, ApiError> {
         let call = Call::new(GET_TAG, &state, &auth, &request_id)?;
         let body = call
-            .read(&tag_id.0, "tag", async |id| {
+            .get(&TAGS, &tag_id.0, async |id| {
                 let row = read::get(&state.pool, call.org_id(), id).await?;
                 Ok(row.map(|row| tag_envelope(&request_id.0, TagData::from_row(row))))
             })
@@ -330,15 +334,13 @@ impl TagsApi {
         body: JsonBody<TagPatch>,
     ) -> Result<Single, ApiError> {
         let call = Call::new(UPDATE_TAG, &state, &auth, &request_id)?;
-        let id = parse_id(&tag_id.0, "tag")?;
+        let id = TAGS.id(&tag_id.0)?;
         let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
         let command = Command::Tag(TagCommand::Update { id, name, color, archived });
         let path = [tag_id.0.as_str()];
         let write = Write::json(key.0, &version, &path, &body);
         let body = call
-            .write(write, command, PROJECTION, |accepted| {
-                Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?))
-            })
+            .write(&TAGS, write, command, |accepted| Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?)))
             .await?;
         Ok(Single::Ok(RawJson::new(body)))
     }

@@ -4,9 +4,9 @@
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
-use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::resource::{Call, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -44,7 +44,13 @@ pub const GET_WEBHOOK_ENDPOINT: Operation = Operation::read("getWebhookEndpoint"
 pub const LIST_WEBHOOK_DELIVERIES: Operation = Operation::read("listWebhookDeliveries", Some(Scope::WebhooksRead));
 pub const LIST_WEBHOOK_EVENT_TYPES: Operation = Operation::read("listWebhookEventTypes", Some(Scope::WebhooksRead));
 
-const PROJECTION: ProjectionId = ProjectionId::Webhooks;
+/// Webhook endpoints, as the shared handler sequence sees them (their deliveries are a sub-list).
+const ENDPOINTS: Kind = Kind {
+    label: "webhook endpoint",
+    projection: ProjectionId::Webhooks,
+    cache: None,
+    list: ListAt { url: "/api/v1/webhook-endpoints", binding: "/api/v1/webhook-endpoints" },
+};
 
 /// A webhook endpoint.
 #[derive(Debug, Serialize, Object)]
@@ -271,7 +277,7 @@ fn answer(call: &Call<'_>, endpoint: WebhookEndpoint, with_secret: bool) -> Resu
 /// The endpoint named in the path as the credential may see it: another owner's is not found.
 async fn visible(call: &Call<'_>, id: &str) -> Result<EndpointRow, ApiError> {
     let owner = owner(call.principal);
-    call.find(id, "webhook endpoint", async |id| {
+    call.find(&ENDPOINTS, id, async |id| {
         Ok(read::get(&call.state.pool, call.org_id(), id).await?.filter(|row| row.owner_credential_id == owner))
     })
     .await
@@ -285,7 +291,7 @@ async fn lifecycle<T>(
     command: WebhookCommand,
     render: impl FnOnce(WebhookEndpoint) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
-    call.write(write, Command::Webhook(command), PROJECTION, |accepted| {
+    call.write(&ENDPOINTS, write, Command::Webhook(command), |accepted| {
         render(decode_state(accepted.state, "webhook endpoint")?)
     })
     .await
@@ -383,7 +389,7 @@ impl WebhooksApi {
         if let Some(events) = &changes.enabled_events {
             require_event_scopes(&call, events)?;
         }
-        let endpoint = parse_id(&id.0, "webhook endpoint")?;
+        let endpoint = ENDPOINTS.id(&id.0)?;
         let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(call.principal), changes };
         let path = [id.0.as_str()];
         let write = Write::json(key.0, &version, &path, &body);
@@ -405,7 +411,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
         let call = Call::new(PAUSE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = parse_id(&id.0, "webhook endpoint")?;
+        let endpoint = ENDPOINTS.id(&id.0)?;
         let command = WebhookCommand::PauseEndpoint { id: endpoint, owner: owner(call.principal) };
         let path = [id.0.as_str()];
         let write = Write::bare(key.0, &version, &path);
@@ -451,7 +457,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
         let call = Call::new(DISABLE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = parse_id(&id.0, "webhook endpoint")?;
+        let endpoint = ENDPOINTS.id(&id.0)?;
         let command = WebhookCommand::DisableEndpoint { id: endpoint, owner: owner(call.principal) };
         let path = [id.0.as_str()];
         let write = Write::bare(key.0, &version, &path);
@@ -473,7 +479,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
         let call = Call::new(ROTATE_WEBHOOK_ENDPOINT_SECRET, &state, &auth, &request_id)?;
-        let endpoint = parse_id(&id.0, "webhook endpoint")?;
+        let endpoint = ENDPOINTS.id(&id.0)?;
         let secret = state.secrets.seal(&events::secrets::new_signing_secret());
         let command = WebhookCommand::RotateSecret { id: endpoint, owner: owner(call.principal), secret };
         let path = [id.0.as_str()];
@@ -496,7 +502,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Tested, ApiError> {
         let call = Call::new(TEST_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = parse_id(&id.0, "webhook endpoint")?;
+        let endpoint = ENDPOINTS.id(&id.0)?;
         let command =
             WebhookCommand::TestEndpoint { id: endpoint, owner: owner(call.principal), test_id: Uuid::now_v7() };
         let path = [id.0.as_str()];
@@ -531,13 +537,12 @@ impl WebhooksApi {
         page: Query<Option<String>>,
     ) -> Result<Endpoints, ApiError> {
         let call = Call::new(LIST_WEBHOOK_ENDPOINTS, &state, &auth, &request_id)?;
-        let url = "/api/v1/webhook-endpoints";
         let owner = owner(call.principal);
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
         let body = call
             .cursor_list(
                 params,
-                ListAt { url, binding: url },
+                ENDPOINTS.list,
                 async |after, n| Ok(read::list(&state.pool, call.org_id(), owner, after, n).await?),
                 |row: &EndpointRow| row.id,
                 async |rows| Ok(rows.into_iter().map(from_row).collect()),
