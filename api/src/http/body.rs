@@ -81,8 +81,60 @@ impl<T: Type> ParsePayload for JsonBody<T> {
                 e.to_string(),
             )
         })?;
+        let mut unstorable = Vec::new();
+        nul_fields(&value, "", &mut unstorable);
+        if !unstorable.is_empty() {
+            let mut error =
+                ApiError::invalid_request("INVALID_CHARACTERS", "the request body holds text that cannot be stored");
+            for field in unstorable.iter().take(50) {
+                error = error.with_detail(
+                    Some(field),
+                    "invalid_character",
+                    "text may not contain the NUL character (U+0000)",
+                );
+            }
+            return Err(error.into());
+        }
         Ok(Self { value, _schema: PhantomData })
     }
+}
+
+/// The paths (`name`, `variants[2].sku`) of every string in `value`, key or value, holding U+0000:
+/// Postgres cannot store it in text, so such a body is refused before anything is written.
+fn nul_fields(value: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(text) if text.contains('\0') => {
+            out.push(if path.is_empty() { "body".to_owned() } else { path.to_owned() })
+        }
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                nul_fields(item, &format!("{path}[{i}]"), out);
+            }
+        }
+        serde_json::Value::Object(fields) => {
+            for (key, item) in fields {
+                let field = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                if key.contains('\0') {
+                    out.push(field.clone());
+                }
+                nul_fields(item, &field, out);
+            }
+        }
+        serde_json::Value::String(_)
+        | serde_json::Value::Null
+        | serde_json::Value::Bool(_)
+        | serde_json::Value::Number(_) => {}
+    }
+}
+
+/// The query parameters whose name or value holds an encoded U+0000 (`%00`), which no stored text or
+/// id can contain; the gateway refuses them before routing.
+pub fn nul_parameters(query: &str) -> Vec<String> {
+    query
+        .split('&')
+        .filter(|pair| pair.contains("%00"))
+        .map(|pair| pair.split('=').next().unwrap_or_default().replace("%00", "").to_owned())
+        .collect()
 }
 
 impl<'a, T: Type> ApiExtractor<'a> for JsonBody<T> {
@@ -159,5 +211,26 @@ impl<T: Type> ApiResponse for RawJson<T> {
 
     fn register(registry: &mut Registry) {
         T::register(registry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_characters_are_found_with_their_paths() {
+        let body = serde_json::json!({
+            "name": "a\u{0}b", "ok": "fine", "variants": [{"sku": "x"}, {"sku": "y\u{0}"}], "k\u{0}": 1
+        });
+        let mut found = Vec::new();
+        nul_fields(&body, "", &mut found);
+        found.sort();
+        assert_eq!(found, ["k\u{0}", "name", "variants[1].sku"]);
+        let mut none = Vec::new();
+        nul_fields(&serde_json::json!({"name": "plain", "n": [1, 2]}), "", &mut none);
+        assert!(none.is_empty());
+        assert_eq!(nul_parameters("limit=5&query=a%00b"), ["query"]);
+        assert!(nul_parameters("limit=5&query=a%20b").is_empty());
     }
 }

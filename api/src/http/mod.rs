@@ -116,6 +116,22 @@ fn check_version(request: &Request) -> Result<(), ApiError> {
     }
 }
 
+/// Refuses query parameters holding an encoded NUL character (Postgres cannot store it, and no id or
+/// stored text contains it), naming each.
+fn check_query(request: &Request) -> Result<(), ApiError> {
+    let names = body::nul_parameters(request.uri().query().unwrap_or_default());
+    if names.is_empty() {
+        return Ok(());
+    }
+    let mut error =
+        ApiError::invalid_request("INVALID_PARAMETERS", "a parameter holds a character that is not allowed");
+    for name in &names {
+        error =
+            error.with_detail(Some(name), "invalid_character", "parameters may not contain the NUL character (%00)");
+    }
+    Err(error)
+}
+
 /// The id of the current request (also sent back in `Service-Request-Id`).
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
@@ -255,6 +271,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                         request.set_data(principal);
                     }
                     check_version(&request)?;
+                    check_query(&request)?;
                     endpoint.call(request).await
                 }
                 .await;

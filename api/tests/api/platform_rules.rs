@@ -1168,3 +1168,20 @@ async fn the_served_openapi_document_declares_scopes_idempotency_and_errors_trut
         assert_eq!(admitted.status().as_u16(), 200, "{id} with {published:?}");
     }
 }
+
+/// Postgres cannot store U+0000 in text: a body or a query parameter holding it is refused with a 400
+/// naming each field, before anything is written (it used to reach the database and answer 500).
+#[sqlx::test(migrations = "../schema")]
+async fn the_nul_character_is_refused_naming_each_field_and_nothing_is_written(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let before = app.event_count().await;
+    let tag = error(app.post("/api/v1/tags", &json!({"name": "vip\u{0}"})).await, 400, "invalid_request_error").await;
+    assert_eq!(tag["error"]["code"], "INVALID_CHARACTERS");
+    assert_eq!(detail_fields(&tag), ["name"]);
+    let nested = json!({"name": "Ana", "address": "Calle\u{0}", "province": "B"});
+    let customer = error(app.post("/api/v1/customers", &nested).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&customer), ["address"]);
+    let search = error(app.get("/api/v1/products?query=a%00b&limit=5").await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&search), ["query"]);
+    assert_eq!(app.event_count().await, before);
+}
