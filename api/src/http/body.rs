@@ -81,8 +81,11 @@ impl<T: Type> ParsePayload for JsonBody<T> {
                 e.to_string(),
             )
         })?;
+        // JSON can only carry U+0000 as the escape `\u0000`: bodies without it are not walked.
         let mut unstorable = Vec::new();
-        nul_fields(&value, "", &mut unstorable);
+        if raw.windows(6).any(|window| window == b"\\u0000") {
+            nul_fields(&value, "", &mut unstorable);
+        }
         if !unstorable.is_empty() {
             let mut error =
                 ApiError::invalid_request("INVALID_CHARACTERS", "the request body holds text that cannot be stored");

@@ -322,7 +322,7 @@ impl ResourceKind for PointOfSaleEvent {
     }
 }
 
-pub(crate) fn from_row<K: ResourceKind>(row: RecordRow) -> Result<K::Data, ApiError> {
+fn from_row<K: ResourceKind>(row: RecordRow) -> Result<K::Data, ApiError> {
     let fields: K::Fields = serde_json::from_value(row.doc).map_err(|error| {
         tracing::error!(%error, resource = K::KIND.label, "unreadable stored record");
         ApiError::internal()
@@ -377,6 +377,16 @@ async fn cursor_list<K: ResourceKind>(call: &Call<'_>, params: PageParams) -> Re
         async |rows| rows.into_iter().map(from_row::<K>).collect(),
     )
     .await
+}
+
+/// One numbered page of records of kind `K` (the category list, the v2 warehouse list).
+pub(crate) async fn record_page<K: ResourceKind>(
+    call: &Call<'_>,
+    query: &PageQuery,
+) -> Result<(Vec<K::Data>, Pagination), ApiError> {
+    let (rows, total) = read::page(&call.state.pool, K::PROJECTION.table_name(), call.org_id(), query).await?;
+    let data = rows.into_iter().map(from_row::<K>).collect::<Result<Vec<_>, _>>()?;
+    Ok((data, Pagination::new(query.page, query.limit, total)))
 }
 
 type Key = Header<Option<String>>;
@@ -630,11 +640,8 @@ impl RecordsApi {
         if !error.body.details.is_empty() {
             return Err(error);
         }
-        let table = CategoryEvent::PROJECTION.table_name();
         let query = PageQuery { search, sort, descending, page, limit };
-        let (rows, total) = read::page(&state.pool, table, call.org_id(), &query).await?;
-        let data = rows.into_iter().map(from_row::<CategoryEvent>).collect::<Result<Vec<_>, _>>()?;
-        let pagination = Pagination::new(page, limit, total);
+        let (data, pagination) = record_page::<CategoryEvent>(&call, &query).await?;
         Ok(Pages::Ok(RawJson::new(Style::b(&PageList { success: true, data, pagination }))))
     }
 

@@ -2,10 +2,10 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::RawJson;
-use crate::http::envelopes::{Pagination, V2Page, V2Pages, page_params};
+use crate::http::envelopes::{V2Page, V2Pages, page_params};
 use crate::http::error::ApiError;
 use crate::http::operations::{Operation, Operations};
-use crate::http::records::{ResourceKind, WarehouseData, from_row};
+use crate::http::records::{WarehouseData, record_page};
 use crate::http::resource::Call;
 use crate::http::{ApiTags, RequestId, Style};
 use crate::state::AppState;
@@ -14,7 +14,7 @@ use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::OpenApi;
 use poem_openapi::param::Query;
-use projections::records::{self as read, PageQuery, SortBy};
+use projections::records::{PageQuery, SortBy};
 use std::sync::Arc;
 
 /// The operations this module serves (see `operations.rs`).
@@ -48,10 +48,7 @@ impl V2Api {
         let (page, limit) = page_params(page.0, limit.0)?;
         let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
         let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
-        let (rows, total) =
-            read::page(&state.pool, WarehouseEvent::PROJECTION.table_name(), call.org_id(), &query).await?;
-        let data = rows.into_iter().map(from_row::<WarehouseEvent>).collect::<Result<Vec<_>, _>>()?;
-        let pagination = Pagination::new(page, limit, total);
+        let (data, pagination) = record_page::<WarehouseEvent>(&call, &query).await?;
         let body = V2Page { request_id: request_id.0, success: true, data, pagination };
         Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
     }

@@ -78,8 +78,6 @@ pub enum Taggable {
 }
 
 impl Taggable {
-    pub const ALL: [Taggable; 4] = [Taggable::Customer, Taggable::Supplier, Taggable::Product, Taggable::Sale];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Taggable::Customer => "customer",
