@@ -54,6 +54,7 @@ impl<T: Type> ParsePayload for JsonBody<T> {
                 "UNSUPPORTED_MEDIA_TYPE",
                 "request bodies must be JSON (Content-Type: application/json)",
             )
+            .with_detail(Some("Content-Type"), "unsupported_media_type", "send application/json")
             .into());
         }
         let raw = match body.take()?.into_bytes_limit(MAX_BODY_BYTES).await {
@@ -65,14 +66,19 @@ impl<T: Type> ParsePayload for JsonBody<T> {
                     "PAYLOAD_TOO_LARGE",
                     format!("request bodies are limited to {MAX_BODY_BYTES} bytes"),
                 )
+                .with_detail(Some("body"), "too_large", format!("at most {MAX_BODY_BYTES} bytes"))
                 .into());
             }
             Err(_) => {
-                return Err(ApiError::invalid_request("UNREADABLE_BODY", "the request body could not be read").into());
+                return Err(ApiError::invalid_request("UNREADABLE_BODY", "the request body could not be read")
+                    .with_detail(Some("body"), "unreadable", "the body could not be read to its end")
+                    .into());
             }
         };
         if raw.is_empty() {
-            return Err(ApiError::invalid_request("MISSING_BODY", "a JSON request body is required").into());
+            return Err(ApiError::invalid_request("MISSING_BODY", "a JSON request body is required")
+                .with_detail(Some("body"), "required", "send a JSON object")
+                .into());
         }
         let value = serde_json::from_slice(&raw).map_err(|e| {
             ApiError::invalid_request("MALFORMED_JSON", "the request body is not valid JSON").with_detail(

@@ -4,9 +4,11 @@
 use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -95,35 +97,35 @@ pub struct ContactInput {
     pub name: String,
     /// E-mail address.
     #[oai(validator(max_length = 100))]
-    pub email: Option<String>,
+    pub email: Optional<String>,
     #[oai(validator(max_length = 13))]
-    pub phone: Option<String>,
+    pub phone: Optional<String>,
     /// 7 to 11 digits, without dashes. With `CUIL/CUIT` it must be an 11-digit CUIT with a valid check digit.
     #[oai(validator(min_length = 7, max_length = 11, pattern = "^[0-9]+$"))]
-    pub tax_id: Option<String>,
+    pub tax_id: Optional<String>,
     /// `CUIL/CUIT` or `DNI`.
-    pub tax_id_type: Option<String>,
+    pub tax_id_type: Optional<String>,
     /// `Responsable Inscripto`, `Consumidor Final`, `Monotributista`, `Exento` or `IVA no alcanzado`.
-    pub tax_category: Option<String>,
+    pub tax_category: Optional<String>,
     /// `FISICA` or `JURIDICA`.
-    pub person_type: Option<String>,
+    pub person_type: Optional<String>,
     #[oai(validator(max_length = 50))]
-    pub country: Option<String>,
+    pub country: Optional<String>,
     /// Province code (ISO 3166-2:AR letter, for example `B`); responses carry the province name.
     #[oai(validator(max_length = 2))]
-    pub province: Option<String>,
+    pub province: Optional<String>,
     #[oai(validator(max_length = 100))]
-    pub city: Option<String>,
+    pub city: Optional<String>,
     #[oai(validator(max_length = 70))]
-    pub address: Option<String>,
+    pub address: Optional<String>,
     #[oai(validator(max_length = 10))]
-    pub apartment: Option<String>,
+    pub apartment: Optional<String>,
     #[oai(validator(max_length = 8))]
-    pub postal_code: Option<String>,
+    pub postal_code: Optional<String>,
     /// The ledger account the contact's movements default to. Setting or clearing it (null) needs
     /// `treasury:write` as well; omit it to leave it unchanged.
     #[oai(rename = "default_account_id")]
-    pub default_account_id: Option<Uuid>,
+    pub default_account_id: Optional<Uuid>,
 }
 
 /// A customer or a supplier.
@@ -133,22 +135,22 @@ pub struct ContactInput {
 pub struct ContactData {
     pub id: Uuid,
     pub name: String,
-    pub email: Option<String>,
-    pub phone: Option<String>,
-    pub tax_id: Option<String>,
-    pub tax_id_type: Option<String>,
-    pub tax_category: Option<String>,
-    pub person_type: Option<String>,
-    pub country: Option<String>,
-    pub address: Option<String>,
-    pub apartment: Option<String>,
-    pub city: Option<String>,
+    pub email: Nullable<String>,
+    pub phone: Nullable<String>,
+    pub tax_id: Nullable<String>,
+    pub tax_id_type: Nullable<String>,
+    pub tax_category: Nullable<String>,
+    pub person_type: Nullable<String>,
+    pub country: Nullable<String>,
+    pub address: Nullable<String>,
+    pub apartment: Nullable<String>,
+    pub city: Nullable<String>,
     /// Province name.
-    pub province: Option<String>,
-    pub postal_code: Option<String>,
+    pub province: Nullable<String>,
+    pub postal_code: Nullable<String>,
     #[oai(rename = "default_account_id")]
     #[serde(rename = "default_account_id")]
-    pub default_account_id: Option<Uuid>,
+    pub default_account_id: Nullable<Uuid>,
     pub is_active: bool,
     /// Tags, ordered by name (archived ones too while assigned).
     pub tags: Vec<TagData>,
@@ -169,19 +171,19 @@ impl ContactData {
         Self {
             id,
             name: f.name,
-            email: f.email,
-            phone: f.phone,
-            tax_id: f.tax_id,
-            tax_id_type: f.tax_id_type,
-            tax_category: f.tax_category,
-            person_type: f.person_type,
-            country: f.country,
-            address: f.address,
-            apartment: f.apartment,
-            city: f.city,
-            province: f.province.as_deref().and_then(province_name).map(str::to_owned),
-            postal_code: f.postal_code,
-            default_account_id: f.default_account_id,
+            email: f.email.into(),
+            phone: f.phone.into(),
+            tax_id: f.tax_id.into(),
+            tax_id_type: f.tax_id_type.into(),
+            tax_category: f.tax_category.into(),
+            person_type: f.person_type.into(),
+            country: f.country.into(),
+            address: f.address.into(),
+            apartment: f.apartment.into(),
+            city: f.city.into(),
+            province: f.province.as_deref().and_then(province_name).map(str::to_owned).into(),
+            postal_code: f.postal_code.into(),
+            default_account_id: f.default_account_id.into(),
             is_active,
             tags: Vec::new(),
             created_at: ar_time(created_at),
@@ -427,11 +429,11 @@ impl CustomersApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: lists are paged with `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<ListResponse, ApiError> {
         list(&CUSTOMERS, auth, &state, request_id, PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }).await
     }
@@ -507,11 +509,11 @@ impl SuppliersApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: lists are paged with `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<ListResponse, ApiError> {
         list(&SUPPLIERS, auth, &state, request_id, PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }).await
     }

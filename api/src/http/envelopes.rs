@@ -80,19 +80,19 @@ pub enum V2Pages<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
 }
 
 /// `page` (from 1, default 1) and `limit` (1 to 100, default 20) of a page list.
-pub fn page_params(page: Option<String>, limit: Option<String>) -> Result<(i64, i64), ApiError> {
+pub fn page_params(page: Option<i64>, limit: Option<i64>) -> Result<(i64, i64), ApiError> {
     let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-    let page = match page.as_deref().map(str::parse::<i64>) {
+    let page = match page {
         None => 1,
-        Some(Ok(n)) if (1..=1_000_000).contains(&n) => n,
+        Some(n) if (1..=1_000_000).contains(&n) => n,
         Some(_) => {
             error = error.with_detail(Some("page"), "out_of_range", "page must be an integer of 1 or more");
             1
         }
     };
-    let limit = match limit.as_deref().map(str::parse::<i64>) {
+    let limit = match limit {
         None => 20,
-        Some(Ok(n)) if (1..=100).contains(&n) => n,
+        Some(n) if (1..=100).contains(&n) => n,
         Some(_) => {
             error = error.with_detail(Some("limit"), "out_of_range", "limit must be an integer from 1 to 100");
             20
@@ -104,5 +104,18 @@ pub fn page_params(page: Option<String>, limit: Option<String>) -> Result<(i64, 
 impl Pagination {
     pub fn new(page: i64, limit: i64, total: i64) -> Self {
         Self { page, limit, total, total_pages: (total + limit - 1) / limit }
+    }
+}
+
+/// `page` on a cursor list: not documented (cursor lists are paged with `cursor`), but read so that a
+/// client sending it learns that instead of silently getting the first page.
+pub struct PageParam(pub Option<String>);
+
+impl<'a> poem::FromRequest<'a> for PageParam {
+    async fn from_request(request: &'a poem::Request, _body: &mut poem::RequestBody) -> poem::Result<Self> {
+        let query = request.uri().query().unwrap_or_default();
+        let page =
+            url::form_urlencoded::parse(query.as_bytes()).find(|(name, _)| name == "page").map(|(_, v)| v.into_owned());
+        Ok(Self(page))
     }
 }

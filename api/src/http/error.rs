@@ -4,7 +4,7 @@
 use commands::{FieldError, Rejection};
 use events::domain::Scope;
 use poem::http::StatusCode;
-use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, MetaSchemaRef, Registry};
+use poem_openapi::registry::{MetaResponses, MetaSchemaRef, Registry};
 use poem_openapi::types::Type;
 use poem_openapi::{ApiResponse, Enum, Object};
 use serde::Serialize;
@@ -57,6 +57,37 @@ pub struct ErrorBody {
 pub struct ErrorEnvelope {
     pub request_id: String,
     pub error: ErrorBody,
+}
+
+/// One detail of a v2 error.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct V2ErrorDetail {
+    /// Logical path of the field, parameter or header concerned (empty when none is).
+    pub path: String,
+    pub code: String,
+    pub message: String,
+}
+
+/// `error` of the v2 envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+pub struct V2ErrorBody {
+    /// Stable error code.
+    pub code: String,
+    pub message: String,
+    /// Whether the same request may succeed if retried later.
+    pub retryable: bool,
+    pub details: Vec<V2ErrorDetail>,
+}
+
+/// The v2 error envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct V2ErrorEnvelope {
+    pub request_id: String,
+    /// Always false.
+    pub success: bool,
+    pub error: V2ErrorBody,
 }
 
 /// A failed request: its status and the body it answers with (the request id is added on the way out).
@@ -166,21 +197,26 @@ impl ApiError {
 
     /// The v2 envelope: `requestId`, `success: false`, `error {code, message, retryable, details[] {path,
     /// code, message}}`.
-    pub fn envelope_v2(&self, request_id: &str) -> serde_json::Value {
-        serde_json::json!({
-            "requestId": request_id,
-            "success": false,
-            "error": {
-                "code": self.body.code,
-                "message": self.body.message,
-                "retryable": self.body.retryable,
-                "details": self.body.details.iter().map(|d| serde_json::json!({
-                    "path": d.field.clone().unwrap_or_default(),
-                    "code": d.code,
-                    "message": d.message,
-                })).collect::<Vec<_>>(),
-            }
-        })
+    pub fn envelope_v2(&self, request_id: &str) -> V2ErrorEnvelope {
+        V2ErrorEnvelope {
+            request_id: request_id.to_owned(),
+            success: false,
+            error: V2ErrorBody {
+                code: self.body.code.clone(),
+                message: self.body.message.clone(),
+                retryable: self.body.retryable,
+                details: self
+                    .body
+                    .details
+                    .iter()
+                    .map(|d| V2ErrorDetail {
+                        path: d.field.clone().unwrap_or_default(),
+                        code: d.code.clone(),
+                        message: d.message.clone(),
+                    })
+                    .collect(),
+            },
+        }
     }
 
     pub fn envelope(&self, request_id: &str) -> ErrorEnvelope {
@@ -201,41 +237,16 @@ impl poem::error::ResponseError for ApiError {
     }
 }
 
-/// Documents the error statuses every authenticated operation can answer with.
+/// The error statuses are documented per operation by `document.rs` (which knows the operation's path,
+/// body and kind); here only the envelopes they carry are registered.
 impl ApiResponse for ApiError {
     fn meta() -> MetaResponses {
-        let statuses: [(u16, &'static str); 8] = [
-            (400, "Invalid request: see `error.details` for every offending field"),
-            (401, "Missing, unknown or revoked credential"),
-            (403, "The credential lacks the operation's scope"),
-            (404, "Not found, or not of this organization"),
-            (409, "Conflict with the current state or an idempotency key"),
-            (429, "Rate limit exceeded; see Retry-After"),
-            (500, "Internal error"),
-            (
-                503,
-                "A dependency is unavailable, or other writes to the same resource kept committing first (`WRITE_CONTENDED`); `error.retryable` says whether to retry",
-            ),
-        ];
-        MetaResponses {
-            responses: statuses
-                .into_iter()
-                .map(|(status, description)| MetaResponse {
-                    description,
-                    status: Some(status),
-                    status_range: None,
-                    content: vec![MetaMediaType {
-                        content_type: "application/json",
-                        schema: ErrorEnvelope::schema_ref(),
-                    }],
-                    headers: vec![],
-                })
-                .collect(),
-        }
+        MetaResponses { responses: Vec::new() }
     }
 
     fn register(registry: &mut Registry) {
         ErrorEnvelope::register(registry);
+        V2ErrorEnvelope::register(registry);
     }
 }
 

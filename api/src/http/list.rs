@@ -2,6 +2,7 @@
 
 use crate::http::cursor::CursorCodec;
 use crate::http::error::ApiError;
+use crate::http::presence::Nullable;
 use poem_openapi::Object;
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
 use serde::Serialize;
@@ -22,12 +23,19 @@ pub struct ListEnvelope<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sy
     /// Whether another page exists.
     pub has_more: bool,
     /// Pass as `cursor` for the next page.
-    pub next_cursor: Option<String>,
+    pub next_cursor: Nullable<String>,
 }
 
 impl<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> ListEnvelope<T> {
     pub fn new(request_id: String, url: &str, data: Vec<T>, has_more: bool, next_cursor: Option<String>) -> Self {
-        Self { request_id, object: "list".to_owned(), url: url.to_owned(), data, has_more, next_cursor }
+        Self {
+            request_id,
+            object: "list".to_owned(),
+            url: url.to_owned(),
+            data,
+            has_more,
+            next_cursor: next_cursor.into(),
+        }
     }
 }
 
@@ -40,7 +48,7 @@ pub struct ListParams {
 impl ListParams {
     /// Applies the shared rules: `limit` 1 to 100 (default 50), no `page`, a cursor issued for `scope`.
     pub fn parse(
-        limit: Option<String>,
+        limit: Option<i64>,
         cursor: Option<String>,
         page: Option<String>,
         codec: &CursorCodec,
@@ -50,9 +58,9 @@ impl ListParams {
         if page.is_some() {
             error = error.with_detail(Some("page"), "unsupported", "page is not supported: pass next_cursor as cursor");
         }
-        let limit = match limit.as_deref().map(str::parse::<i64>) {
+        let limit = match limit {
             None => DEFAULT_LIMIT,
-            Some(Ok(n)) if (1..=MAX_LIMIT).contains(&n) => n,
+            Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
             Some(_) => {
                 error = error.with_detail(
                     Some("limit"),
@@ -84,7 +92,15 @@ impl ListParams {
     }
 }
 
-/// Parses an id from a path; anything that is not an id cannot name a record, so it is simply not found.
-pub fn parse_id(text: &str, resource: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(text).map_err(|_| ApiError::not_found(resource))
+/// Parses an id sent in the query parameter `parameter` (a filter such as `default_supplier_id`, or the
+/// position inside a `cursor`): anything else is a 400 naming the parameter. An id in a path is read
+/// with `Kind::id` instead (not an id: not found).
+pub fn parse_id(text: &str, parameter: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(text).map_err(|_| {
+        ApiError::invalid_request("INVALID_PARAMETERS", format!("{parameter} is not a valid id")).with_detail(
+            Some(parameter),
+            "invalid_id",
+            "must be an id (UUID)",
+        )
+    })
 }

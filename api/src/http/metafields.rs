@@ -6,6 +6,7 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -46,7 +47,7 @@ pub struct MetafieldDefinitionData {
     /// The allowed values of a `choice` field.
     pub choices: Vec<String>,
     /// The longest `text` value.
-    pub max_length: Option<i64>,
+    pub max_length: Nullable<i64>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
 }
@@ -57,11 +58,11 @@ pub struct MetafieldDefinitionData {
 pub struct MetafieldDefinitionInput {
     /// Lowercase letters, digits, `_`, `-` and `.`; unique in the organization.
     pub key: String,
-    pub name: Option<String>,
+    pub name: Optional<String>,
     /// `text` by default.
-    pub value_type: Option<String>,
-    pub choices: Option<Vec<String>>,
-    pub max_length: Option<i64>,
+    pub value_type: Optional<String>,
+    pub choices: Optional<Vec<String>>,
+    pub max_length: Optional<i64>,
 }
 
 #[derive(Debug, Serialize, Object)]
@@ -91,7 +92,7 @@ fn definition_data(id: Uuid, fields: MetafieldDefinitionFields, created_at: Offs
         name: fields.name,
         value_type: fields.value_type,
         choices: fields.choices,
-        max_length: fields.max_length,
+        max_length: fields.max_length.into(),
         created_at: ar_time(created_at),
     }
 }

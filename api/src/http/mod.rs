@@ -5,12 +5,14 @@ pub mod auth;
 pub mod body;
 pub mod cursor;
 pub mod customers;
+pub mod document;
 pub mod envelopes;
 pub mod error;
 pub mod idempotency;
 pub mod list;
 pub mod metafields;
 pub mod operations;
+pub mod presence;
 pub mod price_lists;
 pub mod products;
 pub mod records;
@@ -21,7 +23,6 @@ pub mod v2;
 pub mod webhooks;
 
 use crate::http::error::{ApiError, ErrorType};
-use crate::http::operations::{Idempotency, Operation};
 use crate::state::AppState;
 use bytes::Bytes;
 use poem::http::{HeaderValue, StatusCode};
@@ -188,46 +189,19 @@ pub fn api_service() -> OpenApiService<Apis, ()> {
     )
 }
 
-/// The OpenAPI document as served at `/openapi.json`: the generated document plus each operation's
-/// scope (`x-required-scopes`) and idempotency (`x-idempotency`).
+/// The OpenAPI document as served at `/openapi.json` (see `document.rs`).
 pub fn openapi_document() -> String {
-    let mut document: serde_json::Value = serde_json::from_str(&api_service().spec()).unwrap_or_default();
-    if let Some(paths) = document.get_mut("paths").and_then(|p| p.as_object_mut()) {
-        for operations in paths.values_mut().filter_map(|p| p.as_object_mut()) {
-            for operation in operations.values_mut() {
-                // Every routed operation is in the table (a test holds them together).
-                let Some(op) = operation["operationId"].as_str().and_then(Operation::from_id) else { continue };
-                let scope = op.scope();
-                let idempotency = op.idempotency();
-                let scopes: Vec<&str> = scope.iter().map(|s| s.as_str()).collect();
-                operation["x-required-scopes"] = serde_json::json!(scopes);
-                operation["x-idempotency"] = serde_json::json!(idempotency.as_str());
-                // Handlers take the key as optional so a missing one answers in the error envelope; the
-                // document states the real rule.
-                if matches!(idempotency, Idempotency::Required)
-                    && let Some(parameters) = operation.get_mut("parameters").and_then(|p| p.as_array_mut())
-                {
-                    for parameter in parameters.iter_mut().filter(|p| p["name"] == idempotency::HEADER) {
-                        parameter["required"] = serde_json::Value::Bool(true);
-                    }
-                }
-                let note = match scope {
-                    None => "Any valid credential.".to_owned(),
-                    Some(scope) => format!("Scope `{scope}`."),
-                };
-                let description = operation["description"].as_str().map(|d| format!("{d}\n\n{note}")).unwrap_or(note);
-                operation["description"] = serde_json::json!(description);
-            }
-        }
-    }
-    serde_json::to_string_pretty(&document).unwrap_or_default()
+    let generated: serde_json::Value = serde_json::from_str(&api_service().spec()).unwrap_or_default();
+    serde_json::to_string_pretty(&document::complete(generated)).unwrap_or_default()
 }
 
 /// The whole HTTP application.
 pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
     let service = api_service();
     let docs = service.swagger_ui();
-    let spec = Bytes::from(openapi_document());
+    let document: serde_json::Value = serde_json::from_str(&openapi_document()).unwrap_or_default();
+    let allowed = Arc::new(document::AllowedMethods::of(&document));
+    let spec = Bytes::from(serde_json::to_vec_pretty(&document).unwrap_or_default());
     let gateway_state = state.clone();
     Route::new()
         .nest("/", service)
@@ -243,6 +217,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
         .data(state)
         .around(move |endpoint, mut request: Request| {
             let state = gateway_state.clone();
+            let allowed = allowed.clone();
             async move {
                 let request_id = RequestId::generate();
                 request.set_data(request_id.clone());
@@ -279,6 +254,11 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                     Ok(response) => response,
                     Err(error) => error_response(error, &request_id.0, v2),
                 };
+                if response.status() == StatusCode::METHOD_NOT_ALLOWED
+                    && let Some(methods) = allowed.allow(&path).and_then(|m| HeaderValue::from_str(m).ok())
+                {
+                    response.headers_mut().insert(poem::http::header::ALLOW, methods);
+                }
                 state.metrics.record(response.status());
                 let headers = response.headers_mut();
                 if let Ok(value) = HeaderValue::from_str(&request_id.0) {

@@ -4,9 +4,11 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::list::parse_id;
 use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -54,14 +56,14 @@ pub struct PriceListData {
     pub object: String,
     pub id: Uuid,
     pub name: String,
-    pub description: Option<String>,
+    pub description: Nullable<String>,
     /// An automatic list prices every variant from its base price; a manual one only the variants it
     /// has an explicit price for.
     pub is_automatic: bool,
     /// `base_price_adjustment` on automatic lists, null on manual ones.
-    pub automatic_pricing_mode: Option<String>,
+    pub automatic_pricing_mode: Nullable<String>,
     /// Decimal text, for example `"10.5"` (+10.5%) or `"-5"`; null on manual lists.
-    pub adjustment_percentage: Option<String>,
+    pub adjustment_percentage: Nullable<String>,
     /// Whether the list's prices include VAT (the variant's rate).
     pub tax_inclusive: bool,
     pub is_active: bool,
@@ -81,10 +83,10 @@ impl PriceListData {
             object: "price_list".into(),
             id: row.id,
             name: row.name.clone(),
-            description: row.description.clone(),
+            description: row.description.clone().into(),
             is_automatic: row.is_automatic,
-            automatic_pricing_mode: row.automatic_pricing_mode.clone(),
-            adjustment_percentage: row.adjustment_hundredths.map(percentage_text),
+            automatic_pricing_mode: row.automatic_pricing_mode.clone().into(),
+            adjustment_percentage: row.adjustment_hundredths.map(percentage_text).into(),
             tax_inclusive: row.tax_inclusive,
             is_active: row.is_active,
             explicit_prices: row.explicit_prices,
@@ -113,20 +115,20 @@ pub struct PriceListInput {
     #[oai(validator(min_length = 1, max_length = 100))]
     pub name: String,
     #[oai(validator(max_length = 500))]
-    pub description: Option<String>,
+    pub description: Optional<String>,
     /// Default false.
-    pub is_automatic: Option<bool>,
+    pub is_automatic: Optional<bool>,
     /// Required on automatic lists, refused on manual ones: `base_price_adjustment`.
-    pub automatic_pricing_mode: Option<String>,
+    pub automatic_pricing_mode: Optional<String>,
     /// Required on automatic lists, refused on manual ones: -99 to 1000, at most two decimals, as a
     /// number or decimal text.
-    pub adjustment_percentage: Option<serde_json::Value>,
+    pub adjustment_percentage: Optional<serde_json::Value>,
     /// Default false.
-    pub tax_inclusive: Option<bool>,
+    pub tax_inclusive: Optional<bool>,
     /// Default true. Inactive lists cannot be applied to a product read (`priceListId`).
-    pub is_active: Option<bool>,
+    pub is_active: Optional<bool>,
     /// Explicit prices, one per variant, at most 5000. They take precedence over automatic pricing.
-    pub prices: Option<Vec<ListPriceInput>>,
+    pub prices: Optional<Vec<ListPriceInput>>,
 }
 
 #[derive(Debug, Serialize, Object)]
@@ -148,18 +150,18 @@ pub struct PriceTaxRate {
 #[derive(Debug, Clone, Serialize, Object)]
 pub struct PriceProvenance {
     /// `manual` (the list's explicit price), `automatic` (computed), or null when unavailable.
-    pub source: Option<String>,
+    pub source: Nullable<String>,
     /// The automatic pricing mode applied (`base_price_adjustment`), when computed.
-    pub mode: Option<String>,
+    pub mode: Nullable<String>,
     /// Cents before VAT: the variant's base price the computation started from, when computed.
-    pub base_price: Option<i64>,
+    pub base_price: Nullable<i64>,
     /// The adjustment applied to the base price, when computed.
-    pub adjustment_percentage: Option<String>,
+    pub adjustment_percentage: Nullable<String>,
     /// Cents: the price before VAT.
-    pub net_price: Option<i64>,
+    pub net_price: Nullable<i64>,
     /// When unavailable: `explicit_price` (a manual list has no price for the variant) or
     /// `base_price` (the variant has no base price to compute from).
-    pub missing_input: Option<String>,
+    pub missing_input: Nullable<String>,
 }
 
 /// The price of one variant under one list. It is the effective base unit price: not a quote for a
@@ -174,7 +176,7 @@ pub struct PriceEntryData {
     /// `available`, or `unavailable` when a pricing input is missing (no value is invented).
     pub state: String,
     /// Integer cents (ARS); null when unavailable.
-    pub unit_price: Option<i64>,
+    pub unit_price: Nullable<i64>,
     /// `tax_included` or `tax_excluded`.
     pub tax_basis: String,
     pub tax_rate: PriceTaxRate,
@@ -198,22 +200,28 @@ impl PriceEntryData {
             price_list_id: list.id,
             product_id: input.product_id,
             state: if listed.is_some() { "available" } else { "unavailable" }.into(),
-            unit_price: listed.as_ref().map(|l| l.unit_price),
+            unit_price: listed.as_ref().map(|l| l.unit_price).into(),
             tax_basis: if list.tax_inclusive { "tax_included" } else { "tax_excluded" }.into(),
             tax_rate: PriceTaxRate {
                 id: input.tax_rate_id,
                 value: vat_percentage(input.tax_rate_id).unwrap_or_default(),
             },
             provenance: PriceProvenance {
-                source: listed.as_ref().map(|l| match l.provenance {
-                    Provenance::Manual => "manual".to_owned(),
-                    Provenance::Automatic => "automatic".to_owned(),
-                }),
-                mode: automatic.then(|| list.automatic_pricing_mode.clone()).flatten(),
-                base_price: automatic.then_some(input.base_price),
-                adjustment_percentage: automatic.then(|| list.adjustment_hundredths.map(percentage_text)).flatten(),
-                net_price: listed.as_ref().map(|l| l.net_price),
-                missing_input,
+                source: listed
+                    .as_ref()
+                    .map(|l| match l.provenance {
+                        Provenance::Manual => "manual".to_owned(),
+                        Provenance::Automatic => "automatic".to_owned(),
+                    })
+                    .into(),
+                mode: automatic.then(|| list.automatic_pricing_mode.clone()).flatten().into(),
+                base_price: automatic.then_some(input.base_price).into(),
+                adjustment_percentage: automatic
+                    .then(|| list.adjustment_hundredths.map(percentage_text))
+                    .flatten()
+                    .into(),
+                net_price: listed.as_ref().map(|l| l.net_price).into(),
+                missing_input: missing_input.into(),
             },
             is_active: input.is_active,
             pricing_revision: list.pricing_revision(),
@@ -236,7 +244,7 @@ pub struct PricesEnvelope {
     pub url: String,
     pub data: Vec<PriceEntryData>,
     pub has_more: bool,
-    pub next_cursor: Option<String>,
+    pub next_cursor: Nullable<String>,
     /// Cursors are bound to it: when it moves, a cursor answers 409 `PRICE_LIST_PRICES_CHANGED`.
     pub pricing_revision: String,
 }
@@ -251,7 +259,7 @@ pub struct PriceListsEnvelope {
     pub url: String,
     pub data: Vec<PriceListData>,
     pub has_more: bool,
-    pub next_cursor: Option<String>,
+    pub next_cursor: Nullable<String>,
 }
 
 #[derive(ApiResponse)]
@@ -413,11 +421,11 @@ impl PriceListsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<Lists, ApiError> {
         let call = Call::new(LIST_PRICE_LISTS, &state, &auth, &request_id)?;
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
@@ -513,11 +521,11 @@ impl PriceListsApi {
         /// `true` or `false`.
         is_active: Query<Option<String>>,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
         #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
     ) -> Result<Prices, ApiError> {
         let call = Call::new(LIST_PRICE_LIST_PRICES, &state, &auth, &request_id)?;
@@ -565,7 +573,7 @@ impl PriceListsApi {
             url,
             data: inputs.iter().map(|input| PriceEntryData::new(&list, input)).collect(),
             has_more,
-            next_cursor,
+            next_cursor: next_cursor.into(),
             pricing_revision: revision,
         };
         Ok(Prices::Ok(RawJson::new(Style::a(&body)), etag))

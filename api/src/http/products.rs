@@ -4,9 +4,11 @@
 use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::{ListEnvelope, parse_id};
 use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -60,36 +62,36 @@ pub(crate) const PRODUCTS: Kind = Kind {
 pub struct ProductInput {
     #[oai(validator(min_length = 1, max_length = 150))]
     pub name: String,
-    pub description: Option<String>,
-    pub category_id: Option<Uuid>,
+    pub description: Optional<String>,
+    pub category_id: Optional<Uuid>,
     /// Single product only.
-    pub sku: Option<String>,
-    pub barcode: Option<String>,
-    pub oem_code: Option<String>,
+    pub sku: Optional<String>,
+    pub barcode: Optional<String>,
+    pub oem_code: Optional<String>,
     /// `PES` (the default).
-    pub currency: Option<String>,
+    pub currency: Optional<String>,
     /// Cents. Single product only.
-    pub cost: Option<i64>,
+    pub cost: Optional<i64>,
     /// Cents. Single product only (required there).
-    pub price: Option<i64>,
+    pub price: Optional<i64>,
     /// A VAT rate code (see `/api/v1/reference/tax-rates`); 5 (21%) by default.
-    pub tax_rate_id: Option<i32>,
-    pub stock_minimum: Option<i64>,
-    pub default_supplier_id: Option<Uuid>,
+    pub tax_rate_id: Optional<i32>,
+    pub stock_minimum: Optional<i64>,
+    pub default_supplier_id: Optional<Uuid>,
     /// `product` (the default) or `service`.
-    pub product_type: Option<String>,
+    pub product_type: Optional<String>,
     /// Automatic margin pricing, 0 to 1000 (number or decimal text, two decimals at most): each
     /// variant's price becomes its cost plus this percentage and follows every cost change. With it,
     /// `cost` is required and `price` is refused.
-    pub markup_percentage: Option<Value>,
+    pub markup_percentage: Optional<Value>,
     /// Custom fields: each key at most once; values are non-empty strings.
-    pub metafields: Option<Vec<MetafieldData>>,
+    pub metafields: Optional<Vec<MetafieldData>>,
     /// Opening stock per warehouse. Single product only.
-    pub warehouse_stocks: Option<Vec<WarehouseStockInput>>,
+    pub warehouse_stocks: Optional<Vec<WarehouseStockInput>>,
     /// 1 to 3 option names (matrix only).
-    pub options: Option<Vec<String>>,
+    pub options: Optional<Vec<String>>,
     /// At most 250 (matrix only).
-    pub variants: Option<Vec<VariantInput>>,
+    pub variants: Optional<Vec<VariantInput>>,
 }
 
 /// One variant of a matrix.
@@ -99,12 +101,12 @@ pub struct VariantInput {
     /// Exactly one value per option: `{"Talle": "M"}` (or `[{"name": "Talle", "value": "M"}]`).
     pub option_values: Value,
     pub sku: String,
-    pub barcode: Option<String>,
+    pub barcode: Optional<String>,
     /// Cents.
-    pub cost: Option<i64>,
+    pub cost: Optional<i64>,
     /// Cents.
     pub price: i64,
-    pub warehouse_stocks: Option<Vec<WarehouseStockInput>>,
+    pub warehouse_stocks: Optional<Vec<WarehouseStockInput>>,
 }
 
 #[derive(Debug, Object)]
@@ -121,23 +123,23 @@ pub struct WarehouseStockInput {
 pub struct ProductReplaceInput {
     #[oai(validator(min_length = 1, max_length = 150))]
     pub name: String,
-    pub description: Option<String>,
-    pub category_id: Option<Uuid>,
+    pub description: Optional<String>,
+    pub category_id: Optional<Uuid>,
     pub sku: String,
-    pub barcode: Option<String>,
-    pub oem_code: Option<String>,
-    pub currency: Option<String>,
-    pub cost: Option<i64>,
+    pub barcode: Optional<String>,
+    pub oem_code: Optional<String>,
+    pub currency: Optional<String>,
+    pub cost: Optional<i64>,
     pub price: i64,
-    pub tax_rate_id: Option<i32>,
-    pub stock_minimum: Option<i64>,
-    pub default_supplier_id: Option<Uuid>,
-    pub product_type: Option<String>,
+    pub tax_rate_id: Optional<i32>,
+    pub stock_minimum: Optional<i64>,
+    pub default_supplier_id: Optional<Uuid>,
+    pub product_type: Optional<String>,
     /// Automatic margin pricing, 0 to 1000 (number or decimal text, two decimals at most): each
     /// variant's price becomes its cost plus this percentage and follows every cost change. With it,
     /// `cost` is required and `price` is refused.
-    pub markup_percentage: Option<Value>,
-    pub is_active: Option<bool>,
+    pub markup_percentage: Optional<Value>,
+    pub is_active: Optional<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Object)]
@@ -176,24 +178,24 @@ pub struct ProductData {
     /// The group that supplies the shared fields.
     pub variant_group_id: Uuid,
     pub name: String,
-    pub description: Option<String>,
-    pub category: Option<NamedRef>,
+    pub description: Nullable<String>,
+    pub category: Nullable<NamedRef>,
     pub sku: String,
-    pub barcode: Option<String>,
-    pub oem_code: Option<String>,
+    pub barcode: Nullable<String>,
+    pub oem_code: Nullable<String>,
     pub currency: String,
     /// Cents.
     pub cost: i64,
     /// Cents.
     pub price: i64,
     pub tax_rate: TaxRateRef,
-    pub stock_minimum: Option<i64>,
-    pub default_supplier: Option<NamedRef>,
+    pub stock_minimum: Nullable<i64>,
+    pub default_supplier: Nullable<NamedRef>,
     pub product_type: String,
     pub is_active: bool,
     /// Automatic margin pricing: when set (decimal text, for example `"40"`), every variant's price is
     /// its cost plus this percentage, recalculated whenever the cost changes.
-    pub markup_percentage: Option<String>,
+    pub markup_percentage: Nullable<String>,
     pub organization_slug: String,
     /// The group's option names (empty for a single product).
     pub options: Vec<String>,
@@ -206,13 +208,13 @@ pub struct ProductData {
     pub tags: Vec<TagData>,
     /// Cents: the price that applies — under `priceListId` when sent, else the product's own price;
     /// null when the list cannot price the variant.
-    pub effective_price: Option<i64>,
+    pub effective_price: Nullable<i64>,
     /// Without `priceListId`: `base` (the price as set) or `automatic` (margin pricing from the cost).
     /// Under a list: `automatic` (computed by the list), `manual` (the list's explicit price) or
     /// `unavailable` (a pricing input is missing).
     pub price_source: String,
     /// The list `priceListId` named; null without one.
-    pub applied_price_list: Option<AppliedPriceList>,
+    pub applied_price_list: Nullable<AppliedPriceList>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -228,9 +230,9 @@ pub struct AppliedPriceList {
     pub name: String,
     pub is_automatic: bool,
     /// `base_price_adjustment` on automatic lists.
-    pub automatic_pricing_mode: Option<String>,
+    pub automatic_pricing_mode: Nullable<String>,
     /// Decimal text, for example `"10.5"`.
-    pub adjustment_percentage: Option<String>,
+    pub adjustment_percentage: Nullable<String>,
     pub tax_inclusive: bool,
 }
 
@@ -302,30 +304,31 @@ impl ProductData {
             id: row.id,
             variant_group_id: row.group_id,
             name: row.name,
-            description: row.description,
-            category: row.category_id.map(|id| NamedRef { id, name: row.category_name.unwrap_or_default() }),
+            description: row.description.into(),
+            category: row.category_id.map(|id| NamedRef { id, name: row.category_name.unwrap_or_default() }).into(),
             sku: row.sku,
-            barcode: row.barcode,
-            oem_code: row.oem_code,
+            barcode: row.barcode.into(),
+            oem_code: row.oem_code.into(),
             currency: row.currency,
             cost: row.cost,
             price: row.price,
             tax_rate: TaxRateRef { id: row.tax_rate_id, value: vat_percentage(row.tax_rate_id).unwrap_or_default() },
-            stock_minimum: row.stock_minimum,
+            stock_minimum: row.stock_minimum.into(),
             default_supplier: row
                 .default_supplier_id
-                .map(|id| NamedRef { id, name: row.default_supplier_name.unwrap_or_default() }),
+                .map(|id| NamedRef { id, name: row.default_supplier_name.unwrap_or_default() })
+                .into(),
             product_type: row.product_type,
             is_active: row.is_active,
-            markup_percentage: row.markup_hundredths.map(events::catalogue::percentage_text),
+            markup_percentage: row.markup_hundredths.map(events::catalogue::percentage_text).into(),
             organization_slug: row.organization_slug,
             options: row.options.0,
             option_values: option_values(&row.option_values.0),
             metafields: with_metafields.then(|| metafields(&row.metafields.0)),
             tags: Vec::new(),
-            effective_price: Some(row.price),
+            effective_price: Some(row.price).into(),
             price_source: if row.markup_hundredths.is_some() { "automatic" } else { "base" }.into(),
-            applied_price_list: None,
+            applied_price_list: None.into(),
             created_at: ar_time(row.created_at),
             updated_at: ar_time(row.updated_at),
         }
@@ -409,18 +412,18 @@ pub struct BulkAdjustmentInput {
     /// `cost` or `price`.
     pub target: String,
     /// Only variants whose default supplier is this one.
-    pub default_supplier_id: Option<Uuid>,
+    pub default_supplier_id: Optional<Uuid>,
     /// Only variants of this category.
-    pub category_id: Option<Uuid>,
+    pub category_id: Optional<Uuid>,
     /// Only variants with this tag.
-    pub tag_id: Option<Uuid>,
+    pub tag_id: Optional<Uuid>,
     /// Only these variants (at most 10000).
-    pub product_ids: Option<Vec<Uuid>>,
+    pub product_ids: Optional<Vec<Uuid>>,
     /// Percent change (`10` adds 10%, `-5` takes 5% off), -100 to 1000. Results are rounded to whole
     /// cents, half away from zero, and never go below zero.
-    pub percentage: Option<f64>,
+    pub percentage: Optional<f64>,
     /// Fixed change in cents (may be negative). Send either this or `percentage`.
-    pub amount: Option<i64>,
+    pub amount: Optional<i64>,
 }
 
 /// What a bulk adjustment did.
@@ -621,7 +624,7 @@ impl ProductsApi {
             let id = PRODUCTS.id(&product_id.0)?;
             let (list, listed) = crate::http::price_lists::applied_price(&state, call.org_id(), &list, id).await?;
             let mut data = readable(&state, call.org_id(), id).await?;
-            data.effective_price = listed.as_ref().map(|l| l.unit_price);
+            data.effective_price = listed.as_ref().map(|l| l.unit_price).into();
             data.price_source = match listed.map(|l| l.provenance) {
                 Some(projections::price_lists::Provenance::Automatic) => "automatic",
                 Some(projections::price_lists::Provenance::Manual) => "manual",
@@ -632,10 +635,11 @@ impl ProductsApi {
                 id: list.id,
                 name: list.name,
                 is_automatic: list.is_automatic,
-                automatic_pricing_mode: list.automatic_pricing_mode,
-                adjustment_percentage: list.adjustment_hundredths.map(events::catalogue::percentage_text),
+                automatic_pricing_mode: list.automatic_pricing_mode.into(),
+                adjustment_percentage: list.adjustment_hundredths.map(events::catalogue::percentage_text).into(),
                 tax_inclusive: list.tax_inclusive,
-            });
+            })
+            .into();
             return Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data }))));
         }
         let bytes = call
@@ -664,13 +668,13 @@ impl ProductsApi {
         query: Query<Option<String>>,
         default_supplier_id: Query<Option<String>>,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         /// Comma-separated field names; `tags` appears only when named.
         fields: Query<Option<String>>,
-        /// Not supported: lists are paged with `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<ListResponse, ApiError> {
         let call = Call::new(LIST_PRODUCTS, &state, &auth, &request_id)?;
         let fields = parse_fields(fields.0)?;

@@ -5,9 +5,11 @@
 use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
 use crate::http::envelopes::{Created, CursorList, PageList, Pages, Pagination, Single, StyleB, page_params};
 use crate::http::error::ApiError;
 use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -78,10 +80,10 @@ pub trait ResourceKind: RecordEvent {
     fn command(command: RecordCommand<Self>) -> Command;
 }
 
-fn number_as_json<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(v) if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 => serializer.serialize_i64(*v as i64),
-        Some(v) => serializer.serialize_f64(*v),
+fn number_as_json<S: Serializer>(value: &Nullable<f64>, serializer: S) -> Result<S::Ok, S::Error> {
+    match value.0 {
+        Some(v) if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 => serializer.serialize_i64(v as i64),
+        Some(v) => serializer.serialize_f64(v),
         None => serializer.serialize_none(),
     }
 }
@@ -93,10 +95,10 @@ fn number_as_json<S: Serializer>(value: &Option<f64>, serializer: S) -> Result<S
 pub struct PaymentMethodData {
     pub id: Uuid,
     pub name: String,
-    pub icon: Option<String>,
-    pub fee_percentage: Option<String>,
+    pub icon: Nullable<String>,
+    pub fee_percentage: Nullable<String>,
     #[serde(serialize_with = "number_as_json")]
-    pub fee_fixed: Option<f64>,
+    pub fee_fixed: Nullable<f64>,
     pub requires_reference: bool,
     pub is_active: bool,
     pub is_default: bool,
@@ -113,18 +115,18 @@ pub struct PaymentMethodInput {
     #[oai(validator(min_length = 1, max_length = 50))]
     pub name: String,
     #[oai(validator(max_length = 50))]
-    pub icon: Option<String>,
+    pub icon: Optional<String>,
     /// A percentage written as text, for example `"3.5"` (0 to 100).
     #[oai(validator(max_length = 10))]
-    pub fee_percentage: Option<String>,
+    pub fee_percentage: Optional<String>,
     #[oai(validator(minimum(value = "0")))]
-    pub fee_fixed: Option<f64>,
+    pub fee_fixed: Optional<f64>,
     /// Default false.
-    pub requires_reference: Option<bool>,
+    pub requires_reference: Optional<bool>,
     /// Default true.
-    pub is_active: Option<bool>,
+    pub is_active: Optional<bool>,
     /// Default false. Making one payment method the default takes the flag from the previous one.
-    pub is_default: Option<bool>,
+    pub is_default: Optional<bool>,
 }
 
 impl ResourceKind for PaymentMethodEvent {
@@ -147,9 +149,9 @@ impl ResourceKind for PaymentMethodEvent {
         PaymentMethodData {
             id,
             name: f.name,
-            icon: f.icon,
-            fee_percentage: f.fee_percentage,
-            fee_fixed: f.fee_fixed.and_then(|n| n.as_f64()),
+            icon: f.icon.into(),
+            fee_percentage: f.fee_percentage.into(),
+            fee_fixed: f.fee_fixed.and_then(|n| n.as_f64()).into(),
             requires_reference: f.requires_reference,
             is_active: f.is_active,
             is_default,
@@ -174,7 +176,7 @@ impl ResourceKind for PaymentMethodEvent {
 pub struct WarehouseData {
     pub id: Uuid,
     pub name: String,
-    pub address: Option<String>,
+    pub address: Nullable<String>,
     pub is_default: bool,
     pub is_active: bool,
 }
@@ -186,11 +188,11 @@ pub struct WarehouseInput {
     #[oai(validator(min_length = 1, max_length = 100))]
     pub name: String,
     #[oai(validator(max_length = 200))]
-    pub address: Option<String>,
+    pub address: Optional<String>,
     /// Default false. Making one warehouse the default takes the flag from the previous one.
-    pub is_default: Option<bool>,
+    pub is_default: Optional<bool>,
     /// Default true.
-    pub is_active: Option<bool>,
+    pub is_active: Optional<bool>,
 }
 
 impl ResourceKind for WarehouseEvent {
@@ -204,7 +206,7 @@ impl ResourceKind for WarehouseEvent {
     };
 
     fn render(id: Uuid, f: WarehouseFields, is_default: bool, _: OffsetDateTime, _: OffsetDateTime) -> WarehouseData {
-        WarehouseData { id, name: f.name, address: f.address, is_default, is_active: f.is_active }
+        WarehouseData { id, name: f.name, address: f.address.into(), is_default, is_active: f.is_active }
     }
 
     fn parse(body: &Value) -> Result<WarehouseFields, Vec<FieldError>> {
@@ -224,7 +226,7 @@ pub struct CategoryData {
     pub id: Uuid,
     pub name: String,
     /// The parent category, or null for a top-level category.
-    pub parent_id: Option<Uuid>,
+    pub parent_id: Nullable<Uuid>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -238,7 +240,7 @@ pub struct CategoryInput {
     #[oai(validator(min_length = 1, max_length = 100))]
     pub name: String,
     /// A category of the organization; not the category itself nor one of its descendants.
-    pub parent_id: Option<Uuid>,
+    pub parent_id: Optional<Uuid>,
 }
 
 impl ResourceKind for CategoryEvent {
@@ -255,7 +257,7 @@ impl ResourceKind for CategoryEvent {
         CategoryData {
             id,
             name: f.name,
-            parent_id: f.parent_id,
+            parent_id: f.parent_id.into(),
             created_at: ar_time(created),
             updated_at: ar_time(updated),
         }
@@ -426,11 +428,11 @@ impl RecordsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<CursorList<PaymentMethodData>, ApiError> {
         let call = Call::new(LIST_PAYMENT_METHODS, &state, &auth, &request_id)?;
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
@@ -511,11 +513,11 @@ impl RecordsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<CursorList<WarehouseData>, ApiError> {
         let call = Call::new(LIST_WAREHOUSES, &state, &auth, &request_id)?;
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
@@ -594,9 +596,11 @@ impl RecordsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// Page number, from 1 (default 1).
-        page: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "1000000")))]
+        page: Query<Option<i64>>,
         /// 1 to 100, default 20.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// Only categories whose name contains this text (case-insensitive).
         search: Query<Option<String>>,
         /// `name` (default), `createdAt` or `updatedAt`.
@@ -709,11 +713,11 @@ impl RecordsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<CursorList<PointOfSaleData>, ApiError> {
         let call = Call::new(LIST_POINTS_OF_SALE, &state, &auth, &request_id)?;
         let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };

@@ -3,9 +3,11 @@
 use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::RawJson;
+use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Operation, Operations};
+use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind, ListAt, PageParams};
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
@@ -28,20 +30,20 @@ pub struct OrganizationData {
     pub id: Uuid,
     pub name: String,
     pub slug: String,
-    pub legal_name: Option<String>,
-    pub logo_url: Option<String>,
-    pub tax_id: Option<String>,
-    pub tax_id_type: Option<String>,
-    pub tax_category: Option<String>,
-    pub person_type: Option<String>,
-    pub address: Option<String>,
-    pub apartment: Option<String>,
-    pub city: Option<String>,
-    pub province_id: Option<String>,
-    pub postal_code: Option<String>,
-    pub phone: Option<String>,
-    pub email: Option<String>,
-    pub rounding_preference: Option<String>,
+    pub legal_name: Nullable<String>,
+    pub logo_url: Nullable<String>,
+    pub tax_id: Nullable<String>,
+    pub tax_id_type: Nullable<String>,
+    pub tax_category: Nullable<String>,
+    pub person_type: Nullable<String>,
+    pub address: Nullable<String>,
+    pub apartment: Nullable<String>,
+    pub city: Nullable<String>,
+    pub province_id: Nullable<String>,
+    pub postal_code: Nullable<String>,
+    pub phone: Nullable<String>,
+    pub email: Nullable<String>,
+    pub rounding_preference: Nullable<String>,
     pub country: String,
     /// Always `PES`.
     pub default_currency: String,
@@ -100,7 +102,7 @@ pub struct VoucherTypeReference {
     pub abbreviation: String,
     pub document_kind: DocumentKind,
     /// Null for vouchers without a letter (code 90).
-    pub letter: Option<Letter>,
+    pub letter: Nullable<Letter>,
     pub description: String,
 }
 
@@ -217,20 +219,20 @@ impl ReferenceApi {
                     id: row.id,
                     name: row.name,
                     slug: row.slug,
-                    legal_name: None,
-                    logo_url: None,
-                    tax_id: None,
-                    tax_id_type: None,
-                    tax_category: None,
-                    person_type: None,
-                    address: None,
-                    apartment: None,
-                    city: None,
-                    province_id: None,
-                    postal_code: None,
-                    phone: None,
-                    email: None,
-                    rounding_preference: None,
+                    legal_name: None.into(),
+                    logo_url: None.into(),
+                    tax_id: None.into(),
+                    tax_id_type: None.into(),
+                    tax_category: None.into(),
+                    person_type: None.into(),
+                    address: None.into(),
+                    apartment: None.into(),
+                    city: None.into(),
+                    province_id: None.into(),
+                    postal_code: None.into(),
+                    phone: None.into(),
+                    email: None.into(),
+                    rounding_preference: None.into(),
                     country: row.country,
                     default_currency: "PES".into(),
                     timezone: "UTC-3".into(),
@@ -260,11 +262,11 @@ impl ReferenceApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<TaxRatesResponse, ApiError> {
         let call = Call::new(LIST_TAX_RATES, &state, &auth, &request_id)?;
         let url = "/api/v1/tax-rates";
@@ -294,11 +296,11 @@ impl ReferenceApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<VoucherTypesResponse, ApiError> {
         let call = Call::new(LIST_VOUCHER_TYPES, &state, &auth, &request_id)?;
         let url = "/api/v1/voucher-types";
@@ -310,7 +312,7 @@ impl ReferenceApi {
                     code: *code,
                     abbreviation: (*abbreviation).into(),
                     document_kind: *kind,
-                    letter: *letter,
+                    letter: (*letter).into(),
                     description: (*description).into(),
                 };
                 (*code, item)

@@ -31,6 +31,8 @@ use projections::ProjectionId;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 use uuid::Uuid;
 
 /// One request to one operation, by an authenticated caller whose scope was checked.
@@ -55,11 +57,50 @@ pub struct Kind {
 }
 
 impl Kind {
-    /// The id in a path naming a resource of this kind: anything that is not an id names none, so it
-    /// is simply not found.
+    /// The id in a path naming a resource of this kind, in the parameter named after the kind
+    /// (`customer_id`, `price_list_id`): see [`Kind::id_in`]. A handler with a [`Call`] uses
+    /// [`Call::id`], which names the parameter its route documents.
     pub fn id(&self, text: &str) -> Result<Uuid, ApiError> {
-        parse_id(text, self.label)
+        self.id_in(text, &self.parameter())
     }
+
+    /// The id sent in `parameter` naming a resource of this kind: anything that is not an id names
+    /// none, so it is simply not found (the same 404 as an unknown id), with a detail naming the
+    /// parameter.
+    pub fn id_in(&self, text: &str, parameter: &str) -> Result<Uuid, ApiError> {
+        Uuid::parse_str(text).map_err(|_| {
+            ApiError::not_found(self.label).with_detail(Some(parameter), "invalid_id", "not an id: names nothing")
+        })
+    }
+
+    /// The parameter most routes name this kind's id with: `{label}_id`, spaces as underscores.
+    pub fn parameter(&self) -> String {
+        format!("{}_id", self.label.replace(' ', "_"))
+    }
+}
+
+/// The path parameters of each operation, by `operationId`, as the OpenAPI document publishes them
+/// (read once, the first time a malformed path id is answered).
+fn path_parameters(operation: &str) -> &'static [String] {
+    static PARAMETERS: OnceLock<HashMap<String, Vec<String>>> = OnceLock::new();
+    let table = PARAMETERS.get_or_init(|| {
+        let document: Value = serde_json::from_str(&crate::http::api_service().spec()).unwrap_or_default();
+        let mut table = HashMap::new();
+        for (path, operations) in document["paths"].as_object().into_iter().flatten() {
+            let names: Vec<String> = path
+                .split('/')
+                .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+                .map(str::to_owned)
+                .collect();
+            for operation in operations.as_object().into_iter().flat_map(|o| o.values()) {
+                if let Some(id) = operation["operationId"].as_str() {
+                    table.insert(id.to_owned(), names.clone());
+                }
+            }
+        }
+        table
+    });
+    table.get(operation).map(Vec::as_slice).unwrap_or_default()
 }
 
 /// What identifies a write for its idempotency claim: the key, the contract version, the path
@@ -90,7 +131,7 @@ impl<'a> Write<'a> {
 
 /// The `limit`, `cursor` and `page` parameters of a cursor list, as sent.
 pub struct PageParams {
-    pub limit: Option<String>,
+    pub limit: Option<i64>,
     pub cursor: Option<String>,
     pub page: Option<String>,
 }
@@ -157,6 +198,20 @@ impl<'a> Call<'a> {
         self.principal.org_id
     }
 
+    /// The id in this operation's path naming a resource of `kind`: [`Kind::id_in`] for the path
+    /// parameter the route documents (its only one, else the one named after the kind).
+    pub fn id(&self, kind: &Kind, text: &str) -> Result<Uuid, ApiError> {
+        if let Ok(id) = Uuid::parse_str(text) {
+            return Ok(id);
+        }
+        let named = kind.parameter();
+        let parameter = match path_parameters(self.operation.id()) {
+            [only] => only.as_str(),
+            several => several.iter().find(|p| **p == named).map_or(named.as_str(), String::as_str),
+        };
+        kind.id_in(text, parameter)
+    }
+
     /// Claims the key and sends the command; the outcome once the workers have decided.
     pub async fn dispatch(&self, write: Write<'_>, command: Command) -> Result<Accepted, ApiError> {
         if self.operation.command() != Some(command.kind()) {
@@ -213,7 +268,7 @@ impl<'a> Call<'a> {
         id: &str,
         load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
     ) -> Result<Bytes, ApiError> {
-        self.cached(kind, kind.id(id)?, load).await
+        self.cached(kind, self.id(kind, id)?, load).await
     }
 
     /// [`Self::get`] of a resource whose id the request implies (the caller's organization).
@@ -244,7 +299,7 @@ impl<'a> Call<'a> {
         id: &str,
         load: impl AsyncFnOnce(Uuid) -> Result<Option<R>, ApiError>,
     ) -> Result<R, ApiError> {
-        let id = kind.id(id)?;
+        let id = self.id(kind, id)?;
         load(id).await?.ok_or_else(|| ApiError::not_found(kind.label))
     }
 

@@ -2,9 +2,11 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -55,10 +57,10 @@ pub struct TagData {
     pub id: Uuid,
     pub name: String,
     /// `#rrggbb`.
-    pub color: Option<String>,
+    pub color: Nullable<String>,
     /// Set while the tag is archived: it can no longer be applied, and stays shown where assigned.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub archived_at: Option<OffsetDateTime>,
+    #[serde(with = "crate::http::presence::rfc3339_nullable")]
+    pub archived_at: Nullable<OffsetDateTime>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -71,8 +73,8 @@ impl TagData {
             object: "tag".into(),
             id: row.id,
             name: row.name,
-            color: row.color,
-            archived_at: row.archived_at.map(ar_time),
+            color: row.color.into(),
+            archived_at: row.archived_at.map(ar_time).into(),
             created_at: ar_time(row.created_at),
             updated_at: ar_time(row.updated_at),
         }
@@ -83,8 +85,8 @@ impl TagData {
             object: "tag".into(),
             id: tag.id,
             name: tag.fields.name,
-            color: tag.fields.color,
-            archived_at: tag.archived_at.map(ar_time),
+            color: tag.fields.color.into(),
+            archived_at: tag.archived_at.map(ar_time).into(),
             created_at: ar_time(tag.created_at),
             updated_at: ar_time(tag.updated_at),
         }
@@ -117,15 +119,15 @@ pub async fn tags_of_one(
 pub struct TagInput {
     pub name: String,
     /// `#rrggbb`.
-    pub color: Option<String>,
+    pub color: Optional<String>,
 }
 
 /// Any of a new `name`, a `color` (null clears it), and `archived` (true archives, false restores).
 #[derive(Debug, Object)]
 pub struct TagPatch {
-    pub name: Option<String>,
-    pub color: Option<String>,
-    pub archived: Option<bool>,
+    pub name: Optional<String>,
+    pub color: Optional<String>,
+    pub archived: Optional<bool>,
 }
 
 /// Tags to add to and remove from resources of one kind.
@@ -134,9 +136,9 @@ pub struct ApplyInput {
     /// The resources (1 to 1000).
     pub ids: Vec<Uuid>,
     /// Tags to add (not archived).
-    pub add: Option<Vec<Uuid>>,
+    pub add: Optional<Vec<Uuid>>,
     /// Tags to remove.
-    pub remove: Option<Vec<Uuid>>,
+    pub remove: Optional<Vec<Uuid>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
@@ -250,11 +252,11 @@ impl TagsApi {
         request_id: RequestId,
         include_archived: Query<Option<bool>>,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: lists are paged with `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<Tags, ApiError> {
         let call = Call::new(LIST_TAGS, &state, &auth, &request_id)?;
         let include_archived = include_archived.0.unwrap_or(false);

@@ -38,9 +38,11 @@ impl V2Api {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// Page number, from 1 (default 1).
-        page: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "1000000")))]
+        page: Query<Option<i64>>,
         /// 1 to 100, default 20.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// Only warehouses whose name contains this text (case-insensitive).
         search: Query<Option<String>>,
     ) -> Result<V2Pages<WarehouseData>, ApiError> {

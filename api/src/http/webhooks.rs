@@ -3,9 +3,11 @@
 
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -115,10 +117,10 @@ pub struct WebhookEndpointInput {
 /// Update body: any of the fields; `status` is read-only.
 #[derive(Debug, Object)]
 pub struct WebhookEndpointPatch {
-    pub label: Option<String>,
-    pub url: Option<String>,
-    pub enabled_events: Option<Vec<String>>,
-    pub api_version: Option<String>,
+    pub label: Optional<String>,
+    pub url: Optional<String>,
+    pub enabled_events: Optional<Vec<String>>,
+    pub api_version: Optional<String>,
 }
 
 /// One attempt of a delivery.
@@ -129,9 +131,9 @@ pub struct DeliveryAttempt {
     pub attempted_at: OffsetDateTime,
     pub duration_ms: i32,
     /// The receiver's HTTP status, when it answered.
-    pub status_code: Option<i32>,
+    pub status_code: Nullable<i32>,
     /// Why the attempt failed without an answer (timeout, connection, refused address...).
-    pub error: Option<String>,
+    pub error: Nullable<String>,
 }
 
 /// One event's delivery to the endpoint.
@@ -148,10 +150,10 @@ pub struct DeliveryData {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     /// When the next attempt is due, while pending.
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub next_attempt_at: Option<OffsetDateTime>,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub completed_at: Option<OffsetDateTime>,
+    #[serde(with = "crate::http::presence::rfc3339_nullable")]
+    pub next_attempt_at: Nullable<OffsetDateTime>,
+    #[serde(with = "crate::http::presence::rfc3339_nullable")]
+    pub completed_at: Nullable<OffsetDateTime>,
 }
 
 /// A public event type.
@@ -309,12 +311,12 @@ fn delivery_data((row, attempts): (DeliveryRow, Vec<AttemptRow>)) -> DeliveryDat
                 attempt: a.attempt,
                 attempted_at: ar_time(a.started_at),
                 duration_ms: a.duration_ms,
-                status_code: a.status_code,
-                error: a.error,
+                status_code: a.status_code.into(),
+                error: a.error.into(),
             })
             .collect(),
-        next_attempt_at: (row.status == "pending").then(|| ar_time(row.next_attempt_at)),
-        completed_at: row.completed_at.map(ar_time),
+        next_attempt_at: (row.status == "pending").then(|| ar_time(row.next_attempt_at)).into(),
+        completed_at: row.completed_at.map(ar_time).into(),
         created_at: ar_time(row.created_at),
         status: row.status,
     }
@@ -530,11 +532,11 @@ impl WebhooksApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<Endpoints, ApiError> {
         let call = Call::new(LIST_WEBHOOK_ENDPOINTS, &state, &auth, &request_id)?;
         let owner = owner(call.principal);
@@ -579,11 +581,11 @@ impl WebhooksApi {
         request_id: RequestId,
         id: Path<String>,
         /// 1 to 100, default 50.
-        limit: Query<Option<String>>,
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
-        /// Not supported: use `cursor`.
-        page: Query<Option<String>>,
+        page: PageParam,
     ) -> Result<Deliveries, ApiError> {
         let call = Call::new(LIST_WEBHOOK_DELIVERIES, &state, &auth, &request_id)?;
         let endpoint = visible(&call, &id.0).await?;

@@ -39,10 +39,24 @@ fn the_document_is_valid_openapi_3_and_complete() {
             let expected: Vec<&str> = op.scope().iter().map(|s| s.as_str()).collect();
             assert_eq!(extensions["x-required-scopes"], serde_json::json!(expected), "{id}");
             assert!(operation.security.as_ref().is_some_and(|s| !s.is_empty()), "{id} declares its security");
-            for status in ["400", "401", "403", "404", "429", "500"] {
-                let code = openapiv3::StatusCode::Code(status.parse().expect("status"));
-                assert!(operation.responses.responses.contains_key(&code), "{id} documents {status}");
+            let scoped = op.scope().is_some();
+            let envelope = if path.starts_with("/api/v2") {
+                "#/components/schemas/V2ErrorEnvelope"
+            } else {
+                "#/components/schemas/ErrorEnvelope"
+            };
+            for status in ["400", "401", "403", "404", "429", "500", "503"] {
+                if status == "403" && !scoped {
+                    continue;
+                }
+                let response = &extensions["responses"][status];
+                assert_eq!(
+                    response["content"]["application/json"]["schema"]["$ref"], envelope,
+                    "{id} documents {status} with its surface's envelope"
+                );
+                assert!(response["headers"]["Service-Request-Id"].is_object(), "{id} {status}: Service-Request-Id");
             }
+            assert!(extensions["responses"]["429"]["headers"]["Retry-After"].is_object(), "{id}: Retry-After");
             let has_key = operation.parameters.iter().any(|p| match p {
                 ReferenceOr::Item(p) => p.parameter_data_ref().name == "Idempotency-Key",
                 ReferenceOr::Reference { .. } => false,

@@ -1,0 +1,337 @@
+//! The OpenAPI document as served at `/openapi.json`: what poem-openapi generates from the typed
+//! routes, completed here with what the gateway adds to every operation in one place (so the document
+//! states it once, as the middleware does it once):
+//!
+//! - each operation's scope (`x-required-scopes`) and use of `Idempotency-Key` (`x-idempotency`);
+//! - the error statuses it can answer, each with its real body: the v1 envelope under `/api/v1`, the v2
+//!   envelope under `/api/v2` (the middleware picks the envelope by the same prefix);
+//! - the headers every response carries (`Service-Request-Id`, the rate-limit headers) and
+//!   `Retry-After` on 429;
+//! - links from each create operation to the reads and updates of what it created;
+//! - `allOf: [$ref, {...}]` field schemas rewritten as `anyOf: [$ref]` with the same annotations, which
+//!   means the same and which client generators can read for enums as well as objects.
+
+use crate::http::error::{ErrorEnvelope, V2ErrorEnvelope};
+use crate::http::idempotency;
+use crate::http::operations::{Idempotency, Operation};
+use poem_openapi::registry::Registry;
+use poem_openapi::types::Type;
+use serde_json::{Map, Value, json};
+
+/// One error status of the table below: when an operation can answer it, and what it means.
+struct ErrorStatus {
+    status: u16,
+    description: &'static str,
+    applies: fn(&Facts) -> bool,
+}
+
+/// What decides which errors an operation documents.
+struct Facts {
+    /// Under `/api/v2`.
+    v2: bool,
+    has_body: bool,
+    writes: bool,
+    has_cursor: bool,
+    scoped: bool,
+}
+
+const ERROR_STATUSES: &[ErrorStatus] = &[
+    ErrorStatus {
+        status: 400,
+        description: "Invalid request (a parameter, header or body field): `details` names each offending one",
+        applies: |_| true,
+    },
+    ErrorStatus { status: 401, description: "Missing, unknown or revoked credential", applies: |_| true },
+    ErrorStatus { status: 403, description: "The credential lacks the operation's scope", applies: |f| f.scoped },
+    ErrorStatus {
+        status: 404,
+        description: "Not found: no such resource, a referenced one missing, or one of another organization",
+        applies: |_| true,
+    },
+    ErrorStatus {
+        status: 409,
+        description: "Conflict with the current state, a unique value, or an `Idempotency-Key` (`IDEMPOTENCY_CONFLICT`, \
+                      `IDEMPOTENCY_IN_PROGRESS`); for lists, a cursor outdated by a change to what it pages",
+        applies: |f| f.writes || f.has_cursor,
+    },
+    ErrorStatus { status: 413, description: "The body is larger than 1 MiB", applies: |f| f.has_body },
+    ErrorStatus {
+        status: 415,
+        description: "The body is not JSON (`Content-Type: application/json`)",
+        applies: |f| f.has_body,
+    },
+    ErrorStatus {
+        status: 429,
+        description: "The organization's request quota is used up; retry after `Retry-After` seconds",
+        applies: |_| true,
+    },
+    ErrorStatus {
+        status: 500,
+        description: "Internal error; retry with the same `Idempotency-Key`",
+        applies: |_| true,
+    },
+    ErrorStatus {
+        status: 503,
+        description: "A dependency is unavailable, or other writes to the same resource kept committing first \
+                      (`WRITE_CONTENDED`); `error.retryable` says whether to retry",
+        applies: |_| true,
+    },
+];
+
+/// The document, completed (see the module documentation).
+pub fn complete(mut document: Value) -> Value {
+    let envelope_v1 = schema_ref::<ErrorEnvelope>();
+    let envelope_v2 = schema_ref::<V2ErrorEnvelope>();
+    register_headers(&mut document);
+    register_envelopes(&mut document);
+    let links = create_links(&document);
+    if let Some(paths) = document.get_mut("paths").and_then(Value::as_object_mut) {
+        for (path, operations) in paths.iter_mut() {
+            let Some(operations) = operations.as_object_mut() else { continue };
+            for (method, operation) in operations.iter_mut() {
+                let Some(op) = operation["operationId"].as_str().and_then(Operation::from_id) else { continue };
+                annotate(operation, op);
+                let facts = Facts {
+                    v2: path.starts_with("/api/v2"),
+                    has_body: operation.get("requestBody").is_some(),
+                    writes: method != "get",
+                    has_cursor: has_parameter(operation, "cursor"),
+                    scoped: op.scope().is_some(),
+                };
+                let envelope = if facts.v2 { &envelope_v2 } else { &envelope_v1 };
+                document_errors(operation, &facts, envelope);
+                document_headers(operation);
+                if let Some(links) = links.get(op.id()) {
+                    attach_links(operation, links);
+                }
+            }
+        }
+    }
+    rewrite_all_of(&mut document);
+    document
+}
+
+/// The error envelopes' schemas (the error type of every handler is documented here, not by poem).
+fn register_envelopes(document: &mut Value) {
+    let mut registry = Registry::new();
+    ErrorEnvelope::register(&mut registry);
+    V2ErrorEnvelope::register(&mut registry);
+    let schemas = document["components"]["schemas"].as_object_mut().expect("the document has schemas");
+    for (name, schema) in registry.schemas {
+        schemas.insert(name, serde_json::to_value(schema).expect("a schema serializes"));
+    }
+}
+
+fn schema_ref<T: Type>() -> Value {
+    json!({ "$ref": format!("#/components/schemas/{}", T::name()) })
+}
+
+/// `x-required-scopes`, `x-idempotency`, the real rule for `Idempotency-Key`, and the scope in words.
+fn annotate(operation: &mut Value, op: Operation) {
+    let scope = op.scope();
+    let idempotency = op.idempotency();
+    let scopes: Vec<&str> = scope.iter().map(|s| s.as_str()).collect();
+    operation["x-required-scopes"] = json!(scopes);
+    operation["x-idempotency"] = json!(idempotency.as_str());
+    // Handlers take the key as optional so a missing one answers in the error envelope; the document
+    // states the real rule.
+    if matches!(idempotency, Idempotency::Required)
+        && let Some(parameters) = operation.get_mut("parameters").and_then(Value::as_array_mut)
+    {
+        for parameter in parameters.iter_mut().filter(|p| p["name"] == idempotency::HEADER) {
+            parameter["required"] = Value::Bool(true);
+        }
+    }
+    let note = match scope {
+        None => "Any valid credential.".to_owned(),
+        Some(scope) => format!("Scope `{scope}`."),
+    };
+    let description = operation["description"].as_str().map(|d| format!("{d}\n\n{note}")).unwrap_or(note);
+    operation["description"] = json!(description);
+}
+
+fn has_parameter(operation: &Value, name: &str) -> bool {
+    operation["parameters"].as_array().is_some_and(|ps| ps.iter().any(|p| p["name"] == name && p["in"] == "query"))
+}
+
+fn document_errors(operation: &mut Value, facts: &Facts, envelope: &Value) {
+    let responses = operation["responses"].as_object_mut().expect("every operation has responses");
+    for error in ERROR_STATUSES.iter().filter(|e| (e.applies)(facts)) {
+        let mut headers = Map::new();
+        if error.status == 429 {
+            headers.insert("Retry-After".into(), json!({ "$ref": "#/components/headers/Retry-After" }));
+        }
+        responses.insert(
+            error.status.to_string(),
+            json!({
+                "description": error.description,
+                "headers": headers,
+                "content": { "application/json": { "schema": envelope } },
+            }),
+        );
+    }
+}
+
+/// The header the gateway sets on every response.
+const EVERY_RESPONSE: &str = "Service-Request-Id";
+/// The headers it adds once the credential is known: on every response but 401.
+const AUTHENTICATED_RESPONSE: &[&str] = &["RateLimit-Policy", "RateLimit"];
+
+fn register_headers(document: &mut Value) {
+    let headers = json!({
+        "Service-Request-Id": {
+            "description": "The id of this request, also `request_id` (`requestId` in v2) of error bodies; quote it to support.",
+            "required": true,
+            "schema": { "type": "string", "pattern": "^req_[0-9a-f]{32}$" },
+        },
+        "RateLimit-Policy": {
+            "description": "The organization's quotas: `\"minute\";q=<limit>;w=60, \"hour\";q=<limit>;w=3600`.",
+            "required": true,
+            "schema": { "type": "string" },
+        },
+        "RateLimit": {
+            "description": "The quota closest to running out: `\"<window>\";r=<remaining>;t=<seconds until reset>`.",
+            "required": true,
+            "schema": { "type": "string" },
+        },
+        "Retry-After": {
+            "description": "Seconds until the quota allows requests again.",
+            "required": true,
+            "schema": { "type": "integer", "minimum": 0 },
+        },
+    });
+    document["components"]["headers"] = headers;
+}
+
+fn document_headers(operation: &mut Value) {
+    let Some(responses) = operation["responses"].as_object_mut() else { return };
+    for (status, response) in responses.iter_mut() {
+        let headers = response.as_object_mut().expect("a response object").entry("headers").or_insert(json!({}));
+        let authenticated = if status == "401" { &[][..] } else { AUTHENTICATED_RESPONSE };
+        for name in std::iter::once(&EVERY_RESPONSE).chain(authenticated) {
+            headers[*name] = json!({ "$ref": format!("#/components/headers/{name}") });
+        }
+    }
+}
+
+/// A link from a create operation to an operation on what it created.
+struct Link {
+    target: String,
+    parameter: String,
+    /// JSON pointer to the new id in the create response.
+    id_at: &'static str,
+}
+
+/// For each create operation (a `post` on a collection answering 201), the operations on
+/// `<collection>/{param}` and below, with the pointer to the created id (`/data/id` for Style B
+/// envelopes, `/id` for bare objects). Derived from the paths, so new resources are linked untouched.
+fn create_links(document: &Value) -> std::collections::HashMap<String, Vec<Link>> {
+    let mut links = std::collections::HashMap::new();
+    let Some(paths) = document["paths"].as_object() else { return links };
+    for (collection, operations) in paths {
+        let Some(create) = operations.get("post") else { continue };
+        let Some(created) = create["responses"].get("201") else { continue };
+        let Some(create_id) = create["operationId"].as_str() else { continue };
+        let schema = resolve(document, &created["content"]["application/json"]["schema"]);
+        let id_at = if schema["properties"].get("data").is_some() { "/data/id" } else { "/id" };
+        let prefix = format!("{collection}/{{");
+        let mut found = Vec::new();
+        for (path, operations) in paths.iter().filter(|(p, _)| p.starts_with(&prefix)) {
+            let rest = &path[prefix.len()..];
+            let Some(end) = rest.find('}') else { continue };
+            let parameter = &rest[..end];
+            for operation in operations.as_object().into_iter().flat_map(|o| o.values()) {
+                let Some(target) = operation["operationId"].as_str() else { continue };
+                found.push(Link { target: target.to_owned(), parameter: parameter.to_owned(), id_at });
+            }
+        }
+        links.insert(create_id.to_owned(), found);
+    }
+    links
+}
+
+fn resolve<'a>(document: &'a Value, schema: &'a Value) -> &'a Value {
+    match schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+        Some(name) => &document["components"]["schemas"][name],
+        None => schema,
+    }
+}
+
+fn attach_links(operation: &mut Value, links: &[Link]) {
+    if links.is_empty() {
+        return;
+    }
+    let mut map = Map::new();
+    for link in links {
+        map.insert(
+            link.target.clone(),
+            json!({
+                "operationId": link.target,
+                "parameters": { link.parameter.clone(): format!("$response.body#{}", link.id_at) },
+                "description": format!("`{}` of the resource just created", link.parameter),
+            }),
+        );
+    }
+    operation["responses"]["201"]["links"] = Value::Object(map);
+}
+
+/// `allOf: [$ref, {annotations}]` (how poem-openapi annotates a referenced type) becomes
+/// `anyOf: [$ref]` beside the annotations: the same meaning, and readable by client generators for
+/// references to enums as well as objects.
+fn rewrite_all_of(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Array(parts)) = map.get("allOf")
+                && parts.len() == 2
+                && parts[0].get("$ref").is_some()
+            {
+                let reference = parts[0].clone();
+                map.remove("allOf");
+                map.insert("anyOf".into(), json!([reference]));
+            }
+            for item in map.values_mut() {
+                rewrite_all_of(item);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(rewrite_all_of),
+        _ => {}
+    }
+}
+
+/// The methods each path of the document allows, for the `Allow` header of a 405.
+pub struct AllowedMethods {
+    routes: Vec<(Vec<String>, String)>,
+}
+
+impl AllowedMethods {
+    pub fn of(document: &Value) -> Self {
+        let mut routes = Vec::new();
+        for (path, operations) in document["paths"].as_object().into_iter().flatten() {
+            let segments = path.split('/').map(str::to_owned).collect();
+            let mut methods: Vec<String> =
+                operations.as_object().into_iter().flatten().map(|(m, _)| m.to_ascii_uppercase()).collect();
+            if methods.iter().any(|m| m == "GET") {
+                methods.push("HEAD".into());
+            }
+            methods.sort();
+            routes.push((segments, methods.join(", ")));
+        }
+        Self { routes }
+    }
+
+    /// The `Allow` value for a request path, if a documented path matches it (a `{param}` segment
+    /// matches any one segment; literal segments win over parameters, as in the router).
+    pub fn allow(&self, path: &str) -> Option<&str> {
+        let segments: Vec<&str> = path.split('/').collect();
+        let matches = |pattern: &[String]| {
+            pattern.len() == segments.len()
+                && pattern.iter().zip(&segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
+        };
+        let literal_count = |pattern: &[String]| pattern.iter().filter(|p| !p.starts_with('{')).count();
+        self.routes
+            .iter()
+            .filter(|(pattern, _)| matches(pattern))
+            .max_by_key(|(pattern, _)| literal_count(pattern))
+            .map(|(_, methods)| methods.as_str())
+    }
+}
