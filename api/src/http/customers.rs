@@ -7,9 +7,12 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
+use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::{Blank, Email, PersonType, ProvinceCode, TaxCategory, TaxId, TaxIdType, Text};
+use crate::http::schema::{rules, trimmed};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -93,35 +96,25 @@ const SUPPLIERS: Contacts = Contacts {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct ContactInput {
-    #[oai(validator(min_length = 1, max_length = 70))]
-    pub name: String,
-    /// E-mail address.
-    #[oai(validator(max_length = 100))]
-    pub email: Optional<String>,
-    #[oai(validator(max_length = 13))]
-    pub phone: Optional<String>,
-    /// 7 to 11 digits, without dashes. With `CUIL/CUIT` it must be an 11-digit CUIT with a valid check digit.
-    #[oai(validator(min_length = 7, max_length = 11, pattern = "^[0-9]+$"))]
-    pub tax_id: Optional<String>,
-    /// `CUIL/CUIT` or `DNI`.
-    pub tax_id_type: Optional<String>,
-    /// `Responsable Inscripto`, `Consumidor Final`, `Monotributista`, `Exento` or `IVA no alcanzado`.
-    pub tax_category: Optional<String>,
-    /// `FISICA` or `JURIDICA`.
-    pub person_type: Optional<String>,
-    #[oai(validator(max_length = 50))]
-    pub country: Optional<String>,
+    /// 1 to 70 characters (surrounding whitespace is trimmed).
+    pub name: Text<70>,
+    /// E-mail address (at most 100 characters).
+    pub email: Optional<Email>,
+    /// At most 13 characters.
+    pub phone: Optional<Blank<13>>,
+    /// 7 to 11 digits, without dashes. With `CUIL/CUIT` it must be an 11-digit CUIT with a valid check
+    /// digit; with `DNI`, 7 or 8 digits.
+    pub tax_id: Optional<TaxId>,
+    pub tax_id_type: Optional<TaxIdType>,
+    pub tax_category: Optional<TaxCategory>,
+    pub person_type: Optional<PersonType>,
+    pub country: Optional<Blank<50>>,
     /// Province code (ISO 3166-2:AR letter, for example `B`); responses carry the province name.
-    #[oai(validator(max_length = 2))]
-    pub province: Optional<String>,
-    #[oai(validator(max_length = 100))]
-    pub city: Optional<String>,
-    #[oai(validator(max_length = 70))]
-    pub address: Optional<String>,
-    #[oai(validator(max_length = 10))]
-    pub apartment: Optional<String>,
-    #[oai(validator(max_length = 8))]
-    pub postal_code: Optional<String>,
+    pub province: Optional<ProvinceCode>,
+    pub city: Optional<Blank<100>>,
+    pub address: Optional<Blank<70>>,
+    pub apartment: Optional<Blank<10>>,
+    pub postal_code: Optional<Blank<8>>,
     /// The ledger account the contact's movements default to. Setting or clearing it (null) needs
     /// `treasury:write` as well; omit it to leave it unchanged.
     #[oai(rename = "default_account_id")]
@@ -361,10 +354,30 @@ async fn list(
     Ok(ListResponse::Ok(RawJson::new(body)))
 }
 
+/// A `taxId` follows its `taxIdType`: 7 or 8 digits for `DNI`, a CUIT (11 digits, one of the CUIT
+/// prefixes, and a valid check digit, which no schema can state) for `CUIL/CUIT`.
+fn tax_id_rule() -> serde_json::Value {
+    serde_json::json!({ "anyOf": [
+        { "properties": { "taxIdType": rules::null_only() } },
+        {
+            "required": ["taxIdType"],
+            "properties": { "taxIdType": { "enum": ["DNI"] }, "taxId": { "pattern": trimmed("(?:[0-9]{7,8})?") } },
+        },
+        {
+            "required": ["taxIdType"],
+            "properties": {
+                "taxIdType": { "enum": ["CUIL/CUIT"] },
+                "taxId": { "pattern": trimmed("(?:(?:20|23|24|27|30|33|34)[0-9]{9})?") },
+            },
+        },
+    ] })
+}
+
 pub struct CustomersApi;
 
 impl Operations for CustomersApi {
     const OPERATIONS: &'static [Operation] = &[CREATE_CUSTOMER, REPLACE_CUSTOMER, GET_CUSTOMER, LIST_CUSTOMERS];
+    const INPUT_RULES: &'static [InputRule] = &[InputRule::Body { schema: "ContactInput", rule: tax_id_rule }];
 }
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Customers")]

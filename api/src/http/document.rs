@@ -13,7 +13,7 @@
 
 use crate::http::error::{ErrorEnvelope, V2ErrorEnvelope};
 use crate::http::idempotency;
-use crate::http::operations::{Idempotency, Operation};
+use crate::http::operations::{Idempotency, InputRule, Operation};
 use poem_openapi::registry::Registry;
 use poem_openapi::types::Type;
 use serde_json::{Map, Value, json};
@@ -108,7 +108,64 @@ pub fn complete(mut document: Value) -> Value {
         }
     }
     rewrite_all_of(&mut document);
+    apply_input_rules(&mut document);
+    document_query_text(&mut document);
     document
+}
+
+/// Each API group's [`InputRule`]s, applied to the schemas and parameters they name.
+fn apply_input_rules(document: &mut Value) {
+    for rule in crate::http::input_rules_of_apis() {
+        match rule {
+            InputRule::Body { schema, rule } => {
+                let target = document["components"]["schemas"]
+                    .get_mut(*schema)
+                    .and_then(Value::as_object_mut)
+                    .unwrap_or_else(|| panic!("an input rule names the schema {schema}, which is not in the document"));
+                // As an `allOf` member: the same meaning as keys of the schema itself, and client
+                // generators read the schema's own properties untouched.
+                let rules = target.entry("allOf").or_insert_with(|| json!([]));
+                rules.as_array_mut().expect("allOf is an array").push(rule());
+            }
+            InputRule::Query { operation, parameter, schema } => {
+                let target = document["paths"]
+                    .as_object_mut()
+                    .into_iter()
+                    .flat_map(|paths| paths.values_mut())
+                    .filter_map(Value::as_object_mut)
+                    .flat_map(|operations| operations.values_mut())
+                    .filter(|op| op["operationId"] == *operation)
+                    .filter_map(|op| op.get_mut("parameters").and_then(Value::as_array_mut))
+                    .flatten()
+                    .find(|p| p["name"] == *parameter && p["in"] == "query")
+                    .unwrap_or_else(|| panic!("an input rule names {operation} {parameter}, which is not documented"));
+                target["schema"] = schema();
+            }
+        }
+    }
+}
+
+/// The gateway refuses the NUL character in every query parameter (`check_query`): free text
+/// parameters say so.
+fn document_query_text(document: &mut Value) {
+    let parameters = document["paths"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|paths| paths.values_mut())
+        .filter_map(Value::as_object_mut)
+        .flat_map(|operations| operations.values_mut())
+        .filter_map(|op| op.get_mut("parameters").and_then(Value::as_array_mut))
+        .flatten();
+    for parameter in parameters.filter(|p| p["in"] == "query") {
+        let schema = &mut parameter["schema"];
+        if schema["type"] == "string"
+            && schema.get("pattern").is_none()
+            && schema.get("enum").is_none()
+            && schema.get("format").is_none()
+        {
+            schema["pattern"] = json!("^[^\\u0000]*$");
+        }
+    }
 }
 
 /// The error envelopes' schemas (the error type of every handler is documented here, not by poem).
@@ -140,6 +197,13 @@ fn annotate(operation: &mut Value, op: Operation) {
     {
         for parameter in parameters.iter_mut().filter(|p| p["name"] == idempotency::HEADER) {
             parameter["required"] = Value::Bool(true);
+        }
+    }
+    if let Some(parameters) = operation.get_mut("parameters").and_then(Value::as_array_mut) {
+        for parameter in parameters.iter_mut().filter(|p| p["name"] == idempotency::HEADER) {
+            parameter["schema"] = json!({ "type": "string", "pattern": "^[\\x21-\\x7E]{1,255}$" });
+            parameter["description"] =
+                json!("1 to 255 visible ASCII characters, unique per request within the organization for 24 hours.");
         }
     }
     let note = match scope {

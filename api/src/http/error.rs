@@ -134,9 +134,29 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, ErrorType::InvalidRequestError, code, message)
     }
 
-    /// 400 listing every offending field.
+    /// 400 listing every offending field; but when every offending field names something that does
+    /// not exist in the organization, 404 (`NOT_FOUND`), and when every one holds a value another
+    /// resource already has, 409 (`ALREADY_EXISTS`): the request was well formed, the data it meets
+    /// decides.
     pub fn validation(errors: Vec<FieldError>) -> Self {
-        let mut error = Self::invalid_request("VALIDATION_FAILED", "the request has invalid fields; see details");
+        let all = |code: &str| !errors.is_empty() && errors.iter().all(|e| e.code == code);
+        let mut error = if all("not_found") {
+            Self::new(
+                StatusCode::NOT_FOUND,
+                ErrorType::InvalidRequestError,
+                "NOT_FOUND",
+                "a referenced resource does not exist; see details",
+            )
+        } else if all("already_exists") {
+            Self::new(
+                StatusCode::CONFLICT,
+                ErrorType::BusinessError,
+                "ALREADY_EXISTS",
+                "a unique value is already taken; see details",
+            )
+        } else {
+            Self::invalid_request("VALIDATION_FAILED", "the request has invalid fields; see details")
+        };
         error.body.details = errors
             .into_iter()
             .map(|e| ErrorDetail { code: e.code, message: e.message, field: Some(e.field), metadata: None })

@@ -5,9 +5,11 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
+use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, Write, decode_state};
+use crate::http::schema::{Blank, Int, MetafieldKey, MetafieldValueType, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::metafields::{MetafieldDefinition, parse_metafield_definition};
@@ -56,13 +58,17 @@ pub struct MetafieldDefinitionData {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct MetafieldDefinitionInput {
-    /// Lowercase letters, digits, `_`, `-` and `.`; unique in the organization.
-    pub key: String,
-    pub name: Optional<String>,
+    /// Lowercase letters, digits, `_`, `-` and `.` (1 to 64); unique in the organization.
+    pub key: MetafieldKey,
+    /// At most 100 characters; the key when not set.
+    pub name: Optional<Blank<100>>,
     /// `text` by default.
-    pub value_type: Optional<String>,
-    pub choices: Optional<Vec<String>>,
-    pub max_length: Optional<i64>,
+    pub value_type: Optional<MetafieldValueType>,
+    /// The allowed values of a `choice` field (required there, refused otherwise): distinct, 1 to 100
+    /// characters each.
+    pub choices: Optional<Vec<Text<100>>>,
+    /// Longest value of a `text` field, 0 (no limit) to 1000.
+    pub max_length: Optional<Int<0, 1000>>,
 }
 
 #[derive(Debug, Serialize, Object)]
@@ -107,10 +113,33 @@ const DEFINITIONS: Kind = Kind {
     list: ListAt { url: "/api/v1/products/metafield-definitions", binding: "/api/v1/products/metafield-definitions" },
 };
 
+/// `choice` fields list their choices and have no maximum length; `text` fields have no choices; the
+/// other types have neither.
+fn value_type_rule() -> serde_json::Value {
+    let no_max = serde_json::json!({ "nullable": true, "enum": [0, null] });
+    serde_json::json!({ "anyOf": [
+        {
+            "required": ["valueType", "choices"],
+            "properties": { "valueType": { "enum": ["choice"] }, "choices": { "type": "array", "minItems": 1 }, "maxLength": no_max },
+        },
+        { "properties": { "valueType": { "nullable": true, "enum": ["text", null] }, "choices": { "maxItems": 0 } } },
+        {
+            "required": ["valueType"],
+            "properties": {
+                "valueType": { "enum": ["integer", "decimal", "boolean", "date"] },
+                "choices": { "maxItems": 0 },
+                "maxLength": no_max,
+            },
+        },
+    ] })
+}
+
 pub struct MetafieldsApi;
 
 impl Operations for MetafieldsApi {
     const OPERATIONS: &'static [Operation] = &[LIST_METAFIELD_DEFINITIONS, CREATE_METAFIELD_DEFINITION];
+    const INPUT_RULES: &'static [InputRule] =
+        &[InputRule::Body { schema: "MetafieldDefinitionInput", rule: value_type_rule }];
 }
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]

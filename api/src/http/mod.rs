@@ -18,6 +18,7 @@ pub mod products;
 pub mod records;
 pub mod reference;
 pub mod resource;
+pub mod schema;
 pub mod tags;
 pub mod v2;
 pub mod webhooks;
@@ -161,6 +162,11 @@ macro_rules! apis {
         /// The operations of every API group served.
         fn operations_of_apis() -> Vec<operations::Operation> {
             [$(<$api as operations::Operations>::OPERATIONS,)+].concat()
+        }
+
+        /// The input rules of every API group served.
+        fn input_rules_of_apis() -> Vec<&'static operations::InputRule> {
+            [$(<$api as operations::Operations>::INPUT_RULES,)+].into_iter().flatten().collect()
         }
     };
 }

@@ -74,6 +74,18 @@ impl Operation {
 /// `http/mod.rs`), and held to its routes by a test.
 pub trait Operations {
     const OPERATIONS: &'static [Operation];
+    /// The rules of this group's inputs that the derived schemas cannot state (see [`InputRule`]).
+    const INPUT_RULES: &'static [InputRule] = &[];
+}
+
+/// A rule the handlers enforce that a field's type cannot state, added to the OpenAPI document so a
+/// value it accepts is accepted (applied by `document.rs`, which fails if the target is missing).
+pub enum InputRule {
+    /// A schema a request body must also match (added to its `allOf`): cross-field rules (`anyOf` of
+    /// the allowed shapes, `not` for refused keys).
+    Body { schema: &'static str, rule: fn() -> serde_json::Value },
+    /// The schema of a query parameter whose handler reads it as text.
+    Query { operation: &'static str, parameter: &'static str, schema: fn() -> serde_json::Value },
 }
 
 /// Every operation of every API group served.

@@ -7,9 +7,12 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::list::parse_id;
+use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::rules;
+use crate::http::schema::{AutomaticPricingMode, Blank, Cents, Percent, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -100,34 +103,32 @@ impl PriceListData {
 /// One explicit price in a price list body.
 #[derive(Debug, Object)]
 pub struct ListPriceInput {
-    /// A product (variant) id of the organization.
+    /// A product (variant) id of the organization, once per list.
     pub product_id: Uuid,
     /// Cents, in the list's basis (VAT included when `tax_inclusive`).
-    #[oai(validator(minimum(value = "0")))]
-    pub unit_price: i64,
+    pub unit_price: Cents,
 }
 
 /// Price list write body. A replace states the whole list: omitted fields take their defaults and
 /// omitted `prices` clears the explicit prices.
 #[derive(Debug, Object)]
 pub struct PriceListInput {
-    /// Unique in the organization (case-insensitively).
-    #[oai(validator(min_length = 1, max_length = 100))]
-    pub name: String,
-    #[oai(validator(max_length = 500))]
-    pub description: Optional<String>,
+    /// Unique in the organization (case-insensitively); 1 to 100 characters.
+    pub name: Text<100>,
+    pub description: Optional<Blank<500>>,
     /// Default false.
     pub is_automatic: Optional<bool>,
-    /// Required on automatic lists, refused on manual ones: `base_price_adjustment`.
-    pub automatic_pricing_mode: Optional<String>,
+    /// Required on automatic lists, refused on manual ones.
+    pub automatic_pricing_mode: Optional<AutomaticPricingMode>,
     /// Required on automatic lists, refused on manual ones: -99 to 1000, at most two decimals, as a
     /// number or decimal text.
-    pub adjustment_percentage: Optional<serde_json::Value>,
+    pub adjustment_percentage: Optional<Percent<-99, 1000>>,
     /// Default false.
     pub tax_inclusive: Optional<bool>,
     /// Default true. Inactive lists cannot be applied to a product read (`priceListId`).
     pub is_active: Optional<bool>,
     /// Explicit prices, one per variant, at most 5000. They take precedence over automatic pricing.
+    #[oai(validator(max_items = 5000))]
     pub prices: Optional<Vec<ListPriceInput>>,
 }
 
@@ -396,6 +397,27 @@ fn changed_prices() -> ApiError {
 
 type Key = Header<Option<String>>;
 
+/// Automatic lists name their mode and percentage; manual lists send neither.
+fn automatic_rule() -> serde_json::Value {
+    serde_json::json!({ "anyOf": [
+        {
+            "required": ["is_automatic", "automatic_pricing_mode", "adjustment_percentage"],
+            "properties": {
+                "is_automatic": { "enum": [true] },
+                "automatic_pricing_mode": rules::not_null(),
+                "adjustment_percentage": rules::not_null(),
+            },
+        },
+        {
+            "properties": {
+                "is_automatic": { "nullable": true, "enum": [false, null] },
+                "automatic_pricing_mode": rules::null_only(),
+                "adjustment_percentage": rules::null_only(),
+            },
+        },
+    ] })
+}
+
 pub struct PriceListsApi;
 
 impl Operations for PriceListsApi {
@@ -406,6 +428,14 @@ impl Operations for PriceListsApi {
         REPLACE_PRICE_LIST,
         LIST_PRICE_LIST_PRICES,
         GET_PRICE_LIST_PRICE,
+    ];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "PriceListInput", rule: automatic_rule },
+        InputRule::Query {
+            operation: "listPriceListPrices",
+            parameter: "is_active",
+            schema: || serde_json::json!({ "type": "string", "enum": ["true", "false"] }),
+        },
     ];
 }
 

@@ -7,9 +7,14 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::rules;
+use crate::http::schema::{
+    AdjustmentTarget, Blank, Cents, Currency, Int, MetafieldKey, MetafieldValue, Percent, ProductType, Text, VatCode,
+};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -60,60 +65,67 @@ pub(crate) const PRODUCTS: Kind = Kind {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct ProductInput {
-    #[oai(validator(min_length = 1, max_length = 150))]
-    pub name: String,
-    pub description: Optional<String>,
+    /// 1 to 150 characters.
+    pub name: Text<150>,
+    pub description: Optional<Blank<5000>>,
     pub category_id: Optional<Uuid>,
+    /// Single product only (required there): 1 to 60 characters, unique in the organization.
+    pub sku: Option<Text<60>>,
     /// Single product only.
-    pub sku: Optional<String>,
-    pub barcode: Optional<String>,
-    pub oem_code: Optional<String>,
+    pub barcode: Optional<Blank<60>>,
+    pub oem_code: Optional<Blank<60>>,
     /// `PES` (the default).
-    pub currency: Optional<String>,
-    /// Cents. Single product only.
-    pub cost: Optional<i64>,
-    /// Cents. Single product only (required there).
-    pub price: Optional<i64>,
-    /// A VAT rate code (see `/api/v1/reference/tax-rates`); 5 (21%) by default.
-    pub tax_rate_id: Optional<i32>,
-    pub stock_minimum: Optional<i64>,
+    pub currency: Optional<Currency>,
+    /// Cents. Single product only; required with `markupPercentage`.
+    pub cost: Optional<Cents>,
+    /// Cents. Single product only: required without `markupPercentage`, refused with it.
+    pub price: Option<Cents>,
+    /// A VAT rate code (see `/api/v1/tax-rates`); 5 (21%) by default.
+    pub tax_rate_id: Optional<VatCode>,
+    pub stock_minimum: Optional<Int<0, 1_000_000_000>>,
     pub default_supplier_id: Optional<Uuid>,
     /// `product` (the default) or `service`.
-    pub product_type: Optional<String>,
+    pub product_type: Optional<ProductType>,
     /// Automatic margin pricing, 0 to 1000 (number or decimal text, two decimals at most): each
     /// variant's price becomes its cost plus this percentage and follows every cost change. With it,
     /// `cost` is required and `price` is refused.
-    pub markup_percentage: Optional<Value>,
-    /// Custom fields: each key at most once; values are non-empty strings.
-    pub metafields: Optional<Vec<MetafieldData>>,
+    pub markup_percentage: Optional<Percent<0, 1000>>,
+    /// Custom fields: each key at most once.
+    pub metafields: Optional<Vec<MetafieldInput>>,
     /// Opening stock per warehouse. Single product only.
     pub warehouse_stocks: Optional<Vec<WarehouseStockInput>>,
-    /// 1 to 3 option names (matrix only).
-    pub options: Optional<Vec<String>>,
-    /// At most 250 (matrix only).
-    pub variants: Optional<Vec<VariantInput>>,
+    /// 1 to 3 distinct option names, 1 to 40 characters each (matrix only).
+    #[oai(validator(min_items = 1, max_items = 3))]
+    pub options: Option<Vec<Text<40>>>,
+    /// 1 to 250 variants (matrix only).
+    #[oai(validator(min_items = 1, max_items = 250))]
+    pub variants: Option<Vec<VariantInput>>,
 }
 
 /// One variant of a matrix.
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct VariantInput {
-    /// Exactly one value per option: `{"Talle": "M"}` (or `[{"name": "Talle", "value": "M"}]`).
+    /// Exactly one value per option: `{"Talle": "M"}` (or `[{"name": "Talle", "value": "M"}]`); values
+    /// are 1 to 60 characters.
     pub option_values: Value,
-    pub sku: String,
-    pub barcode: Optional<String>,
-    /// Cents.
-    pub cost: Optional<i64>,
-    /// Cents.
-    pub price: i64,
+    /// 1 to 60 characters, unique in the organization.
+    pub sku: Text<60>,
+    pub barcode: Optional<Blank<60>>,
+    /// Cents; required with `markupPercentage`.
+    pub cost: Optional<Cents>,
+    /// Cents: required without `markupPercentage`, refused with it.
+    pub price: Option<Cents>,
     pub warehouse_stocks: Optional<Vec<WarehouseStockInput>>,
 }
 
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct WarehouseStockInput {
+    /// A warehouse of the organization, once per list.
     pub warehouse_id: Uuid,
-    pub quantity: i64,
+    /// Units on hand, 0 by default.
+    pub quantity: Optional<Int<0, 1_000_000_000>>,
 }
 
 /// Replace body: the single-product fields for this variant (shared fields apply to its whole group).
@@ -121,25 +133,39 @@ pub struct WarehouseStockInput {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct ProductReplaceInput {
-    #[oai(validator(min_length = 1, max_length = 150))]
-    pub name: String,
-    pub description: Optional<String>,
+    /// 1 to 150 characters.
+    pub name: Text<150>,
+    pub description: Optional<Blank<5000>>,
     pub category_id: Optional<Uuid>,
-    pub sku: String,
-    pub barcode: Optional<String>,
-    pub oem_code: Optional<String>,
-    pub currency: Optional<String>,
-    pub cost: Optional<i64>,
-    pub price: i64,
-    pub tax_rate_id: Optional<i32>,
-    pub stock_minimum: Optional<i64>,
+    /// 1 to 60 characters, unique in the organization.
+    pub sku: Text<60>,
+    pub barcode: Optional<Blank<60>>,
+    pub oem_code: Optional<Blank<60>>,
+    /// `PES` (the default).
+    pub currency: Optional<Currency>,
+    /// Cents; required with `markupPercentage`.
+    pub cost: Optional<Cents>,
+    /// Cents: required without `markupPercentage`, refused with it.
+    pub price: Option<Cents>,
+    /// A VAT rate code (see `/api/v1/tax-rates`); 5 (21%) by default.
+    pub tax_rate_id: Optional<VatCode>,
+    pub stock_minimum: Optional<Int<0, 1_000_000_000>>,
     pub default_supplier_id: Optional<Uuid>,
-    pub product_type: Optional<String>,
+    /// `product` (the default) or `service`.
+    pub product_type: Optional<ProductType>,
     /// Automatic margin pricing, 0 to 1000 (number or decimal text, two decimals at most): each
     /// variant's price becomes its cost plus this percentage and follows every cost change. With it,
     /// `cost` is required and `price` is refused.
-    pub markup_percentage: Optional<Value>,
+    pub markup_percentage: Optional<Percent<0, 1000>>,
+    /// Default true.
     pub is_active: Optional<bool>,
+}
+
+/// One custom field of a product body.
+#[derive(Debug, Object)]
+pub struct MetafieldInput {
+    pub key: MetafieldKey,
+    pub value: MetafieldValue,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Object)]
@@ -402,28 +428,30 @@ type Key = Header<Option<String>>;
 /// Custom fields patch.
 #[derive(Debug, Object)]
 pub struct MetafieldPatchInput {
-    /// Key to a string (assigns) or null (deletes); an empty string is refused.
-    pub entries: std::collections::HashMap<String, Option<String>>,
+    /// Key (1 to 64 of `a-z 0-9 _ . -`) to a value (assigns; 1 to 1000 characters) or null (deletes).
+    #[oai(validator(min_properties = 1))]
+    pub entries: std::collections::HashMap<String, Nullable<MetafieldValue>>,
 }
 
 /// Bulk adjustment body.
 #[derive(Debug, Object)]
 pub struct BulkAdjustmentInput {
-    /// `cost` or `price`.
-    pub target: String,
+    pub target: AdjustmentTarget,
     /// Only variants whose default supplier is this one.
     pub default_supplier_id: Optional<Uuid>,
     /// Only variants of this category.
     pub category_id: Optional<Uuid>,
     /// Only variants with this tag.
     pub tag_id: Optional<Uuid>,
-    /// Only these variants (at most 10000).
+    /// Only these variants (1 to 10000).
+    #[oai(validator(min_items = 1, max_items = 10000))]
     pub product_ids: Optional<Vec<Uuid>>,
     /// Percent change (`10` adds 10%, `-5` takes 5% off), -100 to 1000. Results are rounded to whole
-    /// cents, half away from zero, and never go below zero.
+    /// cents, half away from zero, and never go below zero. Send either this or `amount`.
+    #[oai(validator(minimum(value = "-100"), maximum(value = "1000")))]
     pub percentage: Optional<f64>,
     /// Fixed change in cents (may be negative). Send either this or `percentage`.
-    pub amount: Optional<i64>,
+    pub amount: Optional<Int<-1_000_000_000_000, 1_000_000_000_000>>,
 }
 
 /// What a bulk adjustment did.
@@ -466,6 +494,75 @@ enum BulkAdjusted {
     Ok(RawJson<BulkAdjustmentEnvelope>),
 }
 
+/// The price rule of a single product or of every variant: `price` without `markupPercentage`;
+/// `cost` and no `price` with it.
+fn priced(markup: bool) -> serde_json::Value {
+    if markup {
+        serde_json::json!({ "required": ["cost"], "properties": { "cost": { "type": "integer" } }, "not": { "required": ["price"] } })
+    } else {
+        serde_json::json!({ "required": ["price"], "properties": { "price": { "type": "integer" } } })
+    }
+}
+
+fn markup(set: bool) -> serde_json::Value {
+    if set {
+        serde_json::json!({ "required": ["markupPercentage"], "properties": { "markupPercentage": rules::not_null() } })
+    } else {
+        serde_json::json!({ "properties": { "markupPercentage": rules::null_only() } })
+    }
+}
+
+/// A single product (`sku` and its prices at the top level) or a matrix (`options` and `variants`,
+/// the single-product keys refused), each priced by hand or by margin.
+fn product_shapes() -> serde_json::Value {
+    let single = |with_markup: bool| {
+        serde_json::json!({ "allOf": [
+            { "required": ["sku"] },
+            rules::refused(&["options", "variants"]),
+            markup(with_markup),
+            priced(with_markup),
+        ] })
+    };
+    let matrix = |with_markup: bool| {
+        serde_json::json!({ "allOf": [
+            { "required": ["options", "variants"], "properties": { "variants": { "items": priced(with_markup) } } },
+            rules::refused(&["sku", "barcode", "cost", "price", "warehouseStocks"]),
+            markup(with_markup),
+        ] })
+    };
+    serde_json::json!({ "anyOf": [single(false), single(true), matrix(false), matrix(true)] })
+}
+
+/// Priced by hand or by margin; the matrix keys refused.
+fn replace_shapes() -> serde_json::Value {
+    serde_json::json!({ "allOf": [
+        rules::refused(&["metafields", "options", "variants", "warehouseStocks"]),
+        { "anyOf": [
+            { "allOf": [markup(false), priced(false)] },
+            { "allOf": [markup(true), priced(true)] },
+        ] },
+    ] })
+}
+
+/// At least one filter, and exactly one of `percentage` and `amount`.
+fn bulk_adjustment_shapes() -> serde_json::Value {
+    let filters = ["default_supplier_id", "category_id", "tag_id", "product_ids"];
+    serde_json::json!({ "allOf": [
+        { "anyOf": filters.iter().map(|f| serde_json::json!({ "required": [f], "properties": { *f: rules::not_null() } })).collect::<Vec<_>>() },
+        { "anyOf": [
+            { "required": ["percentage"], "properties": { "percentage": rules::not_null(), "amount": rules::null_only() } },
+            { "required": ["amount"], "properties": { "amount": rules::not_null(), "percentage": rules::null_only() } },
+        ] },
+    ] })
+}
+
+/// `fields`: a comma-separated list of field names (spaces around them and empty items ignored).
+fn fields_schema() -> serde_json::Value {
+    let ws = r"[\t\n\x0B\f\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]*";
+    let name = format!("{ws}(?:{})?{ws}", LIST_FIELDS.join("|"));
+    serde_json::json!({ "type": "string", "pattern": format!("^{name}(?:,{name})*$") })
+}
+
 pub struct ProductsApi;
 
 impl Operations for ProductsApi {
@@ -476,6 +573,22 @@ impl Operations for ProductsApi {
         LIST_PRODUCTS,
         PATCH_PRODUCT_METAFIELDS,
         CREATE_BULK_ADJUSTMENT,
+    ];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "ProductInput", rule: product_shapes },
+        InputRule::Body { schema: "ProductReplaceInput", rule: replace_shapes },
+        InputRule::Body { schema: "BulkAdjustmentInput", rule: bulk_adjustment_shapes },
+        InputRule::Query { operation: "listProducts", parameter: "fields", schema: fields_schema },
+        InputRule::Query {
+            operation: "listProducts",
+            parameter: "default_supplier_id",
+            schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
+        },
+        InputRule::Query {
+            operation: "getProduct",
+            parameter: "priceListId",
+            schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
+        },
     ];
 }
 

@@ -8,9 +8,11 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::envelopes::{Created, CursorList, PageList, Pages, Pagination, Single, StyleB, page_params};
 use crate::http::error::ApiError;
+use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write};
+use crate::http::schema::{Blank, FeePercentage, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -112,13 +114,11 @@ pub struct PaymentMethodData {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct PaymentMethodInput {
-    #[oai(validator(min_length = 1, max_length = 50))]
-    pub name: String,
-    #[oai(validator(max_length = 50))]
-    pub icon: Optional<String>,
+    /// 1 to 50 characters.
+    pub name: Text<50>,
+    pub icon: Optional<Blank<50>>,
     /// A percentage written as text, for example `"3.5"` (0 to 100).
-    #[oai(validator(max_length = 10))]
-    pub fee_percentage: Optional<String>,
+    pub fee_percentage: Optional<FeePercentage>,
     #[oai(validator(minimum(value = "0")))]
     pub fee_fixed: Optional<f64>,
     /// Default false.
@@ -185,10 +185,9 @@ pub struct WarehouseData {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct WarehouseInput {
-    #[oai(validator(min_length = 1, max_length = 100))]
-    pub name: String,
-    #[oai(validator(max_length = 200))]
-    pub address: Optional<String>,
+    /// 1 to 100 characters.
+    pub name: Text<100>,
+    pub address: Optional<Blank<200>>,
     /// Default false. Making one warehouse the default takes the flag from the previous one.
     pub is_default: Optional<bool>,
     /// Default true.
@@ -237,9 +236,10 @@ pub struct CategoryData {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct CategoryInput {
-    #[oai(validator(min_length = 1, max_length = 100))]
-    pub name: String,
-    /// A category of the organization; not the category itself nor one of its descendants.
+    /// 1 to 100 characters.
+    pub name: Text<100>,
+    /// A category of the organization (null: top level); not the category itself nor one of its
+    /// descendants, at most 32 levels deep.
     pub parent_id: Optional<Uuid>,
 }
 
@@ -410,6 +410,23 @@ impl Operations for RecordsApi {
         GET_CATEGORY,
         REPLACE_CATEGORY,
         LIST_POINTS_OF_SALE,
+    ];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Query {
+            operation: "listCategories",
+            parameter: "sortBy",
+            schema: || serde_json::json!({ "type": "string", "enum": ["name", "createdAt", "updatedAt"] }),
+        },
+        InputRule::Query {
+            operation: "listCategories",
+            parameter: "sortOrder",
+            schema: || serde_json::json!({ "type": "string", "enum": ["asc", "desc"] }),
+        },
+        InputRule::Query {
+            operation: "listCategories",
+            parameter: "search",
+            schema: || serde_json::json!({ "type": "string", "pattern": crate::http::schema::trimmed_text(0, 100) }),
+        },
     ];
 }
 

@@ -5,9 +5,12 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
+use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::rules;
+use crate::http::schema::{Color, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
@@ -117,16 +120,17 @@ pub async fn tags_of_one(
 
 #[derive(Debug, Object)]
 pub struct TagInput {
-    pub name: String,
+    /// 1 to 50 characters, unique in the organization (case-insensitively).
+    pub name: Text<50>,
     /// `#rrggbb`.
-    pub color: Optional<String>,
+    pub color: Optional<Color>,
 }
 
 /// Any of a new `name`, a `color` (null clears it), and `archived` (true archives, false restores).
 #[derive(Debug, Object)]
 pub struct TagPatch {
-    pub name: Optional<String>,
-    pub color: Optional<String>,
+    pub name: Option<Text<50>>,
+    pub color: Optional<Color>,
     pub archived: Optional<bool>,
 }
 
@@ -134,10 +138,13 @@ pub struct TagPatch {
 #[derive(Debug, Object)]
 pub struct ApplyInput {
     /// The resources (1 to 1000).
+    #[oai(validator(min_items = 1, max_items = 1000))]
     pub ids: Vec<Uuid>,
-    /// Tags to add (not archived).
+    /// Tags to add (not archived), at most 50.
+    #[oai(validator(max_items = 50))]
     pub add: Optional<Vec<Uuid>>,
-    /// Tags to remove.
+    /// Tags to remove, at most 50.
+    #[oai(validator(max_items = 50))]
     pub remove: Optional<Vec<Uuid>>,
 }
 
@@ -224,6 +231,23 @@ async fn apply(
     Ok(Applied::Ok(RawJson::new(body)))
 }
 
+/// A patch names a new `name`, a `color` (null clears it) or `archived`.
+fn patch_changes_something() -> serde_json::Value {
+    serde_json::json!({ "anyOf": [
+        { "required": ["name"] },
+        { "required": ["color"] },
+        { "required": ["archived"], "properties": { "archived": { "type": "boolean" } } },
+    ] })
+}
+
+/// At least one tag to add or remove.
+fn applies_a_tag() -> serde_json::Value {
+    serde_json::json!({ "anyOf": [
+        { "required": ["add"], "properties": { "add": { "type": "array", "minItems": 1 } } },
+        { "required": ["remove"], "properties": { "remove": { "type": "array", "minItems": 1 } } },
+    ] })
+}
+
 pub struct TagsApi;
 
 impl Operations for TagsApi {
@@ -236,6 +260,11 @@ impl Operations for TagsApi {
         APPLY_SUPPLIER_TAGS,
         APPLY_PRODUCT_TAGS,
         APPLY_SALE_TAGS,
+    ];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "TagInput", rule: || rules::refused(&["archived", "archived_at"]) },
+        InputRule::Body { schema: "TagPatch", rule: patch_changes_something },
+        InputRule::Body { schema: "ApplyInput", rule: applies_a_tag },
     ];
 }
 

@@ -6,9 +6,12 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
+use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::presence::{Nullable, Optional};
+use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::rules;
+use crate::http::schema::{HttpsUrl, SubscribableEvent, Text, WebhookApiVersion};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -103,24 +106,24 @@ pub struct WebhookTestEnvelope {
 /// Create body.
 #[derive(Debug, Object)]
 pub struct WebhookEndpointInput {
-    #[oai(validator(min_length = 1, max_length = 100))]
-    pub label: String,
+    /// 1 to 100 characters.
+    pub label: Text<100>,
     /// An https:// address.
-    #[oai(validator(max_length = 2048))]
-    pub url: String,
+    pub url: HttpsUrl,
     /// Event types from `/api/v1/webhook-event-types`; each family needs its read scope.
-    pub enabled_events: Vec<String>,
-    /// `2026-06-29`.
-    pub api_version: String,
+    #[oai(validator(min_items = 1))]
+    pub enabled_events: Vec<SubscribableEvent>,
+    pub api_version: WebhookApiVersion,
 }
 
 /// Update body: any of the fields; `status` is read-only.
 #[derive(Debug, Object)]
 pub struct WebhookEndpointPatch {
-    pub label: Optional<String>,
-    pub url: Optional<String>,
-    pub enabled_events: Optional<Vec<String>>,
-    pub api_version: Optional<String>,
+    pub label: Option<Text<100>>,
+    pub url: Option<HttpsUrl>,
+    #[oai(validator(min_items = 1))]
+    pub enabled_events: Option<Vec<SubscribableEvent>>,
+    pub api_version: Option<WebhookApiVersion>,
 }
 
 /// One attempt of a delivery.
@@ -339,6 +342,13 @@ impl Operations for WebhooksApi {
         GET_WEBHOOK_ENDPOINT,
         LIST_WEBHOOK_DELIVERIES,
         LIST_WEBHOOK_EVENT_TYPES,
+    ];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "WebhookEndpointInput", rule: || rules::refused(&["status", "signing_secret"]) },
+        InputRule::Body {
+            schema: "WebhookEndpointPatch",
+            rule: || rules::refused(&["status", "signing_secret", "id"]),
+        },
     ];
 }
 

@@ -73,7 +73,9 @@ pub fn is_valid_email(text: &str) -> bool {
         && !domain.contains('@')
         && !text.chars().any(char::is_whitespace)
         && domain.split('.').count() >= 2
-        && domain.split('.').all(|label| !label.is_empty() && label.chars().all(|c| c.is_alphanumeric() || c == '-'))
+        && domain
+            .split('.')
+            .all(|label| !label.is_empty() && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
 }
 
 /// Field name of the default ledger account (spelled as the spec names it).

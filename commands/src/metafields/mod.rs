@@ -46,7 +46,7 @@ pub fn parse_metafield_definition(body: &Value) -> Result<MetafieldDefinitionFie
         }
         Some(None) => r.reject("choices", "invalid_type", "must be an array of texts"),
     }
-    if value_type == "choice" && choices.is_empty() && !r.has("choices") {
+    if value_type == "choice" && r.value("choices").and_then(Value::as_array).is_none_or(Vec::is_empty) {
         r.reject("choices", "required", "a choice field needs its choices");
     }
     if value_type != "choice" && !choices.is_empty() {

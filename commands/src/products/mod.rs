@@ -451,7 +451,7 @@ fn warehouse_stocks(v: &mut ObjectReader<'_>, variant_id: Uuid) -> Vec<OpeningSt
     for (i, item) in items.iter().enumerate() {
         let mut s = ObjectReader::new(item, &v.path(&format!("warehouseStocks[{i}]")));
         let warehouse_id = s.optional_uuid("warehouseId");
-        if warehouse_id.is_none() && !s.has("warehouseId") {
+        if s.value("warehouseId").is_none() {
             s.reject("warehouseId", "required", "is required");
         }
         let quantity = s.optional_count("quantity", 1_000_000_000).unwrap_or(0);
@@ -747,11 +747,11 @@ pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldEr
         Some(Some(_)) => r.reject("product_ids", "too_many", "at most 10000 ids"),
         Some(None) => r.reject("product_ids", "invalid_type", "must be an array of product ids"),
     }
-    if default_supplier_id.is_none() && category_id.is_none() && tag_id.is_none() && product_ids.is_empty() {
-        let given = ["default_supplier_id", "category_id", "tag_id", "product_ids"].iter().any(|f| r.has(f));
-        if !given {
-            r.reject("filter", "required", "name default_supplier_id, category_id, tag_id or product_ids");
-        }
+    let filtered = ["default_supplier_id", "category_id", "tag_id", "product_ids"].iter().any(|f| r.value(f).is_some());
+    if !filtered {
+        r.reject("filter", "required", "name default_supplier_id, category_id, tag_id or product_ids");
+    } else if r.value("product_ids").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        r.reject("product_ids", "too_short", "name at least one product, or leave product_ids out");
     }
     let percentage = r.optional_number("percentage").and_then(|n| n.as_f64());
     let amount = r.value("amount").map(|v| v.as_i64());
@@ -771,9 +771,7 @@ pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldEr
             None
         }
         (None, None) => {
-            if !r.has("percentage") {
-                r.reject("percentage", "required", "send percentage or amount");
-            }
+            r.reject("percentage", "required", "send percentage or amount");
             None
         }
     };

@@ -252,7 +252,7 @@ pub fn parse_create(body: &Value) -> Result<WebhookEndpointFields, Vec<FieldErro
         check_url(&mut r, &url);
     }
     let enabled_events = check_events(&mut r, body);
-    if enabled_events.is_none() && !r.has("enabled_events") {
+    if r.value("enabled_events").is_none() {
         r.reject("enabled_events", "required", "is required");
     }
     let api_version = r.required_str("api_version", 1, 20);

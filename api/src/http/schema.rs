@@ -1,0 +1,362 @@
+//! Documentation types for request bodies: each states, in the OpenAPI document, exactly the rule the
+//! body's parser (`commands::validate` and the domain parsers) enforces, so that every value the
+//! document accepts is accepted and every value it refuses is refused.
+//!
+//! Request bodies are parsed by hand from JSON (every offending field is reported at once), so these
+//! types are never built: an input `Object` only uses them for its schema. The rules they state:
+//!
+//! - [`Text<N>`]: a required text, trimmed, then 1 to `N` characters (whitespace alone is empty);
+//! - [`Blank<N>`]: an optional text, trimmed, then at most `N` characters; empty or whitespace alone
+//!   means "not set" (used as `Optional<Blank<N>>`);
+//! - [`Int<MIN, MAX>`]: a whole JSON number (no fraction, no exponent) from `MIN` to `MAX`;
+//! - [`Cents`]: an amount in cents, 0 to 10^12;
+//! - [`Pattern`] types for texts with a format of their own, and `Enum`s for closed sets of words.
+//!
+//! No text may hold U+0000 (Postgres cannot store it; the body reader refuses it): every text pattern
+//! excludes it.
+
+use poem_openapi::Enum;
+use poem_openapi::registry::{MetaSchema, MetaSchemaRef};
+use poem_openapi::types::{ParseError, ParseFromJSON, ParseResult, ToJSON, Type};
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// The characters Rust's `str::trim` removes (`char::is_whitespace`), as a regex class body.
+const WS: &str = r"\t\n\x0B\f\r \x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000";
+
+/// A trimmed text of `min..=max` characters (`min` 0 or 1; 0 means blank is allowed).
+pub fn trimmed_text(min: usize, max: usize) -> String {
+    let ws = format!("[{WS}]*");
+    let edge = format!("[^{WS}\\x00]");
+    let body = match max {
+        0 => String::new(),
+        1 => edge.clone(),
+        _ => format!("{edge}(?:[^\\x00]{{0,{}}}{edge})?", max - 2),
+    };
+    if min == 0 || max == 0 { format!("^{ws}(?:{body})?{ws}$") } else { format!("^{ws}{body}{ws}$") }
+}
+
+/// `inner` (a regex without anchors) with optional surrounding whitespace, which the parser trims.
+pub fn trimmed(inner: &str) -> String {
+    format!("^[{WS}]*(?:{inner})[{WS}]*$")
+}
+
+/// A schema-only type: never parsed nor rendered (see the module documentation).
+macro_rules! schema_only {
+    ($name:ident $(<$(const $param:ident: $ty:ty),+>)?, $schema:expr) => {
+        impl$(<$(const $param: $ty),+>)? std::fmt::Debug for $name$(<$($param),+>)? {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($name))
+            }
+        }
+
+        impl$(<$(const $param: $ty),+>)? Type for $name$(<$($param),+>)? {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn schema_ref() -> MetaSchemaRef {
+                MetaSchemaRef::Inline(Box::new($schema))
+            }
+
+            fn as_raw_value(&self) -> Option<&Self> {
+                Some(self)
+            }
+
+            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+                Box::new(std::iter::once(self))
+            }
+        }
+
+        impl$(<$(const $param: $ty),+>)? ParseFromJSON for $name$(<$($param),+>)? {
+            fn parse_from_json(_value: Option<Value>) -> ParseResult<Self> {
+                Err(ParseError::custom("a documentation type is never parsed"))
+            }
+        }
+
+        impl$(<$(const $param: $ty),+>)? ToJSON for $name$(<$($param),+>)? {
+            fn to_json(&self) -> Option<Value> {
+                None
+            }
+        }
+    };
+}
+
+fn text_schema(pattern: String) -> MetaSchema {
+    MetaSchema { pattern: Some(pattern), ..MetaSchema::new("string") }
+}
+
+/// Required text: trimmed, then 1 to `N` characters.
+pub struct Text<const N: usize>;
+schema_only!(Text<const N: usize>, text_schema(trimmed_text(1, N)));
+
+/// Optional text: trimmed, then at most `N` characters; blank means not set.
+pub struct Blank<const N: usize>;
+schema_only!(Blank<const N: usize>, text_schema(trimmed_text(0, N)));
+
+/// A whole number from `MIN` to `MAX`.
+pub struct Int<const MIN: i64, const MAX: i64>;
+schema_only!(
+    Int<const MIN: i64, const MAX: i64>,
+    MetaSchema {
+        format: Some("int64"),
+        minimum: Some(MIN as f64),
+        maximum: Some(MAX as f64),
+        ..MetaSchema::new("integer")
+    }
+);
+
+/// Integer cents, 0 to 10^12.
+pub type Cents = Int<0, 1_000_000_000_000>;
+
+/// A text matching one pattern (after trimming, where the pattern says so).
+macro_rules! pattern_type {
+    ($(#[$doc:meta])* $name:ident, $pattern:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+        schema_only!($name, text_schema($pattern));
+    };
+}
+
+pattern_type!(
+    /// An e-mail address (at most 100 characters): one `@`, no spaces, a domain of two or more labels.
+    Email,
+    format!(
+        "^[{WS}]*(?:(?=[^\\x00]{{1,100}}[{WS}]*$)[^@\\x00{WS}]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+)?[{WS}]*$"
+    )
+);
+pattern_type!(
+    /// A tax id: 7 to 11 digits.
+    TaxId,
+    trimmed("(?:[0-9]{7,11})?")
+);
+pattern_type!(
+    /// A province code: one letter of ISO 3166-2:AR (any case; not I nor O).
+    ProvinceCode,
+    trimmed("[A-HJ-NP-Za-hj-np-z]?")
+);
+pattern_type!(
+    /// A colour, `#rrggbb`; blank means none.
+    Color,
+    trimmed("(?:#[0-9A-Fa-f]{6})?")
+);
+pattern_type!(
+    /// A fee percentage written as text, 0 to 100 (`"3.5"`); blank means none.
+    FeePercentage,
+    format!(
+        "^[{WS}]*(?=[^\\x00]{{0,10}}[{WS}]*$)(?:(?:[0-9]{{1,2}}|0[0-9]{{2}})(?:\\.[0-9]+)?|100(?:\\.0+)?)?[{WS}]*$"
+    )
+);
+pattern_type!(
+    /// A metafield key: 1 to 64 of `a-z 0-9 _ . -`.
+    MetafieldKey,
+    trimmed("[a-z0-9_.-]{1,64}")
+);
+pattern_type!(
+    /// An `https://` address of at most 2048 characters.
+    HttpsUrl,
+    format!(
+        "^[{WS}]*(?=[^\\x00]{{1,2048}}[{WS}]*$)[Hh][Tt][Tt][Pp][Ss]://(?:[A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*(?:[/?#][^\\x00]*)?[{WS}]*$"
+    )
+);
+
+pattern_type!(
+    /// The webhook API version, `2026-06-29`.
+    WebhookApiVersion,
+    trimmed(&events::catalogue::WEBHOOK_API_VERSIONS.iter().map(|v| regex_escape(v)).collect::<Vec<_>>().join("|"))
+);
+
+/// A metafield value: 1 to 1000 characters, not only whitespace.
+pub struct MetafieldValue;
+schema_only!(
+    MetafieldValue,
+    MetaSchema {
+        max_length: Some(1000),
+        pattern: Some(format!("^[^\\x00]*[^{WS}\\x00][^\\x00]*$")),
+        ..MetaSchema::new("string")
+    }
+);
+
+/// An event type endpoints may subscribe to (see `/api/v1/webhook-event-types`).
+pub struct SubscribableEvent;
+schema_only!(
+    SubscribableEvent,
+    MetaSchema {
+        enum_items: events::catalogue::PUBLIC_EVENT_TYPES
+            .iter()
+            .filter(|t| t.subscribable)
+            .map(|t| Value::from(t.name))
+            .collect(),
+        ..MetaSchema::new("string")
+    }
+);
+
+fn regex_escape(text: &str) -> String {
+    text.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_string() } else { format!("\\{c}") }).collect()
+}
+
+/// A percentage with at most two decimals, as a JSON number or as decimal text: `MIN` to `MAX`.
+pub struct Percent<const MIN: i64, const MAX: i64>;
+schema_only!(
+    Percent<const MIN: i64, const MAX: i64>,
+    MetaSchema {
+        one_of: vec![
+            MetaSchemaRef::Inline(Box::new(MetaSchema {
+                minimum: Some(MIN as f64),
+                maximum: Some(MAX as f64),
+                multiple_of: Some(0.01),
+                ..MetaSchema::new("number")
+            })),
+            MetaSchemaRef::Inline(Box::new(text_schema(percent_text(MIN, MAX)))),
+        ],
+        ..MetaSchema::ANY
+    }
+);
+
+/// Decimal text of `min..=max` with at most two decimals (leading zeros allowed, nine digits at most).
+/// Only the ranges the parsers use are written out: a whole part below 1000 or exactly 1000.
+fn percent_text(min: i64, max: i64) -> String {
+    let positive = "(?:0{0,8}[0-9]|0{0,7}[0-9]{2}|0{0,6}[0-9]{3})(?:\\.[0-9]{1,2})?|0{0,5}1000(?:\\.0{1,2})?";
+    debug_assert_eq!(max, 1000, "only ranges up to 1000 are written out");
+    let negative = match min {
+        0 => "-0{1,9}(?:\\.0{1,2})?".to_owned(),
+        -99 => "-(?:0{0,8}[0-9]|0{0,7}[0-8][0-9]|0{0,7}9[0-8])(?:\\.[0-9]{1,2})?|-0{0,7}99(?:\\.0{1,2})?".to_owned(),
+        other => unreachable!("no parser takes a percentage from {other}"),
+    };
+    trimmed(&format!("{positive}|{negative}"))
+}
+
+/// `taxIdType`.
+#[derive(Debug, Enum)]
+pub enum TaxIdType {
+    #[oai(rename = "CUIL/CUIT")]
+    CuilCuit,
+    #[oai(rename = "DNI")]
+    Dni,
+}
+
+/// `taxCategory`.
+#[derive(Debug, Enum)]
+pub enum TaxCategory {
+    #[oai(rename = "Responsable Inscripto")]
+    ResponsableInscripto,
+    #[oai(rename = "Consumidor Final")]
+    ConsumidorFinal,
+    #[oai(rename = "Monotributista")]
+    Monotributista,
+    #[oai(rename = "Exento")]
+    Exento,
+    #[oai(rename = "IVA no alcanzado")]
+    IvaNoAlcanzado,
+}
+
+/// `personType`.
+#[derive(Debug, Enum)]
+pub enum PersonType {
+    #[oai(rename = "FISICA")]
+    Fisica,
+    #[oai(rename = "JURIDICA")]
+    Juridica,
+}
+
+/// The currencies a catalogue amount may be in.
+#[derive(Debug, Enum)]
+pub enum Currency {
+    #[oai(rename = "PES")]
+    Pes,
+}
+
+/// `productType`.
+#[derive(Debug, Enum)]
+#[oai(rename_all = "lowercase")]
+pub enum ProductType {
+    Product,
+    Service,
+}
+
+/// The VAT rate codes of the tax authority a product may carry (see `/api/v1/tax-rates`).
+pub struct VatCode;
+schema_only!(
+    VatCode,
+    MetaSchema {
+        format: Some("int32"),
+        enum_items: [3, 4, 5, 6, 8, 9].into_iter().map(Value::from).collect(),
+        ..MetaSchema::new("integer")
+    }
+);
+
+/// What a bulk adjustment changes.
+#[derive(Debug, Enum)]
+#[oai(rename_all = "lowercase")]
+pub enum AdjustmentTarget {
+    Cost,
+    Price,
+}
+
+/// How an automatic price list prices.
+#[derive(Debug, Enum)]
+#[oai(rename_all = "snake_case")]
+pub enum AutomaticPricingMode {
+    BasePriceAdjustment,
+}
+
+/// A metafield definition's value type.
+#[derive(Debug, Enum)]
+#[oai(rename_all = "lowercase")]
+pub enum MetafieldValueType {
+    Text,
+    Integer,
+    Decimal,
+    Boolean,
+    Date,
+    Choice,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, text: &str) -> bool {
+        // The document's patterns are ECMA-262; these use only syntax the `regex` crate shares,
+        // except lookahead, which the tests below avoid.
+        regex::Regex::new(pattern).expect("a valid pattern").is_match(text)
+    }
+
+    #[test]
+    fn trimmed_text_counts_characters_after_trimming() {
+        let required = trimmed_text(1, 3);
+        assert!(matches(&required, "abc"));
+        assert!(matches(&required, "  a c\t"));
+        assert!(!matches(&required, "abcd"));
+        assert!(!matches(&required, "   "));
+        assert!(!matches(&required, "a\u{0}b"));
+        let optional = trimmed_text(0, 3);
+        assert!(matches(&optional, ""));
+        assert!(matches(&optional, "   "));
+        assert!(!matches(&optional, "abcd"));
+    }
+}
+
+/// JSON fragments the input rules (`operations::InputRule`) are written with.
+pub mod rules {
+    use serde_json::{Value, json};
+
+    /// A property that, when present, is `null`.
+    pub fn null_only() -> Value {
+        json!({ "nullable": true, "enum": [null] })
+    }
+
+    /// A property that, when present, is not `null` (any JSON type otherwise).
+    pub fn not_null() -> Value {
+        json!({ "anyOf": [{ "type": "string" }, { "type": "number" }, { "type": "boolean" }, { "type": "object" }, { "type": "array" }] })
+    }
+
+    /// None of `keys` may be present, not even as `null`.
+    pub fn refused(keys: &[&str]) -> Value {
+        json!({ "not": { "anyOf": keys.iter().map(|k| json!({ "required": [k] })).collect::<Vec<_>>() } })
+    }
+}
