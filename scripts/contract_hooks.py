@@ -1,13 +1,128 @@
 """Schemathesis hooks for the contract test (scripts/contract).
 
-A list `cursor` is an opaque, signed token: the only valid ones are those the service issued, so a
-generated string is never one and answers 400 INVALID_CURSOR by design. Generated cases that carry a
-cursor are dropped; cursors are followed for real by the Rust list tests.
+The OpenAPI document states every rule of the service that OpenAPI 3.0 can state. These hooks cover
+the few it cannot, and only those, so the fuzzer measures the contract rather than the limits of the
+schema language:
+
+- a list `cursor` is an opaque, signed token: only the service issues valid ones (cases carrying a
+  generated cursor are dropped; the Rust list tests follow real cursors);
+- values unique by a key inside one array (`uniqueItems` compares whole items): variant SKUs and
+  option-value combinations, option names, metafield keys, warehouse ids of opening stock, product
+  ids of price-list prices, tags both added and removed;
+- a matrix product's `optionValues` name exactly its `options` (a reference between sibling fields);
+- a CUIT's check digit (a checksum).
+
+Schema-valid cases (positive mode) are repaired to respect these rules; schema-invalid ones are left
+alone.
 """
 
 import schemathesis
+from schemathesis.generation import GenerationMode
 
 
 @schemathesis.hook
 def filter_query(ctx, query):
     return not query or "cursor" not in query
+
+
+def _positive(case):
+    meta = getattr(case, "meta", None)
+    generation = getattr(meta, "generation", None) if meta else None
+    return generation is not None and generation.mode == GenerationMode.POSITIVE
+
+
+def _dedupe(items, key):
+    seen, out = set(), []
+    for item in items:
+        k = key(item)
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(item)
+    return out
+
+
+def _cuit(digits):
+    """The 11-digit CUIT with these first ten digits, or None when no check digit fits."""
+    weights = [5, 4, 3, 2, 7, 6, 5, 4, 3, 2]
+    total = sum(int(d) * w for d, w in zip(digits, weights))
+    check = 11 - total % 11
+    check = 0 if check == 11 else check
+    return None if check == 10 else digits + str(check)
+
+
+def _repair_contact(body):
+    if body.get("taxIdType") != "CUIL/CUIT" or not isinstance(body.get("taxId"), str):
+        return
+    text = body["taxId"].strip()
+    if len(text) != 11:
+        return
+    for last in "0123456789":
+        fixed = _cuit(text[:9] + last)
+        if fixed:
+            body["taxId"] = fixed
+            return
+
+
+def _repair_product(body):
+    options = body.get("options")
+    if isinstance(options, list):
+        body["options"] = _dedupe(options, lambda o: o.strip() if isinstance(o, str) else o)
+    variants = body.get("variants")
+    if isinstance(variants, list) and isinstance(body.get("options"), list):
+        names = [o.strip() for o in body["options"] if isinstance(o, str)]
+        variants = _dedupe(variants, lambda v: v.get("sku", "").strip().lower() if isinstance(v, dict) else id(v))
+        for i, variant in enumerate(variants):
+            if isinstance(variant, dict):
+                variant["optionValues"] = {name: f"v{i}" for name in names}
+        body["variants"] = variants
+    for holder in [body] + [v for v in body.get("variants") or [] if isinstance(v, dict)]:
+        stocks = holder.get("warehouseStocks")
+        if isinstance(stocks, list):
+            holder["warehouseStocks"] = _dedupe(stocks, lambda s: s.get("warehouseId") if isinstance(s, dict) else id(s))
+    metafields = body.get("metafields")
+    if isinstance(metafields, list):
+        body["metafields"] = _dedupe(metafields, lambda m: m.get("key", "").strip() if isinstance(m, dict) else id(m))
+
+
+def _repair_choices(body):
+    choices = body.get("choices")
+    if isinstance(choices, list):
+        body["choices"] = _dedupe(choices, lambda c: c.strip() if isinstance(c, str) else c)
+
+
+def _repair_price_list(body):
+    prices = body.get("prices")
+    if isinstance(prices, list):
+        body["prices"] = _dedupe(prices, lambda p: p.get("product_id") if isinstance(p, dict) else id(p))
+
+
+def _repair_tags(body):
+    add = body.get("add")
+    remove = body.get("remove")
+    if isinstance(add, list) and isinstance(remove, list):
+        body["remove"] = [t for t in remove if t not in add]
+
+
+REPAIRS = {
+    "createCustomer": _repair_contact,
+    "replaceCustomer": _repair_contact,
+    "createSupplier": _repair_contact,
+    "replaceSupplier": _repair_contact,
+    "createProduct": _repair_product,
+    "createMetafieldDefinition": _repair_choices,
+    "createPriceList": _repair_price_list,
+    "replacePriceList": _repair_price_list,
+    "applyCustomerTags": _repair_tags,
+    "applySupplierTags": _repair_tags,
+    "applyProductTags": _repair_tags,
+    "applySaleTags": _repair_tags,
+}
+
+
+@schemathesis.hook
+def map_case(ctx, case):
+    repair = REPAIRS.get(case.operation.definition.raw.get("operationId"))
+    if repair and _positive(case) and isinstance(case.body, dict):
+        repair(case.body)
+    return case

@@ -288,7 +288,7 @@ async fn replace(
     if sets_account {
         call.also_require(Scope::TreasuryWrite)?;
     }
-    let contact_id = contacts.kind.id(&id.0)?;
+    let contact_id = call.id(&contacts.kind, &id.0)?;
     let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
     let command =
         (contacts.wrap)(ContactCommand::Replace { id: contact_id, fields, keep_default_account: !sets_account });

@@ -383,19 +383,62 @@ impl AllowedMethods {
         Self { routes }
     }
 
+    /// The path parameter whose segment does not decode to UTF-8 text (such a segment names nothing;
+    /// the router would refuse it without saying which).
+    pub fn undecodable_parameter(&self, path: &str) -> Option<&str> {
+        let segments: Vec<&str> = path.split('/').collect();
+        let bad = segments.iter().position(|s| s.contains('%') && !decodes(s))?;
+        self.routes
+            .iter()
+            .filter(|(pattern, _)| pattern.len() == segments.len())
+            .find_map(|(pattern, _)| pattern.get(bad).filter(|p| p.starts_with('{')))
+            .map(|p| p.trim_matches(|c| c == '{' || c == '}'))
+    }
+
     /// The `Allow` value for a request path, if a documented path matches it (a `{param}` segment
     /// matches any one segment; literal segments win over parameters, as in the router).
-    pub fn allow(&self, path: &str) -> Option<&str> {
+    pub fn allow(&self, path: &str) -> Option<String> {
         let segments: Vec<&str> = path.split('/').collect();
         let matches = |pattern: &[String]| {
             pattern.len() == segments.len()
                 && pattern.iter().zip(&segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
         };
         let literal_count = |pattern: &[String]| pattern.iter().filter(|p| !p.starts_with('{')).count();
-        self.routes
+        // Paths that differ only in a parameter's name are one route: their methods are one list.
+        let best = self.routes.iter().filter(|(p, _)| matches(p)).map(|(p, _)| literal_count(p)).max()?;
+        let mut methods: Vec<&str> = self
+            .routes
             .iter()
-            .filter(|(pattern, _)| matches(pattern))
-            .max_by_key(|(pattern, _)| literal_count(pattern))
-            .map(|(_, methods)| methods.as_str())
+            .filter(|(p, _)| matches(p) && literal_count(p) == best)
+            .flat_map(|(_, m)| m.split(", "))
+            .collect();
+        methods.sort_unstable();
+        methods.dedup();
+        Some(methods.join(", "))
     }
+}
+
+/// Whether a path segment's `%XX` escapes decode to UTF-8.
+fn decodes(segment: &str) -> bool {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| bytes.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    std::str::from_utf8(&out).is_ok()
 }

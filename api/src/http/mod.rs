@@ -121,17 +121,30 @@ fn check_version(request: &Request) -> Result<(), ApiError> {
 /// Refuses query parameters holding an encoded NUL character (Postgres cannot store it, and no id or
 /// stored text contains it), naming each.
 fn check_query(request: &Request) -> Result<(), ApiError> {
-    let names = body::nul_parameters(request.uri().query().unwrap_or_default());
-    if names.is_empty() {
+    let query = request.uri().query().unwrap_or_default();
+    let (nul, non_utf8) = (body::nul_parameters(query), body::non_utf8_parameters(query));
+    if nul.is_empty() && non_utf8.is_empty() {
         return Ok(());
     }
     let mut error =
         ApiError::invalid_request("INVALID_PARAMETERS", "a parameter holds a character that is not allowed");
-    for name in &names {
+    for name in &nul {
         error =
             error.with_detail(Some(name), "invalid_character", "parameters may not contain the NUL character (%00)");
     }
+    for name in &non_utf8 {
+        error = error.with_detail(Some(name), "invalid_encoding", "parameters must be percent-encoded UTF-8");
+    }
     Err(error)
+}
+
+/// An `Idempotency-Key` that is not even text is refused, not taken for a missing key.
+fn check_key_encoding(request: &Request) -> Result<(), ApiError> {
+    if request.headers().get(idempotency::HEADER).is_some_and(|v| v.to_str().is_err()) {
+        return Err(ApiError::invalid_request("INVALID_IDEMPOTENCY_KEY", "the Idempotency-Key is not valid")
+            .with_detail(Some(idempotency::HEADER), "invalid_format", "1 to 255 visible ASCII characters"));
+    }
+    Ok(())
 }
 
 /// The id of the current request (also sent back in `Service-Request-Id`).
@@ -253,6 +266,12 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                     }
                     check_version(&request)?;
                     check_query(&request)?;
+                    check_key_encoding(&request)?;
+                    if let Some(parameter) = allowed.undecodable_parameter(&path) {
+                        return Err(ApiError::not_found("resource")
+                            .with_detail(Some(parameter), "invalid_id", "not an id: names nothing")
+                            .into());
+                    }
                     endpoint.call(request).await
                 }
                 .await;
@@ -261,7 +280,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                     Err(error) => error_response(error, &request_id.0, v2),
                 };
                 if response.status() == StatusCode::METHOD_NOT_ALLOWED
-                    && let Some(methods) = allowed.allow(&path).and_then(|m| HeaderValue::from_str(m).ok())
+                    && let Some(methods) = allowed.allow(&path).and_then(|m| HeaderValue::from_str(&m).ok())
                 {
                     response.headers_mut().insert(poem::http::header::ALLOW, methods);
                 }

@@ -349,7 +349,7 @@ async fn write(
 ) -> Result<Bytes, ApiError> {
     let id = match target {
         None => Uuid::now_v7(),
-        Some(text) => PRICE_LISTS.id(text)?,
+        Some(text) => call.id(&PRICE_LISTS, text)?,
     };
     let fields = parse_price_list(&body.value).map_err(ApiError::validation)?;
     let command =
@@ -373,7 +373,7 @@ pub async fn applied_price(
     product_id: Uuid,
 ) -> Result<(PriceListRow, Option<read::ListedPrice>), ApiError> {
     // Called by the product detail, which has no call of this resource: an inactive list is not found.
-    let id = PRICE_LISTS.id(list_id)?;
+    let id = PRICE_LISTS.id_in(list_id, "priceListId")?;
     let list = read::get(&state.pool, org_id, id)
         .await?
         .filter(|list| list.is_active)

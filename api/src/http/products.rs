@@ -106,9 +106,9 @@ pub struct ProductInput {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct VariantInput {
-    /// Exactly one value per option: `{"Talle": "M"}` (or `[{"name": "Talle", "value": "M"}]`); values
-    /// are 1 to 60 characters.
-    pub option_values: Value,
+    /// Exactly one value per option, 1 to 60 characters: `{"Talle": "M"}` (the list form
+    /// `[{"name": "Talle", "value": "M"}]` is accepted too).
+    pub option_values: std::collections::HashMap<String, Text<60>>,
     /// 1 to 60 characters, unique in the organization.
     pub sku: Text<60>,
     pub barcode: Optional<Blank<60>>,
@@ -398,7 +398,8 @@ fn parse_fields(fields: Option<String>) -> Result<Option<Vec<String>>, ApiError>
         return Err(ApiError::invalid_request(
             "INVALID_FIELDS",
             format!("unknown field {unknown:?} in fields (known: {})", LIST_FIELDS.join(", ")),
-        ));
+        )
+        .with_detail(Some("fields"), "unknown_field", format!("{unknown:?} is not a field of a product")));
     }
     Ok(Some(names))
 }

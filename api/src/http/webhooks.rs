@@ -401,7 +401,7 @@ impl WebhooksApi {
         if let Some(events) = &changes.enabled_events {
             require_event_scopes(&call, events)?;
         }
-        let endpoint = ENDPOINTS.id(&id.0)?;
+        let endpoint = call.id(&ENDPOINTS, &id.0)?;
         let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(call.principal), changes };
         let path = [id.0.as_str()];
         let write = Write::json(key.0, &version, &path, &body);
@@ -423,7 +423,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
         let call = Call::new(PAUSE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = ENDPOINTS.id(&id.0)?;
+        let endpoint = call.id(&ENDPOINTS, &id.0)?;
         let command = WebhookCommand::PauseEndpoint { id: endpoint, owner: owner(call.principal) };
         let path = [id.0.as_str()];
         let write = Write::bare(key.0, &version, &path);
@@ -469,7 +469,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
         let call = Call::new(DISABLE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = ENDPOINTS.id(&id.0)?;
+        let endpoint = call.id(&ENDPOINTS, &id.0)?;
         let command = WebhookCommand::DisableEndpoint { id: endpoint, owner: owner(call.principal) };
         let path = [id.0.as_str()];
         let write = Write::bare(key.0, &version, &path);
@@ -491,7 +491,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Endpoint, ApiError> {
         let call = Call::new(ROTATE_WEBHOOK_ENDPOINT_SECRET, &state, &auth, &request_id)?;
-        let endpoint = ENDPOINTS.id(&id.0)?;
+        let endpoint = call.id(&ENDPOINTS, &id.0)?;
         let secret = state.secrets.seal(&events::secrets::new_signing_secret());
         let command = WebhookCommand::RotateSecret { id: endpoint, owner: owner(call.principal), secret };
         let path = [id.0.as_str()];
@@ -514,7 +514,7 @@ impl WebhooksApi {
         #[oai(name = "Idempotency-Key")] key: Key,
     ) -> Result<Tested, ApiError> {
         let call = Call::new(TEST_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = ENDPOINTS.id(&id.0)?;
+        let endpoint = call.id(&ENDPOINTS, &id.0)?;
         let command =
             WebhookCommand::TestEndpoint { id: endpoint, owner: owner(call.principal), test_id: Uuid::now_v7() };
         let path = [id.0.as_str()];
