@@ -10,7 +10,8 @@ schema language:
   option-value combinations, option names, metafield keys, warehouse ids of opening stock, product
   ids of price-list prices, tags both added and removed;
 - a matrix product's `optionValues` name exactly its `options` (a reference between sibling fields);
-- a CUIT's check digit (a checksum).
+- a CUIT's check digit (a checksum);
+- the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0).
 
 Schema-valid cases (positive mode) are repaired to respect these rules; schema-invalid ones are left
 alone.
@@ -104,7 +105,19 @@ def _repair_tags(body):
         body["remove"] = [t for t in remove if t not in add]
 
 
+def _repair_metafield_entries(body):
+    import re
+
+    entries = body.get("entries")
+    if isinstance(entries, dict):
+        valid = re.compile(r"[a-z0-9_.-]{1,64}")
+        body["entries"] = {
+            (key if valid.fullmatch(key) else f"k{i}"): value for i, (key, value) in enumerate(entries.items())
+        }
+
+
 REPAIRS = {
+    "patchProductMetafields": _repair_metafield_entries,
     "createCustomer": _repair_contact,
     "replaceCustomer": _repair_contact,
     "createSupplier": _repair_contact,

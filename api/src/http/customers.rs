@@ -11,7 +11,7 @@ use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Email, PersonType, ProvinceCode, TaxCategory, TaxId, TaxIdType, Text};
+use crate::http::schema::{Blank, Email, Limit, PersonType, ProvinceCode, TaxCategory, TaxId, TaxIdType, Text};
 use crate::http::schema::{rules, trimmed};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -404,18 +404,20 @@ impl CustomersApi {
     /// Replace a customer
     ///
     /// Scope `customers:write`. Replaces the whole representation: omitted optional fields are cleared.
-    #[oai(path = "/customers/:id", method = "put", operation_id = "replaceCustomer")]
+    /// (The path is the spec's `/customers/{id}`; its parameter is named as in the read, since OpenAPI
+    /// allows one name per templated path.)
+    #[oai(path = "/customers/:customer_id", method = "put", operation_id = "replaceCustomer")]
     async fn replace(
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         version: ServiceVersion,
-        id: Path<String>,
+        customer_id: Path<String>,
         #[oai(name = "Idempotency-Key")] key: Key,
         body: JsonBody<ContactInput>,
     ) -> Result<ReadResponse, ApiError> {
-        replace(&CUSTOMERS, auth, &state, request_id, version, id, key, body).await
+        replace(&CUSTOMERS, auth, &state, request_id, version, customer_id, key, body).await
     }
 
     /// Get a customer
@@ -442,13 +444,19 @@ impl CustomersApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
     ) -> Result<ListResponse, ApiError> {
-        list(&CUSTOMERS, auth, &state, request_id, PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }).await
+        list(
+            &CUSTOMERS,
+            auth,
+            &state,
+            request_id,
+            PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 },
+        )
+        .await
     }
 }
 
@@ -522,12 +530,18 @@ impl SuppliersApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
     ) -> Result<ListResponse, ApiError> {
-        list(&SUPPLIERS, auth, &state, request_id, PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }).await
+        list(
+            &SUPPLIERS,
+            auth,
+            &state,
+            request_id,
+            PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 },
+        )
+        .await
     }
 }

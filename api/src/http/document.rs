@@ -390,7 +390,10 @@ impl AllowedMethods {
         let bad = segments.iter().position(|s| s.contains('%') && !decodes(s))?;
         self.routes
             .iter()
-            .filter(|(pattern, _)| pattern.len() == segments.len())
+            .filter(|(pattern, _)| {
+                pattern.len() == segments.len()
+                    && pattern.iter().zip(&segments).all(|(p, s)| p == s || p.starts_with('{'))
+            })
             .find_map(|(pattern, _)| pattern.get(bad).filter(|p| p.starts_with('{')))
             .map(|p| p.trim_matches(|c| c == '{' || c == '}'))
     }

@@ -80,19 +80,19 @@ pub enum V2Pages<T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync> {
 }
 
 /// `page` (from 1, default 1) and `limit` (1 to 100, default 20) of a page list.
-pub fn page_params(page: Option<i64>, limit: Option<i64>) -> Result<(i64, i64), ApiError> {
+pub fn page_params(page: Option<String>, limit: Option<String>) -> Result<(i64, i64), ApiError> {
     let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-    let page = match page {
+    let page = match page.as_deref().map(str::parse::<i64>) {
         None => 1,
-        Some(n) if (1..=1_000_000).contains(&n) => n,
+        Some(Ok(n)) if (1..=1_000_000).contains(&n) => n,
         Some(_) => {
             error = error.with_detail(Some("page"), "out_of_range", "page must be an integer of 1 or more");
             1
         }
     };
-    let limit = match limit {
+    let limit = match limit.as_deref().map(str::parse::<i64>) {
         None => 20,
-        Some(n) if (1..=100).contains(&n) => n,
+        Some(Ok(n)) if (1..=100).contains(&n) => n,
         Some(_) => {
             error = error.with_detail(Some("limit"), "out_of_range", "limit must be an integer from 1 to 100");
             20

@@ -134,20 +134,21 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, ErrorType::InvalidRequestError, code, message)
     }
 
-    /// 400 listing every offending field; but when every offending field names something that does
-    /// not exist in the organization, 404 (`NOT_FOUND`), and when every one holds a value another
-    /// resource already has, 409 (`ALREADY_EXISTS`): the request was well formed, the data it meets
-    /// decides.
+    /// 400 listing every offending field; but when the organization's data alone decides (each offending
+    /// field names something that does not exist, or holds a value another resource already has), 404
+    /// (`NOT_FOUND`) if anything is missing, else 409 (`ALREADY_EXISTS`): the request was well formed.
     pub fn validation(errors: Vec<FieldError>) -> Self {
-        let all = |code: &str| !errors.is_empty() && errors.iter().all(|e| e.code == code);
-        let mut error = if all("not_found") {
+        // Only what the organization's data decides: a missing reference, a taken unique value.
+        let data_decides =
+            !errors.is_empty() && errors.iter().all(|e| e.code == "not_found" || e.code == "already_exists");
+        let mut error = if data_decides && errors.iter().any(|e| e.code == "not_found") {
             Self::new(
                 StatusCode::NOT_FOUND,
                 ErrorType::InvalidRequestError,
                 "NOT_FOUND",
                 "a referenced resource does not exist; see details",
             )
-        } else if all("already_exists") {
+        } else if data_decides {
             Self::new(
                 StatusCode::CONFLICT,
                 ErrorType::BusinessError,

@@ -48,7 +48,7 @@ pub struct ListParams {
 impl ListParams {
     /// Applies the shared rules: `limit` 1 to 100 (default 50), no `page`, a cursor issued for `scope`.
     pub fn parse(
-        limit: Option<i64>,
+        limit: Option<String>,
         cursor: Option<String>,
         page: Option<String>,
         codec: &CursorCodec,
@@ -58,9 +58,9 @@ impl ListParams {
         if page.is_some() {
             error = error.with_detail(Some("page"), "unsupported", "page is not supported: pass next_cursor as cursor");
         }
-        let limit = match limit {
+        let limit = match limit.as_deref().map(str::parse::<i64>) {
             None => DEFAULT_LIMIT,
-            Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            Some(Ok(n)) if (1..=MAX_LIMIT).contains(&n) => n,
             Some(_) => {
                 error = error.with_detail(
                     Some("limit"),

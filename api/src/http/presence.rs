@@ -110,6 +110,56 @@ macro_rules! presence_type {
 presence_type!(Nullable, true, "nullable");
 presence_type!(Optional, false, "optional");
 
+/// An object of `T` in a sparse field set (`fields=`): `id` always, every other property only when
+/// asked for. Documented as `T`'s schema with only `id` required.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Sparse<T>(pub T);
+
+impl<T: Type> Type for Sparse<T> {
+    const IS_REQUIRED: bool = true;
+    type RawValueType = Self;
+    type RawElementValueType = Self;
+
+    fn name() -> Cow<'static, str> {
+        format!("Sparse_{}", T::name()).into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        MetaSchemaRef::Reference(Self::name().into_owned())
+    }
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+        let name = Self::name().into_owned();
+        if let Some(mut schema) = registry.schemas.get(T::name().as_ref()).cloned() {
+            schema.required.retain(|field| *field == "id");
+            schema.title = Some(name.clone());
+            registry.schemas.insert(name, schema);
+        }
+    }
+
+    fn as_raw_value(&self) -> Option<&Self> {
+        Some(self)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+        Box::new(std::iter::once(self))
+    }
+}
+
+impl<T: ParseFromJSON> ParseFromJSON for Sparse<T> {
+    fn parse_from_json(value: Option<Value>) -> ParseResult<Self> {
+        T::parse_from_json(value).map(Sparse).map_err(ParseError::propagate)
+    }
+}
+
+impl<T: ToJSON> ToJSON for Sparse<T> {
+    fn to_json(&self) -> Option<Value> {
+        self.0.to_json()
+    }
+}
+
 /// `#[serde(with = "rfc3339_nullable")]` for a `Nullable<OffsetDateTime>`: RFC 3339 text or `null`.
 pub mod rfc3339_nullable {
     use super::Nullable;

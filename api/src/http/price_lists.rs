@@ -12,7 +12,7 @@ use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::rules;
-use crate::http::schema::{AutomaticPricingMode, Blank, Cents, Percent, Text};
+use crate::http::schema::{AutomaticPricingMode, Blank, Cents, Limit, Percent, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -451,14 +451,13 @@ impl PriceListsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
     ) -> Result<Lists, ApiError> {
         let call = Call::new(LIST_PRICE_LISTS, &state, &auth, &request_id)?;
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         let body = call
             .cursor_list(
                 params,
@@ -551,8 +550,7 @@ impl PriceListsApi {
         /// `true` or `false`.
         is_active: Query<Option<String>>,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
@@ -572,7 +570,7 @@ impl PriceListsApi {
         let url = format!("{}/{}/prices", PRICE_LISTS.list.url, list.id);
         // Cursors are bound to the filter as well as the list.
         let binding = format!("{url}?is_active={active:?}");
-        let paging = call.page(PageParams { limit: limit.0, cursor: cursor.0, page: page.0 }, &binding)?;
+        let paging = call.page(PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 }, &binding)?;
         let revision = list.pricing_revision();
         // A position is `{revision}/{product id}`: a cursor of another revision would page prices that moved.
         let after = match paging.after() {

@@ -9,11 +9,12 @@ use crate::http::error::ApiError;
 use crate::http::list::{ListEnvelope, parse_id};
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
-use crate::http::presence::{Nullable, Optional};
+use crate::http::presence::{Nullable, Optional, Sparse};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::rules;
 use crate::http::schema::{
-    AdjustmentTarget, Blank, Cents, Currency, Int, MetafieldKey, MetafieldValue, Percent, ProductType, Text, VatCode,
+    AdjustmentTarget, Blank, Cents, Currency, Int, Limit, MetafieldKey, MetafieldValue, Percent, ProductType, Text,
+    VatCode,
 };
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -311,9 +312,10 @@ enum ReadResponse {
 
 #[derive(ApiResponse)]
 enum ListResponse {
-    /// A page of variants, oldest first (never with metafields).
+    /// A page of variants, oldest first (never with metafields); with `fields`, each carries `id` and
+    /// the fields named.
     #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<ProductData>>),
+    Ok(RawJson<ListEnvelope<Sparse<ProductData>>>),
 }
 
 fn option_values(values: &[OptionValue]) -> Vec<OptionValueData> {
@@ -782,8 +784,7 @@ impl ProductsApi {
         query: Query<Option<String>>,
         default_supplier_id: Query<Option<String>>,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         /// Comma-separated field names; `tags` appears only when named.
@@ -794,7 +795,7 @@ impl ProductsApi {
         let fields = parse_fields(fields.0)?;
         let supplier = default_supplier_id.0.as_deref().map(|s| parse_id(s, "default_supplier_id")).transpose()?;
         let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         let body = call
             .cursor_list(
                 params,

@@ -12,7 +12,7 @@ use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write};
-use crate::http::schema::{Blank, FeePercentage, Text};
+use crate::http::schema::{Blank, FeePercentage, Limit, PageNumber, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -445,14 +445,13 @@ impl RecordsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
     ) -> Result<CursorList<PaymentMethodData>, ApiError> {
         let call = Call::new(LIST_PAYMENT_METHODS, &state, &auth, &request_id)?;
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         Ok(CursorList::Ok(RawJson::new(cursor_list::<PaymentMethodEvent>(&call, params).await?)))
     }
 
@@ -530,14 +529,13 @@ impl RecordsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
     ) -> Result<CursorList<WarehouseData>, ApiError> {
         let call = Call::new(LIST_WAREHOUSES, &state, &auth, &request_id)?;
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         Ok(CursorList::Ok(RawJson::new(cursor_list::<WarehouseEvent>(&call, params).await?)))
     }
 
@@ -613,11 +611,9 @@ impl RecordsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// Page number, from 1 (default 1).
-        #[oai(validator(minimum(value = "1"), maximum(value = "1000000")))]
-        page: Query<Option<i64>>,
+        page: Query<Option<PageNumber>>,
         /// 1 to 100, default 20.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// Only categories whose name contains this text (case-insensitive).
         search: Query<Option<String>>,
         /// `name` (default), `createdAt` or `updatedAt`.
@@ -629,7 +625,7 @@ impl RecordsApi {
     ) -> Result<Pages<CategoryData>, ApiError> {
         let call = Call::new(LIST_CATEGORIES, &state, &auth, &request_id)?;
         let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-        let (page, limit) = match page_params(page.0, limit.0) {
+        let (page, limit) = match page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0)) {
             Ok(params) => params,
             Err(invalid) => {
                 error = invalid;
@@ -730,14 +726,13 @@ impl RecordsApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
     ) -> Result<CursorList<PointOfSaleData>, ApiError> {
         let call = Call::new(LIST_POINTS_OF_SALE, &state, &auth, &request_id)?;
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         Ok(CursorList::Ok(RawJson::new(cursor_list::<PointOfSaleEvent>(&call, params).await?)))
     }
 }

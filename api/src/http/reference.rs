@@ -9,6 +9,7 @@ use crate::http::list::ListEnvelope;
 use crate::http::operations::{Operation, Operations};
 use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind, ListAt, PageParams};
+use crate::http::schema::Limit;
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -262,8 +263,7 @@ impl ReferenceApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
@@ -282,7 +282,7 @@ impl ReferenceApi {
                 (*code, item)
             })
             .collect();
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         Ok(TaxRatesResponse::Ok(RawJson::new(static_page(&call, url, items, params)?)))
     }
 
@@ -296,8 +296,7 @@ impl ReferenceApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
@@ -318,7 +317,7 @@ impl ReferenceApi {
                 (*code, item)
             })
             .collect();
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         Ok(VoucherTypesResponse::Ok(RawJson::new(static_page(&call, url, items, params)?)))
     }
 }

@@ -131,7 +131,7 @@ impl<'a> Write<'a> {
 
 /// The `limit`, `cursor` and `page` parameters of a cursor list, as sent.
 pub struct PageParams {
-    pub limit: Option<i64>,
+    pub limit: Option<String>,
     pub cursor: Option<String>,
     pub page: Option<String>,
 }

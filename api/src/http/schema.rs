@@ -122,13 +122,17 @@ macro_rules! pattern_type {
     };
 }
 
-pattern_type!(
-    /// An e-mail address (at most 100 characters): one `@`, no spaces, a domain of two or more labels.
+/// An e-mail address (at most 100 characters): one `@`, no spaces, a domain of two or more labels.
+pub struct Email;
+schema_only!(
     Email,
-    format!(
-        "^[{WS}]*(?:(?=[^\\x00]{{1,100}}[{WS}]*$)[^@\\x00{WS}]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+)?[{WS}]*$"
-    )
+    MetaSchema {
+        max_length: Some(100),
+        pattern: Some(format!("^[{WS}]*(?:[^@\\x00{WS}]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+)?[{WS}]*$")),
+        ..MetaSchema::new("string")
+    }
 );
+
 pattern_type!(
     /// A tax id: 7 to 11 digits.
     TaxId,
@@ -156,12 +160,17 @@ pattern_type!(
     MetafieldKey,
     trimmed("[a-z0-9_.-]{1,64}")
 );
-pattern_type!(
-    /// An `https://` address of at most 2048 characters.
+/// An `https://` address of at most 2048 characters.
+pub struct HttpsUrl;
+schema_only!(
     HttpsUrl,
-    format!(
-        "^[{WS}]*(?=[^\\x00]{{1,2048}}[{WS}]*$)[Hh][Tt][Tt][Pp][Ss]://(?:[A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*(?:[/?#][^\\x00]*)?[{WS}]*$"
-    )
+    MetaSchema {
+        max_length: Some(2048),
+        pattern: Some(format!(
+            "^[{WS}]*[Hh][Tt][Tt][Pp][Ss]://(?:[A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*(?:[/?#][^\\x00]*)?[{WS}]*$"
+        )),
+        ..MetaSchema::new("string")
+    }
 );
 
 pattern_type!(
@@ -198,6 +207,64 @@ schema_only!(
 fn regex_escape(text: &str) -> String {
     text.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_string() } else { format!("\\{c}") }).collect()
 }
+
+/// A query parameter read as text by its handler (which reports every bad parameter at once, in its
+/// own words), documented with the schema of what it accepts.
+macro_rules! text_parameter {
+    ($(#[$doc:meta])* $name:ident, $schema:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $name(pub String);
+
+        impl Type for $name {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn schema_ref() -> MetaSchemaRef {
+                MetaSchemaRef::Inline(Box::new($schema))
+            }
+
+            fn as_raw_value(&self) -> Option<&Self> {
+                Some(self)
+            }
+
+            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+                Box::new(std::iter::once(self))
+            }
+        }
+
+        impl poem_openapi::types::ParseFromParameter for $name {
+            fn parse_from_parameter(value: &str) -> ParseResult<Self> {
+                Ok(Self(value.to_owned()))
+            }
+        }
+    };
+}
+
+fn integer_range(min: i64, max: i64) -> MetaSchema {
+    MetaSchema {
+        format: Some("int64"),
+        minimum: Some(min as f64),
+        maximum: Some(max as f64),
+        ..MetaSchema::new("integer")
+    }
+}
+
+text_parameter!(
+    /// `limit`: 1 to 100.
+    Limit,
+    integer_range(1, 100)
+);
+text_parameter!(
+    /// `page` of a page list: 1 to 1000000.
+    PageNumber,
+    integer_range(1, 1_000_000)
+);
 
 /// A percentage with at most two decimals, as a JSON number or as decimal text: `MIN` to `MAX`.
 pub struct Percent<const MIN: i64, const MAX: i64>;

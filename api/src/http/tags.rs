@@ -10,7 +10,7 @@ use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::rules;
-use crate::http::schema::{Color, Text};
+use crate::http::schema::{Color, Limit, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
@@ -281,15 +281,14 @@ impl TagsApi {
         request_id: RequestId,
         include_archived: Query<Option<bool>>,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
     ) -> Result<Tags, ApiError> {
         let call = Call::new(LIST_TAGS, &state, &auth, &request_id)?;
         let include_archived = include_archived.0.unwrap_or(false);
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         let body = call
             .cursor_list(
                 params,

@@ -7,6 +7,7 @@ use crate::http::error::ApiError;
 use crate::http::operations::{Operation, Operations};
 use crate::http::records::{WarehouseData, record_page};
 use crate::http::resource::Call;
+use crate::http::schema::{Limit, PageNumber};
 use crate::http::{ApiTags, RequestId, Style};
 use crate::state::AppState;
 use events::catalogue::WarehouseEvent;
@@ -38,16 +39,14 @@ impl V2Api {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// Page number, from 1 (default 1).
-        #[oai(validator(minimum(value = "1"), maximum(value = "1000000")))]
-        page: Query<Option<i64>>,
+        page: Query<Option<PageNumber>>,
         /// 1 to 100, default 20.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// Only warehouses whose name contains this text (case-insensitive).
         search: Query<Option<String>>,
     ) -> Result<V2Pages<WarehouseData>, ApiError> {
         let call = Call::new(V2_LIST_WAREHOUSES, &state, &auth, &request_id)?;
-        let (page, limit) = page_params(page.0, limit.0)?;
+        let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
         let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
         let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
         let (data, pagination) = record_page::<WarehouseEvent>(&call, &query).await?;

@@ -11,7 +11,7 @@ use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::rules;
-use crate::http::schema::{HttpsUrl, SubscribableEvent, Text, WebhookApiVersion};
+use crate::http::schema::{HttpsUrl, Limit, SubscribableEvent, Text, WebhookApiVersion};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -542,15 +542,14 @@ impl WebhooksApi {
         state: Data<&Arc<AppState>>,
         request_id: RequestId,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
     ) -> Result<Endpoints, ApiError> {
         let call = Call::new(LIST_WEBHOOK_ENDPOINTS, &state, &auth, &request_id)?;
         let owner = owner(call.principal);
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         let body = call
             .cursor_list(
                 params,
@@ -591,8 +590,7 @@ impl WebhooksApi {
         request_id: RequestId,
         id: Path<String>,
         /// 1 to 100, default 50.
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
+        limit: Query<Option<Limit>>,
         /// The `next_cursor` of the previous page.
         cursor: Query<Option<String>>,
         page: PageParam,
@@ -600,7 +598,7 @@ impl WebhooksApi {
         let call = Call::new(LIST_WEBHOOK_DELIVERIES, &state, &auth, &request_id)?;
         let endpoint = visible(&call, &id.0).await?;
         let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
-        let params = PageParams { limit: limit.0, cursor: cursor.0, page: page.0 };
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
         let body = call
             .cursor_list(
                 params,

@@ -176,6 +176,26 @@ pub async fn error(response: Response, status: u16, kind: &str) -> Value {
     body
 }
 
+/// A refused write whose status follows its details: 404 when every detail is a missing reference
+/// (`not_found`, or some of them and the rest taken values), 409 when every one is a taken unique value
+/// (`already_exists`), 400 otherwise.
+pub async fn refused(response: Response) -> Value {
+    let status = response.status().as_u16();
+    let peek: Value = serde_json::from_slice(&response.bytes().await.expect("a body")).expect("a JSON body");
+    let codes: Vec<&str> =
+        peek["error"]["details"].as_array().into_iter().flatten().filter_map(|d| d["code"].as_str()).collect();
+    let data_decides = !codes.is_empty() && codes.iter().all(|c| *c == "not_found" || *c == "already_exists");
+    let (expected, kind) = match data_decides {
+        true if codes.contains(&"not_found") => (404, "invalid_request_error"),
+        true => (409, "business_error"),
+        false => (400, "invalid_request_error"),
+    };
+    assert_eq!(status, expected, "{peek}");
+    assert_eq!(peek["error"]["type"], kind, "{peek}");
+    assert!(peek["error"]["details"].is_array(), "{peek}");
+    peek
+}
+
 /// The fields named in `details[]`.
 pub fn detail_fields(body: &Value) -> Vec<String> {
     body["error"]["details"]

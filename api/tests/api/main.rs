@@ -5,6 +5,7 @@ mod command_batches;
 mod configuration;
 mod customers;
 mod helpers;
+mod hostile;
 mod openapi;
 mod organization;
 mod payment_methods;

@@ -2,7 +2,7 @@
 //! pagination bound to the pricing revision, conditional reads, the product detail under a list, and
 //! automatic margin pricing through bulk adjustments.
 
-use crate::helpers::{TestApp, detail_fields, error, json};
+use crate::helpers::{TestApp, detail_fields, error, json, refused};
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -113,7 +113,7 @@ async fn price_lists_are_validated_created_replaced_and_private(pool: PgPool) {
         (json!({"name": "A", "prices": [{"product_id": variant, "unit_price": -1}]}), vec!["prices[0].unit_price"]),
     ];
     for (body, expected) in cases {
-        let refused = error(app.post("/api/v1/price-lists", &body).await, 400, "invalid_request_error").await;
+        let refused = refused(app.post("/api/v1/price-lists", &body).await).await;
         let mut fields = detail_fields(&refused);
         fields.sort();
         assert_eq!(fields, expected, "{body}: {refused}");
@@ -392,7 +392,7 @@ async fn margin_priced_products_follow_their_costs_through_bulk_adjustments(pool
     assert_eq!(read(margin.clone()).await["cost"], 1_100);
     let body = json!({"target": "cost", "tag_id": Uuid::now_v7(), "amount": 1});
     let unknown = post_keyed(&app, "/api/v1/products/bulk-adjustments", &body).await;
-    assert_eq!(detail_fields(&error(unknown, 400, "invalid_request_error").await), ["tag_id"]);
+    assert_eq!(detail_fields(&error(unknown, 404, "invalid_request_error").await), ["tag_id"]);
 }
 
 /// Rebuilding the products and price lists projections from the event store (while the service runs)

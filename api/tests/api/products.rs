@@ -1,7 +1,7 @@
 //! Products: single products and variant matrices, their rules and rejections (which leave nothing
 //! behind), replaces that touch a whole group, and the product events the webhook sender delivers.
 
-use crate::helpers::{TestApp, detail_fields, error, json};
+use crate::helpers::{TestApp, detail_fields, error, json, refused};
 use crate::receiver::Receiver;
 use projections::webhooks::dispatch::{self, SenderConfig};
 use reqwest::Response;
@@ -154,7 +154,7 @@ async fn rejected_products_leave_nothing_behind(pool: PgPool) {
         (unknown_refs, vec!["categoryId", "defaultSupplierId", "warehouseStocks"]),
     ];
     for (body, expected) in cases {
-        let refused = error(create(&app, &body).await, 400, "invalid_request_error").await;
+        let refused = refused(create(&app, &body).await).await;
         let mut fields = detail_fields(&refused);
         fields.sort();
         fields.dedup();
@@ -177,12 +177,9 @@ async fn rejected_products_leave_nothing_behind(pool: PgPool) {
     )
     .await;
     assert_eq!(detail_fields(&refused), ["metafields"]);
-    let refused = error(
-        app.put(&path, &json!({"name": "Otro", "sku": "Taken-1", "price": 100})).await,
-        400,
-        "invalid_request_error",
-    )
-    .await;
+    let refused =
+        error(app.put(&path, &json!({"name": "Otro", "sku": "Taken-1", "price": 100})).await, 409, "business_error")
+            .await;
     assert_eq!(detail_fields(&refused), ["sku"]);
     assert_eq!(counts(&app).await, before);
     error(
@@ -328,7 +325,7 @@ async fn custom_fields_follow_their_definitions(pool: PgPool) {
     )
     .await;
     json(define(&app, json!({"key": "nota", "valueType": "text", "maxLength": 5})).await, 201).await;
-    let refused = error(define(&app, json!({"key": "peso_kg"})).await, 400, "invalid_request_error").await;
+    let refused = error(define(&app, json!({"key": "peso_kg"})).await, 409, "business_error").await;
     assert_eq!(detail_fields(&refused), ["key"], "keys are unique");
     let refused =
         error(define(&app, json!({"key": "Mal Key", "valueType": "color"})).await, 400, "invalid_request_error").await;
@@ -427,7 +424,7 @@ async fn bulk_adjustments_change_every_matching_variant_at_once(pool: PgPool) {
         (json!({"target": "margin", "default_supplier_id": ours, "percentage": 10}), "target"),
         (json!({"target": "price", "product_ids": [Uuid::now_v7()], "percentage": 10}), "product_ids[0]"),
     ] {
-        let refused = error(bulk(&app, &Uuid::now_v7().to_string(), &body).await, 400, "invalid_request_error").await;
+        let refused = refused(bulk(&app, &Uuid::now_v7().to_string(), &body).await).await;
         assert_eq!(detail_fields(&refused), [field], "{refused}");
     }
     assert_eq!(counts(&app).await, before);

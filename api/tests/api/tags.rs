@@ -30,7 +30,7 @@ async fn tags_are_applied_shown_renamed_archived_and_removed(pool: PgPool) {
         .as_str()
         .expect("id")
         .to_owned();
-    let refused = error(app.post("/api/v1/tags", &json!({"name": "VIP"})).await, 400, "invalid_request_error").await;
+    let refused = error(app.post("/api/v1/tags", &json!({"name": "VIP"})).await, 409, "business_error").await;
     assert_eq!(detail_fields(&refused), ["name"], "names are unique ignoring case");
     let refused =
         error(app.post("/api/v1/tags", &json!({"name": "x", "color": "red"})).await, 400, "invalid_request_error")
@@ -96,13 +96,13 @@ async fn tags_are_applied_shown_renamed_archived_and_removed(pool: PgPool) {
     assert_eq!(detail_fields(&refused), ["add[0]"]);
     let refused = error(
         apply(&app, "customers", json!({"ids": [Uuid::now_v7()], "add": [Uuid::now_v7()]})).await,
-        400,
+        404,
         "invalid_request_error",
     )
     .await;
     assert_eq!(detail_fields(&refused), ["ids[0]", "add[0]"]);
     let refused =
-        error(apply(&app, "sales", json!({"ids": [Uuid::now_v7()], "add": [vip]})).await, 400, "invalid_request_error")
+        error(apply(&app, "sales", json!({"ids": [Uuid::now_v7()], "add": [vip]})).await, 404, "invalid_request_error")
             .await;
     assert_eq!(detail_fields(&refused), ["ids[0]"]);
     let refused = error(apply(&app, "customers", json!({"ids": [id]})).await, 400, "invalid_request_error").await;
