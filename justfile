@@ -17,7 +17,7 @@ test_database_url := replace_regex(DATABASE_URL, '/[^/]*$', '/postgres')
 run: services
     cargo run --release --bin backoffice -- all
 
-# Formatting, lints and every test against real Postgres and NATS.
+# Formatting, lints, every test against real Postgres and NATS, and the OpenAPI contract test.
 test: check
     scripts/services --filters
     if cargo nextest --version >/dev/null 2>&1; then \
@@ -25,6 +25,13 @@ test: check
     else \
         DATABASE_URL={{test_database_url}} cargo test --workspace --no-fail-fast; \
     fi
+    just contract
+
+# The OpenAPI contract: the running service against openapi-spec-validator, schemathesis (every
+# operation, every check, its stateful phase) and a generated Python client (see scripts/contract).
+# CONTRACT_EXAMPLES sets the examples per operation (default 100).
+contract: services
+    scripts/contract
 
 # The quality gates.
 check:
