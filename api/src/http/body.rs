@@ -232,7 +232,7 @@ pub fn non_utf8_parameters(query: &str) -> Vec<String> {
 }
 
 /// `%XX` escapes as their bytes (a `%` not followed by two hex digits stays as it is).
-fn percent_decode(text: &str) -> Vec<u8> {
+pub(crate) fn percent_decode(text: &str) -> Vec<u8> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -128,16 +128,8 @@ fn apply_input_rules(document: &mut Value) {
                 rules.as_array_mut().expect("allOf is an array").push(rule());
             }
             InputRule::Query { operation, parameter, schema } => {
-                let target = document["paths"]
-                    .as_object_mut()
-                    .into_iter()
-                    .flat_map(|paths| paths.values_mut())
-                    .filter_map(Value::as_object_mut)
-                    .flat_map(|operations| operations.values_mut())
-                    .filter(|op| op["operationId"] == *operation)
-                    .filter_map(|op| op.get_mut("parameters").and_then(Value::as_array_mut))
-                    .flatten()
-                    .find(|p| p["name"] == *parameter && p["in"] == "query")
+                let (_, target) = query_parameters(document)
+                    .find(|(op, p)| op == operation && p["name"] == *parameter)
                     .unwrap_or_else(|| panic!("an input rule names {operation} {parameter}, which is not documented"));
                 target["schema"] = schema();
             }
@@ -145,18 +137,25 @@ fn apply_input_rules(document: &mut Value) {
     }
 }
 
-/// The gateway refuses the NUL character in every query parameter (`check_query`): free text
-/// parameters say so.
-fn document_query_text(document: &mut Value) {
-    let parameters = document["paths"]
+/// Every query parameter of every operation, with the operation's id.
+fn query_parameters(document: &mut Value) -> impl Iterator<Item = (String, &mut Value)> {
+    document["paths"]
         .as_object_mut()
         .into_iter()
         .flat_map(|paths| paths.values_mut())
         .filter_map(Value::as_object_mut)
         .flat_map(|operations| operations.values_mut())
-        .filter_map(|op| op.get_mut("parameters").and_then(Value::as_array_mut))
-        .flatten();
-    for parameter in parameters.filter(|p| p["in"] == "query") {
+        .flat_map(|op| {
+            let id = op["operationId"].as_str().unwrap_or_default().to_owned();
+            let parameters = op.get_mut("parameters").and_then(Value::as_array_mut).into_iter().flatten();
+            parameters.filter(|p| p["in"] == "query").map(move |p| (id.clone(), p))
+        })
+}
+
+/// The gateway refuses the NUL character in every query parameter (`check_query`): free text
+/// parameters say so.
+fn document_query_text(document: &mut Value) {
+    for (_, parameter) in query_parameters(document) {
         let schema = &mut parameter["schema"];
         if schema["type"] == "string"
             && schema.get("pattern").is_none()
@@ -423,25 +422,5 @@ impl AllowedMethods {
 
 /// Whether a path segment's `%XX` escapes decode to UTF-8.
 fn decodes(segment: &str) -> bool {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let escaped = (bytes[i] == b'%')
-            .then(|| bytes.get(i + 1..i + 3))
-            .flatten()
-            .and_then(|hex| std::str::from_utf8(hex).ok())
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                out.push(byte);
-                i += 3;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-    }
-    std::str::from_utf8(&out).is_ok()
+    std::str::from_utf8(&crate::http::body::percent_decode(segment)).is_ok()
 }

@@ -41,15 +41,9 @@ pub fn trimmed(inner: &str) -> String {
     format!("^[{WS}]*(?:{inner})[{WS}]*$")
 }
 
-/// A schema-only type: never parsed nor rendered (see the module documentation).
-macro_rules! schema_only {
+/// `Type` for a type documented by an inline schema of its own.
+macro_rules! inline_type {
     ($name:ident $(<$(const $param:ident: $ty:ty),+>)?, $schema:expr) => {
-        impl$(<$(const $param: $ty),+>)? std::fmt::Debug for $name$(<$($param),+>)? {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(stringify!($name))
-            }
-        }
-
         impl$(<$(const $param: $ty),+>)? Type for $name$(<$($param),+>)? {
             const IS_REQUIRED: bool = true;
             type RawValueType = Self;
@@ -71,6 +65,19 @@ macro_rules! schema_only {
                 Box::new(std::iter::once(self))
             }
         }
+    };
+}
+
+/// A schema-only type: never parsed nor rendered (see the module documentation).
+macro_rules! schema_only {
+    ($name:ident $(<$(const $param:ident: $ty:ty),+>)?, $schema:expr) => {
+        impl$(<$(const $param: $ty),+>)? std::fmt::Debug for $name$(<$($param),+>)? {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($name))
+            }
+        }
+
+        inline_type!($name $(<$(const $param: $ty),+>)?, $schema);
 
         impl$(<$(const $param: $ty),+>)? ParseFromJSON for $name$(<$($param),+>)? {
             fn parse_from_json(_value: Option<Value>) -> ParseResult<Self> {
@@ -216,27 +223,7 @@ macro_rules! text_parameter {
         #[derive(Debug, Clone)]
         pub struct $name(pub String);
 
-        impl Type for $name {
-            const IS_REQUIRED: bool = true;
-            type RawValueType = Self;
-            type RawElementValueType = Self;
-
-            fn name() -> Cow<'static, str> {
-                stringify!($name).into()
-            }
-
-            fn schema_ref() -> MetaSchemaRef {
-                MetaSchemaRef::Inline(Box::new($schema))
-            }
-
-            fn as_raw_value(&self) -> Option<&Self> {
-                Some(self)
-            }
-
-            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
-                Box::new(std::iter::once(self))
-            }
-        }
+        inline_type!($name, $schema);
 
         impl poem_openapi::types::ParseFromParameter for $name {
             fn parse_from_parameter(value: &str) -> ParseResult<Self> {
