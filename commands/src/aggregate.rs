@@ -5,6 +5,8 @@
 use crate::validate::FieldError;
 use events::EventPayload;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 pub trait Aggregate: Sized + Clone {
@@ -40,6 +42,20 @@ pub enum Rejection {
     /// The idempotency key was used for another request, or its first request is still running.
     #[error("{code}: {message}")]
     Idempotency { code: String, message: String, retryable: bool },
+    /// The request is well formed but the organization's state forbids it (not enough stock, a total
+    /// that does not match): 422, each detail naming its field with the facts behind it.
+    #[error("{code}: {message}")]
+    Unprocessable { code: String, message: String, details: Vec<BusinessDetail> },
+}
+
+/// One reason a request could not be processed: the field it concerns and the facts behind it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BusinessDetail {
+    pub field: Option<String>,
+    pub code: String,
+    pub message: String,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, Value>,
 }
 
 impl Rejection {

@@ -12,6 +12,7 @@ pub mod contacts;
 pub mod engine;
 pub mod handler;
 pub mod idempotency;
+pub mod inventory;
 pub mod metafields;
 pub mod organization;
 pub mod price_lists;
@@ -20,8 +21,9 @@ pub mod protocol;
 pub mod records;
 mod registry;
 pub mod tags;
+pub mod tax;
 pub mod validate;
 pub mod webhooks;
 
-pub use aggregate::{Aggregate, Rejection};
+pub use aggregate::{Aggregate, BusinessDetail, Rejection};
 pub use validate::FieldError;

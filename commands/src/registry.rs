@@ -94,6 +94,8 @@ registry! {
     Category => crate::records::Category,
     PriceList => crate::price_lists::PriceList,
     Webhook => crate::webhooks::WebhookEndpoint,
+    StockMovement => crate::inventory::StockMovements,
+    StockTransfer => crate::inventory::StockTransfers,
 }
 
 impl Command {

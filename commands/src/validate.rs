@@ -196,6 +196,73 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// A required id (a UUID written as a string).
+    pub fn required_uuid(&mut self, name: &str) -> Option<uuid::Uuid> {
+        if self.object.is_some() && self.raw(name).is_none() {
+            self.fail(name, "required", "is required");
+            return None;
+        }
+        self.optional_uuid(name)
+    }
+
+    /// A required exact quantity (a number or a string holding a decimal, at most three decimal places);
+    /// `positive` refuses zero and negative quantities.
+    pub fn required_quantity(&mut self, name: &str, positive: bool) -> Option<events::domain::Quantity> {
+        use events::domain::{DomainError, Quantity};
+        let value = match self.raw(name) {
+            Some(value) => value,
+            None => {
+                if self.object.is_some() {
+                    self.fail(name, "required", "is required");
+                }
+                return None;
+            }
+        };
+        // Text is a plain decimal (`2`, `2.5`, `0.125`): no exponent, no bare point, as documented.
+        if let Some(text) = value.as_str()
+            && !is_plain_decimal(text)
+        {
+            self.fail(name, "invalid_format", "must be a decimal number such as 2.5");
+            return None;
+        }
+        let parsed = if positive { Quantity::parse_positive(value) } else { Quantity::parse(value) };
+        match parsed {
+            Ok(quantity) => Some(quantity),
+            Err(error) => {
+                let code = match error {
+                    DomainError::WrongType { .. } => "invalid_type",
+                    DomainError::TooManyDecimals { .. } => "too_many_decimals",
+                    DomainError::NotPositive(_) => "not_positive",
+                    DomainError::OutOfRange { .. } => "out_of_range",
+                    _ => "invalid_format",
+                };
+                self.fail(name, code, error.to_string());
+                None
+            }
+        }
+    }
+
+    /// A required array of `min..=max` items (an error otherwise: an empty slice comes back).
+    pub fn required_array(&mut self, name: &str, min: usize, max: usize) -> &'a [Value] {
+        match self.raw(name) {
+            Some(Value::Array(items)) if (min..=max).contains(&items.len()) => items.as_slice(),
+            Some(Value::Array(_)) => {
+                self.fail(name, "invalid_count", format!("must list {min} to {max} items"));
+                &[]
+            }
+            Some(_) => {
+                self.fail(name, "invalid_type", "must be an array");
+                &[]
+            }
+            None => {
+                if self.object.is_some() {
+                    self.fail(name, "required", "is required");
+                }
+                &[]
+            }
+        }
+    }
+
     /// Whether the field is present at all (even as null).
     pub fn has(&self, name: &str) -> bool {
         self.object.is_some_and(|o| o.contains_key(name))
@@ -209,6 +276,14 @@ impl<'a> ObjectReader<'a> {
     pub fn finish<T>(self, value: T) -> Result<T, Vec<FieldError>> {
         if self.errors.is_empty() { Ok(value) } else { Err(self.errors) }
     }
+}
+
+/// `-?digits(.digits)?`: the decimal text quantities are sent as.
+fn is_plain_decimal(text: &str) -> bool {
+    let unsigned = text.strip_prefix('-').unwrap_or(text);
+    let (whole, fraction) = unsigned.split_once('.').unwrap_or((unsigned, "0"));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(whole) && digits(fraction)
 }
 
 /// `12`, `12.5`, `-0.25` as hundredths (1200, 1250, -25); anything else (exponents, three decimals,

@@ -3,6 +3,7 @@
 //! read models it maintains, with the queries that serve them.
 
 pub mod customers;
+pub mod inventory;
 pub mod organizations;
 pub mod price_lists;
 pub mod products;
@@ -237,6 +238,7 @@ projections! {
     PointsOfSale = "points_of_sale" => records::POINTS_OF_SALE,
     MetafieldDefinitions = "metafield_definitions" => records::METAFIELD_DEFINITIONS,
     Tags = "tags" => tags::TagsProjection,
+    Inventory = "inventory" => inventory::InventoryProjection,
     Webhooks = "webhooks" => webhooks::WebhooksProjection::default(),
 }
 

@@ -108,8 +108,9 @@ async fn apply(
                     .bind(&targets.resource_ids)
                     .execute(&mut *conn)
                     .await?;
-                let resource = carried_resource(&targets.resource_type, event.position)?;
-                stale.extend(targets.resource_ids.iter().map(|id| CacheKey { resource, org_id: org, id: *id }));
+                if let Some(resource) = carried_resource(&targets.resource_type, event.position)? {
+                    stale.extend(targets.resource_ids.iter().map(|id| CacheKey { resource, org_id: org, id: *id }));
+                }
                 false
             }
         };
@@ -119,7 +120,9 @@ async fn apply(
             let carriers: Vec<(String, Uuid)> =
                 sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org).bind(tag).fetch_all(&mut *conn).await?;
             for (resource, id) in carriers {
-                stale.push(CacheKey { resource: carried_resource(&resource, event.position)?, org_id: org, id });
+                if let Some(resource) = carried_resource(&resource, event.position)? {
+                    stale.push(CacheKey { resource, org_id: org, id });
+                }
             }
             stale.push(CacheKey { resource: CacheResource::Tag, org_id: org, id: tag });
         }
@@ -127,11 +130,16 @@ async fn apply(
     Ok(stale)
 }
 
-/// The cached resource a tag's `resource_type` names. The worker only applies tags to customers,
-/// suppliers and products, so any other name is a malformed event: the projector stops on it rather
-/// than leave a cached read stale.
-fn carried_resource(resource_type: &str, position: i64) -> Result<CacheResource, ProjectionError> {
-    resource_type.parse().map_err(|e: crate::registry::UnknownName| ProjectionError::Undecodable {
+/// Resources tags apply to whose reads are not cached: nothing to invalidate.
+const UNCACHED_TARGETS: &[&str] = &["stock_transfer", "sale"];
+
+/// The cached resource a tag's `resource_type` names (none for [`UNCACHED_TARGETS`]). Any other name is
+/// a malformed event: the projector stops on it rather than leave a cached read stale.
+fn carried_resource(resource_type: &str, position: i64) -> Result<Option<CacheResource>, ProjectionError> {
+    if UNCACHED_TARGETS.contains(&resource_type) {
+        return Ok(None);
+    }
+    resource_type.parse().map(Some).map_err(|e: crate::registry::UnknownName| ProjectionError::Undecodable {
         position,
         reason: format!("tag target: {e}"),
     })

@@ -100,6 +100,13 @@ pub fn complete(mut document: Value) -> Value {
                 };
                 let envelope = if facts.v2 { &envelope_v2 } else { &envelope_v1 };
                 document_errors(operation, &facts, envelope);
+                if let Some(why) = op.unprocessable_because() {
+                    operation["responses"]["422"] = json!({
+                        "description": why,
+                        "headers": {},
+                        "content": { "application/json": { "schema": envelope } },
+                    });
+                }
                 document_headers(operation);
                 if let Some(links) = links.get(op.id()) {
                     attach_links(operation, links);

@@ -200,6 +200,19 @@ impl ApiError {
             Rejection::Conflict { code, message } => {
                 Self::new(StatusCode::CONFLICT, ErrorType::BusinessError, &code, message)
             }
+            Rejection::Unprocessable { code, message, details } => {
+                let mut error = Self::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorType::BusinessError, &code, message);
+                error.body.details = details
+                    .into_iter()
+                    .map(|d| ErrorDetail {
+                        code: d.code,
+                        message: d.message,
+                        field: d.field,
+                        metadata: (!d.metadata.is_empty()).then_some(d.metadata),
+                    })
+                    .collect();
+                error
+            }
             Rejection::Idempotency { code, message, retryable } => {
                 let error = Self::new(StatusCode::CONFLICT, ErrorType::IdempotencyError, &code, message).with_detail(
                     Some("Idempotency-Key"),

@@ -9,6 +9,7 @@ pub mod document;
 pub mod envelopes;
 pub mod error;
 pub mod idempotency;
+pub mod inventory;
 pub mod list;
 pub mod metafields;
 pub mod operations;
@@ -59,6 +60,8 @@ pub enum ApiTags {
     PaymentMethods,
     /// Warehouses (Style B objects).
     Warehouses,
+    /// Stock levels, the inventory ledger, stock movements and transfers (Style A objects).
+    Inventory,
     /// Product categories (Style B objects and page list).
     Categories,
     /// Points of sale (fiscal numbering series).
@@ -192,6 +195,7 @@ apis!(
     metafields::MetafieldsApi,
     tags::TagsApi,
     records::RecordsApi,
+    inventory::InventoryApi,
     reference::ReferenceApi,
     webhooks::WebhooksApi,
     v2::V2Api,

@@ -34,17 +34,29 @@ pub struct Operation {
     scope: Option<Scope>,
     idempotency: Idempotency,
     command: Option<CommandKind>,
+    /// When the operation can answer 422 (the organization's state forbids a well-formed request), why.
+    unprocessable: Option<&'static str>,
 }
 
 impl Operation {
     /// A read: no key, no command.
     pub const fn read(id: &'static str, scope: Option<Scope>) -> Self {
-        Self { id, scope, idempotency: Idempotency::NotUsed, command: None }
+        Self { id, scope, idempotency: Idempotency::NotUsed, command: None, unprocessable: None }
     }
 
     /// A write sending `command`.
     pub const fn write(id: &'static str, scope: Scope, idempotency: Idempotency, command: CommandKind) -> Self {
-        Self { id, scope: Some(scope), idempotency, command: Some(command) }
+        Self { id, scope: Some(scope), idempotency, command: Some(command), unprocessable: None }
+    }
+
+    /// The same operation, documented to answer 422 `business_error` for the reasons `why` gives.
+    pub const fn unprocessable(self, why: &'static str) -> Self {
+        Self { unprocessable: Some(why), ..self }
+    }
+
+    /// Why the operation may answer 422, if it may.
+    pub fn unprocessable_because(self) -> Option<&'static str> {
+        self.unprocessable
     }
 
     /// The `operationId` (also what an idempotency claim names).

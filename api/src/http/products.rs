@@ -13,8 +13,8 @@ use crate::http::presence::{Nullable, Optional, Sparse};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::rules;
 use crate::http::schema::{
-    AdjustmentTarget, Blank, Cents, Currency, Int, Limit, MetafieldKey, MetafieldValue, Percent, ProductType, Text,
-    VatCode,
+    AdjustmentTarget, Blank, Cents, Currency, Int, Limit, MetafieldKey, MetafieldValue, Percent, ProductType,
+    QuantityIn, Text, VatCode,
 };
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -85,8 +85,12 @@ pub struct ProductInput {
     pub tax_rate_id: Optional<VatCode>,
     pub stock_minimum: Optional<Int<0, 1_000_000_000>>,
     pub default_supplier_id: Optional<Uuid>,
-    /// `product` (the default) or `service`.
+    /// `product` (the default), `service` or `combo` (a combo cannot become another type, nor the
+    /// reverse).
     pub product_type: Optional<ProductType>,
+    /// A combo's components (1 to 50; a combo only): moving a combo moves these, times its quantity.
+    #[oai(validator(min_items = 1, max_items = 50))]
+    pub components: Optional<Vec<ComponentInput>>,
     /// Automatic margin pricing, 0 to 1000 (number or decimal text, two decimals at most): each
     /// variant's price becomes its cost plus this percentage and follows every cost change. With it,
     /// `cost` is required and `price` is refused.
@@ -125,8 +129,19 @@ pub struct VariantInput {
 pub struct WarehouseStockInput {
     /// A warehouse of the organization, once per list.
     pub warehouse_id: Uuid,
-    /// Units on hand, 0 by default.
-    pub quantity: Optional<Int<0, 1_000_000_000>>,
+    /// Units on hand (three decimals at most), 0 by default.
+    pub quantity: Optional<QuantityIn<false>>,
+}
+
+/// One component of a combo.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct ComponentInput {
+    /// A product variant of the organization that holds stock (not a service nor another combo), once
+    /// per combo.
+    pub product_id: Uuid,
+    /// How many units one combo holds (three decimals at most).
+    pub quantity: QuantityIn<true>,
 }
 
 /// Replace body: the single-product fields for this variant (shared fields apply to its whole group).
@@ -152,8 +167,12 @@ pub struct ProductReplaceInput {
     pub tax_rate_id: Optional<VatCode>,
     pub stock_minimum: Optional<Int<0, 1_000_000_000>>,
     pub default_supplier_id: Optional<Uuid>,
-    /// `product` (the default) or `service`.
+    /// `product` (the default), `service` or `combo` (a combo cannot become another type, nor the
+    /// reverse).
     pub product_type: Optional<ProductType>,
+    /// A combo's components (1 to 50; a combo only): moving a combo moves these, times its quantity.
+    #[oai(validator(min_items = 1, max_items = 50))]
+    pub components: Optional<Vec<ComponentInput>>,
     /// Automatic margin pricing, 0 to 1000 (number or decimal text, two decimals at most): each
     /// variant's price becomes its cost plus this percentage and follows every cost change. With it,
     /// `cost` is required and `price` is refused.
@@ -533,13 +552,33 @@ fn product_shapes() -> serde_json::Value {
             markup(with_markup),
         ] })
     };
-    serde_json::json!({ "anyOf": [single(false), single(true), matrix(false), matrix(true)] })
+    serde_json::json!({ "allOf": [
+        { "anyOf": [single(false), single(true), matrix(false), matrix(true)] },
+        combo_shapes(),
+    ] })
+}
+
+/// A combo (`productType` `combo`) lists its `components` and is a single product without opening
+/// stock; any other product has no components.
+fn combo_shapes() -> serde_json::Value {
+    let combo = serde_json::json!({ "enum": ["combo"] });
+    serde_json::json!({ "anyOf": [
+        { "allOf": [
+            { "required": ["productType", "components"], "properties": { "productType": combo, "components": { "type": "array" } } },
+            rules::refused(&["options", "variants", "warehouseStocks"]),
+        ] },
+        { "allOf": [
+            rules::refused(&["components"]),
+            { "not": { "required": ["productType"], "properties": { "productType": combo } } },
+        ] },
+    ] })
 }
 
 /// Priced by hand or by margin; the matrix keys refused.
 fn replace_shapes() -> serde_json::Value {
     serde_json::json!({ "allOf": [
         rules::refused(&["metafields", "options", "variants", "warehouseStocks"]),
+        combo_shapes(),
         { "anyOf": [
             { "allOf": [markup(false), priced(false)] },
             { "allOf": [markup(true), priced(true)] },

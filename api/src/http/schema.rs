@@ -284,6 +284,68 @@ fn percent_text(min: i64, max: i64) -> String {
     trimmed(&format!("{positive}|{negative}"))
 }
 
+/// A quantity with at most three decimals, as a JSON number or as decimal text (`2`, `1.5`, `"0.125"`):
+/// positive (0.001 and up) when `POSITIVE`, else zero and up; at most 10^12 units. Text is plain
+/// decimal (no exponent, no sign).
+pub struct QuantityIn<const POSITIVE: bool>;
+schema_only!(
+    QuantityIn<const POSITIVE: bool>,
+    MetaSchema {
+        one_of: vec![
+            MetaSchemaRef::Inline(Box::new(MetaSchema {
+                minimum: Some(if POSITIVE { 0.001 } else { 0.0 }),
+                maximum: Some(1e12),
+                multiple_of: Some(0.001),
+                ..MetaSchema::new("number")
+            })),
+            MetaSchemaRef::Inline(Box::new(text_schema(quantity_text(POSITIVE)))),
+        ],
+        ..MetaSchema::ANY
+    }
+);
+
+/// Plain decimal text of a quantity: at most twelve whole digits (leading zeros aside) and three
+/// decimals; positive excludes every spelling of zero.
+fn quantity_text(positive: bool) -> String {
+    if positive {
+        "^(?:0*[1-9][0-9]{0,11}(?:\\.[0-9]{1,3})?|0+\\.(?:[1-9][0-9]{0,2}|0[1-9][0-9]?|00[1-9]))$".to_owned()
+    } else {
+        "^0*[0-9]{1,12}(?:\\.[0-9]{1,3})?$".to_owned()
+    }
+}
+
+/// An exact quantity in a response: the shortest decimal text of its value (`"2.5"`, `"3"`, `"-0.125"`),
+/// never a JSON number, so no reader loads it as a float.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct QuantityText(pub events::domain::Quantity);
+inline_type!(
+    QuantityText,
+    MetaSchema {
+        pattern: Some("^-?(?:0|[1-9][0-9]*)(?:\\.[0-9]{0,2}[1-9])?$".to_owned()),
+        ..MetaSchema::new("string")
+    }
+);
+
+impl ParseFromJSON for QuantityText {
+    fn parse_from_json(value: Option<Value>) -> ParseResult<Self> {
+        let value = value.unwrap_or_default();
+        events::domain::Quantity::parse(&value).map(Self).map_err(ParseError::custom)
+    }
+}
+
+impl ToJSON for QuantityText {
+    fn to_json(&self) -> Option<Value> {
+        Some(Value::String(self.0.to_string()))
+    }
+}
+
+impl From<events::domain::Quantity> for QuantityText {
+    fn from(quantity: events::domain::Quantity) -> Self {
+        Self(quantity)
+    }
+}
+
 /// `taxIdType`.
 #[derive(Debug, Enum)]
 pub enum TaxIdType {
@@ -330,6 +392,8 @@ pub enum Currency {
 pub enum ProductType {
     Product,
     Service,
+    /// Moves as its `components`; holds no stock of its own.
+    Combo,
 }
 
 /// The VAT rate codes of the tax authority a product may carry (see `/api/v1/tax-rates`).

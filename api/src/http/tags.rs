@@ -43,6 +43,8 @@ pub const APPLY_PRODUCT_TAGS: Operation =
     Operation::write("applyProductTags", Scope::ProductsWrite, Idempotency::Optional, CommandKind::ApplyTags);
 pub const APPLY_SALE_TAGS: Operation =
     Operation::write("applySaleTags", Scope::SalesWrite, Idempotency::Optional, CommandKind::ApplyTags);
+pub const APPLY_STOCK_TRANSFER_TAGS: Operation =
+    Operation::write("applyStockTransferTags", Scope::TransfersWrite, Idempotency::Optional, CommandKind::ApplyTags);
 
 /// Tags, as the shared handler sequence sees them (tag applications wait on the same projection).
 const TAGS: Kind = Kind {
@@ -260,6 +262,7 @@ impl Operations for TagsApi {
         APPLY_SUPPLIER_TAGS,
         APPLY_PRODUCT_TAGS,
         APPLY_SALE_TAGS,
+        APPLY_STOCK_TRANSFER_TAGS,
     ];
     const INPUT_RULES: &'static [InputRule] = &[
         InputRule::Body { schema: "TagInput", rule: || rules::refused(&["archived", "archived_at"]) },
@@ -437,5 +440,21 @@ impl TagsApi {
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
         apply(APPLY_SALE_TAGS, Taggable::Sale, auth, &state, request_id, version, key, body).await
+    }
+
+    /// Tag stock transfers
+    ///
+    /// Scope `transfers:write`. Adds and removes tags on the listed stock transfers, all at once.
+    #[oai(path = "/stock-transfers/tags/apply", method = "post", operation_id = "applyStockTransferTags")]
+    async fn apply_stock_transfers(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<ApplyInput>,
+    ) -> Result<Applied, ApiError> {
+        apply(APPLY_STOCK_TRANSFER_TAGS, Taggable::StockTransfer, auth, &state, request_id, version, key, body).await
     }
 }

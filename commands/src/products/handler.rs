@@ -108,6 +108,37 @@ async fn check_product_references(
     {
         errors.push(FieldError::new("defaultSupplierId", "not_found", "no supplier of this organization has this id"));
     }
+    if let Some(shared) = shared
+        && !shared.components.is_empty()
+    {
+        let ids: Vec<Uuid> = shared.components.iter().map(|c| c.variant_id).collect();
+        let types = crate::inventory::product_types(conn, org_id, &ids).await?;
+        for (i, component) in shared.components.iter().enumerate() {
+            let path = format!("components[{i}].productId");
+            match types.get(&component.variant_id).map(String::as_str) {
+                None => errors.push(FieldError::new(path, "not_found", "no product of this organization has this id")),
+                Some("product") => {}
+                Some(other) => errors.push(FieldError::new(
+                    path,
+                    "not_stocked",
+                    format!("a component must be a product that holds stock, not a {other}"),
+                )),
+            }
+        }
+    }
+    if let ProductCommand::Replace { variant_id, shared, .. } = command {
+        // A combo moves as its components and holds no stock: it cannot become, or stop being, one.
+        let types = crate::inventory::product_types(conn, org_id, &[*variant_id]).await?;
+        if let Some(current) = types.get(variant_id)
+            && (current == "combo") != (shared.product_type == "combo")
+        {
+            errors.push(FieldError::new(
+                "productType",
+                "immutable",
+                format!("a {current} cannot become a {}: a combo stays a combo", shared.product_type),
+            ));
+        }
+    }
     if let ProductCommand::Create { opening_stock, .. } = command {
         let mut checked: Vec<Uuid> = Vec::new();
         for stock in opening_stock {
@@ -276,11 +307,13 @@ async fn run_product(
     if executed.commit.is_some() {
         let variants = &executed.state.group.variants;
         let shared = &executed.state.group.shared;
+        let conn = conn.get().await?;
         sqlx::query(
-            "insert into product_variants (org_id, variant_id, group_id, sku, default_supplier_id, category_id)
-             select $1, v, $2, s, $5, $6 from unnest($3::uuid[], $4::text[]) as t(v, s)
+            "insert into product_variants (org_id, variant_id, group_id, sku, default_supplier_id, category_id, product_type)
+             select $1, v, $2, s, $5, $6, $7 from unnest($3::uuid[], $4::text[]) as t(v, s)
              on conflict (variant_id) do update set sku = excluded.sku,
-                 default_supplier_id = excluded.default_supplier_id, category_id = excluded.category_id",
+                 default_supplier_id = excluded.default_supplier_id, category_id = excluded.category_id,
+                 product_type = excluded.product_type",
         )
         .bind(org_id)
         .bind(group_id)
@@ -288,8 +321,13 @@ async fn run_product(
         .bind(variants.iter().map(|v| v.sku.clone()).collect::<Vec<_>>())
         .bind(shared.default_supplier_id)
         .bind(shared.category_id)
-        .execute(conn.get().await?)
+        .bind(&shared.product_type)
+        .execute(&mut *conn)
         .await?;
+        crate::inventory::write_components(conn, org_id, variants.iter().map(|v| v.id), &shared.components).await?;
+        if let ProductCommand::Create { opening_stock, .. } = command {
+            crate::inventory::levels::add_opening(conn, org_id, opening_stock).await?;
+        }
     }
     Ok(accepted(executed))
 }

@@ -9,9 +9,10 @@ pub use handler::BulkAdjustments;
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
-    Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductUpdated, SharedFields,
-    Variant, VariantChange, changed_fields, public_product,
+    ComboComponent, Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductUpdated,
+    SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
+use events::domain::Quantity;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -20,7 +21,9 @@ use uuid::Uuid;
 
 pub const MAX_VARIANTS: usize = 250;
 pub const MAX_OPTIONS: usize = 3;
-pub const PRODUCT_TYPES: &[&str] = &["product", "service"];
+pub const PRODUCT_TYPES: &[&str] = &["product", "service", "combo"];
+/// The most components one combo lists.
+pub const MAX_COMPONENTS: usize = 50;
 /// VAT rate codes a product may carry (see the tax rate reference).
 pub const MAX_CENTS: i64 = 1_000_000_000_000;
 
@@ -229,6 +232,7 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let default_supplier_id = r.optional_uuid("defaultSupplierId");
     let product_type = r.optional_enum("productType", PRODUCT_TYPES).unwrap_or_else(|| "product".to_owned());
     let markup_hundredths = r.optional_percentage("markupPercentage", 0, 1000);
+    let components = combo_components(r, &product_type);
     SharedFields {
         name,
         description,
@@ -240,7 +244,35 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
         default_supplier_id,
         product_type,
         markup_hundredths,
+        components,
     }
+}
+
+/// A combo's `components` (1 to 50 variants of other products, each once, with a positive quantity,
+/// decimals allowed); refused on any other product type.
+fn combo_components(r: &mut ObjectReader<'_>, product_type: &str) -> Vec<ComboComponent> {
+    if product_type != "combo" {
+        if r.value("components").is_some() {
+            r.reject("components", "not_allowed", "only a combo (productType combo) has components");
+        }
+        return Vec::new();
+    }
+    let mut out: Vec<ComboComponent> = Vec::new();
+    for (i, item) in r.required_array("components", 1, MAX_COMPONENTS).iter().enumerate() {
+        let mut c = ObjectReader::new(item, &r.path(&format!("components[{i}]")));
+        let variant_id = c.required_uuid("productId");
+        let quantity = c.required_quantity("quantity", true);
+        if let Some(variant_id) = variant_id
+            && out.iter().any(|o| o.variant_id == variant_id)
+        {
+            c.reject("productId", "duplicate", "each component may appear once");
+        }
+        r.errors.append(&mut c.errors);
+        if let (Some(variant_id), Some(quantity)) = (variant_id, quantity) {
+            out.push(ComboComponent { variant_id, quantity });
+        }
+    }
+    out
 }
 
 /// A variant's cost and price. Under automatic margin pricing (`markupPercentage`) the price follows
@@ -365,6 +397,13 @@ pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), V
     let mut variants = Vec::new();
     let mut opening_stock = Vec::new();
     let mut options: Vec<String> = Vec::new();
+    if shared.product_type == "combo" {
+        for field in ["options", "variants", "warehouseStocks"] {
+            if r.has(field) {
+                r.reject(field, "not_allowed", "a combo is a single product that holds no stock of its own");
+            }
+        }
+    }
     if r.has("options") || r.has("variants") {
         for field in ["sku", "barcode", "cost", "price", "warehouseStocks"] {
             if r.has(field) {
@@ -454,7 +493,13 @@ fn warehouse_stocks(v: &mut ObjectReader<'_>, variant_id: Uuid) -> Vec<OpeningSt
         if s.value("warehouseId").is_none() {
             s.reject("warehouseId", "required", "is required");
         }
-        let quantity = s.optional_count("quantity", 1_000_000_000).unwrap_or(0);
+        let quantity = match s.value("quantity") {
+            Some(_) => s.required_quantity("quantity", false).unwrap_or_default(),
+            None => Quantity::ZERO,
+        };
+        if quantity.is_negative() {
+            s.reject("quantity", "negative", "opening stock cannot be negative");
+        }
         if let Some(warehouse_id) = warehouse_id {
             if out.iter().any(|o| o.warehouse_id == warehouse_id) {
                 s.reject("warehouseId", "duplicate", "each warehouse may appear once");

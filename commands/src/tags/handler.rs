@@ -95,7 +95,7 @@ async fn run_apply_tags(
                 .fetch_all(&mut *conn)
                 .await?
         }
-        Taggable::Customer | Taggable::Supplier => {
+        Taggable::Customer | Taggable::Supplier | Taggable::StockTransfer => {
             sqlx::query_scalar(
                 "select stream_id from events where org_id = $1 and stream_type = $2 and stream_id = any($3)
                    and version = 1",

@@ -75,6 +75,7 @@ pub enum Taggable {
     Supplier,
     Product,
     Sale,
+    StockTransfer,
 }
 
 impl Taggable {
@@ -84,6 +85,7 @@ impl Taggable {
             Taggable::Supplier => "supplier",
             Taggable::Product => "product",
             Taggable::Sale => "sale",
+            Taggable::StockTransfer => "stock_transfer",
         }
     }
 
@@ -94,6 +96,7 @@ impl Taggable {
             Taggable::Supplier => Scope::SuppliersWrite,
             Taggable::Product => Scope::ProductsWrite,
             Taggable::Sale => Scope::SalesWrite,
+            Taggable::StockTransfer => Scope::TransfersWrite,
         }
     }
 }

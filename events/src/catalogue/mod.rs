@@ -7,6 +7,7 @@ mod organization;
 mod price_list;
 mod product;
 mod records;
+mod stock;
 mod tag;
 mod vat;
 mod webhook;
@@ -19,12 +20,17 @@ pub use organization::{
 };
 pub use price_list::{ListPrice, PriceListEvent, PriceListFields, apply_percentage, percentage_text};
 pub use product::{
-    Metafield, OpeningStock, OptionValue, PUBLIC_PRODUCT_FIELDS, ProductCreated, ProductEvent, ProductGroup,
-    ProductUpdated, SharedFields, Variant, VariantChange, changed_fields, public_product,
+    ComboComponent, Metafield, OpeningStock, OptionValue, PUBLIC_PRODUCT_FIELDS, ProductCreated, ProductEvent,
+    ProductGroup, ProductUpdated, SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
 pub use records::{
     CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
     RecordEvent, WarehouseEvent, WarehouseFields,
+};
+pub use stock::{
+    AR_OFFSET, Reservation, ReservationOwner, ReservedLine, STOCK_STREAM_TYPES, StockChange, StockEffect, StockLine,
+    StockMovementEvent, StockMovementRecorded, StockReservationEvent, StockTransferEvent, StockTransferred, ar_date,
+    cause, iso_date, stock_effect,
 };
 pub use tag::{TagEvent, TagFields, TagTargets};
 pub use vat::{VAT_RATES, vat_hundredths, vat_percentage};

@@ -3,6 +3,7 @@
 //! history; updates also name, per variant, the public fields that changed.
 
 use super::{DecodeError, EventPayload, parse, to_value};
+use crate::domain::Quantity;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -25,6 +26,17 @@ pub struct SharedFields {
     /// of a percent (4000 = 40%), recomputed whenever the cost changes.
     #[serde(default)]
     pub markup_hundredths: Option<i64>,
+    /// A combo's components (`product_type` `combo`): variants of other products, each with the
+    /// quantity one combo holds. A combo holds no stock of its own; moving it moves these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<ComboComponent>,
+}
+
+/// One component of a combo.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComboComponent {
+    pub variant_id: Uuid,
+    pub quantity: Quantity,
 }
 
 /// One option value of a variant (`Talle` = `M`).
@@ -39,7 +51,9 @@ pub struct OptionValue {
 pub struct OpeningStock {
     pub variant_id: Uuid,
     pub warehouse_id: Uuid,
-    pub quantity: i64,
+    /// Written as a decimal string; events from before exact quantities hold a whole number, which
+    /// reads the same.
+    pub quantity: Quantity,
 }
 
 /// One sellable variant.

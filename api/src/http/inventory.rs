@@ -1,0 +1,764 @@
+//! Inventory (Style A): stock levels per variant and warehouse, the ledger of every change, manual stock
+//! movements (`in`, `out`, `count`) and stock transfers between warehouses (combos moved as their
+//! components). Quantities are exact decimals, written as decimal text in every response.
+
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
+use crate::http::error::ApiError;
+use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::{Blank, Limit, QuantityIn, QuantityText};
+use crate::http::tags::{TagData, tags_of, tags_of_one};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use commands::inventory::{
+    MovementOutcome, MovementType, StockShortfall, TransferOutcome, parse_movement, parse_transfer,
+};
+use commands::protocol::{Command, CommandKind};
+use commands::tags::Taggable;
+use events::catalogue::{StockLine, ar_date, cause};
+use events::domain::{Quantity, Scope};
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use projections::ProjectionId;
+use projections::inventory::{self as read, LevelFilter, LevelRow, MovementFilter, MovementRow, TransferRow};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+const WHY_INSUFFICIENT: &str = "The organization blocks negative stock and a line asks for more than is available \
+                                (`INSUFFICIENT_STOCK`): one detail per short line, with `product_id`, \
+                                `warehouse_id`, `requested_quantity` and `available_quantity` in its `metadata`; \
+                                nothing was written";
+
+/// The operations this module serves (see `operations.rs`).
+pub const LIST_INVENTORY: Operation = Operation::read("listInventory", Some(Scope::InventoryRead));
+pub const LIST_INVENTORY_MOVEMENTS: Operation = Operation::read("listInventoryMovements", Some(Scope::InventoryRead));
+pub const CREATE_STOCK_MOVEMENT: Operation =
+    Operation::write("createStockMovement", Scope::InventoryWrite, Idempotency::Required, CommandKind::StockMovement)
+        .unprocessable(WHY_INSUFFICIENT);
+pub const LIST_STOCK_TRANSFERS: Operation = Operation::read("listStockTransfers", Some(Scope::TransfersRead));
+pub const CREATE_STOCK_TRANSFER: Operation =
+    Operation::write("createStockTransfer", Scope::TransfersWrite, Idempotency::Optional, CommandKind::StockTransfer)
+        .unprocessable(WHY_INSUFFICIENT);
+pub const GET_STOCK_TRANSFER: Operation = Operation::read("getStockTransfer", Some(Scope::TransfersRead));
+
+/// Stock movements and levels: writes wait on the inventory projection.
+const INVENTORY: Kind = Kind {
+    label: "inventory",
+    projection: ProjectionId::Inventory,
+    cache: None,
+    list: ListAt { url: "/api/v1/inventory", binding: "inventory" },
+};
+
+const TRANSFERS: Kind = Kind {
+    label: "stock transfer",
+    projection: ProjectionId::Inventory,
+    cache: None,
+    list: ListAt { url: "/api/v1/stock-transfers", binding: "stock_transfers" },
+};
+
+/// The organization's calendar date now (UTC-3).
+fn today() -> Date {
+    ar_date(OffsetDateTime::now_utc())
+}
+
+/// A warehouse named in an inventory row.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct WarehouseRef {
+    pub id: Uuid,
+    pub name: Nullable<String>,
+}
+
+/// A variant's stock in one warehouse.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct InventoryData {
+    /// Always `inventory_level`.
+    pub object: String,
+    /// The variant.
+    pub product_id: Uuid,
+    pub sku: Nullable<String>,
+    pub name: Nullable<String>,
+    pub warehouse: WarehouseRef,
+    pub on_hand: QuantityText,
+    /// Held by active reservations (quotes, orders) through today.
+    pub reserved: QuantityText,
+    /// `on_hand` − `reserved`; negative when short.
+    pub available: QuantityText,
+    /// The product's minimum, in units.
+    pub stock_minimum: Nullable<QuantityText>,
+    /// `available` is below `stock_minimum`.
+    pub below_minimum: bool,
+}
+
+impl InventoryData {
+    fn from_row(row: LevelRow) -> Self {
+        Self {
+            object: "inventory_level".into(),
+            product_id: row.variant_id,
+            below_minimum: row.below_minimum(),
+            available: row.available().into(),
+            stock_minimum: row.stock_minimum.and_then(|m| Quantity::from_units(m).ok()).map(QuantityText).into(),
+            sku: row.sku.into(),
+            name: row.name.into(),
+            warehouse: WarehouseRef { id: row.warehouse_id, name: row.warehouse_name.into() },
+            on_hand: row.on_hand.into(),
+            reserved: row.reserved.into(),
+        }
+    }
+}
+
+/// One change of on-hand in the ledger.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct InventoryMovementData {
+    /// Always `inventory_movement`.
+    pub object: String,
+    pub id: Uuid,
+    /// The variant.
+    pub product_id: Uuid,
+    pub warehouse_id: Uuid,
+    /// What caused it: `opening_stock` (a product's creation), `stock_movement`, `stock_transfer`.
+    pub cause_type: String,
+    /// The product, stock movement or stock transfer.
+    pub cause_id: Uuid,
+    /// Signed: positive adds stock, negative takes it.
+    pub quantity: QuantityText,
+    /// On hand after the change.
+    pub on_hand: QuantityText,
+    /// The business date (UTC-3).
+    pub occurred_on: Date,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl InventoryMovementData {
+    fn from_row(row: MovementRow) -> Self {
+        Self {
+            object: "inventory_movement".into(),
+            id: row.id,
+            product_id: row.variant_id,
+            warehouse_id: row.warehouse_id,
+            cause_type: row.cause_type,
+            cause_id: row.cause_id,
+            quantity: row.quantity.into(),
+            on_hand: row.on_hand.into(),
+            occurred_on: row.occurred_on,
+            created_at: ar_time(row.created_at),
+        }
+    }
+}
+
+/// A line that asked for more than was available, let through because the organization allows
+/// negative stock.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct StockWarning {
+    pub product_id: Uuid,
+    pub warehouse_id: Uuid,
+    pub requested_quantity: QuantityText,
+    pub available_quantity: QuantityText,
+}
+
+impl From<StockShortfall> for StockWarning {
+    fn from(s: StockShortfall) -> Self {
+        Self {
+            product_id: s.product_id,
+            warehouse_id: s.warehouse_id,
+            requested_quantity: s.requested_quantity.into(),
+            available_quantity: s.available_quantity.into(),
+        }
+    }
+}
+
+/// `in`, `out` or `count`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "lowercase")]
+#[oai(rename_all = "lowercase")]
+pub enum MovementKind {
+    /// Adds the quantities.
+    In,
+    /// Takes the quantities.
+    Out,
+    /// Sets on-hand to the counted quantities.
+    Count,
+}
+
+impl From<MovementType> for MovementKind {
+    fn from(t: MovementType) -> Self {
+        match t {
+            MovementType::In => Self::In,
+            MovementType::Out => Self::Out,
+            MovementType::Count => Self::Count,
+        }
+    }
+}
+
+/// A line of a stock movement as recorded.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct MovementLineData {
+    pub product_id: Uuid,
+    /// As sent (for `count`, what was counted).
+    pub quantity: QuantityText,
+    /// The signed change of on-hand (0 when a count matched).
+    pub change: QuantityText,
+    /// On hand after the movement.
+    pub on_hand: QuantityText,
+}
+
+/// A manual stock movement.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct StockMovementData {
+    /// Always `stock_movement`.
+    pub object: String,
+    pub id: Uuid,
+    #[oai(rename = "type")]
+    #[serde(rename = "type")]
+    pub movement_type: MovementKind,
+    pub warehouse_id: Uuid,
+    pub reason: Nullable<String>,
+    pub occurred_on: Date,
+    pub lines: Vec<MovementLineData>,
+    /// Lines that took more than was available (the organization allows negative stock).
+    pub warnings: Vec<StockWarning>,
+    /// True when this is the stored outcome of an earlier request with the same key and body.
+    pub idempotent_replay: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl StockMovementData {
+    fn from_outcome(outcome: MovementOutcome, replayed: bool) -> Self {
+        let lines = outcome
+            .lines
+            .iter()
+            .map(|line| {
+                let change = outcome.changes.iter().find(|c| c.variant_id == line.variant_id);
+                MovementLineData {
+                    product_id: line.variant_id,
+                    quantity: line.quantity.into(),
+                    change: change.map_or(Quantity::ZERO, |c| c.quantity).into(),
+                    // A count that matched leaves on-hand at what was counted.
+                    on_hand: change.map_or(line.quantity, |c| c.on_hand).into(),
+                }
+            })
+            .collect();
+        Self {
+            object: "stock_movement".into(),
+            id: outcome.id,
+            movement_type: outcome.movement_type.into(),
+            warehouse_id: outcome.warehouse_id,
+            reason: outcome.reason.into(),
+            occurred_on: outcome.occurred_on,
+            lines,
+            warnings: outcome.warnings.into_iter().map(StockWarning::from).collect(),
+            idempotent_replay: replayed,
+            created_at: ar_time(outcome.created_at),
+        }
+    }
+}
+
+/// A variant and a quantity.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct TransferLineData {
+    pub product_id: Uuid,
+    pub quantity: QuantityText,
+}
+
+fn transfer_lines(lines: &[StockLine]) -> Vec<TransferLineData> {
+    lines.iter().map(|l| TransferLineData { product_id: l.variant_id, quantity: l.quantity.into() }).collect()
+}
+
+/// A transfer of stock between two warehouses.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct StockTransferData {
+    /// Always `stock_transfer`.
+    pub object: String,
+    pub id: Uuid,
+    pub origin_warehouse_id: Uuid,
+    pub destination_warehouse_id: Uuid,
+    /// What moved: combos replaced by their components, quantities multiplied and summed per variant.
+    pub items: Vec<TransferLineData>,
+    /// The lines as sent (combos included).
+    pub requested_items: Vec<TransferLineData>,
+    pub notes: Nullable<String>,
+    pub occurred_on: Date,
+    /// Ordered by name; archived tags included.
+    pub tags: Vec<TagData>,
+    /// Creation answers only: lines that took more than was available (negative stock allowed).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<StockWarning>>,
+    /// Creation answers only: true when this is the stored outcome of an earlier request with the same
+    /// key and body.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_replay: Option<bool>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+impl StockTransferData {
+    fn from_outcome(outcome: TransferOutcome, replayed: bool) -> Self {
+        Self {
+            object: "stock_transfer".into(),
+            id: outcome.id,
+            origin_warehouse_id: outcome.origin_warehouse_id,
+            destination_warehouse_id: outcome.destination_warehouse_id,
+            items: transfer_lines(&outcome.items),
+            requested_items: transfer_lines(&outcome.requested_items),
+            notes: outcome.notes.into(),
+            occurred_on: outcome.occurred_on,
+            tags: Vec::new(),
+            warnings: Some(outcome.warnings.into_iter().map(StockWarning::from).collect()),
+            idempotent_replay: Some(replayed),
+            created_at: ar_time(outcome.created_at),
+        }
+    }
+
+    fn from_row(row: TransferRow, tags: Vec<TagData>) -> Result<Self, ApiError> {
+        let lines =
+            |key: &str| -> Result<Vec<StockLine>, ApiError> { decode_state(row.doc[key].clone(), "stock transfer") };
+        Ok(Self {
+            object: "stock_transfer".into(),
+            id: row.id,
+            origin_warehouse_id: row.origin_warehouse_id,
+            destination_warehouse_id: row.destination_warehouse_id,
+            items: transfer_lines(&lines("items")?),
+            requested_items: transfer_lines(&lines("requested_items")?),
+            notes: row.doc["notes"].as_str().map(str::to_owned).into(),
+            occurred_on: row.occurred_on,
+            tags,
+            warnings: None,
+            idempotent_replay: None,
+            created_at: ar_time(row.created_at),
+        })
+    }
+}
+
+/// A line of a stock movement or transfer.
+#[derive(Debug, Object)]
+pub struct StockLineInput {
+    /// A product variant of the organization that holds stock (a combo only in transfers).
+    pub product_id: Uuid,
+    /// Positive (zero allowed in a `count`), three decimals at most; a combo moves in whole units.
+    pub quantity: QuantityIn<false>,
+}
+
+/// A manual stock movement in one warehouse.
+#[derive(Debug, Object)]
+pub struct StockMovementInput {
+    #[oai(rename = "type")]
+    pub movement_type: MovementKind,
+    /// An active warehouse of the organization.
+    pub warehouse_id: Uuid,
+    /// 1 to 100 lines, each product once.
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub lines: Vec<StockLineInput>,
+    /// At most 500 characters.
+    pub reason: Optional<Blank<500>>,
+    /// The business date (UTC-3), today by default; never later than today.
+    pub occurred_on: Optional<Date>,
+}
+
+/// A transfer between two different active warehouses of the organization.
+#[derive(Debug, Object)]
+pub struct StockTransferInput {
+    pub origin_warehouse_id: Uuid,
+    /// Not the origin.
+    pub destination_warehouse_id: Uuid,
+    /// 1 to 100 lines; a product may repeat (its quantities are summed); a combo moves in whole units.
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub items: Vec<StockLineInput>,
+    /// At most 1000 characters.
+    pub notes: Optional<Blank<1000>>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct StockMovementEnvelope {
+    pub request_id: String,
+    pub data: StockMovementData,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct StockTransferEnvelope {
+    pub request_id: String,
+    pub data: StockTransferData,
+}
+
+#[derive(ApiResponse)]
+enum Levels {
+    /// A page of stock levels, by variant then warehouse.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<InventoryData>>),
+}
+
+#[derive(ApiResponse)]
+enum Ledger {
+    /// A page of the ledger, oldest change first.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<InventoryMovementData>>),
+}
+
+#[derive(ApiResponse)]
+enum MovementCreated {
+    /// The movement, as recorded (also on a replay of the same key and body).
+    #[oai(status = 201)]
+    Created(RawJson<StockMovementEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum TransferCreated {
+    /// The transfer, as recorded.
+    #[oai(status = 201)]
+    Created(RawJson<StockTransferEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Transfer {
+    /// The transfer.
+    #[oai(status = 200)]
+    Ok(RawJson<StockTransferEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Transfers {
+    /// A page of transfers, oldest first.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<StockTransferData>>),
+}
+
+type Key = Header<Option<String>>;
+
+/// An optional id filter.
+fn id_filter(text: Option<String>, parameter: &str) -> Result<Option<Uuid>, ApiError> {
+    text.as_deref().map(|t| parse_id(t, parameter)).transpose()
+}
+
+/// An optional `YYYY-MM-DD` filter.
+fn date_filter(text: Option<String>, parameter: &str) -> Result<Option<Date>, ApiError> {
+    let Some(text) = text else { return Ok(None) };
+    Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]")).map(Some).map_err(|_| {
+        ApiError::invalid_request("INVALID_PARAMETERS", format!("{parameter} is not a date")).with_detail(
+            Some(parameter),
+            "invalid_date",
+            "must be a date written YYYY-MM-DD",
+        )
+    })
+}
+
+/// The filters a cursor is bound to, so a cursor never serves other filters.
+fn binding(list: &str, filters: &[&dyn std::fmt::Debug]) -> String {
+    format!("{list}{filters:?}")
+}
+
+fn uuid_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "format": "uuid" })
+}
+
+fn date_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "format": "date" })
+}
+
+/// `in` and `out` lines move positive quantities; a `count` may count zero.
+fn movement_shapes() -> serde_json::Value {
+    let positive =
+        serde_json::to_value(<QuantityIn<true> as poem_openapi::types::Type>::schema_ref()).unwrap_or_default();
+    serde_json::json!({ "anyOf": [
+        { "required": ["type"], "properties": { "type": { "enum": ["count"] } } },
+        { "properties": { "lines": { "items": { "properties": { "quantity": positive } } } } },
+    ] })
+}
+
+/// Transfer lines move positive quantities.
+fn transfer_shapes() -> serde_json::Value {
+    let positive =
+        serde_json::to_value(<QuantityIn<true> as poem_openapi::types::Type>::schema_ref()).unwrap_or_default();
+    serde_json::json!({ "properties": { "items": { "items": { "properties": { "quantity": positive } } } } })
+}
+
+pub struct InventoryApi;
+
+impl Operations for InventoryApi {
+    const OPERATIONS: &'static [Operation] = &[
+        LIST_INVENTORY,
+        LIST_INVENTORY_MOVEMENTS,
+        CREATE_STOCK_MOVEMENT,
+        LIST_STOCK_TRANSFERS,
+        CREATE_STOCK_TRANSFER,
+        GET_STOCK_TRANSFER,
+    ];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "StockMovementInput", rule: movement_shapes },
+        InputRule::Body { schema: "StockTransferInput", rule: transfer_shapes },
+        InputRule::Query { operation: "listInventory", parameter: "warehouse_id", schema: uuid_schema },
+        InputRule::Query { operation: "listInventory", parameter: "product_id", schema: uuid_schema },
+        InputRule::Query { operation: "listInventoryMovements", parameter: "warehouse_id", schema: uuid_schema },
+        InputRule::Query { operation: "listInventoryMovements", parameter: "product_id", schema: uuid_schema },
+        InputRule::Query {
+            operation: "listInventoryMovements",
+            parameter: "cause_type",
+            schema: || serde_json::json!({ "type": "string", "enum": cause::ALL }),
+        },
+        InputRule::Query { operation: "listInventoryMovements", parameter: "date_from", schema: date_schema },
+        InputRule::Query { operation: "listInventoryMovements", parameter: "date_to", schema: date_schema },
+        InputRule::Query { operation: "listStockTransfers", parameter: "warehouse_id", schema: uuid_schema },
+    ];
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Inventory")]
+impl InventoryApi {
+    /// List stock levels
+    ///
+    /// Scope `inventory:read`. One row per variant and warehouse that ever held stock, ordered by variant
+    /// then warehouse. `query` matches the product's name or SKU; `below_minimum=true` keeps the rows
+    /// whose available stock is under the product's `stockMinimum` (false: the others).
+    #[oai(path = "/inventory", method = "get", operation_id = "listInventory")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        warehouse_id: Query<Option<String>>,
+        product_id: Query<Option<String>>,
+        query: Query<Option<String>>,
+        below_minimum: Query<Option<bool>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Levels, ApiError> {
+        let call = Call::new(LIST_INVENTORY, &state, &auth, &request_id)?;
+        let filter = LevelFilter {
+            warehouse_id: id_filter(warehouse_id.0, "warehouse_id")?,
+            variant_id: id_filter(product_id.0, "product_id")?,
+            query: query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
+            below_minimum: below_minimum.0,
+        };
+        let bound =
+            binding("inventory", &[&filter.warehouse_id, &filter.variant_id, &filter.query, &filter.below_minimum]);
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let page = call.page(params, &bound)?;
+        let after = match page.after() {
+            None => None,
+            Some(text) => {
+                let (variant, warehouse) = text.split_once('/').unwrap_or((text, ""));
+                Some((parse_id(variant, "cursor")?, parse_id(warehouse, "cursor")?))
+            }
+        };
+        let mut rows = read::levels(&state.pool, call.org_id(), &filter, today(), after, page.fetch_size()).await?;
+        let next = page.finish(&mut rows, |r| format!("{}/{}", r.variant_id, r.warehouse_id));
+        let has_more = next.is_some();
+        let data = rows.into_iter().map(InventoryData::from_row).collect();
+        let body = Style::a(&ListEnvelope::new(request_id.0.clone(), INVENTORY.list.url, data, has_more, next));
+        Ok(Levels::Ok(RawJson::new(body)))
+    }
+
+    /// List the inventory ledger
+    ///
+    /// Scope `inventory:read`. One row per change of on-hand, oldest first, with its cause and the on-hand
+    /// it left. `date_from` and `date_to` (inclusive) filter on `occurred_on`.
+    #[oai(path = "/inventory/movements", method = "get", operation_id = "listInventoryMovements")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn ledger(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        product_id: Query<Option<String>>,
+        warehouse_id: Query<Option<String>>,
+        cause_type: Query<Option<String>>,
+        date_from: Query<Option<String>>,
+        date_to: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Ledger, ApiError> {
+        let call = Call::new(LIST_INVENTORY_MOVEMENTS, &state, &auth, &request_id)?;
+        let mut errors = Vec::new();
+        let mut check = |result: Result<(), ApiError>| {
+            if let Err(error) = result {
+                errors.extend(error.body.details);
+            }
+        };
+        let mut filter = MovementFilter::default();
+        check(id_filter(product_id.0, "product_id").map(|v| filter.variant_id = v));
+        check(id_filter(warehouse_id.0, "warehouse_id").map(|v| filter.warehouse_id = v));
+        check(date_filter(date_from.0, "date_from").map(|v| filter.date_from = v));
+        check(date_filter(date_to.0, "date_to").map(|v| filter.date_to = v));
+        if let Some(cause_type) = cause_type.0 {
+            if cause::ALL.contains(&cause_type.as_str()) {
+                filter.cause_type = Some(cause_type);
+            } else {
+                check(Err(ApiError::internal().with_detail(
+                    Some("cause_type"),
+                    "invalid_value",
+                    format!("must be one of {}", cause::ALL.join(", ")),
+                )));
+            }
+        }
+        if !errors.is_empty() {
+            let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
+            error.body.details = errors;
+            return Err(error);
+        }
+        let bound = binding(
+            "inventory_movements",
+            &[&filter.variant_id, &filter.warehouse_id, &filter.cause_type, &filter.date_from, &filter.date_to],
+        );
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let page = call.page(params, &bound)?;
+        let after = match page.after() {
+            None => None,
+            Some(text) => Some(text.parse::<i64>().map_err(|_| {
+                ApiError::invalid_request("INVALID_PARAMETERS", "cursor is not valid").with_detail(
+                    Some("cursor"),
+                    "invalid_cursor",
+                    "not a cursor of this list",
+                )
+            })?),
+        };
+        let mut rows = read::movements(&state.pool, call.org_id(), &filter, after, page.fetch_size()).await?;
+        let next = page.finish(&mut rows, |r| r.seq.to_string());
+        let has_more = next.is_some();
+        let data = rows.into_iter().map(InventoryMovementData::from_row).collect();
+        let body =
+            Style::a(&ListEnvelope::new(request_id.0.clone(), "/api/v1/inventory/movements", data, has_more, next));
+        Ok(Ledger::Ok(RawJson::new(body)))
+    }
+
+    /// Record a stock movement
+    ///
+    /// Scope `inventory:write`; `Idempotency-Key` required (a replay with the same key and body answers
+    /// the recorded movement with `idempotent_replay: true`). `in` adds, `out` takes and `count` sets
+    /// on-hand to the counted quantities, in one warehouse, all lines or none. A line that takes more than
+    /// is available (on hand − active reservations) is a warning when the organization allows negative
+    /// stock, and a 422 with nothing written when it blocks it.
+    #[oai(path = "/stock-movements", method = "post", operation_id = "createStockMovement")]
+    async fn create_movement(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<StockMovementInput>,
+    ) -> Result<MovementCreated, ApiError> {
+        let call = Call::new(CREATE_STOCK_MOVEMENT, &state, &auth, &request_id)?;
+        let command = parse_movement(&body.value, today()).map_err(ApiError::validation)?;
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = call
+            .write(&INVENTORY, write, Command::StockMovement(command), |accepted| {
+                let outcome: MovementOutcome = decode_state(accepted.state, "stock movement")?;
+                let data = StockMovementData::from_outcome(outcome, accepted.replayed);
+                Ok(Style::a(&StockMovementEnvelope { request_id: request_id.0.clone(), data }))
+            })
+            .await?;
+        Ok(MovementCreated::Created(RawJson::new(body)))
+    }
+
+    /// List stock transfers
+    ///
+    /// Scope `transfers:read`. Oldest first; `warehouse_id` keeps transfers from or to that warehouse.
+    #[oai(path = "/stock-transfers", method = "get", operation_id = "listStockTransfers")]
+    async fn list_transfers(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        warehouse_id: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Transfers, ApiError> {
+        let call = Call::new(LIST_STOCK_TRANSFERS, &state, &auth, &request_id)?;
+        let warehouse = id_filter(warehouse_id.0, "warehouse_id")?;
+        let bound = binding(TRANSFERS.list.binding, &[&warehouse]);
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: TRANSFERS.list.url, binding: &bound },
+                async |after, n| Ok(read::transfers(&state.pool, call.org_id(), warehouse, after, n).await?),
+                |row: &TransferRow| row.id,
+                async |rows| {
+                    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+                    let mut tags = tags_of(&state, call.org_id(), Taggable::StockTransfer, &ids).await?;
+                    rows.into_iter()
+                        .map(|row| {
+                            let tags = tags.remove(&row.id).unwrap_or_default();
+                            StockTransferData::from_row(row, tags)
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                },
+            )
+            .await?;
+        Ok(Transfers::Ok(RawJson::new(body)))
+    }
+
+    /// Transfer stock between warehouses
+    ///
+    /// Scope `transfers:write`; `Idempotency-Key` optional (without one, a repeated request transfers
+    /// again). Moves every line from the origin to the destination, all or nothing; a combo moves its
+    /// components (its quantity, a whole number, times each component's), and the answer lists what
+    /// moved per variant. Shortfalls at the origin follow the organization's negative-stock policy.
+    #[oai(path = "/stock-transfers", method = "post", operation_id = "createStockTransfer")]
+    async fn create_transfer(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Optional: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<StockTransferInput>,
+    ) -> Result<TransferCreated, ApiError> {
+        let call = Call::new(CREATE_STOCK_TRANSFER, &state, &auth, &request_id)?;
+        let command = parse_transfer(&body.value, today()).map_err(ApiError::validation)?;
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = call
+            .write_then_read(&TRANSFERS, write, Command::StockTransfer(command), async |accepted| {
+                let outcome: TransferOutcome = decode_state(accepted.state, "stock transfer")?;
+                let mut data = StockTransferData::from_outcome(outcome, accepted.replayed);
+                data.tags = tags_of_one(&state, call.org_id(), Taggable::StockTransfer, data.id).await?;
+                Ok(Style::a(&StockTransferEnvelope { request_id: request_id.0.clone(), data }))
+            })
+            .await?;
+        Ok(TransferCreated::Created(RawJson::new(body)))
+    }
+
+    /// Get a stock transfer
+    ///
+    /// Scope `transfers:read`.
+    #[oai(path = "/stock-transfers/:transfer_id", method = "get", operation_id = "getStockTransfer")]
+    async fn get_transfer(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        transfer_id: Path<String>,
+    ) -> Result<Transfer, ApiError> {
+        let call = Call::new(GET_STOCK_TRANSFER, &state, &auth, &request_id)?;
+        let body = call
+            .get(&TRANSFERS, &transfer_id.0, async |id| {
+                let Some(row) = read::transfer(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                let tags = tags_of_one(&state, call.org_id(), Taggable::StockTransfer, id).await?;
+                let data = StockTransferData::from_row(row, tags)?;
+                Ok(Some(Style::a(&StockTransferEnvelope { request_id: request_id.0.clone(), data })))
+            })
+            .await?;
+        Ok(Transfer::Ok(RawJson::new(body)))
+    }
+}

@@ -1,0 +1,359 @@
+//! How the workers run stock movements and transfers: in a transaction of their own, checking the
+//! warehouses and products, locking the levels they touch, deciding under the organization's policy,
+//! then writing the levels and appending the document's one event.
+
+use super::levels::{self, Key};
+use super::{
+    Move, MovementOutcome, MovementType, NegativeStock, StockMovementCommand, StockTransferCommand, TransferOutcome,
+    WantedMove, apply_policy, expand_combos, plan,
+};
+use crate::aggregate::Rejection;
+use crate::engine::{Conn, ExecuteError, load, reject_fields};
+use crate::handler::{Batching, Commit, Handler};
+use crate::protocol::CommandReply;
+use crate::records::Warehouse;
+use crate::validate::FieldError;
+use events::catalogue::{
+    StockLine, StockMovementEvent, StockMovementRecorded, StockTransferEvent, StockTransferred, ar_date,
+};
+use events::store::{AppendRequest, StreamRef};
+use events::{EventPayload, Metadata};
+use sqlx::PgConnection;
+use std::collections::{BTreeMap, HashMap};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// The organization's negative-stock policy (read in the command's transaction).
+pub async fn negative_stock_policy(conn: &mut PgConnection, org_id: Uuid) -> Result<NegativeStock, sqlx::Error> {
+    let policy: Option<String> = sqlx::query_scalar("select negative_stock from organizations where id = $1")
+        .bind(org_id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(policy.as_deref().and_then(NegativeStock::parse).unwrap_or(NegativeStock::Allow))
+}
+
+/// A warehouse a command moves stock in: of the organization (else `not_found` on `field`) and active
+/// (else 409 `WAREHOUSE_INACTIVE`).
+async fn check_warehouse(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    id: Uuid,
+    field: &str,
+    errors: &mut Vec<FieldError>,
+) -> Result<(), ExecuteError> {
+    match load::<Warehouse>(conn, org_id, id).await?.0 {
+        None => errors.push(FieldError::new(field, "not_found", "no warehouse of this organization has this id")),
+        Some(warehouse) if !warehouse.fields.is_active => {
+            return Err(Rejection::conflict(
+                "WAREHOUSE_INACTIVE",
+                format!("the warehouse {id} ({field}) is inactive: activate it before moving stock there"),
+            )
+            .into());
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// The product type of each of `ids` that is a variant of the organization.
+pub async fn product_types(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, String>, sqlx::Error> {
+    let rows: Vec<(Uuid, String)> = sqlx::query_as(
+        "select variant_id, product_type from product_variants where org_id = $1 and variant_id = any($2)",
+    )
+    .bind(org_id)
+    .bind(ids)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// The components of each combo among `ids`.
+pub async fn combo_components(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<BTreeMap<Uuid, Vec<StockLine>>, sqlx::Error> {
+    let rows: Vec<(Uuid, Uuid, i64)> = sqlx::query_as(
+        "select combo_id, component_id, quantity from product_components
+         where org_id = $1 and combo_id = any($2) order by combo_id, component_id",
+    )
+    .bind(org_id)
+    .bind(ids)
+    .fetch_all(conn)
+    .await?;
+    let mut out: BTreeMap<Uuid, Vec<StockLine>> = BTreeMap::new();
+    for (combo, component, thousandths) in rows {
+        let quantity = events::domain::Quantity::from_thousandths(thousandths).unwrap_or_default();
+        out.entry(combo).or_default().push(StockLine { variant_id: component, quantity });
+    }
+    Ok(out)
+}
+
+/// Keeps `product_components` in step with a product write: the components of each of `variants` (a
+/// combo has one variant; other products have none).
+pub async fn write_components(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    variants: impl Iterator<Item = Uuid>,
+    components: &[events::catalogue::ComboComponent],
+) -> Result<(), sqlx::Error> {
+    let variants: Vec<Uuid> = variants.collect();
+    sqlx::query("delete from product_components where org_id = $1 and combo_id = any($2)")
+        .bind(org_id)
+        .bind(&variants)
+        .execute(&mut *conn)
+        .await?;
+    if components.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "insert into product_components (org_id, combo_id, component_id, quantity)
+         select $1, combo, c, q from unnest($2::uuid[]) as combo, unnest($3::uuid[], $4::bigint[]) as t(c, q)",
+    )
+    .bind(org_id)
+    .bind(&variants)
+    .bind(components.iter().map(|c| c.variant_id).collect::<Vec<_>>())
+    .bind(components.iter().map(|c| c.quantity.thousandths()).collect::<Vec<_>>())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Each line's product must be a variant of the organization (`not_found`) that holds stock: not a
+/// service, and not a combo unless `combos_allowed`.
+async fn check_products(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    lines: &[StockLine],
+    field: &str,
+    combos_allowed: bool,
+    errors: &mut Vec<FieldError>,
+) -> Result<Vec<Uuid>, ExecuteError> {
+    let ids: Vec<Uuid> = lines.iter().map(|l| l.variant_id).collect();
+    let types = product_types(conn, org_id, &ids).await?;
+    let mut combos = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let path = format!("{field}[{i}].product_id");
+        match types.get(&line.variant_id).map(String::as_str) {
+            None => errors.push(FieldError::new(path, "not_found", "no product of this organization has this id")),
+            Some("service") => errors.push(FieldError::new(path, "not_stocked", "a service holds no stock")),
+            Some("combo") if !combos_allowed => errors.push(FieldError::new(
+                path,
+                "not_stocked",
+                "a combo holds no stock of its own: move its components",
+            )),
+            Some("combo") => combos.push(line.variant_id),
+            Some(_) => {}
+        }
+    }
+    Ok(combos)
+}
+
+/// Manual stock movements (`POST /api/v1/stock-movements`).
+pub struct StockMovements;
+
+impl Handler for StockMovements {
+    type Command = StockMovementCommand;
+    const COMMIT: Commit = Commit::OwnTransaction;
+    const BATCHING: Batching = Batching::Shared;
+
+    fn stream_id(command: &StockMovementCommand) -> Uuid {
+        command.id
+    }
+
+    async fn check_references(
+        command: &StockMovementCommand,
+        conn: &mut Conn<'_>,
+        org_id: Uuid,
+    ) -> Result<(), ExecuteError> {
+        let conn = conn.get().await?;
+        let mut errors = Vec::new();
+        check_warehouse(conn, org_id, command.warehouse_id, "warehouse_id", &mut errors).await?;
+        check_products(conn, org_id, &command.lines, "lines", false, &mut errors).await?;
+        reject_fields(errors)
+    }
+
+    async fn run(
+        command: &StockMovementCommand,
+        conn: &mut Conn<'_>,
+        _: &crate::engine::Sink<'_>,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        let conn = conn.get().await?;
+        let now = OffsetDateTime::now_utc();
+        let policy = negative_stock_policy(conn, org_id).await?;
+        let warehouse = command.warehouse_id;
+        let mut locked =
+            levels::lock(conn, org_id, command.lines.iter().map(|l| (l.variant_id, warehouse)), ar_date(now)).await?;
+        let moves: Vec<WantedMove> = command
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| WantedMove {
+                key: (line.variant_id, warehouse),
+                action: match command.movement_type {
+                    MovementType::In => Move::Add(line.quantity),
+                    MovementType::Out => Move::Take(line.quantity),
+                    MovementType::Count => Move::Set(line.quantity),
+                },
+                field: format!("lines[{i}].quantity"),
+            })
+            .collect();
+        let (changes, shortfalls) = plan(&mut locked, &moves)?;
+        let warnings = apply_policy(policy, shortfalls)?;
+        levels::write(conn, org_id, &changes).await?;
+        let event = StockMovementEvent::StockMovementRecorded(StockMovementRecorded {
+            movement_type: command.movement_type.as_str().to_owned(),
+            warehouse_id: warehouse,
+            reason: command.reason.clone(),
+            occurred_on: command.occurred_on,
+            lines: command.lines.clone(),
+            changes: changes.clone(),
+        });
+        let (commit, created_at) =
+            append_document(conn, org_id, StockMovementEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
+                .await?;
+        let outcome = MovementOutcome {
+            id: command.id,
+            movement_type: command.movement_type,
+            warehouse_id: warehouse,
+            reason: command.reason.clone(),
+            occurred_on: command.occurred_on,
+            lines: command.lines.clone(),
+            changes,
+            warnings,
+            created_at,
+        };
+        Ok(CommandReply::Accepted {
+            commit: Some(commit),
+            created: true,
+            state: serde_json::to_value(outcome).unwrap_or_default(),
+            replayed: false,
+        })
+    }
+}
+
+/// Appends the one event of a new document stream (a movement, a transfer): its commit key and when
+/// it was recorded (the document's `created_at`, as reads show it).
+pub(crate) async fn append_document(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    stream_type: &'static str,
+    id: Uuid,
+    event: events::NewEvent,
+    metadata: &Metadata,
+) -> Result<(events::CommitKey, OffsetDateTime), ExecuteError> {
+    let stream = StreamRef { org_id, stream_type, stream_id: id, expected_version: 0 };
+    let request = AppendRequest { stream, events: vec![event], metadata: metadata.clone() };
+    match events::store::append_many(conn, &[request]).await {
+        Ok(appended) => {
+            let first = appended.first().ok_or(ExecuteError::Contended(id))?;
+            Ok((first.key, first.recorded_at))
+        }
+        Err(events::store::AppendError::Conflict { .. }) => Err(ExecuteError::Contended(id)),
+        Err(events::store::AppendError::Database(e)) => Err(e.into()),
+    }
+}
+
+/// Stock transfers between two warehouses (`POST /api/v1/stock-transfers`).
+pub struct StockTransfers;
+
+impl Handler for StockTransfers {
+    type Command = StockTransferCommand;
+    const COMMIT: Commit = Commit::OwnTransaction;
+    const BATCHING: Batching = Batching::Shared;
+
+    fn stream_id(command: &StockTransferCommand) -> Uuid {
+        command.id
+    }
+
+    async fn check_references(
+        command: &StockTransferCommand,
+        conn: &mut Conn<'_>,
+        org_id: Uuid,
+    ) -> Result<(), ExecuteError> {
+        let conn = conn.get().await?;
+        let mut errors = Vec::new();
+        check_warehouse(conn, org_id, command.origin_warehouse_id, "origin_warehouse_id", &mut errors).await?;
+        check_warehouse(conn, org_id, command.destination_warehouse_id, "destination_warehouse_id", &mut errors)
+            .await?;
+        check_products(conn, org_id, &command.items, "items", true, &mut errors).await?;
+        reject_fields(errors)
+    }
+
+    async fn run(
+        command: &StockTransferCommand,
+        conn: &mut Conn<'_>,
+        _: &crate::engine::Sink<'_>,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        let conn = conn.get().await?;
+        let now = OffsetDateTime::now_utc();
+        let ids: Vec<Uuid> = command.items.iter().map(|l| l.variant_id).collect();
+        let combos = combo_components(conn, org_id, &ids).await?;
+        let lines = expand_combos(&command.items, &combos, "items").map_err(|errors| Rejection::Invalid { errors })?;
+        let policy = negative_stock_policy(conn, org_id).await?;
+        let (origin, destination) = (command.origin_warehouse_id, command.destination_warehouse_id);
+        let keys = lines.iter().flat_map(|l| [(l.variant_id, origin), (l.variant_id, destination)]);
+        let mut locked = levels::lock(conn, org_id, keys, ar_date(now)).await?;
+        // A moved line names the request item it came from (the first one holding the variant, or the
+        // combo that brought it).
+        let field_of = |variant: Uuid| -> String {
+            let index = command
+                .items
+                .iter()
+                .position(|item| item.variant_id == variant)
+                .or_else(|| {
+                    command.items.iter().position(|item| {
+                        combos.get(&item.variant_id).is_some_and(|c| c.iter().any(|c| c.variant_id == variant))
+                    })
+                })
+                .unwrap_or(0);
+            format!("items[{index}].quantity")
+        };
+        let mut moves = Vec::with_capacity(lines.len() * 2);
+        for line in &lines {
+            let (from, to): (Key, Key) = ((line.variant_id, origin), (line.variant_id, destination));
+            moves.push(WantedMove { key: from, action: Move::Take(line.quantity), field: field_of(line.variant_id) });
+            moves.push(WantedMove { key: to, action: Move::Add(line.quantity), field: field_of(line.variant_id) });
+        }
+        let (changes, shortfalls) = plan(&mut locked, &moves)?;
+        let warnings = apply_policy(policy, shortfalls)?;
+        levels::write(conn, org_id, &changes).await?;
+        let event = StockTransferEvent::StockTransferred(StockTransferred {
+            origin_warehouse_id: origin,
+            destination_warehouse_id: destination,
+            items: command.items.clone(),
+            lines: lines.clone(),
+            notes: command.notes.clone(),
+            occurred_on: command.occurred_on,
+            changes,
+        });
+        let (commit, created_at) =
+            append_document(conn, org_id, StockTransferEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
+                .await?;
+        let outcome = TransferOutcome {
+            id: command.id,
+            origin_warehouse_id: origin,
+            destination_warehouse_id: destination,
+            items: lines,
+            requested_items: command.items.clone(),
+            notes: command.notes.clone(),
+            occurred_on: command.occurred_on,
+            warnings,
+            created_at,
+        };
+        Ok(CommandReply::Accepted {
+            commit: Some(commit),
+            created: true,
+            state: serde_json::to_value(outcome).unwrap_or_default(),
+            replayed: false,
+        })
+    }
+}

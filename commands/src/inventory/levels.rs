@@ -1,0 +1,120 @@
+//! The stock write model: `stock_levels` (on hand per variant and warehouse) and the active
+//! reservations that count against it, read and written inside a command's transaction.
+
+use events::catalogue::StockChange;
+use events::domain::Quantity;
+use sqlx::PgConnection;
+use std::collections::BTreeMap;
+use time::Date;
+use uuid::Uuid;
+
+/// (variant, warehouse).
+pub type Key = (Uuid, Uuid);
+
+/// One stock level as a command sees it under its lock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Level {
+    pub on_hand: Quantity,
+    /// Active reservations (counting through `today` or later).
+    pub reserved: Quantity,
+}
+
+impl Level {
+    /// On hand − active reservations (negative when over-reserved or short).
+    pub fn available(&self) -> Quantity {
+        self.on_hand.checked_sub(self.reserved).unwrap_or_default()
+    }
+}
+
+pub(crate) fn quantity(thousandths: i64) -> Quantity {
+    // Rows are only ever written from quantities in range.
+    Quantity::from_thousandths(thousandths).unwrap_or_default()
+}
+
+/// Locks the levels of `keys` for the rest of the transaction (creating missing ones at zero) and
+/// returns them with the reservations active on `today`. Rows are locked in key order by one
+/// statement, so two commands touching the same levels never deadlock: the second waits for the
+/// first to commit or roll back, then reads what it left.
+pub async fn lock(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    keys: impl IntoIterator<Item = Key>,
+    today: Date,
+) -> Result<BTreeMap<Key, Level>, sqlx::Error> {
+    let keys: std::collections::BTreeSet<Key> = keys.into_iter().collect();
+    let (variants, warehouses): (Vec<Uuid>, Vec<Uuid>) = keys.iter().copied().unzip();
+    let rows: Vec<(Uuid, Uuid, i64, i64)> = sqlx::query_as(
+        "with locked as (
+             insert into stock_levels (org_id, variant_id, warehouse_id, on_hand)
+             select $1, v, w, 0 from unnest($2::uuid[], $3::uuid[]) with ordinality as k(v, w, n) order by n
+             on conflict (org_id, variant_id, warehouse_id) do update set on_hand = stock_levels.on_hand
+             returning variant_id, warehouse_id, on_hand)
+         select l.variant_id, l.warehouse_id, l.on_hand,
+                coalesce((select sum(r.quantity) from stock_reservations r
+                          where r.org_id = $1 and r.variant_id = l.variant_id and r.warehouse_id = l.warehouse_id
+                            and r.reserved_through >= $4), 0)::bigint
+         from locked l",
+    )
+    .bind(org_id)
+    .bind(&variants)
+    .bind(&warehouses)
+    .bind(today)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(v, w, on_hand, reserved)| ((v, w), Level { on_hand: quantity(on_hand), reserved: quantity(reserved) }))
+        .collect())
+}
+
+/// Writes the on-hand each change left (the last change of a level wins).
+pub async fn write(conn: &mut PgConnection, org_id: Uuid, changes: &[StockChange]) -> Result<(), sqlx::Error> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let mut last: BTreeMap<Key, Quantity> = BTreeMap::new();
+    for change in changes {
+        last.insert((change.variant_id, change.warehouse_id), change.on_hand);
+    }
+    let (mut variants, mut warehouses, mut on_hand) = (Vec::new(), Vec::new(), Vec::new());
+    for ((v, w), q) in last {
+        variants.push(v);
+        warehouses.push(w);
+        on_hand.push(q.thousandths());
+    }
+    sqlx::query(
+        "update stock_levels s set on_hand = t.q
+         from unnest($2::uuid[], $3::uuid[], $4::bigint[]) as t(v, w, q)
+         where s.org_id = $1 and s.variant_id = t.v and s.warehouse_id = t.w",
+    )
+    .bind(org_id)
+    .bind(&variants)
+    .bind(&warehouses)
+    .bind(&on_hand)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Adds opening stock of new variants (no lock needed: nobody else can know them yet).
+pub async fn add_opening(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    stock: &[events::catalogue::OpeningStock],
+) -> Result<(), sqlx::Error> {
+    if stock.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "insert into stock_levels (org_id, variant_id, warehouse_id, on_hand)
+         select $1, v, w, q from unnest($2::uuid[], $3::uuid[], $4::bigint[]) as t(v, w, q)
+         on conflict (org_id, variant_id, warehouse_id) do update set on_hand = stock_levels.on_hand + excluded.on_hand",
+    )
+    .bind(org_id)
+    .bind(stock.iter().map(|s| s.variant_id).collect::<Vec<_>>())
+    .bind(stock.iter().map(|s| s.warehouse_id).collect::<Vec<_>>())
+    .bind(stock.iter().map(|s| s.quantity.thousandths()).collect::<Vec<_>>())
+    .execute(conn)
+    .await?;
+    Ok(())
+}

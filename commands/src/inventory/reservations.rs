@@ -1,0 +1,244 @@
+//! The reservations primitive quotes and orders build on: a reservation belongs to its owner (a quote, an
+//! order), lives in a stream of its own derived from the owner's id, and is reserved, adjusted, released
+//! or expired, each an event, in the owner's command transaction. Its lines count in `reserved` (and
+//! against `available`) through `reserved_through`, the organization's calendar date; from the next day
+//! availability ignores them, and the sweeper ([`expire_due`]) records their expiry.
+
+use super::levels::{self, Key};
+use super::{NegativeStock, StockShortfall, apply_policy};
+use crate::engine::ExecuteError;
+use events::catalogue::{Reservation, ReservationOwner, ReservedLine, StockReservationEvent};
+use events::domain::Quantity;
+use events::store::{AppendRequest, StreamRef};
+use events::{EventPayload, Metadata};
+use sqlx::{PgConnection, PgPool};
+use std::collections::BTreeMap;
+use time::Date;
+use uuid::Uuid;
+
+/// The stream of the reservation `owner_id` holds (one per owner, derived so nothing needs storing).
+pub fn reservation_id(owner_id: Uuid) -> Uuid {
+    Uuid::new_v5(&owner_id, b"stock_reservation")
+}
+
+/// What an owner wants reserved: lines (any order; a (variant, warehouse) may repeat and is summed)
+/// through a date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wanted {
+    pub reserved_through: Date,
+    pub lines: Vec<(ReservedLine, String)>,
+}
+
+/// A reservation's change, decided: the event to append with the owner's own (none when nothing
+/// changes) and the shortfalls the policy let through as warnings.
+#[derive(Debug, Default)]
+pub struct Decided {
+    pub append: Option<AppendRequest>,
+    pub warnings: Vec<StockShortfall>,
+    /// Whether an active reservation was released.
+    pub released: bool,
+}
+
+/// The rows of a reservation as stored, by (variant, warehouse), with the date they count through.
+async fn current_rows(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    reservation: Uuid,
+) -> Result<(BTreeMap<Key, Quantity>, Option<Date>), sqlx::Error> {
+    let rows: Vec<(Uuid, Uuid, i64, Date)> = sqlx::query_as(
+        "select variant_id, warehouse_id, quantity, reserved_through from stock_reservations
+         where org_id = $1 and reservation_id = $2 for update",
+    )
+    .bind(org_id)
+    .bind(reservation)
+    .fetch_all(&mut *conn)
+    .await?;
+    let through = rows.first().map(|r| r.3);
+    let lines = rows.into_iter().map(|(v, w, q, _)| ((v, w), levels::quantity(q))).collect();
+    Ok((lines, through))
+}
+
+/// Sets the reservation `owner` holds to `wanted` (`None` releases it), in the caller's transaction:
+/// the levels concerned are locked like any stock command's, a line that grows beyond what is available
+/// (on hand − other active reservations) is a shortfall the `policy` turns into a warning or a 422, and
+/// the rows and the event are written together or not at all. `today` is the organization's date.
+pub async fn set(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    owner: &ReservationOwner,
+    wanted: Option<&Wanted>,
+    today: Date,
+    policy: NegativeStock,
+    metadata: &Metadata,
+) -> Result<Decided, ExecuteError> {
+    let reservation = reservation_id(owner.id);
+    let (current, current_through) = current_rows(conn, org_id, reservation).await?;
+    let mut lines: BTreeMap<Key, (Quantity, String)> = BTreeMap::new();
+    for (line, field) in wanted.map(|w| w.lines.as_slice()).unwrap_or_default() {
+        let entry = lines.entry((line.variant_id, line.warehouse_id)).or_insert((Quantity::ZERO, field.clone()));
+        entry.0 = entry.0.checked_add(line.quantity).ok_or_else(|| crate::aggregate::Rejection::Invalid {
+            errors: vec![crate::validate::FieldError::new(field, "out_of_range", "the total quantity is too large")],
+        })?;
+    }
+    let still_counting = |through: Option<Date>| through.is_some_and(|d| d >= today);
+    let mut shortfalls = Vec::new();
+    if !lines.is_empty() {
+        let locked = levels::lock(conn, org_id, lines.keys().copied(), today).await?;
+        for (key, (quantity, field)) in &lines {
+            let level = locked.get(key).copied().unwrap_or_default();
+            // What this reservation already holds counts as its own: only growth needs stock.
+            let own = if still_counting(current_through) {
+                current.get(key).copied().unwrap_or_default()
+            } else {
+                Quantity::ZERO
+            };
+            if *quantity <= own {
+                continue;
+            }
+            let available = level.available().checked_add(own).unwrap_or_default();
+            if *quantity > available {
+                shortfalls.push(StockShortfall {
+                    field: field.clone(),
+                    product_id: key.0,
+                    warehouse_id: key.1,
+                    requested_quantity: *quantity,
+                    available_quantity: available,
+                });
+            }
+        }
+    }
+    let warnings = apply_policy(policy, shortfalls)?;
+    let next: Vec<ReservedLine> = lines
+        .iter()
+        .map(|((variant_id, warehouse_id), (quantity, _))| ReservedLine {
+            variant_id: *variant_id,
+            warehouse_id: *warehouse_id,
+            quantity: *quantity,
+        })
+        .collect();
+    let through = wanted.map(|w| w.reserved_through);
+    let unchanged = current.len() == next.len()
+        && next.iter().all(|l| current.get(&(l.variant_id, l.warehouse_id)) == Some(&l.quantity))
+        && (next.is_empty() || current_through == through);
+    if unchanged {
+        return Ok(Decided { append: None, warnings, released: false });
+    }
+    sqlx::query("delete from stock_reservations where org_id = $1 and reservation_id = $2")
+        .bind(org_id)
+        .bind(reservation)
+        .execute(&mut *conn)
+        .await?;
+    let event = match (current.is_empty(), next.is_empty(), through) {
+        (_, true, _) | (_, _, None) => StockReservationEvent::ReservationReleased,
+        (empty, false, Some(reserved_through)) => {
+            insert_rows(conn, org_id, reservation, &next, reserved_through).await?;
+            let state = Reservation { owner: owner.clone(), reserved_through, lines: next };
+            if empty {
+                StockReservationEvent::StockReserved(state)
+            } else {
+                StockReservationEvent::ReservationAdjusted(state)
+            }
+        }
+    };
+    let released = matches!(event, StockReservationEvent::ReservationReleased);
+    let version = stream_version(conn, org_id, reservation).await?;
+    let stream = StreamRef {
+        org_id,
+        stream_type: StockReservationEvent::STREAM_TYPE,
+        stream_id: reservation,
+        expected_version: version,
+    };
+    let append = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
+    Ok(Decided { append: Some(append), warnings, released: released && !current.is_empty() })
+}
+
+async fn insert_rows(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    reservation: Uuid,
+    lines: &[ReservedLine],
+    through: Date,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "insert into stock_reservations (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
+         select $1, $2, v, w, q, $6 from unnest($3::uuid[], $4::uuid[], $5::bigint[]) as t(v, w, q)",
+    )
+    .bind(org_id)
+    .bind(reservation)
+    .bind(lines.iter().map(|l| l.variant_id).collect::<Vec<_>>())
+    .bind(lines.iter().map(|l| l.warehouse_id).collect::<Vec<_>>())
+    .bind(lines.iter().map(|l| l.quantity.thousandths()).collect::<Vec<_>>())
+    .bind(through)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+async fn stream_version(conn: &mut PgConnection, org_id: Uuid, stream: Uuid) -> Result<i32, sqlx::Error> {
+    let version: Option<i32> =
+        sqlx::query_scalar("select max(version) from events where org_id = $1 and stream_id = $2")
+            .bind(org_id)
+            .bind(stream)
+            .fetch_one(conn)
+            .await?;
+    Ok(version.unwrap_or(0))
+}
+
+/// The active reservation `owner` holds (none when released, expired or never taken), as stored.
+pub async fn active(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    owner_id: Uuid,
+    today: Date,
+) -> Result<Option<(Date, Vec<ReservedLine>)>, sqlx::Error> {
+    let (rows, through) = current_rows(conn, org_id, reservation_id(owner_id)).await?;
+    Ok(through.filter(|d| *d >= today).map(|through| {
+        let lines = rows
+            .into_iter()
+            .map(|((variant_id, warehouse_id), quantity)| ReservedLine { variant_id, warehouse_id, quantity })
+            .collect();
+        (through, lines)
+    }))
+}
+
+/// Records the expiry of reservations whose date has passed (`reserved_through` before `today`, the
+/// organization's date): one `ReservationExpired` per reservation and its rows removed, up to `limit`
+/// reservations in one transaction (rows another sweeper holds are skipped). Returns how many expired.
+pub async fn expire_due(pool: &PgPool, today: Date, limit: i64) -> Result<usize, ExecuteError> {
+    let mut tx = pool.begin().await?;
+    let due: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "select distinct org_id, reservation_id from (
+             select org_id, reservation_id from stock_reservations where reserved_through < $1
+             order by reserved_through for update skip locked limit $2) due",
+    )
+    .bind(today)
+    .bind(limit)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut requests = Vec::with_capacity(due.len());
+    for (org_id, reservation) in &due {
+        let (_, through) = current_rows(&mut tx, *org_id, *reservation).await?;
+        // A command may have moved the reservation's date forward since it was selected.
+        if through.is_none_or(|d| d >= today) {
+            continue;
+        }
+        sqlx::query("delete from stock_reservations where org_id = $1 and reservation_id = $2")
+            .bind(org_id)
+            .bind(reservation)
+            .execute(&mut *tx)
+            .await?;
+        let version = stream_version(&mut tx, *org_id, *reservation).await?;
+        let stream = StreamRef {
+            org_id: *org_id,
+            stream_type: StockReservationEvent::STREAM_TYPE,
+            stream_id: *reservation,
+            expected_version: version,
+        };
+        let event = StockReservationEvent::ReservationExpired.to_new_event();
+        requests.push(AppendRequest { stream, events: vec![event], metadata: Metadata::system("reservation_sweeper") });
+    }
+    let expired = requests.len();
+    crate::engine::append_together(&mut tx, &requests, Uuid::nil()).await?;
+    tx.commit().await?;
+    Ok(expired)
+}

@@ -1,0 +1,311 @@
+//! Events of stock: manual movements (stream type `stock_movement`), transfers between warehouses
+//! (`stock_transfer`) and reservations (`stock_reservation`). Each event that changes on-hand lists
+//! its [`StockChange`]s: the variant and warehouse, the signed quantity and the on-hand it left, so the
+//! inventory ledger and the stock levels are pure folds of the store. Quantities are exact
+//! [`Quantity`]s (decimal strings in JSON).
+
+use super::{DecodeError, EventPayload, parse, to_value};
+use crate::domain::Quantity;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::{Date, OffsetDateTime, UtcOffset};
+use uuid::Uuid;
+
+time::serde::format_description!(pub iso_date, Date, "[year]-[month]-[day]");
+
+/// The organization's calendar: Argentina, UTC-3 all year.
+pub const AR_OFFSET: UtcOffset = match UtcOffset::from_hms(-3, 0, 0) {
+    Ok(offset) => offset,
+    Err(_) => UtcOffset::UTC,
+};
+
+/// The date in the organization's calendar at `at`.
+pub fn ar_date(at: OffsetDateTime) -> Date {
+    at.to_offset(AR_OFFSET).date()
+}
+
+/// What caused a change of stock, as the ledger names it.
+pub mod cause {
+    pub const OPENING_STOCK: &str = "opening_stock";
+    pub const STOCK_MOVEMENT: &str = "stock_movement";
+    pub const STOCK_TRANSFER: &str = "stock_transfer";
+    /// Every cause type this release writes (later: purchase, receipt, sale, delivery note).
+    pub const ALL: &[&str] = &[OPENING_STOCK, STOCK_MOVEMENT, STOCK_TRANSFER];
+}
+
+/// One change of on-hand of one variant in one warehouse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockChange {
+    pub variant_id: Uuid,
+    pub warehouse_id: Uuid,
+    /// Signed: positive adds stock, negative takes it.
+    pub quantity: Quantity,
+    /// On hand after the change.
+    pub on_hand: Quantity,
+}
+
+/// A variant and a quantity (a line as requested, or as moved).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockLine {
+    pub variant_id: Uuid,
+    pub quantity: Quantity,
+}
+
+/// A manual movement: `in` adds, `out` takes, `count` sets on-hand to what was counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockMovementRecorded {
+    pub movement_type: String,
+    pub warehouse_id: Uuid,
+    pub reason: Option<String>,
+    #[serde(with = "iso_date")]
+    pub occurred_on: Date,
+    /// As requested (for `count`, the counted quantities).
+    pub lines: Vec<StockLine>,
+    /// What changed (a count that matched on-hand changes nothing for its line).
+    pub changes: Vec<StockChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StockMovementEvent {
+    StockMovementRecorded(StockMovementRecorded),
+}
+
+/// A transfer between two warehouses. `items` are the lines as requested (combos included); `lines` the
+/// variants that moved, combos replaced by their components, multiplied and aggregated per variant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockTransferred {
+    pub origin_warehouse_id: Uuid,
+    pub destination_warehouse_id: Uuid,
+    pub items: Vec<StockLine>,
+    pub lines: Vec<StockLine>,
+    pub notes: Option<String>,
+    #[serde(with = "iso_date")]
+    pub occurred_on: Date,
+    pub changes: Vec<StockChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StockTransferEvent {
+    StockTransferred(StockTransferred),
+}
+
+/// Who a reservation belongs to (a quote or an order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservationOwner {
+    pub kind: String,
+    pub id: Uuid,
+}
+
+/// One reserved line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservedLine {
+    pub variant_id: Uuid,
+    pub warehouse_id: Uuid,
+    pub quantity: Quantity,
+}
+
+/// A reservation's whole state after a reserve or an adjustment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    pub owner: ReservationOwner,
+    /// The last date (organization calendar) the reservation counts.
+    #[serde(with = "iso_date")]
+    pub reserved_through: Date,
+    pub lines: Vec<ReservedLine>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StockReservationEvent {
+    StockReserved(Reservation),
+    ReservationAdjusted(Reservation),
+    ReservationReleased,
+    /// Recorded by the sweeper once `reserved_through` has passed.
+    ReservationExpired,
+}
+
+macro_rules! single_payloads {
+    ($enum:ident, $stream:literal, $($variant:ident),+) => {
+        impl EventPayload for $enum {
+            const STREAM_TYPE: &'static str = $stream;
+
+            fn event_type(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => stringify!($variant),)+
+                }
+            }
+
+            fn to_data(&self) -> Value {
+                match self {
+                    $(Self::$variant(e) => to_value(e),)+
+                }
+            }
+
+            fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+                match (event_type, schema_version) {
+                    $((stringify!($variant), 1) => parse(event_type, data).map(Self::$variant),)+
+                    $((stringify!($variant), _))|+ => Err(DecodeError::UnknownVersion {
+                        event_type: event_type.to_owned(),
+                        schema_version,
+                    }),
+                    (other, _) => Err(DecodeError::UnknownType {
+                        stream_type: Self::STREAM_TYPE.to_owned(),
+                        event_type: other.to_owned(),
+                    }),
+                }
+            }
+        }
+    };
+}
+
+single_payloads!(StockMovementEvent, "stock_movement", StockMovementRecorded);
+single_payloads!(StockTransferEvent, "stock_transfer", StockTransferred);
+
+impl EventPayload for StockReservationEvent {
+    const STREAM_TYPE: &'static str = "stock_reservation";
+
+    fn event_type(&self) -> &'static str {
+        match self {
+            Self::StockReserved(_) => "StockReserved",
+            Self::ReservationAdjusted(_) => "ReservationAdjusted",
+            Self::ReservationReleased => "ReservationReleased",
+            Self::ReservationExpired => "ReservationExpired",
+        }
+    }
+
+    fn to_data(&self) -> Value {
+        match self {
+            Self::StockReserved(r) | Self::ReservationAdjusted(r) => to_value(r),
+            Self::ReservationReleased | Self::ReservationExpired => Value::Object(Default::default()),
+        }
+    }
+
+    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+        if schema_version != 1 {
+            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
+        }
+        match event_type {
+            "StockReserved" => parse(event_type, data).map(Self::StockReserved),
+            "ReservationAdjusted" => parse(event_type, data).map(Self::ReservationAdjusted),
+            "ReservationReleased" => Ok(Self::ReservationReleased),
+            "ReservationExpired" => Ok(Self::ReservationExpired),
+            other => Err(DecodeError::UnknownType {
+                stream_type: Self::STREAM_TYPE.to_owned(),
+                event_type: other.to_owned(),
+            }),
+        }
+    }
+}
+
+/// What one stored event does to stock, for every event of the catalogue that moves or reserves it:
+/// the one reading the inventory projection and the stock write model's rebuild share, so the ledger,
+/// the levels and the rebuild can never disagree on what an event meant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StockEffect {
+    /// Changes of on-hand, each a row of the ledger naming `cause_type` and the event's stream.
+    Changes { cause_type: &'static str, occurred_on: Date, changes: Vec<StockChange> },
+    /// Opening stock of new variants (no previous level: on-hand starts at the quantity).
+    Opening(Vec<super::OpeningStock>),
+    /// The reservation's whole state after the event (`None`: released or expired).
+    Reservation(Option<Reservation>),
+}
+
+/// The stream types whose events may carry a [`StockEffect`].
+pub const STOCK_STREAM_TYPES: &[&str] = &[
+    super::ProductEvent::STREAM_TYPE,
+    StockMovementEvent::STREAM_TYPE,
+    StockTransferEvent::STREAM_TYPE,
+    StockReservationEvent::STREAM_TYPE,
+];
+
+/// The stock effect of a stored event, if it has one (events of other stream types have none).
+pub fn stock_effect(
+    stream_type: &str,
+    event_type: &str,
+    schema_version: i32,
+    data: &Value,
+) -> Result<Option<StockEffect>, DecodeError> {
+    let effect = match stream_type {
+        super::ProductEvent::STREAM_TYPE => {
+            match super::ProductEvent::decode(event_type, schema_version, data.clone())? {
+                super::ProductEvent::ProductCreated(created) if !created.opening_stock.is_empty() => {
+                    Some(StockEffect::Opening(created.opening_stock))
+                }
+                super::ProductEvent::ProductCreated(_) | super::ProductEvent::ProductUpdated(_) => None,
+            }
+        }
+        StockMovementEvent::STREAM_TYPE => {
+            match StockMovementEvent::decode(event_type, schema_version, data.clone())? {
+                StockMovementEvent::StockMovementRecorded(m) => Some(StockEffect::Changes {
+                    cause_type: cause::STOCK_MOVEMENT,
+                    occurred_on: m.occurred_on,
+                    changes: m.changes,
+                }),
+            }
+        }
+        StockTransferEvent::STREAM_TYPE => {
+            match StockTransferEvent::decode(event_type, schema_version, data.clone())? {
+                StockTransferEvent::StockTransferred(t) => Some(StockEffect::Changes {
+                    cause_type: cause::STOCK_TRANSFER,
+                    occurred_on: t.occurred_on,
+                    changes: t.changes,
+                }),
+            }
+        }
+        StockReservationEvent::STREAM_TYPE => {
+            match StockReservationEvent::decode(event_type, schema_version, data.clone())? {
+                StockReservationEvent::StockReserved(r) | StockReservationEvent::ReservationAdjusted(r) => {
+                    Some(StockEffect::Reservation(Some(r)))
+                }
+                StockReservationEvent::ReservationReleased | StockReservationEvent::ReservationExpired => {
+                    Some(StockEffect::Reservation(None))
+                }
+            }
+        }
+        _ => None,
+    };
+    Ok(effect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(text: &str) -> Quantity {
+        text.parse().expect("quantity")
+    }
+
+    #[test]
+    fn stock_events_round_trip_with_exact_decimal_strings() {
+        let (variant, warehouse) = (Uuid::now_v7(), Uuid::now_v7());
+        let event = StockMovementEvent::StockMovementRecorded(StockMovementRecorded {
+            movement_type: "out".into(),
+            warehouse_id: warehouse,
+            reason: Some("rotura".into()),
+            occurred_on: time::macros::date!(2026 - 11 - 25),
+            lines: vec![StockLine { variant_id: variant, quantity: q("1.5") }],
+            changes: vec![StockChange {
+                variant_id: variant,
+                warehouse_id: warehouse,
+                quantity: q("-1.5"),
+                on_hand: q("8.5"),
+            }],
+        });
+        let data = event.to_data();
+        assert_eq!(data["occurred_on"], "2026-11-25");
+        assert_eq!(data["changes"][0]["quantity"], "-1.5");
+        assert_eq!(data["changes"][0]["on_hand"], "8.5");
+        assert_eq!(StockMovementEvent::decode("StockMovementRecorded", 1, data.clone()).expect("decodes"), event);
+        assert!(StockMovementEvent::decode("StockMovementRecorded", 2, data).is_err());
+        let released = StockReservationEvent::ReservationReleased;
+        assert_eq!(
+            StockReservationEvent::decode(released.event_type(), 1, released.to_data()).expect("decodes"),
+            released
+        );
+    }
+
+    #[test]
+    fn the_calendar_date_is_argentinas() {
+        let late_evening = time::macros::datetime!(2026-11-26 01:30 UTC);
+        assert_eq!(ar_date(late_evening), time::macros::date!(2026 - 11 - 25));
+    }
+}

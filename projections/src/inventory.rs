@@ -1,0 +1,436 @@
+//! The inventory read model: stock levels per variant and warehouse (`inventory_levels`), the active
+//! reservations counted in `reserved` (`inventory_reservations`), the ledger with one row per change of
+//! on-hand (`inventory_movements`) and the stock transfers (`stock_transfers_view`). Every event that
+//! moves stock records the on-hand it left, so a level is set, never summed: the projection can only
+//! agree with the write model. Reads join the products and warehouses read models for names.
+
+use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
+use events::catalogue::{
+    ProductEvent, StockEffect, StockMovementEvent, StockReservationEvent, StockTransferEvent, ar_date, cause,
+    stock_effect,
+};
+use events::domain::Quantity;
+use events::{EventPayload, RecordedEvent};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use std::collections::BTreeMap;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+pub const LEVELS: &str = "inventory_levels";
+pub const RESERVATIONS: &str = "inventory_reservations";
+pub const MOVEMENTS: &str = "inventory_movements";
+pub const TRANSFERS: &str = "stock_transfers_view";
+
+pub struct InventoryProjection;
+
+impl Projection for InventoryProjection {
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Inventory
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &[LEVELS, RESERVATIONS, MOVEMENTS, TRANSFERS]
+    }
+
+    fn folds(&self) -> Folds {
+        Folds::Only(
+            const {
+                &[
+                    StreamType::of::<ProductEvent>(),
+                    StreamType::of::<StockMovementEvent>(),
+                    StreamType::of::<StockTransferEvent>(),
+                    StreamType::of::<StockReservationEvent>(),
+                ]
+            },
+        )
+    }
+
+    fn apply<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        target: Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
+        Box::pin(apply(conn, target, events))
+    }
+}
+
+/// One ledger row, as the batch's single insert takes it.
+struct LedgerRow {
+    seq: i64,
+    id: Uuid,
+    variant: Uuid,
+    warehouse: Uuid,
+    cause_type: &'static str,
+    cause_id: Uuid,
+    quantity: i64,
+    on_hand: i64,
+    occurred_on: Date,
+    created_at: OffsetDateTime,
+}
+
+fn undecodable(event: &RecordedEvent, reason: impl ToString) -> ProjectionError {
+    ProjectionError::Undecodable { position: event.position, reason: reason.to_string() }
+}
+
+async fn apply(
+    conn: &mut PgConnection,
+    target: Target,
+    events: &[RecordedEvent],
+) -> Result<Vec<CacheKey>, ProjectionError> {
+    let (levels, reservations, movements, transfers) =
+        (target.table(LEVELS), target.table(RESERVATIONS), target.table(MOVEMENTS), target.table(TRANSFERS));
+    // Levels end the batch at the on-hand of their last change (the batch is in commit order).
+    let mut last: BTreeMap<(Uuid, Uuid, Uuid), (i64, OffsetDateTime)> = BTreeMap::new();
+    let mut ledger: Vec<(Uuid, LedgerRow)> = Vec::new();
+    for event in events {
+        let effect = stock_effect(&event.stream_type, &event.event_type, event.schema_version, &event.data)
+            .map_err(|e| undecodable(event, e))?;
+        let mut changed = |index: usize,
+                           variant: Uuid,
+                           warehouse: Uuid,
+                           cause_type: &'static str,
+                           quantity: Quantity,
+                           on_hand: Quantity,
+                           occurred_on: Date| {
+            last.insert((event.org_id, variant, warehouse), (on_hand.thousandths(), event.recorded_at));
+            let row = LedgerRow {
+                seq: event.position * 1000 + index as i64,
+                id: Uuid::new_v5(&event.event_id, &(index as u32).to_be_bytes()),
+                variant,
+                warehouse,
+                cause_type,
+                cause_id: event.stream_id,
+                quantity: quantity.thousandths(),
+                on_hand: on_hand.thousandths(),
+                occurred_on,
+                created_at: event.recorded_at,
+            };
+            ledger.push((event.org_id, row));
+        };
+        match effect {
+            None => {}
+            // Opening stock is the first stock a new variant ever has: on-hand is the quantity.
+            Some(StockEffect::Opening(stock)) => {
+                for (i, s) in stock.iter().enumerate() {
+                    let day = ar_date(event.recorded_at);
+                    changed(i, s.variant_id, s.warehouse_id, cause::OPENING_STOCK, s.quantity, s.quantity, day);
+                }
+            }
+            Some(StockEffect::Changes { cause_type, occurred_on, changes }) => {
+                for (i, c) in changes.iter().enumerate() {
+                    changed(i, c.variant_id, c.warehouse_id, cause_type, c.quantity, c.on_hand, occurred_on);
+                }
+            }
+            Some(StockEffect::Reservation(state)) => {
+                let sql = format!("delete from {reservations} where org_id = $1 and reservation_id = $2");
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(event.stream_id)
+                    .execute(&mut *conn)
+                    .await?;
+                if let Some(state) = state {
+                    let sql = format!(
+                        "insert into {reservations} (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
+                         select $1, $2, v, w, q, $6 from unnest($3::uuid[], $4::uuid[], $5::bigint[]) as t(v, w, q)"
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(event.org_id)
+                        .bind(event.stream_id)
+                        .bind(state.lines.iter().map(|l| l.variant_id).collect::<Vec<_>>())
+                        .bind(state.lines.iter().map(|l| l.warehouse_id).collect::<Vec<_>>())
+                        .bind(state.lines.iter().map(|l| l.quantity.thousandths()).collect::<Vec<_>>())
+                        .bind(state.reserved_through)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+            }
+        }
+        if event.stream_type == StockTransferEvent::STREAM_TYPE {
+            let StockTransferEvent::StockTransferred(t) =
+                StockTransferEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+                    .map_err(|e| undecodable(event, e))?;
+            let doc = json!({
+                "items": t.lines,
+                "requested_items": t.items,
+                "notes": t.notes,
+            });
+            let sql = format!(
+                "insert into {transfers} (org_id, id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc, created_at)
+                 values ($1, $2, $3, $4, $5, $6, $7) on conflict (org_id, id) do nothing"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(event.org_id)
+                .bind(event.stream_id)
+                .bind(t.origin_warehouse_id)
+                .bind(t.destination_warehouse_id)
+                .bind(t.occurred_on)
+                .bind(doc)
+                .bind(event.recorded_at)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    if !last.is_empty() {
+        let sql = format!(
+            "insert into {levels} (org_id, variant_id, warehouse_id, on_hand, updated_at)
+             select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::timestamptz[])
+             on conflict (org_id, variant_id, warehouse_id)
+             do update set on_hand = excluded.on_hand, updated_at = excluded.updated_at"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(last.keys().map(|k| k.0).collect::<Vec<_>>())
+            .bind(last.keys().map(|k| k.1).collect::<Vec<_>>())
+            .bind(last.keys().map(|k| k.2).collect::<Vec<_>>())
+            .bind(last.values().map(|v| v.0).collect::<Vec<_>>())
+            .bind(last.values().map(|v| v.1).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await?;
+    }
+    if !ledger.is_empty() {
+        let sql = format!(
+            "insert into {movements} (org_id, seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand,
+                                      occurred_on, created_at)
+             select * from unnest($1::uuid[], $2::bigint[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::uuid[],
+                                  $8::bigint[], $9::bigint[], $10::date[], $11::timestamptz[])
+             on conflict (org_id, seq) do nothing"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(ledger.iter().map(|(o, _)| *o).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.seq).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.id).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.variant).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.warehouse).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.cause_type).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.cause_id).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.quantity).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.on_hand).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.occurred_on).collect::<Vec<_>>())
+            .bind(ledger.iter().map(|(_, r)| r.created_at).collect::<Vec<_>>())
+            .execute(&mut *conn)
+            .await?;
+    }
+    // Inventory reads are not cached.
+    Ok(Vec::new())
+}
+
+fn quantity(thousandths: i64) -> Quantity {
+    // Rows are only ever written from quantities in range.
+    Quantity::from_thousandths(thousandths).unwrap_or_default()
+}
+
+/// One inventory row: a variant in a warehouse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelRow {
+    pub variant_id: Uuid,
+    pub warehouse_id: Uuid,
+    pub sku: Option<String>,
+    pub name: Option<String>,
+    pub warehouse_name: Option<String>,
+    pub on_hand: Quantity,
+    pub reserved: Quantity,
+    /// Whole units, as the product states it.
+    pub stock_minimum: Option<i64>,
+}
+
+impl LevelRow {
+    pub fn available(&self) -> Quantity {
+        self.on_hand.checked_sub(self.reserved).unwrap_or_default()
+    }
+
+    /// Available stock is under the product's minimum.
+    pub fn below_minimum(&self) -> bool {
+        self.stock_minimum.is_some_and(|m| self.available().thousandths() < m.saturating_mul(Quantity::SCALE))
+    }
+}
+
+/// What an inventory list may be filtered by.
+#[derive(Debug, Clone, Default)]
+pub struct LevelFilter {
+    pub warehouse_id: Option<Uuid>,
+    pub variant_id: Option<Uuid>,
+    /// Part of the product's name or SKU.
+    pub query: Option<String>,
+    pub below_minimum: Option<bool>,
+}
+
+/// Up to `limit` inventory rows after `after` (variant, warehouse), in that order; reservations count
+/// through `today` (the organization's date).
+pub async fn levels(
+    pool: &PgPool,
+    org_id: Uuid,
+    filter: &LevelFilter,
+    today: Date,
+    after: Option<(Uuid, Uuid)>,
+    limit: i64,
+) -> Result<Vec<LevelRow>, sqlx::Error> {
+    #[allow(clippy::type_complexity, reason = "the row as the query returns it")]
+    let rows: Vec<(Uuid, Uuid, i64, Option<String>, Option<String>, Option<i64>, Option<String>, i64)> = sqlx::query_as(
+        "select * from (
+             select l.variant_id, l.warehouse_id, l.on_hand, p.sku, p.name, p.stock_minimum, w.name as warehouse_name,
+                    coalesce((select sum(r.quantity) from inventory_reservations r
+                              where r.org_id = l.org_id and r.variant_id = l.variant_id
+                                and r.warehouse_id = l.warehouse_id and r.reserved_through >= $7), 0)::bigint as reserved
+             from inventory_levels l
+             left join products_view p on p.org_id = l.org_id and p.id = l.variant_id
+             left join warehouses_view w on w.org_id = l.org_id and w.id = l.warehouse_id
+             where l.org_id = $1 and ($2::uuid is null or l.warehouse_id = $2) and ($3::uuid is null or l.variant_id = $3)
+               and ($4::text is null or p.name ilike $4 or p.sku ilike $4)
+               and ($5::uuid is null or (l.variant_id, l.warehouse_id) > ($5, $6))
+             order by l.variant_id, l.warehouse_id) rows
+         where $8::boolean is null
+            or $8 = (stock_minimum is not null and on_hand - reserved < stock_minimum * 1000)
+         limit $9",
+    )
+    .bind(org_id)
+    .bind(filter.warehouse_id)
+    .bind(filter.variant_id)
+    .bind(filter.query.as_deref().map(contains_pattern))
+    .bind(after.map(|a| a.0))
+    .bind(after.map(|a| a.1))
+    .bind(today)
+    .bind(filter.below_minimum)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(variant_id, warehouse_id, on_hand, sku, name, stock_minimum, warehouse_name, reserved)| LevelRow {
+            variant_id,
+            warehouse_id,
+            sku,
+            name,
+            warehouse_name,
+            on_hand: quantity(on_hand),
+            reserved: quantity(reserved),
+            stock_minimum,
+        })
+        .collect())
+}
+
+/// One row of the ledger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MovementRow {
+    pub seq: i64,
+    pub id: Uuid,
+    pub variant_id: Uuid,
+    pub warehouse_id: Uuid,
+    pub cause_type: String,
+    pub cause_id: Uuid,
+    pub quantity: Quantity,
+    pub on_hand: Quantity,
+    pub occurred_on: Date,
+    pub created_at: OffsetDateTime,
+}
+
+/// What the ledger may be filtered by (dates inclusive).
+#[derive(Debug, Clone, Default)]
+pub struct MovementFilter {
+    pub variant_id: Option<Uuid>,
+    pub warehouse_id: Option<Uuid>,
+    pub cause_type: Option<String>,
+    pub date_from: Option<Date>,
+    pub date_to: Option<Date>,
+}
+
+/// Up to `limit` ledger rows after `after` (a `seq`), oldest first.
+pub async fn movements(
+    pool: &PgPool,
+    org_id: Uuid,
+    filter: &MovementFilter,
+    after: Option<i64>,
+    limit: i64,
+) -> Result<Vec<MovementRow>, sqlx::Error> {
+    #[allow(clippy::type_complexity, reason = "the row as the query returns it")]
+    let rows: Vec<(i64, Uuid, Uuid, Uuid, String, Uuid, i64, i64, Date, OffsetDateTime)> = sqlx::query_as(
+        "select seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand, occurred_on, created_at
+         from inventory_movements
+         where org_id = $1 and ($2::uuid is null or variant_id = $2) and ($3::uuid is null or warehouse_id = $3)
+           and ($4::text is null or cause_type = $4) and ($5::date is null or occurred_on >= $5)
+           and ($6::date is null or occurred_on <= $6) and ($7::bigint is null or seq > $7)
+         order by seq limit $8",
+    )
+    .bind(org_id)
+    .bind(filter.variant_id)
+    .bind(filter.warehouse_id)
+    .bind(&filter.cause_type)
+    .bind(filter.date_from)
+    .bind(filter.date_to)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(seq, id, variant_id, warehouse_id, cause_type, cause_id, q, on_hand, occurred_on, created_at)| {
+            MovementRow {
+                seq,
+                id,
+                variant_id,
+                warehouse_id,
+                cause_type,
+                cause_id,
+                quantity: quantity(q),
+                on_hand: quantity(on_hand),
+                occurred_on,
+                created_at,
+            }
+        })
+        .collect())
+}
+
+/// A stock transfer as stored for reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransferRow {
+    pub id: Uuid,
+    pub origin_warehouse_id: Uuid,
+    pub destination_warehouse_id: Uuid,
+    pub occurred_on: Date,
+    /// `items` (the moved lines), `requested_items`, `notes`.
+    pub doc: Value,
+    pub created_at: OffsetDateTime,
+}
+
+const TRANSFER_COLUMNS: &str = "id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc, created_at";
+
+type TransferTuple = (Uuid, Uuid, Uuid, Date, Value, OffsetDateTime);
+
+fn transfer_row(
+    (id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc, created_at): TransferTuple,
+) -> TransferRow {
+    TransferRow { id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc, created_at }
+}
+
+pub async fn transfer(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<TransferRow>, sqlx::Error> {
+    let sql = format!("select {TRANSFER_COLUMNS} from stock_transfers_view where org_id = $1 and id = $2");
+    let row: Option<TransferTuple> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await?;
+    Ok(row.map(transfer_row))
+}
+
+/// Up to `limit` transfers after `after`, oldest first, optionally touching one warehouse (as origin
+/// or destination).
+pub async fn transfers(
+    pool: &PgPool,
+    org_id: Uuid,
+    warehouse_id: Option<Uuid>,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<TransferRow>, sqlx::Error> {
+    let sql = format!(
+        "select {TRANSFER_COLUMNS} from stock_transfers_view
+         where org_id = $1 and ($2::uuid is null or origin_warehouse_id = $2 or destination_warehouse_id = $2)
+           and ($3::uuid is null or id > $3)
+         order by id limit $4"
+    );
+    let rows: Vec<TransferTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(org_id)
+        .bind(warehouse_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
+    Ok(rows.into_iter().map(transfer_row).collect())
+}
