@@ -2,9 +2,18 @@
 -- model the `inventory` projection folds. Quantities are exact thousandths of a unit (bigint), never
 -- floats. Every write-model row here is a fold of the event store (`backoffice admin rebuild-stock`).
 
--- The organization's negative-stock policy: `allow` (a shortfall is a warning) or `block` (422).
-alter table organizations add column negative_stock text not null default 'allow'
-    check (negative_stock in ('allow', 'block'));
+-- The organization's settings (event `SettingsChanged`): the negative-stock policy, `allow` (a
+-- shortfall is a warning) or `block` (422), and the fiscal profile invoicing uses.
+alter table organizations
+    add column negative_stock text not null default 'allow' check (negative_stock in ('allow', 'block')),
+    add column legal_name text,
+    add column tax_id text,
+    add column tax_category text,
+    add column prices_include_tax boolean not null default true;
+alter table organizations_view
+    add column legal_name text,
+    add column tax_id text,
+    add column tax_category text;
 
 -- What stock commands need of a variant: whether it holds stock (`product`), holds none (`service`)
 -- or moves as its components (`combo`).

@@ -7,8 +7,11 @@ schema language:
 - a list `cursor` is an opaque, signed token: only the service issues valid ones (cases carrying a
   generated cursor are dropped; the Rust list tests follow real cursors);
 - values unique by a key inside one array (`uniqueItems` compares whole items): variant SKUs and
-  option-value combinations, option names, metafield keys, warehouse ids of opening stock, product
-  ids of price-list prices, tags both added and removed;
+  option-value combinations, option names, metafield keys, warehouse ids of opening stock, combo
+  components, product ids of price-list prices and of stock movement lines, tags both added and
+  removed;
+- comparisons with the clock or between sibling fields: a stock movement's `occurred_on` not after
+  today, a transfer's two different warehouses;
 - a matrix product's `optionValues` name exactly its `options` (a reference between sibling fields);
 - a CUIT's check digit (a checksum);
 - the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0).
@@ -84,6 +87,9 @@ def _repair_product(body):
     metafields = body.get("metafields")
     if isinstance(metafields, list):
         body["metafields"] = _dedupe(metafields, lambda m: m.get("key", "").strip() if isinstance(m, dict) else id(m))
+    components = body.get("components")
+    if isinstance(components, list):
+        body["components"] = _dedupe(components, lambda c: c.get("productId") if isinstance(c, dict) else id(c))
 
 
 def _repair_choices(body):
@@ -116,7 +122,26 @@ def _repair_metafield_entries(body):
         }
 
 
+def _repair_stock_movement(body):
+    lines = body.get("lines")
+    if isinstance(lines, list):
+        body["lines"] = _dedupe(lines, lambda l: l.get("product_id") if isinstance(l, dict) else id(l))
+    # The business date may not be later than today (a comparison with the clock).
+    if isinstance(body.get("occurred_on"), str):
+        body["occurred_on"] = "2026-01-02"
+
+
+def _repair_stock_transfer(body):
+    origin = body.get("origin_warehouse_id")
+    if isinstance(origin, str) and origin == body.get("destination_warehouse_id"):
+        # Two different warehouses (a comparison between sibling fields).
+        body["destination_warehouse_id"] = "00000000-0000-7000-8000-000000000001" if origin[-1] != "1" else "00000000-0000-7000-8000-000000000002"
+
+
 REPAIRS = {
+    "createStockMovement": _repair_stock_movement,
+    "createStockTransfer": _repair_stock_transfer,
+    "applyStockTransferTags": _repair_tags,
     "patchProductMetafields": _repair_metafield_entries,
     "createCustomer": _repair_contact,
     "replaceCustomer": _repair_contact,

@@ -114,6 +114,29 @@ pub enum AdminCommand {
         #[arg(long)]
         per_hour: i32,
     },
+    /// Change an organization's settings and print the organization (only the options given change).
+    UpdateOrg {
+        #[arg(long)]
+        org: Uuid,
+        /// `allow` (a stock shortfall is a warning, the default) or `block` (422, nothing written).
+        #[arg(long, value_parser = ["allow", "block"])]
+        negative_stock: Option<String>,
+        /// The issuer's CUIT (11 digits with a valid check digit); empty clears it.
+        #[arg(long)]
+        tax_id: Option<String>,
+        /// `Responsable Inscripto`, `Monotributista` or `Exento`; empty clears it.
+        #[arg(long)]
+        tax_category: Option<String>,
+        /// The legal name printed on vouchers; empty clears it.
+        #[arg(long)]
+        legal_name: Option<String>,
+        /// Whether prices sent with the historical sale contract include VAT.
+        #[arg(long)]
+        prices_include_tax: Option<bool>,
+    },
+    /// Rebuild the stock write model (levels and reservations) from the event store and print what
+    /// changed; stock commands wait while it runs.
+    RebuildStock,
     /// Create a point of sale (fiscal numbering series) for an organization.
     CreatePointOfSale {
         #[arg(long)]
@@ -265,6 +288,18 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
                 serde_json::json!({ "organization_id": org, "rate_limit_per_minute": per_minute, "rate_limit_per_hour": per_hour }),
                 Some(org),
             )
+        }
+        AdminCommand::UpdateOrg { org, negative_stock, tax_id, tax_category, legal_name, prices_include_tax } => {
+            let change = admin::SettingsChange { negative_stock, legal_name, tax_id, tax_category, prices_include_tax };
+            let view = admin::update_organization(&pool, org, change).await?;
+            (serde_json::to_value(view)?, Some(org))
+        }
+        AdminCommand::RebuildStock => {
+            let report = commands::inventory::rebuild::rebuild(&pool, |events| {
+                eprintln!("stock rebuild: {events} events folded");
+            })
+            .await?;
+            (serde_json::to_value(report)?, None)
         }
         AdminCommand::CreatePointOfSale { org, number, name } => {
             let id = admin::create_point_of_sale(&pool, org, number, name.as_deref()).await?;

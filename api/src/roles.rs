@@ -129,6 +129,7 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
         tasks.spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake.clone()));
         tasks.spawn(events::relay::run_sealer(pool.clone()));
         tasks.spawn(commands::idempotency::purge_forever(pool.clone()));
+        tasks.spawn(commands::inventory::reservations::sweep_forever(pool.clone()));
         let concurrency = pool.options().get_max_connections().max(2) as usize;
         let (pool, bus) = (pool.clone(), bus.clone());
         tasks.spawn(async move {

@@ -5,8 +5,8 @@ use crate::Rejection;
 use crate::records::point_of_sale_fields;
 use events::catalogue::{
     ApiKeyIssued, CredentialRevoked, CustomerEvent, CustomerFields, DelegatedTokenIssued, OrganizationCreated,
-    OrganizationEvent, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, RateLimitsChanged, RecordEvent,
-    WarehouseEvent, WarehouseFields,
+    OrganizationEvent, OrganizationSettings, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent,
+    RateLimitsChanged, RecordEvent, WarehouseEvent, WarehouseFields,
 };
 use events::domain::Scope;
 use events::store::{self, AppendError, StreamRef};
@@ -425,6 +425,128 @@ pub async fn set_rate_limits(pool: &PgPool, org_id: Uuid, limits: RateLimits) ->
     Ok(())
 }
 
+/// What `admin update-org` changes; `None` keeps the current value (an empty text clears an optional
+/// one).
+#[derive(Debug, Clone, Default)]
+pub struct SettingsChange {
+    pub negative_stock: Option<String>,
+    pub legal_name: Option<String>,
+    pub tax_id: Option<String>,
+    pub tax_category: Option<String>,
+    pub prices_include_tax: Option<bool>,
+}
+
+/// The tax categories an issuer may have (they decide the voucher letters it issues).
+pub const ISSUER_TAX_CATEGORIES: &[&str] = &["Responsable Inscripto", "Monotributista", "Exento"];
+
+/// The organization as operators see it: its settings beside its identity.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OrganizationAdminView {
+    pub organization_id: Uuid,
+    pub name: String,
+    pub slug: String,
+    pub rate_limit_per_minute: i32,
+    pub rate_limit_per_hour: i32,
+    #[serde(flatten)]
+    pub settings: OrganizationSettings,
+}
+
+type SettingsRow = (String, String, i32, i32, String, Option<String>, Option<String>, Option<String>, bool);
+
+/// Changes an organization's settings (one `SettingsChanged` event with the whole set, none when
+/// nothing changes) and returns the organization as operators see it.
+pub async fn update_organization(
+    pool: &PgPool,
+    org_id: Uuid,
+    change: SettingsChange,
+) -> Result<OrganizationAdminView, AdminError> {
+    let mut tx = pool.begin().await?;
+    let row: Option<SettingsRow> = sqlx::query_as(
+        "select name, slug, rate_limit_per_minute, rate_limit_per_hour, negative_stock, legal_name, tax_id,
+                tax_category, prices_include_tax
+         from organizations where id = $1 for update",
+    )
+    .bind(org_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (name, slug, per_minute, per_hour, negative_stock, legal_name, tax_id, tax_category, prices_include_tax) =
+        row.ok_or(AdminError::UnknownOrganization(org_id))?;
+    let current = OrganizationSettings { negative_stock, legal_name, tax_id, tax_category, prices_include_tax };
+    let next = apply_settings(&current, change)?;
+    if next != current {
+        sqlx::query(
+            "update organizations set negative_stock = $2, legal_name = $3, tax_id = $4, tax_category = $5,
+                    prices_include_tax = $6
+             where id = $1",
+        )
+        .bind(org_id)
+        .bind(&next.negative_stock)
+        .bind(&next.legal_name)
+        .bind(&next.tax_id)
+        .bind(&next.tax_category)
+        .bind(next.prices_include_tax)
+        .execute(&mut *tx)
+        .await?;
+        append_to_organization(&mut tx, org_id, &[OrganizationEvent::SettingsChanged(next.clone())]).await?;
+    }
+    tx.commit().await?;
+    Ok(OrganizationAdminView {
+        organization_id: org_id,
+        name,
+        slug,
+        rate_limit_per_minute: per_minute,
+        rate_limit_per_hour: per_hour,
+        settings: next,
+    })
+}
+
+/// The settings after `change`, each value checked.
+fn apply_settings(current: &OrganizationSettings, change: SettingsChange) -> Result<OrganizationSettings, AdminError> {
+    let mut next = current.clone();
+    if let Some(policy) = change.negative_stock {
+        if crate::inventory::NegativeStock::parse(&policy).is_none() {
+            return Err(AdminError::Invalid(format!("--negative-stock must be allow or block, not {policy:?}")));
+        }
+        next.negative_stock = policy;
+    }
+    let optional = |text: String| {
+        let text = text.trim().to_owned();
+        (!text.is_empty()).then_some(text)
+    };
+    if let Some(name) = change.legal_name {
+        let name = optional(name);
+        if name.as_ref().is_some_and(|n| n.chars().count() > 150) {
+            return Err(AdminError::Invalid("the legal name must be at most 150 characters".into()));
+        }
+        next.legal_name = name;
+    }
+    if let Some(tax_id) = change.tax_id {
+        let tax_id = optional(tax_id);
+        if let Some(digits) = &tax_id
+            && !crate::contacts::is_valid_cuit(digits)
+        {
+            return Err(AdminError::Invalid(format!("{digits:?} is not a valid CUIT (11 digits, valid check digit)")));
+        }
+        next.tax_id = tax_id;
+    }
+    if let Some(category) = change.tax_category {
+        let category = optional(category);
+        if let Some(text) = &category
+            && !ISSUER_TAX_CATEGORIES.contains(&text.as_str())
+        {
+            return Err(AdminError::Invalid(format!(
+                "--tax-category must be one of {}, not {text:?}",
+                ISSUER_TAX_CATEGORIES.join(", ")
+            )));
+        }
+        next.tax_category = category;
+    }
+    if let Some(included) = change.prices_include_tax {
+        next.prices_include_tax = included;
+    }
+    Ok(next)
+}
+
 async fn insert_point_of_sale(
     conn: &mut PgConnection,
     org_id: Uuid,
@@ -467,6 +589,34 @@ pub async fn create_point_of_sale(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_changes_are_checked_and_keep_what_is_not_named() {
+        let current = OrganizationSettings::default();
+        let blocked =
+            apply_settings(&current, SettingsChange { negative_stock: Some("block".into()), ..Default::default() })
+                .expect("valid");
+        assert_eq!(blocked.negative_stock, "block");
+        assert!(blocked.prices_include_tax, "untouched");
+        let fiscal = SettingsChange {
+            tax_id: Some("20267565393".into()),
+            tax_category: Some("Responsable Inscripto".into()),
+            legal_name: Some("  Almacén SA ".into()),
+            ..Default::default()
+        };
+        let fiscal = apply_settings(&blocked, fiscal).expect("valid");
+        assert_eq!(fiscal.legal_name.as_deref(), Some("Almacén SA"));
+        assert_eq!(fiscal.negative_stock, "block");
+        let cleared = apply_settings(&fiscal, SettingsChange { legal_name: Some(" ".into()), ..Default::default() });
+        assert_eq!(cleared.expect("valid").legal_name, None);
+        for bad in [
+            SettingsChange { negative_stock: Some("maybe".into()), ..Default::default() },
+            SettingsChange { tax_id: Some("20267565392".into()), ..Default::default() },
+            SettingsChange { tax_category: Some("Consumidor Final".into()), ..Default::default() },
+        ] {
+            assert!(apply_settings(&current, bad).is_err());
+        }
+    }
 
     #[test]
     fn slugs_are_lowercase_words_joined_by_dashes() {

@@ -88,10 +88,11 @@ async fn apply(
     for event in events {
         let effect = stock_effect(&event.stream_type, &event.event_type, event.schema_version, &event.data)
             .map_err(|e| undecodable(event, e))?;
+        // The cause is the event's document (a movement, a transfer), or for opening stock the variant.
         let mut changed = |index: usize,
                            variant: Uuid,
                            warehouse: Uuid,
-                           cause_type: &'static str,
+                           cause: (&'static str, Uuid),
                            quantity: Quantity,
                            on_hand: Quantity,
                            occurred_on: Date| {
@@ -101,8 +102,8 @@ async fn apply(
                 id: Uuid::new_v5(&event.event_id, &(index as u32).to_be_bytes()),
                 variant,
                 warehouse,
-                cause_type,
-                cause_id: event.stream_id,
+                cause_type: cause.0,
+                cause_id: cause.1,
                 quantity: quantity.thousandths(),
                 on_hand: on_hand.thousandths(),
                 occurred_on,
@@ -116,12 +117,14 @@ async fn apply(
             Some(StockEffect::Opening(stock)) => {
                 for (i, s) in stock.iter().enumerate() {
                     let day = ar_date(event.recorded_at);
-                    changed(i, s.variant_id, s.warehouse_id, cause::OPENING_STOCK, s.quantity, s.quantity, day);
+                    let cause = (cause::OPENING_STOCK, s.variant_id);
+                    changed(i, s.variant_id, s.warehouse_id, cause, s.quantity, s.quantity, day);
                 }
             }
             Some(StockEffect::Changes { cause_type, occurred_on, changes }) => {
                 for (i, c) in changes.iter().enumerate() {
-                    changed(i, c.variant_id, c.warehouse_id, cause_type, c.quantity, c.on_hand, occurred_on);
+                    let cause = (cause_type, event.stream_id);
+                    changed(i, c.variant_id, c.warehouse_id, cause, c.quantity, c.on_hand, occurred_on);
                 }
             }
             Some(StockEffect::Reservation(state)) => {

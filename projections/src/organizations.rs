@@ -63,6 +63,19 @@ async fn apply(
                     .execute(&mut *conn)
                     .await?;
             }
+            OrganizationEvent::SettingsChanged(settings) => {
+                let sql = format!(
+                    "update {table} set legal_name = $2, tax_id = $3, tax_category = $4, updated_at = $5 where id = $1"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(&settings.legal_name)
+                    .bind(&settings.tax_id)
+                    .bind(&settings.tax_category)
+                    .bind(event.recorded_at)
+                    .execute(&mut *conn)
+                    .await?;
+            }
             OrganizationEvent::RateLimitsChanged(limits) => {
                 let sql = format!(
                     "update {table} set rate_limit_per_minute = $2, rate_limit_per_hour = $3, updated_at = $4
@@ -92,6 +105,9 @@ pub struct OrganizationRow {
     pub name: String,
     pub slug: String,
     pub country: String,
+    pub legal_name: Option<String>,
+    pub tax_id: Option<String>,
+    pub tax_category: Option<String>,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
@@ -100,9 +116,11 @@ pub struct OrganizationRow {
 /// up the write-model row answers (an organization created moments ago has not been updated since).
 pub async fn get(pool: &PgPool, id: Uuid) -> Result<Option<OrganizationRow>, sqlx::Error> {
     sqlx::query_as(
-        "select id, name, slug, country, created_at, updated_at from organizations_view where id = $1
+        "select id, name, slug, country, legal_name, tax_id, tax_category, created_at, updated_at
+         from organizations_view where id = $1
          union all
-         select o.id, o.name, o.slug, 'Argentina', o.created_at, o.created_at from organizations o
+         select o.id, o.name, o.slug, 'Argentina', o.legal_name, o.tax_id, o.tax_category, o.created_at, o.created_at
+         from organizations o
          where o.id = $1 and not exists (select 1 from organizations_view v where v.id = $1)
          limit 1",
     )

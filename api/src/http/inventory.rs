@@ -131,6 +131,7 @@ pub struct InventoryMovementData {
     /// On hand after the change.
     pub on_hand: QuantityText,
     /// The business date (UTC-3).
+    #[serde(with = "events::catalogue::iso_date")]
     pub occurred_on: Date,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
@@ -220,6 +221,7 @@ pub struct StockMovementData {
     pub movement_type: MovementKind,
     pub warehouse_id: Uuid,
     pub reason: Nullable<String>,
+    #[serde(with = "events::catalogue::iso_date")]
     pub occurred_on: Date,
     pub lines: Vec<MovementLineData>,
     /// Lines that took more than was available (the organization allows negative stock).
@@ -285,6 +287,7 @@ pub struct StockTransferData {
     /// The lines as sent (combos included).
     pub requested_items: Vec<TransferLineData>,
     pub notes: Nullable<String>,
+    #[serde(with = "events::catalogue::iso_date")]
     pub occurred_on: Date,
     /// Ordered by name; archived tags included.
     pub tags: Vec<TagData>,

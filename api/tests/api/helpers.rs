@@ -120,6 +120,30 @@ impl TestApp {
         self.request(Method::PUT, path, Some(&self.api_key), Some(body)).await
     }
 
+    /// POSTs with this `Idempotency-Key`.
+    pub async fn post_key(&self, path: &str, key: &str, body: &Value) -> Response {
+        self.client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.api_key)
+            .header("Idempotency-Key", key)
+            .json(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// POSTs with a fresh `Idempotency-Key`.
+    pub async fn post_keyed(&self, path: &str, body: &Value) -> Response {
+        self.post_key(path, &Uuid::now_v7().to_string(), body).await
+    }
+
+    /// Sets the organization's negative-stock policy (`allow` or `block`), as an operator would.
+    pub async fn negative_stock(&self, policy: &str) {
+        let change =
+            commands::organization::SettingsChange { negative_stock: Some(policy.to_owned()), ..Default::default() };
+        commands::organization::update_organization(&self.pool, self.org_id, change).await.expect("settings");
+    }
+
     pub async fn event_count(&self) -> i64 {
         sqlx::query_scalar("select count(*) from events").fetch_one(&self.pool).await.expect("count")
     }

@@ -6,6 +6,7 @@ mod configuration;
 mod customers;
 mod helpers;
 mod hostile;
+mod inventory;
 mod openapi;
 mod organization;
 mod payment_methods;

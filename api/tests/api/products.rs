@@ -100,7 +100,7 @@ async fn single_products_and_matrices_are_created_and_read(pool: PgPool) {
             .await
             .expect("event");
     assert!(
-        opening.contains("\"quantity\": 12") || opening.contains("\"quantity\":12"),
+        opening.contains("\"quantity\": \"12\"") || opening.contains("\"quantity\":\"12\""),
         "opening stock recorded: {opening}"
     );
 

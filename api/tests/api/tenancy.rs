@@ -66,6 +66,11 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
         .expect("sent");
     let product = json(product, 201).await;
     ids.insert("products", product["data"]["id"].as_str().expect("id").to_owned());
+    let south = json(app.post("/api/v1/warehouses", &json!({"name": "Sur"})).await, 201).await;
+    let transfer = json!({"origin_warehouse_id": ids["warehouses"], "destination_warehouse_id": south["data"]["id"],
+        "items": [{"product_id": ids["products"], "quantity": 1}]});
+    let transfer = json(app.post("/api/v1/stock-transfers", &transfer).await, 201).await;
+    ids.insert("stock-transfers", transfer["data"]["id"].as_str().expect("id").to_owned());
 
     let spec = json(app.request(Method::GET, "/openapi.json", None, None).await, 200).await;
     let before = app.event_count().await;

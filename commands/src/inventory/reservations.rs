@@ -242,3 +242,34 @@ pub async fn expire_due(pool: &PgPool, today: Date, limit: i64) -> Result<usize,
     tx.commit().await?;
     Ok(expired)
 }
+
+/// How often each command worker process records the expiry of reservations whose date has passed.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+/// Reservations expired per transaction.
+const SWEEP_BATCH: i64 = 500;
+
+/// Records expiries every [`SWEEP_EVERY`], for ever (the first time shortly after start). Availability
+/// ignores a past reservation at once; this only turns its end into events and removes its rows.
+pub async fn sweep_forever(pool: PgPool) {
+    let mut interval = tokio::time::interval(SWEEP_EVERY);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        interval.tick().await;
+        let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc());
+        loop {
+            match expire_due(&pool, today, SWEEP_BATCH).await {
+                Ok(expired) if (expired as i64) < SWEEP_BATCH => {
+                    if expired > 0 {
+                        tracing::info!(expired, "reservations past their date recorded as expired");
+                    }
+                    break;
+                }
+                Ok(expired) => tracing::info!(expired, "reservations past their date recorded as expired"),
+                Err(error) => {
+                    tracing::warn!(%error, "could not record expired reservations");
+                    break;
+                }
+            }
+        }
+    }
+}

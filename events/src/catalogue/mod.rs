@@ -16,7 +16,7 @@ pub use customer::{CustomerEvent, CustomerFields, SupplierEvent};
 pub use metafield::{MetafieldDefinitionEvent, MetafieldDefinitionFields};
 pub use organization::{
     ApiKeyIssued, CredentialRevoked, DEFAULT_RATE_LIMIT_PER_HOUR, DEFAULT_RATE_LIMIT_PER_MINUTE, DelegatedTokenIssued,
-    OrganizationCreated, OrganizationEvent, RateLimitsChanged,
+    OrganizationCreated, OrganizationEvent, OrganizationSettings, RateLimitsChanged,
 };
 pub use price_list::{ListPrice, PriceListEvent, PriceListFields, apply_percentage, percentage_text};
 pub use product::{

@@ -58,6 +58,33 @@ pub struct RateLimitsChanged {
     pub per_hour: i32,
 }
 
+/// The organization's settings after an operator changed them (the whole set, so one event is the
+/// state): the negative-stock policy and the fiscal profile invoicing uses.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrganizationSettings {
+    /// `allow` (a shortfall is a warning) or `block` (a 422 with nothing written).
+    pub negative_stock: String,
+    pub legal_name: Option<String>,
+    /// The issuer's CUIT (11 digits).
+    pub tax_id: Option<String>,
+    /// `Responsable Inscripto`, `Monotributista` or `Exento`: decides the voucher letters it issues.
+    pub tax_category: Option<String>,
+    /// Whether prices the historical sale contract receives include VAT.
+    pub prices_include_tax: bool,
+}
+
+impl Default for OrganizationSettings {
+    fn default() -> Self {
+        Self {
+            negative_stock: "allow".to_owned(),
+            legal_name: None,
+            tax_id: None,
+            tax_category: None,
+            prices_include_tax: true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OrganizationEvent {
     OrganizationCreated(OrganizationCreated),
@@ -65,6 +92,7 @@ pub enum OrganizationEvent {
     DelegatedTokenIssued(DelegatedTokenIssued),
     CredentialRevoked(CredentialRevoked),
     RateLimitsChanged(RateLimitsChanged),
+    SettingsChanged(OrganizationSettings),
 }
 
 impl EventPayload for OrganizationEvent {
@@ -77,6 +105,7 @@ impl EventPayload for OrganizationEvent {
             Self::DelegatedTokenIssued(_) => "DelegatedTokenIssued",
             Self::CredentialRevoked(_) => "CredentialRevoked",
             Self::RateLimitsChanged(_) => "RateLimitsChanged",
+            Self::SettingsChanged(_) => "SettingsChanged",
         }
     }
 
@@ -86,7 +115,8 @@ impl EventPayload for OrganizationEvent {
             Self::ApiKeyIssued(_)
             | Self::DelegatedTokenIssued(_)
             | Self::CredentialRevoked(_)
-            | Self::RateLimitsChanged(_) => 1,
+            | Self::RateLimitsChanged(_)
+            | Self::SettingsChanged(_) => 1,
         }
     }
 
@@ -97,6 +127,7 @@ impl EventPayload for OrganizationEvent {
             Self::DelegatedTokenIssued(e) => to_value(e),
             Self::CredentialRevoked(e) => to_value(e),
             Self::RateLimitsChanged(e) => to_value(e),
+            Self::SettingsChanged(e) => to_value(e),
         }
     }
 
@@ -118,12 +149,14 @@ impl EventPayload for OrganizationEvent {
             ("DelegatedTokenIssued", 1) => parse(event_type, data).map(Self::DelegatedTokenIssued),
             ("CredentialRevoked", 1) => parse(event_type, data).map(Self::CredentialRevoked),
             ("RateLimitsChanged", 1) => parse(event_type, data).map(Self::RateLimitsChanged),
+            ("SettingsChanged", 1) => parse(event_type, data).map(Self::SettingsChanged),
             (
                 "OrganizationCreated"
                 | "ApiKeyIssued"
                 | "DelegatedTokenIssued"
                 | "CredentialRevoked"
-                | "RateLimitsChanged",
+                | "RateLimitsChanged"
+                | "SettingsChanged",
                 _,
             ) => Err(unknown_version()),
             (other, _) => Err(DecodeError::UnknownType {

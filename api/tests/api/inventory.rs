@@ -1,0 +1,577 @@
+//! Inventory: stock levels, the ledger, stock movements under both negative-stock policies (also under
+//! concurrency), transfers with combos, reservations, and the rebuild of the stock write model.
+
+use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, refused, seeded, style_a};
+use commands::inventory::reservations::{self, Wanted};
+use commands::inventory::{NegativeStock, rebuild};
+use events::Metadata;
+use events::catalogue::{ReservationOwner, ReservedLine, ar_date};
+use events::domain::Quantity;
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::time::Duration;
+use uuid::Uuid;
+
+const MOVEMENTS: &str = "/api/v1/stock-movements";
+const TRANSFERS: &str = "/api/v1/stock-transfers";
+
+async fn default_warehouse(app: &TestApp) -> String {
+    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
+}
+
+async fn warehouse(app: &TestApp, name: &str) -> String {
+    json(app.post(WAREHOUSES, &json!({ "name": name })).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+/// A single product with opening stock in `warehouse` (none when `stock` is None).
+async fn product(app: &TestApp, sku: &str, stock: Option<(&str, Value)>, extra: Value) -> String {
+    let mut body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 1000 });
+    if let Some((warehouse, quantity)) = stock {
+        body["warehouseStocks"] = json!([{ "warehouseId": warehouse, "quantity": quantity }]);
+    }
+    for (key, value) in extra.as_object().into_iter().flatten() {
+        body[key] = value.clone();
+    }
+    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+/// The inventory row of a variant in a warehouse.
+async fn level(app: &TestApp, product: &str, warehouse: &str) -> Value {
+    let body =
+        style_a(app.get(&format!("/api/v1/inventory?product_id={product}&warehouse_id={warehouse}")).await, 200).await;
+    items(&body).into_iter().next().unwrap_or_else(|| panic!("no level of {product} in {warehouse}: {body}"))
+}
+
+async fn on_hand(app: &TestApp, product: &str, warehouse: &str) -> String {
+    level(app, product, warehouse).await["on_hand"].as_str().expect("on_hand").to_owned()
+}
+
+fn movement(kind: &str, warehouse: &str, lines: Value) -> Value {
+    json!({ "type": kind, "warehouse_id": warehouse, "lines": lines, "reason": "prueba" })
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn movements_change_stock_and_the_ledger_names_each_change(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let yerba = product(&app, "YERBA", Some((&main, json!("2.5"))), json!({ "stockMinimum": 5 })).await;
+
+    let row = level(&app, &yerba, &main).await;
+    assert_eq!(row["object"], "inventory_level");
+    assert_eq!(
+        (row["on_hand"].as_str(), row["reserved"].as_str(), row["available"].as_str()),
+        (Some("2.5"), Some("0"), Some("2.5"))
+    );
+    assert_eq!(row["sku"], "YERBA");
+    assert_eq!(row["warehouse"], json!({ "id": main, "name": "Depósito principal" }));
+    assert_eq!((row["stock_minimum"].as_str(), row["below_minimum"].as_bool()), (Some("5"), Some(true)));
+
+    let key = Uuid::now_v7().to_string();
+    let body = movement("in", &main, json!([{ "product_id": yerba, "quantity": 1.25 }]));
+    let first = style_a(app.post_key(MOVEMENTS, &key, &body).await, 201).await;
+    let data = &first["data"];
+    assert_eq!(data["object"], "stock_movement");
+    assert_eq!(data["type"], "in");
+    assert_eq!(data["idempotent_replay"], false);
+    assert_eq!(data["warnings"], json!([]));
+    assert_eq!(
+        data["lines"],
+        json!([{ "product_id": yerba, "quantity": "1.25", "change": "1.25", "on_hand": "3.75" }])
+    );
+    let events = app.event_count().await;
+    let replay = style_a(app.post_key(MOVEMENTS, &key, &body).await, 201).await;
+    assert_eq!(replay["data"]["id"], data["id"]);
+    assert_eq!(replay["data"]["idempotent_replay"], true);
+    assert_eq!(app.event_count().await, events, "a replay writes nothing");
+    let other = movement("in", &main, json!([{ "product_id": yerba, "quantity": 2 }]));
+    let conflict = error(app.post_key(MOVEMENTS, &key, &other).await, 409, "idempotency_error").await;
+    assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT");
+    let missing = error(app.post(MOVEMENTS, &body).await, 400, "idempotency_error").await;
+    assert_eq!(detail_fields(&missing), ["Idempotency-Key"]);
+
+    let out = movement("out", &main, json!([{ "product_id": yerba, "quantity": "0.75" }]));
+    style_a(app.post_keyed(MOVEMENTS, &out).await, 201).await;
+    let count = movement("count", &main, json!([{ "product_id": yerba, "quantity": 10 }]));
+    let counted = style_a(app.post_keyed(MOVEMENTS, &count).await, 201).await;
+    assert_eq!(counted["data"]["lines"][0]["change"], "7");
+    let row = level(&app, &yerba, &main).await;
+    assert_eq!((row["on_hand"].as_str(), row["below_minimum"].as_bool()), (Some("10"), Some(false)));
+
+    // The organization allows negative stock by default: a shortfall is a warning and goes through.
+    let short = movement("out", &main, json!([{ "product_id": yerba, "quantity": 12 }]));
+    let warned = style_a(app.post_keyed(MOVEMENTS, &short).await, 201).await;
+    assert_eq!(
+        warned["data"]["warnings"],
+        json!([{ "product_id": yerba, "warehouse_id": main, "requested_quantity": "12", "available_quantity": "10" }])
+    );
+    assert_eq!(on_hand(&app, &yerba, &main).await, "-2");
+
+    let ledger = style_a(app.get(&format!("/api/v1/inventory/movements?product_id={yerba}")).await, 200).await;
+    let rows = items(&ledger);
+    let summary: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["cause_type"].as_str().expect("cause"),
+                r["quantity"].as_str().expect("q"),
+                r["on_hand"].as_str().expect("on hand"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("opening_stock", "2.5", "2.5"),
+            ("stock_movement", "1.25", "3.75"),
+            ("stock_movement", "-0.75", "3"),
+            ("stock_movement", "7", "10"),
+            ("stock_movement", "-12", "-2"),
+        ]
+    );
+    assert_eq!(rows[0]["cause_id"], yerba);
+    assert_eq!(rows[1]["cause_id"], data["id"]);
+    let today = ar_date(time::OffsetDateTime::now_utc()).to_string();
+    assert_eq!(rows[1]["occurred_on"], today.as_str());
+    let opening = style_a(app.get("/api/v1/inventory/movements?cause_type=opening_stock").await, 200).await;
+    assert_eq!(items(&opening).len(), 1);
+    let later = style_a(app.get("/api/v1/inventory/movements?date_from=2099-01-01").await, 200).await;
+    assert!(items(&later).is_empty());
+    let paged = style_a(app.get(&format!("/api/v1/inventory/movements?product_id={yerba}&limit=2")).await, 200).await;
+    let cursor = paged["next_cursor"].as_str().expect("a second page");
+    let second =
+        style_a(app.get(&format!("/api/v1/inventory/movements?product_id={yerba}&limit=2&cursor={cursor}")).await, 200)
+            .await;
+    assert_eq!(items(&second)[0]["id"], rows[2]["id"]);
+    let rebound = error(
+        app.get(&format!("/api/v1/inventory/movements?limit=2&cursor={cursor}")).await,
+        400,
+        "invalid_request_error",
+    )
+    .await;
+    assert!(detail_fields(&rebound).contains(&"cursor".to_owned()), "a cursor serves only its filters: {rebound}");
+    let bad = error(
+        app.get("/api/v1/inventory/movements?cause_type=gift&date_to=yesterday").await,
+        400,
+        "invalid_request_error",
+    )
+    .await;
+    assert_eq!(detail_fields(&bad), ["date_to", "cause_type"]);
+
+    let found = style_a(app.get("/api/v1/inventory?query=yerb&below_minimum=true").await, 200).await;
+    assert_eq!(items(&found).len(), 1);
+    let none = style_a(app.get("/api/v1/inventory?query=yerb&below_minimum=false").await, 200).await;
+    assert!(items(&none).is_empty());
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_blocking_policy_never_oversells_under_concurrency(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let item = product(&app, "ULTIMAS", Some((&main, json!(10))), json!({})).await;
+    app.negative_stock("block").await;
+    let events = app.event_count().await;
+    let body = movement("out", &main, json!([{ "product_id": item, "quantity": 1 }]));
+    let answers = futures::future::join_all((0..40).map(|_| async {
+        let response = app.post_keyed(MOVEMENTS, &body).await;
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.expect("json"))
+    }))
+    .await;
+    let accepted = answers.iter().filter(|(s, _)| *s == 201).count();
+    let refused: Vec<&Value> = answers.iter().filter(|(s, _)| *s == 422).map(|(_, b)| b).collect();
+    assert_eq!((accepted, refused.len()), (10, 30), "{answers:?}");
+    for body in refused {
+        assert_eq!(body["error"]["type"], "business_error");
+        assert_eq!(body["error"]["code"], "INSUFFICIENT_STOCK");
+        let detail = &body["error"]["details"][0];
+        assert_eq!(detail["field"], "lines[0].quantity");
+        assert_eq!(detail["metadata"]["requested_quantity"], "1");
+        assert_eq!(detail["metadata"]["available_quantity"], "0");
+        assert_eq!(detail["metadata"]["product_id"], item.as_str());
+    }
+    assert_eq!(on_hand(&app, &item, &main).await, "0");
+    let lowest: i64 =
+        sqlx::query_scalar("select min(on_hand) from stock_levels").fetch_one(&app.pool).await.expect("min");
+    assert_eq!(lowest, 0, "no level ever went negative");
+    assert_eq!(app.event_count().await, events + 10, "refusals wrote nothing");
+    let ledger = style_a(
+        app.get(&format!("/api/v1/inventory/movements?product_id={item}&cause_type=stock_movement")).await,
+        200,
+    )
+    .await;
+    let mut left: Vec<i64> =
+        items(&ledger).iter().map(|r| r["on_hand"].as_str().and_then(|q| q.parse().ok()).expect("whole")).collect();
+    left.sort_unstable_by_key(|q| std::cmp::Reverse(*q));
+    assert_eq!(left, [9, 8, 7, 6, 5, 4, 3, 2, 1, 0], "each success left one fewer");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn transfers_move_combo_components_all_or_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let branch = warehouse(&app, "Sucursal Centro").await;
+    let mate = product(&app, "MATE", Some((&main, json!(10))), json!({})).await;
+    let bombilla = product(&app, "BOMBILLA", Some((&main, json!(10))), json!({})).await;
+    let combo = product(
+        &app,
+        "KIT",
+        None,
+        json!({ "productType": "combo", "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": "0.5" }] }),
+    )
+    .await;
+
+    let body = json!({
+        "origin_warehouse_id": main,
+        "destination_warehouse_id": branch,
+        "items": [{ "product_id": combo, "quantity": 3 }, { "product_id": mate, "quantity": 1 }],
+        "notes": "reposición",
+    });
+    let created = style_a(app.post(TRANSFERS, &body).await, 201).await;
+    let data = &created["data"];
+    assert_eq!(data["object"], "stock_transfer");
+    assert_eq!(
+        data["items"],
+        json!([{ "product_id": mate, "quantity": "7" }, { "product_id": bombilla, "quantity": "1.5" }])
+    );
+    assert_eq!(
+        data["requested_items"],
+        json!([{ "product_id": combo, "quantity": "3" }, { "product_id": mate, "quantity": "1" }])
+    );
+    assert_eq!(data["tags"], json!([]));
+    for (item, at, expected) in
+        [(&mate, &main, "3"), (&bombilla, &main, "8.5"), (&mate, &branch, "7"), (&bombilla, &branch, "1.5")]
+    {
+        assert_eq!(on_hand(&app, item, at).await, expected, "{item} in {at}");
+    }
+    let inventory = style_a(app.get(&format!("/api/v1/inventory?product_id={combo}")).await, 200).await;
+    assert!(items(&inventory).is_empty(), "a combo holds no stock of its own");
+    let id = data["id"].as_str().expect("id");
+    let read = style_a(app.get(&format!("{TRANSFERS}/{id}")).await, 200).await;
+    assert_eq!(read["data"]["items"], data["items"]);
+    assert_eq!(read["data"]["notes"], "reposición");
+    assert!(read["data"].get("warnings").is_none(), "reads carry no warnings: {read}");
+    let listed = style_a(app.get(&format!("{TRANSFERS}?warehouse_id={branch}")).await, 200).await;
+    assert_eq!(items(&listed).len(), 1);
+
+    let tag = json(app.post("/api/v1/tags", &json!({ "name": "urgente" })).await, 201).await["data"]["id"].clone();
+    json(app.post("/api/v1/stock-transfers/tags/apply", &json!({ "ids": [id], "add": [tag] })).await, 200).await;
+    let tagged = style_a(app.get(&format!("{TRANSFERS}/{id}")).await, 200).await;
+    assert_eq!(tagged["data"]["tags"][0]["name"], "urgente");
+
+    // Refused transfers change and consume nothing.
+    app.negative_stock("block").await;
+    let (_, other_key) = app.other_org().await;
+    let foreign =
+        json(app.request(Method::POST, WAREHOUSES, Some(&other_key), Some(&json!({ "name": "Ajeno" }))).await, 201)
+            .await["data"]["id"]
+            .clone();
+    let events = app.event_count().await;
+    let short = json!({ "origin_warehouse_id": main, "destination_warehouse_id": branch,
+                        "items": [{ "product_id": bombilla, "quantity": 1 }, { "product_id": mate, "quantity": 5 }] });
+    let refusal = error(app.post(TRANSFERS, &short).await, 422, "business_error").await;
+    assert_eq!(detail_fields(&refusal), ["items[1].quantity"]);
+    let same = json!({ "origin_warehouse_id": main, "destination_warehouse_id": main, "items": [{ "product_id": mate, "quantity": 1 }] });
+    assert_eq!(
+        detail_fields(&error(app.post(TRANSFERS, &same).await, 400, "invalid_request_error").await),
+        ["destination_warehouse_id"]
+    );
+    let half = json!({ "origin_warehouse_id": main, "destination_warehouse_id": branch, "items": [{ "product_id": combo, "quantity": 1.5 }] });
+    assert_eq!(
+        detail_fields(&error(app.post(TRANSFERS, &half).await, 400, "invalid_request_error").await),
+        ["items[0].quantity"]
+    );
+    let abroad = json!({ "origin_warehouse_id": main, "destination_warehouse_id": foreign, "items": [{ "product_id": mate, "quantity": 1 }] });
+    assert_eq!(detail_fields(&refused(app.post(TRANSFERS, &abroad).await).await), ["destination_warehouse_id"]);
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    json(
+        app.put(&format!("{WAREHOUSES}/{branch}"), &json!({ "name": "Sucursal Centro", "isActive": false })).await,
+        200,
+    )
+    .await;
+    let events = app.event_count().await;
+    let inactive = json!({ "origin_warehouse_id": main, "destination_warehouse_id": branch, "items": [{ "product_id": mate, "quantity": 1 }] });
+    let closed = error(app.post(TRANSFERS, &inactive).await, 409, "business_error").await;
+    assert_eq!(closed["error"]["code"], "WAREHOUSE_INACTIVE");
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    assert_eq!(on_hand(&app, &mate, &main).await, "3");
+    let foreign_read = app.request(Method::GET, &format!("{TRANSFERS}/{id}"), Some(&other_key), None).await;
+    error(foreign_read, 404, "invalid_request_error").await;
+
+    // A combo cannot be moved by hand, nor a service.
+    let service = product(&app, "FLETE", None, json!({ "productType": "service" })).await;
+    let by_hand = movement(
+        "in",
+        &main,
+        json!([{ "product_id": combo, "quantity": 1 }, { "product_id": service, "quantity": 1 }]),
+    );
+    let refused_lines = error(app.post_keyed(MOVEMENTS, &by_hand).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused_lines), ["lines[0].product_id", "lines[1].product_id"]);
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn bad_stock_input_is_refused_and_writes_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let item = product(&app, "TORNILLO", Some((&main, json!(3))), json!({})).await;
+    let (_, other_key) = app.other_org().await;
+    let foreign_product = json(
+        app.client
+            .post(format!("{}/api/v1/products", app.base))
+            .bearer_auth(&other_key)
+            .header("Idempotency-Key", "k1")
+            .json(&json!({ "name": "Ajeno", "sku": "AJENO", "price": 1 }))
+            .send()
+            .await
+            .expect("sent"),
+        201,
+    )
+    .await["data"]["id"]
+        .clone();
+    let events = app.event_count().await;
+
+    let unknown =
+        movement("in", &Uuid::now_v7().to_string(), json!([{ "product_id": foreign_product, "quantity": 1 }]));
+    let missing = error(app.post_keyed(MOVEMENTS, &unknown).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&missing), ["warehouse_id", "lines[0].product_id"]);
+    for (quantity, code) in [
+        (json!("abc"), "invalid_format"),
+        (json!("1.2345"), "too_many_decimals"),
+        (json!(0.0001), "too_many_decimals"),
+        (json!(0), "not_positive"),
+        (json!(-1), "not_positive"),
+        (json!("2e3"), "invalid_format"),
+        (json!(true), "invalid_type"),
+        (json!(1e13), "out_of_range"),
+    ] {
+        let body = movement("out", &main, json!([{ "product_id": item, "quantity": quantity }]));
+        let refusal = error(app.post_keyed(MOVEMENTS, &body).await, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refusal), ["lines[0].quantity"], "{quantity}: {refusal}");
+        assert_eq!(refusal["error"]["details"][0]["code"], code, "{quantity}: {refusal}");
+    }
+    let shapes = [
+        json!({ "type": "sideways", "warehouse_id": main, "lines": [{ "product_id": item, "quantity": 1 }] }),
+        json!({ "type": "in", "warehouse_id": main, "lines": [] }),
+        json!({ "type": "in", "warehouse_id": main, "lines": [{ "product_id": item, "quantity": 1 }, { "product_id": item, "quantity": 2 }] }),
+        json!({ "type": "in", "warehouse_id": main, "lines": [{ "product_id": item, "quantity": 1 }], "occurred_on": "2999-01-01" }),
+        json!({ "type": "in", "warehouse_id": "nope", "lines": [{ "product_id": item, "quantity": 1 }] }),
+    ];
+    for body in shapes {
+        error(app.post_keyed(MOVEMENTS, &body).await, 400, "invalid_request_error").await;
+    }
+    let bad_transfer = json!({ "origin_warehouse_id": main, "destination_warehouse_id": Uuid::now_v7(), "items": [{ "product_id": item, "quantity": -2 }] });
+    let refusal = error(app.post(TRANSFERS, &bad_transfer).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refusal), ["items[0].quantity"]);
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    assert_eq!(on_hand(&app, &item, &main).await, "3");
+    for bad in ["warehouse_id=x", "product_id=1", "below_minimum=maybe", "limit=0", "page=2"] {
+        error(app.get(&format!("/api/v1/inventory?{bad}")).await, 400, "invalid_request_error").await;
+    }
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn inventory_routes_need_their_scopes(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let reader = commands::organization::create_api_key(
+        &app.pool,
+        app.org_id,
+        &["inventory:read".into(), "transfers:read".into()],
+    )
+    .await
+    .expect("key");
+    let read = app.request(Method::GET, "/api/v1/inventory", Some(&reader), None).await;
+    style_a(read, 200).await;
+    let body = movement("in", &main, json!([{ "product_id": Uuid::now_v7(), "quantity": 1 }]));
+    let denied = app.request(Method::POST, MOVEMENTS, Some(&reader), Some(&body)).await;
+    assert_eq!(error(denied, 403, "authorization_error").await["error"]["code"], "MISSING_SCOPE");
+    let transfer = json!({ "origin_warehouse_id": main, "destination_warehouse_id": Uuid::now_v7(), "items": [{ "product_id": Uuid::now_v7(), "quantity": 1 }] });
+    let denied = app.request(Method::POST, TRANSFERS, Some(&reader), Some(&transfer)).await;
+    error(denied, 403, "authorization_error").await;
+    let writer =
+        commands::organization::create_api_key(&app.pool, app.org_id, &["customers:read".into()]).await.expect("key");
+    let denied = app.request(Method::GET, "/api/v1/inventory/movements", Some(&writer), None).await;
+    error(denied, 403, "authorization_error").await;
+}
+
+/// Runs one reservation change in its own transaction, as a quote or order command would.
+async fn reserve(
+    app: &TestApp,
+    owner: Uuid,
+    lines: &[(&str, &str, &str)],
+    through: time::Date,
+    policy: NegativeStock,
+) -> Result<reservations::Decided, commands::engine::ExecuteError> {
+    let wanted = Wanted {
+        reserved_through: through,
+        lines: lines
+            .iter()
+            .enumerate()
+            .map(|(i, (variant, warehouse, quantity))| {
+                let line = ReservedLine {
+                    variant_id: variant.parse().expect("id"),
+                    warehouse_id: warehouse.parse().expect("id"),
+                    quantity: quantity.parse::<Quantity>().expect("quantity"),
+                };
+                (line, format!("items[{i}].quantity"))
+            })
+            .collect(),
+    };
+    change_reservation(app, owner, Some(&wanted), policy).await
+}
+
+async fn change_reservation(
+    app: &TestApp,
+    owner: Uuid,
+    wanted: Option<&Wanted>,
+    policy: NegativeStock,
+) -> Result<reservations::Decided, commands::engine::ExecuteError> {
+    let mut tx = app.pool.begin().await.expect("tx");
+    let owner = ReservationOwner { kind: "quote".into(), id: owner };
+    let today = ar_date(time::OffsetDateTime::now_utc());
+    let decided =
+        reservations::set(&mut tx, app.org_id, &owner, wanted, today, policy, &Metadata::system("test")).await?;
+    if let Some(append) = &decided.append {
+        events::store::append_many(&mut tx, std::slice::from_ref(append)).await.expect("appended");
+    }
+    tx.commit().await.expect("commit");
+    Ok(decided)
+}
+
+/// The reserved and available quantities the inventory read shows, once they equal `expected`.
+async fn shows(app: &TestApp, product: &str, warehouse: &str, expected: (&str, &str)) {
+    eventually(Duration::from_secs(15), "the reservation in the inventory read", || async {
+        let row = level(app, product, warehouse).await;
+        (row["reserved"] == expected.0 && row["available"] == expected.1).then_some(())
+    })
+    .await;
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn reservations_count_until_their_date_and_honour_the_policy(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let item = product(&app, "RESERVA", Some((&main, json!(10))), json!({})).await;
+    let today = ar_date(time::OffsetDateTime::now_utc());
+    let (quote, other) = (Uuid::now_v7(), Uuid::now_v7());
+
+    let taken = reserve(&app, quote, &[(&item, &main, "4")], today, NegativeStock::Block).await.expect("reserved");
+    assert!(taken.append.is_some() && taken.warnings.is_empty());
+    shows(&app, &item, &main, ("4", "6")).await;
+    let same = reserve(&app, quote, &[(&item, &main, "4")], today, NegativeStock::Block).await.expect("unchanged");
+    assert!(same.append.is_none(), "the same reservation again changes nothing");
+    reserve(&app, quote, &[(&item, &main, "3"), (&item, &main, "3")], today, NegativeStock::Block)
+        .await
+        .expect("adjusted");
+    shows(&app, &item, &main, ("6", "4")).await;
+
+    // Only 4 are left for anyone else: blocked, or a warning when negative stock is allowed.
+    let refused = reserve(&app, other, &[(&item, &main, "5")], today, NegativeStock::Block).await;
+    assert!(
+        matches!(refused, Err(commands::engine::ExecuteError::Rejected(commands::Rejection::Unprocessable { ref code, .. })) if code == "INSUFFICIENT_STOCK"),
+        "{refused:?}"
+    );
+    let warned = reserve(&app, other, &[(&item, &main, "5")], today, NegativeStock::Allow).await.expect("allowed");
+    assert_eq!(warned.warnings.len(), 1);
+    assert_eq!(warned.warnings[0].available_quantity, "4".parse::<Quantity>().expect("q"));
+    shows(&app, &item, &main, ("11", "-1")).await;
+
+    // A stock movement sees reservations too.
+    app.negative_stock("block").await;
+    let out = movement("out", &main, json!([{ "product_id": item, "quantity": 1 }]));
+    error(app.post_keyed(MOVEMENTS, &out).await, 422, "business_error").await;
+
+    let released = change_reservation(&app, quote, None, NegativeStock::Block).await.expect("released");
+    assert!(released.released);
+    shows(&app, &item, &main, ("5", "5")).await;
+
+    // A reservation past its date stops counting at once; the sweeper records its expiry.
+    let yesterday = today.previous_day().expect("a date");
+    reserve(&app, other, &[(&item, &main, "5")], yesterday, NegativeStock::Block).await.expect("moved");
+    shows(&app, &item, &main, ("0", "10")).await;
+    let expired = reservations::expire_due(&app.pool, today, 100).await.expect("swept");
+    assert_eq!(expired, 1);
+    assert_eq!(reservations::expire_due(&app.pool, today, 100).await.expect("swept"), 0, "once");
+    let types: Vec<String> =
+        sqlx::query_scalar("select event_type from events where stream_type = 'stock_reservation' order by position")
+            .fetch_all(&app.pool)
+            .await
+            .expect("events");
+    assert_eq!(
+        types,
+        [
+            "StockReserved",
+            "ReservationAdjusted",
+            "StockReserved",
+            "ReservationReleased",
+            "ReservationAdjusted",
+            "ReservationExpired"
+        ]
+    );
+    let rows: i64 =
+        sqlx::query_scalar("select count(*) from stock_reservations").fetch_one(&app.pool).await.expect("count");
+    assert_eq!(rows, 0);
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn the_stock_write_model_and_the_inventory_reads_rebuild_to_the_same_rows(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let branch = warehouse(&app, "Depósito Norte").await;
+    let a = product(&app, "A-1", Some((&main, json!("7.5"))), json!({})).await;
+    let b = product(&app, "B-1", Some((&main, json!(4))), json!({})).await;
+    style_a(
+        app.post_keyed(
+            MOVEMENTS,
+            &movement(
+                "out",
+                &main,
+                json!([{ "product_id": a, "quantity": "0.5" }, { "product_id": b, "quantity": 6 }]),
+            ),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let transfer = json!({ "origin_warehouse_id": main, "destination_warehouse_id": branch, "items": [{ "product_id": a, "quantity": 2 }] });
+    style_a(app.post(TRANSFERS, &transfer).await, 201).await;
+    let today = ar_date(time::OffsetDateTime::now_utc());
+    reserve(&app, Uuid::now_v7(), &[(&a, &branch, "1.5")], today, NegativeStock::Allow).await.expect("reserved");
+    shows(&app, &a, &branch, ("1.5", "0.5")).await;
+
+    let levels = || async {
+        let rows: Vec<(Uuid, Uuid, i64)> = sqlx::query_as(
+            "select variant_id, warehouse_id, on_hand from stock_levels where on_hand <> 0 order by 1, 2",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .expect("levels");
+        let held: Vec<(Uuid, Uuid, i64)> =
+            sqlx::query_as("select reservation_id, variant_id, quantity from stock_reservations order by 1, 2")
+                .fetch_all(&app.pool)
+                .await
+                .expect("reservations");
+        (rows, held)
+    };
+    let live = levels().await;
+    assert_eq!(live.0.len(), 3, "{live:?}");
+    let report = rebuild::rebuild(&app.pool, |_| {}).await.expect("rebuilt");
+    assert_eq!((report.corrected, report.levels, report.reservations), (0, 3, 1), "{report:?}");
+    assert_eq!(levels().await, live, "rebuilt rows equal the live ones");
+    // A corrupted row is put right.
+    sqlx::query("update stock_levels set on_hand = on_hand + 1000").execute(&app.pool).await.expect("corrupt");
+    assert_eq!(rebuild::rebuild(&app.pool, |_| {}).await.expect("rebuilt").corrected, 3);
+    assert_eq!(levels().await, live);
+
+    let reads = || async {
+        let inventory = style_a(app.get("/api/v1/inventory").await, 200).await;
+        let ledger = style_a(app.get("/api/v1/inventory/movements").await, 200).await;
+        let transfers = style_a(app.get(TRANSFERS).await, 200).await;
+        (items(&inventory), items(&ledger), items(&transfers))
+    };
+    let before = reads().await;
+    assert_eq!(before.1.len(), 6, "{:?}", before.1);
+    let projection = projections::projection(projections::ProjectionId::Inventory);
+    projections::rebuild::rebuild(&app.pool, projection.as_ref(), |_| {}).await.expect("rebuilt");
+    assert_eq!(reads().await, before, "the rebuilt read model answers the same");
+}
