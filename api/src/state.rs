@@ -78,6 +78,20 @@ pub struct Accepted {
     pub created: bool,
     /// The stored outcome of an earlier request with the same idempotency key.
     pub replayed: bool,
+    /// The last event of each stream type, for a write of several types (see [`Accepted::key_for`]).
+    pub keys: Vec<commands::protocol::StreamKey>,
+}
+
+impl Accepted {
+    /// What projection `id` must have passed for this write to be readable through it: the last event
+    /// of the types it folds (none when it folds none of them), or `commit` for a write of one type.
+    pub fn key_for(&self, id: ProjectionId) -> Option<CommitKey> {
+        if self.keys.is_empty() {
+            return self.commit;
+        }
+        let folds = projections::projection(id).folds();
+        self.keys.iter().filter(|k| folds.includes(&k.stream_type)).map(|k| k.key).max()
+    }
 }
 
 impl AppState {
@@ -209,8 +223,8 @@ impl AppState {
             SendError::MalformedReply => ApiError::internal(),
         })?;
         match reply {
-            CommandReply::Accepted { commit, created, state, replayed } => {
-                Ok(Accepted { state, commit, created, replayed })
+            CommandReply::Accepted { commit, created, state, replayed, keys } => {
+                Ok(Accepted { state, commit, created, replayed, keys })
             }
             CommandReply::Rejected { rejection } => Err(ApiError::from_rejection(rejection)),
             CommandReply::Failed { cause, retryable, message } => Err(failure(cause, retryable, &message)),

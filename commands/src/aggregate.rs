@@ -42,6 +42,10 @@ pub enum Rejection {
     /// The idempotency key was used for another request, or its first request is still running.
     #[error("{code}: {message}")]
     Idempotency { code: String, message: String, retryable: bool },
+    /// The resource is not in a state that allows the operation (409 `STATE_CONFLICT`): each detail says
+    /// why, with the current state in its metadata.
+    #[error("STATE_CONFLICT: {message}")]
+    StateConflict { message: String, details: Vec<BusinessDetail> },
     /// The request is well formed but the organization's state forbids it (not enough stock, a total
     /// that does not match): 422, each detail naming its field with the facts behind it.
     #[error("{code}: {message}")]
@@ -65,5 +69,19 @@ impl Rejection {
 
     pub fn conflict(code: &str, message: impl Into<String>) -> Self {
         Self::Conflict { code: code.to_owned(), message: message.into() }
+    }
+
+    /// 409 `STATE_CONFLICT` with one detail (`code`, e.g. `QUOTE_NOT_DRAFT`) naming the current state.
+    pub fn state_conflict(code: &str, current_state: &str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self::StateConflict {
+            message: message.clone(),
+            details: vec![BusinessDetail {
+                field: None,
+                code: code.to_owned(),
+                message,
+                metadata: BTreeMap::from([("current_state".to_owned(), Value::String(current_state.to_owned()))]),
+            }],
+        }
     }
 }

@@ -18,6 +18,7 @@ pub mod organization;
 pub mod price_lists;
 pub mod products;
 pub mod protocol;
+pub mod purchases;
 pub mod records;
 mod registry;
 pub mod tags;

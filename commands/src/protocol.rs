@@ -63,6 +63,10 @@ pub enum CommandReply {
         /// True when this is the stored outcome of an earlier request with the same idempotency key.
         #[serde(default)]
         replayed: bool,
+        /// For a command that wrote streams of several types: the key of the last event of each type,
+        /// so a gateway waits on each projection for the events it folds (empty: `commit` for all).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        keys: Vec<StreamKey>,
     },
     /// The command was refused; nothing was written.
     Rejected { rejection: Rejection },
@@ -75,6 +79,13 @@ pub enum CommandReply {
         #[serde(default)]
         cause: FailureCause,
     },
+}
+
+/// The last event of one stream type a command wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamKey {
+    pub stream_type: String,
+    pub key: CommitKey,
 }
 
 /// Why a command failed in the worker.

@@ -96,6 +96,8 @@ registry! {
     Webhook => crate::webhooks::WebhookEndpoint,
     StockMovement => crate::inventory::StockMovements,
     StockTransfer => crate::inventory::StockTransfers,
+    Purchase => crate::purchases::Purchases,
+    PurchaseOrder => crate::purchases::PurchaseOrders,
 }
 
 impl Command {

@@ -263,6 +263,75 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// An optional date written `YYYY-MM-DD`.
+    pub fn optional_date(&mut self, name: &str) -> Option<time::Date> {
+        let value = self.raw(name)?;
+        let parsed = value
+            .as_str()
+            .and_then(|text| time::Date::parse(text, &time::macros::format_description!("[year]-[month]-[day]")).ok());
+        if parsed.is_none() {
+            self.fail(name, "invalid_format", "must be a date written YYYY-MM-DD");
+        }
+        parsed
+    }
+
+    /// A required date written `YYYY-MM-DD`.
+    pub fn required_date(&mut self, name: &str) -> Option<time::Date> {
+        if self.object.is_some() && self.raw(name).is_none() {
+            self.fail(name, "required", "is required");
+            return None;
+        }
+        self.optional_date(name)
+    }
+
+    /// A required amount in cents, 0 to [`events::domain::Cents::MAX`].
+    pub fn required_cents(&mut self, name: &str) -> Option<events::domain::Cents> {
+        let Some(value) = self.raw(name) else {
+            if self.object.is_some() {
+                self.fail(name, "required", "is required");
+            }
+            return None;
+        };
+        match events::domain::Cents::parse_non_negative(value) {
+            Ok(cents) => Some(cents),
+            Err(error) => {
+                let code = match error {
+                    events::domain::DomainError::WrongType { .. } => "invalid_type",
+                    events::domain::DomainError::OutOfRange { .. } => "out_of_range",
+                    _ => "invalid_format",
+                };
+                self.fail(name, code, error.to_string());
+                None
+            }
+        }
+    }
+
+    /// An optional whole number within `min..=max`.
+    pub fn optional_int(&mut self, name: &str, min: i64, max: i64) -> Option<i64> {
+        let value = self.raw(name)?;
+        match value.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Some(n),
+            Some(_) => {
+                self.fail(name, "out_of_range", format!("must be between {min} and {max}"));
+                None
+            }
+            None => {
+                let message = if value.is_number() { "must be a whole number" } else { "must be a number" };
+                self.fail(name, "invalid_type", message);
+                None
+            }
+        }
+    }
+
+    /// A required whole number within `min..=max`.
+    pub fn required_int(&mut self, name: &str, min: i64, max: i64) -> Option<i64> {
+        if self.object.is_some() && self.raw(name).is_none() {
+            self.fail(name, "required", "is required");
+            return None;
+        }
+        self.optional_int(name, min, max)
+    }
+
     /// Whether the field is present at all (even as null).
     pub fn has(&self, name: &str) -> bool {
         self.object.is_some_and(|o| o.contains_key(name))
@@ -276,6 +345,59 @@ impl<'a> ObjectReader<'a> {
     pub fn finish<T>(self, value: T) -> Result<T, Vec<FieldError>> {
         if self.errors.is_empty() { Ok(value) } else { Err(self.errors) }
     }
+}
+
+/// `body` with every snake_case key (`supplier_id`) renamed to its camelCase spelling (`supplierId`), at
+/// every depth, for bodies whose prose names are snake_case and wire names camelCase: both spellings are
+/// accepted, and sending both for one field is an error naming it.
+pub fn camel_case_keys(body: &Value, prefix: &str) -> (Value, Vec<FieldError>) {
+    let mut errors = Vec::new();
+    let value = camel_case_value(body, prefix, &mut errors);
+    (value, errors)
+}
+
+fn camel_case_value(value: &Value, path: &str, errors: &mut Vec<FieldError>) -> Value {
+    let at = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
+    match value {
+        Value::Object(object) => {
+            let mut out = Map::new();
+            for (key, item) in object {
+                let camel = camel_case(key);
+                if camel != *key && object.contains_key(&camel) {
+                    errors.push(FieldError::new(
+                        at(&camel),
+                        "duplicate",
+                        format!("send either {camel} or {key}, not both"),
+                    ));
+                    continue;
+                }
+                let child = camel_case_value(item, &at(&camel), errors);
+                out.insert(camel, child);
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(
+            items.iter().enumerate().map(|(i, item)| camel_case_value(item, &format!("{path}[{i}]"), errors)).collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `supplier_invoice_number` as `supplierInvoiceNumber`; keys without an underscore are unchanged.
+pub fn camel_case(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    let mut upper = false;
+    for c in key.chars() {
+        if c == '_' && !out.is_empty() {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `-?digits(.digits)?`: the decimal text quantities are sent as.

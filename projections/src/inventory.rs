@@ -6,8 +6,8 @@
 
 use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
 use events::catalogue::{
-    ProductEvent, StockEffect, StockMovementEvent, StockReservationEvent, StockTransferEvent, ar_date, cause,
-    stock_effect,
+    ProductEvent, PurchaseEvent, PurchaseOrderEvent, StockEffect, StockMovementEvent, StockReservationEvent,
+    StockTransferEvent, ar_date, cause, stock_effect,
 };
 use events::domain::Quantity;
 use events::{EventPayload, RecordedEvent};
@@ -42,6 +42,8 @@ impl Projection for InventoryProjection {
                     StreamType::of::<StockMovementEvent>(),
                     StreamType::of::<StockTransferEvent>(),
                     StreamType::of::<StockReservationEvent>(),
+                    StreamType::of::<PurchaseEvent>(),
+                    StreamType::of::<PurchaseOrderEvent>(),
                 ]
             },
         )
@@ -121,9 +123,9 @@ async fn apply(
                     changed(i, s.variant_id, s.warehouse_id, cause, s.quantity, s.quantity, day);
                 }
             }
-            Some(StockEffect::Changes { cause_type, occurred_on, changes }) => {
+            Some(StockEffect::Changes { cause_type, cause_id, occurred_on, changes }) => {
                 for (i, c) in changes.iter().enumerate() {
-                    let cause = (cause_type, event.stream_id);
+                    let cause = (cause_type, cause_id.unwrap_or(event.stream_id));
                     changed(i, c.variant_id, c.warehouse_id, cause, c.quantity, c.on_hand, occurred_on);
                 }
             }

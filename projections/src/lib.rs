@@ -8,6 +8,7 @@ pub mod organizations;
 pub mod price_lists;
 pub mod products;
 pub mod progress;
+pub mod purchases;
 pub mod rebuild;
 pub mod records;
 pub mod registry;
@@ -239,6 +240,7 @@ projections! {
     MetafieldDefinitions = "metafield_definitions" => records::METAFIELD_DEFINITIONS,
     Tags = "tags" => tags::TagsProjection,
     Inventory = "inventory" => inventory::InventoryProjection,
+    Purchases = "purchases" => purchases::PurchasesProjection,
     Webhooks = "webhooks" => webhooks::WebhooksProjection::default(),
 }
 

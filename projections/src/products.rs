@@ -235,3 +235,47 @@ pub async fn list(
         .fetch_all(pool)
         .await
 }
+
+/// The name and SKU of each of `ids` that is a variant of the organization (for documents that list
+/// products by id).
+pub async fn names(
+    pool: &PgPool,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, (String, String)>, sqlx::Error> {
+    let rows: Vec<(Uuid, String, String)> =
+        sqlx::query_as("select id, name, sku from products_view where org_id = $1 and id = any($2)")
+            .bind(org_id)
+            .bind(ids)
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(|(id, name, sku)| (id, (name, sku))).collect())
+}
+
+/// One numbered page of an organization's variants, by name then id, optionally matching `query` in
+/// the name, SKU or barcode; and how many match in all.
+pub async fn page(
+    pool: &PgPool,
+    org_id: Uuid,
+    query: Option<&str>,
+    page: i64,
+    limit: i64,
+) -> Result<(Vec<ProductRow>, i64), sqlx::Error> {
+    let pattern = query.map(crate::contains_pattern);
+    let filter = "p.org_id = $1 and ($2::text is null or p.name ilike $2 or p.sku ilike $2 or p.barcode ilike $2)";
+    let sql = format!("{SELECT} where {filter} order by lower(p.name), p.id limit $3 offset $4");
+    let rows = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(org_id)
+        .bind(&pattern)
+        .bind(limit)
+        .bind((page - 1).saturating_mul(limit))
+        .fetch_all(pool)
+        .await?;
+    let total: i64 =
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("select count(*) from products_view p where {filter}")))
+            .bind(org_id)
+            .bind(&pattern)
+            .fetch_one(pool)
+            .await?;
+    Ok((rows, total))
+}

@@ -131,7 +131,7 @@ async fn apply(
 }
 
 /// Resources tags apply to whose reads are not cached: nothing to invalidate.
-const UNCACHED_TARGETS: &[&str] = &["stock_transfer", "sale"];
+const UNCACHED_TARGETS: &[&str] = &["stock_transfer", "sale", "purchase", "purchase_order"];
 
 /// The cached resource a tag's `resource_type` names (none for [`UNCACHED_TARGETS`]). Any other name is
 /// a malformed event: the projector stops on it rather than leave a cached read stale.

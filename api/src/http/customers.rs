@@ -188,7 +188,7 @@ impl ContactData {
         Self::new(customer.id, customer.fields, customer.is_active, customer.created_at, customer.updated_at)
     }
 
-    fn from_row(row: CustomerRow) -> Self {
+    pub(crate) fn from_row(row: CustomerRow) -> Self {
         let fields = CustomerFields {
             name: row.name,
             email: row.email,

@@ -135,12 +135,13 @@ impl ApiError {
     }
 
     /// 400 listing every offending field; but when the organization's data alone decides (each offending
-    /// field names something that does not exist, or holds a value another resource already has), 404
-    /// (`NOT_FOUND`) if anything is missing, else 409 (`ALREADY_EXISTS`): the request was well formed.
+    /// field names something that does not exist, holds a value another resource already has, breaks a
+    /// rule the organization defined, or asks what the resource's current state refuses), 404
+    /// (`NOT_FOUND`) if anything is missing, else 409 (`ALREADY_EXISTS` when every field is a taken value,
+    /// `CONFLICT` otherwise): the request was well formed.
     pub fn validation(errors: Vec<FieldError>) -> Self {
-        // Only what the organization's data decides: a missing reference, a taken unique value.
-        let data_decides =
-            !errors.is_empty() && errors.iter().all(|e| e.code == "not_found" || e.code == "already_exists");
+        const DATA_DECIDES: &[&str] = &["not_found", "already_exists", "violates_definition", "immutable"];
+        let data_decides = !errors.is_empty() && errors.iter().all(|e| DATA_DECIDES.contains(&e.code.as_str()));
         let mut error = if data_decides && errors.iter().any(|e| e.code == "not_found") {
             Self::new(
                 StatusCode::NOT_FOUND,
@@ -148,12 +149,19 @@ impl ApiError {
                 "NOT_FOUND",
                 "a referenced resource does not exist; see details",
             )
-        } else if data_decides {
+        } else if data_decides && errors.iter().all(|e| e.code == "already_exists") {
             Self::new(
                 StatusCode::CONFLICT,
                 ErrorType::BusinessError,
                 "ALREADY_EXISTS",
                 "a unique value is already taken; see details",
+            )
+        } else if data_decides {
+            Self::new(
+                StatusCode::CONFLICT,
+                ErrorType::BusinessError,
+                "CONFLICT",
+                "the request conflicts with the organization's data; see details",
             )
         } else {
             Self::invalid_request("VALIDATION_FAILED", "the request has invalid fields; see details")
@@ -200,18 +208,13 @@ impl ApiError {
             Rejection::Conflict { code, message } => {
                 Self::new(StatusCode::CONFLICT, ErrorType::BusinessError, &code, message)
             }
+            Rejection::StateConflict { message, details } => {
+                Self::new(StatusCode::CONFLICT, ErrorType::BusinessError, "STATE_CONFLICT", message)
+                    .with_business_details(details)
+            }
             Rejection::Unprocessable { code, message, details } => {
-                let mut error = Self::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorType::BusinessError, &code, message);
-                error.body.details = details
-                    .into_iter()
-                    .map(|d| ErrorDetail {
-                        code: d.code,
-                        message: d.message,
-                        field: d.field,
-                        metadata: (!d.metadata.is_empty()).then_some(d.metadata),
-                    })
-                    .collect();
-                error
+                Self::new(StatusCode::UNPROCESSABLE_ENTITY, ErrorType::BusinessError, &code, message)
+                    .with_business_details(details)
             }
             Rejection::Idempotency { code, message, retryable } => {
                 let error = Self::new(StatusCode::CONFLICT, ErrorType::IdempotencyError, &code, message).with_detail(
@@ -222,6 +225,17 @@ impl ApiError {
                 if retryable { error.retryable() } else { error }
             }
         }
+    }
+
+    /// Details with the facts behind a business refusal.
+    pub fn with_business_details(mut self, details: Vec<commands::BusinessDetail>) -> Self {
+        self.body.details.extend(details.into_iter().map(|d| ErrorDetail {
+            code: d.code,
+            message: d.message,
+            field: d.field,
+            metadata: (!d.metadata.is_empty()).then_some(d.metadata),
+        }));
+        self
     }
 
     pub fn with_header(mut self, name: &'static str, value: String) -> Self {

@@ -16,6 +16,7 @@ pub mod operations;
 pub mod presence;
 pub mod price_lists;
 pub mod products;
+pub mod purchases;
 pub mod records;
 pub mod reference;
 pub mod resource;
@@ -62,6 +63,8 @@ pub enum ApiTags {
     Warehouses,
     /// Stock levels, the inventory ledger, stock movements and transfers (Style A objects).
     Inventory,
+    /// Purchases (suppliers' invoices) and purchase orders with their receipts (Style B objects).
+    Purchases,
     /// Product categories (Style B objects and page list).
     Categories,
     /// Points of sale (fiscal numbering series).
@@ -196,6 +199,7 @@ apis!(
     tags::TagsApi,
     records::RecordsApi,
     inventory::InventoryApi,
+    purchases::PurchasesApi,
     reference::ReferenceApi,
     webhooks::WebhooksApi,
     v2::V2Api,

@@ -175,6 +175,21 @@ pub mod rfc3339_nullable {
     }
 }
 
+/// `Nullable<Date>` as `YYYY-MM-DD` or `null`.
+pub mod date_nullable {
+    use super::Nullable;
+    use serde::{Deserializer, Serializer};
+    use time::Date;
+
+    pub fn serialize<S: Serializer>(value: &Nullable<Date>, serializer: S) -> Result<S::Ok, S::Error> {
+        events::catalogue::iso_date_option::serialize(&value.0, serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Nullable<Date>, D::Error> {
+        events::catalogue::iso_date_option::deserialize(deserializer).map(Nullable)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

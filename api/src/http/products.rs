@@ -346,7 +346,7 @@ fn metafields(values: &[Metafield]) -> Vec<MetafieldData> {
 }
 
 impl ProductData {
-    fn from_row(row: ProductRow, with_metafields: bool) -> Self {
+    pub(crate) fn from_row(row: ProductRow, with_metafields: bool) -> Self {
         Self {
             id: row.id,
             variant_group_id: row.group_id,

@@ -240,9 +240,9 @@ impl<'a> Call<'a> {
         render: impl FnOnce(Accepted) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let accepted = self.dispatch(write, command).await?;
-        let commit = accepted.commit;
+        let key = accepted.key_for(kind.projection);
         let answer = render(accepted)?;
-        self.state.await_read(kind.projection, self.principal, commit).await?;
+        self.state.await_read(kind.projection, self.principal, key).await?;
         Ok(answer)
     }
 
@@ -256,7 +256,7 @@ impl<'a> Call<'a> {
         render: impl AsyncFnOnce(Accepted) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let accepted = self.dispatch(write, command).await?;
-        self.state.await_read(kind.projection, self.principal, accepted.commit).await?;
+        self.state.await_read(kind.projection, self.principal, accepted.key_for(kind.projection)).await?;
         render(accepted).await
     }
 

@@ -314,6 +314,27 @@ fn quantity_text(positive: bool) -> String {
     }
 }
 
+/// An exchange rate to pesos, six decimals at most, as a JSON number or decimal text: above 0, at most
+/// 1,000,000.
+pub struct ExchangeRateIn;
+schema_only!(
+    ExchangeRateIn,
+    MetaSchema {
+        one_of: vec![
+            MetaSchemaRef::Inline(Box::new(MetaSchema {
+                minimum: Some(0.000001),
+                maximum: Some(1_000_000.0),
+                multiple_of: Some(0.000001),
+                ..MetaSchema::new("number")
+            })),
+            MetaSchemaRef::Inline(Box::new(text_schema(
+                "^(?:0*[1-9][0-9]{0,5}(?:\\.[0-9]{1,6})?|0*1000000(?:\\.0{1,6})?|0+\\.[0-9]{0,5}[1-9])$".to_owned()
+            ))),
+        ],
+        ..MetaSchema::ANY
+    }
+);
+
 /// An exact quantity in a response: the shortest decimal text of its value (`"2.5"`, `"3"`, `"-0.125"`),
 /// never a JSON number, so no reader loads it as a float.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

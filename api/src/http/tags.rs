@@ -43,6 +43,10 @@ pub const APPLY_PRODUCT_TAGS: Operation =
     Operation::write("applyProductTags", Scope::ProductsWrite, Idempotency::Optional, CommandKind::ApplyTags);
 pub const APPLY_SALE_TAGS: Operation =
     Operation::write("applySaleTags", Scope::SalesWrite, Idempotency::Optional, CommandKind::ApplyTags);
+pub const APPLY_PURCHASE_TAGS: Operation =
+    Operation::write("applyPurchaseTags", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::ApplyTags);
+pub const APPLY_PURCHASE_ORDER_TAGS: Operation =
+    Operation::write("applyPurchaseOrderTags", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::ApplyTags);
 pub const APPLY_STOCK_TRANSFER_TAGS: Operation =
     Operation::write("applyStockTransferTags", Scope::TransfersWrite, Idempotency::Optional, CommandKind::ApplyTags);
 
@@ -263,6 +267,8 @@ impl Operations for TagsApi {
         APPLY_PRODUCT_TAGS,
         APPLY_SALE_TAGS,
         APPLY_STOCK_TRANSFER_TAGS,
+        APPLY_PURCHASE_TAGS,
+        APPLY_PURCHASE_ORDER_TAGS,
     ];
     const INPUT_RULES: &'static [InputRule] = &[
         InputRule::Body { schema: "TagInput", rule: || rules::refused(&["archived", "archived_at"]) },
@@ -456,5 +462,37 @@ impl TagsApi {
         body: JsonBody<ApplyInput>,
     ) -> Result<Applied, ApiError> {
         apply(APPLY_STOCK_TRANSFER_TAGS, Taggable::StockTransfer, auth, &state, request_id, version, key, body).await
+    }
+
+    /// Tag purchases
+    ///
+    /// Scope `purchases:write`. Adds and removes tags on the listed purchases, all at once.
+    #[oai(path = "/purchases/tags/apply", method = "post", operation_id = "applyPurchaseTags")]
+    async fn apply_purchases(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<ApplyInput>,
+    ) -> Result<Applied, ApiError> {
+        apply(APPLY_PURCHASE_TAGS, Taggable::Purchase, auth, &state, request_id, version, key, body).await
+    }
+
+    /// Tag purchase orders
+    ///
+    /// Scope `purchases:write`. Adds and removes tags on the listed purchase orders, all at once.
+    #[oai(path = "/purchase-orders/tags/apply", method = "post", operation_id = "applyPurchaseOrderTags")]
+    async fn apply_purchase_orders(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        #[oai(name = "Idempotency-Key")] key: Key,
+        body: JsonBody<ApplyInput>,
+    ) -> Result<Applied, ApiError> {
+        apply(APPLY_PURCHASE_ORDER_TAGS, Taggable::PurchaseOrder, auth, &state, request_id, version, key, body).await
     }
 }

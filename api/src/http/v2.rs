@@ -1,30 +1,193 @@
-//! The machine-first v2 surface (`/api/v2`): camelCase page lists in the v2 envelopes.
+//! The machine-first v2 surface (`/api/v2`): camelCase page lists in the v2 envelopes, the discovery
+//! reads a purchase needs (suppliers, products, warehouses), and purchases with a preview/commit split:
+//! a preview assesses the purchase exactly as a commit would and writes nothing; a commit identical to
+//! a clean preview records what was previewed.
 
 use crate::http::auth::Auth;
-use crate::http::body::RawJson;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::customers::ContactData;
 use crate::http::envelopes::{V2Page, V2Pages, page_params};
 use crate::http::error::ApiError;
+use crate::http::operations::Idempotency;
 use crate::http::operations::{Operation, Operations};
+use crate::http::presence::Optional;
+use crate::http::products::ProductData;
+use crate::http::purchases::{
+    NormalizedPurchaseData, PURCHASES, ProjectedEffectsData, PurchaseData, PurchaseInput, PurchaseWarningData,
+    normalized_and_effects, outcome_names, purchase_filter, render_purchases, today,
+};
 use crate::http::records::{WarehouseData, record_page};
 use crate::http::resource::Call;
+use crate::http::resource::{Write, decode_state};
+use crate::http::schema::Text;
 use crate::http::schema::{Limit, PageNumber};
+use crate::http::tags::tags_of;
 use crate::http::{ApiTags, RequestId, Style};
+use crate::http::{ServiceVersion, idempotency};
 use crate::state::AppState;
+use commands::protocol::{Command, CommandKind};
+use commands::purchases::{Blocker, Mode, PurchaseCommand, PurchaseOutcome, parse_purchase};
+use commands::tags::Taggable;
 use events::catalogue::WarehouseEvent;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::OpenApi;
 use poem_openapi::param::Query;
+use poem_openapi::param::{Header, Path};
+use poem_openapi::{ApiResponse, Enum, Object};
+use projections::ProjectionId;
 use projections::records::{PageQuery, SortBy};
+use serde::Serialize;
 use std::sync::Arc;
+use uuid::Uuid;
 
 /// The operations this module serves (see `operations.rs`).
 pub const V2_LIST_WAREHOUSES: Operation = Operation::read("v2ListWarehouses", Some(Scope::WarehousesRead));
+pub const V2_LIST_SUPPLIERS: Operation = Operation::read("v2ListSuppliers", Some(Scope::SuppliersRead));
+pub const V2_LIST_PRODUCTS: Operation = Operation::read("v2ListProducts", Some(Scope::ProductsRead));
+pub const V2_LIST_PURCHASES: Operation = Operation::read("v2ListPurchases", Some(Scope::PurchasesRead));
+pub const V2_GET_PURCHASE: Operation = Operation::read("v2GetPurchase", Some(Scope::PurchasesRead));
+pub const V2_CREATE_PURCHASE: Operation =
+    Operation::write("v2CreatePurchase", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::Purchase)
+        .unprocessable(
+            "A commit whose preview would show blocking issues: `PRECONDITION_FAILED`, `retryable` false, one detail \
+             per blocker (`path`, `code`, `message`); nothing was written",
+        );
+
+/// `preview` (assess, write nothing) or `commit` (record; `Idempotency-Key` required).
+#[derive(Debug, Clone, Copy, Serialize, Enum)]
+#[serde(rename_all = "lowercase")]
+#[oai(rename_all = "lowercase")]
+pub enum PurchaseMode {
+    Preview,
+    Commit,
+}
+
+/// The agent sending a request.
+#[derive(Debug, Object)]
+pub struct ClientAgent {
+    pub name: Text<100>,
+    pub version: Optional<Text<50>>,
+}
+
+/// Who is asking: the client's own request id and agent, echoed in the answer.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct ClientInfo {
+    pub request_id: Optional<Text<100>>,
+    pub agent: Optional<ClientAgent>,
+}
+
+/// A purchase to preview or commit.
+#[derive(Debug, Object)]
+pub struct V2PurchaseRequest {
+    pub mode: PurchaseMode,
+    pub client: Optional<ClientInfo>,
+    pub input: PurchaseInput,
+}
+
+/// Something that keeps the purchase from being committed.
+#[derive(Debug, Clone, Serialize, Object)]
+pub struct BlockingIssue {
+    /// The input field concerned (`supplierId`, `items[0].productId`).
+    pub path: String,
+    /// `SUPPLIER`, `INVENTORY`, `CURRENCY` or `DUPLICATE`.
+    pub code: String,
+    pub message: String,
+}
+
+impl From<Blocker> for BlockingIssue {
+    fn from(b: Blocker) -> Self {
+        Self { path: format!("input.{}", b.path), code: b.code, message: b.message }
+    }
+}
+
+/// The outcome of a preview or a commit.
+#[derive(Debug, Clone, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct V2PurchaseResult {
+    pub mode: PurchaseMode,
+    /// The recorded purchase (commits only).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purchase: Option<PurchaseData>,
+    pub normalized_purchase: NormalizedPurchaseData,
+    pub projected_effects: ProjectedEffectsData,
+    pub warnings: Vec<PurchaseWarningData>,
+    /// Empty when a commit can proceed.
+    pub blocking_issues: Vec<BlockingIssue>,
+    /// True when this is the stored outcome of an earlier commit with the same key and body.
+    pub idempotent_replay: bool,
+    /// The `client` of the request, as sent.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<serde_json::Value>,
+}
+
+/// v2 single-object success envelope.
+#[derive(Debug, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct V2Single<
+    T: poem_openapi::types::Type
+        + poem_openapi::types::ParseFromJSON
+        + poem_openapi::types::ToJSON
+        + Serialize
+        + Send
+        + Sync,
+> {
+    pub request_id: String,
+    /// Always true.
+    pub success: bool,
+    pub data: T,
+}
+
+#[derive(ApiResponse)]
+enum V2PurchaseAnswer {
+    /// The preview: what a commit would record, and what blocks it.
+    #[oai(status = 200)]
+    Previewed(RawJson<V2Single<V2PurchaseResult>>),
+    /// The purchase, recorded (also on a replay of the same key and body).
+    #[oai(status = 201)]
+    Committed(RawJson<V2Single<V2PurchaseResult>>),
+}
+
+#[derive(ApiResponse)]
+enum V2PurchaseRead {
+    /// The purchase.
+    #[oai(status = 200)]
+    Ok(RawJson<V2Single<PurchaseData>>),
+}
 
 pub struct V2Api;
 
 impl Operations for V2Api {
-    const OPERATIONS: &'static [Operation] = &[V2_LIST_WAREHOUSES];
+    const OPERATIONS: &'static [Operation] = &[
+        V2_LIST_WAREHOUSES,
+        V2_LIST_SUPPLIERS,
+        V2_LIST_PRODUCTS,
+        V2_LIST_PURCHASES,
+        V2_GET_PURCHASE,
+        V2_CREATE_PURCHASE,
+    ];
+    const INPUT_RULES: &'static [crate::http::operations::InputRule] = &[
+        crate::http::operations::InputRule::Query {
+            operation: "v2ListPurchases",
+            parameter: "supplierId",
+            schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
+        },
+        crate::http::operations::InputRule::Query {
+            operation: "v2ListPurchases",
+            parameter: "dateFrom",
+            schema: || serde_json::json!({ "type": "string", "format": "date" }),
+        },
+        crate::http::operations::InputRule::Query {
+            operation: "v2ListPurchases",
+            parameter: "dateTo",
+            schema: || serde_json::json!({ "type": "string", "format": "date" }),
+        },
+    ];
 }
 
 #[OpenApi(prefix_path = "/api/v2")]
@@ -52,5 +215,243 @@ impl V2Api {
         let (data, pagination) = record_page::<WarehouseEvent>(&call, &query).await?;
         let body = V2Page { request_id: request_id.0, success: true, data, pagination };
         Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+    }
+
+    /// List suppliers (v2)
+    ///
+    /// Discovery for purchases: a page list by name; `search` matches the name or tax id.
+    #[oai(path = "/suppliers", method = "get", operation_id = "v2ListSuppliers", tag = "ApiTags::V2")]
+    async fn list_suppliers(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// Page number, from 1 (default 1).
+        page: Query<Option<PageNumber>>,
+        /// 1 to 100, default 20.
+        limit: Query<Option<Limit>>,
+        search: Query<Option<String>>,
+    ) -> Result<V2Pages<ContactData>, ApiError> {
+        let call = Call::new(V2_LIST_SUPPLIERS, &state, &auth, &request_id)?;
+        let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
+        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let table = projections::customers::SUPPLIERS_TABLE;
+        let (rows, total) =
+            projections::customers::page(&state.pool, table, call.org_id(), search.as_deref(), page, limit).await?;
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+        let mut tags = tags_of(&state, call.org_id(), Taggable::Supplier, &ids).await?;
+        let data = rows
+            .into_iter()
+            .map(|row| {
+                let mut data = ContactData::from_row(row);
+                data.tags = tags.remove(&data.id).unwrap_or_default();
+                data
+            })
+            .collect();
+        let body = V2Page {
+            request_id: request_id.0,
+            success: true,
+            data,
+            pagination: crate::http::envelopes::Pagination::new(page, limit, total),
+        };
+        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+    }
+
+    /// List products (v2)
+    ///
+    /// Discovery for purchases: a page list of variants by name; `search` matches the name, SKU or barcode.
+    #[oai(path = "/products", method = "get", operation_id = "v2ListProducts", tag = "ApiTags::V2")]
+    async fn list_products(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// Page number, from 1 (default 1).
+        page: Query<Option<PageNumber>>,
+        /// 1 to 100, default 20.
+        limit: Query<Option<Limit>>,
+        search: Query<Option<String>>,
+    ) -> Result<V2Pages<ProductData>, ApiError> {
+        let call = Call::new(V2_LIST_PRODUCTS, &state, &auth, &request_id)?;
+        let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
+        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let (rows, total) =
+            projections::products::page(&state.pool, call.org_id(), search.as_deref(), page, limit).await?;
+        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+        let mut tags = tags_of(&state, call.org_id(), Taggable::Product, &ids).await?;
+        let data = rows
+            .into_iter()
+            .map(|row| {
+                let mut data = ProductData::from_row(row, false);
+                data.tags = tags.remove(&data.id).unwrap_or_default();
+                data
+            })
+            .collect();
+        let body = V2Page {
+            request_id: request_id.0,
+            success: true,
+            data,
+            pagination: crate::http::envelopes::Pagination::new(page, limit, total),
+        };
+        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+    }
+
+    /// List purchases (v2)
+    ///
+    /// A page list, newest first; `supplierId`, `dateFrom` and `dateTo` (inclusive, on the invoice date)
+    /// and `search` (the supplier invoice number or the supplier's name) filter it.
+    #[oai(path = "/purchases", method = "get", operation_id = "v2ListPurchases", tag = "ApiTags::V2")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list_purchases(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        /// Page number, from 1 (default 1).
+        page: Query<Option<PageNumber>>,
+        /// 1 to 100, default 20.
+        limit: Query<Option<Limit>>,
+        #[oai(name = "supplierId")] supplier_id: Query<Option<String>>,
+        #[oai(name = "dateFrom")] date_from: Query<Option<String>>,
+        #[oai(name = "dateTo")] date_to: Query<Option<String>>,
+        search: Query<Option<String>>,
+    ) -> Result<V2Pages<PurchaseData>, ApiError> {
+        let call = Call::new(V2_LIST_PURCHASES, &state, &auth, &request_id)?;
+        let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
+        let mut filter = purchase_filter(supplier_id.0, date_from.0, date_to.0, search.0).map_err(|mut e| {
+            for detail in &mut e.body.details {
+                detail.field = detail.field.as_deref().map(crate::http::purchases::camel_parameter);
+            }
+            e
+        })?;
+        filter.query = filter.query.take();
+        let (rows, total) = projections::purchases::page(&state.pool, call.org_id(), &filter, page, limit).await?;
+        let data = render_purchases(&state, call.org_id(), rows).await?;
+        let body = V2Page {
+            request_id: request_id.0,
+            success: true,
+            data,
+            pagination: crate::http::envelopes::Pagination::new(page, limit, total),
+        };
+        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+    }
+
+    /// Get a purchase (v2)
+    #[oai(path = "/purchases/:purchaseId", method = "get", operation_id = "v2GetPurchase", tag = "ApiTags::V2")]
+    async fn get_purchase(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        #[oai(name = "purchaseId")] purchase_id: Path<String>,
+    ) -> Result<V2PurchaseRead, ApiError> {
+        let call = Call::new(V2_GET_PURCHASE, &state, &auth, &request_id)?;
+        let id = call.id(&PURCHASES, &purchase_id.0)?;
+        let row = projections::purchases::get(&state.pool, call.org_id(), id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("purchase"))?;
+        let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
+        Ok(V2PurchaseRead::Ok(RawJson::new(Style::a(&V2Single { request_id: request_id.0, success: true, data }))))
+    }
+
+    /// Preview or commit a purchase (v2)
+    ///
+    /// `mode: preview` assesses the purchase and writes nothing: the answer (200) is the normalized
+    /// purchase, its projected effects and `blockingIssues` (empty means a commit can proceed).
+    /// `mode: commit` needs an `Idempotency-Key` (reuse it when retrying after a timeout) and records the
+    /// purchase (201); with blocking issues it answers 422 `PRECONDITION_FAILED` (`retryable` false, one
+    /// detail per blocker) and writes nothing. A commit identical to a clean preview records exactly what
+    /// the preview showed.
+    #[oai(path = "/purchases", method = "post", operation_id = "v2CreatePurchase", tag = "ApiTags::V2")]
+    async fn create_purchase(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required for `commit`; not used by `preview`.
+        #[oai(name = "Idempotency-Key")]
+        key: Header<Option<String>>,
+        body: JsonBody<V2PurchaseRequest>,
+    ) -> Result<V2PurchaseAnswer, ApiError> {
+        let call = Call::new(V2_CREATE_PURCHASE, &state, &auth, &request_id)?;
+        let mut reader = commands::validate::ObjectReader::new(&body.value, "");
+        let mode = match reader.optional_enum("mode", &["preview", "commit"]).as_deref() {
+            Some("commit") => Some(Mode::Commit),
+            Some(_) => Some(Mode::Preview),
+            None => {
+                if reader.value("mode").is_none() {
+                    reader.reject("mode", "required", "is required: preview or commit");
+                }
+                None
+            }
+        };
+        let client = reader.value("client").cloned();
+        if client.as_ref().is_some_and(|c| !c.is_object()) {
+            reader.reject("client", "invalid_type", "must be an object");
+        }
+        let input = match reader.value("input") {
+            Some(input) => match parse_purchase(input, today()) {
+                Ok(parsed) => Some(parsed),
+                Err(errors) => {
+                    reader.errors.extend(errors.into_iter().map(|mut e| {
+                        e.field = format!("input.{}", e.field);
+                        e
+                    }));
+                    None
+                }
+            },
+            None => {
+                reader.reject("input", "required", "is required");
+                None
+            }
+        };
+        let (mode, input) = reader.finish((mode, input)).map_err(ApiError::validation)?;
+        let (Some(mode), Some(input)) = (mode, input) else { return Err(ApiError::internal()) };
+        if mode == Mode::Commit && key.0.is_none() {
+            // The claim refuses a missing key on an operation that needs one.
+            idempotency::claim(None, true, V2_CREATE_PURCHASE.id(), &[], None, None)?;
+        }
+        let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode, input });
+        let key = if mode == Mode::Commit { key.0 } else { None };
+        let accepted = call.dispatch(Write::json(key, &version, &[], &body), command).await.map_err(|mut error| {
+            // Blockers name input fields; under v2 every field of the body is under `input`.
+            if error.body.code == "PRECONDITION_FAILED" {
+                for detail in &mut error.body.details {
+                    detail.field = detail.field.as_deref().map(|f| format!("input.{f}"));
+                }
+            }
+            error
+        })?;
+        for projection in [ProjectionId::Purchases, ProjectionId::Inventory, ProjectionId::Products] {
+            state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
+        }
+        let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
+        let names = outcome_names(&state, call.org_id(), &outcome).await?;
+        let (normalized, effects) = normalized_and_effects(&outcome, &names);
+        let purchase = match outcome.id {
+            Some(id) => {
+                let row = projections::purchases::get(&state.pool, call.org_id(), id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("purchase"))?;
+                Some(render_purchases(&state, call.org_id(), vec![row]).await?.remove(0))
+            }
+            None => None,
+        };
+        let data = V2PurchaseResult {
+            mode: if mode == Mode::Commit { PurchaseMode::Commit } else { PurchaseMode::Preview },
+            purchase,
+            normalized_purchase: normalized,
+            projected_effects: effects,
+            warnings: outcome.warnings.into_iter().map(Into::into).collect(),
+            blocking_issues: outcome.blocking_issues.into_iter().map(Into::into).collect(),
+            idempotent_replay: accepted.replayed,
+            client,
+        };
+        let body = Style::a(&V2Single { request_id: request_id.0, success: true, data });
+        Ok(match mode {
+            Mode::Commit => V2PurchaseAnswer::Committed(RawJson::new(body)),
+            Mode::Preview => V2PurchaseAnswer::Previewed(RawJson::new(body)),
+        })
     }
 }

@@ -15,6 +15,7 @@ mod platform_rules;
 mod points_of_sale;
 mod price_lists;
 mod products;
+mod purchases;
 mod receiver;
 mod reference;
 mod suppliers;

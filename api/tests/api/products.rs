@@ -340,7 +340,8 @@ async fn custom_fields_follow_their_definitions(pool: PgPool) {
     let before = counts(&app).await;
     let bad = json!({"name": "Campera", "sku": "CAM", "price": 1, "metafields": [
         {"key": "peso_kg", "value": "pesado"}, {"key": "temporada", "value": "otoño"}, {"key": "libre", "value": "cualquier cosa"}]});
-    let refused = error(create(&app, &bad).await, 400, "invalid_request_error").await;
+    // Only the organization's definitions refuse these values: a conflict with them, not a malformed body.
+    let refused = error(create(&app, &bad).await, 409, "business_error").await;
     assert_eq!(detail_fields(&refused), ["metafields[0].value", "metafields[1].value"]);
     assert_eq!(counts(&app).await, before);
     let good = json!({"name": "Campera", "sku": "CAM", "price": 1, "metafields": [
@@ -354,7 +355,7 @@ async fn custom_fields_follow_their_definitions(pool: PgPool) {
         error(patch(&app, &path, json!({"entries": {"temporada": ""}})).await, 400, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["entries.temporada"]);
     let refused =
-        error(patch(&app, &path, json!({"entries": {"nota": "demasiado"}})).await, 400, "invalid_request_error").await;
+        error(patch(&app, &path, json!({"entries": {"nota": "demasiado"}})).await, 409, "business_error").await;
     assert_eq!(detail_fields(&refused), ["entries.nota"]);
     let patched =
         json(patch(&app, &path, json!({"entries": {"temporada": "invierno", "libre": null}})).await, 200).await;

@@ -4,7 +4,7 @@
 
 use crate::helpers::{
     CATEGORIES, PAYMENT_METHODS, TestApp, V2_WAREHOUSES, WAREHOUSES, create, error, id_of, ids, items, json, style_a,
-    style_b,
+    style_b, v2_error,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -16,6 +16,9 @@ use uuid::Uuid;
 fn valid_body(segment: &str, path: &str) -> Value {
     if path.ends_with("/metafields") {
         return json!({"entries": {"nota": "x"}});
+    }
+    if path.ends_with("/receipts") {
+        return json!({"lines": [{"productId": "00000000-0000-7000-8000-000000000000", "quantity": 1}]});
     }
     match segment {
         "webhook-endpoints" => json!({"label": "Intruso"}),
@@ -71,6 +74,15 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
         "items": [{"product_id": ids["products"], "quantity": 1}]});
     let transfer = json(app.post("/api/v1/stock-transfers", &transfer).await, 201).await;
     ids.insert("stock-transfers", transfer["data"]["id"].as_str().expect("id").to_owned());
+    let supplier = ids["suppliers"].clone();
+    let purchase = json!({"supplierId": supplier, "voucherType": 1, "supplierInvoiceNumber": "T-1",
+        "invoiceDate": "2026-01-02", "items": [{"productId": ids["products"], "quantity": 1, "unitCost": 100}]});
+    let purchase = json(app.post_keyed("/api/v1/purchases", &purchase).await, 201).await;
+    ids.insert("purchases", purchase["data"]["id"].as_str().expect("id").to_owned());
+    let order = json!({"supplierId": supplier, "warehouseId": ids["warehouses"],
+        "items": [{"productId": ids["products"], "quantity": 1, "unitCost": 100}]});
+    let order = json(app.post_keyed("/api/v1/purchase-orders", &order).await, 201).await;
+    ids.insert("purchase-orders", order["data"]["id"].as_str().expect("id").to_owned());
 
     let spec = json(app.request(Method::GET, "/openapi.json", None, None).await, 200).await;
     let before = app.event_count().await;
@@ -106,9 +118,12 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
                 request.send()
             };
             let foreign = send(concrete.clone()).await.expect("sent");
-            let foreign = error(foreign, 404, "invalid_request_error").await;
             let missing = send(unknown.clone()).await.expect("sent");
-            let missing = error(missing, 404, "invalid_request_error").await;
+            let (foreign, missing) = if path.starts_with("/api/v2") {
+                (v2_error(foreign, 404).await, v2_error(missing, 404).await)
+            } else {
+                (error(foreign, 404, "invalid_request_error").await, error(missing, 404, "invalid_request_error").await)
+            };
             assert_eq!(foreign["error"]["message"], missing["error"]["message"], "{method} {path} reveals nothing");
             assert_eq!(foreign["error"]["code"], missing["error"]["code"], "{method} {path} reveals nothing");
             walked += 1;

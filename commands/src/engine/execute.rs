@@ -193,6 +193,7 @@ pub fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
         created: executed.created,
         state: serde_json::to_value(&executed.state).unwrap_or(serde_json::Value::Null),
         replayed: false,
+        keys: Vec::new(),
     }
 }
 
@@ -220,11 +221,34 @@ pub async fn append_together(
     requests: &[AppendRequest],
     operation: Uuid,
 ) -> Result<Option<CommitKey>, ExecuteError> {
+    Ok(append_typed(conn, requests, operation).await?.0)
+}
+
+/// [`append_together`], also answering the last key of each stream type written: a command writing
+/// several types replies with them ([`crate::protocol::StreamKey`]) so the gateway waits on each
+/// projection for the events it folds.
+pub async fn append_typed(
+    conn: &mut PgConnection,
+    requests: &[AppendRequest],
+    operation: Uuid,
+) -> Result<(Option<CommitKey>, Vec<crate::protocol::StreamKey>), ExecuteError> {
     if requests.is_empty() {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     }
     match store::append_many(conn, requests).await {
-        Ok(appended) => Ok(appended.iter().map(|a| a.key).max()),
+        Ok(appended) => {
+            let mut keys: Vec<crate::protocol::StreamKey> = Vec::new();
+            for (request, done) in requests.iter().zip(&appended) {
+                let stream_type = request.stream.stream_type;
+                match keys.iter_mut().find(|k| k.stream_type == stream_type) {
+                    Some(k) => k.key = k.key.max(done.key),
+                    None => {
+                        keys.push(crate::protocol::StreamKey { stream_type: stream_type.to_owned(), key: done.key })
+                    }
+                }
+            }
+            Ok((appended.iter().map(|a| a.key).max(), keys))
+        }
         Err(AppendError::Conflict { .. }) => Err(ExecuteError::Contended(operation)),
         Err(AppendError::Database(e)) => Err(e.into()),
     }

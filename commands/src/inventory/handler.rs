@@ -234,6 +234,7 @@ impl Handler for StockMovements {
             created: true,
             state: serde_json::to_value(outcome).unwrap_or_default(),
             replayed: false,
+            keys: Vec::new(),
         })
     }
 }
@@ -354,6 +355,7 @@ impl Handler for StockTransfers {
             created: true,
             state: serde_json::to_value(outcome).unwrap_or_default(),
             replayed: false,
+            keys: Vec::new(),
         })
     }
 }

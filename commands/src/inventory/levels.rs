@@ -67,6 +67,36 @@ pub async fn lock(
         .collect())
 }
 
+/// The levels of `keys` as they are now, without locking or creating anything (a preview's view: what a
+/// command would start from if it ran at once). Missing levels read as zero.
+pub async fn peek(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    keys: impl IntoIterator<Item = Key>,
+    today: Date,
+) -> Result<BTreeMap<Key, Level>, sqlx::Error> {
+    let keys: std::collections::BTreeSet<Key> = keys.into_iter().collect();
+    let (variants, warehouses): (Vec<Uuid>, Vec<Uuid>) = keys.iter().copied().unzip();
+    let rows: Vec<(Uuid, Uuid, i64, i64)> = sqlx::query_as(
+        "select k.v, k.w, coalesce(l.on_hand, 0),
+                coalesce((select sum(r.quantity) from stock_reservations r
+                          where r.org_id = $1 and r.variant_id = k.v and r.warehouse_id = k.w
+                            and r.reserved_through >= $4), 0)::bigint
+         from unnest($2::uuid[], $3::uuid[]) as k(v, w)
+         left join stock_levels l on l.org_id = $1 and l.variant_id = k.v and l.warehouse_id = k.w",
+    )
+    .bind(org_id)
+    .bind(&variants)
+    .bind(&warehouses)
+    .bind(today)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(v, w, on_hand, reserved)| ((v, w), Level { on_hand: quantity(on_hand), reserved: quantity(reserved) }))
+        .collect())
+}
+
 /// Writes the on-hand each change left (the last change of a level wins).
 pub async fn write(conn: &mut PgConnection, org_id: Uuid, changes: &[StockChange]) -> Result<(), sqlx::Error> {
     if changes.is_empty() {

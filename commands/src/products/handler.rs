@@ -93,7 +93,7 @@ async fn check_product_references(
             if let Some(definition) = definitions.iter().find(|d| d.key == entry.key)
                 && let Some(why) = metafield_violation(definition, &entry.value)
             {
-                errors.push(FieldError::new(path, "invalid_value", why));
+                errors.push(FieldError::new(path, "violates_definition", why));
             }
         }
     }
@@ -260,7 +260,7 @@ async fn run_bulk_adjustment(
         "skipped_automatic_variants": total.skipped,
         "synchronization_effects": [],
     });
-    Ok(CommandReply::Accepted { commit, created: true, state, replayed: false })
+    Ok(CommandReply::Accepted { commit, created: true, state, replayed: false, keys: Vec::new() })
 }
 
 /// Runs a product command inside the caller's transaction: finds the group of a replaced variant,

@@ -95,7 +95,11 @@ async fn run_apply_tags(
                 .fetch_all(&mut *conn)
                 .await?
         }
-        Taggable::Customer | Taggable::Supplier | Taggable::StockTransfer => {
+        Taggable::Customer
+        | Taggable::Supplier
+        | Taggable::StockTransfer
+        | Taggable::Purchase
+        | Taggable::PurchaseOrder => {
             sqlx::query_scalar(
                 "select stream_id from events where org_id = $1 and stream_type = $2 and stream_id = any($3)
                    and version = 1",
@@ -174,7 +178,7 @@ async fn run_apply_tags(
         "added": apply.add,
         "removed": apply.remove,
     });
-    Ok(CommandReply::Accepted { commit, created: false, state, replayed: false })
+    Ok(CommandReply::Accepted { commit, created: false, state, replayed: false, keys: Vec::new() })
 }
 
 /// The products `tag_id` is applied to now, folded from the tag's own events.

@@ -76,6 +76,8 @@ pub enum Taggable {
     Product,
     Sale,
     StockTransfer,
+    Purchase,
+    PurchaseOrder,
 }
 
 impl Taggable {
@@ -86,6 +88,8 @@ impl Taggable {
             Taggable::Product => "product",
             Taggable::Sale => "sale",
             Taggable::StockTransfer => "stock_transfer",
+            Taggable::Purchase => "purchase",
+            Taggable::PurchaseOrder => "purchase_order",
         }
     }
 
@@ -97,6 +101,7 @@ impl Taggable {
             Taggable::Product => Scope::ProductsWrite,
             Taggable::Sale => Scope::SalesWrite,
             Taggable::StockTransfer => Scope::TransfersWrite,
+            Taggable::Purchase | Taggable::PurchaseOrder => Scope::PurchasesWrite,
         }
     }
 }

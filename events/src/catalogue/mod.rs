@@ -6,6 +6,7 @@ mod metafield;
 mod organization;
 mod price_list;
 mod product;
+mod purchase;
 mod records;
 mod stock;
 mod tag;
@@ -23,6 +24,10 @@ pub use product::{
     ComboComponent, Metafield, OpeningStock, OptionValue, PUBLIC_PRODUCT_FIELDS, ProductCreated, ProductEvent,
     ProductGroup, ProductUpdated, SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
+pub use purchase::{
+    CostUpdate, OrderStatus, PurchaseAmounts, PurchaseEvent, PurchaseLine, PurchaseOrderClosed, PurchaseOrderCreated,
+    PurchaseOrderEvent, PurchaseOrderReceived, PurchaseOrderState, PurchaseRecorded, Receipt,
+};
 pub use records::{
     CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
     RecordEvent, WarehouseEvent, WarehouseFields,
@@ -30,7 +35,7 @@ pub use records::{
 pub use stock::{
     AR_OFFSET, Reservation, ReservationOwner, ReservedLine, STOCK_STREAM_TYPES, StockChange, StockEffect, StockLine,
     StockMovementEvent, StockMovementRecorded, StockReservationEvent, StockTransferEvent, StockTransferred, ar_date,
-    cause, iso_date, stock_effect,
+    cause, iso_date, iso_date_option, stock_effect,
 };
 pub use tag::{TagEvent, TagFields, TagTargets};
 pub use vat::{VAT_RATES, vat_hundredths, vat_percentage};

@@ -13,6 +13,28 @@ use uuid::Uuid;
 
 time::serde::format_description!(pub iso_date, Date, "[year]-[month]-[day]");
 
+/// `Option<Date>` as `YYYY-MM-DD` or `null` (missing reads as `None` with `#[serde(default)]`).
+pub mod iso_date_option {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use time::Date;
+
+    pub fn serialize<S: Serializer>(date: &Option<Date>, serializer: S) -> Result<S::Ok, S::Error> {
+        match date {
+            Some(date) => super::iso_date::serialize(date, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Date>, D::Error> {
+        match Option::<String>::deserialize(deserializer)? {
+            None => Ok(None),
+            Some(text) => Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]"))
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// The organization's calendar: Argentina, UTC-3 all year.
 pub const AR_OFFSET: UtcOffset = match UtcOffset::from_hms(-3, 0, 0) {
     Ok(offset) => offset,
@@ -29,8 +51,10 @@ pub mod cause {
     pub const OPENING_STOCK: &str = "opening_stock";
     pub const STOCK_MOVEMENT: &str = "stock_movement";
     pub const STOCK_TRANSFER: &str = "stock_transfer";
-    /// Every cause type this release writes (later: purchase, receipt, sale, delivery note).
-    pub const ALL: &[&str] = &[OPENING_STOCK, STOCK_MOVEMENT, STOCK_TRANSFER];
+    pub const PURCHASE: &str = "purchase";
+    pub const PURCHASE_ORDER_RECEIPT: &str = "purchase_order_receipt";
+    /// Every cause type this release writes (later: sale, delivery note).
+    pub const ALL: &[&str] = &[OPENING_STOCK, STOCK_MOVEMENT, STOCK_TRANSFER, PURCHASE, PURCHASE_ORDER_RECEIPT];
 }
 
 /// One change of on-hand of one variant in one warehouse.
@@ -201,8 +225,9 @@ impl EventPayload for StockReservationEvent {
 /// the levels and the rebuild can never disagree on what an event meant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StockEffect {
-    /// Changes of on-hand, each a row of the ledger naming `cause_type` and the event's stream.
-    Changes { cause_type: &'static str, occurred_on: Date, changes: Vec<StockChange> },
+    /// Changes of on-hand, each a row of the ledger naming `cause_type` and `cause_id` (the event's
+    /// stream when `None`).
+    Changes { cause_type: &'static str, cause_id: Option<Uuid>, occurred_on: Date, changes: Vec<StockChange> },
     /// Opening stock of new variants (no previous level: on-hand starts at the quantity).
     Opening(Vec<super::OpeningStock>),
     /// The reservation's whole state after the event (`None`: released or expired).
@@ -215,6 +240,8 @@ pub const STOCK_STREAM_TYPES: &[&str] = &[
     StockMovementEvent::STREAM_TYPE,
     StockTransferEvent::STREAM_TYPE,
     StockReservationEvent::STREAM_TYPE,
+    super::PurchaseEvent::STREAM_TYPE,
+    super::PurchaseOrderEvent::STREAM_TYPE,
 ];
 
 /// The stock effect of a stored event, if it has one (events of other stream types have none).
@@ -237,6 +264,7 @@ pub fn stock_effect(
             match StockMovementEvent::decode(event_type, schema_version, data.clone())? {
                 StockMovementEvent::StockMovementRecorded(m) => Some(StockEffect::Changes {
                     cause_type: cause::STOCK_MOVEMENT,
+                    cause_id: None,
                     occurred_on: m.occurred_on,
                     changes: m.changes,
                 }),
@@ -246,9 +274,35 @@ pub fn stock_effect(
             match StockTransferEvent::decode(event_type, schema_version, data.clone())? {
                 StockTransferEvent::StockTransferred(t) => Some(StockEffect::Changes {
                     cause_type: cause::STOCK_TRANSFER,
+                    cause_id: None,
                     occurred_on: t.occurred_on,
                     changes: t.changes,
                 }),
+            }
+        }
+        super::PurchaseEvent::STREAM_TYPE => {
+            match super::PurchaseEvent::decode(event_type, schema_version, data.clone())? {
+                super::PurchaseEvent::PurchaseRecorded(p) if !p.changes.is_empty() => Some(StockEffect::Changes {
+                    cause_type: cause::PURCHASE,
+                    cause_id: None,
+                    occurred_on: p.invoice_date,
+                    changes: p.changes,
+                }),
+                super::PurchaseEvent::PurchaseRecorded(_) => None,
+            }
+        }
+        super::PurchaseOrderEvent::STREAM_TYPE => {
+            match super::PurchaseOrderEvent::decode(event_type, schema_version, data.clone())? {
+                super::PurchaseOrderEvent::PurchaseOrderReceived(r) => Some(StockEffect::Changes {
+                    cause_type: cause::PURCHASE_ORDER_RECEIPT,
+                    cause_id: Some(r.receipt_id),
+                    occurred_on: r.occurred_on,
+                    changes: r.changes,
+                }),
+                super::PurchaseOrderEvent::PurchaseOrderCreated(_)
+                | super::PurchaseOrderEvent::PurchaseOrderConfirmed
+                | super::PurchaseOrderEvent::PurchaseOrderClosed(_)
+                | super::PurchaseOrderEvent::PurchaseOrderReopened => None,
             }
         }
         StockReservationEvent::STREAM_TYPE => {

@@ -18,12 +18,14 @@ mod decimal;
 mod error;
 mod percentage;
 mod quantity;
+mod rate;
 mod scope;
 
 pub use cents::Cents;
 pub use error::DomainError;
 pub use percentage::Percentage;
 pub use quantity::Quantity;
+pub use rate::ExchangeRate;
 pub use scope::Scope;
 
 /// `numerator / denominator` rounded half away from zero, the rounding every amount here uses.

@@ -1,0 +1,465 @@
+//! Purchases: a supplier's invoice recorded with its lines (canonical amounts from the tax engine, in the
+//! invoice's currency and in pesos), raising stock when the goods arrived with it and moving each
+//! product's last cost. The same assessment serves the v1 write, the v2 preview (which writes nothing)
+//! and the v2 commit, so a commit identical to a clean preview records exactly what was previewed.
+//! Purchase orders (`orders.rs`) reuse the lines and their amounts.
+
+mod handler;
+pub mod orders;
+
+pub use handler::{PurchaseOrders, Purchases};
+
+use crate::tax::{self, PriceBasis};
+use crate::validate::{FieldError, ObjectReader, camel_case_keys};
+use events::catalogue::{
+    CostUpdate, ProductGroup, PurchaseAmounts, PurchaseLine, StockChange, iso_date, iso_date_option,
+};
+use events::domain::{Cents, ExchangeRate, Quantity};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+/// The most lines one purchase or purchase order lists.
+pub const MAX_LINES: usize = 200;
+/// The currencies a purchase may be in.
+pub const CURRENCIES: &[&str] = &["PES", "DOL"];
+
+/// A line as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemInput {
+    pub variant_id: Uuid,
+    pub quantity: Quantity,
+    /// Cents of the purchase's currency.
+    pub unit_cost: i64,
+    /// The product's VAT rate when omitted.
+    pub tax_rate_id: Option<i32>,
+}
+
+/// A purchase as sent (after the parser's checks of each field on its own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurchaseInput {
+    pub supplier_id: Uuid,
+    pub voucher_type: i32,
+    pub supplier_invoice_number: String,
+    #[serde(with = "iso_date")]
+    pub invoice_date: Date,
+    #[serde(default, with = "iso_date_option")]
+    pub due_date: Option<Date>,
+    pub currency: String,
+    pub exchange_rate: Option<ExchangeRate>,
+    pub products_received: bool,
+    pub warehouse_id: Option<Uuid>,
+    pub notes: Option<String>,
+    pub items: Vec<ItemInput>,
+}
+
+/// Whether a purchase is recorded or only assessed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Commit,
+    /// Assess and answer what a commit would record; write nothing.
+    Preview,
+}
+
+/// The command the workers run for `POST /api/v1/purchases` and `POST /api/v2/purchases`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurchaseCommand {
+    pub id: Uuid,
+    pub mode: Mode,
+    pub input: PurchaseInput,
+}
+
+/// Something that keeps a purchase from being recorded: where it is (`path`, a request field), what
+/// kind of problem (`code`: `SUPPLIER`, `INVENTORY`, `CURRENCY`, `DUPLICATE`) and why (`reason`:
+/// `not_found`, `inactive`, `required`, `invalid`, `already_exists`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blocker {
+    pub path: String,
+    pub code: String,
+    pub reason: String,
+    pub message: String,
+}
+
+impl Blocker {
+    pub fn new(path: impl Into<String>, code: &str, reason: &str, message: impl Into<String>) -> Self {
+        Self { path: path.into(), code: code.to_owned(), reason: reason.to_owned(), message: message.into() }
+    }
+}
+
+/// Something worth a second look that does not stop the purchase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurchaseWarning {
+    pub path: String,
+    pub code: String,
+    pub message: String,
+}
+
+/// The purchase as it would be (or was) stored: defaults applied, canonical amounts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NormalizedPurchase {
+    pub supplier_id: Uuid,
+    pub voucher_type: i32,
+    pub supplier_invoice_number: String,
+    #[serde(with = "iso_date")]
+    pub invoice_date: Date,
+    #[serde(default, with = "iso_date_option")]
+    pub due_date: Option<Date>,
+    pub currency: String,
+    pub exchange_rate: ExchangeRate,
+    pub products_received: bool,
+    pub warehouse_id: Option<Uuid>,
+    pub notes: Option<String>,
+    pub lines: Vec<PurchaseLine>,
+    pub amounts: PurchaseAmounts,
+}
+
+/// Stock a purchase raises in one warehouse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StockEntry {
+    pub variant_id: Uuid,
+    pub warehouse_id: Uuid,
+    pub quantity: Quantity,
+    /// On hand after the entry.
+    pub on_hand: Quantity,
+}
+
+/// What recording a purchase does beside storing it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProjectedEffects {
+    pub stock_entries: Vec<StockEntry>,
+    pub cost_updates: Vec<CostUpdate>,
+    /// Owed to the supplier: the total in the purchase's currency and in pesos.
+    pub supplier_balance: PurchaseAmountOwed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PurchaseAmountOwed {
+    pub currency: String,
+    pub amount: i64,
+    pub amount_ars: i64,
+}
+
+/// What the workers answer for a purchase: the id (none for a preview), what was (or would be)
+/// stored, its effects, warnings and blockers (always empty once recorded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurchaseOutcome {
+    pub id: Option<Uuid>,
+    pub normalized: NormalizedPurchase,
+    pub effects: ProjectedEffects,
+    pub warnings: Vec<PurchaseWarning>,
+    pub blocking_issues: Vec<Blocker>,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub created_at: Option<OffsetDateTime>,
+}
+
+/// What the assessment needs to know of each variant a purchase names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VariantFacts {
+    pub group_id: Uuid,
+    pub product_type: String,
+    pub is_active: bool,
+    pub tax_rate_id: i32,
+    /// Cents.
+    pub cost: i64,
+}
+
+impl VariantFacts {
+    /// The facts of `variant` in its group's state.
+    pub fn of(group_id: Uuid, group: &ProductGroup, variant: Uuid) -> Option<Self> {
+        let v = group.variants.iter().find(|v| v.id == variant)?;
+        Some(Self {
+            group_id,
+            product_type: group.shared.product_type.clone(),
+            is_active: v.is_active,
+            tax_rate_id: group.shared.tax_rate_id,
+            cost: v.cost,
+        })
+    }
+}
+
+fn parse_rate(r: &mut ObjectReader<'_>, name: &str) -> Option<ExchangeRate> {
+    let value = r.value(name)?;
+    match ExchangeRate::parse(value) {
+        Ok(rate) => Some(rate),
+        Err(error) => {
+            r.reject(name, "invalid_value", error.to_string());
+            None
+        }
+    }
+}
+
+/// Reads the lines of a purchase or purchase order under `items`.
+pub fn parse_items(r: &mut ObjectReader<'_>) -> Vec<ItemInput> {
+    let mut items = Vec::new();
+    for (i, item) in r.required_array("items", 1, MAX_LINES).iter().enumerate() {
+        let mut line = ObjectReader::new(item, &r.path(&format!("items[{i}]")));
+        let variant_id = line.required_uuid("productId");
+        let quantity = line.required_quantity("quantity", true);
+        let unit_cost = line.required_cents("unitCost");
+        let tax_rate_id = line.optional_int("taxRateId", 0, 99).map(|c| c as i32);
+        if let Some(code) = tax_rate_id
+            && events::catalogue::vat_hundredths(code).is_none()
+        {
+            line.reject("taxRateId", "invalid_value", "must be a VAT rate code (see /api/v1/tax-rates)");
+        }
+        r.errors.append(&mut line.errors);
+        if let (Some(variant_id), Some(quantity), Some(unit_cost)) = (variant_id, quantity, unit_cost) {
+            items.push(ItemInput { variant_id, quantity, unit_cost: unit_cost.get(), tax_rate_id });
+        }
+    }
+    items
+}
+
+/// Parses a purchase (camelCase; the snake_case spellings of the guide are accepted too). Each field is
+/// checked on its own here; what depends on the organization's data or on other fields (the supplier,
+/// products and warehouse, the exchange rate against the currency, a missing warehouse) is assessed by
+/// the worker, so a v2 preview can report it as a blocking issue.
+pub fn parse_purchase(body: &Value, today: Date) -> Result<PurchaseInput, Vec<FieldError>> {
+    let (body, mut spelled) = camel_case_keys(body, "");
+    let mut r = ObjectReader::new(&body, "");
+    r.errors.append(&mut spelled);
+    let supplier_id = r.required_uuid("supplierId");
+    let voucher_type = r.required_int("voucherType", 1, 95).map(|v| v as i32);
+    let supplier_invoice_number = r.required_str("supplierInvoiceNumber", 1, 50);
+    let invoice_date = r.required_date("invoiceDate");
+    if invoice_date.is_some_and(|d| d > today) {
+        r.reject("invoiceDate", "in_future", format!("must not be after today ({today})"));
+    }
+    let due_date = r.optional_date("dueDate");
+    if let (Some(due), Some(invoiced)) = (due_date, invoice_date)
+        && due < invoiced
+    {
+        r.reject("dueDate", "before_invoice_date", "must not be before invoiceDate");
+    }
+    let currency = r.optional_enum("currency", CURRENCIES).unwrap_or_else(|| "PES".to_owned());
+    let exchange_rate = parse_rate(&mut r, "exchangeRate");
+    let products_received = r.optional_bool("productsReceived").unwrap_or(false);
+    let warehouse_id = r.optional_uuid("warehouseId");
+    let notes = r.optional_str("notes", 1000);
+    let items = parse_items(&mut r);
+    let input = PurchaseInput {
+        supplier_id: supplier_id.unwrap_or_default(),
+        voucher_type: voucher_type.unwrap_or(1),
+        supplier_invoice_number,
+        invoice_date: invoice_date.unwrap_or(today),
+        due_date,
+        currency,
+        exchange_rate,
+        products_received,
+        warehouse_id,
+        notes,
+        items,
+    };
+    r.finish(input)
+}
+
+/// The currency and rate a document is kept in: pesos at 1, or dollars at the rate sent. A missing or
+/// contradictory rate is a blocker.
+pub fn currency_rate(currency: &str, rate: Option<ExchangeRate>, blockers: &mut Vec<Blocker>) -> ExchangeRate {
+    match (currency, rate) {
+        ("PES", None) => ExchangeRate::ONE,
+        ("PES", Some(rate)) if rate.is_one() => rate,
+        ("PES", Some(_)) => {
+            blockers.push(Blocker::new(
+                "exchangeRate",
+                "CURRENCY",
+                "invalid",
+                "a purchase in PES has an exchange rate of 1",
+            ));
+            ExchangeRate::ONE
+        }
+        (_, Some(rate)) => rate,
+        (_, None) => {
+            blockers.push(Blocker::new(
+                "exchangeRate",
+                "CURRENCY",
+                "required",
+                format!("a purchase in {currency} needs its exchange rate to pesos"),
+            ));
+            ExchangeRate::ONE
+        }
+    }
+}
+
+/// The lines with their canonical amounts (the tax engine's, on the voucher's price basis) in the
+/// document's currency and in pesos, and the totals. Each product must be known in `facts`; a line
+/// without a VAT rate takes its product's.
+pub fn price_lines(
+    voucher_type: i32,
+    rate: ExchangeRate,
+    items: &[ItemInput],
+    facts: &BTreeMap<Uuid, VariantFacts>,
+) -> Result<(Vec<PurchaseLine>, PurchaseAmounts), Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let mut lines = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let code = item.tax_rate_id.or_else(|| facts.get(&item.variant_id).map(|f| f.tax_rate_id)).unwrap_or(5);
+        match Cents::new(item.unit_cost) {
+            Ok(unit_price) => {
+                lines.push(tax::Line { quantity: item.quantity, unit_price, vat_code: code, discount: None })
+            }
+            Err(e) => errors.push(FieldError::new(format!("items[{i}].unitCost"), "out_of_range", e.to_string())),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let computed = tax::compute(PriceBasis::of_voucher(voucher_type), &lines, &tax::Adjustments::default())
+        .map_err(|e| vec![FieldError::new("items", "out_of_range", e.to_string())])?;
+    let mut stored = Vec::with_capacity(items.len());
+    let mut amounts = PurchaseAmounts::default();
+    let ars = |c: Cents| rate.to_pesos(c).map(Cents::get);
+    for (i, (item, line)) in items.iter().zip(&computed.lines).enumerate() {
+        let (Some(net_ars), Some(vat_ars)) = (ars(line.net), ars(line.vat)) else {
+            errors.push(FieldError::new(format!("items[{i}].unitCost"), "out_of_range", "too large in pesos"));
+            continue;
+        };
+        let (net, vat) = (line.net.get(), line.vat.get());
+        amounts.subtotal += net;
+        amounts.tax_amount += vat;
+        amounts.subtotal_ars += net_ars;
+        amounts.tax_amount_ars += vat_ars;
+        stored.push(PurchaseLine {
+            variant_id: item.variant_id,
+            quantity: item.quantity,
+            unit_cost: item.unit_cost,
+            tax_rate_id: lines[i].vat_code,
+            net,
+            vat,
+            total: net + vat,
+            net_ars,
+            vat_ars,
+            total_ars: net_ars + vat_ars,
+        });
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    amounts.total = amounts.subtotal + amounts.tax_amount;
+    amounts.total_ars = amounts.subtotal_ars + amounts.tax_amount_ars;
+    Ok((stored, amounts))
+}
+
+/// The last cost each product takes from the purchase: its line's net amount in pesos per unit (VAT
+/// excluded where the voucher discriminates it), rounded to the cent; the last line of a product wins.
+/// Only products whose cost changes are listed.
+pub fn cost_updates(lines: &[PurchaseLine], facts: &BTreeMap<Uuid, VariantFacts>) -> Vec<CostUpdate> {
+    let mut latest: BTreeMap<Uuid, i64> = BTreeMap::new();
+    let mut order = Vec::new();
+    for line in lines {
+        let Some(fact) = facts.get(&line.variant_id) else { continue };
+        if fact.product_type == "combo" {
+            continue;
+        }
+        let exact = i128::from(line.net_ars) * i128::from(Quantity::SCALE);
+        let per_unit = round_half_away(exact, i128::from(line.quantity.thousandths()));
+        if !order.contains(&line.variant_id) {
+            order.push(line.variant_id);
+        }
+        latest.insert(line.variant_id, i64::try_from(per_unit).unwrap_or(i64::MAX).min(Cents::MAX));
+    }
+    order
+        .into_iter()
+        .filter_map(|variant| {
+            let current = latest.get(&variant).copied()?;
+            let previous = facts.get(&variant)?.cost;
+            (current != previous).then_some(CostUpdate { variant_id: variant, previous, current })
+        })
+        .collect()
+}
+
+fn round_half_away(numerator: i128, denominator: i128) -> i128 {
+    if denominator <= 0 {
+        return 0;
+    }
+    let half = denominator / 2;
+    if numerator >= 0 { (numerator + half) / denominator } else { (numerator - half) / denominator }
+}
+
+/// Stock entries from the changes a purchase makes.
+pub fn stock_entries(changes: &[StockChange]) -> Vec<StockEntry> {
+    changes
+        .iter()
+        .map(|c| StockEntry {
+            variant_id: c.variant_id,
+            warehouse_id: c.warehouse_id,
+            quantity: c.quantity,
+            on_hand: c.on_hand,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TODAY: Date = time::macros::date!(2026 - 11 - 25);
+
+    fn facts(variant: Uuid, cost: i64) -> BTreeMap<Uuid, VariantFacts> {
+        BTreeMap::from([(
+            variant,
+            VariantFacts {
+                group_id: Uuid::now_v7(),
+                product_type: "product".into(),
+                is_active: true,
+                tax_rate_id: 5,
+                cost,
+            },
+        )])
+    }
+
+    #[test]
+    fn both_spellings_are_read_and_every_bad_field_is_named() {
+        let (supplier, product) = (Uuid::now_v7(), Uuid::now_v7());
+        let snake = json!({"supplier_id": supplier, "voucher_type": 1, "supplier_invoice_number": "0001-00000042",
+            "invoice_date": "2026-11-20", "products_received": false,
+            "items": [{"product_id": product, "quantity": "1.5", "unit_cost": 1000}]});
+        let camel = json!({"supplierId": supplier, "voucherType": 1, "supplierInvoiceNumber": "0001-00000042",
+            "invoiceDate": "2026-11-20", "productsReceived": false,
+            "items": [{"productId": product, "quantity": 1.5, "unitCost": 1000}]});
+        assert_eq!(parse_purchase(&snake, TODAY).expect("snake"), parse_purchase(&camel, TODAY).expect("camel"));
+        let errors = parse_purchase(
+            &json!({"supplierId": "x", "supplier_id": supplier, "voucherType": 96, "invoiceDate": "2099-01-01",
+                "currency": "EUR", "items": [{"productId": product, "quantity": 0, "unitCost": 1.5}]}),
+            TODAY,
+        )
+        .expect_err("refused");
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        for field in [
+            "supplierId",
+            "voucherType",
+            "supplierInvoiceNumber",
+            "invoiceDate",
+            "currency",
+            "items[0].quantity",
+            "items[0].unitCost",
+        ] {
+            assert!(fields.contains(&field), "{field} in {fields:?}");
+        }
+    }
+
+    #[test]
+    fn dollar_lines_keep_both_currencies_exactly_and_costs_follow_in_pesos() {
+        let product = Uuid::now_v7();
+        let rate: ExchangeRate = "1050.5".parse().expect("rate");
+        let items =
+            [ItemInput { variant_id: product, quantity: "3".parse().expect("q"), unit_cost: 1999, tax_rate_id: None }];
+        let known = facts(product, 100);
+        let (lines, amounts) = price_lines(1, rate, &items, &known).expect("priced");
+        // A voucher: 3 × 19.99 = 59.97 net, VAT 21% = 12.59 (1259.37 rounded); in pesos each at 1050.5.
+        assert_eq!((lines[0].net, lines[0].vat, lines[0].total), (5997, 1259, 7256));
+        assert_eq!(lines[0].net_ars, 6_299_849); // 5997 × 1050.5 = 6,299,848.5 → half away
+        assert_eq!(lines[0].vat_ars, 1_322_580); // 1259 × 1050.5 = 1,322,579.5 → half away
+        assert_eq!(amounts.total_ars, amounts.subtotal_ars + amounts.tax_amount_ars);
+        let updates = cost_updates(&lines, &known);
+        assert_eq!(updates, [CostUpdate { variant_id: product, previous: 100, current: 2_099_950 }]);
+        let mut blockers = Vec::new();
+        assert_eq!(currency_rate("DOL", None, &mut blockers), ExchangeRate::ONE);
+        assert_eq!(currency_rate("PES", Some(rate), &mut blockers), ExchangeRate::ONE);
+        assert_eq!(blockers.iter().map(|b| b.reason.as_str()).collect::<Vec<_>>(), ["required", "invalid"]);
+    }
+}

@@ -1,0 +1,273 @@
+//! The purchasing read model: purchases (`purchases_view`, the recorded event as a document beside the
+//! columns lists filter on) and purchase orders (`purchase_orders_view`, the order's state folded with
+//! the same fold the command side uses). Reads join suppliers for their names.
+
+use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
+use events::catalogue::{PurchaseEvent, PurchaseOrderEvent, PurchaseOrderState};
+use events::{EventPayload, RecordedEvent};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+pub const PURCHASES: &str = "purchases_view";
+pub const ORDERS: &str = "purchase_orders_view";
+
+pub struct PurchasesProjection;
+
+impl Projection for PurchasesProjection {
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Purchases
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &[PURCHASES, ORDERS]
+    }
+
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<PurchaseEvent>(), StreamType::of::<PurchaseOrderEvent>()] })
+    }
+
+    fn apply<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        target: Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
+        Box::pin(apply(conn, target, events))
+    }
+}
+
+fn undecodable(event: &RecordedEvent, reason: impl ToString) -> ProjectionError {
+    ProjectionError::Undecodable { position: event.position, reason: reason.to_string() }
+}
+
+async fn apply(
+    conn: &mut PgConnection,
+    target: Target,
+    events: &[RecordedEvent],
+) -> Result<Vec<CacheKey>, ProjectionError> {
+    let (purchases, orders) = (target.table(PURCHASES), target.table(ORDERS));
+    for event in events {
+        if event.stream_type == PurchaseEvent::STREAM_TYPE {
+            let PurchaseEvent::PurchaseRecorded(recorded) =
+                PurchaseEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+                    .map_err(|e| undecodable(event, e))?;
+            let sql = format!(
+                "insert into {purchases} (org_id, id, supplier_id, voucher_type, supplier_invoice_number, invoice_date,
+                                          total_ars, doc, created_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict (org_id, id) do nothing"
+            );
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(event.org_id)
+                .bind(event.stream_id)
+                .bind(recorded.supplier_id)
+                .bind(recorded.voucher_type)
+                .bind(&recorded.supplier_invoice_number)
+                .bind(recorded.invoice_date)
+                .bind(recorded.amounts.total_ars)
+                .bind(serde_json::to_value(&*recorded).unwrap_or_default())
+                .bind(event.recorded_at)
+                .execute(&mut *conn)
+                .await?;
+            continue;
+        }
+        let decoded = PurchaseOrderEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+            .map_err(|e| undecodable(event, e))?;
+        let current: Option<Value> = match decoded {
+            PurchaseOrderEvent::PurchaseOrderCreated(_) => None,
+            _ => {
+                let sql = format!("select doc from {orders} where org_id = $1 and id = $2");
+                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(event.stream_id)
+                    .fetch_optional(&mut *conn)
+                    .await?
+            }
+        };
+        let state =
+            current.map(serde_json::from_value::<PurchaseOrderState>).transpose().map_err(|e| undecodable(event, e))?;
+        let Some(next) = PurchaseOrderState::fold(state, &decoded, event.recorded_at) else {
+            return Err(undecodable(event, "an order event before the order's creation"));
+        };
+        let next = PurchaseOrderState { id: event.stream_id, ..next };
+        let sql = format!(
+            "insert into {orders} (org_id, id, number, supplier_id, status, doc, created_at, updated_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8)
+             on conflict (org_id, id) do update set status = excluded.status, doc = excluded.doc,
+                 updated_at = excluded.updated_at"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(event.org_id)
+            .bind(event.stream_id)
+            .bind(next.number)
+            .bind(next.supplier_id)
+            .bind(next.status.as_str())
+            .bind(serde_json::to_value(&next).unwrap_or_default())
+            .bind(next.created_at)
+            .bind(next.updated_at)
+            .execute(&mut *conn)
+            .await?;
+    }
+    // Purchasing reads are not cached.
+    Ok(Vec::new())
+}
+
+/// A purchase as stored for reads: the recorded event (`doc`) and the supplier's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PurchaseRow {
+    pub id: Uuid,
+    pub supplier_name: Option<String>,
+    pub doc: Value,
+    pub created_at: OffsetDateTime,
+}
+
+/// What a purchase list may be filtered by (dates inclusive, on the invoice date).
+#[derive(Debug, Clone, Default)]
+pub struct PurchaseFilter {
+    pub supplier_id: Option<Uuid>,
+    pub date_from: Option<Date>,
+    pub date_to: Option<Date>,
+    /// Part of the supplier invoice number or of the supplier's name.
+    pub query: Option<String>,
+}
+
+const PURCHASE_FILTER: &str = "p.org_id = $1 and ($2::uuid is null or p.supplier_id = $2)
+    and ($3::date is null or p.invoice_date >= $3) and ($4::date is null or p.invoice_date <= $4)
+    and ($5::text is null or p.supplier_invoice_number ilike $5 or s.name ilike $5)";
+
+type PurchaseTuple = (Uuid, Option<String>, Value, OffsetDateTime);
+
+fn purchase_row((id, supplier_name, doc, created_at): PurchaseTuple) -> PurchaseRow {
+    PurchaseRow { id, supplier_name, doc, created_at }
+}
+
+/// Up to `limit` purchases after `after`, oldest first.
+pub async fn list(
+    pool: &PgPool,
+    org_id: Uuid,
+    filter: &PurchaseFilter,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<PurchaseRow>, sqlx::Error> {
+    let sql = format!(
+        "select p.id, s.name, p.doc, p.created_at from purchases_view p
+         left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id
+         where {PURCHASE_FILTER} and ($6::uuid is null or p.id > $6)
+         order by p.id limit $7"
+    );
+    let rows: Vec<PurchaseTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(org_id)
+        .bind(filter.supplier_id)
+        .bind(filter.date_from)
+        .bind(filter.date_to)
+        .bind(filter.query.as_deref().map(contains_pattern))
+        .bind(after)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
+    Ok(rows.into_iter().map(purchase_row).collect())
+}
+
+/// One numbered page of purchases (newest first) and how many there are in all.
+pub async fn page(
+    pool: &PgPool,
+    org_id: Uuid,
+    filter: &PurchaseFilter,
+    page: i64,
+    limit: i64,
+) -> Result<(Vec<PurchaseRow>, i64), sqlx::Error> {
+    let sql = format!(
+        "select p.id, s.name, p.doc, p.created_at from purchases_view p
+         left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id
+         where {PURCHASE_FILTER} order by p.id desc limit $6 offset $7"
+    );
+    let rows: Vec<PurchaseTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(org_id)
+        .bind(filter.supplier_id)
+        .bind(filter.date_from)
+        .bind(filter.date_to)
+        .bind(filter.query.as_deref().map(contains_pattern))
+        .bind(limit)
+        .bind((page - 1).saturating_mul(limit))
+        .fetch_all(pool)
+        .await?;
+    let sql = format!(
+        "select count(*) from purchases_view p left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id
+         where {PURCHASE_FILTER}"
+    );
+    let total: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(org_id)
+        .bind(filter.supplier_id)
+        .bind(filter.date_from)
+        .bind(filter.date_to)
+        .bind(filter.query.as_deref().map(contains_pattern))
+        .fetch_one(pool)
+        .await?;
+    Ok((rows.into_iter().map(purchase_row).collect(), total))
+}
+
+pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<PurchaseRow>, sqlx::Error> {
+    let row: Option<PurchaseTuple> = sqlx::query_as(
+        "select p.id, s.name, p.doc, p.created_at from purchases_view p
+         left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id
+         where p.org_id = $1 and p.id = $2",
+    )
+    .bind(org_id)
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(purchase_row))
+}
+
+/// A purchase order as stored for reads, with its supplier's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderRow {
+    pub state: PurchaseOrderState,
+    pub supplier_name: Option<String>,
+}
+
+fn order_row((doc, supplier_name): (Value, Option<String>)) -> Result<OrderRow, sqlx::Error> {
+    let state = serde_json::from_value(doc).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    Ok(OrderRow { state, supplier_name })
+}
+
+/// Up to `limit` purchase orders after `after`, oldest first.
+pub async fn orders(
+    pool: &PgPool,
+    org_id: Uuid,
+    supplier_id: Option<Uuid>,
+    status: Option<&str>,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<OrderRow>, sqlx::Error> {
+    let rows: Vec<(Value, Option<String>)> = sqlx::query_as(
+        "select o.doc, s.name from purchase_orders_view o
+         left join suppliers_view s on s.org_id = o.org_id and s.id = o.supplier_id
+         where o.org_id = $1 and ($2::uuid is null or o.supplier_id = $2) and ($3::text is null or o.status = $3)
+           and ($4::uuid is null or o.id > $4)
+         order by o.id limit $5",
+    )
+    .bind(org_id)
+    .bind(supplier_id)
+    .bind(status)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter().map(order_row).collect()
+}
+
+pub async fn order(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<OrderRow>, sqlx::Error> {
+    let row: Option<(Value, Option<String>)> = sqlx::query_as(
+        "select o.doc, s.name from purchase_orders_view o
+         left join suppliers_view s on s.org_id = o.org_id and s.id = o.supplier_id
+         where o.org_id = $1 and o.id = $2",
+    )
+    .bind(org_id)
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    row.map(order_row).transpose()
+}
