@@ -16,8 +16,8 @@ use super::{Authenticator, FiscalSettings, Issuer, wire};
 ///
 /// | error | what happened | what to do |
 /// |---|---|---|
-/// | `Unavailable` | refused before processing: connection refused, HTTP 503 (or 500, 408, 429) | nothing was done; retry later |
-/// | `NoReply` | the request may have reached the authority but no usable answer came back | the outcome is unknown: for `authorize`, [`FiscalClient::consult`] the number before asking again |
+/// | `Unavailable` | refused before processing: connection refused, HTTP 503 (or 500, 408, 429); for a read, also the authority's internal errors 501 and 502 | nothing was done; retry later |
+/// | `NoReply` | the request may have reached the authority but no usable answer came back (timeout, connection cut, a gateway's 502 or 504, an unreadable answer, internal error 501 or 502 on an authorization) | the outcome is unknown: for `authorize`, [`FiscalClient::consult`] the number before asking again |
 /// | `Rejected` | the authority answered with errors (`Resultado` `R`, `Errors[]`) | final for this request; fix it |
 /// | `Protocol` | our side of the exchange is wrong (HTTP 4xx, a request we could not write, a read-only answer we could not read) | nothing was authorized; a bug or a misconfiguration |
 ///
@@ -142,7 +142,7 @@ impl FiscalClient {
         let request = wire::LastAuthorizedRequest { auth: Some(self.auth(issuer).await?), point_of_sale, voucher_type };
         let answer: wire::LastAuthorizedResponse = self.call("FECompUltimoAutorizado", &request, Stakes::Read).await?;
         if !answer.errors.is_empty() {
-            return Err(rejected(answer.errors, Vec::new()));
+            return Err(answered_errors(answer.errors, Stakes::Read));
         }
         Ok(answer.number)
     }
@@ -184,9 +184,9 @@ impl FiscalClient {
         log_events(&answer.events);
         match answer.result {
             None if answer.errors.iter().any(|e| e.code == NOT_FOUND) => Ok(None),
-            None if !answer.errors.is_empty() => Err(rejected(answer.errors, Vec::new())),
+            None if !answer.errors.is_empty() => Err(answered_errors(answer.errors, Stakes::Read)),
             None => Err(FiscalError::Protocol("FECompConsultar answered neither a voucher nor an error".into())),
-            Some(_) if !answer.errors.is_empty() => Err(rejected(answer.errors, Vec::new())),
+            Some(_) if !answer.errors.is_empty() => Err(answered_errors(answer.errors, Stakes::Read)),
             Some(detail) => StoredVoucher::from_wire(detail).map(Some).map_err(FiscalError::Protocol),
         }
     }
@@ -258,6 +258,23 @@ fn status_error(status: u16, body: &[u8]) -> Option<FiscalError> {
     }
 }
 
+/// The authority's internal failures (501 database, 502 transaction in progress): it did not finish,
+/// and says nothing of whether it started.
+const INTERNAL_ERRORS: [i64; 2] = [501, 502];
+
+/// `Errors[]` answered without a verdict on any voucher. Internal failures alone are an outage (for a
+/// read) or an unknown outcome (for an authorization); anything else is the authority's refusal.
+fn answered_errors(errors: Vec<wire::Message>, stakes: Stakes) -> FiscalError {
+    if !errors.is_empty() && errors.iter().all(|e| INTERNAL_ERRORS.contains(&e.code)) {
+        let reason = errors.iter().map(|e| format!("{} {}", e.code, e.msg)).collect::<Vec<_>>().join("; ");
+        return match stakes {
+            Stakes::Read => FiscalError::Unavailable(reason),
+            Stakes::Write => FiscalError::NoReply(reason),
+        };
+    }
+    rejected(errors, Vec::new())
+}
+
 fn rejected(errors: Vec<wire::Message>, observations: Vec<wire::Message>) -> FiscalError {
     FiscalError::Rejected { errors: errors.into_iter().chain(observations).map(|m| (m.code, m.msg)).collect() }
 }
@@ -267,6 +284,10 @@ fn read_authorization(number: i64, answer: wire::CaeResponse) -> Result<Authoriz
     log_events(&answer.events);
     let wire::CaeResponse { header, details, errors, .. } = answer;
     let detail = details.into_iter().find(|d| d.number_from == number);
+    let internal_only = !errors.is_empty() && errors.iter().all(|e| INTERNAL_ERRORS.contains(&e.code));
+    if internal_only && detail.as_ref().is_none_or(|d| d.result != "A") {
+        return Err(answered_errors(errors, Stakes::Write));
+    }
     let result = detail.as_ref().map(|d| d.result.clone()).or_else(|| header.map(|h| h.result));
     match (detail, result.as_deref()) {
         (Some(detail), Some("A")) if errors.is_empty() => {
@@ -285,7 +306,7 @@ fn read_authorization(number: i64, answer: wire::CaeResponse) -> Result<Authoriz
         }
         (detail, Some("R")) => Err(rejected(errors, detail.map(|d| d.observations).unwrap_or_default())),
         // Errors without a voucher result: the request as a whole was refused (authentication, header).
-        (None, None) if !errors.is_empty() => Err(rejected(errors, Vec::new())),
+        (None, None) if !errors.is_empty() => Err(answered_errors(errors, Stakes::Write)),
         (_, result) => Err(FiscalError::NoReply(format!(
             "the answer gives no verdict on voucher {number} (result {result:?}, {} errors)",
             errors.len()
@@ -387,5 +408,13 @@ mod tests {
         let mut undated = detail("A", "71234567890123", vec![]);
         undated.cae_due = None;
         assert!(unknown(answer(vec![undated], vec![])));
+        // The authority's own internal failure says nothing of the voucher.
+        assert!(unknown(answer(vec![], vec![Message::new(501, "Error interno de base de datos")])));
+        assert!(unknown(answer(vec![detail("R", "", vec![])], vec![Message::new(502, "Transaccion activa")])));
+        // For a read it is an outage.
+        let outage = answered_errors(vec![Message::new(501, "db")], Stakes::Read);
+        assert!(matches!(outage, FiscalError::Unavailable(_)));
+        let mixed = answered_errors(vec![Message::new(501, "db"), Message::new(600, "token")], Stakes::Read);
+        assert_eq!(mixed.codes(), vec![501, 600]);
     }
 }
