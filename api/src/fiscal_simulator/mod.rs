@@ -27,9 +27,9 @@
 //!
 //! # Codes
 //!
-//! Codes are WSFEv1's own, as its developer manual numbers them; the reference names 10016, 10246
-//! and 602, and the rest were taken from the manual's validation tables for the rules the reference
-//! states. Messages are the authority's style (Spanish, no accents) but not its literal texts, except
+//! Codes are WSFEv1's own: the reference names 10016, 10246 and 602, and the rest were taken from the
+//! validation tables of the authority's developer manual (through a public transcription of them, not
+//! checked against the manual itself) for the rules the reference states. Messages are the authority's style (Spanish, no accents) but not its literal texts, except
 //! 10016's and 602's. Where the manual allows something the reference does not mention (batches,
 //! `PeriodoAsoc`, other currencies' official rates, the amount above which consumers must be
 //! identified), the simulator keeps to the reference.
