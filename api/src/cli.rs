@@ -1,6 +1,7 @@
 //! The `backoffice` command line: one subcommand per role, plus the operator and auditor commands.
 //! Everything an operator reads is JSON on stdout; progress and logs go to stderr.
 
+use crate::fiscal_simulator;
 use crate::roles::{self, ProjectionSet, Roles, Settings};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
@@ -18,12 +19,16 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run every role in one process (api, commands, projections).
+    /// Run every role in one process (api, commands, projections), and the fiscal simulator unless
+    /// FISCAL_URL is set.
     All,
     /// Run the HTTP gateway.
     Api,
-    /// Run the command workers, the relay to NATS and the hash-chain sealer.
+    /// Run the command workers, the relay to NATS and the hash-chain sealer, and the fiscal simulator
+    /// unless FISCAL_URL is set.
     Commands,
+    /// Run the tax authority's simulator alone on FISCAL_SIMULATOR_ADDR.
+    FiscalSimulator,
     /// Run projectors, or rebuild projections.
     Projections(ProjectionsArgs),
     /// Create the database if missing and apply the migrations.
@@ -183,6 +188,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Api => serve(&settings, "api", true, false, None).await,
         Command::Commands => serve(&settings, "commands", false, true, None).await,
+        Command::FiscalSimulator => {
+            let pool = roles::connect_database(&settings).await?;
+            let listener = roles::bind(&settings.fiscal.simulator_addr).await?;
+            eprintln!("backoffice fiscal-simulator: listening on http://{}", listener.local_addr()?);
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                result = fiscal_simulator::serve(listener, pool) => result.context("the fiscal simulator stopped")?,
+            }
+            Ok(0)
+        }
         Command::Projections(args) => match args.action {
             None => {
                 let projections = if args.only.is_empty() {
@@ -335,8 +350,18 @@ async fn serve(
     let pool = roles::connect_database(settings).await?;
     let bus = roles::connect_bus(settings, role).await?;
     let listener = if api { Some(roles::bind(&settings.http_addr).await?) } else { None };
+    // Without FISCAL_URL the command workers' tax authority is the built-in simulator, served from here.
+    let simulator = if commands { roles::bind_fiscal_simulator(&settings.fiscal).await? } else { None };
     let mut running =
-        roles::start(pool, bus, Roles { api: listener, commands, projections }, settings.read_wait).await?;
+        roles::start(pool.clone(), bus, Roles { api: listener, commands, projections }, settings.read_wait).await?;
+    if let Some(listener) = simulator {
+        eprintln!("backoffice {role}: fiscal simulator on http://{}", listener.local_addr()?);
+        running.tasks.spawn(async move {
+            if let Err(error) = fiscal_simulator::serve(listener, pool).await {
+                tracing::error!(%error, "fiscal simulator stopped");
+            }
+        });
+    }
     if let Some(addr) = running.http_addr {
         tracing::info!(%addr, role, "listening");
         eprintln!("backoffice {role}: listening on http://{addr}");

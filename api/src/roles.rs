@@ -3,6 +3,7 @@
 
 use crate::state::AppState;
 use anyhow::Context;
+use commands::fiscal::FiscalSettings;
 use events::bus::Bus;
 use projections::webhooks::dispatch::SenderConfig;
 use projections::{Partition, Projection};
@@ -29,6 +30,8 @@ pub struct Settings {
     pub pool_size: u32,
     /// `READ_WAIT_TIMEOUT_MS`: longest wait for the read side after a write.
     pub read_wait: Duration,
+    /// `FISCAL_URL`, `FISCAL_SIMULATOR_ADDR`, `FISCAL_TIMEOUT_MS`: the tax authority.
+    pub fiscal: FiscalSettings,
 }
 
 impl Settings {
@@ -43,6 +46,7 @@ impl Settings {
             read_wait: Duration::from_millis(
                 var("READ_WAIT_TIMEOUT_MS", "10000").parse().context("READ_WAIT_TIMEOUT_MS must be a number")?,
             ),
+            fiscal: FiscalSettings::from_env()?,
         })
     }
 }
@@ -186,4 +190,24 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
 /// Binds the HTTP listener for `HTTP_ADDR`.
 pub async fn bind(addr: &str) -> anyhow::Result<tokio::net::TcpListener> {
     tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// The listener of the built-in fiscal simulator, for a process running the command workers without a
+/// `FISCAL_URL`. When another process already serves `FISCAL_SIMULATOR_ADDR` (a second worker on the
+/// machine) it is left to that one: the simulator's state is in the shared database, so either
+/// answers alike.
+pub async fn bind_fiscal_simulator(settings: &FiscalSettings) -> anyhow::Result<Option<tokio::net::TcpListener>> {
+    if !settings.uses_simulator() {
+        return Ok(None);
+    }
+    match tokio::net::TcpListener::bind(&settings.simulator_addr).await {
+        Ok(listener) => Ok(Some(listener)),
+        Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+            tracing::warn!(addr = %settings.simulator_addr, "FISCAL_SIMULATOR_ADDR is in use; leaving the fiscal simulator to its process");
+            Ok(None)
+        }
+        Err(error) => {
+            Err(error).with_context(|| format!("cannot listen on FISCAL_SIMULATOR_ADDR {}", settings.simulator_addr))
+        }
+    }
 }

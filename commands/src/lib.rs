@@ -4,12 +4,14 @@
 //!
 //! Each domain has one home (`contacts`, `products`, `metafields`, `price_lists`, `records`, `tags`,
 //! `webhooks`): its aggregate and parsing in `mod.rs`, its [`handler::Handler`] in `handler.rs`.
-//! The engine (`engine/`) holds no domain code; `registry.rs` lists every command once.
+//! The engine (`engine/`) holds no domain code; `registry.rs` lists every command once. `fiscal/` is
+//! the tax authority's adapter (its only HTTP client, to the authority; it serves none).
 
 pub mod aggregate;
 pub mod client;
 pub mod contacts;
 pub mod engine;
+pub mod fiscal;
 pub mod handler;
 pub mod idempotency;
 pub mod inventory;

@@ -60,6 +60,8 @@ impl Deployment {
             .env("NATS_URL", &self.nats_url)
             .env("NATS_PREFIX", &self.prefix)
             .env("HTTP_ADDR", &self.http_addr)
+            // Services side by side: each `all` serves its fiscal simulator on a port of its own.
+            .env("FISCAL_SIMULATOR_ADDR", "127.0.0.1:0")
             // Tests run side by side on one Postgres: keep each service's share of connections small.
             .env("DATABASE_POOL_SIZE", "8")
             .env("RUST_LOG", "warn");

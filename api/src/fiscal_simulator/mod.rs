@@ -1,0 +1,486 @@
+//! A faithful, scriptable simulator of the tax authority's electronic invoicing (WSFEv1), served over
+//! HTTP as the adapter in `commands::fiscal` speaks it: `POST /wsfev1/<Operation>` with the
+//! operation's fields as JSON (`commands::fiscal::wire`).
+//!
+//! Started by `backoffice fiscal-simulator` alone, and inside `backoffice all` and
+//! `backoffice commands` when `FISCAL_URL` is unset, on `FISCAL_SIMULATOR_ADDR` (default
+//! `127.0.0.1:8099`). Its behaviour follows `reference/fiscal-ar.md`; the rules themselves are pure
+//! functions in [`rules`], its memory is Postgres ([`store`], `schema/0021_fiscal_simulator.sql`), its
+//! script is in memory ([`script`]).
+//!
+//! # Operations
+//!
+//! - `FEDummy`: `AppServer`, `DbServer` (a query to Postgres), `AuthServer`, each `OK`.
+//! - `FECompUltimoAutorizado`: the series' last approved number, 0 when none.
+//! - `FECAESolicitar`: one voucher per request. Approved: `Resultado` `A`, a random 14-digit CAE
+//!   and `CAEFchVto` = voucher date + 10 days, stored. Rejected: `R`, `Errors[]` for the number
+//!   and the request, the voucher's other failures in its `Observaciones[]`; nothing stored.
+//!   Numbering is per issuer CUIT, point of sale and voucher type; the authorizations of one series
+//!   take turns (a transaction-scoped advisory lock), so concurrent requests for one number approve
+//!   exactly one.
+//! - `FECompConsultar`: the voucher as stored (`ResultGet`, with `CodAutorizacion` and `FchVto`), or
+//!   error 602.
+//!
+//! Every operation but `FEDummy` checks `Auth`: any non-empty token and sign are accepted for a valid
+//! CUIT. Malformed JSON answers HTTP 400; a Postgres failure answers HTTP 500 (error 501) with
+//! nothing stored. The authority's "today" is the date in Argentina (UTC−3).
+//!
+//! # Codes
+//!
+//! Codes are WSFEv1's own: the reference names 10016, 10246 and 602, and the rest were taken from the
+//! validation tables of the authority's developer manual (through a public transcription of them, not
+//! checked against the manual itself) for the rules the reference states. Messages are the authority's style (Spanish, no accents) but not its literal texts, except
+//! 10016's and 602's. Where the manual allows something the reference does not mention (batches,
+//! `PeriodoAsoc`, other currencies' official rates, the amount above which consumers must be
+//! identified), the simulator keeps to the reference.
+//!
+//! | code | where | when |
+//! |---|---|---|
+//! | 500 | `Errors` | no `Auth` |
+//! | 600 | `Errors` | empty `Token` or `Sign`, or `Auth.Cuit` not a valid CUIT |
+//! | 501 | `Errors` (HTTP 500) | the simulator's database failed; nothing was done |
+//! | 602 | `Errors` | `FECompConsultar`: no such voucher |
+//! | 10001, 10002, 10003 | `Errors` | `CantReg` below 1, not the number of vouchers sent, or above 1 |
+//! | 10004 | `Errors` | `PtoVta` not in 1..=99998 |
+//! | 10006, 10007 | `Errors` | `CbteTipo` not positive, or not a type WSFEv1 authorizes (A 1–5, 201–203; B 6–10, 206–208; C 11–13, 15, 211–213; M 51–54) |
+//! | 10008 | `Obs` | `CbteDesde` not in 1..=99999999 |
+//! | 10012 | `Obs` | `CbteHasta` differs from `CbteDesde` |
+//! | 10013 | `Obs` | class A or M to a receiver not identified by CUIT (`DocTipo` 80) |
+//! | 10015 | `Obs` | `DocTipo` 80 with an invalid CUIT, or 99 with a number other than 0 |
+//! | 10016 | `Errors` | the number is not the series' last + 1 (resending an approved voucher included), or the date is before the series' last voucher's |
+//! | 10016 | `Obs` | `CbteFch` more than 5 days (concept 1) or 10 days (concepts 2, 3) from today |
+//! | 10018 | `Obs` | `ImpIVA` above 0 without `Iva` |
+//! | 10019 | `Obs` | an `Iva` line with an unknown rate code (known: 3, 4, 5, 6, 8, 9) |
+//! | 10020, 10021 | `Obs` | a negative `BaseImp` or `Importe` in `Iva` |
+//! | 10022 | `Obs` | a rate code repeated in `Iva` |
+//! | 10023 | `Obs` | `ImpIVA` is not the sum of `Iva[].Importe` (±0.01) |
+//! | 10024 | `Obs` | `ImpTrib` above 0 without `Tributos`, or `Tributos` with `ImpTrib` 0 |
+//! | 10029 | `Obs` | `ImpTrib` is not the sum of `Tributos[].Importe` (±0.01) |
+//! | 10030 | `Obs` | `Concepto` not 1, 2 or 3 |
+//! | 10032 | `Obs` | `FchServDesde` after `FchServHasta` |
+//! | 10036 | `Obs` | `FchVtoPago` before the voucher date |
+//! | 10037 | `Obs` | `MonId` not `PES`, `DOL` or `060` |
+//! | 10038 | `Obs` | a foreign currency without a positive `MonCotiz` |
+//! | 10039 | `Obs` | `PES` with `MonCotiz` other than exactly 1 |
+//! | 10040 | `Obs` | an associated voucher of a type this voucher may not associate (notes: their own letter's invoices, notes and receipts; invoices: remitos only) |
+//! | 10043, 10044, 10047 | `Obs` | `ImpTotConc`, `ImpOpEx`, `ImpIVA` negative, or not 0 on class C |
+//! | 10045, 10046, 10065 | `Obs` | `ImpNeto`, `ImpTrib`, `ImpTotal` negative |
+//! | 10048 | `Obs` | `ImpTotal` ≠ `ImpTotConc` + `ImpNeto` + `ImpOpEx` + `ImpTrib` + `ImpIVA` (±0.01) |
+//! | 10049 | `Obs` | concept 2 or 3 without `FchServDesde`, `FchServHasta` and `FchVtoPago` |
+//! | 10051 | `Obs` | an `Iva` line whose `Importe` is not `BaseImp` × its rate (±0.01) |
+//! | 10057, 10058, 10059, 10060 | `Obs` | an associated voucher with no type, a `PtoVta` out of 1..=99999, a `Nro` out of 1..=99999999, or repeated |
+//! | 10061 | `Obs` | `ImpNeto` is not the sum of `Iva[].BaseImp` (±0.01), classes A, B, M |
+//! | 10069 | `Obs` | the receiver's CUIT is the issuer's |
+//! | 10070 | `Obs` | `ImpNeto` above 0 without `Iva` (classes A, B, M) |
+//! | 10071 | `Obs` | `Iva` on a class C voucher |
+//! | 10197 | `Obs` | a credit or debit note without `CbtesAsoc` |
+//! | 10242 | `Obs` | `CondicionIVAReceptorId` not a known condition (1, 4, 5, 6, 7, 8, 9, 10, 13, 15, 16) |
+//! | 10243 | `Obs` | `CondicionIVAReceptorId` does not fit the letter: A and M only to 1, 6, 13, 16; B to the rest; C to any |
+//! | 10246 | `Obs`, approved | `CondicionIVAReceptorId` missing: approved with this observation |
+//! | 10217 | `Obs`, approved | the default observation of a scripted `approve_with_observations` |
+//! | 11000, 11001 | `Errors` | `FECompUltimoAutorizado`: `PtoVta` or `CbteTipo` invalid |
+//! | 10200, 10201, 10202 | `Errors` | `FECompConsultar`: `PtoVta`, `CbteTipo` or `CbteNro` invalid |
+//!
+//! `Obs` entries reject the voucher (`Resultado` `R`) except those marked approved.
+//!
+//! # Scripting, for tests and demos
+//!
+//! - `POST /_simulator/outcomes` `{"issuer_tax_id": <CUIT>, "point_of_sale": n, "outcomes": [...]}`
+//!   queues outcomes for that issuer and point of sale (any voucher type), consumed one per
+//!   `FECAESolicitar` that passes the `Auth` and header checks: `{"outcome": "approve"}` (judge by
+//!   the rules; the default when nothing is queued), `{"outcome": "approve_with_observations",
+//!   "code"?, "message"?}` (judge, and add that observation if approved), `{"outcome": "reject",
+//!   "code": n, "message": "..."}` (reject with that error whatever the voucher; nothing stored),
+//!   `{"outcome": "unavailable"}` (HTTP 503 before processing anything), `{"outcome":
+//!   "lost_reply"}` (judge and store as usual, then hold the request open without answering for
+//!   ten minutes, longer than any client waits). Answers `{"pending": n}`. The queue is this
+//!   process's memory.
+//! - `GET /_simulator/vouchers?issuer_tax_id=&point_of_sale=&voucher_type=&limit=` lists the
+//!   approved vouchers (every filter optional; at most `limit`, default 1000, up to 10000), in
+//!   series and number order: `{"vouchers": [{"issuer_tax_id", "point_of_sale", "voucher_type",
+//!   "number", "date", "cae", "cae_due", "voucher": <ResultGet>}]}`.
+
+pub mod rules;
+pub mod script;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use commands::fiscal::wire::{
+    CabRequest, CabResponse, CaeRequest, CaeResponse, ConsultRequest, ConsultResponse, DetRequest, DetResponse,
+    DummyResponse, LastAuthorizedRequest, LastAuthorizedResponse, Message, StoredAuthorization, StoredDetail,
+};
+use events::catalogue::AR_OFFSET;
+use poem::http::StatusCode;
+use poem::web::{Data, Query};
+use poem::{Endpoint, EndpointExt, Response, Route, get, handler, post};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use sqlx::PgPool;
+use time::{Date, OffsetDateTime};
+
+use rules::{Verdict, check_auth};
+use script::{DEFAULT_OBSERVATION, Outcome, Queued, Script};
+use store::SeriesKey;
+
+/// How long a `lost_reply` request is held before the connection is answered 504 and closed.
+pub const LOST_REPLY_HOLD: Duration = Duration::from_secs(600);
+
+/// The days a CAE lasts past its voucher's date.
+const CAE_DAYS: i64 = 10;
+
+/// The simulator's state: its memory and its script.
+struct Simulator {
+    pool: PgPool,
+    script: Script,
+}
+
+/// Serves the simulator on `listener` until the server stops.
+pub async fn serve(listener: tokio::net::TcpListener, pool: PgPool) -> std::io::Result<()> {
+    let app = routes(Arc::new(Simulator { pool, script: Script::default() }));
+    let acceptor = poem::listener::TcpAcceptor::from_std(listener.into_std()?)?;
+    poem::Server::new_with_acceptor(acceptor).run(app).await
+}
+
+fn routes(simulator: Arc<Simulator>) -> impl Endpoint {
+    Route::new()
+        .at("/wsfev1/FEDummy", post(fe_dummy).get(fe_dummy))
+        .at("/wsfev1/FECompUltimoAutorizado", post(fe_comp_ultimo_autorizado))
+        .at("/wsfev1/FECAESolicitar", post(fe_cae_solicitar))
+        .at("/wsfev1/FECompConsultar", post(fe_comp_consultar))
+        .at("/_simulator/outcomes", post(queue_outcomes))
+        .at("/_simulator/vouchers", get(list_vouchers))
+        .data(simulator)
+}
+
+#[handler]
+async fn fe_dummy(Data(simulator): Data<&Arc<Simulator>>) -> Response {
+    let database = sqlx::query("select 1").execute(&simulator.pool).await;
+    let db_server = if database.is_ok() { "OK" } else { "ERROR" };
+    answer(&DummyResponse { app_server: "OK".into(), db_server: db_server.into(), auth_server: "OK".into() })
+}
+
+#[handler]
+async fn fe_comp_ultimo_autorizado(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
+    let request: LastAuthorizedRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => return malformed(&error),
+    };
+    let refuse = |errors: Vec<Message>| {
+        answer(&LastAuthorizedResponse { point_of_sale: 0, voucher_type: 0, number: 0, errors, events: vec![] })
+    };
+    let mut errors = check_auth(request.auth.as_ref());
+    let Some(auth) = request.auth.filter(|_| errors.is_empty()) else { return refuse(errors) };
+    if !(1..=99_998).contains(&request.point_of_sale) {
+        errors.push(Message::new(11000, "El PtoVta debe ser valido comprendido entre 1 y 99998."));
+    }
+    if rules::class_of(request.voucher_type).is_none() {
+        errors.push(Message::new(
+            11001,
+            "El CbteTipo debe ser alguno de los habilitados. Consultar metodo FEParamGetTiposCbte.",
+        ));
+    }
+    if !errors.is_empty() {
+        return refuse(errors);
+    }
+    let key = SeriesKey { issuer: auth.cuit, point_of_sale: request.point_of_sale, voucher_type: request.voucher_type };
+    match store::last_number(&simulator.pool, key).await {
+        Ok(number) => answer(&LastAuthorizedResponse {
+            point_of_sale: request.point_of_sale,
+            voucher_type: request.voucher_type,
+            number,
+            errors: vec![],
+            events: vec![],
+        }),
+        Err(error) => storage_failed("FECompUltimoAutorizado", &error),
+    }
+}
+
+#[handler]
+async fn fe_comp_consultar(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
+    let request: ConsultRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => return malformed(&error),
+    };
+    let refuse = |errors: Vec<Message>| answer(&ConsultResponse { result: None, errors, events: vec![] });
+    let mut errors = check_auth(request.auth.as_ref());
+    let Some(auth) = request.auth.filter(|_| errors.is_empty()) else { return refuse(errors) };
+    let query = request.request;
+    if !(1..=99_998).contains(&query.point_of_sale) {
+        errors.push(Message::new(10200, "No ingreso el Punto de Venta o el formato es invalido."));
+    }
+    if rules::class_of(query.voucher_type).is_none() {
+        errors.push(Message::new(10201, "No ingreso el Tipo de Comprobante, o el tipo de comprobante es invalido."));
+    }
+    if !(1..=rules::MAX_NUMBER).contains(&query.number) {
+        errors.push(Message::new(10202, "No ingreso el numero de comprobante o el formato es invalido."));
+    }
+    if !errors.is_empty() {
+        return refuse(errors);
+    }
+    let key = SeriesKey { issuer: auth.cuit, point_of_sale: query.point_of_sale, voucher_type: query.voucher_type };
+    match store::find(&simulator.pool, key, query.number).await {
+        Ok(Some(text)) => match serde_json::from_str::<StoredDetail>(&text) {
+            Ok(stored) => answer(&ConsultResponse { result: Some(stored), errors: vec![], events: vec![] }),
+            Err(error) => {
+                tracing::error!(%error, "fiscal simulator: a stored voucher does not read back");
+                internal_error()
+            }
+        },
+        Ok(None) => {
+            refuse(vec![Message::new(602, "No existen datos en nuestros registros para los parametros ingresados.")])
+        }
+        Err(error) => storage_failed("FECompConsultar", &error),
+    }
+}
+
+#[handler]
+async fn fe_cae_solicitar(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
+    let request: CaeRequest = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(error) => return malformed(&error),
+    };
+    let now = OffsetDateTime::now_utc().to_offset(AR_OFFSET);
+    let header = request.request.header;
+    let auth_errors = check_auth(request.auth.as_ref());
+    let Some(auth) = request.auth.filter(|_| auth_errors.is_empty()) else {
+        return answer(&CaeResponse { header: None, details: vec![], errors: auth_errors, events: vec![] });
+    };
+    let head = |result: &str| CabResponse {
+        cuit: auth.cuit,
+        point_of_sale: header.point_of_sale,
+        voucher_type: header.voucher_type,
+        processed_at: processed_at(now),
+        count: header.count,
+        result: result.to_owned(),
+        reprocessed: "N".to_owned(),
+    };
+    let header_errors = rules::check_header(&header, request.request.details.len());
+    let detail = match request.request.details.into_iter().next() {
+        Some(detail) if header_errors.is_empty() => detail,
+        _ => {
+            return answer(&CaeResponse {
+                header: Some(head("R")),
+                details: vec![],
+                errors: header_errors,
+                events: vec![],
+            });
+        }
+    };
+    let key = SeriesKey { issuer: auth.cuit, point_of_sale: header.point_of_sale, voucher_type: header.voucher_type };
+    let outcome = simulator.script.next(auth.cuit, header.point_of_sale);
+    let decided = match &outcome {
+        Outcome::Unavailable => {
+            return Response::builder()
+                .status(StatusCode::SERVICE_UNAVAILABLE)
+                .content_type("text/plain")
+                .body("Servicio no disponible (simulado)");
+        }
+        Outcome::Reject { code, message } => Ok(Decided {
+            verdict: Verdict::Rejected { errors: vec![Message::new(*code, message.clone())], observations: vec![] },
+            authorization: None,
+        }),
+        Outcome::ApproveWithObservations { code, message } => {
+            let observation = Message::new(
+                code.unwrap_or(DEFAULT_OBSERVATION.0),
+                message.clone().unwrap_or_else(|| DEFAULT_OBSERVATION.1.to_owned()),
+            );
+            simulator.decide(key, &header, &detail, now, Some(observation)).await
+        }
+        Outcome::Approve | Outcome::LostReply => simulator.decide(key, &header, &detail, now, None).await,
+    };
+    let decided = match decided {
+        Ok(decided) => decided,
+        Err(Failure::Storage(error)) => return storage_failed("FECAESolicitar", &error),
+        Err(Failure::Encoding(error)) => {
+            tracing::error!(%error, "fiscal simulator: cannot encode a voucher");
+            return internal_error();
+        }
+    };
+    let (result, errors, observations) = match decided.verdict {
+        Verdict::Approved { observations } => ("A", vec![], observations),
+        Verdict::Rejected { errors, observations } => ("R", errors, observations),
+    };
+    let (cae, cae_due) = decided.authorization.map_or((String::new(), None), |(cae, due)| (cae, Some(due)));
+    let response = CaeResponse {
+        header: Some(head(result)),
+        details: vec![DetResponse {
+            concept: detail.concept,
+            doc_type: detail.doc_type,
+            doc_number: detail.doc_number,
+            number_from: detail.number_from,
+            number_to: detail.number_to,
+            date: Some(detail.date.unwrap_or(now.date())),
+            result: result.to_owned(),
+            observations,
+            cae,
+            cae_due,
+        }],
+        errors,
+        events: vec![],
+    };
+    if outcome == Outcome::LostReply {
+        // The voucher is decided and committed; the answer never leaves. The wait holds no
+        // connection to Postgres and no lock, and other requests are served meanwhile.
+        tokio::time::sleep(LOST_REPLY_HOLD).await;
+        return Response::builder().status(StatusCode::GATEWAY_TIMEOUT).finish();
+    }
+    answer(&response)
+}
+
+/// The verdict on a voucher and, when approved, its CAE and expiry.
+struct Decided {
+    verdict: Verdict,
+    authorization: Option<(String, Date)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Failure {
+    #[error(transparent)]
+    Storage(#[from] sqlx::Error),
+    #[error(transparent)]
+    Encoding(#[from] serde_json::Error),
+}
+
+impl Simulator {
+    /// Judges `detail` against its series under the series lock, and stores it when approved (with
+    /// `observation` added).
+    async fn decide(
+        &self,
+        key: SeriesKey,
+        header: &CabRequest,
+        detail: &DetRequest,
+        now: OffsetDateTime,
+        observation: Option<Message>,
+    ) -> Result<Decided, Failure> {
+        let today = now.date();
+        let mut tx = self.pool.begin().await?;
+        store::lock_series(&mut tx, key).await?;
+        let series = store::series(&mut tx, key).await?;
+        let verdict = rules::check_voucher(key.issuer, header, detail, &series, today);
+        let Verdict::Approved { mut observations } = verdict else {
+            return Ok(Decided { verdict, authorization: None });
+        };
+        observations.extend(observation);
+        let date = detail.date.unwrap_or(today);
+        let cae = new_cae();
+        let cae_due = date.saturating_add(time::Duration::days(CAE_DAYS));
+        let stored = StoredDetail::of(
+            DetRequest { date: Some(date), ..detail.clone() },
+            header,
+            StoredAuthorization {
+                result: "A".to_owned(),
+                code: cae.clone(),
+                due: cae_due,
+                processed_at: processed_at(now),
+                observations: observations.clone(),
+            },
+        );
+        let stored = serde_json::to_string(&stored)?;
+        let approved = store::Approved { number: detail.number_from, date, cae: &cae, cae_due, stored: &stored };
+        store::insert(&mut tx, key, approved).await?;
+        tx.commit().await?;
+        Ok(Decided { verdict: Verdict::Approved { observations }, authorization: Some((cae, cae_due)) })
+    }
+}
+
+/// A CAE: 14 digits.
+fn new_cae() -> String {
+    rand::random_range(10_000_000_000_000_i64..100_000_000_000_000).to_string()
+}
+
+/// `yyyymmddhhmmss`.
+fn processed_at(now: OffsetDateTime) -> String {
+    format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    )
+}
+
+#[handler]
+async fn queue_outcomes(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
+    match serde_json::from_slice::<Queued>(&body) {
+        Ok(queued) => {
+            let pending = simulator.script.queue(queued.issuer_tax_id, queued.point_of_sale, queued.outcomes);
+            answer(&serde_json::json!({ "pending": pending }))
+        }
+        Err(error) => malformed(&error),
+    }
+}
+
+/// One voucher of `GET /_simulator/vouchers`.
+#[derive(Serialize)]
+struct ListedVoucher {
+    issuer_tax_id: i64,
+    point_of_sale: i32,
+    voucher_type: i32,
+    number: i64,
+    date: String,
+    cae: String,
+    cae_due: String,
+    voucher: Box<RawValue>,
+}
+
+#[handler]
+async fn list_vouchers(Data(simulator): Data<&Arc<Simulator>>, Query(filter): Query<store::Filter>) -> Response {
+    let listed = match store::list(&simulator.pool, filter).await {
+        Ok(listed) => listed,
+        Err(error) => return storage_failed("vouchers", &error),
+    };
+    let mut vouchers = Vec::with_capacity(listed.len());
+    for voucher in listed {
+        let Ok(stored) = RawValue::from_string(voucher.stored) else { return internal_error() };
+        vouchers.push(ListedVoucher {
+            issuer_tax_id: voucher.key.issuer,
+            point_of_sale: voucher.key.point_of_sale,
+            voucher_type: voucher.key.voucher_type,
+            number: voucher.number,
+            date: voucher.date.to_string(),
+            cae: voucher.cae,
+            cae_due: voucher.cae_due.to_string(),
+            voucher: stored,
+        });
+    }
+    #[derive(Serialize)]
+    struct Listing {
+        vouchers: Vec<ListedVoucher>,
+    }
+    answer(&Listing { vouchers })
+}
+
+/// A 200 with `value` as JSON.
+fn answer<T: Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => Response::builder().content_type("application/json").body(body),
+        Err(error) => {
+            tracing::error!(%error, "fiscal simulator: cannot encode an answer");
+            internal_error()
+        }
+    }
+}
+
+/// A body that is not the operation's JSON.
+fn malformed(error: &serde_json::Error) -> Response {
+    let body = serde_json::json!({ "error": format!("malformed request: {error}") });
+    Response::builder().status(StatusCode::BAD_REQUEST).content_type("application/json").body(body.to_string())
+}
+
+fn storage_failed(operation: &str, error: &sqlx::Error) -> Response {
+    tracing::error!(%error, operation, "fiscal simulator: the database failed");
+    internal_error()
+}
+
+/// HTTP 500 with the authority's database error: nothing was done.
+fn internal_error() -> Response {
+    let body = serde_json::json!({ "Errors": [{ "Code": 501, "Msg": "Error interno de base de datos" }] });
+    Response::builder()
+        .status(StatusCode::INTERNAL_SERVER_ERROR)
+        .content_type("application/json")
+        .body(body.to_string())
+}

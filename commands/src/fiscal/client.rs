@@ -1,0 +1,420 @@
+//! `FiscalClient`: the four operations over HTTP, and the reading of every way a call can end into
+//! the few cases the invoicing code must treat differently (`FiscalError`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use url::Url;
+
+use super::voucher::{Authorization, StoredVoucher, VoucherRequest};
+use super::{Authenticator, FiscalSettings, Issuer, wire};
+
+/// How a call to the authority ended, when it did not end well. The cases differ in what the caller
+/// may do next:
+///
+/// | error | what happened | what to do |
+/// |---|---|---|
+/// | `Unavailable` | refused before processing: connection refused, HTTP 503 (or 500, 408, 429); for a read, also the authority's internal errors 501 and 502 | nothing was done; retry later |
+/// | `NoReply` | the request may have reached the authority but no usable answer came back (timeout, connection cut, a gateway's 502 or 504, an unreadable answer, internal error 501 or 502 on an authorization) | the outcome is unknown: for `authorize`, [`FiscalClient::consult`] the number before asking again |
+/// | `Rejected` | the authority answered with errors (`Resultado` `R`, `Errors[]`) | final for this request; fix it |
+/// | `Protocol` | our side of the exchange is wrong (HTTP 4xx, a request we could not write, a read-only answer we could not read) | nothing was authorized; a bug or a misconfiguration |
+///
+/// `authorize` never answers `Protocol` once its request may have been processed: an answer it cannot
+/// read, or one that does not name the voucher it asked for, is `NoReply`, because the voucher may
+/// have been approved all the same.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FiscalError {
+    #[error("the tax authority is unavailable, nothing was done: {0}")]
+    Unavailable(String),
+    #[error("no usable reply from the tax authority, the outcome is unknown: {0}")]
+    NoReply(String),
+    #[error("the tax authority rejected the request: {}", describe(errors))]
+    Rejected {
+        /// The authority's codes and messages, `Errors[]` first, then the voucher's `Observaciones[]`.
+        errors: Vec<(i64, String)>,
+    },
+    #[error("unexpected exchange with the tax authority: {0}")]
+    Protocol(String),
+}
+
+impl FiscalError {
+    /// Whether the same request may succeed later (after a consult, for `NoReply`).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, FiscalError::Unavailable(_) | FiscalError::NoReply(_))
+    }
+
+    /// Whether the authority may have acted on the request without us hearing of it.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, FiscalError::NoReply(_))
+    }
+
+    /// The authority's codes, for a rejection; empty otherwise.
+    pub fn codes(&self) -> Vec<i64> {
+        match self {
+            FiscalError::Rejected { errors } => errors.iter().map(|(code, _)| *code).collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+fn describe(errors: &[(i64, String)]) -> String {
+    if errors.is_empty() {
+        return "no reason given".to_owned();
+    }
+    errors.iter().map(|(code, msg)| format!("{code} {msg}")).collect::<Vec<_>>().join("; ")
+}
+
+/// Whether an operation changes anything at the authority; it decides what an unreadable answer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stakes {
+    Read,
+    Write,
+}
+
+/// The electronic-invoicing operations of the tax authority (WSFEv1), spoken as JSON over HTTP:
+/// `POST {base}/wsfev1/<Operation>`. Cheap to clone; share one per process.
+#[derive(Clone)]
+pub struct FiscalClient {
+    http: reqwest::Client,
+    base: String,
+    authenticator: Arc<dyn Authenticator>,
+}
+
+impl std::fmt::Debug for FiscalClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FiscalClient").field("base", &self.base).finish_non_exhaustive()
+    }
+}
+
+impl FiscalClient {
+    /// A client of the service at `base_url` giving up on any call after `timeout`.
+    pub fn new(base_url: &Url, timeout: Duration, authenticator: Arc<dyn Authenticator>) -> Result<Self, FiscalError> {
+        if !matches!(base_url.scheme(), "http" | "https") {
+            return Err(FiscalError::Protocol(format!("{base_url} is not an http or https URL")));
+        }
+        // reqwest is built without a TLS provider of its own; ring is the process's (as for webhooks).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent("backoffice-fiscal/1")
+            .pool_idle_timeout(Duration::from_secs(60))
+            .build()
+            .map_err(|error| FiscalError::Protocol(format!("cannot build the HTTP client: {error}")))?;
+        Ok(FiscalClient { http, base: base_url.as_str().trim_end_matches('/').to_owned(), authenticator })
+    }
+
+    /// A client of the service `settings` name (`FISCAL_URL`, else the built-in simulator).
+    pub fn from_settings(
+        settings: &FiscalSettings,
+        authenticator: Arc<dyn Authenticator>,
+    ) -> Result<Self, FiscalError> {
+        let url = settings.base_url().map_err(|error| FiscalError::Protocol(error.to_string()))?;
+        Self::new(&url, settings.timeout, authenticator)
+    }
+
+    /// `FEDummy`: whether the authority's application, database and authentication servers are up.
+    #[tracing::instrument(skip_all, err(Display))]
+    pub async fn health(&self) -> Result<(), FiscalError> {
+        let answer: wire::DummyResponse = self.call("FEDummy", &serde_json::json!({}), Stakes::Read).await?;
+        let servers = [&answer.app_server, &answer.db_server, &answer.auth_server];
+        if servers.iter().all(|state| state.eq_ignore_ascii_case("OK")) {
+            Ok(())
+        } else {
+            Err(FiscalError::Unavailable(format!(
+                "AppServer {}, DbServer {}, AuthServer {}",
+                answer.app_server, answer.db_server, answer.auth_server
+            )))
+        }
+    }
+
+    /// `FECompUltimoAutorizado`: the last number authorized in a series (0 when none).
+    #[tracing::instrument(skip_all, fields(pos = point_of_sale, voucher_type), err(Display))]
+    pub async fn last_authorized(
+        &self,
+        issuer: Issuer,
+        point_of_sale: i32,
+        voucher_type: i32,
+    ) -> Result<i64, FiscalError> {
+        let request = wire::LastAuthorizedRequest { auth: Some(self.auth(issuer).await?), point_of_sale, voucher_type };
+        let answer: wire::LastAuthorizedResponse = self.call("FECompUltimoAutorizado", &request, Stakes::Read).await?;
+        if !answer.errors.is_empty() {
+            return Err(answered_errors(answer.errors, Stakes::Read));
+        }
+        Ok(answer.number)
+    }
+
+    /// `FECAESolicitar` for one voucher. Not idempotent at the authority: asking again for a number it
+    /// approved fails with 10016. After [`FiscalError::NoReply`], [`consult`](Self::consult) the
+    /// number: a stored voucher that [`matches`](StoredVoucher::matches) the request is the
+    /// authorization; only a missing one may be asked for again.
+    #[tracing::instrument(
+        skip_all,
+        fields(pos = voucher.point_of_sale, voucher_type = voucher.voucher_type, number = voucher.number),
+        err(Display)
+    )]
+    pub async fn authorize(&self, issuer: Issuer, voucher: &VoucherRequest) -> Result<Authorization, FiscalError> {
+        let (header, detail) = voucher.to_wire();
+        let request = wire::CaeRequest {
+            auth: Some(self.auth(issuer).await?),
+            request: wire::FeCaeReq { header, details: vec![detail] },
+        };
+        let answer: wire::CaeResponse = self.call("FECAESolicitar", &request, Stakes::Write).await?;
+        read_authorization(voucher.number, answer)
+    }
+
+    /// `FECompConsultar`: the voucher the authority holds under that number, `None` when it holds
+    /// none (error 602).
+    #[tracing::instrument(skip_all, fields(pos = point_of_sale, voucher_type, number), err(Display))]
+    pub async fn consult(
+        &self,
+        issuer: Issuer,
+        point_of_sale: i32,
+        voucher_type: i32,
+        number: i64,
+    ) -> Result<Option<StoredVoucher>, FiscalError> {
+        let request = wire::ConsultRequest {
+            auth: Some(self.auth(issuer).await?),
+            request: wire::ConsultQuery { voucher_type, number, point_of_sale },
+        };
+        let answer: wire::ConsultResponse = self.call("FECompConsultar", &request, Stakes::Read).await?;
+        log_events(&answer.events);
+        match answer.result {
+            None if answer.errors.iter().any(|e| e.code == NOT_FOUND) => Ok(None),
+            None if !answer.errors.is_empty() => Err(answered_errors(answer.errors, Stakes::Read)),
+            None => Err(FiscalError::Protocol("FECompConsultar answered neither a voucher nor an error".into())),
+            Some(_) if !answer.errors.is_empty() => Err(answered_errors(answer.errors, Stakes::Read)),
+            Some(detail) => StoredVoucher::from_wire(detail).map(Some).map_err(FiscalError::Protocol),
+        }
+    }
+
+    async fn auth(&self, issuer: Issuer) -> Result<wire::Auth, FiscalError> {
+        let credentials = self.authenticator.credentials(issuer).await?;
+        Ok(wire::Auth { token: credentials.token, sign: credentials.sign, cuit: issuer.cuit() })
+    }
+
+    async fn call<Q: Serialize, A: DeserializeOwned>(
+        &self,
+        operation: &str,
+        request: &Q,
+        stakes: Stakes,
+    ) -> Result<A, FiscalError> {
+        let body = serde_json::to_vec(request)
+            .map_err(|error| FiscalError::Protocol(format!("cannot write {operation}: {error}")))?;
+        let response = self
+            .http
+            .post(format!("{}/wsfev1/{operation}", self.base))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|error| sending_failed(&error))?;
+        let status = response.status();
+        // A body cut short or late is an answer lost on the way, whatever the status said.
+        let bytes = response.bytes().await.map_err(|error| FiscalError::NoReply(chain(&error)))?;
+        if let Some(error) = status_error(status.as_u16(), &bytes) {
+            return Err(error);
+        }
+        serde_json::from_slice(&bytes).map_err(|error| {
+            let reason = format!("cannot read the answer to {operation}: {error}");
+            match stakes {
+                Stakes::Write => FiscalError::NoReply(reason),
+                Stakes::Read => FiscalError::Protocol(reason),
+            }
+        })
+    }
+}
+
+/// `FECompConsultar`'s "no such voucher".
+const NOT_FOUND: i64 = 602;
+
+/// A request that did not get an answer. A connection that could not be made (refused, no route,
+/// name not resolved, TLS refused, connect timeout) carried nothing; anything after that may have.
+fn sending_failed(error: &reqwest::Error) -> FiscalError {
+    if error.is_connect() {
+        FiscalError::Unavailable(chain(error))
+    } else if error.is_builder() || error.is_redirect() {
+        FiscalError::Protocol(chain(error))
+    } else {
+        FiscalError::NoReply(chain(error))
+    }
+}
+
+/// What a non-2xx status means. A gateway's 502 or 504 means the request went on to the service,
+/// which may have acted on it; every other 5xx (and 408, 429) is the service declining to act.
+fn status_error(status: u16, body: &[u8]) -> Option<FiscalError> {
+    let said = || {
+        let text = String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_owned();
+        if text.is_empty() { format!("HTTP {status}") } else { format!("HTTP {status}: {text}") }
+    };
+    match status {
+        200..=299 => None,
+        502 | 504 => Some(FiscalError::NoReply(said())),
+        408 | 429 | 500..=599 => Some(FiscalError::Unavailable(said())),
+        _ => Some(FiscalError::Protocol(said())),
+    }
+}
+
+/// The authority's internal failures (501 database, 502 transaction in progress): it did not finish,
+/// and says nothing of whether it started.
+const INTERNAL_ERRORS: [i64; 2] = [501, 502];
+
+/// `Errors[]` answered without a verdict on any voucher. Internal failures alone are an outage (for a
+/// read) or an unknown outcome (for an authorization); anything else is the authority's refusal.
+fn answered_errors(errors: Vec<wire::Message>, stakes: Stakes) -> FiscalError {
+    if !errors.is_empty() && errors.iter().all(|e| INTERNAL_ERRORS.contains(&e.code)) {
+        let reason = errors.iter().map(|e| format!("{} {}", e.code, e.msg)).collect::<Vec<_>>().join("; ");
+        return match stakes {
+            Stakes::Read => FiscalError::Unavailable(reason),
+            Stakes::Write => FiscalError::NoReply(reason),
+        };
+    }
+    rejected(errors, Vec::new())
+}
+
+fn rejected(errors: Vec<wire::Message>, observations: Vec<wire::Message>) -> FiscalError {
+    FiscalError::Rejected { errors: errors.into_iter().chain(observations).map(|m| (m.code, m.msg)).collect() }
+}
+
+/// Reads `FECAESolicitar`'s answer for the one voucher `number` asked for.
+fn read_authorization(number: i64, answer: wire::CaeResponse) -> Result<Authorization, FiscalError> {
+    log_events(&answer.events);
+    let wire::CaeResponse { header, details, errors, .. } = answer;
+    let detail = details.into_iter().find(|d| d.number_from == number);
+    let internal_only = !errors.is_empty() && errors.iter().all(|e| INTERNAL_ERRORS.contains(&e.code));
+    if internal_only && detail.as_ref().is_none_or(|d| d.result != "A") {
+        return Err(answered_errors(errors, Stakes::Write));
+    }
+    let result = detail.as_ref().map(|d| d.result.clone()).or_else(|| header.map(|h| h.result));
+    match (detail, result.as_deref()) {
+        (Some(detail), Some("A")) if errors.is_empty() => {
+            let cae_due = detail
+                .cae_due
+                .ok_or_else(|| FiscalError::NoReply(format!("voucher {number} approved without CAEFchVto")))?;
+            if detail.cae.len() != 14 || !detail.cae.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(FiscalError::NoReply(format!("voucher {number} approved with a malformed CAE")));
+            }
+            Ok(Authorization {
+                cae: detail.cae,
+                cae_due,
+                number,
+                observations: detail.observations.into_iter().map(|m| (m.code, m.msg)).collect(),
+            })
+        }
+        (detail, Some("R")) => Err(rejected(errors, detail.map(|d| d.observations).unwrap_or_default())),
+        // Errors without a voucher result: the request as a whole was refused (authentication, header).
+        (None, None) if !errors.is_empty() => Err(answered_errors(errors, Stakes::Write)),
+        (_, result) => Err(FiscalError::NoReply(format!(
+            "the answer gives no verdict on voucher {number} (result {result:?}, {} errors)",
+            errors.len()
+        ))),
+    }
+}
+
+fn log_events(events: &[wire::Message]) {
+    for event in events {
+        tracing::info!(code = event.code, message = %event.msg, "tax authority event");
+    }
+}
+
+/// The error and its sources on one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::date;
+    use wire::{CaeResponse, DetResponse, Message};
+
+    fn detail(result: &str, cae: &str, observations: Vec<Message>) -> DetResponse {
+        DetResponse {
+            concept: 1,
+            doc_type: 99,
+            doc_number: 0,
+            number_from: 8,
+            number_to: 8,
+            date: Some(date!(2025 - 03 - 07)),
+            result: result.into(),
+            observations,
+            cae: cae.into(),
+            cae_due: (result == "A").then_some(date!(2025 - 03 - 17)),
+        }
+    }
+
+    fn answer(details: Vec<DetResponse>, errors: Vec<Message>) -> CaeResponse {
+        CaeResponse { header: None, details, errors, events: vec![] }
+    }
+
+    #[test]
+    fn statuses_keep_refusals_apart_from_lost_answers() {
+        assert_eq!(status_error(200, b"{}"), None);
+        assert!(matches!(status_error(503, b""), Some(FiscalError::Unavailable(m)) if m == "HTTP 503"));
+        assert!(matches!(status_error(500, b"db down"), Some(FiscalError::Unavailable(m)) if m == "HTTP 500: db down"));
+        assert!(matches!(status_error(429, b""), Some(FiscalError::Unavailable(_))));
+        assert!(matches!(status_error(504, b""), Some(FiscalError::NoReply(_))));
+        assert!(matches!(status_error(502, b""), Some(FiscalError::NoReply(_))));
+        assert!(matches!(status_error(400, b"bad"), Some(FiscalError::Protocol(_))));
+        assert!(matches!(status_error(404, b""), Some(FiscalError::Protocol(_))));
+    }
+
+    #[test]
+    fn an_approval_carries_its_cae_expiry_and_observations() {
+        let observed = vec![Message::new(10217, "note")];
+        let approved = read_authorization(8, answer(vec![detail("A", "71234567890123", observed)], vec![]));
+        assert_eq!(
+            approved,
+            Ok(Authorization {
+                cae: "71234567890123".into(),
+                cae_due: date!(2025 - 03 - 17),
+                number: 8,
+                observations: vec![(10217, "note".into())],
+            })
+        );
+    }
+
+    #[test]
+    fn rejections_gather_errors_and_the_vouchers_observations() {
+        let rejected = read_authorization(
+            8,
+            answer(vec![detail("R", "", vec![Message::new(10048, "total")])], vec![Message::new(10016, "number")]),
+        );
+        assert_eq!(rejected.clone().map_err(|e| e.codes()), Err(vec![10016, 10048]));
+        assert!(!rejected.is_err_and(|e| e.is_retryable()));
+        // A refusal of the whole request (bad credentials) has no voucher result.
+        let refused = read_authorization(8, answer(vec![], vec![Message::new(600, "token")]));
+        assert_eq!(refused.map_err(|e| e.codes()), Err(vec![600]));
+    }
+
+    #[test]
+    fn an_answer_that_settles_nothing_leaves_the_outcome_unknown() {
+        let unknown = |answer| read_authorization(8, answer).is_err_and(|e: FiscalError| e.outcome_unknown());
+        assert!(unknown(answer(vec![], vec![])));
+        assert!(unknown(answer(vec![detail("A", "123", vec![])], vec![])), "malformed CAE");
+        let mut other = detail("A", "71234567890123", vec![]);
+        other.number_from = 9;
+        assert!(unknown(answer(vec![other], vec![])), "another voucher's answer");
+        let mut undated = detail("A", "71234567890123", vec![]);
+        undated.cae_due = None;
+        assert!(unknown(answer(vec![undated], vec![])));
+        // The authority's own internal failure says nothing of the voucher.
+        assert!(unknown(answer(vec![], vec![Message::new(501, "Error interno de base de datos")])));
+        assert!(unknown(answer(vec![detail("R", "", vec![])], vec![Message::new(502, "Transaccion activa")])));
+        // For a read it is an outage.
+        let outage = answered_errors(vec![Message::new(501, "db")], Stakes::Read);
+        assert!(matches!(outage, FiscalError::Unavailable(_)));
+        let mixed = answered_errors(vec![Message::new(501, "db"), Message::new(600, "token")], Stakes::Read);
+        assert_eq!(mixed.codes(), vec![501, 600]);
+    }
+}

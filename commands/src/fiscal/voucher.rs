@@ -1,0 +1,238 @@
+//! The vouchers the invoicing code asks to authorize and what the authority answers about them, in
+//! our terms (integer cents, `time::Date`), with their translation to and from the wire.
+
+use time::Date;
+
+use super::decimal::{Amount, Rate};
+use super::wire;
+
+/// One voucher to authorize, as the sales code fills it. Amounts are integer cents; the adapter
+/// writes them as the authority's two-place decimals and does no arithmetic on them, so totals that
+/// do not add up reach the authority as they are (it rejects them with 10048 and friends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoucherRequest {
+    /// The authority's point of sale number (`PtoVta`), 1 to 99998.
+    pub point_of_sale: i32,
+    /// The voucher type code (1 invoice A, 6 invoice B, 11 invoice C, 3/8/13 credit notes, ...).
+    pub voucher_type: i32,
+    /// The number asked for: the series' last authorized number + 1.
+    pub number: i64,
+    /// 1 products, 2 services, 3 both; 2 and 3 need `service_from`, `service_to` and `payment_due`.
+    pub concept: i32,
+    /// 80 CUIT, 86 CUIL, 96 DNI, 99 other (consumidor final, with number 0).
+    pub doc_type: i32,
+    pub doc_number: i64,
+    /// The voucher date, in the Argentine calendar.
+    pub date: Date,
+    /// `ImpTotal` = `non_taxed` + `net` + `exempt` + `other_taxes` + `vat`.
+    pub total: i64,
+    /// Taxed net (`ImpNeto`): the sum of the VAT lines' bases. For class C, the subtotal.
+    pub net: i64,
+    /// Exempt (`ImpOpEx`); 0 for class C.
+    pub exempt: i64,
+    /// Not taxed (`ImpTotConc`); 0 for class C.
+    pub non_taxed: i64,
+    /// Other taxes (`ImpTrib`): the sum of `other_tax_lines`.
+    pub other_taxes: i64,
+    /// VAT (`ImpIVA`): the sum of the VAT lines' amounts; 0 for class C.
+    pub vat: i64,
+    /// The VAT by rate (`Iva`); empty for class C.
+    pub vat_lines: Vec<VatLine>,
+    /// Other taxes in detail (`Tributos`); usually empty.
+    pub other_tax_lines: Vec<OtherTaxLine>,
+    /// `PES` pesos, `DOL` US dollars, `060` euros.
+    pub currency: String,
+    /// The exchange rate; exactly [`Rate::ONE`] for `PES`.
+    pub rate: Rate,
+    /// The receiver's VAT condition (`CondicionIVAReceptorId`): 1 Responsable Inscripto, 4 Exento,
+    /// 5 Consumidor Final, 6 Monotributo, ... It must fit the letter: A only to 1, 6, 13 and 16.
+    pub receiver_vat_condition: i32,
+    /// For credit and debit notes: the vouchers they correct (`CbtesAsoc`).
+    pub associated: Vec<AssociatedVoucher>,
+    pub service_from: Option<Date>,
+    pub service_to: Option<Date>,
+    pub payment_due: Option<Date>,
+}
+
+/// The VAT of one rate (`AlicIva`), in cents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VatLine {
+    /// The VAT rate code: 3 (0%), 4 (10.5%), 5 (21%), 6 (27%), 8 (5%), 9 (2.5%).
+    pub code: i32,
+    pub base: i64,
+    pub amount: i64,
+}
+
+/// One other tax (`Tributo`), in cents; its rate in hundredths of a percent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherTaxLine {
+    pub code: i32,
+    pub description: Option<String>,
+    pub base: i64,
+    pub rate_hundredths: i64,
+    pub amount: i64,
+}
+
+/// A voucher a note corrects (`CbteAsoc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AssociatedVoucher {
+    pub voucher_type: i32,
+    pub point_of_sale: i32,
+    pub number: i64,
+    /// The issuer of the associated voucher, when it is not the same.
+    pub issuer_cuit: Option<i64>,
+    pub date: Option<Date>,
+}
+
+impl VoucherRequest {
+    /// The header and detail of `FECAESolicitar` for this voucher alone.
+    pub fn to_wire(&self) -> (wire::CabRequest, wire::DetRequest) {
+        let header = wire::CabRequest { count: 1, point_of_sale: self.point_of_sale, voucher_type: self.voucher_type };
+        let detail = wire::DetRequest {
+            concept: self.concept,
+            doc_type: self.doc_type,
+            doc_number: self.doc_number,
+            number_from: self.number,
+            number_to: self.number,
+            date: Some(self.date),
+            total: Amount::from_cents(self.total),
+            non_taxed: Amount::from_cents(self.non_taxed),
+            net: Amount::from_cents(self.net),
+            exempt: Amount::from_cents(self.exempt),
+            other_taxes: Amount::from_cents(self.other_taxes),
+            vat: Amount::from_cents(self.vat),
+            service_from: self.service_from,
+            service_to: self.service_to,
+            payment_due: self.payment_due,
+            currency: self.currency.clone(),
+            rate: Some(self.rate),
+            receiver_vat_condition: Some(self.receiver_vat_condition),
+            associated: self
+                .associated
+                .iter()
+                .map(|a| wire::AssociatedVoucher {
+                    voucher_type: a.voucher_type,
+                    point_of_sale: a.point_of_sale,
+                    number: a.number,
+                    cuit: a.issuer_cuit,
+                    date: a.date,
+                })
+                .collect(),
+            other_tax_lines: self
+                .other_tax_lines
+                .iter()
+                .map(|t| wire::OtherTax {
+                    code: t.code,
+                    description: t.description.clone(),
+                    base: Amount::from_cents(t.base),
+                    rate: Amount::from_cents(t.rate_hundredths),
+                    amount: Amount::from_cents(t.amount),
+                })
+                .collect(),
+            vat_lines: self
+                .vat_lines
+                .iter()
+                .map(|v| wire::VatRate {
+                    code: v.code,
+                    base: Amount::from_cents(v.base),
+                    amount: Amount::from_cents(v.amount),
+                })
+                .collect(),
+        };
+        (header, detail)
+    }
+}
+
+/// An approved voucher: what the sale stores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorization {
+    /// The CAE: 14 digits.
+    pub cae: String,
+    /// The CAE's expiry date.
+    pub cae_due: Date,
+    /// The voucher number the authority approved (the one asked for).
+    pub number: i64,
+    /// Non-blocking observations (`Obs`): code and message.
+    pub observations: Vec<(i64, String)>,
+}
+
+/// A voucher as the authority holds it (`FECompConsultar`), in our terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredVoucher {
+    pub point_of_sale: i32,
+    pub voucher_type: i32,
+    pub number: i64,
+    pub date: Date,
+    pub concept: i32,
+    pub doc_type: i32,
+    pub doc_number: i64,
+    pub total: i64,
+    pub net: i64,
+    pub exempt: i64,
+    pub non_taxed: i64,
+    pub other_taxes: i64,
+    pub vat: i64,
+    pub currency: String,
+    pub rate: Option<Rate>,
+    /// `A` for an approved voucher.
+    pub result: String,
+    /// The CAE (`CodAutorizacion`).
+    pub cae: String,
+    /// The CAE's expiry (`FchVto`).
+    pub cae_due: Date,
+    pub observations: Vec<(i64, String)>,
+}
+
+impl StoredVoucher {
+    /// Whether the authority approved it.
+    pub fn is_approved(&self) -> bool {
+        self.result == "A"
+    }
+
+    /// Whether this is the voucher `request` asked for: same series and number, date, receiver and
+    /// amounts. After a lost reply, a stored voucher that matches is ours, and its CAE is the
+    /// authorization; one that does not was issued by someone else under that number.
+    pub fn matches(&self, request: &VoucherRequest) -> bool {
+        self.point_of_sale == request.point_of_sale
+            && self.voucher_type == request.voucher_type
+            && self.number == request.number
+            && self.date == request.date
+            && self.concept == request.concept
+            && self.doc_type == request.doc_type
+            && self.doc_number == request.doc_number
+            && self.total == request.total
+            && self.net == request.net
+            && self.exempt == request.exempt
+            && self.non_taxed == request.non_taxed
+            && self.other_taxes == request.other_taxes
+            && self.vat == request.vat
+            && self.currency == request.currency
+    }
+
+    /// Reads `ResultGet`; the error names what is missing.
+    pub(super) fn from_wire(detail: wire::StoredDetail) -> Result<Self, String> {
+        let date = detail.date.ok_or("ResultGet has no CbteFch")?;
+        let cae_due = detail.authorization_due.ok_or("ResultGet has no FchVto")?;
+        Ok(StoredVoucher {
+            point_of_sale: detail.point_of_sale,
+            voucher_type: detail.voucher_type,
+            number: detail.number_from,
+            date,
+            concept: detail.concept,
+            doc_type: detail.doc_type,
+            doc_number: detail.doc_number,
+            total: detail.total.cents(),
+            net: detail.net.cents(),
+            exempt: detail.exempt.cents(),
+            non_taxed: detail.non_taxed.cents(),
+            other_taxes: detail.other_taxes.cents(),
+            vat: detail.vat.cents(),
+            currency: detail.currency,
+            rate: detail.rate,
+            result: detail.result,
+            cae: detail.authorization_code,
+            cae_due,
+            observations: detail.observations.into_iter().map(|m| (m.code, m.msg)).collect(),
+        })
+    }
+}
