@@ -151,6 +151,9 @@ pub enum AdminCommand {
         number: i32,
         #[arg(long)]
         name: Option<String>,
+        /// `electronic` (the tax authority numbers and authorizes its vouchers) or `manual`.
+        #[arg(long, default_value = "electronic", value_parser = ["electronic", "manual"])]
+        kind: String,
     },
 }
 
@@ -316,9 +319,9 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
             .await?;
             (serde_json::to_value(report)?, None)
         }
-        AdminCommand::CreatePointOfSale { org, number, name } => {
-            let id = admin::create_point_of_sale(&pool, org, number, name.as_deref()).await?;
-            (serde_json::json!({ "point_of_sale_id": id, "number": number }), None)
+        AdminCommand::CreatePointOfSale { org, number, name, kind } => {
+            let id = admin::create_point_of_sale(&pool, org, number, name.as_deref(), &kind).await?;
+            (serde_json::json!({ "point_of_sale_id": id, "number": number, "kind": kind }), None)
         }
     };
     announce(settings, changed_org).await;
@@ -352,8 +355,15 @@ async fn serve(
     let listener = if api { Some(roles::bind(&settings.http_addr).await?) } else { None };
     // Without FISCAL_URL the command workers' tax authority is the built-in simulator, served from here.
     let simulator = if commands { roles::bind_fiscal_simulator(&settings.fiscal).await? } else { None };
-    let mut running =
-        roles::start(pool.clone(), bus, Roles { api: listener, commands, projections }, settings.read_wait).await?;
+    let fiscal = match &simulator {
+        Some(listener) => settings.fiscal.clone().with_simulator_at(listener.local_addr()?),
+        None => settings.fiscal.clone(),
+    };
+    let credentials = std::sync::Arc::new(commands::fiscal::StaticCredentials::simulator());
+    let fiscal = commands::fiscal::FiscalClient::from_settings(&fiscal, credentials)
+        .context("the tax authority (FISCAL_URL)")?;
+    let roles = Roles { api: listener, commands, projections, fiscal: commands.then_some(fiscal) };
+    let mut running = roles::start(pool.clone(), bus, roles, settings.read_wait).await?;
     if let Some(listener) = simulator {
         eprintln!("backoffice {role}: fiscal simulator on http://{}", listener.local_addr()?);
         running.tasks.spawn(async move {

@@ -113,6 +113,8 @@ pub struct Roles {
     pub api: Option<tokio::net::TcpListener>,
     pub commands: bool,
     pub projections: Option<ProjectionSet>,
+    /// The tax authority the command workers' sales speak to (none: fiscal vouchers are deferred).
+    pub fiscal: Option<commands::fiscal::FiscalClient>,
 }
 
 /// The running roles of a process.
@@ -134,10 +136,11 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
         tasks.spawn(events::relay::run_sealer(pool.clone()));
         tasks.spawn(commands::idempotency::purge_forever(pool.clone()));
         tasks.spawn(commands::inventory::reservations::sweep_forever(pool.clone()));
+        tasks.spawn(commands::sales::invoicing::retry_forever(pool.clone(), roles.fiscal.clone()));
         let concurrency = pool.options().get_max_connections().max(2) as usize;
-        let (pool, bus) = (pool.clone(), bus.clone());
+        let (pool, bus, fiscal) = (pool.clone(), bus.clone(), roles.fiscal.clone());
         tasks.spawn(async move {
-            if let Err(error) = commands::engine::run(pool, bus, wake, concurrency).await {
+            if let Err(error) = commands::engine::run(pool, bus, wake, concurrency, fiscal).await {
                 tracing::error!(%error, "command worker stopped");
             }
         });

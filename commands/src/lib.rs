@@ -23,6 +23,7 @@ pub mod protocol;
 pub mod purchases;
 pub mod records;
 mod registry;
+pub mod sales;
 pub mod tags;
 pub mod tax;
 pub mod validate;

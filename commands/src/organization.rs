@@ -200,7 +200,7 @@ pub async fn create_organization_with(
     let new: Vec<_> = org_events.iter().map(EventPayload::to_new_event).collect();
     store::append(&mut tx, org_stream, &new, &Metadata::system("admin")).await?;
 
-    create_record::<CustomerEvent>(
+    let default_customer = create_record::<CustomerEvent>(
         &mut tx,
         org_id,
         CustomerFields {
@@ -211,7 +211,12 @@ pub async fn create_organization_with(
         },
     )
     .await?;
-    insert_point_of_sale(&mut tx, org_id, 1, None).await?;
+    sqlx::query("update organizations set default_customer_id = $2 where id = $1")
+        .bind(org_id)
+        .bind(default_customer)
+        .execute(&mut *tx)
+        .await?;
+    insert_point_of_sale(&mut tx, org_id, 1, None, "electronic").await?;
     create_record::<WarehouseEvent>(
         &mut tx,
         org_id,
@@ -552,15 +557,17 @@ async fn insert_point_of_sale(
     org_id: Uuid,
     number: i32,
     name: Option<&str>,
+    kind: &str,
 ) -> Result<Uuid, AdminError> {
-    let fields = point_of_sale_fields(number, name)?;
+    let fields = point_of_sale_fields(number, name, kind)?;
     let id = Uuid::now_v7();
     let inserted = sqlx::query(
-        "insert into points_of_sale (org_id, id, number) values ($1, $2, $3) on conflict (org_id, number) do nothing",
+        "insert into points_of_sale (org_id, id, number, kind) values ($1, $2, $3, $4) on conflict (org_id, number) do nothing",
     )
     .bind(org_id)
     .bind(id)
     .bind(number)
+    .bind(kind)
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 0 {
@@ -572,16 +579,18 @@ async fn insert_point_of_sale(
     Ok(id)
 }
 
-/// Creates a point of sale with a number not yet used by the organization.
+/// Creates a point of sale with a number not yet used by the organization: `electronic` (the tax
+/// authority numbers its vouchers) or `manual`.
 pub async fn create_point_of_sale(
     pool: &PgPool,
     org_id: Uuid,
     number: i32,
     name: Option<&str>,
+    kind: &str,
 ) -> Result<Uuid, AdminError> {
     let mut tx = pool.begin().await?;
     organization_version(&mut tx, org_id).await?;
-    let id = insert_point_of_sale(&mut tx, org_id, number, name).await?;
+    let id = insert_point_of_sale(&mut tx, org_id, number, name, kind).await?;
     tx.commit().await?;
     Ok(id)
 }

@@ -98,6 +98,8 @@ registry! {
     StockTransfer => crate::inventory::StockTransfers,
     Purchase => crate::purchases::Purchases,
     PurchaseOrder => crate::purchases::PurchaseOrders,
+    Sale => crate::sales::Sales,
+    InvoiceSale => crate::sales::InvoiceSales,
 }
 
 impl Command {

@@ -6,7 +6,7 @@
 
 use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
 use events::catalogue::{
-    ProductEvent, PurchaseEvent, PurchaseOrderEvent, StockEffect, StockMovementEvent, StockReservationEvent,
+    ProductEvent, PurchaseEvent, PurchaseOrderEvent, SaleEvent, StockEffect, StockMovementEvent, StockReservationEvent,
     StockTransferEvent, ar_date, cause, stock_effect,
 };
 use events::domain::Quantity;
@@ -44,6 +44,7 @@ impl Projection for InventoryProjection {
                     StreamType::of::<StockReservationEvent>(),
                     StreamType::of::<PurchaseEvent>(),
                     StreamType::of::<PurchaseOrderEvent>(),
+                    StreamType::of::<SaleEvent>(),
                 ]
             },
         )

@@ -13,6 +13,7 @@ pub mod rebuild;
 pub mod records;
 pub mod registry;
 pub mod runtime;
+pub mod sales;
 pub mod tags;
 pub mod webhooks;
 
@@ -241,6 +242,7 @@ projections! {
     Tags = "tags" => tags::TagsProjection,
     Inventory = "inventory" => inventory::InventoryProjection,
     Purchases = "purchases" => purchases::PurchasesProjection,
+    Sales = "sales" => sales::SalesProjection,
     Webhooks = "webhooks" => webhooks::WebhooksProjection::default(),
 }
 

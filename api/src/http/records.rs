@@ -281,6 +281,9 @@ pub struct PointOfSaleData {
     pub number: i32,
     pub name: String,
     pub is_active: bool,
+    /// `electronic` (the tax authority numbers and authorizes its vouchers) or `manual` (the service
+    /// numbers them, gap-free).
+    pub kind: String,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -310,6 +313,7 @@ impl ResourceKind for PointOfSaleEvent {
             number: f.number,
             name: f.name,
             is_active: f.is_active,
+            kind: f.kind,
             created_at: ar_time(created),
             updated_at: ar_time(updated),
         }

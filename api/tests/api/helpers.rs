@@ -27,8 +27,13 @@ pub struct TestApp {
     pub bus: Bus,
     pub api_key: String,
     pub org_id: Uuid,
+    /// The test's tax authority simulator (scriptable through `/_simulator/outcomes`).
+    pub fiscal_url: String,
     _tasks: tokio::task::JoinSet<()>,
 }
+
+/// How long the test's workers wait for the tax authority: short, so a lost reply is noticed quickly.
+pub const FISCAL_TIMEOUT: Duration = Duration::from_secs(2);
 
 pub fn nats_url() -> String {
     std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into())
@@ -68,14 +73,27 @@ impl TestApp {
         }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
         let set = ProjectionSet { projections: running, partition: Partition::WHOLE, sender };
-        let running = roles::start(
+        // The test's own tax authority: the simulator on this test's database, on a port of its own.
+        let simulator = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("simulator listener");
+        let fiscal_url = format!("http://{}", simulator.local_addr().expect("simulator address"));
+        let fiscal = commands::fiscal::FiscalClient::new(
+            &url::Url::parse(&fiscal_url).expect("url"),
+            FISCAL_TIMEOUT,
+            std::sync::Arc::new(commands::fiscal::StaticCredentials::simulator()),
+        )
+        .expect("fiscal client");
+        let mut running = roles::start(
             pool.clone(),
             bus.clone(),
-            Roles { api: Some(listener), commands: true, projections: Some(set) },
+            Roles { api: Some(listener), commands: true, projections: Some(set), fiscal: Some(fiscal) },
             Duration::from_secs(10),
         )
         .await
         .expect("roles start");
+        let simulated = pool.clone();
+        running.tasks.spawn(async move {
+            let _ = api::fiscal_simulator::serve(simulator, simulated).await;
+        });
         let base = format!("http://{}", running.http_addr.expect("http address"));
         let created =
             commands::organization::create_organization_with(&pool, "Almacén de Prueba", GENEROUS).await.expect("org");
@@ -86,6 +104,7 @@ impl TestApp {
             bus,
             api_key: created.api_key,
             org_id: created.organization_id,
+            fiscal_url,
             _tasks: running.tasks,
         }
     }

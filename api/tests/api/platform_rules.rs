@@ -156,7 +156,7 @@ async fn second_gateway(app: &TestApp) -> (String, roles::Running) {
     let running = roles::start(
         app.pool.clone(),
         bus,
-        Roles { api: Some(listener), commands: false, projections: None },
+        Roles { api: Some(listener), commands: false, projections: None, fiscal: None },
         Duration::from_secs(10),
     )
     .await

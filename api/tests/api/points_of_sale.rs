@@ -38,13 +38,16 @@ async fn points_of_sale_created_by_operators_are_listed_in_order(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let org = org_id(&app).await;
     let (other_org, other_key) = app.other_org().await;
-    let second = commands::organization::create_point_of_sale(&app.pool, org, 2, Some("Mostrador")).await.expect("2");
-    commands::organization::create_point_of_sale(&app.pool, org, 3, Some("Online")).await.expect("3");
+    let second = commands::organization::create_point_of_sale(&app.pool, org, 2, Some("Mostrador"), "electronic")
+        .await
+        .expect("2");
+    commands::organization::create_point_of_sale(&app.pool, org, 3, Some("Online"), "manual").await.expect("3");
     // The other organization may use the same numbers.
-    commands::organization::create_point_of_sale(&app.pool, other_org, 2, None).await.expect("their 2");
+    commands::organization::create_point_of_sale(&app.pool, other_org, 2, None, "electronic").await.expect("their 2");
     let before = app.event_count().await;
     for number in [1, 2, 0, 100_000] {
-        let refused = commands::organization::create_point_of_sale(&app.pool, org, number, Some("Otro")).await;
+        let refused =
+            commands::organization::create_point_of_sale(&app.pool, org, number, Some("Otro"), "electronic").await;
         assert!(refused.is_err(), "number {number} is refused");
     }
     assert_eq!(app.event_count().await, before, "refused creations write nothing");

@@ -74,12 +74,13 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
 
 /// Serves the `commands` queue group (single requests and batches) until the subscriptions end. Each
 /// request runs on its own task, at most `concurrency` at once (a batch takes a permit per request);
-/// after a commit the relay is woken.
+/// after a commit the relay is woken. Sales speak to `fiscal`, the tax authority (none: they defer).
 pub async fn run(
     pool: PgPool,
     bus: Bus,
     relay: events::relay::RelayWake,
     concurrency: usize,
+    fiscal: Option<crate::fiscal::FiscalClient>,
 ) -> Result<(), async_nats::SubscribeError> {
     let singles = bus.client.queue_subscribe(bus.command_subject(), QUEUE_GROUP.to_owned()).await?;
     let batches = bus.client.queue_subscribe(bus.command_batch_subject(), QUEUE_GROUP.to_owned()).await?;
@@ -99,7 +100,8 @@ pub async fn run(
         let bus = bus.clone();
         let nudge = nudge.clone();
         let appender = appender.clone();
-        tokio::spawn(async move {
+        let fiscal = fiscal.clone();
+        tokio::spawn(crate::sales::invoicing::with_authority(fiscal, async move {
             let _permit = permit;
             let mut own_transaction = Vec::new();
             let replies = match requests {
@@ -140,7 +142,7 @@ pub async fn run(
                     tracing::warn!(%error, "could not send a command reply");
                 }
             }
-        });
+        }));
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! and the v2 commit, so a commit identical to a clean preview records exactly what was previewed.
 //! Purchase orders (`orders.rs`) reuse the lines and their amounts.
 
-mod handler;
+pub(crate) mod handler;
 pub mod orders;
 
 pub use handler::{PurchaseOrders, Purchases};

@@ -71,7 +71,11 @@ impl<E: RecordRules> FollowUps<Record<E>> for DefaultFlag {
 }
 
 /// The records of a kind whose latest state is flagged as the organization's default.
-async fn current_defaults(conn: &mut PgConnection, org_id: Uuid, stream_type: &str) -> Result<Vec<Uuid>, sqlx::Error> {
+pub(crate) async fn current_defaults(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    stream_type: &str,
+) -> Result<Vec<Uuid>, sqlx::Error> {
     sqlx::query_scalar(
         "select stream_id from (
              select distinct on (stream_id) stream_id, data from events

@@ -5,6 +5,7 @@
 mod handler;
 
 pub use handler::RecordRules;
+pub(crate) use handler::current_defaults;
 
 use crate::aggregate::{Aggregate, Rejection};
 use crate::validate::{FieldError, ObjectReader};
@@ -157,14 +158,20 @@ pub fn parse_category(body: &Value) -> Result<CategoryFields, Vec<FieldError>> {
 }
 
 /// A point of sale as the operator creates it.
-pub fn point_of_sale_fields(number: i32, name: Option<&str>) -> Result<PointOfSaleFields, Rejection> {
+pub fn point_of_sale_fields(number: i32, name: Option<&str>, kind: &str) -> Result<PointOfSaleFields, Rejection> {
+    if !["electronic", "manual"].contains(&kind) {
+        return Err(Rejection::Invalid {
+            errors: vec![FieldError::new("kind", "invalid_value", "must be electronic or manual")],
+        });
+    }
     if !(1..=99_999).contains(&number) {
         return Err(Rejection::Invalid {
             errors: vec![FieldError::new("number", "out_of_range", "must be from 1 to 99999")],
         });
     }
     let name = name.map(str::trim).filter(|n| !n.is_empty()).map(str::to_owned);
-    Ok(PointOfSaleFields { number, name: name.unwrap_or_else(|| format!("Punto de venta {number}")), is_active: true })
+    let name = name.unwrap_or_else(|| format!("Punto de venta {number}"));
+    Ok(PointOfSaleFields { number, name, is_active: true, kind: kind.to_owned() })
 }
 
 /// Stream type names, for lookups that are not generic.

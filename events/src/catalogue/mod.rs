@@ -8,6 +8,7 @@ mod price_list;
 mod product;
 mod purchase;
 mod records;
+mod sale;
 mod stock;
 mod tag;
 mod vat;
@@ -31,6 +32,10 @@ pub use purchase::{
 pub use records::{
     CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
     RecordEvent, WarehouseEvent, WarehouseFields,
+};
+pub use sale::{
+    FiscalStatus, SaleAuthorization, SaleCustomer, SaleEvent, SaleFiscal, SaleFiscalChanged, SaleLine, SalePayment,
+    SaleRecorded, SaleVat, fold_sale,
 };
 pub use stock::{
     AR_OFFSET, Reservation, ReservationOwner, ReservedLine, STOCK_STREAM_TYPES, StockChange, StockEffect, StockLine,

@@ -126,6 +126,14 @@ pub struct PointOfSaleFields {
     pub number: i32,
     pub name: String,
     pub is_active: bool,
+    /// `electronic` (the tax authority numbers and authorizes its vouchers; points of sale created
+    /// before kinds existed read as such) or `manual` (the service numbers them).
+    #[serde(default = "electronic")]
+    pub kind: String,
+}
+
+fn electronic() -> String {
+    "electronic".to_owned()
 }
 
 record_events!(

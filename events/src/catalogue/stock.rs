@@ -53,8 +53,10 @@ pub mod cause {
     pub const STOCK_TRANSFER: &str = "stock_transfer";
     pub const PURCHASE: &str = "purchase";
     pub const PURCHASE_ORDER_RECEIPT: &str = "purchase_order_receipt";
-    /// Every cause type this release writes (later: sale, delivery note).
-    pub const ALL: &[&str] = &[OPENING_STOCK, STOCK_MOVEMENT, STOCK_TRANSFER, PURCHASE, PURCHASE_ORDER_RECEIPT];
+    /// A sale's stock out, or a credit note's stock back in.
+    pub const SALE: &str = "sale";
+    /// Every cause type this release writes (later: delivery note).
+    pub const ALL: &[&str] = &[OPENING_STOCK, STOCK_MOVEMENT, STOCK_TRANSFER, PURCHASE, PURCHASE_ORDER_RECEIPT, SALE];
 }
 
 /// One change of on-hand of one variant in one warehouse.
@@ -242,6 +244,7 @@ pub const STOCK_STREAM_TYPES: &[&str] = &[
     StockReservationEvent::STREAM_TYPE,
     super::PurchaseEvent::STREAM_TYPE,
     super::PurchaseOrderEvent::STREAM_TYPE,
+    super::SaleEvent::STREAM_TYPE,
 ];
 
 /// The stock effect of a stored event, if it has one (events of other stream types have none).
@@ -305,6 +308,15 @@ pub fn stock_effect(
                 | super::PurchaseOrderEvent::PurchaseOrderReopened => None,
             }
         }
+        super::SaleEvent::STREAM_TYPE => match super::SaleEvent::decode(event_type, schema_version, data.clone())? {
+            super::SaleEvent::SaleRecorded(s) if !s.changes.is_empty() => Some(StockEffect::Changes {
+                cause_type: cause::SALE,
+                cause_id: None,
+                occurred_on: s.invoice_date,
+                changes: s.changes,
+            }),
+            super::SaleEvent::SaleRecorded(_) | super::SaleEvent::SaleFiscalChanged(_) => None,
+        },
         StockReservationEvent::STREAM_TYPE => {
             match StockReservationEvent::decode(event_type, schema_version, data.clone())? {
                 StockReservationEvent::StockReserved(r) | StockReservationEvent::ReservationAdjusted(r) => {

@@ -1,0 +1,402 @@
+//! Authorizing a sale's voucher with the tax authority, exactly once even when the network lies.
+//!
+//! - Each series (issuer, point of sale, voucher type) is locked for the whole attempt (a row of
+//!   `document_numbers`), so two commands never ask for the same number; the number is the authority's
+//!   last authorized + 1, asked every time, never guessed.
+//! - Approved: the sale is `issued` with the number, CAE and expiry. Finally rejected: nothing is
+//!   stored and the command answers 422 `PRECONDITION_FAILED` with the authority's codes.
+//! - Unavailable (refused before processing): the sale is `deferred`; nothing was done at the
+//!   authority. No reply (the request may have been processed): `deferred` with the number asked for
+//!   kept as unconfirmed. A worker ([`retry_forever`]) retries with backoff and, when a number is
+//!   unconfirmed, consults it first: if the authority holds a voucher that matches the sale's, that is
+//!   its authorization, and nothing is asked twice.
+
+use crate::aggregate::{BusinessDetail, Rejection};
+use crate::engine::ExecuteError;
+use crate::fiscal::{AssociatedVoucher, FiscalClient, FiscalError, Issuer, Rate, VatLine, VoucherRequest};
+use events::catalogue::{FiscalStatus, SaleAuthorization, SaleEvent, SaleFiscal, SaleFiscalChanged, SaleRecorded};
+use events::store::{AppendRequest, StreamRef};
+use events::{EventPayload, Metadata};
+use sqlx::{PgConnection, PgPool};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use uuid::Uuid;
+
+tokio::task_local! {
+    static AUTHORITY: Option<FiscalClient>;
+}
+
+/// Runs `work` (a command worker's tasks) with `client` as the tax authority its sales speak to.
+pub async fn with_authority<F: std::future::Future>(client: Option<FiscalClient>, work: F) -> F::Output {
+    AUTHORITY.scope(client, work).await
+}
+
+/// The tax authority of the running worker, if one is configured.
+pub fn authority() -> Option<FiscalClient> {
+    AUTHORITY.try_with(Clone::clone).ok().flatten()
+}
+
+/// What an authorization attempt came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Issued(SaleAuthorization),
+    /// Not authorized yet; `unconfirmed` is a number the authority may have approved.
+    Deferred {
+        unconfirmed: Option<i64>,
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// The sale's fiscal state after this outcome.
+    pub fn fiscal(&self) -> SaleFiscal {
+        match self {
+            Outcome::Issued(auth) => SaleFiscal {
+                status: FiscalStatus::Issued,
+                authorization: Some(auth.clone()),
+                unconfirmed_number: None,
+                rejection: Vec::new(),
+            },
+            Outcome::Deferred { unconfirmed, .. } => SaleFiscal {
+                status: FiscalStatus::Deferred,
+                authorization: None,
+                unconfirmed_number: *unconfirmed,
+                rejection: Vec::new(),
+            },
+        }
+    }
+
+    pub fn number(&self) -> Option<i64> {
+        match self {
+            Outcome::Issued(auth) => Some(auth.number),
+            Outcome::Deferred { .. } => None,
+        }
+    }
+}
+
+/// The receiver's VAT condition code for the authority, from the customer's tax category.
+pub fn receiver_condition(tax_category: Option<&str>) -> i32 {
+    match tax_category {
+        Some("Responsable Inscripto") => 1,
+        Some("Exento") => 4,
+        Some("Monotributista") => 6,
+        Some("IVA no alcanzado") => 15,
+        _ => 5,
+    }
+}
+
+/// Whether an issuer of `category` issues vouchers of `letter`: Responsables Inscriptos issue A, B
+/// (and M, E); Monotributistas and Exentos issue C.
+pub fn issuer_may_issue(category: &str, letter: &str) -> bool {
+    match category {
+        "Responsable Inscripto" => matches!(letter, "A" | "B" | "M" | "E"),
+        _ => letter == "C",
+    }
+}
+
+/// The voucher the authority is asked to approve for `sale` under `number`; `associated` is the voucher
+/// a credit or debit note corrects.
+pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<AssociatedVoucher>) -> VoucherRequest {
+    let (doc_type, doc_number) = match (sale.customer.tax_id_type.as_deref(), sale.customer.tax_id.as_deref()) {
+        (Some("CUIL/CUIT"), Some(id)) if id.len() == 11 => (80, id.parse().unwrap_or(0)),
+        (Some("DNI"), Some(id)) => (96, id.parse().unwrap_or(0)),
+        _ => (99, 0),
+    };
+    let without_vat = sale.letter.as_deref() == Some("C");
+    let net = sale.subtotal - sale.exempt - sale.non_taxed;
+    let vat_lines = if without_vat {
+        Vec::new()
+    } else {
+        sale.vat.iter().map(|v| VatLine { code: v.code, base: v.base, amount: v.amount }).collect()
+    };
+    let services = sale.concept != 1;
+    VoucherRequest {
+        point_of_sale: sale.point_of_sale_number,
+        voucher_type: sale.voucher_type,
+        number,
+        concept: sale.concept,
+        doc_type,
+        doc_number,
+        date: sale.invoice_date,
+        total: sale.total,
+        net,
+        exempt: sale.exempt,
+        non_taxed: sale.non_taxed,
+        other_taxes: 0,
+        vat: if without_vat { 0 } else { sale.tax_amount },
+        vat_lines,
+        other_tax_lines: Vec::new(),
+        currency: "PES".to_owned(),
+        rate: Rate::ONE,
+        receiver_vat_condition: receiver_condition(sale.customer.tax_category.as_deref()),
+        associated: associated.into_iter().collect(),
+        service_from: services.then(|| sale.service_from.unwrap_or(sale.invoice_date)),
+        service_to: services.then(|| sale.service_to.unwrap_or(sale.invoice_date)),
+        payment_due: services.then(|| sale.due_date.unwrap_or(sale.invoice_date)),
+    }
+}
+
+/// Locks the series of `sale`'s voucher for the rest of the transaction.
+async fn lock_series(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded) -> Result<(), sqlx::Error> {
+    let series = format!("fiscal:{}:{}", sale.point_of_sale_id, sale.voucher_type);
+    sqlx::query("insert into document_numbers (org_id, series, last) values ($1, $2, 0) on conflict do nothing")
+        .bind(org_id)
+        .bind(&series)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("select last from document_numbers where org_id = $1 and series = $2 for update")
+        .bind(org_id)
+        .bind(&series)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// The authority's final refusal: 422 `PRECONDITION_FAILED`, one detail per code.
+fn refused(errors: Vec<(i64, String)>) -> Rejection {
+    Rejection::Unprocessable {
+        code: "PRECONDITION_FAILED".into(),
+        message: "the tax authority rejected the voucher; nothing was stored".into(),
+        details: errors
+            .into_iter()
+            .map(|(code, message)| BusinessDetail {
+                field: None,
+                code: "FISCAL_REJECTION".into(),
+                message,
+                metadata: BTreeMap::from([("authority_code".to_owned(), serde_json::Value::from(code))]),
+            })
+            .collect(),
+    }
+}
+
+/// The deferral an error of the authority leads to (none for a final rejection).
+fn deferral(error: FiscalError, asked: Option<i64>) -> Result<Outcome, Rejection> {
+    match error {
+        FiscalError::Rejected { errors } => Err(refused(errors)),
+        FiscalError::NoReply(reason) => Ok(Outcome::Deferred { unconfirmed: asked, reason }),
+        FiscalError::Unavailable(reason) | FiscalError::Protocol(reason) => {
+            Ok(Outcome::Deferred { unconfirmed: None, reason })
+        }
+    }
+}
+
+/// Authorizes `sale`'s voucher (in the caller's transaction, holding its series): consulting an
+/// unconfirmed number first, then asking for the authority's last authorized + 1.
+pub async fn authorize(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    issuer: Issuer,
+    sale: &SaleRecorded,
+    associated: Option<AssociatedVoucher>,
+) -> Result<Outcome, ExecuteError> {
+    let Some(client) = authority() else {
+        return Ok(Outcome::Deferred { unconfirmed: None, reason: "no tax authority is configured".into() });
+    };
+    lock_series(conn, org_id, sale).await?;
+    if let Some(number) = sale.fiscal.unconfirmed_number {
+        let asked = voucher_request(sale, number, associated.clone());
+        match client.consult(issuer, sale.point_of_sale_number, sale.voucher_type, number).await {
+            Ok(Some(stored)) if stored.is_approved() && stored.matches(&asked) => {
+                return Ok(Outcome::Issued(SaleAuthorization {
+                    number,
+                    cae: stored.cae,
+                    cae_due: stored.cae_due,
+                    observations: stored.observations,
+                }));
+            }
+            // Not ours (or not there): the number is free to be asked for again below.
+            Ok(_) => {}
+            Err(error) => return Ok(deferral(error, Some(number))?),
+        }
+    }
+    let last = match client.last_authorized(issuer, sale.point_of_sale_number, sale.voucher_type).await {
+        Ok(last) => last,
+        Err(error) => return Ok(deferral(error, sale.fiscal.unconfirmed_number)?),
+    };
+    let number = last + 1;
+    let request = voucher_request(sale, number, associated);
+    match client.authorize(issuer, &request).await {
+        Ok(auth) => Ok(Outcome::Issued(SaleAuthorization {
+            number: auth.number,
+            cae: auth.cae,
+            cae_due: auth.cae_due,
+            observations: auth.observations,
+        })),
+        Err(error) => Ok(deferral(error, Some(number))?),
+    }
+}
+
+/// Keeps the retry row of a deferred sale (or drops it once the sale is settled).
+pub async fn track(conn: &mut PgConnection, org_id: Uuid, sale_id: Uuid, deferred: bool) -> Result<(), sqlx::Error> {
+    if deferred {
+        sqlx::query(
+            "insert into fiscal_pending (org_id, sale_id, attempts, next_attempt_at) values ($1, $2, 0, now() + interval '1 second')
+             on conflict (org_id, sale_id) do update set attempts = fiscal_pending.attempts + 1,
+                 next_attempt_at = now() + least(interval '1 second' * power(2, least(fiscal_pending.attempts + 1, 9)), interval '5 minutes')",
+        )
+        .bind(org_id)
+        .bind(sale_id)
+        .execute(conn)
+        .await?;
+    } else {
+        sqlx::query("delete from fiscal_pending where org_id = $1 and sale_id = $2")
+            .bind(org_id)
+            .bind(sale_id)
+            .execute(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// The state of a sale, folded from its stream, with the stream's version.
+pub async fn load_sale(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    sale_id: Uuid,
+) -> Result<Option<(SaleRecorded, i32)>, ExecuteError> {
+    let stored = events::store::load_stream(conn, org_id, sale_id).await?;
+    let mut state = None;
+    let mut version = 0;
+    for event in stored {
+        if event.stream_type != SaleEvent::STREAM_TYPE {
+            return Ok(None);
+        }
+        let decoded = SaleEvent::decode(&event.event_type, event.schema_version, event.data)
+            .map_err(|e| ExecuteError::Corrupt(sale_id, e.to_string()))?;
+        state = events::catalogue::fold_sale(state, &decoded);
+        version = event.version;
+    }
+    Ok(state.map(|s| (s, version)))
+}
+
+/// The issuer (the organization's CUIT), if its fiscal profile names one.
+pub async fn issuer(conn: &mut PgConnection, org_id: Uuid) -> Result<Option<(Issuer, Option<String>)>, sqlx::Error> {
+    let row: Option<(Option<String>, Option<String>)> =
+        sqlx::query_as("select tax_id, tax_category from organizations where id = $1")
+            .bind(org_id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(row.and_then(|(tax_id, category)| {
+        let issuer = Issuer::new(tax_id?.parse().ok()?).ok()?;
+        Some((issuer, category))
+    }))
+}
+
+/// The voucher a note corrects, as the authority knows it (issued sales only).
+pub async fn associated_voucher(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    issuer: Issuer,
+    associated: Option<Uuid>,
+) -> Result<Option<AssociatedVoucher>, ExecuteError> {
+    let Some(id) = associated else { return Ok(None) };
+    let Some((sale, _)) = load_sale(conn, org_id, id).await? else { return Ok(None) };
+    Ok(sale.number.map(|number| AssociatedVoucher {
+        voucher_type: sale.voucher_type,
+        point_of_sale: sale.point_of_sale_number,
+        number,
+        issuer_cuit: Some(issuer.cuit()),
+        date: Some(sale.invoice_date),
+    }))
+}
+
+/// The event recording a new fiscal outcome of an existing sale.
+pub fn fiscal_change(
+    org_id: Uuid,
+    sale_id: Uuid,
+    version: i32,
+    outcome: &Outcome,
+    metadata: &Metadata,
+) -> AppendRequest {
+    let event = SaleEvent::SaleFiscalChanged(SaleFiscalChanged { number: outcome.number(), fiscal: outcome.fiscal() });
+    let stream =
+        StreamRef { org_id, stream_type: SaleEvent::STREAM_TYPE, stream_id: sale_id, expected_version: version };
+    AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }
+}
+
+/// Retries deferred sales for ever: every second, the due ones (several workers may run; rows another
+/// holds are skipped), each in a transaction of its own.
+pub async fn retry_forever(pool: PgPool, client: Option<FiscalClient>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(error) = with_authority(client.clone(), retry_due(&pool)).await {
+            tracing::warn!(%error, "could not retry deferred invoices");
+        }
+    }
+}
+
+/// Retries the deferred sales that are due now; how many were settled (issued or rejected).
+pub async fn retry_due(pool: &PgPool) -> Result<usize, ExecuteError> {
+    let mut settled = 0;
+    for _ in 0..20 {
+        let mut tx = pool.begin().await?;
+        let due: Option<(Uuid, Uuid)> = sqlx::query_as(
+            "select org_id, sale_id from fiscal_pending where next_attempt_at <= now()
+             order by next_attempt_at limit 1 for update skip locked",
+        )
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((org_id, sale_id)) = due else { break };
+        let metadata = Metadata::system("fiscal_worker");
+        let Some((sale, version)) = load_sale(&mut tx, org_id, sale_id).await? else {
+            track(&mut tx, org_id, sale_id, false).await?;
+            tx.commit().await?;
+            continue;
+        };
+        if sale.fiscal.status != FiscalStatus::Deferred {
+            track(&mut tx, org_id, sale_id, false).await?;
+            tx.commit().await?;
+            continue;
+        }
+        let Some((issuer, _)) = issuer(&mut tx, org_id).await? else {
+            track(&mut tx, org_id, sale_id, true).await?;
+            tx.commit().await?;
+            continue;
+        };
+        let associated = associated_voucher(&mut tx, org_id, issuer, sale.associated_sale_id).await?;
+        let request = match authorize(&mut tx, org_id, issuer, &sale, associated).await {
+            Ok(outcome) => {
+                let deferred = matches!(outcome, Outcome::Deferred { .. });
+                track(&mut tx, org_id, sale_id, deferred).await?;
+                if deferred && outcome.fiscal() == sale.fiscal {
+                    // Nothing new to record: only the next attempt moves.
+                    tx.commit().await?;
+                    continue;
+                }
+                settled += usize::from(!deferred);
+                fiscal_change(org_id, sale_id, version, &outcome, &metadata)
+            }
+            Err(ExecuteError::Rejected(Rejection::Unprocessable { details, .. })) => {
+                // A final rejection of a deferred sale: it stays recorded, marked rejected.
+                track(&mut tx, org_id, sale_id, false).await?;
+                settled += 1;
+                let rejection = details
+                    .into_iter()
+                    .map(|d| {
+                        (d.metadata.get("authority_code").and_then(serde_json::Value::as_i64).unwrap_or(0), d.message)
+                    })
+                    .collect();
+                let fiscal = SaleFiscal {
+                    status: FiscalStatus::Rejected,
+                    authorization: None,
+                    unconfirmed_number: None,
+                    rejection,
+                };
+                let event = SaleEvent::SaleFiscalChanged(SaleFiscalChanged { number: None, fiscal });
+                let stream = StreamRef {
+                    org_id,
+                    stream_type: SaleEvent::STREAM_TYPE,
+                    stream_id: sale_id,
+                    expected_version: version,
+                };
+                AppendRequest { stream, events: vec![event.to_new_event()], metadata }
+            }
+            Err(other) => return Err(other),
+        };
+        crate::engine::append_together(&mut tx, &[request], sale_id).await?;
+        tx.commit().await?;
+    }
+    Ok(settled)
+}

@@ -1,0 +1,236 @@
+//! Events of sales (stream type `sale`): a sale recorded whole (its lines with canonical amounts, the
+//! stock it moved, its payments and its fiscal state), then the outcome of its authorization by the
+//! tax authority when that came later (issued, deferred again, or finally rejected).
+
+use super::stock::{StockChange, iso_date, iso_date_option};
+use super::{DecodeError, EventPayload, parse, to_value};
+use crate::domain::Quantity;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::Date;
+use uuid::Uuid;
+
+/// Where a sale stands with the tax authority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FiscalStatus {
+    /// Recorded without authorization (`invoice: false`, imported sales): invoice it later.
+    NotInvoiced,
+    /// Authorized: it has the authority's number, CAE and CAE expiry.
+    Issued,
+    /// The authority was unavailable or its answer was lost: a worker retries (consulting first).
+    Deferred,
+    /// The authority refused it for good while it was deferred.
+    Rejected,
+    /// Numbered by the service itself (a manual point of sale, or a voucher the authority never sees).
+    Internal,
+}
+
+impl FiscalStatus {
+    pub const NAMES: &[&str] = &["not_invoiced", "issued", "deferred", "rejected", "internal"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotInvoiced => "not_invoiced",
+            Self::Issued => "issued",
+            Self::Deferred => "deferred",
+            Self::Rejected => "rejected",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+/// The customer as the sale recorded them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaleCustomer {
+    pub id: Uuid,
+    pub name: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub tax_id: Option<String>,
+    pub tax_id_type: Option<String>,
+    pub tax_category: Option<String>,
+    pub address: Option<String>,
+    pub apartment: Option<String>,
+    pub city: Option<String>,
+    pub province: Option<String>,
+}
+
+/// One line of a sale with its canonical amounts (cents).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaleLine {
+    pub id: Uuid,
+    /// The product variant, or none for a free-text line.
+    pub variant_id: Option<Uuid>,
+    pub name: String,
+    pub sku: Option<String>,
+    pub quantity: Quantity,
+    pub unit_price: i64,
+    pub unit_cost: Option<i64>,
+    pub tax_rate_id: i32,
+    /// Hundredths of a percent.
+    pub discount_hundredths: Option<i64>,
+    /// Where its stock moved (product lines).
+    pub warehouse_id: Option<Uuid>,
+    pub amount: i64,
+    pub discount: i64,
+    pub global_discount: i64,
+    pub net: i64,
+    pub vat: i64,
+    pub total: i64,
+}
+
+/// VAT by rate code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaleVat {
+    pub code: i32,
+    pub base: i64,
+    pub amount: i64,
+}
+
+/// A payment received with the sale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SalePayment {
+    pub method_id: Uuid,
+    pub amount: i64,
+    pub description: Option<String>,
+    pub reference: Option<String>,
+    pub register_id: Option<Uuid>,
+    pub safe_id: Option<Uuid>,
+}
+
+/// The authority's authorization of a voucher.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaleAuthorization {
+    pub number: i64,
+    pub cae: String,
+    #[serde(with = "iso_date")]
+    pub cae_due: Date,
+    pub observations: Vec<(i64, String)>,
+}
+
+/// A sale's fiscal state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaleFiscal {
+    pub status: FiscalStatus,
+    pub authorization: Option<SaleAuthorization>,
+    /// After a lost answer: the number the authority may have approved (to be consulted before asking
+    /// again).
+    pub unconfirmed_number: Option<i64>,
+    /// The authority's final refusal (code, message) of a deferred voucher.
+    pub rejection: Vec<(i64, String)>,
+}
+
+/// A sale as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaleRecorded {
+    /// `historical` (no `Service-Version`) or the dated contract's version.
+    pub contract: String,
+    pub voucher_type: i32,
+    /// `invoice`, `credit_note`, `debit_note`, `quote` (voucher 90) or another kind of the reference.
+    pub document_kind: String,
+    pub letter: Option<String>,
+    pub point_of_sale_id: Uuid,
+    pub point_of_sale_number: i32,
+    /// The voucher number: the authority's for an issued voucher, the service's for internal ones;
+    /// none until then.
+    pub number: Option<i64>,
+    #[serde(with = "iso_date")]
+    pub invoice_date: Date,
+    #[serde(default, with = "iso_date_option")]
+    pub due_date: Option<Date>,
+    #[serde(default, with = "iso_date_option")]
+    pub service_from: Option<Date>,
+    #[serde(default, with = "iso_date_option")]
+    pub service_to: Option<Date>,
+    /// 1 products, 2 services, 3 both.
+    pub concept: i32,
+    pub currency: String,
+    pub customer: SaleCustomer,
+    pub prices_include_tax: bool,
+    pub lines: Vec<SaleLine>,
+    /// `percentage` or `fixed`, with its value (hundredths of a percent, or cents).
+    pub discount_type: Option<String>,
+    pub discount_value: Option<i64>,
+    pub exempt: i64,
+    pub non_taxed: i64,
+    pub subtotal: i64,
+    pub tax_amount: i64,
+    pub discount_amount: i64,
+    pub total: i64,
+    pub vat: Vec<SaleVat>,
+    pub payments: Vec<SalePayment>,
+    /// What is still owed: the total minus the payments.
+    pub balance: i64,
+    pub notes: Option<String>,
+    pub fiscal_notes: Option<String>,
+    pub integration_source: Option<String>,
+    pub integration_id: Option<String>,
+    /// The sale a credit or debit note corrects.
+    pub associated_sale_id: Option<Uuid>,
+    pub changes: Vec<StockChange>,
+    pub fiscal: SaleFiscal,
+}
+
+/// A later outcome of a sale's authorization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SaleFiscalChanged {
+    /// The number the sale now carries (an issued voucher's), if any.
+    pub number: Option<i64>,
+    pub fiscal: SaleFiscal,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SaleEvent {
+    SaleRecorded(Box<SaleRecorded>),
+    /// Issued, deferred again (with a new unconfirmed number) or finally rejected.
+    SaleFiscalChanged(SaleFiscalChanged),
+}
+
+impl EventPayload for SaleEvent {
+    const STREAM_TYPE: &'static str = "sale";
+
+    fn event_type(&self) -> &'static str {
+        match self {
+            Self::SaleRecorded(_) => "SaleRecorded",
+            Self::SaleFiscalChanged(_) => "SaleFiscalChanged",
+        }
+    }
+
+    fn to_data(&self) -> Value {
+        match self {
+            Self::SaleRecorded(e) => to_value(e),
+            Self::SaleFiscalChanged(e) => to_value(e),
+        }
+    }
+
+    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+        if schema_version != 1 {
+            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
+        }
+        match event_type {
+            "SaleRecorded" => parse(event_type, data).map(|e| Self::SaleRecorded(Box::new(e))),
+            "SaleFiscalChanged" => parse(event_type, data).map(Self::SaleFiscalChanged),
+            other => Err(DecodeError::UnknownType {
+                stream_type: Self::STREAM_TYPE.to_owned(),
+                event_type: other.to_owned(),
+            }),
+        }
+    }
+}
+
+/// A sale's whole state: the recorded sale with every later fiscal outcome applied (the fold the
+/// command side and the read side share).
+pub fn fold_sale(state: Option<SaleRecorded>, event: &SaleEvent) -> Option<SaleRecorded> {
+    match (state, event) {
+        (_, SaleEvent::SaleRecorded(recorded)) => Some((**recorded).clone()),
+        (None, SaleEvent::SaleFiscalChanged(_)) => None,
+        (Some(mut sale), SaleEvent::SaleFiscalChanged(changed)) => {
+            if changed.number.is_some() {
+                sale.number = changed.number;
+            }
+            sale.fiscal = changed.fiscal.clone();
+            Some(sale)
+        }
+    }
+}
