@@ -4,6 +4,7 @@ mod categories;
 mod command_batches;
 mod configuration;
 mod customers;
+mod documents;
 mod helpers;
 mod hostile;
 mod inventory;
