@@ -167,12 +167,13 @@ fn refused(error: LinkError) -> ApiError {
 #[handler]
 pub async fn download(Path(token): Path<String>, state: Data<&Arc<AppState>>) -> poem::Result<Response> {
     let link = verify(&state.documents, &token, OffsetDateTime::now_utc()).map_err(refused)?;
-    let found = store::ready(&state.pool, link.org, link.kind, link.id).await.map_err(|error| {
+    let unavailable = |error: sqlx::Error| {
         tracing::error!(%error, org.id = %link.org, "cannot read a document");
         ApiError::internal()
-    })?;
+    };
+    let found = store::ready(&state.pool, link.org, link.kind, link.id).await.map_err(unavailable)?;
     let Some(document) = found else {
-        let current = store::state(&state.pool, link.org, link.kind, link.id).await.unwrap_or(DocumentState::Missing);
+        let current = store::state(&state.pool, link.org, link.kind, link.id).await.map_err(unavailable)?;
         return Err(not_ready(current).into());
     };
     let mut response = Response::builder()

@@ -11,7 +11,7 @@
 use super::{Authorization, Party, QR_URL_PREFIX, VoucherDocument, argentine_decimal, money, qr_url};
 use krilla::Document;
 use krilla::color::luma;
-use krilla::geom::{PathBuilder, Point, Rect};
+use krilla::geom::{PathBuilder, Point, Rect, Transform};
 use krilla::metadata::Metadata;
 use krilla::num::NormalizedF32;
 use krilla::page::PageSettings;
@@ -148,20 +148,29 @@ impl Fonts {
     }
 
     /// `text` broken into lines no wider than `width`: at spaces, inside a word only when the word
-    /// alone is wider. Line breaks in the text are kept.
+    /// alone is wider. Line breaks in the text are kept. Each word is measured once and a line's
+    /// width is the sum of its words and spaces (the font kerns no pair across a space).
     fn wrap(&self, text: &str, size: f32, weight: Weight, width: f32) -> Vec<String> {
+        let space = self.width(" ", size, weight);
         let mut lines = Vec::new();
         for paragraph in text.lines() {
-            let mut line = String::new();
+            let (mut line, mut used) = (String::new(), 0.0);
             for word in paragraph.split_whitespace() {
-                let candidate = if line.is_empty() { word.to_owned() } else { format!("{line} {word}") };
-                if self.width(&candidate, size, weight) <= width {
-                    line = candidate;
+                let measured = self.width(word, size, weight);
+                if !line.is_empty() && used + space + measured <= width {
+                    line.push(' ');
+                    line.push_str(word);
+                    used += space + measured;
                     continue;
                 }
                 if !line.is_empty() {
                     lines.push(std::mem::take(&mut line));
                 }
+                if measured <= width {
+                    (line, used) = (word.to_owned(), measured);
+                    continue;
+                }
+                // A word wider than the line is cut where it no longer fits.
                 for c in word.chars() {
                     line.push(c);
                     if line.chars().nth(1).is_some() && self.width(&line, size, weight) > width {
@@ -169,6 +178,7 @@ impl Fonts {
                         lines.push(std::mem::replace(&mut line, c.to_string()));
                     }
                 }
+                used = self.width(&line, size, weight);
             }
             lines.push(line);
         }
@@ -187,11 +197,36 @@ enum Weight {
 
 /// One drawing operation; coordinates in points from the page's top left, text at its baseline.
 enum Op {
-    Text { x: f32, y: f32, size: f32, weight: Weight, text: String },
-    Fill { rect: Rect, gray: u8 },
-    Frame { rect: Rect, width: f32 },
-    Line { from: Point, to: Point, width: f32, gray: u8 },
-    Qr { x: f32, y: f32, module: f32, width: usize, dark: Vec<bool> },
+    /// Shaped once, when laid out: the glyphs measured are the glyphs drawn.
+    Text {
+        x: f32,
+        y: f32,
+        size: f32,
+        weight: Weight,
+        text: String,
+        glyphs: Vec<KrillaGlyph>,
+    },
+    Fill {
+        rect: Rect,
+        gray: u8,
+    },
+    Frame {
+        rect: Rect,
+        width: f32,
+    },
+    Line {
+        from: Point,
+        to: Point,
+        width: f32,
+        gray: u8,
+    },
+    Qr {
+        x: f32,
+        y: f32,
+        module: f32,
+        width: usize,
+        dark: Vec<bool>,
+    },
 }
 
 /// The pages being laid out and where the next content goes.
@@ -209,21 +244,27 @@ impl Layout<'_> {
         }
     }
 
-    fn text(&mut self, x: f32, y: f32, size: f32, weight: Weight, text: &str) {
+    /// One line of text whose left edge is `x` plus `align` times its width (0 left-aligned at `x`,
+    /// -1 right-aligned, -0.5 centred).
+    fn aligned(&mut self, x: f32, align: f32, y: f32, size: f32, weight: Weight, text: &str) {
         let text = single_line(text);
-        if !text.is_empty() {
-            self.push(Op::Text { x, y, size, weight, text });
+        if text.is_empty() {
+            return;
         }
+        let (glyphs, width) = self.fonts.face(weight).shape(&text);
+        self.push(Op::Text { x: x + align * width * size, y, size, weight, text, glyphs });
+    }
+
+    fn text(&mut self, x: f32, y: f32, size: f32, weight: Weight, text: &str) {
+        self.aligned(x, 0.0, y, size, weight, text);
     }
 
     fn text_right(&mut self, right: f32, y: f32, size: f32, weight: Weight, text: &str) {
-        let width = self.fonts.width(&single_line(text), size, weight);
-        self.text(right - width, y, size, weight, text);
+        self.aligned(right, -1.0, y, size, weight, text);
     }
 
     fn text_center(&mut self, center: f32, y: f32, size: f32, weight: Weight, text: &str) {
-        let width = self.fonts.width(&single_line(text), size, weight);
-        self.text(center - width / 2.0, y, size, weight, text);
+        self.aligned(center, -0.5, y, size, weight, text);
     }
 
     /// Wrapped text from `x` at most `width` wide, its first baseline at `y`; returns the baseline
@@ -539,12 +580,10 @@ fn fill(gray: u8) -> Fill {
 
 fn draw_op(surface: &mut Surface, fonts: &Fonts, op: &Op) {
     match op {
-        Op::Text { x, y, size, weight, text } => {
-            let face = fonts.face(*weight);
-            let (glyphs, _) = face.shape(text);
+        Op::Text { x, y, size, weight, text, glyphs } => {
             surface.set_stroke(None);
             surface.set_fill(Some(fill(0)));
-            surface.draw_glyphs(Point::from_xy(*x, *y), &glyphs, face.font.clone(), text, *size, false);
+            surface.draw_glyphs(Point::from_xy(*x, *y), glyphs, fonts.face(*weight).font.clone(), text, *size, false);
         }
         Op::Fill { rect, gray } => {
             let mut path = PathBuilder::new();
@@ -579,19 +618,32 @@ fn draw_op(surface: &mut Surface, fonts: &Fonts, op: &Op) {
             }
         }
         Op::Qr { x, y, module, width, dark } => {
+            // Drawn in module units (short integer coordinates), one rectangle per horizontal run of
+            // dark modules: far less content than a square per module.
             let mut path = PathBuilder::new();
-            for (i, _) in dark.iter().enumerate().filter(|(_, dark)| **dark) {
-                let (column, row) = ((i % width) as f32, (i / width) as f32);
-                // Squares overlap a hair so viewers leave no seams between neighbours.
-                if let Some(rect) = Rect::from_xywh(x + column * module, y + row * module, module + 0.01, module + 0.01)
-                {
-                    path.push_rect(rect);
+            for (row, modules) in dark.chunks(*width).enumerate() {
+                let mut column = 0;
+                while column < modules.len() {
+                    if !modules[column] {
+                        column += 1;
+                        continue;
+                    }
+                    let start = column;
+                    while column < modules.len() && modules[column] {
+                        column += 1;
+                    }
+                    // Rows overlap a hair so viewers leave no seams between them.
+                    if let Some(rect) = Rect::from_xywh(start as f32, row as f32, (column - start) as f32, 1.05) {
+                        path.push_rect(rect);
+                    }
                 }
             }
             if let Some(path) = path.finish() {
+                surface.push_transform(&Transform::from_row(*module, 0.0, 0.0, *module, *x, *y));
                 surface.set_stroke(None);
                 surface.set_fill(Some(fill(0)));
                 surface.draw_path(&path);
+                surface.pop();
             }
         }
     }
