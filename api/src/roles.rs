@@ -155,6 +155,8 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
                 local_progress.clone(),
             ));
         }
+        // Documents render wherever projections run; the worker also polls, so no wake-up is needed.
+        tasks.spawn(projections::documents::worker::run(pool.clone(), Arc::new(tokio::sync::Notify::new())));
         if let Some(config) = set.sender {
             let (pool, bus) = (pool.clone(), bus.clone());
             tasks.spawn(async move {

@@ -4,6 +4,7 @@
 use crate::cache::ReadCache;
 use crate::http::auth::{Credentials, Principal};
 use crate::http::cursor::CursorCodec;
+use crate::http::documents::DocumentKey;
 use crate::http::error::{ApiError, ErrorType};
 use crate::ratelimit::RateLimiter;
 use commands::client::{CommandClient, SendError};
@@ -29,6 +30,8 @@ pub struct AppState {
     pub credentials: Credentials,
     pub limiter: Arc<RateLimiter>,
     pub cursors: CursorCodec,
+    /// Signs the public document links.
+    pub documents: DocumentKey,
     /// Opens and seals webhook signing secrets.
     pub secrets: events::secrets::SecretBox,
     /// Longest wait for the read side after a write.
@@ -100,6 +103,7 @@ impl AppState {
             sqlx::query_scalar("select value from service_settings where name = 'cursor_signing_key'")
                 .fetch_one(&pool)
                 .await?;
+        let documents = DocumentKey::load(&pool).await?;
         let secrets = events::secrets::SecretBox::load(&pool).await.map_err(|e| match e {
             events::secrets::LoadError::Database(e) => e,
             other => sqlx::Error::Configuration(Box::new(other)),
@@ -114,6 +118,7 @@ impl AppState {
             credentials: Credentials::default(),
             limiter: Arc::new(RateLimiter::default()),
             cursors: CursorCodec::new(cursor_key),
+            documents,
             read_wait,
             ready: AtomicBool::new(false),
             metrics: Metrics::default(),

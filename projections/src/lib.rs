@@ -3,6 +3,7 @@
 //! read models it maintains, with the queries that serve them.
 
 pub mod customers;
+pub mod documents;
 pub mod inventory;
 pub mod organizations;
 pub mod price_lists;

@@ -6,6 +6,7 @@ pub mod body;
 pub mod cursor;
 pub mod customers;
 pub mod document;
+pub mod documents;
 pub mod envelopes;
 pub mod error;
 pub mod idempotency;
@@ -240,6 +241,8 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
             })),
         )
         .at("/healthz", get(healthz))
+        // Public: the signed token is the credential (outside `/api/`, so no bearer is asked for).
+        .at("/documents/:token", get(documents::download))
         .at("/metrics", get(metrics))
         .data(state)
         .around(move |endpoint, mut request: Request| {

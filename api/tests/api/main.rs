@@ -4,6 +4,7 @@ mod categories;
 mod command_batches;
 mod configuration;
 mod customers;
+mod documents;
 mod fiscal_simulator;
 mod helpers;
 mod hostile;
