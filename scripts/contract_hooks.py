@@ -10,8 +10,9 @@ schema language:
   option-value combinations, option names, metafield keys, warehouse ids of opening stock, combo
   components, product ids of price-list prices and of stock movement lines, tags both added and
   removed;
-- comparisons with the clock or between sibling fields: a stock movement's `occurred_on` not after
-  today, a transfer's two different warehouses;
+- comparisons with the clock, between sibling fields or with computed amounts: business dates not
+  after today (stock movements, purchases, receipts, sales), a transfer's two different warehouses, a
+  service period's order, a sale's payments and fixed discount within its total;
 - a matrix product's `optionValues` name exactly its `options` (a reference between sibling fields);
 - a CUIT's check digit (a checksum);
 - the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0).
@@ -138,7 +139,49 @@ def _repair_stock_transfer(body):
         body["destination_warehouse_id"] = "00000000-0000-7000-8000-000000000001" if origin[-1] != "1" else "00000000-0000-7000-8000-000000000002"
 
 
+def _repair_sale(body):
+    # A business date is not after today, and a service period does not end before it starts.
+    for field in ("invoiceDate", "invoice_date"):
+        if isinstance(body.get(field), str):
+            body[field] = "2026-01-02"
+    if isinstance(body.get("serviceFrom"), str) and isinstance(body.get("serviceTo"), str):
+        body["serviceTo"] = body["serviceFrom"]
+    # Payments never add up to more than the total (a sum against a computed amount).
+    for payment in body.get("paymentMethods") or []:
+        if isinstance(payment, dict) and isinstance(payment.get("amount"), int):
+            payment["amount"] = 0
+    # A fixed global discount no larger than the lines (a comparison with a computed amount).
+    if body.get("discountType") == "fixed" and isinstance(body.get("discountValue"), int):
+        body["discountValue"] = 0
+
+
+def _repair_purchase(body):
+    if isinstance(body.get("invoiceDate"), str):
+        body["invoiceDate"] = "2026-01-02"
+    if isinstance(body.get("dueDate"), str):
+        body["dueDate"] = "2026-01-03"
+
+
+def _repair_v2_purchase(body):
+    if isinstance(body.get("input"), dict):
+        _repair_purchase(body["input"])
+
+
+def _repair_receipt(body):
+    lines = body.get("lines")
+    if isinstance(lines, list):
+        body["lines"] = _dedupe(lines, lambda l: l.get("productId") if isinstance(l, dict) else id(l))
+    if isinstance(body.get("occurredOn"), str):
+        body["occurredOn"] = "2026-01-02"
+
+
 REPAIRS = {
+    "createSale": _repair_sale,
+    "createPurchase": _repair_purchase,
+    "v2CreatePurchase": _repair_v2_purchase,
+    "receivePurchaseOrder": _repair_receipt,
+    "applyPurchaseTags": _repair_tags,
+    "applyPurchaseOrderTags": _repair_tags,
     "createStockMovement": _repair_stock_movement,
     "createStockTransfer": _repair_stock_transfer,
     "applyStockTransferTags": _repair_tags,

@@ -848,6 +848,63 @@ async fn commerce(setup: &Setup, auth: &str, creates: f64) {
         0.4,
         &cpu,
     );
+
+    // Sales of three product lines, each authorized by the tax authority (the built-in simulator the
+    // service runs) before it answers.
+    let org: serde_json::Value = client
+        .get(format!("{base}/api/v1/organization"))
+        .header("authorization", auth)
+        .send()
+        .await
+        .expect("organization")
+        .json()
+        .await
+        .expect("json");
+    let org_id = org["data"]["id"].as_str().expect("org id").to_owned();
+    psql(
+        &setup.database_url,
+        &format!(
+            "update organizations set tax_id = '20267565393', tax_category = 'Responsable Inscripto' where id = '{org_id}'"
+        ),
+    );
+    let points: serde_json::Value = client
+        .get(format!("{base}/api/v1/points-of-sale"))
+        .header("authorization", auth)
+        .send()
+        .await
+        .expect("points of sale")
+        .json()
+        .await
+        .expect("json");
+    let point = points["data"][0]["id"].as_str().expect("the seeded point of sale").to_owned();
+    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+        let (auth, addr, products) = (auth.to_owned(), setup.http_addr.clone(), products.clone());
+        let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+        Arc::new(move |n| {
+            let lines: Vec<serde_json::Value> = (0..3)
+                .map(|j| {
+                    let product = &products[(n as usize * 3 + j) % products.len()];
+                    serde_json::json!({"productId": product, "quantity": 1, "unitPrice": 1210})
+                })
+                .collect();
+            let body = serde_json::json!({"voucherType": 6, "pointOfSaleId": point, "invoiceDate": today,
+                "total": 3630, "items": lines});
+            let mut request = keyed_post(&addr, &auth, "/api/v1/sales", n, "sale", &Bytes::from(body.to_string()));
+            request.headers_mut().insert("service-version", hyper::header::HeaderValue::from_static("2026-08-20"));
+            request
+        })
+    };
+    let cpu = cpu_times();
+    let sales = load(setup, make, 201).await;
+    let cpu = cpu_line(&cpu, sales.count, "sale", true);
+    print_against_creates(
+        "sales: POST /api/v1/sales, 3 product lines, each authorized by the tax authority (the simulator)",
+        &sales,
+        "sales/s",
+        creates,
+        0.3,
+        &cpu,
+    );
 }
 
 /// A plain HTTP client (the process's TLS provider installed first, as reqwest requires).

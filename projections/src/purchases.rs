@@ -71,6 +71,7 @@ async fn apply(
                 .bind(event.recorded_at)
                 .execute(&mut *conn)
                 .await?;
+            request_document(conn, event.org_id, event.stream_id, &recorded).await?;
             continue;
         }
         let decoded = PurchaseOrderEvent::decode(&event.event_type, event.schema_version, event.data.clone())
@@ -112,6 +113,43 @@ async fn apply(
     }
     // Purchasing reads are not cached.
     Ok(Vec::new())
+}
+
+/// Asks for a purchase's PDF: the supplier's invoice as recorded, its number read from the supplier
+/// invoice number when it is written `PPPP-NNNNNNNN`.
+async fn request_document(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    id: Uuid,
+    purchase: &events::catalogue::PurchaseRecorded,
+) -> Result<(), sqlx::Error> {
+    let supplier: Option<crate::documents::vouchers::PartyRow> =
+        sqlx::query_as("select name, tax_id, tax_category, address from suppliers_view where org_id = $1 and id = $2")
+            .bind(org_id)
+            .bind(purchase.supplier_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let (name, tax_id, tax_category, address) = supplier.unwrap_or_default();
+    let supplier = crate::documents::Party { name, tax_id, tax_category, address };
+    let organization = crate::documents::vouchers::issuer(conn, org_id).await?;
+    let ids: Vec<Uuid> = purchase.lines.iter().map(|l| l.variant_id).collect();
+    let names: Vec<(Uuid, String)> =
+        sqlx::query_as("select id, name from products_view where org_id = $1 and id = any($2)")
+            .bind(org_id)
+            .bind(&ids)
+            .fetch_all(&mut *conn)
+            .await?;
+    let name_of = |id: Uuid| names.iter().find(|(v, _)| *v == id).map_or_else(|| id.to_string(), |(_, n)| n.clone());
+    let number = purchase
+        .supplier_invoice_number
+        .rsplit('-')
+        .next()
+        .and_then(|n| n.trim().parse::<i64>().ok())
+        .filter(|n| (0..100_000_000).contains(n))
+        .unwrap_or(0);
+    let document = crate::documents::vouchers::purchase_document(purchase, supplier, organization, number, &name_of);
+    crate::documents::store::request(conn, org_id, crate::documents::OwnerKind::Purchase, id, &document).await?;
+    Ok(())
 }
 
 /// A purchase as stored for reads: the recorded event (`doc`) and the supplier's name.

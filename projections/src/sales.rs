@@ -52,19 +52,7 @@ async fn apply(
         let undecodable = |reason: String| ProjectionError::Undecodable { position: event.position, reason };
         let decoded = SaleEvent::decode(&event.event_type, event.schema_version, event.data.clone())
             .map_err(|e| undecodable(e.to_string()))?;
-        let current = match decoded {
-            SaleEvent::SaleRecorded(_) => None,
-            SaleEvent::SaleFiscalChanged(_) => {
-                let sql = format!("select doc from {table} where org_id = $1 and id = $2");
-                let doc: Option<Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                    .bind(event.org_id)
-                    .bind(event.stream_id)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-                doc.map(serde_json::from_value::<SaleRecorded>).transpose().map_err(|e| undecodable(e.to_string()))?
-            }
-        };
-        let Some(sale) = fold_sale(current, &decoded) else {
+        let Some(sale) = fold_sale(None, &decoded) else {
             return Err(undecodable("a fiscal outcome before the sale".into()));
         };
         let sql = format!(
@@ -89,6 +77,18 @@ async fn apply(
             .bind(event.recorded_at)
             .execute(&mut *conn)
             .await?;
+        // A numbered sale gets its PDF (asking again with the same content changes nothing).
+        let issuer = crate::documents::vouchers::issuer(conn, event.org_id).await?;
+        if let Some(document) = crate::documents::vouchers::sale_document(&sale, &issuer) {
+            crate::documents::store::request(
+                conn,
+                event.org_id,
+                crate::documents::OwnerKind::Sale,
+                event.stream_id,
+                &document,
+            )
+            .await?;
+        }
     }
     // Sale reads are not cached.
     Ok(Vec::new())

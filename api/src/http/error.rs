@@ -140,7 +140,8 @@ impl ApiError {
     /// (`NOT_FOUND`) if anything is missing, else 409 (`ALREADY_EXISTS` when every field is a taken value,
     /// `CONFLICT` otherwise): the request was well formed.
     pub fn validation(errors: Vec<FieldError>) -> Self {
-        const DATA_DECIDES: &[&str] = &["not_found", "already_exists", "violates_definition", "immutable"];
+        const DATA_DECIDES: &[&str] =
+            &["not_found", "already_exists", "violates_definition", "immutable", "not_in_order"];
         let data_decides = !errors.is_empty() && errors.iter().all(|e| DATA_DECIDES.contains(&e.code.as_str()));
         let mut error = if data_decides && errors.iter().any(|e| e.code == "not_found") {
             Self::new(

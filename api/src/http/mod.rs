@@ -21,6 +21,7 @@ pub mod purchases;
 pub mod records;
 pub mod reference;
 pub mod resource;
+pub mod sales;
 pub mod schema;
 pub mod tags;
 pub mod v2;
@@ -66,6 +67,8 @@ pub enum ApiTags {
     Inventory,
     /// Purchases (suppliers' invoices) and purchase orders with their receipts (Style B objects).
     Purchases,
+    /// Sales: both creation contracts, invoicing with the tax authority, PDF vouchers (Style B objects).
+    Sales,
     /// Product categories (Style B objects and page list).
     Categories,
     /// Points of sale (fiscal numbering series).
@@ -201,6 +204,7 @@ apis!(
     records::RecordsApi,
     inventory::InventoryApi,
     purchases::PurchasesApi,
+    sales::SalesApi,
     reference::ReferenceApi,
     webhooks::WebhooksApi,
     v2::V2Api,

@@ -40,6 +40,7 @@ pub const LIST_PURCHASES: Operation = Operation::read("listPurchases", Some(Scop
 pub const CREATE_PURCHASE: Operation =
     Operation::write("createPurchase", Scope::PurchasesWrite, Idempotency::Required, CommandKind::Purchase);
 pub const GET_PURCHASE: Operation = Operation::read("getPurchase", Some(Scope::PurchasesRead));
+pub const GET_PURCHASE_DOCUMENT: Operation = Operation::read("getPurchaseDocument", Some(Scope::PurchasesRead));
 pub const LIST_PURCHASE_ORDERS: Operation = Operation::read("listPurchaseOrders", Some(Scope::PurchasesRead));
 pub const CREATE_PURCHASE_ORDER: Operation =
     Operation::write("createPurchaseOrder", Scope::PurchasesWrite, Idempotency::Required, CommandKind::PurchaseOrder);
@@ -382,14 +383,28 @@ pub async fn render_purchases(
     let names = projections::products::names(&state.pool, org_id, &product_ids).await?;
     let ids: Vec<Uuid> = recorded.iter().map(|(r, _)| r.id).collect();
     let mut tags = tags_of(state, org_id, Taggable::Purchase, &ids).await?;
-    Ok(recorded
-        .into_iter()
-        .map(|(row, p)| {
-            let mut data = PurchaseData::from_recorded(row.id, &p, row.supplier_name, &names, row.created_at);
-            data.tags = tags.remove(&row.id).unwrap_or_default();
-            data
-        })
-        .collect())
+    let mut out = Vec::with_capacity(recorded.len());
+    for (row, p) in recorded {
+        let mut data = PurchaseData::from_recorded(row.id, &p, row.supplier_name, &names, row.created_at);
+        data.tags = tags.remove(&row.id).unwrap_or_default();
+        let ready = projections::documents::store::state(
+            &state.pool,
+            org_id,
+            projections::documents::OwnerKind::Purchase,
+            row.id,
+        )
+        .await?
+            == projections::documents::DocumentState::Ready;
+        if ready {
+            data.document = PurchaseDocument {
+                state: PurchaseDocumentState::Ready,
+                url: Some(format!("/api/v1/purchases/{}/document", row.id)),
+            };
+            data.pdf_path = Some(format!("documents/purchases/{}.pdf", row.id)).into();
+        }
+        out.push(data);
+    }
+    Ok(out)
 }
 
 /// A v2 commit or v1 create refused for blocking issues, worded for v1: every blocker a missing (or
@@ -510,6 +525,13 @@ enum PurchaseRead {
     /// The purchase.
     #[oai(status = 200)]
     Ok(RawJson<PurchaseEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum DocumentRedirect {
+    /// A signed link to the PDF, valid five minutes (see the description).
+    #[oai(status = 302)]
+    Found(#[oai(header = "Location")] String),
 }
 
 #[derive(ApiResponse)]
@@ -805,6 +827,33 @@ pub fn camel_parameter(name: &str) -> String {
     commands::validate::camel_case(name)
 }
 
+/// A DOL document names its exchange rate; a PES one has none but 1; received goods name their
+/// warehouse.
+pub fn purchase_shapes() -> serde_json::Value {
+    serde_json::json!({ "allOf": [
+        { "anyOf": [
+            { "required": ["currency", "exchangeRate"], "properties": { "currency": { "enum": ["DOL"] },
+              "exchangeRate": { "anyOf": [{ "type": "number" }, { "type": "string" }] } } },
+            { "not": { "required": ["currency"], "properties": { "currency": { "enum": ["DOL"] } } },
+              "properties": { "exchangeRate": { "nullable": true, "anyOf": [{ "enum": [1, "1"] }] } } },
+        ] },
+        { "anyOf": [
+            { "not": { "required": ["productsReceived"], "properties": { "productsReceived": { "enum": [true] } } } },
+            { "required": ["warehouseId"], "properties": { "warehouseId": { "type": "string", "format": "uuid" } } },
+        ] },
+    ] })
+}
+
+/// A DOL order names its exchange rate; a PES one has none but 1.
+fn order_shapes() -> serde_json::Value {
+    serde_json::json!({ "anyOf": [
+        { "required": ["currency", "exchangeRate"], "properties": { "currency": { "enum": ["DOL"] },
+          "exchangeRate": { "anyOf": [{ "type": "number" }, { "type": "string" }] } } },
+        { "not": { "required": ["currency"], "properties": { "currency": { "enum": ["DOL"] } } },
+          "properties": { "exchangeRate": { "nullable": true, "anyOf": [{ "enum": [1, "1"] }] } } },
+    ] })
+}
+
 fn uuid_schema() -> serde_json::Value {
     serde_json::json!({ "type": "string", "format": "uuid" })
 }
@@ -820,6 +869,7 @@ impl Operations for PurchasesApi {
         LIST_PURCHASES,
         CREATE_PURCHASE,
         GET_PURCHASE,
+        GET_PURCHASE_DOCUMENT,
         LIST_PURCHASE_ORDERS,
         CREATE_PURCHASE_ORDER,
         GET_PURCHASE_ORDER,
@@ -829,6 +879,8 @@ impl Operations for PurchasesApi {
         RECEIVE_PURCHASE_ORDER,
     ];
     const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "PurchaseInput", rule: purchase_shapes },
+        InputRule::Body { schema: "PurchaseOrderInput", rule: order_shapes },
         InputRule::Query { operation: "listPurchases", parameter: "supplier_id", schema: uuid_schema },
         InputRule::Query { operation: "listPurchases", parameter: "date_from", schema: date_schema },
         InputRule::Query { operation: "listPurchases", parameter: "date_to", schema: date_schema },
@@ -954,6 +1006,30 @@ impl PurchasesApi {
             })
             .await?;
         Ok(PurchaseRead::Ok(RawJson::new(body)))
+    }
+
+    /// Download a purchase's PDF
+    ///
+    /// Scope `purchases:read`. The stable, authenticated path to the purchase's PDF: 302 to a signed link,
+    /// `/documents/{token}`, valid five minutes and served without a credential (do not store it; an
+    /// expired or altered link answers 403); 404 while the document is missing.
+    #[oai(path = "/purchases/:purchase_id/document", method = "get", operation_id = "getPurchaseDocument")]
+    async fn document(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        purchase_id: Path<String>,
+    ) -> Result<DocumentRedirect, ApiError> {
+        let call = Call::new(GET_PURCHASE_DOCUMENT, &state, &auth, &request_id)?;
+        let id = call.id(&PURCHASES, &purchase_id.0)?;
+        if read::get(&state.pool, call.org_id(), id).await?.is_none() {
+            return Err(ApiError::not_found("purchase"));
+        }
+        let location =
+            crate::http::documents::link(&state, call.org_id(), projections::documents::OwnerKind::Purchase, id)
+                .await?;
+        Ok(DocumentRedirect::Found(location))
     }
 
     /// List purchase orders

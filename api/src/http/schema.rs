@@ -272,10 +272,13 @@ schema_only!(
 );
 
 /// Decimal text of `min..=max` with at most two decimals (leading zeros allowed, nine digits at most).
-/// Only the ranges the parsers use are written out: a whole part below 1000 or exactly 1000.
+/// Only the ranges the parsers use are written out: up to 100 or up to 1000.
 fn percent_text(min: i64, max: i64) -> String {
-    let positive = "(?:0{0,8}[0-9]|0{0,7}[0-9]{2}|0{0,6}[0-9]{3})(?:\\.[0-9]{1,2})?|0{0,5}1000(?:\\.0{1,2})?";
-    debug_assert_eq!(max, 1000, "only ranges up to 1000 are written out");
+    let positive = match max {
+        100 => "(?:0{0,8}[0-9]|0{0,7}[0-9]{2})(?:\\.[0-9]{1,2})?|0{0,6}100(?:\\.0{1,2})?",
+        1000 => "(?:0{0,8}[0-9]|0{0,7}[0-9]{2}|0{0,6}[0-9]{3})(?:\\.[0-9]{1,2})?|0{0,5}1000(?:\\.0{1,2})?",
+        other => unreachable!("no parser takes a percentage up to {other}"),
+    };
     let negative = match min {
         0 => "-0{1,9}(?:\\.0{1,2})?".to_owned(),
         -99 => "-(?:0{0,8}[0-9]|0{0,7}[0-8][0-9]|0{0,7}9[0-8])(?:\\.[0-9]{1,2})?|-0{0,7}99(?:\\.0{1,2})?".to_owned(),
@@ -313,6 +316,60 @@ fn quantity_text(positive: bool) -> String {
         "^0*[0-9]{1,12}(?:\\.[0-9]{1,3})?$".to_owned()
     }
 }
+
+/// A schema-only integer type whose values are the listed codes.
+macro_rules! documented_enum {
+    ($name:ident, [$($code:expr),+ $(,)?]) => {
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($name))
+            }
+        }
+
+        impl poem_openapi::types::Type for $name {
+            const IS_REQUIRED: bool = true;
+            type RawValueType = Self;
+            type RawElementValueType = Self;
+
+            fn name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
+                poem_openapi::registry::MetaSchemaRef::Inline(Box::new(poem_openapi::registry::MetaSchema {
+                    format: Some("int32"),
+                    enum_items: vec![$(serde_json::Value::from($code)),+],
+                    ..poem_openapi::registry::MetaSchema::new("integer")
+                }))
+            }
+
+            fn as_raw_value(&self) -> Option<&Self> {
+                Some(self)
+            }
+
+            fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Self> + 'a> {
+                Box::new(std::iter::once(self))
+            }
+        }
+
+        impl poem_openapi::types::ParseFromJSON for $name {
+            fn parse_from_json(_value: Option<serde_json::Value>) -> poem_openapi::types::ParseResult<Self> {
+                Err(poem_openapi::types::ParseError::custom("a documentation type is never parsed"))
+            }
+        }
+
+        impl poem_openapi::types::ToJSON for $name {
+            fn to_json(&self) -> Option<serde_json::Value> {
+                None
+            }
+        }
+    };
+}
+pub(crate) use documented_enum;
+
+/// A number of 0 or more (a decimal percentage or whole cents, as a sibling field says).
+pub struct NonNegative;
+schema_only!(NonNegative, MetaSchema { minimum: Some(0.0), ..MetaSchema::new("number") });
 
 /// An exchange rate to pesos, six decimals at most, as a JSON number or decimal text: above 0, at most
 /// 1,000,000.

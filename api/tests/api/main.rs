@@ -20,6 +20,7 @@ mod products;
 mod purchases;
 mod receiver;
 mod reference;
+mod sales;
 mod suppliers;
 mod tags;
 mod tenancy;

@@ -22,12 +22,13 @@ async fn a_new_organization_has_exactly_point_of_sale_one(pool: PgPool) {
     let pos = &data[0];
     assert_eq!(
         key_set(pos),
-        names_set(&["object", "id", "number", "name", "is_active", "created_at", "updated_at"]),
+        names_set(&["object", "id", "number", "name", "is_active", "kind", "created_at", "updated_at"]),
         "{pos}"
     );
     assert_eq!(pos["object"], "point_of_sale");
     assert!(Uuid::parse_str(pos["id"].as_str().expect("id")).is_ok());
     assert_eq!(pos["number"], 1);
+    assert_eq!(pos["kind"], "electronic", "the seeded point of sale is authorized by the tax authority");
     assert!(pos["name"].as_str().is_some_and(|n| !n.is_empty()), "{pos}");
     assert_eq!(pos["is_active"], true);
     assert!(instant(&pos["created_at"]) <= instant(&pos["updated_at"]));

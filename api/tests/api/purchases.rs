@@ -114,9 +114,29 @@ async fn a_received_purchase_raises_stock_moves_costs_and_is_recorded_once(pool:
     assert_eq!(detail_fields(&again), ["supplierInvoiceNumber"]);
     assert_eq!(app.event_count().await, events, "nothing was written");
 
-    let read = json(app.get(&format!("{PURCHASES}/{id}")).await, 200).await;
+    let read = crate::helpers::eventually(std::time::Duration::from_secs(20), "the purchase's PDF", || async {
+        let read = json(app.get(&format!("{PURCHASES}/{id}")).await, 200).await;
+        (read["data"]["document"]["state"] == "ready").then_some(read)
+    })
+    .await;
     assert_eq!(read["data"]["items"], data["items"]);
-    assert!(read["data"]["pdfPath"].is_null());
+    assert_eq!(read["data"]["document"]["url"], format!("/api/v1/purchases/{id}/document"));
+    assert!(!read["data"]["pdfPath"].as_str().expect("a storage name").starts_with("/api"), "never a download route");
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let redirect = no_redirects
+        .get(format!("{}{PURCHASES}/{id}/document", app.base))
+        .bearer_auth(&app.api_key)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(redirect.status().as_u16(), 302);
+    let location = redirect.headers().get("location").and_then(|l| l.to_str().ok()).expect("Location").to_owned();
+    let pdf = app.client.get(format!("{}{location}", app.base)).send().await.expect("sent").bytes().await.expect("pdf");
+    let text = pdf_extract::extract_text_from_mem(&pdf).expect("readable PDF");
+    assert!(text.contains("0001-00000042") && text.contains("Distribuidora Acme"), "{text}");
+    let missing =
+        error(app.get(&format!("{PURCHASES}/{}/document", Uuid::now_v7())).await, 404, "invalid_request_error").await;
+    assert_eq!(missing["error"]["code"], "NOT_FOUND");
     let listed =
         json(app.get(&format!("{PURCHASES}?supplier_id={acme}&date_from=2026-11-20&query=00042")).await, 200).await;
     assert_eq!(items(&listed).len(), 1);
@@ -264,8 +284,8 @@ async fn purchase_orders_receive_in_parts_and_refuse_illegal_moves(pool: PgPool)
     assert_eq!(too_much["error"]["details"][0]["metadata"]["pending_quantity"], "10");
     let stranger = error(
         app.post_keyed(&receipts, &json!({ "lines": [{ "productId": Uuid::now_v7(), "quantity": 1 }] })).await,
-        400,
-        "invalid_request_error",
+        409,
+        "business_error",
     )
     .await;
     assert_eq!(detail_fields(&stranger), ["lines[0].productId"]);

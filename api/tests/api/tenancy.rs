@@ -83,6 +83,12 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
         "items": [{"productId": ids["products"], "quantity": 1, "unitCost": 100}]});
     let order = json(app.post_keyed("/api/v1/purchase-orders", &order).await, 201).await;
     ids.insert("purchase-orders", order["data"]["id"].as_str().expect("id").to_owned());
+    let point = crate::helpers::seeded(&app, "/api/v1/points-of-sale", "Punto de venta 1").await;
+    let pos = point["id"].as_str().expect("a point of sale").to_owned();
+    let sale = json!({"voucherType": 90, "pointOfSaleId": pos, "invoiceDate": "2026-01-02",
+        "items": [{"name": "Presupuesto", "quantity": 1, "unitPrice": 100}]});
+    let sale = json(app.post_keyed("/api/v1/sales", &sale).await, 201).await;
+    ids.insert("sales", sale["data"]["id"].as_str().expect("id").to_owned());
 
     let spec = json(app.request(Method::GET, "/openapi.json", None, None).await, 200).await;
     let before = app.event_count().await;

@@ -506,7 +506,7 @@ impl Handler for InvoiceSales {
         let associated = invoicing::associated_voucher(conn, org_id, issuer, sale.associated_sale_id).await?;
         let outcome = invoicing::authorize(conn, org_id, issuer, &sale, associated).await?;
         invoicing::track(conn, org_id, command.sale_id, matches!(outcome, Outcome::Deferred { .. })).await?;
-        let request = invoicing::fiscal_change(org_id, command.sale_id, version, &outcome, metadata);
+        let request = invoicing::fiscal_change(org_id, command.sale_id, version, &sale, &outcome, metadata);
         let key = append_together(conn, &[request], command.sale_id).await?;
         sale.number = outcome.number().or(sale.number);
         sale.fiscal = outcome.fiscal();

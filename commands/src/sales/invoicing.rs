@@ -14,7 +14,7 @@
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::engine::ExecuteError;
 use crate::fiscal::{AssociatedVoucher, FiscalClient, FiscalError, Issuer, Rate, VatLine, VoucherRequest};
-use events::catalogue::{FiscalStatus, SaleAuthorization, SaleEvent, SaleFiscal, SaleFiscalChanged, SaleRecorded};
+use events::catalogue::{FiscalStatus, SaleAuthorization, SaleEvent, SaleFiscal, SaleRecorded};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::{PgConnection, PgPool};
@@ -194,7 +194,7 @@ pub async fn authorize(
     };
     lock_series(conn, org_id, sale).await?;
     if let Some(number) = sale.fiscal.unconfirmed_number {
-        let asked = voucher_request(sale, number, associated.clone());
+        let asked = voucher_request(sale, number, associated);
         match client.consult(issuer, sale.point_of_sale_number, sale.voucher_type, number).await {
             Ok(Some(stored)) if stored.is_approved() && stored.matches(&asked) => {
                 return Ok(Outcome::Issued(SaleAuthorization {
@@ -300,15 +300,19 @@ pub async fn associated_voucher(
     }))
 }
 
-/// The event recording a new fiscal outcome of an existing sale.
+/// The event recording a new fiscal outcome of an existing sale (with the sale's state after it).
 pub fn fiscal_change(
     org_id: Uuid,
     sale_id: Uuid,
     version: i32,
+    sale: &SaleRecorded,
     outcome: &Outcome,
     metadata: &Metadata,
 ) -> AppendRequest {
-    let event = SaleEvent::SaleFiscalChanged(SaleFiscalChanged { number: outcome.number(), fiscal: outcome.fiscal() });
+    let mut after = sale.clone();
+    after.number = outcome.number().or(sale.number);
+    after.fiscal = outcome.fiscal();
+    let event = SaleEvent::SaleFiscalChanged(Box::new(after));
     let stream =
         StreamRef { org_id, stream_type: SaleEvent::STREAM_TYPE, stream_id: sale_id, expected_version: version };
     AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }
@@ -366,7 +370,7 @@ pub async fn retry_due(pool: &PgPool) -> Result<usize, ExecuteError> {
                     continue;
                 }
                 settled += usize::from(!deferred);
-                fiscal_change(org_id, sale_id, version, &outcome, &metadata)
+                fiscal_change(org_id, sale_id, version, &sale, &outcome, &metadata)
             }
             Err(ExecuteError::Rejected(Rejection::Unprocessable { details, .. })) => {
                 // A final rejection of a deferred sale: it stays recorded, marked rejected.
@@ -384,7 +388,9 @@ pub async fn retry_due(pool: &PgPool) -> Result<usize, ExecuteError> {
                     unconfirmed_number: None,
                     rejection,
                 };
-                let event = SaleEvent::SaleFiscalChanged(SaleFiscalChanged { number: None, fiscal });
+                let mut after = sale.clone();
+                after.fiscal = fiscal;
+                let event = SaleEvent::SaleFiscalChanged(Box::new(after));
                 let stream = StreamRef {
                     org_id,
                     stream_type: SaleEvent::STREAM_TYPE,

@@ -13,7 +13,7 @@
 mod handler;
 pub mod invoicing;
 
-pub use handler::{InvoiceSales, Sales};
+pub use handler::{InvoiceSales, SaleOutcome, Sales};
 
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};

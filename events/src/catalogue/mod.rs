@@ -34,8 +34,8 @@ pub use records::{
     RecordEvent, WarehouseEvent, WarehouseFields,
 };
 pub use sale::{
-    FiscalStatus, SaleAuthorization, SaleCustomer, SaleEvent, SaleFiscal, SaleFiscalChanged, SaleLine, SalePayment,
-    SaleRecorded, SaleVat, fold_sale,
+    FiscalStatus, SaleAuthorization, SaleCustomer, SaleEvent, SaleFiscal, SaleLine, SalePayment, SaleRecorded, SaleVat,
+    fold_sale, public_sale,
 };
 pub use stock::{
     AR_OFFSET, Reservation, ReservationOwner, ReservedLine, STOCK_STREAM_TYPES, StockChange, StockEffect, StockLine,

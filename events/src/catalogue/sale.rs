@@ -172,19 +172,13 @@ pub struct SaleRecorded {
     pub fiscal: SaleFiscal,
 }
 
-/// A later outcome of a sale's authorization.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SaleFiscalChanged {
-    /// The number the sale now carries (an issued voucher's), if any.
-    pub number: Option<i64>,
-    pub fiscal: SaleFiscal,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SaleEvent {
     SaleRecorded(Box<SaleRecorded>),
-    /// Issued, deferred again (with a new unconfirmed number) or finally rejected.
-    SaleFiscalChanged(SaleFiscalChanged),
+    /// A later outcome of the sale's authorization (issued, deferred again with a new unconfirmed
+    /// number, or finally rejected), carrying the sale's whole state after it, so every subscriber (the
+    /// webhook sender among them) folds a single event without history.
+    SaleFiscalChanged(Box<SaleRecorded>),
 }
 
 impl EventPayload for SaleEvent {
@@ -210,7 +204,7 @@ impl EventPayload for SaleEvent {
         }
         match event_type {
             "SaleRecorded" => parse(event_type, data).map(|e| Self::SaleRecorded(Box::new(e))),
-            "SaleFiscalChanged" => parse(event_type, data).map(Self::SaleFiscalChanged),
+            "SaleFiscalChanged" => parse(event_type, data).map(|e| Self::SaleFiscalChanged(Box::new(e))),
             other => Err(DecodeError::UnknownType {
                 stream_type: Self::STREAM_TYPE.to_owned(),
                 event_type: other.to_owned(),
@@ -219,18 +213,46 @@ impl EventPayload for SaleEvent {
     }
 }
 
-/// A sale's whole state: the recorded sale with every later fiscal outcome applied (the fold the
-/// command side and the read side share).
+/// A sale's whole state after `event` (every sale event carries it; the fold the command side and the
+/// read side share).
 pub fn fold_sale(state: Option<SaleRecorded>, event: &SaleEvent) -> Option<SaleRecorded> {
-    match (state, event) {
-        (_, SaleEvent::SaleRecorded(recorded)) => Some((**recorded).clone()),
-        (None, SaleEvent::SaleFiscalChanged(_)) => None,
-        (Some(mut sale), SaleEvent::SaleFiscalChanged(changed)) => {
-            if changed.number.is_some() {
-                sale.number = changed.number;
-            }
-            sale.fiscal = changed.fiscal.clone();
-            Some(sale)
-        }
+    let _ = state;
+    match event {
+        SaleEvent::SaleRecorded(sale) | SaleEvent::SaleFiscalChanged(sale) => Some((**sale).clone()),
     }
+}
+
+/// The public sale object webhook events (`sale.created`, `sale.updated`) carry: snake_case, amounts
+/// in cents, quantities as decimal text. A credit note is a sale with `document_kind` `credit_note`.
+pub fn public_sale(id: Uuid, sale: &SaleRecorded) -> Value {
+    let authorization = sale.fiscal.authorization.as_ref();
+    serde_json::json!({
+        "object": "sale",
+        "id": id,
+        "document_kind": sale.document_kind,
+        "voucher_type": sale.voucher_type,
+        "letter": sale.letter,
+        "point_of_sale": sale.point_of_sale_number,
+        "invoice_number": sale.number,
+        "invoice_date": sale.invoice_date.to_string(),
+        "status": sale.fiscal.status.as_str(),
+        "cae": authorization.map(|a| a.cae.clone()),
+        "cae_due_date": authorization.map(|a| a.cae_due.to_string()),
+        "customer": { "id": sale.customer.id, "name": sale.customer.name },
+        "currency": sale.currency,
+        "subtotal": sale.subtotal,
+        "tax_amount": sale.tax_amount,
+        "total": sale.total,
+        "balance": sale.balance,
+        "integration_source": sale.integration_source,
+        "integration_id": sale.integration_id,
+        "associated_sale_id": sale.associated_sale_id,
+        "items": sale.lines.iter().map(|l| serde_json::json!({
+            "product_id": l.variant_id,
+            "name": l.name,
+            "quantity": l.quantity.to_string(),
+            "unit_price": l.unit_price,
+            "total": l.total,
+        })).collect::<Vec<_>>(),
+    })
 }

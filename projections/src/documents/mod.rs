@@ -7,6 +7,7 @@
 
 pub mod render;
 pub mod store;
+pub mod vouchers;
 pub mod worker;
 
 pub use render::{RenderError, render_pdf};

@@ -85,6 +85,9 @@ fn per_variant_id(event_id: Uuid, variant_id: Uuid) -> Uuid {
 /// `product.updated` per variant whose public object changed (with `changed_fields`). Other stored
 /// events have none.
 pub fn public_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, ProjectionError> {
+    if event.stream_type == events::catalogue::SaleEvent::STREAM_TYPE {
+        return sale_events(event);
+    }
     if event.stream_type != ProductEvent::STREAM_TYPE {
         return Ok(Vec::new());
     }
@@ -121,4 +124,23 @@ pub fn public_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, Projecti
             })
             .collect(),
     })
+}
+
+/// `sale.created` for a recorded sale (credit notes included, `document_kind` `credit_note`) and
+/// `sale.updated` when its fiscal state changes, each with the sale's whole public object.
+fn sale_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, ProjectionError> {
+    use events::catalogue::SaleEvent;
+    let decoded = SaleEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+        .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+    let (event_type, sale) = match &decoded {
+        SaleEvent::SaleRecorded(sale) => ("sale.created", sale),
+        SaleEvent::SaleFiscalChanged(sale) => ("sale.updated", sale),
+    };
+    Ok(vec![PublicEvent {
+        id: event.event_id,
+        event_type: event_type.into(),
+        created: created_at(event),
+        object: events::catalogue::public_sale(event.stream_id, sale),
+        test: false,
+    }])
 }

@@ -1,0 +1,822 @@
+//! Sales (Style B, camelCase; the snake_case spellings are accepted): creation under the historical
+//! contract or the dated one (`Service-Version: 2026-08-20`), reads, invoicing an existing sale, and
+//! the signed download of its PDF.
+
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::documents::link;
+use crate::http::envelopes::PageParam;
+use crate::http::error::ApiError;
+use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::{Blank, Cents, Int, Limit, NonNegative, Percent, QuantityIn, QuantityText, VatCode};
+use crate::http::tags::{TagData, tags_of};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use commands::protocol::{Command, CommandKind};
+use commands::sales::{InvoiceCommand, SaleCommand, SaleOutcome, formatted_number, parse_sale};
+use commands::tags::Taggable;
+use events::catalogue::{FiscalStatus, SaleRecorded, ar_date};
+use events::domain::Scope;
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use projections::ProjectionId;
+use projections::documents::{DocumentState, OwnerKind, store};
+use projections::sales::{self as read, SaleFilter, SaleRow};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+const WHY_CREATE: &str = "The dated contract's `total` differs from the canonical total (`TOTAL_MISMATCH`, the expected \
+                          total in the detail's `metadata.expected_total`); the organization blocks negative stock \
+                          and a line asks for more than is available (`INSUFFICIENT_STOCK`); or the tax authority \
+                          rejected the voucher for good, or the organization has no fiscal profile \
+                          (`PRECONDITION_FAILED`, the authority's codes in `metadata.authority_code`). Nothing was \
+                          recorded: no sale, no number, no stock, no event";
+const WHY_INVOICE: &str = "The tax authority rejected the voucher for good, or the organization has no fiscal profile \
+                           (`PRECONDITION_FAILED`); the sale stays as it was";
+
+pub const LIST_SALES: Operation = Operation::read("listSales", Some(Scope::SalesRead));
+pub const CREATE_SALE: Operation =
+    Operation::write("createSale", Scope::SalesWrite, Idempotency::Required, CommandKind::Sale)
+        .unprocessable(WHY_CREATE);
+pub const GET_SALE: Operation = Operation::read("getSale", Some(Scope::SalesRead));
+pub const INVOICE_SALE: Operation =
+    Operation::write("invoiceSale", Scope::SalesWrite, Idempotency::Optional, CommandKind::InvoiceSale)
+        .unprocessable(WHY_INVOICE);
+pub const GET_SALE_DOCUMENT: Operation = Operation::read("getSaleDocument", Some(Scope::SalesRead));
+
+const SALES: Kind = Kind {
+    label: "sale",
+    projection: ProjectionId::Sales,
+    cache: None,
+    list: ListAt { url: "/api/v1/sales", binding: "sales" },
+};
+
+/// The customer as the sale recorded them.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct SaleCustomerData {
+    pub id: Uuid,
+    pub name: String,
+    pub email: Nullable<String>,
+    pub phone: Nullable<String>,
+    pub tax_id: Nullable<String>,
+    pub address: Nullable<String>,
+    pub apartment: Nullable<String>,
+    pub city: Nullable<String>,
+    pub province: Nullable<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct SaleProductRef {
+    pub id: Uuid,
+    pub name: String,
+    pub sku: Nullable<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct SaleWarehouseRef {
+    pub id: Uuid,
+    pub name: Nullable<String>,
+}
+
+/// A line of a sale with its canonical amounts (cents).
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct SaleItemData {
+    pub id: Uuid,
+    /// The line's description (the product's name, or the free text).
+    pub name: String,
+    pub quantity: QuantityText,
+    pub unit_price: i64,
+    pub unit_cost: Nullable<i64>,
+    pub tax_rate_id: i32,
+    /// Decimal text (`"10"`, `"12.5"`); null without a line discount.
+    pub discount_percentage: Nullable<String>,
+    pub product: Nullable<SaleProductRef>,
+    pub warehouse: Nullable<SaleWarehouseRef>,
+    pub net: i64,
+    pub vat: i64,
+    pub total: i64,
+}
+
+/// VAT by rate code.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct SaleVatData {
+    pub code: i32,
+    pub base: i64,
+    pub amount: i64,
+}
+
+/// A payment received with the sale.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct SalePaymentData {
+    pub method_id: Uuid,
+    pub amount: i64,
+    pub description: Nullable<String>,
+    pub reference: Nullable<String>,
+}
+
+/// `not_invoiced`, `issued`, `deferred`, `rejected` or `internal`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum SaleFiscalStatus {
+    NotInvoiced,
+    Issued,
+    Deferred,
+    Rejected,
+    Internal,
+}
+
+impl From<FiscalStatus> for SaleFiscalStatus {
+    fn from(s: FiscalStatus) -> Self {
+        match s {
+            FiscalStatus::NotInvoiced => Self::NotInvoiced,
+            FiscalStatus::Issued => Self::Issued,
+            FiscalStatus::Deferred => Self::Deferred,
+            FiscalStatus::Rejected => Self::Rejected,
+            FiscalStatus::Internal => Self::Internal,
+        }
+    }
+}
+
+/// The sale's standing with the tax authority.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct SaleFiscalData {
+    /// `issued`: authorized (CAE and expiry below); `deferred`: not yet (retried in the background,
+    /// read the sale again later); `not_invoiced`: recorded without authorization; `rejected`: refused
+    /// for good while deferred; `internal`: numbered by the service (no authority involved).
+    pub status: SaleFiscalStatus,
+    pub cae: Nullable<String>,
+    #[serde(with = "crate::http::presence::date_nullable")]
+    pub cae_due_date: Nullable<Date>,
+    /// The authority's codes and messages of a final rejection.
+    pub rejection: Vec<String>,
+}
+
+/// `ready`, `pending`, `failed` or `missing`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "lowercase")]
+#[oai(rename_all = "lowercase")]
+pub enum FileState {
+    Ready,
+    Pending,
+    Failed,
+    Missing,
+}
+
+/// The sale's PDF: `url` (the authenticated document route) only when `ready`.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct FileData {
+    pub state: FileState,
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct SaleDocumentData {
+    pub file: FileData,
+}
+
+/// A sale.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct SaleData {
+    pub id: Uuid,
+    pub voucher_type: i32,
+    /// `invoice`, `credit_note`, `debit_note`, `cash_sale_note` or `quote`.
+    pub document_kind: String,
+    pub letter: Nullable<String>,
+    pub point_of_sale: SalePointOfSale,
+    /// The voucher number (the authority's for issued vouchers); null until numbered.
+    pub invoice_number: Nullable<i64>,
+    /// `B 00001-00000042`; null until numbered.
+    pub formatted_invoice_number: Nullable<String>,
+    #[serde(with = "events::catalogue::iso_date")]
+    pub invoice_date: Date,
+    #[serde(with = "crate::http::presence::date_nullable")]
+    pub due_date: Nullable<Date>,
+    #[serde(with = "crate::http::presence::date_nullable")]
+    pub service_from: Nullable<Date>,
+    #[serde(with = "crate::http::presence::date_nullable")]
+    pub service_to: Nullable<Date>,
+    /// Always `PES`.
+    pub currency: String,
+    pub subtotal: i64,
+    pub tax_amount: i64,
+    pub discount_amount: i64,
+    pub exempt_amount: i64,
+    pub non_taxed_amount: i64,
+    pub total: i64,
+    /// What is still owed: the total minus the payments.
+    pub balance: i64,
+    /// 1 products, 2 services, 3 both.
+    pub concept: i32,
+    pub notes: Nullable<String>,
+    pub fiscal_notes: Nullable<String>,
+    pub integration_source: Nullable<String>,
+    pub integration_id: Nullable<String>,
+    pub customer: SaleCustomerData,
+    pub items: Vec<SaleItemData>,
+    pub vat_breakdown: Vec<SaleVatData>,
+    pub payments: Vec<SalePaymentData>,
+    pub fiscal: SaleFiscalData,
+    /// The sale a credit or debit note corrects.
+    pub associated_sale_id: Nullable<Uuid>,
+    pub document: SaleDocumentData,
+    pub tags: Vec<TagData>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct SalePointOfSale {
+    pub id: Uuid,
+    pub number: i32,
+}
+
+fn percent_text(hundredths: i64) -> String {
+    let (whole, fraction) = (hundredths / 100, hundredths % 100);
+    if fraction == 0 {
+        format!("{whole}")
+    } else {
+        format!("{whole}.{}", format!("{fraction:02}").trim_end_matches('0'))
+    }
+}
+
+impl SaleData {
+    pub fn from_sale(id: Uuid, sale: &SaleRecorded, created_at: OffsetDateTime, updated_at: OffsetDateTime) -> Self {
+        let auth = sale.fiscal.authorization.as_ref();
+        Self {
+            id,
+            voucher_type: sale.voucher_type,
+            document_kind: sale.document_kind.clone(),
+            letter: sale.letter.clone().into(),
+            point_of_sale: SalePointOfSale { id: sale.point_of_sale_id, number: sale.point_of_sale_number },
+            invoice_number: sale.number.into(),
+            formatted_invoice_number: formatted_number(sale.letter.as_deref(), sale.point_of_sale_number, sale.number)
+                .into(),
+            invoice_date: sale.invoice_date,
+            due_date: sale.due_date.into(),
+            service_from: sale.service_from.into(),
+            service_to: sale.service_to.into(),
+            currency: sale.currency.clone(),
+            subtotal: sale.subtotal,
+            tax_amount: sale.tax_amount,
+            discount_amount: sale.discount_amount,
+            exempt_amount: sale.exempt,
+            non_taxed_amount: sale.non_taxed,
+            total: sale.total,
+            balance: sale.balance,
+            concept: sale.concept,
+            notes: sale.notes.clone().into(),
+            fiscal_notes: sale.fiscal_notes.clone().into(),
+            integration_source: sale.integration_source.clone().into(),
+            integration_id: sale.integration_id.clone().into(),
+            customer: SaleCustomerData {
+                id: sale.customer.id,
+                name: sale.customer.name.clone(),
+                email: sale.customer.email.clone().into(),
+                phone: sale.customer.phone.clone().into(),
+                tax_id: sale.customer.tax_id.clone().into(),
+                address: sale.customer.address.clone().into(),
+                apartment: sale.customer.apartment.clone().into(),
+                city: sale.customer.city.clone().into(),
+                province: sale.customer.province.clone().into(),
+            },
+            items: sale
+                .lines
+                .iter()
+                .map(|l| SaleItemData {
+                    id: l.id,
+                    name: l.name.clone(),
+                    quantity: l.quantity.into(),
+                    unit_price: l.unit_price,
+                    unit_cost: l.unit_cost.into(),
+                    tax_rate_id: l.tax_rate_id,
+                    discount_percentage: l.discount_hundredths.map(percent_text).into(),
+                    product: l
+                        .variant_id
+                        .map(|id| SaleProductRef { id, name: l.name.clone(), sku: l.sku.clone().into() })
+                        .into(),
+                    warehouse: l.warehouse_id.map(|id| SaleWarehouseRef { id, name: None.into() }).into(),
+                    net: l.net,
+                    vat: l.vat,
+                    total: l.total,
+                })
+                .collect(),
+            vat_breakdown: sale
+                .vat
+                .iter()
+                .map(|v| SaleVatData { code: v.code, base: v.base, amount: v.amount })
+                .collect(),
+            payments: sale
+                .payments
+                .iter()
+                .map(|p| SalePaymentData {
+                    method_id: p.method_id,
+                    amount: p.amount,
+                    description: p.description.clone().into(),
+                    reference: p.reference.clone().into(),
+                })
+                .collect(),
+            fiscal: SaleFiscalData {
+                status: sale.fiscal.status.into(),
+                cae: auth.map(|a| a.cae.clone()).into(),
+                cae_due_date: auth.map(|a| a.cae_due).into(),
+                rejection: sale.fiscal.rejection.iter().map(|(code, message)| format!("{code}: {message}")).collect(),
+            },
+            associated_sale_id: sale.associated_sale_id.into(),
+            document: SaleDocumentData { file: FileData { state: FileState::Missing, url: None } },
+            tags: Vec::new(),
+            created_at: ar_time(created_at),
+            updated_at: ar_time(updated_at),
+        }
+    }
+}
+
+/// The document descriptor of a sale, from the documents store.
+async fn document_of(state: &AppState, org_id: Uuid, id: Uuid) -> Result<SaleDocumentData, ApiError> {
+    let current = store::state(&state.pool, org_id, OwnerKind::Sale, id).await?;
+    let (file_state, url) = match current {
+        DocumentState::Ready => (FileState::Ready, Some(format!("/api/v1/sales/{id}/document"))),
+        DocumentState::Pending => (FileState::Pending, None),
+        DocumentState::Failed => (FileState::Failed, None),
+        DocumentState::Missing => (FileState::Missing, None),
+    };
+    Ok(SaleDocumentData { file: FileData { state: file_state, url } })
+}
+
+async fn render_rows(state: &AppState, org_id: Uuid, rows: Vec<SaleRow>) -> Result<Vec<SaleData>, ApiError> {
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let mut tags = tags_of(state, org_id, Taggable::Sale, &ids).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut data = SaleData::from_sale(row.id, &row.sale, row.created_at, row.updated_at);
+        data.tags = tags.remove(&row.id).unwrap_or_default();
+        data.document = document_of(state, org_id, row.id).await?;
+        out.push(data);
+    }
+    Ok(out)
+}
+
+/// The voucher types a sale can be: invoices, debit and credit notes and cash sale notes of letters
+/// A, B, C, E and M, and the quote-type voucher 90.
+pub struct SaleVoucherType;
+crate::http::schema::documented_enum!(
+    SaleVoucherType,
+    [1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 19, 20, 21, 51, 52, 53, 90]
+);
+
+/// A line of a sale body.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct SaleItemInput {
+    /// A product variant of the organization; omitted for a free-text line (then `name` is required).
+    pub product_id: Optional<Uuid>,
+    /// Where the product's stock leaves from: the organization's default warehouse when omitted.
+    pub warehouse_id: Optional<Uuid>,
+    /// A free-text line's description (at most 200 characters).
+    pub name: Optional<Blank<200>>,
+    pub quantity: QuantityIn<true>,
+    /// Cents: net of VAT on A vouchers, VAT included on B, C and 90 (the dated contract); the
+    /// historical contract follows the organization's tax-inclusive setting.
+    pub unit_price: Cents,
+    /// The product's rate when omitted (21% for free-text lines).
+    pub tax_rate_id: Optional<VatCode>,
+    pub unit_cost: Optional<Cents>,
+    /// 0 to 100, two decimals at most.
+    pub discount_percentage: Optional<Percent<0, 100>>,
+}
+
+/// A payment received with the sale.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct SalePaymentInput {
+    /// An active payment method of the organization.
+    pub method_id: Uuid,
+    pub amount: Cents,
+    pub description: Optional<Blank<200>>,
+    pub reference: Optional<Blank<100>>,
+    pub register_id: Optional<Uuid>,
+    pub safe_id: Optional<Uuid>,
+}
+
+/// `percentage` or `fixed`.
+#[derive(Debug, Enum)]
+#[oai(rename_all = "lowercase")]
+pub enum DiscountKind {
+    Percentage,
+    Fixed,
+}
+
+/// A sale. Without `Service-Version` the historical contract applies (client totals accepted for
+/// compatibility, never stored; the response carries `Deprecation`); with `Service-Version: 2026-08-20`
+/// the dated contract: `total` required and checked, `subtotal`, `taxAmount`, `exemptAmount`,
+/// `nonTaxedAmount`, `tributesAmount`, `discountAmount`, `taxIncludedOverride` and `roundingAdjustment`
+/// refused, unknown fields refused. Both spellings (camelCase, snake_case) are accepted.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct SaleInput {
+    /// A voucher type of the reference that a sale can be (not a receipt; see `/api/v1/voucher-types`).
+    pub voucher_type: SaleVoucherType,
+    pub point_of_sale_id: Uuid,
+    /// Not in the future.
+    pub invoice_date: Date,
+    /// At least one line, at most 200.
+    #[oai(validator(min_items = 1, max_items = 200))]
+    pub items: Vec<SaleItemInput>,
+    /// The organization's default customer when omitted.
+    pub customer_id: Optional<Uuid>,
+    pub due_date: Optional<Date>,
+    /// Services' period (concepts 2 and 3).
+    pub service_from: Optional<Date>,
+    pub service_to: Optional<Date>,
+    /// 1 products, 2 services, 3 both; by default from the lines' products.
+    pub concept: Optional<Int<1, 3>>,
+    pub discount_type: Optional<DiscountKind>,
+    /// A percentage (0 to 100, two decimals at most) or whole cents, as `discountType` says.
+    pub discount_value: Optional<NonNegative>,
+    pub notes: Optional<Blank<1000>>,
+    pub fiscal_notes: Optional<Blank<1000>>,
+    /// Omitted: the sale stays pending payment (`balance` = `total`).
+    pub payment_methods: Optional<Vec<SalePaymentInput>>,
+    pub integration_source: Optional<Blank<50>>,
+    pub integration_id: Optional<Blank<100>>,
+    /// The expected final total: required by the dated contract (a different canonical total is 422
+    /// `TOTAL_MISMATCH`); compatibility only in the historical one.
+    pub total: Optional<Int<0, 9_007_199_254_740_991>>,
+    /// Historical contract only (compatibility, never stored).
+    pub subtotal: Optional<Int<0, 9_007_199_254_740_991>>,
+    /// Historical contract only (compatibility, never stored).
+    pub tax_amount: Optional<Int<0, 9_007_199_254_740_991>>,
+    /// Historical contract only.
+    pub exempt_amount: Optional<Int<0, 9_007_199_254_740_991>>,
+    /// Historical contract only.
+    pub non_taxed_amount: Optional<Int<0, 9_007_199_254_740_991>>,
+    /// Historical contract only (compatibility, never stored).
+    pub discount_amount: Optional<Int<0, 9_007_199_254_740_991>>,
+    /// An extension: false records the sale without asking the tax authority (as imported sales are);
+    /// invoice it later with `POST /api/v1/sales/{sale_id}/invoice`. Default true.
+    pub invoice: Optional<bool>,
+    /// Required for credit and debit notes (3, 8, 13...): the sale they correct.
+    pub associated_sale_id: Optional<Uuid>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct SaleEnvelope {
+    /// Always true.
+    pub success: bool,
+    pub data: SaleData,
+}
+
+/// A created sale, with the stock shortfalls the organization's policy let through.
+#[derive(Debug, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct SaleCreatedData {
+    #[serde(flatten)]
+    #[oai(flatten)]
+    pub sale: SaleData,
+    pub warnings: Vec<crate::http::inventory::StockWarning>,
+    /// True when this is the stored outcome of an earlier request with the same key, body and contract.
+    pub idempotent_replay: bool,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct SaleCreatedEnvelope {
+    /// Always true.
+    pub success: bool,
+    pub data: SaleCreatedData,
+}
+
+#[derive(ApiResponse)]
+enum SaleCreated {
+    /// The sale (under the historical contract with `Deprecation: true`).
+    #[oai(status = 201)]
+    Created(RawJson<SaleCreatedEnvelope>, #[oai(header = "Deprecation")] Option<String>),
+}
+
+#[derive(ApiResponse)]
+enum SaleRead {
+    /// The sale.
+    #[oai(status = 200)]
+    Ok(RawJson<SaleEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum SaleList {
+    /// A page of sales, oldest first.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<SaleData>>),
+}
+
+#[derive(ApiResponse)]
+enum Invoiced {
+    /// `issued`: authorized now (number, CAE and expiry on the sale).
+    #[oai(status = 200)]
+    Issued(RawJson<SaleEnvelope>),
+    /// `deferred`: not yet invoiced (the authority is unavailable or its answer was lost); it is retried
+    /// in the background: read the sale before retrying.
+    #[oai(status = 202)]
+    Deferred(RawJson<SaleEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum DocumentRedirect {
+    /// A signed link to the PDF, valid five minutes (see the description).
+    #[oai(status = 302)]
+    Found(#[oai(header = "Location")] String),
+}
+
+type Key = Header<Option<String>>;
+
+fn date_filter(
+    text: Option<String>,
+    parameter: &str,
+    details: &mut Vec<crate::http::error::ErrorDetail>,
+) -> Option<Date> {
+    let text = text?;
+    match Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]")) {
+        Ok(date) => Some(date),
+        Err(_) => {
+            details.push(crate::http::error::ErrorDetail {
+                code: "invalid_date".into(),
+                message: "must be a date written YYYY-MM-DD".into(),
+                field: Some(parameter.to_owned()),
+                metadata: None,
+            });
+            None
+        }
+    }
+}
+
+fn uuid_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "format": "uuid" })
+}
+
+fn date_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "format": "date" })
+}
+
+/// A credit or debit note names the sale it corrects; a global discount is a percentage up to 100 or
+/// whole cents, and comes with its type.
+fn sale_shapes() -> serde_json::Value {
+    serde_json::json!({ "allOf": [
+        { "anyOf": [
+            { "not": { "required": ["voucherType"], "properties": { "voucherType": { "enum": [2, 3, 7, 8, 12, 13, 20, 21, 52, 53] } } } },
+            { "required": ["associatedSaleId"], "properties": { "associatedSaleId": { "type": "string", "format": "uuid" } } },
+        ] },
+        { "properties": { "items": { "items": { "anyOf": [
+            { "required": ["productId"], "properties": { "productId": { "type": "string", "format": "uuid" } } },
+            { "required": ["name"], "properties": { "name": { "type": "string", "pattern": "[^\\s]" } } },
+        ] } } } },
+        { "anyOf": [
+            { "not": { "anyOf": [{ "required": ["discountType"] }, { "required": ["discountValue"] }] } },
+            { "required": ["discountType", "discountValue"], "properties": {
+                "discountType": { "enum": ["percentage"] },
+                "discountValue": { "type": "number", "minimum": 0, "maximum": 100, "multipleOf": 0.01 } } },
+            { "required": ["discountType", "discountValue"], "properties": {
+                "discountType": { "enum": ["fixed"] },
+                "discountValue": { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991_i64 } } },
+        ] },
+    ] })
+}
+
+pub struct SalesApi;
+
+impl Operations for SalesApi {
+    const OPERATIONS: &'static [Operation] = &[LIST_SALES, CREATE_SALE, GET_SALE, INVOICE_SALE, GET_SALE_DOCUMENT];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "SaleInput", rule: sale_shapes },
+        InputRule::Query { operation: "listSales", parameter: "customer_id", schema: uuid_schema },
+        InputRule::Query { operation: "listSales", parameter: "date_from", schema: date_schema },
+        InputRule::Query { operation: "listSales", parameter: "date_to", schema: date_schema },
+        InputRule::Query {
+            operation: "listSales",
+            parameter: "status",
+            schema: || serde_json::json!({ "type": "string", "enum": FiscalStatus::NAMES }),
+        },
+    ];
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Sales")]
+impl SalesApi {
+    /// List sales
+    ///
+    /// Scope `sales:read`. A cursor list, oldest first. `date_from`/`date_to` (inclusive) filter on the
+    /// invoice date; `status` on the fiscal status; `query` matches the customer's name, the formatted
+    /// number or the integration id. Imported sales are found here (by `integration_source` and
+    /// `query`) and invoiced with `POST /api/v1/sales/{sale_id}/invoice`.
+    #[oai(path = "/sales", method = "get", operation_id = "listSales")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        customer_id: Query<Option<String>>,
+        date_from: Query<Option<String>>,
+        date_to: Query<Option<String>>,
+        status: Query<Option<String>>,
+        integration_source: Query<Option<String>>,
+        query: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<SaleList, ApiError> {
+        let call = Call::new(LIST_SALES, &state, &auth, &request_id)?;
+        let mut details = Vec::new();
+        let mut filter = SaleFilter::default();
+        match customer_id.0.as_deref().map(|c| parse_id(c, "customer_id")).transpose() {
+            Ok(id) => filter.customer_id = id,
+            Err(e) => details.extend(e.body.details),
+        }
+        filter.date_from = date_filter(date_from.0, "date_from", &mut details);
+        filter.date_to = date_filter(date_to.0, "date_to", &mut details);
+        if let Some(status) = status.0 {
+            if FiscalStatus::NAMES.contains(&status.as_str()) {
+                filter.status = Some(status);
+            } else {
+                details.push(crate::http::error::ErrorDetail {
+                    code: "invalid_value".into(),
+                    message: format!("must be one of {}", FiscalStatus::NAMES.join(", ")),
+                    field: Some("status".into()),
+                    metadata: None,
+                });
+            }
+        }
+        if !details.is_empty() {
+            let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
+            error.body.details = details;
+            return Err(error);
+        }
+        filter.integration_source = integration_source.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        filter.query = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
+        let bound = format!(
+            "sales{:?}",
+            (
+                &filter.customer_id,
+                &filter.date_from,
+                &filter.date_to,
+                &filter.status,
+                &filter.integration_source,
+                &filter.query
+            )
+        );
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: SALES.list.url, binding: &bound },
+                async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+                |row: &SaleRow| row.id,
+                async |rows| render_rows(&state, call.org_id(), rows).await,
+            )
+            .await?;
+        Ok(SaleList::Ok(RawJson::new(body)))
+    }
+
+    /// Create a sale
+    ///
+    /// Scope `sales:write`; `Idempotency-Key` required (the contract version is part of the claim: one
+    /// key used across the historical and dated contracts is 409 `IDEMPOTENCY_CONFLICT`; a retry returns
+    /// the stored sale without recomputing it). The amounts are the canonical ones (the tax engine's).
+    /// Lines with a product move its stock (combos their components) under the organization's
+    /// negative-stock policy; free-text lines move nothing. A fiscal voucher at an electronic point of
+    /// sale is authorized by the tax authority now (unless `invoice` is false): approved, the sale is
+    /// `issued` with the authority's number and CAE; refused for good, 422 and nothing is recorded;
+    /// unavailable or unanswered, the sale is created `deferred` and authorized in the background.
+    /// Quote-type vouchers (90) and manual points of sale get the service's gap-free numbers.
+    #[oai(path = "/sales", method = "post", operation_id = "createSale")]
+    async fn create(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key, body and `Service-Version` returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<SaleInput>,
+    ) -> Result<SaleCreated, ApiError> {
+        let call = Call::new(CREATE_SALE, &state, &auth, &request_id)?;
+        let today = ar_date(OffsetDateTime::now_utc());
+        let input = parse_sale(&body.value, version.0.as_deref(), today).map_err(ApiError::validation)?;
+        let historical = !input.is_dated();
+        let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input });
+        let write = Write::json(key.0, &version, &[], &body);
+        let accepted = call.dispatch(write, command).await?;
+        for projection in [ProjectionId::Sales, ProjectionId::Inventory] {
+            state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
+        }
+        let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
+        let mut sale = SaleData::from_sale(outcome.id, &outcome.sale, outcome.created_at, outcome.created_at);
+        sale.document = document_of(&state, call.org_id(), outcome.id).await?;
+        let data = SaleCreatedData {
+            sale,
+            warnings: outcome.warnings.into_iter().map(Into::into).collect(),
+            idempotent_replay: accepted.replayed,
+        };
+        let body = Style::b(&SaleCreatedEnvelope { success: true, data });
+        Ok(SaleCreated::Created(RawJson::new(body), historical.then(|| "true".to_owned())))
+    }
+
+    /// Get a sale
+    ///
+    /// Scope `sales:read`. `document.file` tells whether its PDF can be downloaded (`url` only when
+    /// `ready`).
+    #[oai(path = "/sales/:sale_id", method = "get", operation_id = "getSale")]
+    async fn get(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        sale_id: Path<String>,
+    ) -> Result<SaleRead, ApiError> {
+        let call = Call::new(GET_SALE, &state, &auth, &request_id)?;
+        let body = call
+            .get(&SALES, &sale_id.0, async |id| {
+                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
+                Ok(Some(Style::b(&SaleEnvelope { success: true, data })))
+            })
+            .await?;
+        Ok(SaleRead::Ok(RawJson::new(body)))
+    }
+
+    /// Invoice a sale
+    ///
+    /// Scope `sales:write`; `Idempotency-Key` optional. Authorizes an existing sale that is not
+    /// invoiced yet (recorded with `invoice: false`, imported, or deferred): 200 `issued`; 202
+    /// `deferred` (not yet: it is retried in the background; read the sale before retrying); 409 when it
+    /// is already invoiced (and the key is not a replay); 422 `PRECONDITION_FAILED` for a final
+    /// rejection or a missing fiscal profile. Invoicing never creates another sale.
+    #[oai(path = "/sales/:sale_id/invoice", method = "post", operation_id = "invoiceSale")]
+    async fn invoice(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        sale_id: Path<String>,
+        /// Optional: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<Invoiced, ApiError> {
+        let call = Call::new(INVOICE_SALE, &state, &auth, &request_id)?;
+        let id = call.id(&SALES, &sale_id.0)?;
+        let path = [sale_id.0.as_str()];
+        let accepted = call
+            .dispatch(Write::bare(key.0, &version, &path), Command::InvoiceSale(InvoiceCommand { sale_id: id }))
+            .await?;
+        state.await_read(ProjectionId::Sales, call.principal, accepted.key_for(ProjectionId::Sales)).await?;
+        let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
+        let row = read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("sale"))?;
+        let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
+        let body = Style::b(&SaleEnvelope { success: true, data });
+        Ok(match outcome.sale.fiscal.status {
+            FiscalStatus::Issued => Invoiced::Issued(RawJson::new(body)),
+            _ => Invoiced::Deferred(RawJson::new(body)),
+        })
+    }
+
+    /// Download a sale's PDF
+    ///
+    /// Scope `sales:read`. The stable, authenticated path to the sale's PDF: 302 to a signed link,
+    /// `/documents/{token}`, valid five minutes and served without a credential (do not store it; an
+    /// expired or altered link answers 403); 404 while the document is not ready.
+    #[oai(path = "/sales/:sale_id/document", method = "get", operation_id = "getSaleDocument")]
+    async fn document(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        sale_id: Path<String>,
+    ) -> Result<DocumentRedirect, ApiError> {
+        let call = Call::new(GET_SALE_DOCUMENT, &state, &auth, &request_id)?;
+        let id = call.id(&SALES, &sale_id.0)?;
+        if read::get(&state.pool, call.org_id(), id).await?.is_none() {
+            return Err(ApiError::not_found("sale"));
+        }
+        Ok(DocumentRedirect::Found(link(&state, call.org_id(), OwnerKind::Sale, id).await?))
+    }
+}

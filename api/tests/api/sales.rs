@@ -1,0 +1,384 @@
+//! Sales: worked tax examples for A, B, C and 90 vouchers, the dated contract's rules, the historical
+//! contract, stock, and invoicing with the tax authority (the test's own simulator) when it approves,
+//! rejects, is unavailable or loses its answer; the PDF and its signed download.
+
+use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, seeded};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::time::Duration;
+use uuid::Uuid;
+
+const SALES: &str = "/api/v1/sales";
+const ISSUER: &str = "20267565393";
+const DATED: &str = "2026-08-20";
+
+async fn fiscal_profile(app: &TestApp, category: &str) {
+    let change = commands::organization::SettingsChange {
+        tax_id: Some(ISSUER.into()),
+        tax_category: Some(category.into()),
+        legal_name: Some("Almacén de Prueba SRL".into()),
+        ..Default::default()
+    };
+    commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("fiscal profile");
+}
+
+async fn point_of_sale(app: &TestApp) -> String {
+    seeded(app, "/api/v1/points-of-sale", "Punto de venta 1").await["id"].as_str().expect("id").to_owned()
+}
+
+async fn product(app: &TestApp, sku: &str, price: i64, stock: Option<(&str, i64)>) -> String {
+    let mut body = json!({ "name": format!("Artículo {sku}"), "sku": sku, "price": price });
+    if let Some((warehouse, quantity)) = stock {
+        body["warehouseStocks"] = json!([{ "warehouseId": warehouse, "quantity": quantity }]);
+    }
+    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+async fn registered_customer(app: &TestApp) -> String {
+    let body = json!({ "name": "Distribuidora Ñandú SA", "taxId": "20055361682", "taxIdType": "CUIL/CUIT",
+        "taxCategory": "Responsable Inscripto" });
+    json(app.post("/api/v1/customers", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+/// POSTs a sale with a fresh key, under the dated contract when `dated`.
+async fn sell(app: &TestApp, body: &Value, dated: bool) -> reqwest::Response {
+    sell_with_key(app, body, dated, &Uuid::now_v7().to_string()).await
+}
+
+async fn sell_with_key(app: &TestApp, body: &Value, dated: bool, key: &str) -> reqwest::Response {
+    let mut request = app
+        .client
+        .post(format!("{}{SALES}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", key)
+        .json(body);
+    if dated {
+        request = request.header("Service-Version", DATED);
+    }
+    request.send().await.expect("sent")
+}
+
+async fn script(app: &TestApp, outcomes: Value) {
+    let body =
+        json!({ "issuer_tax_id": ISSUER.parse::<i64>().expect("cuit"), "point_of_sale": 1, "outcomes": outcomes });
+    let response =
+        app.client.post(format!("{}/_simulator/outcomes", app.fiscal_url)).json(&body).send().await.expect("sent");
+    assert!(response.status().is_success(), "{}", response.text().await.unwrap_or_default());
+}
+
+async fn approved(app: &TestApp, voucher_type: i32) -> Vec<Value> {
+    let url = format!(
+        "{}/_simulator/vouchers?issuer_tax_id={ISSUER}&point_of_sale=1&voucher_type={voucher_type}",
+        app.fiscal_url
+    );
+    let body: Value = app.client.get(url).send().await.expect("sent").json().await.expect("json");
+    body.as_array().cloned().or_else(|| body["vouchers"].as_array().cloned()).unwrap_or_default()
+}
+
+async fn sale(app: &TestApp, id: &str) -> Value {
+    json(app.get(&format!("{SALES}/{id}")).await, 200).await["data"].clone()
+}
+
+fn amounts(data: &Value) -> (i64, i64, i64) {
+    (
+        data["subtotal"].as_i64().expect("subtotal"),
+        data["taxAmount"].as_i64().expect("tax"),
+        data["total"].as_i64().expect("total"),
+    )
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn worked_examples_price_a_b_c_and_90_vouchers_exactly(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let customer = registered_customer(&app).await;
+
+    // A: net prices. 2 × 100.00 less 10% = 180.00 + 21% (37.80); 1 × 50.00 + 10.5% (5.25).
+    let a = json!({ "voucherType": 1, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer, "total": 27305,
+        "items": [{ "name": "Servicio de armado", "quantity": 2, "unitPrice": 10000, "discountPercentage": 10 },
+                  { "name": "Flete", "quantity": 1, "unitPrice": 5000, "taxRateId": 4 }] });
+    let a = json(sell(&app, &a, true).await, 201).await["data"].clone();
+    assert_eq!(amounts(&a), (23000, 4305, 27305));
+    assert_eq!(
+        a["vatBreakdown"],
+        json!([{ "code": 4, "base": 5000, "amount": 525 }, { "code": 5, "base": 18000, "amount": 3780 }])
+    );
+    assert_eq!((a["fiscal"]["status"].as_str(), a["invoiceNumber"].as_i64()), (Some("issued"), Some(1)));
+    assert_eq!(a["formattedInvoiceNumber"], "A 00001-00000001");
+    assert_eq!(a["fiscal"]["cae"].as_str().map(str::len), Some(14));
+
+    // B: prices with VAT. 3 × 12.10 = 36.30, less 10% globally = 32.67 = 27.00 + 5.67.
+    let b = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 3267,
+        "discountType": "percentage", "discountValue": 10,
+        "items": [{ "name": "Yerba 1 kg", "quantity": 3, "unitPrice": 1210 }] });
+    let b = json(sell(&app, &b, true).await, 201).await["data"].clone();
+    assert_eq!(amounts(&b), (2700, 567, 3267));
+    assert_eq!(b["discountAmount"], 363);
+    assert_eq!(b["customer"]["name"], "Consumidor Final", "the default customer");
+    assert_eq!(b["balance"], 3267, "no payments: the whole total is owed");
+
+    // 90: a quote-type voucher, VAT included, numbered by the service. 121.00 less 21.00 fixed = 100.00.
+    let quote = json!({ "voucherType": 90, "pointOfSaleId": pos, "invoiceDate": today(), "total": 10000,
+        "discountType": "fixed", "discountValue": 2100, "items": [{ "name": "Presupuesto", "quantity": 1, "unitPrice": 12100 }] });
+    let quote = json(sell(&app, &quote, true).await, 201).await["data"].clone();
+    assert_eq!(amounts(&quote), (8264, 1736, 10000));
+    assert_eq!(
+        (quote["fiscal"]["status"].as_str(), quote["invoiceNumber"].as_i64(), quote["letter"].as_str()),
+        (Some("internal"), Some(1), None)
+    );
+    assert_eq!(approved(&app, 90).await.len(), 0, "never sent to the authority");
+
+    // C: an issuer under the simplified regime issues C vouchers: no VAT at all.
+    fiscal_profile(&app, "Monotributista").await;
+    let c = json!({ "voucherType": 11, "pointOfSaleId": pos, "invoiceDate": today(), "total": 2000,
+        "paymentMethods": [{ "methodId": payment_method(&app).await, "amount": 500 }],
+        "items": [{ "name": "Clase", "quantity": 2, "unitPrice": 1000 }] });
+    let c = json(sell(&app, &c, true).await, 201).await["data"].clone();
+    assert_eq!(amounts(&c), (2000, 0, 2000));
+    assert_eq!(c["vatBreakdown"], json!([]));
+    assert_eq!(c["balance"], 1500, "the payment reduces what is owed");
+    let refused = error(
+        sell(
+            &app,
+            &json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 121,
+        "items": [{ "name": "x", "quantity": 1, "unitPrice": 121 }] }),
+            true,
+        )
+        .await,
+        422,
+        "business_error",
+    )
+    .await;
+    assert_eq!(refused["error"]["details"][0]["code"], "VOUCHER_LETTER");
+    assert_eq!(approved(&app, 1).await.len(), 1);
+    assert_eq!(approved(&app, 6).await.len(), 1);
+    assert_eq!(approved(&app, 11).await.len(), 1);
+}
+
+fn today() -> String {
+    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
+}
+
+async fn payment_method(app: &TestApp) -> String {
+    seeded(app, "/api/v1/payment-methods", "Efectivo").await["id"].as_str().expect("id").to_owned()
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn the_dated_contract_holds_its_six_rules(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    let item = product(&app, "VENTA-1", 12100, Some((&main, 10))).await;
+    let body = |total: i64| {
+        json!({ "voucher_type": 6, "point_of_sale_id": pos, "invoice_date": today(), "total": total,
+        "items": [{ "product_id": item, "quantity": 2, "unit_price": 12100 }] })
+    };
+
+    // Rules 1 and 3: B prices include VAT; the product is resolved and its stock moves.
+    let first = json(sell(&app, &body(24200), true).await, 201).await["data"].clone();
+    assert_eq!(amounts(&first), (20000, 4200, 24200));
+    assert_eq!(first["items"][0]["product"]["name"], "Artículo VENTA-1");
+    assert_eq!(first["invoiceNumber"], 1);
+    let stock = json(app.get(&format!("/api/v1/inventory?product_id={item}")).await, 200).await;
+    assert_eq!(items(&stock)[0]["on_hand"], "8");
+
+    // Rule 5: a total other than the canonical one creates nothing durable, not even a number.
+    let events = app.event_count().await;
+    let mismatch = error(sell(&app, &body(24201), true).await, 422, "business_error").await;
+    assert_eq!(mismatch["error"]["code"], "TOTAL_MISMATCH");
+    assert_eq!(mismatch["error"]["details"][0]["metadata"]["expected_total"], 24200);
+    assert_eq!(app.event_count().await, events, "no sale, no event");
+    assert_eq!(
+        items(&json(app.get(&format!("/api/v1/inventory?product_id={item}")).await, 200).await)[0]["on_hand"],
+        "8"
+    );
+    let next = json(sell(&app, &body(24200), true).await, 201).await["data"].clone();
+    assert_eq!(next["invoiceNumber"], 2, "the mismatch consumed no number");
+    assert_eq!(approved(&app, 6).await.len(), 2);
+
+    // Rules 2 and 4: total required; computed amounts and unknown fields refused, in either spelling.
+    let mut missing = body(0);
+    missing.as_object_mut().map(|o| o.remove("total"));
+    assert_eq!(detail_fields(&error(sell(&app, &missing, true).await, 400, "invalid_request_error").await), ["total"]);
+    let mut forbidden = body(24200);
+    forbidden["tax_amount"] = json!(4200);
+    forbidden["subtotal"] = json!(20000);
+    forbidden["roundingAdjustment"] = json!(0);
+    forbidden["color"] = json!("azul");
+    let refused = error(sell(&app, &forbidden, true).await, 400, "invalid_request_error").await;
+    let mut fields = detail_fields(&refused);
+    fields.sort();
+    assert_eq!(fields, ["color", "roundingAdjustment", "subtotal", "taxAmount"]);
+
+    // Rule 6: the contract is part of the key's claim.
+    let key = Uuid::now_v7().to_string();
+    let third = json(sell_with_key(&app, &body(24200), true, &key).await, 201).await["data"].clone();
+    let replay = json(sell_with_key(&app, &body(24200), true, &key).await, 201).await["data"].clone();
+    assert_eq!((replay["id"].clone(), replay["idempotentReplay"].clone()), (third["id"].clone(), json!(true)));
+    let crossed = error(sell_with_key(&app, &body(24200), false, &key).await, 409, "idempotency_error").await;
+    assert_eq!(crossed["error"]["code"], "IDEMPOTENCY_CONFLICT");
+
+    // Without the header: the historical contract, client totals ignored, a Deprecation header.
+    let mut historical = body(1);
+    historical["subtotal"] = json!(5);
+    let response = sell(&app, &historical, false).await;
+    assert_eq!(response.headers().get("deprecation").and_then(|v| v.to_str().ok()), Some("true"));
+    let old = json(response, 201).await["data"].clone();
+    assert_eq!(amounts(&old), (20000, 4200, 24200), "canonical amounts are stored, not the client's");
+    assert!(sell(&app, &body(24200), true).await.headers().get("deprecation").is_none());
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn the_authority_is_asked_once_even_when_its_answer_is_lost(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
+        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+
+    // Lost reply: the sale is created deferred; the worker consults the number and finds it issued.
+    script(&app, json!([{ "outcome": "lost_reply" }])).await;
+    let lost = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    assert_eq!(lost["fiscal"]["status"], "deferred");
+    let id = lost["id"].as_str().expect("id").to_owned();
+    let issued = eventually(Duration::from_secs(20), "the deferred sale issued", || async {
+        let current = sale(&app, &id).await;
+        (current["fiscal"]["status"] == "issued").then_some(current)
+    })
+    .await;
+    assert_eq!(issued["invoiceNumber"], 1);
+    assert_eq!(approved(&app, 6).await.len(), 1, "exactly one voucher at the authority");
+
+    // Final rejection: nothing stored.
+    let events = app.event_count().await;
+    script(&app, json!([{ "outcome": "reject", "code": 10015, "message": "Documento del receptor inválido" }])).await;
+    let refused = error(sell(&app, &body, true).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "PRECONDITION_FAILED");
+    assert_eq!(refused["error"]["details"][0]["metadata"]["authority_code"], 10015);
+    assert_eq!(app.event_count().await, events, "a rejected sale leaves nothing");
+
+    // Unavailable: created deferred, then issued by the worker.
+    script(&app, json!([{ "outcome": "unavailable" }])).await;
+    let deferred = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    assert_eq!(deferred["fiscal"]["status"], "deferred");
+    let id = deferred["id"].as_str().expect("id").to_owned();
+    let issued = eventually(Duration::from_secs(20), "the unavailable sale issued", || async {
+        let current = sale(&app, &id).await;
+        (current["fiscal"]["status"] == "issued").then_some(current)
+    })
+    .await;
+    assert_eq!(issued["invoiceNumber"], 2);
+    assert_eq!(approved(&app, 6).await.len(), 2);
+
+    // Invoicing an imported sale: 202 while the authority is away, then issued; again is 409.
+    let mut imported = body.clone();
+    imported["invoice"] = json!(false);
+    imported["integrationSource"] = json!("tienda");
+    imported["integrationId"] = json!("pedido-77");
+    let imported = json(sell(&app, &imported, true).await, 201).await["data"].clone();
+    assert_eq!(
+        (imported["fiscal"]["status"].as_str(), imported["invoiceNumber"].as_i64()),
+        (Some("not_invoiced"), None)
+    );
+    let found = json(app.get("/api/v1/sales?integration_source=tienda&query=pedido-77").await, 200).await;
+    let id = items(&found)[0]["id"].as_str().expect("id").to_owned();
+    script(&app, json!([{ "outcome": "unavailable" }])).await;
+    let path = format!("{SALES}/{id}/invoice");
+    let response = app.request(Method::POST, &path, Some(&app.api_key), None).await;
+    assert_eq!(json(response, 202).await["data"]["fiscal"]["status"], "deferred");
+    eventually(Duration::from_secs(20), "the imported sale issued", || async {
+        (sale(&app, &id).await["fiscal"]["status"] == "issued").then_some(())
+    })
+    .await;
+    let again = error(app.request(Method::POST, &path, Some(&app.api_key), None).await, 409, "business_error").await;
+    assert_eq!(again["error"]["code"], "ALREADY_INVOICED");
+    assert_eq!(approved(&app, 6).await.len(), 3);
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn an_issued_sale_has_a_pdf_with_its_cae_behind_a_signed_link(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let customer = registered_customer(&app).await;
+    let body = json!({ "voucherType": 1, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer, "total": 1210000,
+        "items": [{ "name": "Heladera", "quantity": 1, "unitPrice": 1000000 }] });
+    let created = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    let id = created["id"].as_str().expect("id").to_owned();
+    let cae = created["fiscal"]["cae"].as_str().expect("cae").to_owned();
+    let ready = eventually(Duration::from_secs(20), "the sale's PDF", || async {
+        let current = sale(&app, &id).await;
+        (current["document"]["file"]["state"] == "ready").then_some(current)
+    })
+    .await;
+    assert_eq!(ready["document"]["file"]["url"], format!("/api/v1/sales/{id}/document"));
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let redirect = no_redirects
+        .get(format!("{}/api/v1/sales/{id}/document", app.base))
+        .bearer_auth(&app.api_key)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(redirect.status().as_u16(), 302);
+    let location = redirect.headers().get("location").and_then(|l| l.to_str().ok()).expect("Location").to_owned();
+    assert!(location.starts_with("/documents/"), "{location}");
+    let pdf = app.client.get(format!("{}{location}", app.base)).send().await.expect("sent");
+    assert_eq!(pdf.status().as_u16(), 200);
+    let bytes = pdf.bytes().await.expect("pdf");
+    let text = pdf_extract::extract_text_from_mem(&bytes).expect("readable PDF");
+    assert!(text.contains(&cae), "the CAE is printed: {text}");
+    assert!(text.contains("12.100,00"), "the total is printed: {text}");
+    assert!(text.contains("Ñandú"), "the customer is printed: {text}");
+    let mut altered = location.clone();
+    altered.push('x');
+    let refused = app.client.get(format!("{}{altered}", app.base)).send().await.expect("sent");
+    assert_eq!(refused.status().as_u16(), 403);
+    let (_, other_key) = app.other_org().await;
+    let foreign = app.request(Method::GET, &format!("/api/v1/sales/{id}/document"), Some(&other_key), None).await;
+    error(foreign, 404, "invalid_request_error").await;
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    let item = product(&app, "STK", 1000, Some((&main, 2))).await;
+    let on_hand = || async {
+        items(&json(app.get(&format!("/api/v1/inventory?product_id={item}")).await, 200).await)[0]["on_hand"]
+            .as_str()
+            .expect("on hand")
+            .to_owned()
+    };
+    app.negative_stock("block").await;
+    let events = app.event_count().await;
+    let too_many = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 3000,
+        "items": [{ "productId": item, "quantity": 3, "unitPrice": 1000 }] });
+    let refused = error(sell(&app, &too_many, true).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "INSUFFICIENT_STOCK");
+    assert_eq!(app.event_count().await, events);
+    assert_eq!(approved(&app, 6).await.len(), 0, "nothing reached the authority");
+    let two = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 2000,
+        "items": [{ "productId": item, "quantity": 2, "unitPrice": 1000 }, { "name": "Envío", "quantity": 1, "unitPrice": 0 }] });
+    let sold = json(sell(&app, &two, true).await, 201).await["data"].clone();
+    assert_eq!(on_hand().await, "0");
+    let ledger =
+        json(app.get(&format!("/api/v1/inventory/movements?product_id={item}&cause_type=sale")).await, 200).await;
+    assert_eq!(items(&ledger)[0]["cause_id"], sold["id"]);
+    let note = json!({ "voucherType": 8, "pointOfSaleId": pos, "invoiceDate": today(), "total": 1000,
+        "associatedSaleId": sold["id"], "items": [{ "productId": item, "quantity": 1, "unitPrice": 1000 }] });
+    let note = json(sell(&app, &note, true).await, 201).await["data"].clone();
+    assert_eq!(
+        (note["documentKind"].as_str(), note["associatedSaleId"].as_str()),
+        (Some("credit_note"), sold["id"].as_str())
+    );
+    assert_eq!(on_hand().await, "1", "the credit note restored the stock");
+    let unknown = json!({ "voucherType": 6, "pointOfSaleId": Uuid::now_v7(), "invoiceDate": today(), "customerId": Uuid::now_v7(),
+        "total": 1, "items": [{ "productId": Uuid::now_v7(), "quantity": 1, "unitPrice": 1 }] });
+    let missing = error(sell(&app, &unknown, true).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&missing), ["pointOfSaleId", "customerId", "items[0].productId"]);
+}
