@@ -175,7 +175,21 @@ def _repair_receipt(body):
         body["occurredOn"] = "2026-01-02"
 
 
+def _repair_quote(body):
+    # A reservation runs from today to no later than the quote's expiry (comparisons with the clock and
+    # between sibling fields).
+    reservation = body.get("reservation")
+    if isinstance(reservation, dict) and isinstance(reservation.get("reserved_through_date"), str):
+        reservation["reserved_through_date"] = "2099-01-01"
+        if isinstance(body.get("expires_at"), str):
+            body["expires_at"] = "2099-12-31"
+    if isinstance(reservation, dict) and reservation.get("enabled") is True and reservation.get("reserved_through_date") is None:
+        reservation["enabled"] = False
+
+
 REPAIRS = {
+    "createQuote": _repair_quote,
+    "replaceQuote": _repair_quote,
     "createSale": _repair_sale,
     "createPurchase": _repair_purchase,
     "v2CreatePurchase": _repair_v2_purchase,

@@ -136,6 +136,7 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
         tasks.spawn(events::relay::run_sealer(pool.clone()));
         tasks.spawn(commands::idempotency::purge_forever(pool.clone()));
         tasks.spawn(commands::inventory::reservations::sweep_forever(pool.clone()));
+        tasks.spawn(commands::quotes::sweep_forever(pool.clone()));
         tasks.spawn(commands::sales::invoicing::retry_forever(pool.clone(), roles.fiscal.clone()));
         let concurrency = pool.options().get_max_connections().max(2) as usize;
         let (pool, bus, fiscal) = (pool.clone(), bus.clone(), roles.fiscal.clone());

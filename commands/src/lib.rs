@@ -21,6 +21,7 @@ pub mod price_lists;
 pub mod products;
 pub mod protocol;
 pub mod purchases;
+pub mod quotes;
 pub mod records;
 mod registry;
 pub mod sales;

@@ -100,6 +100,7 @@ registry! {
     PurchaseOrder => crate::purchases::PurchaseOrders,
     Sale => crate::sales::Sales,
     InvoiceSale => crate::sales::InvoiceSales,
+    Quote => crate::quotes::Quotes,
 }
 
 impl Command {

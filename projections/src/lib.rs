@@ -10,6 +10,7 @@ pub mod price_lists;
 pub mod products;
 pub mod progress;
 pub mod purchases;
+pub mod quotes;
 pub mod rebuild;
 pub mod records;
 pub mod registry;
@@ -244,6 +245,7 @@ projections! {
     Inventory = "inventory" => inventory::InventoryProjection,
     Purchases = "purchases" => purchases::PurchasesProjection,
     Sales = "sales" => sales::SalesProjection,
+    Quotes = "quotes" => quotes::QuotesProjection,
     Webhooks = "webhooks" => webhooks::WebhooksProjection::default(),
 }
 

@@ -18,6 +18,7 @@ pub mod presence;
 pub mod price_lists;
 pub mod products;
 pub mod purchases;
+pub mod quotes;
 pub mod records;
 pub mod reference;
 pub mod resource;
@@ -67,6 +68,8 @@ pub enum ApiTags {
     Inventory,
     /// Purchases (suppliers' invoices) and purchase orders with their receipts (Style B objects).
     Purchases,
+    /// Quotes with canonical amounts and stock reservations (Style A objects).
+    Quotes,
     /// Sales: both creation contracts, invoicing with the tax authority, PDF vouchers (Style B objects).
     Sales,
     /// Product categories (Style B objects and page list).
@@ -205,6 +208,7 @@ apis!(
     inventory::InventoryApi,
     purchases::PurchasesApi,
     sales::SalesApi,
+    quotes::QuotesApi,
     reference::ReferenceApi,
     webhooks::WebhooksApi,
     v2::V2Api,

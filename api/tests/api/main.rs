@@ -18,6 +18,7 @@ mod points_of_sale;
 mod price_lists;
 mod products;
 mod purchases;
+mod quotes;
 mod receiver;
 mod reference;
 mod sales;

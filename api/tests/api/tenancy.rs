@@ -21,6 +21,8 @@ fn valid_body(segment: &str, path: &str) -> Value {
         return json!({"lines": [{"productId": "00000000-0000-7000-8000-000000000000", "quantity": 1}]});
     }
     match segment {
+        "quotes" => json!({"customer_id": "00000000-0000-7000-8000-000000000000",
+            "items": [{"product_id": "00000000-0000-7000-8000-000000000000", "quantity": 1, "unit_price": 1}]}),
         "webhook-endpoints" => json!({"label": "Intruso"}),
         "products" => json!({"name": "Intruso", "sku": "INTRUSO", "price": 1}),
         _ => json!({"name": "Intruso"}),
@@ -89,6 +91,9 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
         "items": [{"name": "Presupuesto", "quantity": 1, "unitPrice": 100}]});
     let sale = json(app.post_keyed("/api/v1/sales", &sale).await, 201).await;
     ids.insert("sales", sale["data"]["id"].as_str().expect("id").to_owned());
+    let quote = json!({"customer_id": ids["customers"], "items": [{"product_id": ids["products"], "quantity": 1, "unit_price": 100}]});
+    let quote = json(app.post_keyed("/api/v1/quotes", &quote).await, 201).await;
+    ids.insert("quotes", quote["data"]["id"].as_str().expect("id").to_owned());
 
     let spec = json(app.request(Method::GET, "/openapi.json", None, None).await, 200).await;
     let before = app.event_count().await;

@@ -7,6 +7,7 @@ mod organization;
 mod price_list;
 mod product;
 mod purchase;
+mod quote;
 mod records;
 mod sale;
 mod stock;
@@ -28,6 +29,9 @@ pub use product::{
 pub use purchase::{
     CostUpdate, OrderStatus, PurchaseAmounts, PurchaseEvent, PurchaseLine, PurchaseOrderClosed, PurchaseOrderCreated,
     PurchaseOrderEvent, PurchaseOrderReceived, PurchaseOrderState, PurchaseRecorded, Receipt,
+};
+pub use quote::{
+    QuoteDiscount, QuoteEvent, QuoteExpired, QuoteLine, QuoteReservation, QuoteState, QuoteStatus, fold_quote,
 };
 pub use records::{
     CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,

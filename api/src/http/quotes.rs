@@ -1,0 +1,604 @@
+//! Quotes (Style A, snake_case, `object: "quote"`): create, replace and delete (each with an
+//! `Idempotency-Key`), read and list. Amounts are canonical; a reservation of stock is taken, adjusted
+//! and released with the quote.
+
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
+use crate::http::error::ApiError;
+use crate::http::inventory::StockWarning;
+use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
+use crate::http::presence::{Nullable, Optional};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::{Blank, Cents, Limit, Percent, QuantityIn, QuantityText, rules};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use commands::inventory::reservations::reservation_id;
+use commands::protocol::{Command, CommandKind};
+use commands::quotes::{QuoteCommand, QuoteOutcome, READ_ONLY, parse_quote};
+use events::catalogue::{QuoteDiscount, QuoteState, QuoteStatus, ar_date};
+use events::domain::{Quantity, Scope};
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use projections::ProjectionId;
+use projections::quotes::{self as read, QuoteRow};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+const WHY: &str = "The organization blocks negative stock and a reserved line asks for more than is available \
+                   (`INSUFFICIENT_STOCK`, one detail per short line); nothing was saved";
+
+pub const LIST_QUOTES: Operation = Operation::read("listQuotes", Some(Scope::QuotesRead));
+pub const GET_QUOTE: Operation = Operation::read("getQuote", Some(Scope::QuotesRead));
+pub const CREATE_QUOTE: Operation =
+    Operation::write("createQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote).unprocessable(WHY);
+pub const REPLACE_QUOTE: Operation =
+    Operation::write("replaceQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote).unprocessable(WHY);
+pub const DELETE_QUOTE: Operation =
+    Operation::write("deleteQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote);
+
+const QUOTES: Kind = Kind {
+    label: "quote",
+    projection: ProjectionId::Quotes,
+    cache: None,
+    list: ListAt { url: "/api/v1/quotes", binding: "quotes" },
+};
+
+/// `draft`, `sent`, `accepted`, `rejected`, `expired` or `converted`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum QuoteStatusData {
+    Draft,
+    Sent,
+    Accepted,
+    Rejected,
+    Expired,
+    Converted,
+}
+
+impl From<QuoteStatus> for QuoteStatusData {
+    fn from(s: QuoteStatus) -> Self {
+        match s {
+            QuoteStatus::Draft => Self::Draft,
+            QuoteStatus::Sent => Self::Sent,
+            QuoteStatus::Accepted => Self::Accepted,
+            QuoteStatus::Rejected => Self::Rejected,
+            QuoteStatus::Expired => Self::Expired,
+            QuoteStatus::Converted => Self::Converted,
+        }
+    }
+}
+
+/// A line's discount: `amount` (cents) or `percentage`.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct QuoteDiscountData {
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amount: Option<i64>,
+    /// Decimal text (`"12.5"`).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub percentage: Option<String>,
+}
+
+/// A stored line: what was sent (lines carry no computed amounts).
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct QuoteLineData {
+    pub product_id: Uuid,
+    pub quantity: QuantityText,
+    pub unit_price: i64,
+    pub tax_rate_id: i32,
+    pub warehouse_id: Nullable<Uuid>,
+    pub discount: Nullable<QuoteDiscountData>,
+}
+
+/// A reserved line.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct ReservedLineData {
+    pub product_id: Uuid,
+    pub warehouse_id: Uuid,
+    pub quantity: QuantityText,
+}
+
+/// The quote's active reservation.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct ReservationData {
+    #[serde(with = "events::catalogue::iso_date")]
+    pub reserved_through_date: Date,
+    pub lines: Vec<ReservedLineData>,
+}
+
+/// A quote.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct QuoteData {
+    /// Always `quote`.
+    pub object: String,
+    pub id: Uuid,
+    /// Gap-free per organization, from 1.
+    pub number: i64,
+    /// `P-00000042`.
+    pub formatted_number: String,
+    pub status: QuoteStatusData,
+    pub customer_id: Uuid,
+    pub customer_name: String,
+    pub items: Vec<QuoteLineData>,
+    pub items_count: i64,
+    pub price_list_id: Nullable<Uuid>,
+    pub salesperson_member_id: Nullable<Uuid>,
+    #[serde(with = "crate::http::presence::date_nullable")]
+    pub expires_at: Nullable<Date>,
+    pub notes: Nullable<String>,
+    pub global_discount_amount: Nullable<i64>,
+    pub subtotal: i64,
+    pub tax_amount: i64,
+    pub discount_amount: i64,
+    pub total: i64,
+    /// The stock held for the quote now (null when none is active).
+    pub reservation: Nullable<ReservationData>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    /// Write answers only: true when this is the stored outcome of an earlier request with the same key
+    /// and body.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_replay: Option<bool>,
+    /// Write answers only: reserved lines that asked for more than was available (negative stock
+    /// allowed).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<StockWarning>>,
+}
+
+fn percent_text(hundredths: i64) -> String {
+    let (whole, fraction) = (hundredths / 100, hundredths % 100);
+    if fraction == 0 {
+        whole.to_string()
+    } else {
+        format!("{whole}.{}", format!("{fraction:02}").trim_end_matches('0'))
+    }
+}
+
+impl QuoteData {
+    fn from_state(id: Uuid, q: &QuoteState, created_at: OffsetDateTime, updated_at: OffsetDateTime) -> Self {
+        Self {
+            object: "quote".into(),
+            id,
+            number: q.number,
+            formatted_number: format!("P-{:08}", q.number),
+            status: q.status.into(),
+            customer_id: q.customer_id,
+            customer_name: q.customer_name.clone(),
+            items: q
+                .items
+                .iter()
+                .map(|l| QuoteLineData {
+                    product_id: l.variant_id,
+                    quantity: l.quantity.into(),
+                    unit_price: l.unit_price,
+                    tax_rate_id: l.tax_rate_id,
+                    warehouse_id: l.warehouse_id.into(),
+                    discount: l
+                        .discount
+                        .map(|d| match d {
+                            QuoteDiscount::Amount(a) => QuoteDiscountData { amount: Some(a), percentage: None },
+                            QuoteDiscount::Percentage(p) => {
+                                QuoteDiscountData { amount: None, percentage: Some(percent_text(p)) }
+                            }
+                        })
+                        .into(),
+                })
+                .collect(),
+            items_count: q.items.len() as i64,
+            price_list_id: q.price_list_id.into(),
+            salesperson_member_id: q.salesperson_member_id.into(),
+            expires_at: q.expires_at.into(),
+            notes: q.notes.clone().into(),
+            global_discount_amount: q.global_discount_amount.into(),
+            subtotal: q.subtotal,
+            tax_amount: q.tax_amount,
+            discount_amount: q.discount_amount,
+            total: q.total,
+            reservation: None.into(),
+            created_at: ar_time(created_at),
+            updated_at: ar_time(updated_at),
+            idempotent_replay: None,
+            warnings: None,
+        }
+    }
+}
+
+/// The active reservation of quote `id`, from the inventory read model.
+async fn active_reservation(state: &AppState, org_id: Uuid, id: Uuid) -> Result<Option<ReservationData>, ApiError> {
+    let today = ar_date(OffsetDateTime::now_utc());
+    let rows = read::reservation(&state.pool, org_id, reservation_id(id), today).await?;
+    let Some(through) = rows.first().map(|r| r.3) else { return Ok(None) };
+    let lines = rows
+        .into_iter()
+        .map(|(variant, warehouse, quantity, _)| ReservedLineData {
+            product_id: variant,
+            warehouse_id: warehouse,
+            quantity: Quantity::from_thousandths(quantity).unwrap_or_default().into(),
+        })
+        .collect();
+    Ok(Some(ReservationData { reserved_through_date: through, lines }))
+}
+
+async fn render(state: &AppState, org_id: Uuid, row: QuoteRow) -> Result<QuoteData, ApiError> {
+    let mut data = QuoteData::from_state(row.id, &row.quote, row.created_at, row.updated_at);
+    data.reservation = active_reservation(state, org_id, row.id).await?.into();
+    Ok(data)
+}
+
+/// A line of a quote body.
+#[derive(Debug, Object)]
+pub struct QuoteLineInput {
+    /// An active product variant of the organization.
+    pub product_id: Uuid,
+    pub quantity: QuantityIn<true>,
+    /// Cents, VAT included.
+    pub unit_price: Cents,
+    /// Required on physical-product lines when reserving: an active warehouse of the organization.
+    pub warehouse_id: Optional<Uuid>,
+    /// Either an `amount` (cents) or a `percentage` (0 to 100, decimals allowed), not both.
+    pub discount: Optional<QuoteDiscountInput>,
+}
+
+#[derive(Debug, Object)]
+pub struct QuoteDiscountInput {
+    pub amount: Option<Cents>,
+    pub percentage: Option<Percent<0, 100>>,
+}
+
+/// Whether and until when stock is held for the quote.
+#[derive(Debug, Object)]
+pub struct ReservationInput {
+    pub enabled: Optional<bool>,
+    /// Required when enabled: today's Argentine date or later, and not after `expires_at`.
+    pub reserved_through_date: Optional<Date>,
+}
+
+/// A quote body (create, and replace of the whole mutable representation). The read-only fields
+/// (`number`, `formatted_number`, `status`, `subtotal`, `tax_amount`, `discount_amount`, `total`,
+/// `created_at`, `updated_at`, `converted_sale_id`) and unknown fields are refused.
+#[derive(Debug, Object)]
+pub struct QuoteInput {
+    /// An active customer of the organization.
+    pub customer_id: Uuid,
+    /// At least one line, at most 200.
+    #[oai(validator(min_items = 1, max_items = 200))]
+    pub items: Vec<QuoteLineInput>,
+    /// A price list of the organization; omitted on replace means cleared.
+    pub price_list_id: Optional<Uuid>,
+    pub salesperson_member_id: Optional<Uuid>,
+    pub expires_at: Optional<Date>,
+    pub notes: Optional<Blank<2000>>,
+    /// Cents, off the total.
+    pub global_discount_amount: Optional<Cents>,
+    /// Omitted (or omitted on replace): no reservation.
+    pub reservation: Optional<ReservationInput>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct QuoteEnvelope {
+    pub request_id: String,
+    pub data: QuoteData,
+}
+
+/// What deleting a quote did.
+#[derive(Debug, Serialize, Object)]
+pub struct QuoteDeletedData {
+    /// Always `quote`.
+    pub object: String,
+    pub id: Uuid,
+    /// Always true.
+    pub deleted: bool,
+    /// Whether an active reservation was released with it.
+    pub reservation_released: bool,
+    /// True when this is the stored outcome of an earlier request with the same key.
+    pub idempotent_replay: bool,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct QuoteDeletedEnvelope {
+    pub request_id: String,
+    pub data: QuoteDeletedData,
+}
+
+#[derive(ApiResponse)]
+enum Created {
+    /// The quote, a draft.
+    #[oai(status = 201)]
+    Created(RawJson<QuoteEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Single {
+    /// The quote.
+    #[oai(status = 200)]
+    Ok(RawJson<QuoteEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Deleted {
+    /// The quote is gone and its reservation released.
+    #[oai(status = 200)]
+    Ok(RawJson<QuoteDeletedEnvelope>),
+}
+
+#[derive(ApiResponse)]
+enum Quotes {
+    /// A page of quotes, newest first.
+    #[oai(status = 200)]
+    Ok(RawJson<ListEnvelope<QuoteData>>),
+}
+
+type Key = Header<Option<String>>;
+
+/// A line discount is an amount or a percentage, not both; the read-only fields are refused.
+fn quote_shapes() -> serde_json::Value {
+    serde_json::json!({ "allOf": [
+        rules::refused(READ_ONLY),
+        { "properties": { "items": { "items": { "properties": { "discount": { "anyOf": [
+            { "required": ["amount"], "not": { "required": ["percentage"] } },
+            { "required": ["percentage"], "not": { "required": ["amount"] } },
+        ] } } } } } },
+    ] })
+}
+
+pub struct QuotesApi;
+
+impl Operations for QuotesApi {
+    const OPERATIONS: &'static [Operation] = &[LIST_QUOTES, GET_QUOTE, CREATE_QUOTE, REPLACE_QUOTE, DELETE_QUOTE];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "QuoteInput", rule: quote_shapes },
+        InputRule::Query {
+            operation: "listQuotes",
+            parameter: "customer_id",
+            schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
+        },
+        InputRule::Query {
+            operation: "listQuotes",
+            parameter: "status",
+            schema: || serde_json::json!({ "type": "string", "enum": QuoteStatus::NAMES }),
+        },
+    ];
+}
+
+async fn write(
+    call: &Call<'_>,
+    state: &AppState,
+    write: Write<'_>,
+    command: QuoteCommand,
+) -> Result<(QuoteOutcome, bool), ApiError> {
+    let accepted = call.dispatch(write, Command::Quote(command)).await?;
+    for projection in [ProjectionId::Quotes, ProjectionId::Inventory] {
+        state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
+    }
+    Ok((decode_state(accepted.state, "quote")?, accepted.replayed))
+}
+
+async fn answer(
+    state: &AppState,
+    call: &Call<'_>,
+    outcome: QuoteOutcome,
+    replayed: bool,
+) -> Result<QuoteData, ApiError> {
+    let quote = outcome.quote.as_ref().ok_or_else(ApiError::internal)?;
+    // Write answers show the quote as stored by this request (a replay shows the original).
+    let mut data = QuoteData::from_state(outcome.id, quote, outcome.at, outcome.at);
+    if let Some(row) = read::get(&state.pool, call.org_id(), outcome.id).await? {
+        data.created_at = ar_time(row.created_at);
+    }
+    data.reservation = active_reservation(state, call.org_id(), outcome.id).await?.into();
+    data.idempotent_replay = Some(replayed);
+    data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
+    Ok(data)
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Quotes")]
+impl QuotesApi {
+    /// List quotes
+    ///
+    /// Scope `quotes:read`. Newest first (`created_at`, then `id`); `query` matches the customer's name
+    /// or the quote's number; `customer_id` and `status` filter.
+    #[oai(path = "/quotes", method = "get", operation_id = "listQuotes")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        query: Query<Option<String>>,
+        customer_id: Query<Option<String>>,
+        status: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Quotes, ApiError> {
+        let call = Call::new(LIST_QUOTES, &state, &auth, &request_id)?;
+        let customer = customer_id.0.as_deref().map(|c| parse_id(c, "customer_id")).transpose()?;
+        if let Some(s) = &status.0
+            && !QuoteStatus::NAMES.contains(&s.as_str())
+        {
+            return Err(ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid")
+                .with_detail(
+                    Some("status"),
+                    "invalid_value",
+                    format!("must be one of {}", QuoteStatus::NAMES.join(", ")),
+                ));
+        }
+        let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
+        let bound = format!("quotes{:?}", (&search, &customer, &status.0));
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let page = call.page(params, &bound)?;
+        let after = match page.after() {
+            None => None,
+            Some(text) => {
+                let (at, id) = text.split_once('/').unwrap_or((text, ""));
+                let at = OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok();
+                Some((
+                    at.ok_or_else(|| {
+                        ApiError::invalid_request("INVALID_CURSOR", "the cursor is not valid for this list")
+                    })?,
+                    parse_id(id, "cursor")?,
+                ))
+            }
+        };
+        let mut rows = read::list(
+            &state.pool,
+            call.org_id(),
+            search.as_deref(),
+            customer,
+            status.0.as_deref(),
+            after,
+            page.fetch_size(),
+        )
+        .await?;
+        let next = page.finish(&mut rows, |r| {
+            format!(
+                "{}/{}",
+                r.created_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+                r.id
+            )
+        });
+        let has_more = next.is_some();
+        let mut data = Vec::with_capacity(rows.len());
+        for row in rows {
+            data.push(render(&state, call.org_id(), row).await?);
+        }
+        Ok(Quotes::Ok(RawJson::new(Style::a(&ListEnvelope::new(
+            request_id.0.clone(),
+            QUOTES.list.url,
+            data,
+            has_more,
+            next,
+        )))))
+    }
+
+    /// Create a quote
+    ///
+    /// Scope `quotes:write`; `Idempotency-Key` required (a retry with the same key and body answers the
+    /// stored quote with `idempotent_replay: true`, even if it changed since; another body is 409
+    /// `IDEMPOTENCY_CONFLICT`; permissions are checked again on every retry). A new quote is a `draft`
+    /// with a gap-free `number`. With `reservation.enabled`, stock of every physical line is held in its
+    /// warehouse through `reserved_through_date`, in the same transaction: shortfalls are `warnings`
+    /// when the organization allows negative stock and 422 with nothing saved when it blocks it.
+    #[oai(path = "/quotes", method = "post", operation_id = "createQuote")]
+    async fn create(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<QuoteInput>,
+    ) -> Result<Created, ApiError> {
+        let call = Call::new(CREATE_QUOTE, &state, &auth, &request_id)?;
+        let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+        let (outcome, replayed) = write(
+            &call,
+            &state,
+            Write::json(key.0, &version, &[], &body),
+            QuoteCommand::Create { id: Uuid::now_v7(), input },
+        )
+        .await?;
+        let data = answer(&state, &call, outcome, replayed).await?;
+        Ok(Created::Created(RawJson::new(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data }))))
+    }
+
+    /// Get a quote
+    ///
+    /// Scope `quotes:read`. With its stored lines, header totals and the active reservation.
+    #[oai(path = "/quotes/:quote_id", method = "get", operation_id = "getQuote")]
+    async fn get(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        quote_id: Path<String>,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(GET_QUOTE, &state, &auth, &request_id)?;
+        let body = call
+            .get(&QUOTES, &quote_id.0, async |id| {
+                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                let data = render(&state, call.org_id(), row).await?;
+                Ok(Some(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data })))
+            })
+            .await?;
+        Ok(Single::Ok(RawJson::new(body)))
+    }
+
+    /// Replace a quote
+    ///
+    /// Scope `quotes:write`; `Idempotency-Key` required. Replaces the whole mutable representation
+    /// (customer and every line to keep are sent again; an omitted `price_list_id` is cleared and an
+    /// omitted `reservation` means none) and adjusts or releases the reservation in the same
+    /// transaction. A quote that is not a draft is 409 `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
+    #[oai(path = "/quotes/:quote_id", method = "put", operation_id = "replaceQuote")]
+    #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
+    async fn replace(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        quote_id: Path<String>,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<QuoteInput>,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(REPLACE_QUOTE, &state, &auth, &request_id)?;
+        let id = call.id(&QUOTES, &quote_id.0)?;
+        let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+        let path = [quote_id.0.as_str()];
+        let (outcome, replayed) =
+            write(&call, &state, Write::json(key.0, &version, &path, &body), QuoteCommand::Replace { id, input })
+                .await?;
+        let data = answer(&state, &call, outcome, replayed).await?;
+        Ok(Single::Ok(RawJson::new(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data }))))
+    }
+
+    /// Delete a quote
+    ///
+    /// Scope `quotes:write`; `Idempotency-Key` required. Removes a draft quote and releases its
+    /// reservation atomically (`reservation_released`); a quote that is not a draft is 409
+    /// `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
+    #[oai(path = "/quotes/:quote_id", method = "delete", operation_id = "deleteQuote")]
+    async fn delete(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        quote_id: Path<String>,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<Deleted, ApiError> {
+        let call = Call::new(DELETE_QUOTE, &state, &auth, &request_id)?;
+        let id = call.id(&QUOTES, &quote_id.0)?;
+        let path = [quote_id.0.as_str()];
+        let (outcome, replayed) =
+            write(&call, &state, Write::bare(key.0, &version, &path), QuoteCommand::Delete { id }).await?;
+        let data = QuoteDeletedData {
+            object: "quote".into(),
+            id,
+            deleted: true,
+            reservation_released: outcome.reservation_released,
+            idempotent_replay: replayed,
+        };
+        Ok(Deleted::Ok(RawJson::new(Style::a(&QuoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
+    }
+}

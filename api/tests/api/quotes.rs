@@ -1,0 +1,285 @@
+//! Quotes: canonical amounts, gap-free numbers, reservations taken, adjusted and released with the quote
+//! (also under concurrency), states, expiry, idempotency and bad input.
+
+use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, items, json, refused, seeded, style_a};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const QUOTES: &str = "/api/v1/quotes";
+
+async fn customer(app: &TestApp, name: &str) -> String {
+    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+async fn warehouse(app: &TestApp) -> String {
+    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
+}
+
+async fn product(app: &TestApp, sku: &str, warehouse: &str, stock: i64) -> String {
+    let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 12100,
+        "warehouseStocks": [{ "warehouseId": warehouse, "quantity": stock }] });
+    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+fn today() -> time::Date {
+    events::catalogue::ar_date(time::OffsetDateTime::now_utc())
+}
+
+async fn level(app: &TestApp, product: &str) -> (String, String) {
+    let body = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
+    let row = &items(&body)[0];
+    (row["reserved"].as_str().expect("reserved").to_owned(), row["available"].as_str().expect("available").to_owned())
+}
+
+async fn delete(app: &TestApp, id: &str, key: &str) -> reqwest::Response {
+    app.client
+        .delete(format!("{}{QUOTES}/{id}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", key)
+        .send()
+        .await
+        .expect("sent")
+}
+
+async fn put(app: &TestApp, id: &str, body: &Value) -> reqwest::Response {
+    app.client
+        .put(format!("{}{QUOTES}/{id}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", Uuid::now_v7().to_string())
+        .json(body)
+        .send()
+        .await
+        .expect("sent")
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let ana = customer(&app, "Ana Pérez").await;
+    let (mate, termo) = (product(&app, "MATE", &main, 10).await, product(&app, "TERMO", &main, 10).await);
+    let through = today().to_string();
+    let body = json!({ "customer_id": ana, "notes": "entrega en local", "global_discount_amount": 100,
+        "reservation": { "enabled": true, "reserved_through_date": through },
+        "items": [{ "product_id": mate, "quantity": 2, "unit_price": 12100, "warehouse_id": main, "discount": { "percentage": 10 } },
+                  { "product_id": termo, "quantity": 1, "unit_price": 5000, "warehouse_id": main, "discount": { "amount": 500 } }] });
+    let key = Uuid::now_v7().to_string();
+    let created = style_a(app.post_key(QUOTES, &key, &body).await, 201).await["data"].clone();
+    assert_eq!(
+        (created["object"].as_str(), created["status"].as_str(), created["number"].as_i64()),
+        (Some("quote"), Some("draft"), Some(1))
+    );
+    assert_eq!(created["formatted_number"], "P-00000001");
+    // Prices with VAT: 24,200 less 10% = 21,780; 5,000 less 500 = 4,500; less 100 globally = 26,180.
+    assert_eq!(created["total"], 26180);
+    assert_eq!(created["discount_amount"], 2420 + 500 + 100);
+    assert_eq!(created["subtotal"].as_i64().expect("subtotal") + created["tax_amount"].as_i64().expect("tax"), 26180);
+    assert!(created["items"][0].get("total").is_none(), "lines store no computed amounts");
+    assert_eq!(created["items"][0]["discount"], json!({ "percentage": "10" }));
+    assert_eq!(created["reservation"]["lines"].as_array().map(Vec::len), Some(2));
+    assert_eq!(created["idempotent_replay"], false);
+    let id = created["id"].as_str().expect("id").to_owned();
+    assert_eq!(level(&app, &mate).await, ("2".to_owned(), "8".to_owned()));
+
+    // PUT replaces everything: dropping a line releases its share.
+    let mut fewer = body.clone();
+    fewer["items"] = json!([{ "product_id": mate, "quantity": 3, "unit_price": 12100, "warehouse_id": main }]);
+    let replaced = style_a(put(&app, &id, &fewer).await, 200).await["data"].clone();
+    assert_eq!(replaced["number"], 1);
+    assert_eq!(replaced["notes"], "entrega en local");
+    assert_eq!(level(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+    assert_eq!(level(&app, &termo).await, ("0".to_owned(), "10".to_owned()));
+    let read = style_a(app.get(&format!("{QUOTES}/{id}")).await, 200).await["data"].clone();
+    assert_eq!(read["reservation"]["lines"], json!([{ "product_id": mate, "warehouse_id": main, "quantity": "3" }]));
+    assert!(read.get("idempotent_replay").is_none());
+
+    // The same key and body replays the stored quote, even though it changed since.
+    let replay = style_a(app.post_key(QUOTES, &key, &body).await, 201).await["data"].clone();
+    assert_eq!(
+        (replay["id"].as_str(), replay["idempotent_replay"].as_bool(), replay["total"].as_i64()),
+        (Some(id.as_str()), Some(true), Some(26180))
+    );
+    let conflict = error(app.post_key(QUOTES, &key, &fewer).await, 409, "idempotency_error").await;
+    assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT");
+
+    // An omitted reservation on replace is none.
+    let mut plain = fewer.clone();
+    plain.as_object_mut().map(|o| o.remove("reservation"));
+    style_a(put(&app, &id, &plain).await, 200).await;
+    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    style_a(put(&app, &id, &fewer).await, 200).await;
+    assert_eq!(level(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+
+    // DELETE removes the quote and its reservation together.
+    let gone = style_a(delete(&app, &id, &Uuid::now_v7().to_string()).await, 200).await["data"].clone();
+    assert_eq!(gone["reservation_released"], true);
+    error(app.get(&format!("{QUOTES}/{id}")).await, 404, "invalid_request_error").await;
+    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    error(put(&app, &id, &fewer).await, 404, "invalid_request_error").await;
+
+    // Lists: newest first, by number or customer.
+    let second = style_a(app.post_keyed(QUOTES, &plain).await, 201).await["data"].clone();
+    assert_eq!(second["number"], 2, "numbers are never reused");
+    let bob = customer(&app, "Bob Giménez").await;
+    let mut for_bob = plain.clone();
+    for_bob["customer_id"] = json!(bob);
+    style_a(app.post_keyed(QUOTES, &for_bob).await, 201).await;
+    let listed = style_a(app.get(QUOTES).await, 200).await;
+    let numbers: Vec<i64> = items(&listed).iter().map(|q| q["number"].as_i64().expect("number")).collect();
+    assert_eq!(numbers, [3, 2]);
+    assert_eq!(items(&listed)[0]["items_count"], 1);
+    let by_name = style_a(app.get(&format!("{QUOTES}?query=gim")).await, 200).await;
+    assert_eq!(items(&by_name).len(), 1);
+    let by_number = style_a(app.get(&format!("{QUOTES}?query=2&status=draft&customer_id={ana}")).await, 200).await;
+    assert_eq!(items(&by_number)[0]["number"], 2);
+    let page = style_a(app.get(&format!("{QUOTES}?limit=1")).await, 200).await;
+    let cursor = page["next_cursor"].as_str().expect("a second page");
+    let next = style_a(app.get(&format!("{QUOTES}?limit=1&cursor={cursor}")).await, 200).await;
+    assert_eq!(items(&next)[0]["number"], 2);
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn concurrent_quotes_never_reserve_more_than_there_is(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let ana = customer(&app, "Ana").await;
+    let last = product(&app, "ULTIMOS", &main, 5).await;
+    app.negative_stock("block").await;
+    let body = json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today().to_string() },
+        "items": [{ "product_id": last, "quantity": 1, "unit_price": 100, "warehouse_id": main }] });
+    let answers = futures::future::join_all((0..20).map(|_| async {
+        let response = app.post_keyed(QUOTES, &body).await;
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.expect("json"))
+    }))
+    .await;
+    let drafts = answers.iter().filter(|(s, _)| *s == 201).count();
+    let refusals: Vec<&Value> = answers.iter().filter(|(s, _)| *s == 422).map(|(_, b)| b).collect();
+    assert_eq!((drafts, refusals.len()), (5, 15), "{answers:?}");
+    for refusal in refusals {
+        assert_eq!(refusal["error"]["code"], "INSUFFICIENT_STOCK");
+    }
+    assert_eq!(level(&app, &last).await, ("5".to_owned(), "0".to_owned()));
+    let (rows, held): (i64, Option<i64>) =
+        sqlx::query_as("select count(*), sum(quantity)::bigint from stock_reservations")
+            .fetch_one(&app.pool)
+            .await
+            .expect("rows");
+    assert_eq!((rows, held), (5, Some(5000)), "no orphan reservation");
+    let quotes: i64 = sqlx::query_scalar("select count(*) from events where stream_type = 'quote'")
+        .fetch_one(&app.pool)
+        .await
+        .expect("q");
+    assert_eq!(quotes, 5, "refused quotes saved nothing");
+    let numbers: Vec<i64> =
+        sqlx::query_scalar("select (data->>'number')::bigint from events where stream_type = 'quote' order by 1")
+            .fetch_all(&app.pool)
+            .await
+            .expect("numbers");
+    assert_eq!(numbers, [1, 2, 3, 4, 5], "gap-free numbers");
+
+    // Under `allow`, a shortfall is a warning.
+    app.negative_stock("allow").await;
+    let warned = style_a(app.post_keyed(QUOTES, &body).await, 201).await["data"].clone();
+    assert_eq!(warned["warnings"][0]["available_quantity"], "0");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn an_expired_quote_frees_its_stock_and_is_no_longer_a_draft(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let ana = customer(&app, "Ana").await;
+    let item = product(&app, "VENCE", &main, 4).await;
+    let day = today().to_string();
+    let body = json!({ "customer_id": ana, "expires_at": day, "reservation": { "enabled": true, "reserved_through_date": day },
+        "items": [{ "product_id": item, "quantity": 3, "unit_price": 100, "warehouse_id": main }] });
+    let id = style_a(app.post_keyed(QUOTES, &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    assert_eq!(level(&app, &item).await, ("3".to_owned(), "1".to_owned()));
+    let tomorrow = today().next_day().expect("a date");
+    assert_eq!(commands::quotes::expire_due(&app.pool, tomorrow).await.expect("swept"), 1);
+    assert_eq!(commands::quotes::expire_due(&app.pool, tomorrow).await.expect("swept"), 0, "once");
+    let expired = crate::helpers::eventually(std::time::Duration::from_secs(15), "the expired quote", || async {
+        let read = style_a(app.get(&format!("{QUOTES}/{id}")).await, 200).await["data"].clone();
+        (read["status"] == "expired").then_some(read)
+    })
+    .await;
+    assert_eq!(expired["reservation"], Value::Null);
+    assert_eq!(level(&app, &item).await, ("0".to_owned(), "4".to_owned()));
+    let conflict = error(put(&app, &id, &body).await, 409, "business_error").await;
+    assert_eq!(conflict["error"]["code"], "STATE_CONFLICT");
+    assert_eq!(conflict["error"]["details"][0]["code"], "QUOTE_NOT_DRAFT");
+    assert_eq!(conflict["error"]["details"][0]["metadata"]["current_state"], "expired");
+    error(delete(&app, &id, &Uuid::now_v7().to_string()).await, 409, "business_error").await;
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn bad_quotes_are_refused_and_write_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let ana = customer(&app, "Ana").await;
+    let item = product(&app, "MAL", &main, 4).await;
+    let (_, other_key) = app.other_org().await;
+    let foreign_customer = json(
+        app.request(Method::POST, "/api/v1/customers", Some(&other_key), Some(&json!({ "name": "Ajena" }))).await,
+        201,
+    )
+    .await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let events = app.event_count().await;
+    let line = |extra: Value| {
+        let mut l = json!({ "product_id": item, "quantity": 1, "unit_price": 100 });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            l[k] = v.clone();
+        }
+        l
+    };
+    let missing = json!({ "customer_id": foreign_customer,
+        "items": [{ "product_id": Uuid::now_v7(), "quantity": 1, "unit_price": 100, "warehouse_id": Uuid::now_v7() }] });
+    let refusal = refused(app.post_keyed(QUOTES, &missing).await).await;
+    assert_eq!(detail_fields(&refusal), ["customer_id", "items[0].product_id", "items[0].warehouse_id"]);
+    for (extra, field) in [
+        (json!({ "discount": { "percentage": 101 } }), "items[0].discount.percentage"),
+        (json!({ "discount": { "percentage": -1 } }), "items[0].discount.percentage"),
+        (json!({ "discount": { "amount": 10, "percentage": 5 } }), "items[0].discount.percentage"),
+        (json!({ "discount": {} }), "items[0].discount.amount"),
+        (json!({ "quantity": 0 }), "items[0].quantity"),
+        (json!({ "total": 1 }), "items[0].total"),
+    ] {
+        let body = json!({ "customer_id": ana, "items": [line(extra.clone())] });
+        let refusal = error(app.post_keyed(QUOTES, &body).await, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refusal), [field], "{extra}");
+    }
+    for (extra, field) in [
+        (json!({ "total": 1 }), "total"),
+        (json!({ "status": "sent" }), "status"),
+        (json!({ "converted_sale_id": Uuid::now_v7() }), "converted_sale_id"),
+        (
+            json!({ "reservation": { "enabled": true, "reserved_through_date": "2020-01-01" } }),
+            "reservation.reserved_through_date",
+        ),
+        (json!({ "reservation": { "enabled": true } }), "reservation.reserved_through_date"),
+    ] {
+        let mut body = json!({ "customer_id": ana, "items": [line(json!({ "warehouse_id": main }))] });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            body[k] = v.clone();
+        }
+        let refusal = error(app.post_keyed(QUOTES, &body).await, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refusal), [field], "{extra}");
+    }
+    let no_warehouse = json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today().to_string() },
+        "items": [line(json!({}))] });
+    assert_eq!(
+        detail_fields(&error(app.post_keyed(QUOTES, &no_warehouse).await, 400, "invalid_request_error").await),
+        ["items[0].warehouse_id"]
+    );
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    let keyless = app.post(QUOTES, &json!({ "customer_id": ana, "items": [line(json!({}))] })).await;
+    error(keyless, 400, "idempotency_error").await;
+}

@@ -1,0 +1,147 @@
+//! Events of quotes (stream type `quote`): created and replaced whole (each event carries the quote's
+//! whole state), deleted, and expired by the sweeper once `expires_at` has passed. A quote's stock
+//! reservation lives in its own stream (`stock_reservation`) and changes in the same transactions.
+
+use super::stock::{iso_date, iso_date_option};
+use super::{DecodeError, EventPayload, parse, to_value};
+use crate::domain::Quantity;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use time::Date;
+use uuid::Uuid;
+
+/// Where a quote stands: `draft` when created; `expired` by itself once `expires_at` has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuoteStatus {
+    Draft,
+    Sent,
+    Accepted,
+    Rejected,
+    Expired,
+    Converted,
+}
+
+impl QuoteStatus {
+    pub const NAMES: &[&str] = &["draft", "sent", "accepted", "rejected", "expired", "converted"];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "draft",
+            Self::Sent => "sent",
+            Self::Accepted => "accepted",
+            Self::Rejected => "rejected",
+            Self::Expired => "expired",
+            Self::Converted => "converted",
+        }
+    }
+}
+
+/// A line's discount: an amount in cents or a percentage in hundredths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuoteDiscount {
+    Amount(i64),
+    Percentage(i64),
+}
+
+/// A line as stored: what was sent (lines store no computed amounts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuoteLine {
+    pub variant_id: Uuid,
+    pub quantity: Quantity,
+    pub unit_price: i64,
+    pub tax_rate_id: i32,
+    pub warehouse_id: Option<Uuid>,
+    pub discount: Option<QuoteDiscount>,
+}
+
+/// The reservation a quote asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuoteReservation {
+    pub enabled: bool,
+    #[serde(default, with = "iso_date_option")]
+    pub reserved_through_date: Option<Date>,
+}
+
+/// A quote's whole state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuoteState {
+    pub number: i64,
+    pub status: QuoteStatus,
+    pub customer_id: Uuid,
+    pub customer_name: String,
+    pub items: Vec<QuoteLine>,
+    pub price_list_id: Option<Uuid>,
+    pub salesperson_member_id: Option<Uuid>,
+    #[serde(default, with = "iso_date_option")]
+    pub expires_at: Option<Date>,
+    pub notes: Option<String>,
+    pub global_discount_amount: Option<i64>,
+    pub reservation: Option<QuoteReservation>,
+    pub subtotal: i64,
+    pub tax_amount: i64,
+    pub discount_amount: i64,
+    pub total: i64,
+}
+
+/// When a quote passed its expiry date.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuoteExpired {
+    #[serde(with = "iso_date")]
+    pub expired_on: Date,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuoteEvent {
+    QuoteCreated(Box<QuoteState>),
+    QuoteReplaced(Box<QuoteState>),
+    QuoteDeleted,
+    QuoteExpired(QuoteExpired),
+}
+
+impl EventPayload for QuoteEvent {
+    const STREAM_TYPE: &'static str = "quote";
+
+    fn event_type(&self) -> &'static str {
+        match self {
+            Self::QuoteCreated(_) => "QuoteCreated",
+            Self::QuoteReplaced(_) => "QuoteReplaced",
+            Self::QuoteDeleted => "QuoteDeleted",
+            Self::QuoteExpired(_) => "QuoteExpired",
+        }
+    }
+
+    fn to_data(&self) -> Value {
+        match self {
+            Self::QuoteCreated(e) | Self::QuoteReplaced(e) => to_value(e),
+            Self::QuoteDeleted => Value::Object(Default::default()),
+            Self::QuoteExpired(e) => to_value(e),
+        }
+    }
+
+    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
+        if schema_version != 1 {
+            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
+        }
+        match event_type {
+            "QuoteCreated" => parse(event_type, data).map(|e| Self::QuoteCreated(Box::new(e))),
+            "QuoteReplaced" => parse(event_type, data).map(|e| Self::QuoteReplaced(Box::new(e))),
+            "QuoteDeleted" => Ok(Self::QuoteDeleted),
+            "QuoteExpired" => parse(event_type, data).map(Self::QuoteExpired),
+            other => Err(DecodeError::UnknownType {
+                stream_type: Self::STREAM_TYPE.to_owned(),
+                event_type: other.to_owned(),
+            }),
+        }
+    }
+}
+
+/// A quote's state after `event` (none once deleted): the fold both sides share.
+pub fn fold_quote(state: Option<QuoteState>, event: &QuoteEvent) -> Option<QuoteState> {
+    match (state, event) {
+        (_, QuoteEvent::QuoteCreated(q) | QuoteEvent::QuoteReplaced(q)) => Some((**q).clone()),
+        (_, QuoteEvent::QuoteDeleted) => None,
+        (state, QuoteEvent::QuoteExpired(_)) => state.map(|q| QuoteState { status: QuoteStatus::Expired, ..q }),
+    }
+}

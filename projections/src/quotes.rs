@@ -1,0 +1,171 @@
+//! The quotes read model (`quotes_view`): each quote's whole state (folded with the fold the command
+//! side uses), removed when the quote is deleted. The active reservation is read beside it from the
+//! inventory read model.
+
+use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
+use events::catalogue::{QuoteEvent, QuoteState, fold_quote};
+use events::{EventPayload, RecordedEvent};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+pub const TABLE: &str = "quotes_view";
+
+pub struct QuotesProjection;
+
+impl Projection for QuotesProjection {
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Quotes
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &[TABLE]
+    }
+
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<QuoteEvent>()] })
+    }
+
+    fn apply<'a>(
+        &'a self,
+        conn: &'a mut PgConnection,
+        target: Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
+        Box::pin(apply(conn, target, events))
+    }
+}
+
+async fn apply(
+    conn: &mut PgConnection,
+    target: Target,
+    events: &[RecordedEvent],
+) -> Result<Vec<CacheKey>, ProjectionError> {
+    let table = target.table(TABLE);
+    for event in events {
+        let undecodable = |reason: String| ProjectionError::Undecodable { position: event.position, reason };
+        let decoded = QuoteEvent::decode(&event.event_type, event.schema_version, event.data.clone())
+            .map_err(|e| undecodable(e.to_string()))?;
+        let current = match decoded {
+            QuoteEvent::QuoteExpired(_) => {
+                let sql = format!("select doc from {table} where org_id = $1 and id = $2");
+                let doc: Option<Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(event.stream_id)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                doc.map(serde_json::from_value::<QuoteState>).transpose().map_err(|e| undecodable(e.to_string()))?
+            }
+            _ => None,
+        };
+        match fold_quote(current, &decoded) {
+            None => {
+                let sql = format!("delete from {table} where org_id = $1 and id = $2");
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(event.stream_id)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            Some(quote) => {
+                let sql = format!(
+                    "insert into {table} (org_id, id, number, customer_id, customer_name, status, doc, created_at, updated_at)
+                     values ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+                     on conflict (org_id, id) do update set customer_id = excluded.customer_id,
+                         customer_name = excluded.customer_name, status = excluded.status, doc = excluded.doc,
+                         updated_at = excluded.updated_at"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(event.stream_id)
+                    .bind(quote.number)
+                    .bind(quote.customer_id)
+                    .bind(&quote.customer_name)
+                    .bind(quote.status.as_str())
+                    .bind(serde_json::to_value(&quote).unwrap_or_default())
+                    .bind(event.recorded_at)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
+    }
+    // Quote reads are not cached.
+    Ok(Vec::new())
+}
+
+/// A quote as stored for reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuoteRow {
+    pub id: Uuid,
+    pub quote: QuoteState,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+type Tuple = (Uuid, Value, OffsetDateTime, OffsetDateTime);
+
+fn row((id, doc, created_at, updated_at): Tuple) -> Result<QuoteRow, sqlx::Error> {
+    let quote = serde_json::from_value(doc).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    Ok(QuoteRow { id, quote, created_at, updated_at })
+}
+
+pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<QuoteRow>, sqlx::Error> {
+    let found: Option<Tuple> =
+        sqlx::query_as("select id, doc, created_at, updated_at from quotes_view where org_id = $1 and id = $2")
+            .bind(org_id)
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    found.map(row).transpose()
+}
+
+/// Up to `limit` quotes after `after` (created at, id), newest first; `query` matches the customer's
+/// name or the quote's number.
+pub async fn list(
+    pool: &PgPool,
+    org_id: Uuid,
+    query: Option<&str>,
+    customer_id: Option<Uuid>,
+    status: Option<&str>,
+    after: Option<(OffsetDateTime, Uuid)>,
+    limit: i64,
+) -> Result<Vec<QuoteRow>, sqlx::Error> {
+    let rows: Vec<Tuple> = sqlx::query_as(
+        "select id, doc, created_at, updated_at from quotes_view
+         where org_id = $1 and ($2::text is null or customer_name ilike $2 or number::text = $3)
+           and ($4::uuid is null or customer_id = $4) and ($5::text is null or status = $5)
+           and ($6::timestamptz is null or (created_at, id) < ($6, $7))
+         order by created_at desc, id desc limit $8",
+    )
+    .bind(org_id)
+    .bind(query.map(contains_pattern))
+    .bind(query.map(|q| q.trim_start_matches('0').to_owned()))
+    .bind(customer_id)
+    .bind(status)
+    .bind(after.map(|a| a.0))
+    .bind(after.map(|a| a.1))
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter().map(row).collect()
+}
+
+/// The active reservation of a quote, as the inventory read model holds it: through when, and what.
+pub async fn reservation(
+    pool: &PgPool,
+    org_id: Uuid,
+    reservation_id: Uuid,
+    today: time::Date,
+) -> Result<Vec<(Uuid, Uuid, i64, time::Date)>, sqlx::Error> {
+    sqlx::query_as(
+        "select variant_id, warehouse_id, quantity, reserved_through from inventory_reservations
+         where org_id = $1 and reservation_id = $2 and reserved_through >= $3 order by variant_id, warehouse_id",
+    )
+    .bind(org_id)
+    .bind(reservation_id)
+    .bind(today)
+    .fetch_all(pool)
+    .await
+}
