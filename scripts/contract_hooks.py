@@ -13,6 +13,11 @@ schema language:
 - comparisons with the clock, between sibling fields or with computed amounts: business dates not
   after today (stock movements, purchases, receipts, sales), a transfer's two different warehouses, a
   service period's order, a sale's payments and fixed discount within its total;
+- a line's amount, its quantity times its unit price or cost (times the exchange rate of a purchase in
+  another currency), within the range of money (a product of sibling fields): lines are kept under
+  10^9 cents each so that no document's totals overflow;
+- a v2 purchase `commit` carries an `Idempotency-Key`, which a `preview` does not need (a header
+  required by the value of a body field);
 - a matrix product's `optionValues` name exactly its `options` (a reference between sibling fields);
 - a CUIT's check digit (a checksum);
 - the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0).
@@ -20,6 +25,8 @@ schema language:
 Schema-valid cases (positive mode) are repaired to respect these rules; schema-invalid ones are left
 alone.
 """
+
+import uuid
 
 import schemathesis
 from schemathesis.generation import GenerationMode
@@ -139,7 +146,28 @@ def _repair_stock_transfer(body):
         body["destination_warehouse_id"] = "00000000-0000-7000-8000-000000000001" if origin[-1] != "1" else "00000000-0000-7000-8000-000000000002"
 
 
+LINE_CENTS = 10**9
+
+
+def _bound_lines(lines, price_keys, rate=1.0):
+    """Keeps each line's amount, in pesos at `rate`, under LINE_CENTS."""
+    rate = max(rate, 1.0)
+    for line in lines if isinstance(lines, list) else []:
+        if not isinstance(line, dict):
+            continue
+        try:
+            quantity = float(line.get("quantity"))
+        except (TypeError, ValueError):
+            continue
+        for key in price_keys:
+            price = line.get(key)
+            if isinstance(price, int) and not isinstance(price, bool) and quantity * price * rate > LINE_CENTS:
+                line["quantity"] = "1"
+                line[key] = min(price, int(LINE_CENTS / rate))
+
+
 def _repair_sale(body):
+    _bound_lines(body.get("items"), ("unitPrice", "unit_price"))
     # A business date is not after today, and a service period does not end before it starts.
     for field in ("invoiceDate", "invoice_date"):
         if isinstance(body.get(field), str):
@@ -156,6 +184,12 @@ def _repair_sale(body):
 
 
 def _repair_purchase(body):
+    # Costs in another currency are converted to pesos at the exchange rate.
+    try:
+        rate = float(body.get("exchangeRate"))
+    except (TypeError, ValueError):
+        rate = 1.0
+    _bound_lines(body.get("items"), ("unitCost",), rate)
     if isinstance(body.get("invoiceDate"), str):
         body["invoiceDate"] = "2026-01-02"
     if isinstance(body.get("dueDate"), str):
@@ -175,7 +209,12 @@ def _repair_receipt(body):
         body["occurredOn"] = "2026-01-02"
 
 
+def _repair_purchase_order(body):
+    _repair_purchase(body)
+
+
 def _repair_quote(body):
+    _bound_lines(body.get("items"), ("unit_price",))
     # A reservation runs from today to no later than the quote's expiry (comparisons with the clock and
     # between sibling fields).
     reservation = body.get("reservation")
@@ -193,6 +232,7 @@ REPAIRS = {
     "createSale": _repair_sale,
     "createPurchase": _repair_purchase,
     "v2CreatePurchase": _repair_v2_purchase,
+    "createPurchaseOrder": _repair_purchase_order,
     "receivePurchaseOrder": _repair_receipt,
     "applyPurchaseTags": _repair_tags,
     "applyPurchaseOrderTags": _repair_tags,
@@ -220,4 +260,6 @@ def map_case(ctx, case):
     repair = REPAIRS.get(case.operation.definition.raw.get("operationId"))
     if repair and _positive(case) and isinstance(case.body, dict):
         repair(case.body)
+        if case.body.get("mode") == "commit" and not any(h.lower() == "idempotency-key" for h in case.headers or {}):
+            case.headers = {**(case.headers or {}), "Idempotency-Key": f"contract-{uuid.uuid4().hex}"}
     return case

@@ -9,7 +9,10 @@
 //!   `Retry-After` on 429;
 //! - links from each create operation to the reads and updates of what it created;
 //! - `allOf: [$ref, {...}]` field schemas rewritten as `anyOf: [$ref]` with the same annotations, which
-//!   means the same and which client generators can read for enums as well as objects.
+//!   means the same and which client generators can read for enums as well as objects;
+//! - calendar dates under OpenAPI's own `format: date` (poem-openapi names them `naive-date`, which no
+//!   client or validator knows, so they would read any text as a valid date), and `null` among the
+//!   values of a nullable enum (without it, OpenAPI 3.0.3 reads `null` as outside the enum).
 
 use crate::http::error::{ErrorEnvelope, V2ErrorEnvelope};
 use crate::http::idempotency;
@@ -114,7 +117,7 @@ pub fn complete(mut document: Value) -> Value {
             }
         }
     }
-    rewrite_all_of(&mut document);
+    rewrite_schemas(&mut document);
     apply_input_rules(&mut document);
     document_query_text(&mut document);
     document
@@ -133,6 +136,13 @@ fn apply_input_rules(document: &mut Value) {
                 // generators read the schema's own properties untouched.
                 let rules = target.entry("allOf").or_insert_with(|| json!([]));
                 rules.as_array_mut().expect("allOf is an array").push(rule());
+            }
+            InputRule::Closed { schema } => {
+                let target = document["components"]["schemas"]
+                    .get_mut(*schema)
+                    .and_then(Value::as_object_mut)
+                    .unwrap_or_else(|| panic!("an input rule names the schema {schema}, which is not in the document"));
+                target.insert("additionalProperties".into(), json!(false));
             }
             InputRule::Query { operation, parameter, schema } => {
                 let (_, target) = query_parameters(document)
@@ -347,10 +357,21 @@ fn attach_links(operation: &mut Value, links: &[Link]) {
 
 /// `allOf: [$ref, {annotations}]` (how poem-openapi annotates a referenced type) becomes
 /// `anyOf: [$ref]` beside the annotations: the same meaning, and readable by client generators for
-/// references to enums as well as objects.
-fn rewrite_all_of(value: &mut Value) {
+/// references to enums as well as objects. `format: naive-date` (poem-openapi's name for a
+/// `time::Date`, always written and read as `YYYY-MM-DD`) becomes the standard `format: date`. A
+/// `nullable` enum lists `null` among its values, as OpenAPI 3.0.3 requires for `null` to be valid.
+fn rewrite_schemas(value: &mut Value) {
     match value {
         Value::Object(map) => {
+            if map.get("format").and_then(Value::as_str) == Some("naive-date") {
+                map.insert("format".into(), json!("date"));
+            }
+            if map.get("nullable") == Some(&Value::Bool(true))
+                && let Some(Value::Array(values)) = map.get_mut("enum")
+                && !values.contains(&Value::Null)
+            {
+                values.push(Value::Null);
+            }
             if let Some(Value::Array(parts)) = map.get("allOf")
                 && parts.len() == 2
                 && parts[0].get("$ref").is_some()
@@ -360,10 +381,10 @@ fn rewrite_all_of(value: &mut Value) {
                 map.insert("anyOf".into(), json!([reference]));
             }
             for item in map.values_mut() {
-                rewrite_all_of(item);
+                rewrite_schemas(item);
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(rewrite_all_of),
+        Value::Array(items) => items.iter_mut().for_each(rewrite_schemas),
         _ => {}
     }
 }

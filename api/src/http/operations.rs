@@ -96,6 +96,9 @@ pub enum InputRule {
     /// A schema a request body must also match (added to its `allOf`): cross-field rules (`anyOf` of
     /// the allowed shapes, `not` for refused keys).
     Body { schema: &'static str, rule: fn() -> serde_json::Value },
+    /// A request body schema whose parser refuses every field it does not declare
+    /// (`additionalProperties: false`).
+    Closed { schema: &'static str },
     /// The schema of a query parameter whose handler reads it as text.
     Query { operation: &'static str, parameter: &'static str, schema: fn() -> serde_json::Value },
 }

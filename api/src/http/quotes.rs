@@ -358,6 +358,8 @@ impl Operations for QuotesApi {
     const OPERATIONS: &'static [Operation] = &[LIST_QUOTES, GET_QUOTE, CREATE_QUOTE, REPLACE_QUOTE, DELETE_QUOTE];
     const INPUT_RULES: &'static [InputRule] = &[
         InputRule::Body { schema: "QuoteInput", rule: quote_shapes },
+        InputRule::Closed { schema: "QuoteInput" },
+        InputRule::Closed { schema: "QuoteLineInput" },
         InputRule::Query {
             operation: "listQuotes",
             parameter: "customer_id",

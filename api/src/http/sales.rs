@@ -585,7 +585,7 @@ fn sale_shapes() -> serde_json::Value {
         ] },
         { "properties": { "items": { "items": { "anyOf": [
             { "required": ["productId"], "properties": { "productId": { "type": "string", "format": "uuid" } } },
-            { "required": ["name"], "properties": { "name": { "type": "string", "pattern": "[^\\s]" } } },
+            { "required": ["name"], "properties": { "name": { "type": "string", "pattern": crate::http::schema::not_blank() } } },
         ] } } } },
         { "anyOf": [
             { "not": { "anyOf": [{ "required": ["discountType"] }, { "required": ["discountValue"] }] } },

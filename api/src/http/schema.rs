@@ -36,6 +36,11 @@ pub fn trimmed_text(min: usize, max: usize) -> String {
     if min == 0 || max == 0 { format!("^{ws}(?:{body})?{ws}$") } else { format!("^{ws}{body}{ws}$") }
 }
 
+/// A text holding at least one character the parser does not trim away (unanchored).
+pub fn not_blank() -> String {
+    format!("[^{WS}]")
+}
+
 /// `inner` (a regex without anchors) with optional surrounding whitespace, which the parser trims.
 pub fn trimmed(inner: &str) -> String {
     format!("^[{WS}]*(?:{inner})[{WS}]*$")

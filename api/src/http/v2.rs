@@ -78,6 +78,23 @@ pub struct ClientInfo {
     pub agent: Optional<ClientAgent>,
 }
 
+/// What is wrong with a request's `client` (see [`ClientInfo`]); it is echoed, never interpreted.
+fn client_errors(value: &serde_json::Value) -> Vec<commands::validate::FieldError> {
+    let mut client = commands::validate::ObjectReader::new(value, "client");
+    if client.value("requestId").is_some() {
+        client.required_str("requestId", 1, 100);
+    }
+    if let Some(agent) = client.value("agent") {
+        let mut reader = commands::validate::ObjectReader::new(agent, "client.agent");
+        reader.required_str("name", 1, 100);
+        if reader.value("version").is_some() {
+            reader.required_str("version", 1, 50);
+        }
+        client.errors.extend(reader.errors);
+    }
+    client.errors
+}
+
 /// A purchase to preview or commit.
 #[derive(Debug, Object)]
 pub struct V2PurchaseRequest {
@@ -387,8 +404,8 @@ impl V2Api {
             }
         };
         let client = reader.value("client").cloned();
-        if client.as_ref().is_some_and(|c| !c.is_object()) {
-            reader.reject("client", "invalid_type", "must be an object");
+        if let Some(value) = &client {
+            reader.errors.extend(client_errors(value));
         }
         let input = match reader.value("input") {
             Some(input) => match parse_purchase(input, today()) {
@@ -408,10 +425,8 @@ impl V2Api {
         };
         let (mode, input) = reader.finish((mode, input)).map_err(ApiError::validation)?;
         let (Some(mode), Some(input)) = (mode, input) else { return Err(ApiError::internal()) };
-        if mode == Mode::Commit && key.0.is_none() {
-            // The claim refuses a missing key on an operation that needs one.
-            idempotency::claim(None, true, V2_CREATE_PURCHASE.id(), &[], None, None)?;
-        }
+        // A commit needs a key; a key sent with a preview must still be a valid one (it is not used).
+        idempotency::claim(key.0.clone(), mode == Mode::Commit, V2_CREATE_PURCHASE.id(), &[], None, None)?;
         let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode, input });
         let key = if mode == Mode::Commit { key.0 } else { None };
         let accepted = call.dispatch(Write::json(key, &version, &[], &body), command).await.map_err(|mut error| {

@@ -405,6 +405,14 @@ async fn v2_previews_write_nothing_and_commits_record_what_was_previewed(pool: P
         v2_error(app.post("/api/v2/purchases", &json!({ "mode": "later", "input": { "items": [] } })).await, 400).await;
     assert!(v2_paths(&malformed).contains(&"mode".to_owned()), "{malformed}");
     assert!(v2_paths(&malformed).contains(&"input.supplierId".to_owned()), "{malformed}");
+    let mut bad_client = preview_body.clone();
+    bad_client["client"] = json!({ "requestId": {}, "agent": { "version": "1" } });
+    let refused = v2_error(app.post("/api/v2/purchases", &bad_client).await, 400).await;
+    assert_eq!(v2_paths(&refused), ["client.requestId", "client.agent.name"], "{refused}");
+    let mut bad_key = preview_body.clone();
+    bad_key["client"] = json!(null);
+    let refused = v2_error(app.post_key("/api/v2/purchases", "has spaces", &bad_key).await, 400).await;
+    assert_eq!(refused["error"]["code"], "INVALID_IDEMPOTENCY_KEY", "a preview's key is checked even if unused");
 
     // Pages.
     for n in 2..=3 {

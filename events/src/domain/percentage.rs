@@ -39,11 +39,12 @@ impl Percentage {
     }
 
     /// A percentage from a JSON number or a string holding a decimal (`15`, `12.5`, `"0.25"`),
-    /// refusing more than two decimal places, other shapes and values outside 0 to 100.
+    /// refusing more than two decimal places, other shapes and values outside 0 to 100. Text is
+    /// trimmed first, as every text field of a request is.
     pub fn parse(value: &Value) -> Result<Self, DomainError> {
         let text = json_text(value)
             .map_err(|found| DomainError::WrongType { expected: "a decimal number or a string holding one", found })?;
-        Self::parse_text(&text)
+        Self::parse_text(text.trim())
     }
 
     fn parse_text(text: &str) -> Result<Self, DomainError> {
@@ -148,6 +149,7 @@ mod tests {
         assert_eq!(Percentage::parse(&json!(0.01)).map(Percentage::hundredths), Ok(1));
         assert_eq!(Percentage::parse(&json!("0.25")).map(Percentage::hundredths), Ok(25));
         assert_eq!(Percentage::parse(&json!("100.00")), Ok(Percentage::HUNDRED));
+        assert_eq!(Percentage::parse(&json!("\u{2005}000000100\u{2003}")), Ok(Percentage::HUNDRED), "text is trimmed");
         assert_eq!(Percentage::parse(&json!(0)), Ok(Percentage::ZERO));
         assert_eq!(Percentage::parse(&json!(-0.0)), Ok(Percentage::ZERO));
         assert_eq!(Percentage::parse(&json!("1e2")), Ok(Percentage::HUNDRED));
