@@ -106,6 +106,22 @@ async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
     );
     let conflict = error(app.post_key(QUOTES, &key, &fewer).await, 409, "idempotency_error").await;
     assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT");
+    // Permissions are checked again on a retry: a credential without `quotes:write` is refused, and
+    // learns nothing of the stored quote.
+    let reader =
+        commands::organization::create_api_key(&app.pool, app.org_id, &["quotes:read".into()]).await.expect("key");
+    let retried = app
+        .client
+        .post(format!("{}{QUOTES}", app.base))
+        .bearer_auth(&reader)
+        .header("Idempotency-Key", &key)
+        .json(&body)
+        .send()
+        .await
+        .expect("sent");
+    let denied = error(retried, 403, "authorization_error").await;
+    assert_eq!(denied["error"]["code"], "MISSING_SCOPE");
+    assert!(!denied.to_string().contains(&id), "{denied}");
 
     // An omitted reservation on replace is none.
     let mut plain = fewer.clone();
