@@ -26,9 +26,27 @@ Schema-valid cases (positive mode) are repaired to respect these rules; schema-i
 alone.
 """
 
+import ast
+import threading
 import uuid
 
 import schemathesis
+
+# CPython 3.11 before the fix of python/cpython#106905 (this machine has 3.11.7) keeps the AST
+# converter's recursion depth in process-wide state, so two threads parsing at once can raise
+# "SystemError: AST constructor recursion depth mismatch". Schemathesis' workers are threads, and
+# hypothesis parses source text with `ast.parse` when it describes a filter's lambda: parsing is
+# serialized here so the fuzzer's own machinery cannot fail a run.
+_parse = ast.parse
+_parse_lock = threading.Lock()
+
+
+def _serialized_parse(*args, **kwargs):
+    with _parse_lock:
+        return _parse(*args, **kwargs)
+
+
+ast.parse = _serialized_parse
 from schemathesis.generation import GenerationMode
 
 
