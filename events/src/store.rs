@@ -141,10 +141,16 @@ pub async fn load_stream(
     org_id: Uuid,
     stream_id: Uuid,
 ) -> Result<Vec<RecordedEvent>, sqlx::Error> {
-    let sql =
-        format!("select {EVENT_COLUMNS} from events e where e.stream_id = $1 and e.org_id = $2 order by e.version");
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(stream_id).bind(org_id).fetch_all(conn).await?;
-    rows.iter().map(event_from_row).collect()
+    // Only the stream id is in the condition, so that the one index that fits, `(stream_id, version)`,
+    // is the only plan. With `org_id` there too, a generic plan made before the table has statistics
+    // (statements are prepared once per connection, and a fresh database has none) picked
+    // `(org_id, stream_type, …)` and walked every event of the organization: 3.8 ms instead of
+    // 0.04 ms per load, most of a stock movement's database time. The organization is checked on the
+    // rows instead, which means the same.
+    let sql = format!("select {EVENT_COLUMNS} from events e where e.stream_id = $1 order by e.version");
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(stream_id).fetch_all(conn).await?;
+    let events: Vec<RecordedEvent> = rows.iter().map(event_from_row).collect::<Result<_, _>>()?;
+    Ok(events.into_iter().filter(|event| event.org_id == org_id).collect())
 }
 
 /// One line of `events export`.
