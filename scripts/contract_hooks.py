@@ -227,10 +227,6 @@ def _repair_receipt(body):
         body["occurredOn"] = "2026-01-02"
 
 
-def _repair_purchase_order(body):
-    _repair_purchase(body)
-
-
 def _repair_quote(body):
     _bound_lines(body.get("items"), ("unit_price",))
     # A reservation runs from today to no later than the quote's expiry (comparisons with the clock and
@@ -250,7 +246,7 @@ REPAIRS = {
     "createSale": _repair_sale,
     "createPurchase": _repair_purchase,
     "v2CreatePurchase": _repair_v2_purchase,
-    "createPurchaseOrder": _repair_purchase_order,
+    "createPurchaseOrder": _repair_purchase,
     "receivePurchaseOrder": _repair_receipt,
     "applyPurchaseTags": _repair_tags,
     "applyPurchaseOrderTags": _repair_tags,
@@ -275,9 +271,11 @@ REPAIRS = {
 
 @schemathesis.hook
 def map_case(ctx, case):
-    repair = REPAIRS.get(case.operation.definition.raw.get("operationId"))
+    operation_id = case.operation.definition.raw.get("operationId")
+    repair = REPAIRS.get(operation_id)
     if repair and _positive(case) and isinstance(case.body, dict):
         repair(case.body)
-        if case.body.get("mode") == "commit" and not any(h.lower() == "idempotency-key" for h in case.headers or {}):
+        commit = operation_id == "v2CreatePurchase" and case.body.get("mode") == "commit"
+        if commit and not any(h.lower() == "idempotency-key" for h in case.headers or {}):
             case.headers = {**(case.headers or {}), "Idempotency-Key": f"contract-{uuid.uuid4().hex}"}
     return case

@@ -128,21 +128,14 @@ fn apply_input_rules(document: &mut Value) {
     for rule in crate::http::input_rules_of_apis() {
         match rule {
             InputRule::Body { schema, rule } => {
-                let target = document["components"]["schemas"]
-                    .get_mut(*schema)
-                    .and_then(Value::as_object_mut)
-                    .unwrap_or_else(|| panic!("an input rule names the schema {schema}, which is not in the document"));
+                let target = component_schema(document, schema);
                 // As an `allOf` member: the same meaning as keys of the schema itself, and client
                 // generators read the schema's own properties untouched.
                 let rules = target.entry("allOf").or_insert_with(|| json!([]));
                 rules.as_array_mut().expect("allOf is an array").push(rule());
             }
             InputRule::Closed { schema } => {
-                let target = document["components"]["schemas"]
-                    .get_mut(*schema)
-                    .and_then(Value::as_object_mut)
-                    .unwrap_or_else(|| panic!("an input rule names the schema {schema}, which is not in the document"));
-                target.insert("additionalProperties".into(), json!(false));
+                component_schema(document, schema).insert("additionalProperties".into(), json!(false));
             }
             InputRule::Query { operation, parameter, schema } => {
                 let (_, target) = query_parameters(document)
@@ -152,6 +145,14 @@ fn apply_input_rules(document: &mut Value) {
             }
         }
     }
+}
+
+/// The component schema an input rule names (a rule naming a missing schema is a programming error).
+fn component_schema<'a>(document: &'a mut Value, schema: &str) -> &'a mut Map<String, Value> {
+    document["components"]["schemas"]
+        .get_mut(schema)
+        .and_then(Value::as_object_mut)
+        .unwrap_or_else(|| panic!("an input rule names the schema {schema}, which is not in the document"))
 }
 
 /// Every query parameter of every operation, with the operation's id.
