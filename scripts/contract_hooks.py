@@ -32,18 +32,29 @@ import uuid
 
 import schemathesis
 
-# CPython 3.11 before the fix of python/cpython#106905 (this machine has 3.11.7) keeps the AST
-# converter's recursion depth in process-wide state, so two threads parsing at once can raise
-# "SystemError: AST constructor recursion depth mismatch". Schemathesis' workers are threads, and
-# hypothesis parses source text with `ast.parse` when it describes a filter's lambda: parsing is
-# serialized here so the fuzzer's own machinery cannot fail a run.
+# CPython 3.11 before the fix of python/cpython#106905 (this machine has 3.11.7) can raise
+# "SystemError: AST constructor recursion depth mismatch" from `ast.parse`: the converter keeps its
+# recursion depth in process-wide state and an error path leaves it unbalanced. Hypothesis parses
+# source text when it describes a strategy's lambda, in schemathesis' worker threads, and a CI run
+# failed on it even with parsing serialized. So parsing is serialized, retried (each call starts the
+# depth afresh), and a parse that still fails is reported as the SyntaxError every caller in
+# hypothesis and schemathesis already handles (a lambda then reads "<unknown>"): the fuzzer's own
+# machinery cannot fail a run.
 _parse = ast.parse
 _parse_lock = threading.Lock()
 
 
 def _serialized_parse(*args, **kwargs):
     with _parse_lock:
-        return _parse(*args, **kwargs)
+        failure = None
+        for _ in range(3):
+            try:
+                return _parse(*args, **kwargs)
+            except SystemError as error:
+                if "recursion depth mismatch" not in str(error):
+                    raise
+                failure = error
+        raise SyntaxError(f"ast.parse failed: {failure}") from failure
 
 
 ast.parse = _serialized_parse
