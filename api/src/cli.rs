@@ -39,6 +39,13 @@ pub enum Command {
     /// Auditor commands over the event store.
     #[command(subcommand)]
     Events(EventsCommand),
+    /// Where every follower of the event store stands: each projection partition's position, lag and
+    /// last progress, the relay and the sealer, and the webhook queue (from the database and NATS).
+    Status {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -218,6 +225,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                     (None, false) => bail!("name a projection to rebuild, or pass --all"),
                 };
                 let pool = roles::connect_database(&settings).await?;
+                // Progress shows on METRICS_ADDR too, when set, for operators watching a long rebuild.
+                let mut observed = tokio::task::JoinSet::new();
+                roles::serve_metrics(&settings, &mut observed, &pool, None).await?;
                 for projection in selected {
                     let name = projection.id();
                     let report = projections::rebuild::rebuild(&pool, projection.as_ref(), |done| {
@@ -242,6 +252,24 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Admin(admin) => run_admin(&settings, admin).await,
+        Command::Status { json } => {
+            let pool = roles::connect_database(&settings).await?;
+            let connect = async_nats::connect(settings.nats_url.as_str());
+            let bus = match tokio::time::timeout(std::time::Duration::from_secs(2), connect).await {
+                Ok(Ok(client)) => Some(events::bus::Bus::from_client(client, &settings.nats_prefix)),
+                _ => {
+                    eprintln!("status: NATS does not answer at {}; JetStream figures are missing", settings.nats_url);
+                    None
+                }
+            };
+            let status = crate::observe::status::read(&pool, bus.as_ref()).await?;
+            if json {
+                print_json(&serde_json::to_value(&status)?)?;
+            } else {
+                print!("{}", crate::observe::status::table(&status));
+            }
+            Ok(0)
+        }
         Command::Events(EventsCommand::Export { org, from_position }) => {
             let pool = roles::connect_database(&settings).await?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -363,7 +391,10 @@ async fn serve(
     let fiscal = commands::fiscal::FiscalClient::from_settings(&fiscal, credentials)
         .context("the tax authority (FISCAL_URL)")?;
     let roles = Roles { api: listener, commands, projections, fiscal: commands.then_some(fiscal) };
-    let mut running = roles::start(pool.clone(), bus, roles, settings.read_wait).await?;
+    let mut running = roles::start(pool.clone(), bus.clone(), roles, settings.read_wait).await?;
+    if !api {
+        roles::serve_metrics(settings, &mut running.tasks, &pool, Some(bus)).await?;
+    }
     if let Some(listener) = simulator {
         eprintln!("backoffice {role}: fiscal simulator on http://{}", listener.local_addr()?);
         running.tasks.spawn(async move {

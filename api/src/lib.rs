@@ -6,6 +6,7 @@ pub mod cache;
 pub mod cli;
 pub mod fiscal_simulator;
 pub mod http;
+pub mod observe;
 pub mod ratelimit;
 pub mod roles;
 pub mod state;

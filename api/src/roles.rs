@@ -32,6 +32,9 @@ pub struct Settings {
     pub read_wait: Duration,
     /// `FISCAL_URL`, `FISCAL_SIMULATOR_ADDR`, `FISCAL_TIMEOUT_MS`: the tax authority.
     pub fiscal: FiscalSettings,
+    /// `METRICS_ADDR`: where a process without HTTP of its own serves `/metrics`, `/healthz` and
+    /// `/readyz` (none: it does not).
+    pub metrics_addr: Option<String>,
 }
 
 impl Settings {
@@ -47,6 +50,7 @@ impl Settings {
                 var("READ_WAIT_TIMEOUT_MS", "10000").parse().context("READ_WAIT_TIMEOUT_MS must be a number")?,
             ),
             fiscal: FiscalSettings::from_env()?,
+            metrics_addr: std::env::var("METRICS_ADDR").ok().filter(|addr| !addr.trim().is_empty()),
         })
     }
 }
@@ -126,6 +130,7 @@ pub struct Running {
 
 /// Starts every role asked for on the current runtime.
 pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) -> anyhow::Result<Running> {
+    crate::observe::install();
     let mut tasks = JoinSet::new();
     // Progress of this process's projectors reaches this process's gateway without a bus hop.
     let local_progress = projections::progress::LocalProgress::default();
@@ -191,6 +196,23 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
         app_state = Some(state);
     }
     Ok(Running { tasks, http_addr, state: app_state })
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on `METRICS_ADDR`, when set, for a process whose roles
+/// serve no HTTP of their own.
+pub async fn serve_metrics(
+    settings: &Settings,
+    tasks: &mut JoinSet<()>,
+    pool: &PgPool,
+    bus: Option<Bus>,
+) -> anyhow::Result<()> {
+    let Some(addr) = &settings.metrics_addr else { return Ok(()) };
+    crate::observe::install();
+    let listener =
+        tokio::net::TcpListener::bind(addr).await.with_context(|| format!("cannot listen on METRICS_ADDR {addr}"))?;
+    eprintln!("backoffice: metrics on http://{}/metrics", listener.local_addr()?);
+    tasks.spawn(crate::observe::serve(listener, pool.clone(), bus));
+    Ok(())
 }
 
 /// Binds the HTTP listener for `HTTP_ADDR`.

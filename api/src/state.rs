@@ -37,41 +37,6 @@ pub struct AppState {
     /// Longest wait for the read side after a write.
     pub read_wait: Duration,
     pub ready: AtomicBool,
-    pub metrics: Metrics,
-}
-
-/// Counters served at `/metrics` (Prometheus text format).
-#[derive(Default)]
-pub struct Metrics {
-    responses: [std::sync::atomic::AtomicU64; 5],
-    pub rate_limited: std::sync::atomic::AtomicU64,
-}
-
-impl Metrics {
-    pub fn record(&self, status: poem::http::StatusCode) {
-        let class = (status.as_u16() / 100).clamp(1, 5) as usize - 1;
-        self.responses[class].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    pub fn render(&self) -> String {
-        use std::fmt::Write;
-        let mut out = String::from("# TYPE backoffice_http_responses_total counter\n");
-        for (i, counter) in self.responses.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "backoffice_http_responses_total{{class=\"{}xx\"}} {}",
-                i + 1,
-                counter.load(std::sync::atomic::Ordering::Relaxed)
-            );
-        }
-        let _ = writeln!(out, "# TYPE backoffice_rate_limited_total counter");
-        let _ = writeln!(
-            out,
-            "backoffice_rate_limited_total {}",
-            self.rate_limited.load(std::sync::atomic::Ordering::Relaxed)
-        );
-        out
-    }
 }
 
 /// An accepted command, as the gateway sees it.
@@ -121,7 +86,6 @@ impl AppState {
             documents,
             read_wait,
             ready: AtomicBool::new(false),
-            metrics: Metrics::default(),
         }))
     }
 
@@ -244,9 +208,14 @@ impl AppState {
         commit: Option<CommitKey>,
     ) -> Result<(), ApiError> {
         let Some(key) = commit else { return Ok(()) };
-        if self.progress.wait_for(projection, principal.org_id, key, self.read_wait).await {
+        let started = std::time::Instant::now();
+        let caught_up = self.progress.wait_for(projection, principal.org_id, key, self.read_wait).await;
+        metrics::histogram!("backoffice_read_wait_seconds", "projection" => projection.as_str())
+            .record(started.elapsed().as_secs_f64());
+        if caught_up {
             Ok(())
         } else {
+            metrics::counter!("backoffice_read_wait_timeouts_total", "projection" => projection.as_str()).increment(1);
             tracing::warn!(projection = projection.as_str(), %key, "read side did not catch up in time");
             Err(ApiError::unavailable(
                 "READ_MODEL_PENDING",

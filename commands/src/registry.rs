@@ -30,6 +30,24 @@ macro_rules! registry {
         impl CommandKind {
             /// Every kind, in registry order.
             pub const ALL: &[CommandKind] = &[$(CommandKind::$variant,)+];
+
+            /// The kind's wire name (`bulk_adjust_products`), as logs and metrics label it.
+            pub fn name(self) -> &'static str {
+                static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+                let names = NAMES.get_or_init(|| {
+                    Self::ALL
+                        .iter()
+                        .map(|kind| {
+                            let name = serde_json::to_value(kind)
+                                .ok()
+                                .and_then(|value| value.as_str().map(str::to_owned))
+                                .unwrap_or_default();
+                            &*Box::leak(name.into_boxed_str())
+                        })
+                        .collect()
+                });
+                names[self as usize]
+            }
         }
 
         impl Command {
@@ -127,6 +145,9 @@ mod tests {
         let unique: std::collections::HashSet<&String> = names.iter().collect();
         assert_eq!(unique.len(), CommandKind::ALL.len());
         assert!(names.contains(&"\"bulk_adjust_products\"".to_owned()));
+        for kind in CommandKind::ALL {
+            assert_eq!(format!("\"{}\"", kind.name()), serde_json::to_value(kind).expect("kind").to_string());
+        }
     }
 
     #[test]

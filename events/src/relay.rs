@@ -119,6 +119,9 @@ pub async fn run_relay_polling(pool: PgPool, bus: Bus, wake: RelayWake, idle_pol
             match relay_until_error(&pool, &bus, &wake, idle_poll, &mut leadership).await {
                 Ok(()) => break, // lost the lock: go back to standing by
                 Err(error) => {
+                    if matches!(error, RelayError::Nats(_)) {
+                        metrics::counter!("backoffice_relay_publish_failures_total").increment(1);
+                    }
                     tracing::warn!(%error, "relay paused; retrying");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(2));
@@ -213,6 +216,7 @@ async fn relay_until_error(
             last_id = Some(event.event_id.to_string());
             cursor = event.key;
         }
+        metrics::counter!("backoffice_relay_published_total").increment(count as u64);
         tokio::select! {
             sent = acks_tx.send((cursor, acks)) => sent.map_err(|_| RelayError::Nats("ack task stopped".into()))?,
             _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),

@@ -34,14 +34,24 @@ pub async fn rebuild(
     // while this one is decoded and written, so neither side waits for the other.
     let mut folded = 0_u64;
     let mut reached = CommitKey::ZERO;
+    // Progress for operators watching the rebuilding process's metrics: how far through the store.
+    let target: i64 = sqlx::query_scalar("select coalesce(max(position), 0) from events").fetch_one(pool).await?;
+    let labels = [("projection", projection.name().to_owned())];
+    metrics::gauge!("backoffice_projection_rebuild_target_position", &labels).set(target as f64);
+    let reached_gauge = metrics::gauge!("backoffice_projection_rebuild_position", &labels);
+    let folded_gauge = metrics::gauge!("backoffice_projection_rebuild_events", &labels);
+    reached_gauge.set(0.0);
+    folded_gauge.set(0.0);
     let mut batch = follower::read_committed_after(pool, reached, READ_BATCH).await?;
     while let Some(last) = batch.last() {
         reached = last.key();
+        reached_gauge.set(reached.position as f64);
         let (next, written) = tokio::join!(
             follower::read_committed_after(pool, reached, READ_BATCH),
             fold_into_shadow(pool, projection, &batch)
         );
         folded += written?;
+        folded_gauge.set(folded as f64);
         on_progress(folded);
         batch = next?;
     }

@@ -170,6 +170,10 @@ async fn run_until_error(
         }
     }
     let mut known = KnownCheckpoints::default();
+    let partition_label = format!("{}/{}", partition.index, partition.count);
+    let labels = [("projection", projection.name().to_owned()), ("partition", partition_label)];
+    let applied_total = metrics::counter!("backoffice_projection_events_applied_total", &labels);
+    let batch_duration = metrics::histogram!("backoffice_projection_batch_duration_seconds", &labels);
     let mut messages = consumer
         .stream()
         .max_messages_per_batch(BATCH)
@@ -247,6 +251,10 @@ async fn run_until_error(
         } else {
             Vec::new()
         };
+        if changed {
+            applied_total.increment(heads.len() as u64);
+            batch_duration.record(started.elapsed().as_secs_f64());
+        }
         tracing::debug!(
             projection = projection.name(),
             messages = batch.len(),

@@ -393,13 +393,15 @@ fn rewrite_schemas(value: &mut Value) {
 /// The methods each path of the document allows, for the `Allow` header of a 405.
 pub struct AllowedMethods {
     routes: Vec<(Vec<String>, String)>,
+    /// Each documented path once, as a metric label (made once per application).
+    templates: Vec<(Vec<String>, &'static str)>,
 }
 
 impl AllowedMethods {
     pub fn of(document: &Value) -> Self {
         let mut routes = Vec::new();
         for (path, operations) in document["paths"].as_object().into_iter().flatten() {
-            let segments = path.split('/').map(str::to_owned).collect();
+            let segments: Vec<String> = path.split('/').map(str::to_owned).collect();
             let mut methods: Vec<String> =
                 operations.as_object().into_iter().flatten().map(|(m, _)| m.to_ascii_uppercase()).collect();
             if methods.iter().any(|m| m == "GET") {
@@ -408,7 +410,38 @@ impl AllowedMethods {
             methods.sort();
             routes.push((segments, methods.join(", ")));
         }
-        Self { routes }
+        let templates = routes
+            .iter()
+            .map(|(segments, _)| (segments.clone(), &*Box::leak(segments.join("/").into_boxed_str())))
+            .collect();
+        Self { routes, templates }
+    }
+
+    /// The route a request path takes, as a label of bounded cardinality: its documented path template
+    /// (literal segments winning over parameters, as in the router), one of the routes outside the
+    /// document, or `unmatched`.
+    pub fn template(&self, path: &str) -> &'static str {
+        let segments: Vec<&str> = path.split('/').collect();
+        let best = self
+            .templates
+            .iter()
+            .filter(|(pattern, _)| {
+                pattern.len() == segments.len()
+                    && pattern.iter().zip(&segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
+            })
+            .max_by_key(|(pattern, _)| pattern.iter().filter(|p| !p.starts_with('{')).count());
+        if let Some((_, template)) = best {
+            return template;
+        }
+        match path {
+            "/healthz" => "/healthz",
+            "/readyz" => "/readyz",
+            "/metrics" => "/metrics",
+            "/openapi.json" => "/openapi.json",
+            _ if path.starts_with("/documents/") && segments.len() == 3 => "/documents/{token}",
+            _ if path == "/docs" || path.starts_with("/docs/") => "/docs",
+            _ => "unmatched",
+        }
     }
 
     /// The path parameter whose segment does not decode to UTF-8 text (such a segment names nothing;

@@ -38,6 +38,7 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use time::{OffsetDateTime, UtcOffset};
+use tracing::Instrument;
 
 pub const REQUEST_ID_HEADER: &str = "Service-Request-Id";
 pub const VERSION_HEADER: &str = "Service-Version";
@@ -249,15 +250,21 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
             })),
         )
         .at("/healthz", get(healthz))
+        .at("/readyz", get(readyz))
         // Public: the signed token is the credential (outside `/api/`, so no bearer is asked for).
         .at("/documents/:token", get(documents::download))
-        .at("/metrics", get(metrics))
+        .at("/metrics", get(metrics_text))
         .data(state)
         .around(move |endpoint, mut request: Request| {
             let state = gateway_state.clone();
             let allowed = allowed.clone();
+            let started = std::time::Instant::now();
+            let method = request.method().clone();
+            let route = allowed.template(request.uri().path());
+            let request_id = RequestId::generate();
+            let span = tracing::info_span!("request", request_id = %request_id.0, org_id = tracing::field::Empty);
+            let in_flight = InFlight::enter();
             async move {
-                let request_id = RequestId::generate();
                 request.set_data(request_id.clone());
                 let path = request.uri().path().to_owned();
                 let v2 = path.starts_with("/api/v2");
@@ -266,11 +273,12 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                     if path.starts_with("/api/") {
                         let secret = auth::bearer(&request)?;
                         let principal = state.credentials.authenticate(&state.pool, secret).await?;
+                        tracing::Span::current().record("org_id", tracing::field::display(principal.org_id));
                         let limits = state.credentials.limits(&state.pool, principal.org_id).await?;
                         let decision = state.limiter.check(principal.org_id, limits);
                         rate_headers = Some(decision.headers());
                         if !decision.allowed {
-                            state.metrics.rate_limited.fetch_add(1, Ordering::Relaxed);
+                            metrics::counter!("backoffice_rate_limited_total").increment(1);
                             return Err(ApiError::new(
                                 StatusCode::TOO_MANY_REQUESTS,
                                 ErrorType::RateLimitError,
@@ -303,7 +311,16 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                 {
                     response.headers_mut().insert(poem::http::header::ALLOW, methods);
                 }
-                state.metrics.record(response.status());
+                let class = status_class(response.status());
+                metrics::counter!("backoffice_http_responses_total", "class" => class).increment(1);
+                metrics::histogram!(
+                    "backoffice_http_request_duration_seconds",
+                    "route" => route,
+                    "method" => method_label(&method),
+                    "status" => class,
+                )
+                .record(started.elapsed().as_secs_f64());
+                drop(in_flight);
                 let headers = response.headers_mut();
                 if let Ok(value) = HeaderValue::from_str(&request_id.0) {
                     headers.insert(REQUEST_ID_HEADER, value);
@@ -315,25 +332,74 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                 }
                 Ok(response)
             }
+            .instrument(span)
         })
 }
 
-#[handler]
-fn metrics(request: &Request) -> Response {
-    let text = request.data::<Arc<AppState>>().map(|state| state.metrics.render()).unwrap_or_default();
-    Response::builder().content_type("text/plain; version=0.0.4").body(text)
+/// Counts a request in flight until dropped (a request whose client went away is dropped too).
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> Self {
+        metrics::gauge!("backoffice_http_requests_in_flight").increment(1.0);
+        Self
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics::gauge!("backoffice_http_requests_in_flight").decrement(1.0);
+    }
+}
+
+fn status_class(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        100..=199 => "1xx",
+        200..=299 => "2xx",
+        300..=399 => "3xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
+/// The method as a label: the standard ones by name, anything else as one value.
+fn method_label(method: &poem::http::Method) -> &'static str {
+    match method.as_str() {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        "OPTIONS" => "OPTIONS",
+        _ => "other",
+    }
 }
 
 #[handler]
-fn healthz(request: &Request) -> Response {
-    let ready = request
-        .data::<Arc<AppState>>()
-        .is_some_and(|state| state.ready.load(Ordering::Acquire) && state.bus.is_connected());
-    let (status, text) = if ready { (StatusCode::OK, "ok") } else { (StatusCode::SERVICE_UNAVAILABLE, "starting") };
-    Response::builder()
-        .status(status)
-        .content_type("application/json")
-        .body(serde_json::json!({ "status": text }).to_string())
+async fn metrics_text(request: &Request) -> Response {
+    match request.data::<Arc<AppState>>() {
+        Some(state) => crate::observe::render(&state.pool, Some(&state.bus)).await,
+        None => Response::builder().status(StatusCode::NOT_FOUND).finish(),
+    }
+}
+
+/// Alive: the process serves requests.
+#[handler]
+fn healthz() -> Response {
+    crate::observe::liveness_response()
+}
+
+/// Ready: the database and NATS answer, and every projection the gateway waits on has a projector.
+#[handler]
+async fn readyz(request: &Request) -> Response {
+    let result = match request.data::<Arc<AppState>>() {
+        Some(state) if state.ready.load(Ordering::Acquire) => {
+            crate::observe::readiness(&state.pool, &state.bus, true).await
+        }
+        _ => Err(vec!["gateway: starting".to_owned()]),
+    };
+    crate::observe::readiness_response(result)
 }
 
 /// Turns any failure into the v1 error envelope (the v2 one under `/api/v2`).

@@ -46,19 +46,25 @@ impl TestApp {
 
     /// Also runs the webhook dispatcher with `sender` (the webhooks projection always runs).
     pub async fn spawn_with_sender(pool: PgPool, sender: Option<SenderConfig>) -> Self {
-        Self::spawn_with(pool, sender, projections::all()).await
+        Self::spawn_with(pool, sender, projections::all(), Duration::from_secs(10)).await
     }
 
     /// Runs only some projections (to show what a lagging projection does and does not hold up).
     pub async fn spawn_without(pool: PgPool, absent: &[&str]) -> Self {
+        Self::spawn_waiting(pool, absent, Duration::from_secs(10)).await
+    }
+
+    /// Runs only some projections, and waits at most `read_wait` for the read side after a write.
+    pub async fn spawn_waiting(pool: PgPool, absent: &[&str], read_wait: Duration) -> Self {
         let running = projections::all().into_iter().filter(|p| !absent.contains(&p.name())).collect();
-        Self::spawn_with(pool, None, running).await
+        Self::spawn_with(pool, None, running, read_wait).await
     }
 
     async fn spawn_with(
         pool: PgPool,
         sender: Option<SenderConfig>,
         running: Vec<std::sync::Arc<dyn projections::Projection>>,
+        read_wait: Duration,
     ) -> Self {
         // `TEST_LOG=debug` (or any filter) shows the service's own log lines for one test.
         if let Ok(filter) = std::env::var("TEST_LOG") {
@@ -86,7 +92,7 @@ impl TestApp {
             pool.clone(),
             bus.clone(),
             Roles { api: Some(listener), commands: true, projections: Some(set), fiscal: Some(fiscal) },
-            Duration::from_secs(10),
+            read_wait,
         )
         .await
         .expect("roles start");

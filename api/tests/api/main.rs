@@ -9,6 +9,7 @@ mod fiscal_simulator;
 mod helpers;
 mod hostile;
 mod inventory;
+mod observability;
 mod openapi;
 mod organization;
 mod payment_methods;

@@ -114,8 +114,8 @@ where
         let mut requests = vec![request];
         requests.extend(A::FollowUps::follow_ups(conn, org_id, stream_id, &decided, metadata).await?);
         let appended = match sink {
-            Sink::Group(appender) => appender.append(requests).await,
-            Sink::Transaction => store::append_many(conn.get().await?, &requests).await,
+            Sink::Group(appender) => super::observe::appending(appender.append(requests)).await,
+            Sink::Transaction => super::observe::appending(store::append_many(conn.get().await?, &requests)).await,
         }
         .and_then(|all| {
             // The write is readable once the last of its events (follow-ups included) is.
@@ -140,7 +140,10 @@ where
             Err(AppendError::Conflict { .. }) if matches!(sink, Sink::Transaction) => {
                 return Err(ExecuteError::Contended(stream_id));
             }
-            Err(AppendError::Conflict { .. }) => continue,
+            Err(AppendError::Conflict { .. }) => {
+                super::observe::retried();
+                continue;
+            }
             Err(AppendError::Database(e)) => return Err(e.into()),
         }
     }
@@ -235,7 +238,7 @@ pub async fn append_typed(
     if requests.is_empty() {
         return Ok((None, Vec::new()));
     }
-    match store::append_many(conn, requests).await {
+    match super::observe::appending(store::append_many(conn, requests)).await {
         Ok(appended) => {
             let mut keys: Vec<crate::protocol::StreamKey> = Vec::new();
             for (request, done) in requests.iter().zip(&appended) {

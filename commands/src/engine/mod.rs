@@ -10,6 +10,7 @@
 
 mod append;
 mod execute;
+mod observe;
 mod relay;
 mod transaction;
 
@@ -28,10 +29,19 @@ use relay::RelayNudge;
 use sqlx::PgPool;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 use transaction::{run_idempotent, run_in_transaction, stream_turn};
 
 /// Executes one request and turns the outcome into a reply.
 pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest) -> CommandReply {
+    let kind = request.command.kind().name();
+    // Every log line of the command carries its type, organization and request (no personal data).
+    let span =
+        tracing::info_span!("command", command = kind, org_id = %request.org_id, request_id = %request.request_id);
+    observe::observed(kind, handle_observed(pool, appender, &request)).instrument(span).await
+}
+
+async fn handle_observed(pool: &PgPool, appender: &Appender, request: &CommandRequest) -> CommandReply {
     let started = std::time::Instant::now();
     let _turn = stream_turn(request.command.stream_id()).lock().await;
     let metadata = Metadata {
@@ -42,8 +52,8 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
         ..Metadata::default()
     };
     let result = match &request.idempotency {
-        Some(claim) => run_idempotent(pool, &request, claim, &metadata).await,
-        None if request.command.needs_transaction() => run_in_transaction(pool, &request, &metadata).await,
+        Some(claim) => run_idempotent(pool, request, claim, &metadata).await,
+        None if request.command.needs_transaction() => run_in_transaction(pool, request, &metadata).await,
         None => {
             let mut conn = Conn::Lazy(pool, None);
             request.command.run(&mut conn, &Sink::Group(appender), request.org_id, &metadata).await

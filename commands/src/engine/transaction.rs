@@ -79,7 +79,10 @@ pub(crate) async fn run_idempotent(
                 // Lets go of the key's lock now (see above).
                 let _ = tx.rollback().await;
                 match error {
-                    ExecuteError::Contended(_) => continue,
+                    ExecuteError::Contended(_) => {
+                        super::observe::retried();
+                        continue;
+                    }
                     other => return Err(other),
                 }
             }
@@ -102,7 +105,10 @@ pub(crate) async fn run_in_transaction(
                 tx.commit().await?;
                 return Ok(reply);
             }
-            Err(ExecuteError::Contended(_)) => continue,
+            Err(ExecuteError::Contended(_)) => {
+                super::observe::retried();
+                continue;
+            }
             Err(other) => return Err(other),
         }
     }

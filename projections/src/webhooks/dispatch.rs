@@ -547,6 +547,7 @@ impl Shared {
             } else {
                 ("failed", None)
             };
+            observe_attempt(delivery, outcome, status);
             ids.push(delivery.id);
             attempts.push(delivery.attempts + 1);
             started.push(outcome.started_at);
@@ -590,6 +591,31 @@ impl Shared {
 }
 
 /// Spreads retries over ±20% so endpoints that failed together do not retry together.
+/// Records an attempt in the metrics: its duration, a failure against its endpoint's id (never its
+/// URL), and for a delivery that reached a final state, that state and (when delivered) how long after
+/// its event was decided (the event id's v7 timestamp).
+fn observe_attempt(delivery: &Claimed, outcome: &Outcome, status: &'static str) {
+    let succeeded = outcome.succeeded();
+    metrics::histogram!(
+        "backoffice_webhook_attempt_duration_seconds",
+        "outcome" => if succeeded { "success" } else { "failure" }
+    )
+    .record(outcome.duration.as_secs_f64());
+    if !succeeded {
+        metrics::counter!("backoffice_webhook_endpoint_failures_total", "endpoint" => delivery.endpoint_id.to_string())
+            .increment(1);
+    }
+    if status != "pending" {
+        metrics::counter!("backoffice_webhook_deliveries_completed_total", "state" => status).increment(1);
+    }
+    if succeeded && let Some((seconds, nanos)) = delivery.event_id.get_timestamp().map(|t| t.to_unix()) {
+        let decided = Duration::new(seconds, nanos);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        metrics::histogram!("backoffice_webhook_delivery_latency_seconds")
+            .record(now.saturating_sub(decided).as_secs_f64());
+    }
+}
+
 fn jitter(base: Duration) -> Duration {
     base.mul_f64(rand::random_range(0.8..1.2))
 }
