@@ -3,7 +3,8 @@
 //! Pairs printed: customer creations per second through HTTP (16 connections unless `BENCH_CONNECTIONS` says otherwise, p50/p99) against
 //! pgbench single-row inserts of an event-sized row; GETs of one customer against pgbench's prepared
 //! select by primary key; projection rebuild speed over at least 100,000 events; webhook deliveries to a
-//! local HTTPS receiver (throughput of the sender, and the p99 time from commit to delivery).
+//! local HTTPS receiver (throughput of the sender, and the p99 time from commit to delivery); the write
+//! path's CPU with the metrics recorder and without it.
 
 #[path = "../tests/api/receiver.rs"]
 mod receiver;
@@ -69,8 +70,14 @@ fn backoffice(setup: &Setup, args: &[&str]) -> String {
 }
 
 fn start_service(setup: &Setup) -> Service {
+    start_service_metrics(setup, true)
+}
+
+/// Starts `backoffice all`, with its metrics recorder or without it (`BACKOFFICE_METRICS=off`).
+fn start_service_metrics(setup: &Setup, metrics: bool) -> Service {
     let child = Command::new(&setup.binary)
         .arg("all")
+        .env("BACKOFFICE_METRICS", if metrics { "on" } else { "off" })
         .env("DATABASE_URL", &setup.database_url)
         .env("NATS_PREFIX", &setup.prefix)
         .env("HTTP_ADDR", &setup.http_addr)
@@ -81,7 +88,7 @@ fn start_service(setup: &Setup) -> Service {
         .stderr(std::fs::File::create(std::env::temp_dir().join("backoffice-bench-service.log")).expect("log file"))
         .spawn()
         .expect("service starts");
-    let _ = SERVICE_PID.set(child.id());
+    SERVICE_PID.store(child.id(), Ordering::Relaxed);
     let service = Service(child);
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -188,7 +195,7 @@ struct CpuTimes {
 }
 
 /// The service under measurement, whatever its binary is called.
-static SERVICE_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+static SERVICE_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 const CPU_GROUPS: [&str; 4] = ["service", "postgres", "nats", "load"];
 /// Linux reports process times in USER_HZ, 100 per second on every mainstream architecture.
@@ -203,7 +210,7 @@ fn cpu_times() -> Option<CpuTimes> {
     let steal = field(7);
     let mut times = CpuTimes { busy, steal, total: busy + steal + field(3) + field(4), ..CpuTimes::default() };
     let me = std::process::id();
-    let service = SERVICE_PID.get().copied();
+    let service = Some(SERVICE_PID.load(Ordering::Relaxed)).filter(|pid| *pid != 0);
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
         let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
@@ -247,6 +254,71 @@ fn cpu_line(before: &Option<CpuTimes>, operations: u64, what: &str, by_process: 
         after.busy.saturating_sub(before.busy) as f64 * 100.0 / total,
         after.steal.saturating_sub(before.steal) as f64 * 100.0 / total,
     )
+}
+
+/// CPU of the service, Postgres and NATS together per operation (µs) between `before` and now: what a
+/// write costs the deployment, without the load generator.
+fn deployment_cpu_per_op(before: &Option<CpuTimes>, operations: u64) -> Option<f64> {
+    let (Some(before), Some(after)) = (before, cpu_times()) else { return None };
+    let mut ticks = 0;
+    for (pid, (group, now)) in &after.processes {
+        if *group < 3 {
+            ticks += now.saturating_sub(before.processes.get(pid).map_or(0, |(_, t)| *t));
+        }
+    }
+    (operations > 0).then(|| ticks as f64 / TICKS_PER_SECOND * 1e6 / operations as f64)
+}
+
+/// The write path's CPU with the metrics recorder and without it, in alternated rounds (each on a fresh
+/// service), with `/metrics` scraped every second while it is on (a scrape reads the lag of every
+/// projection from Postgres and NATS). Prints both medians and the overhead; the bound is 5%.
+async fn metrics_overhead(setup: &Setup, make_post: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync>) {
+    let mut off = Vec::new();
+    let mut on = Vec::new();
+    for round in 1..=setup.write_rounds {
+        for metrics in [false, true] {
+            let service = start_service_metrics(setup, metrics);
+            let scraper = metrics.then(|| {
+                let url = format!("http://{}/metrics", setup.http_addr);
+                tokio::spawn(async move {
+                    let client = http_client();
+                    loop {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        let _ = client.get(&url).send().await.map(|r| r.bytes());
+                    }
+                })
+            });
+            let cpu = cpu_times();
+            let writes = load(setup, make_post.clone(), 201).await;
+            let per_create = deployment_cpu_per_op(&cpu, writes.count);
+            if let Some(scraper) = scraper {
+                scraper.abort();
+            }
+            drop(service);
+            let label = if metrics { "on " } else { "off" };
+            println!(
+                "metrics round {round} {label}: {:.0} creates/s, cpu per create {} µs (service, Postgres and NATS)",
+                writes.rate,
+                per_create.map_or_else(|| "?".to_owned(), |v| format!("{v:.0}"))
+            );
+            if let Some(value) = per_create {
+                if metrics { on.push(value) } else { off.push(value) }
+            }
+        }
+    }
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    if let (Some(off), Some(on)) = (median(&mut off), median(&mut on)) {
+        println!(
+            "metrics overhead: POST /api/v1/customers, CPU per create (median of {} alternated rounds)",
+            setup.write_rounds
+        );
+        println!("  metrics off: {off:>8.0} µs");
+        println!("  metrics on : {on:>8.0} µs");
+        println!("  overhead   : {:>8.1}% (bound 5%)", (on / off - 1.0) * 100.0);
+    }
 }
 
 fn print_pair(title: &str, ours: f64, ours_unit: &str, baseline: f64, baseline_label: &str, extra: &str) {
@@ -323,6 +395,11 @@ async fn main() {
         let writes = load(&setup, make_post.clone(), 201).await;
         println!("writes: {:.0} creates/s (p50 {:.2} ms, p99 {:.2} ms)", writes.rate, writes.p50_ms, writes.p99_ms);
         commerce(&setup, &auth, writes.rate).await;
+        return;
+    }
+    if std::env::var("BENCH_METRICS_ONLY").is_ok() {
+        drop(service);
+        metrics_overhead(&setup, make_post.clone()).await;
         return;
     }
     if std::env::var("BENCH_WRITES_ONLY").is_ok() {
@@ -486,6 +563,7 @@ async fn main() {
     webhooks(&setup, &auth, &receiver).await;
     catalog(&setup, &auth).await;
     drop(service);
+    metrics_overhead(&setup, make_post.clone()).await;
 
     // Rebuild over at least `rebuild_events` events of the rebuilt projection (customer events).
     let existing: i64 =

@@ -175,7 +175,7 @@ fn describe() {
     );
     describe_counter!(
         "backoffice_webhook_deliveries_completed_total",
-        "Webhook deliveries that reached a final state in this process: succeeded or failed."
+        "Webhook deliveries that reached a final state in this process: succeeded, failed (attempts exhausted) or cancelled (their endpoint was disabled or deleted)."
     );
     describe_histogram!(
         "backoffice_webhook_attempt_duration_seconds",

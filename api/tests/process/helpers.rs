@@ -89,6 +89,16 @@ impl Deployment {
         }
     }
 
+    /// Starts `backoffice <args>` (one role) with `env` besides the deployment's, its log lines going
+    /// to the file `log`.
+    pub fn spawn_role(&self, args: &[&str], env: &[(&str, &str)], log: &std::path::Path) -> Service {
+        let mut command = self.command(args);
+        command.envs(env.iter().copied());
+        let stderr = std::fs::File::create(log).expect("log file");
+        let child = command.stdout(Stdio::null()).stderr(stderr).spawn().expect("spawn");
+        Service { child }
+    }
+
     pub async fn stream_messages(&self) -> u64 {
         let client = async_nats::connect(self.nats_url.as_str()).await.expect("nats");
         let bus = events::bus::Bus::from_client(client, &self.prefix);

@@ -2,5 +2,6 @@
 //! from NATS, audited and rebuilt from its CLI.
 
 mod helpers;
+mod observability;
 mod operators;
 mod resilience;

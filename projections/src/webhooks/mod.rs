@@ -194,13 +194,15 @@ async fn apply(
         upsert_endpoint(&mut *conn, &table, row).await?;
     }
     if !cancelled.is_empty() {
-        sqlx::query(
+        let done = sqlx::query(
             "update webhook_deliveries set status = 'cancelled', completed_at = now(), lease_until = null
              where endpoint_id = any($1) and status = 'pending'",
         )
         .bind(&cancelled)
         .execute(&mut *conn)
         .await?;
+        metrics::counter!("backoffice_webhook_deliveries_completed_total", "state" => "cancelled")
+            .increment(done.rows_affected());
     }
     insert_deliveries(conn, deliveries).await?;
     Ok(stale)
