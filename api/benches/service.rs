@@ -93,7 +93,7 @@ fn start_service_metrics(setup: &Setup, metrics: bool) -> Service {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let ok = Command::new("curl")
-            .args(["-sf", &format!("http://{}/healthz", setup.http_addr)])
+            .args(["-sf", &format!("http://{}/readyz", setup.http_addr)])
             .stdout(Stdio::null())
             .status()
             .map(|s| s.success())

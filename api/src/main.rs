@@ -12,12 +12,13 @@ fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     // `LOG_FORMAT=json`: one JSON object per line, with the fields of the request or command it is
-    // about (request id, organization id, command type) under `span`.
+    // about (request id, organization id, command type) in `spans` (every enclosing span, outermost
+    // first) and the innermost span's in `span`.
     if std::env::var("LOG_FORMAT").is_ok_and(|format| format.eq_ignore_ascii_case("json")) {
         tracing_subscriber::fmt()
             .json()
             .with_current_span(true)
-            .with_span_list(false)
+            .with_span_list(true)
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
             .init();

@@ -216,9 +216,8 @@ async fn relay_until_error(
             last_id = Some(event.event_id.to_string());
             cursor = event.key;
         }
-        metrics::counter!("backoffice_relay_published_total").increment(count as u64);
         tokio::select! {
-            sent = acks_tx.send((cursor, acks)) => sent.map_err(|_| RelayError::Nats("ack task stopped".into()))?,
+            sent = acks_tx.send((cursor, acks, count)) => sent.map_err(|_| RelayError::Nats("ack task stopped".into()))?,
             _ = failed.notified() => return Err(RelayError::Nats("a publish was not acknowledged".into())),
         }
     }
@@ -230,7 +229,8 @@ const MAX_IN_FLIGHT_BATCHES: usize = 8;
 /// often, without waiting for the commit to be flushed.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
 
-type AckBatch = (CommitKey, Vec<async_nats::jetstream::context::PublishAckFuture>);
+/// A published batch: its last key, the ack it asked for, and how many events it holds.
+type AckBatch = (CommitKey, Vec<async_nats::jetstream::context::PublishAckFuture>, usize);
 
 async fn await_acks(pool: PgPool, mut batches: tokio::sync::mpsc::Receiver<AckBatch>, failed: Arc<Notify>) {
     let mut last_saved = tokio::time::Instant::now();
@@ -247,7 +247,7 @@ async fn await_acks(pool: PgPool, mut batches: tokio::sync::mpsc::Receiver<AckBa
         } else {
             batches.recv().await
         };
-        let Some((key, acks)) = next else { return };
+        let Some((key, acks, count)) = next else { return };
         for ack in acks {
             if let Err(error) = ack.await {
                 tracing::warn!(%error, "publish not acknowledged");
@@ -255,6 +255,8 @@ async fn await_acks(pool: PgPool, mut batches: tokio::sync::mpsc::Receiver<AckBa
                 return;
             }
         }
+        // Counted once stored: a batch that failed is published again from the stream's last message.
+        metrics::counter!("backoffice_relay_published_total").increment(count as u64);
         pending = Some(key);
         if last_saved.elapsed() >= CHECKPOINT_EVERY {
             save_relay_checkpoint(&pool, &mut pending).await;

@@ -42,10 +42,13 @@ pub async fn rebuild(
     let folded_gauge = metrics::gauge!("backoffice_projection_rebuild_events", &labels);
     reached_gauge.set(0.0);
     folded_gauge.set(0.0);
+    let mut furthest = 0_i64;
     let mut batch = follower::read_committed_after(pool, reached, READ_BATCH).await?;
     while let Some(last) = batch.last() {
         reached = last.key();
-        reached_gauge.set(reached.position as f64);
+        // Commit order is not position order: the gauge shows the furthest position read so far.
+        furthest = furthest.max(reached.position);
+        reached_gauge.set(furthest as f64);
         let (next, written) = tokio::join!(
             follower::read_committed_after(pool, reached, READ_BATCH),
             fold_into_shadow(pool, projection, &batch)

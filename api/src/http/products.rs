@@ -655,10 +655,16 @@ impl ProductsApi {
     ) -> Result<CreateResponse, ApiError> {
         let call = Call::new(CREATE_PRODUCT, &state, &auth, &request_id)?;
         let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
+        let stocked = !opening_stock.is_empty();
         let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
         let write = Write::json(key.0, &version, &[], &body);
         let body = call
             .write_then_read(&PRODUCTS, write, command, async |accepted| {
+                // Opening stock is read through the inventory: readable there too once this answers.
+                if stocked {
+                    let key = accepted.key_for(ProjectionId::Inventory);
+                    state.await_read(ProjectionId::Inventory, call.principal, key).await?;
+                }
                 let product: Product = decode_state(accepted.state, "product")?;
                 let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
                 let detail = readable(&state, call.org_id(), first).await?;

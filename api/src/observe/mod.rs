@@ -11,7 +11,7 @@
 pub mod status;
 
 use events::bus::Bus;
-use metrics::{Unit, describe_counter, describe_gauge, describe_histogram, gauge};
+use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use poem::http::StatusCode;
 use poem::{EndpointExt, Response, Route, get, handler, web::Data};
@@ -101,53 +101,6 @@ fn describe() {
     );
     describe_counter!("backoffice_relay_published_total", "Events the relay published to JetStream.");
     describe_counter!("backoffice_relay_publish_failures_total", "Relay batches that failed to publish.");
-    describe_gauge!("backoffice_nats_connected", "1 while this process is connected to NATS.");
-    describe_gauge!("backoffice_event_store_head_position", "The highest position appended to the event store.");
-    describe_gauge!("backoffice_follower_position", "Position of the last event a follower (relay, sealer) handled.");
-    describe_gauge!(
-        "backoffice_follower_lag_events",
-        "Committed events a follower has not handled yet (counted up to 100000)."
-    );
-    describe_gauge!(
-        "backoffice_follower_lag_seconds",
-        Unit::Seconds,
-        "Age of the oldest committed event a follower has not handled (0 when none)."
-    );
-    describe_gauge!("backoffice_jetstream_stream_last_sequence", "The last sequence of the events stream.");
-    describe_gauge!(
-        "backoffice_jetstream_consumer_pending",
-        "Messages a durable consumer has yet to be delivered (the server's num_pending)."
-    );
-    describe_gauge!(
-        "backoffice_jetstream_consumer_ack_pending",
-        "Messages delivered to a durable consumer and not yet acknowledged."
-    );
-    describe_gauge!(
-        "backoffice_projection_position",
-        "Event-store position of the newest event a projection partition applied."
-    );
-    describe_gauge!(
-        "backoffice_projection_stream_sequence",
-        "Stream sequence up to which a projection partition acknowledged every message."
-    );
-    describe_gauge!(
-        "backoffice_projection_lag_events",
-        "Messages a projection partition has not applied and acknowledged yet."
-    );
-    describe_gauge!(
-        "backoffice_projection_lag_seconds",
-        Unit::Seconds,
-        "How long a projection partition has been behind (age of its first unacknowledged message; 0 when caught up)."
-    );
-    describe_gauge!(
-        "backoffice_projection_last_progress_timestamp_seconds",
-        Unit::Seconds,
-        "When a projection partition last acknowledged a message (Unix time)."
-    );
-    describe_gauge!(
-        "backoffice_projection_running",
-        "1 while a projector pulls from the projection partition's consumer."
-    );
     describe_counter!(
         "backoffice_projection_events_applied_total",
         "Events a projection partition applied (this process)."
@@ -169,10 +122,6 @@ fn describe() {
         "backoffice_projection_rebuild_target_position",
         "The event store's head position when the last rebuild in this process started."
     );
-    describe_gauge!(
-        "backoffice_webhook_deliveries",
-        "Webhook deliveries waiting, by state: pending (not attempted yet), retrying (failed, awaiting the next attempt)."
-    );
     describe_counter!(
         "backoffice_webhook_deliveries_completed_total",
         "Webhook deliveries that reached a final state in this process: succeeded, failed (attempts exhausted) or cancelled (their endpoint was disabled or deleted)."
@@ -191,72 +140,189 @@ fn describe() {
         "backoffice_webhook_endpoint_failures_total",
         "Failed webhook attempts by endpoint id (never its URL)."
     );
-    describe_gauge!("backoffice_db_pool_connections", "Database pool connections, by state: in_use, idle.");
-    describe_gauge!("backoffice_db_pool_max_connections", "The database pool's size limit (DATABASE_POOL_SIZE).");
-    describe_gauge!(
-        "backoffice_db_pool_saturated",
-        "1 when every connection the pool may open is in use, so the next acquisition waits."
-    );
 }
 
-/// Sets the gauges read at scrape time: the pool and NATS connection of this process, and the
-/// status of every follower of the event store.
-pub async fn collect(pool: &PgPool, bus: Option<&Bus>) {
-    let in_use = pool.size() as usize - pool.num_idle().min(pool.size() as usize);
-    let max = pool.options().get_max_connections();
-    gauge!("backoffice_db_pool_connections", "state" => "in_use").set(in_use as f64);
-    gauge!("backoffice_db_pool_connections", "state" => "idle").set(pool.num_idle() as f64);
-    gauge!("backoffice_db_pool_max_connections").set(f64::from(max));
-    gauge!("backoffice_db_pool_saturated").set(if in_use as u32 >= max { 1.0 } else { 0.0 });
-    if let Some(bus) = bus {
-        gauge!("backoffice_nats_connected").set(if bus.is_connected() { 1.0 } else { 0.0 });
+/// One gauge family read at scrape time, written as Prometheus text.
+struct Family<'a> {
+    out: &'a mut String,
+}
+
+impl<'a> Family<'a> {
+    fn new(out: &'a mut String, name: &str, help: &str) -> Self {
+        use std::fmt::Write;
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        Self { out }
     }
-    let status = match tokio::time::timeout(SCRAPE_TIMEOUT, status::read(pool, bus)).await {
-        Ok(Ok(status)) => status,
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        use std::fmt::Write;
+        let labels: Vec<String> = labels
+            .iter()
+            .map(|(key, value)| format!("{key}=\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\"")))
+            .collect();
+        let labels = if labels.is_empty() { String::new() } else { format!("{{{}}}", labels.join(",")) };
+        let _ = writeln!(self.out, "{name}{labels} {value}");
+    }
+}
+
+/// The figures read at scrape time, as Prometheus text written afresh on every scrape (so a consumer
+/// that disappeared, or a status that could not be read, leaves no stale series behind): this process's
+/// pool and NATS connection, and where every follower of the event store stands.
+pub async fn scrape_time(pool: &PgPool, bus: Option<&Bus>) -> String {
+    let mut out = String::new();
+    let size = pool.size() as usize;
+    let idle = pool.num_idle().min(size);
+    let max = pool.options().get_max_connections();
+    let name = "backoffice_db_pool_connections";
+    let mut family = Family::new(&mut out, name, "Database pool connections of this process, by state: in_use, idle.");
+    family.sample(name, &[("state", "in_use")], (size - idle) as f64);
+    family.sample(name, &[("state", "idle")], idle as f64);
+    let name = "backoffice_db_pool_max_connections";
+    Family::new(&mut out, name, "The database pool's size limit (DATABASE_POOL_SIZE).").sample(
+        name,
+        &[],
+        f64::from(max),
+    );
+    let name = "backoffice_db_pool_saturated";
+    Family::new(&mut out, name, "1 when every connection the pool may open is in use, so the next acquisition waits.")
+        .sample(name, &[], if size - idle >= max as usize { 1.0 } else { 0.0 });
+    if let Some(bus) = bus {
+        let name = "backoffice_nats_connected";
+        Family::new(&mut out, name, "1 while this process is connected to NATS.").sample(
+            name,
+            &[],
+            if bus.is_connected() { 1.0 } else { 0.0 },
+        );
+    }
+    let read = tokio::time::timeout(SCRAPE_TIMEOUT, status::read(pool, bus)).await;
+    let status = match read {
+        Ok(Ok(status)) => Some(status),
         Ok(Err(error)) => {
             tracing::warn!(%error, "metrics: cannot read the status from the database");
-            return;
+            None
         }
         Err(_) => {
             tracing::warn!("metrics: the status took too long to read");
-            return;
+            None
         }
     };
-    gauge!("backoffice_event_store_head_position").set(status.event_store.head_position as f64);
-    for f in &status.followers {
-        gauge!("backoffice_follower_position", "follower" => f.name).set(f.position as f64);
-        gauge!("backoffice_follower_lag_events", "follower" => f.name).set(f.lag_events as f64);
-        gauge!("backoffice_follower_lag_seconds", "follower" => f.name).set(f.lag_seconds);
+    let name = "backoffice_status_up";
+    Family::new(
+        &mut out,
+        name,
+        "1 when this scrape read the status of the event store's followers (else their figures are absent).",
+    )
+    .sample(name, &[], if status.is_some() { 1.0 } else { 0.0 });
+    if let Some(status) = status {
+        status_families(&mut out, &status);
     }
-    if let Some(stream) = &status.stream {
-        gauge!("backoffice_jetstream_stream_last_sequence").set(stream.last_sequence as f64);
-    }
-    for p in &status.projections {
-        let labels = [("projection", p.projection.to_owned()), ("partition", p.partition.clone())];
-        if let Some(position) = p.position {
-            gauge!("backoffice_projection_position", &labels).set(position as f64);
-        }
-        if let Some(sequence) = p.stream_sequence {
-            gauge!("backoffice_projection_stream_sequence", &labels).set(sequence as f64);
-        }
-        gauge!("backoffice_projection_lag_events", &labels).set(p.lag_events as f64);
-        gauge!("backoffice_projection_lag_seconds", &labels).set(p.lag_seconds);
-        gauge!("backoffice_projection_running", &labels).set(if p.running { 1.0 } else { 0.0 });
-        if let Some(at) = p.last_progress_at {
-            gauge!("backoffice_projection_last_progress_timestamp_seconds", &labels)
-                .set(at.unix_timestamp_nanos() as f64 / 1e9);
-        }
-        if let Some(consumer) = &p.consumer {
-            gauge!("backoffice_jetstream_consumer_pending", "consumer" => consumer.clone()).set(p.pending as f64);
-            gauge!("backoffice_jetstream_consumer_ack_pending", "consumer" => consumer.clone())
-                .set(p.ack_pending as f64);
-        }
-    }
-    gauge!("backoffice_webhook_deliveries", "state" => "pending").set(status.webhooks.pending as f64);
-    gauge!("backoffice_webhook_deliveries", "state" => "retrying").set(status.webhooks.retrying as f64);
+    out
 }
 
-/// The Prometheus text of this process, after collecting the scrape-time figures.
+fn status_families(out: &mut String, status: &status::Status) {
+    let name = "backoffice_event_store_head_position";
+    Family::new(out, name, "The highest position appended to the event store.").sample(
+        name,
+        &[],
+        status.event_store.head_position as f64,
+    );
+    type FollowerField = fn(&status::Follower) -> f64;
+    let followers: [(&str, &str, FollowerField); 3] = [
+        ("backoffice_follower_position", "Position of the last event a follower (relay, sealer) handled.", |f| {
+            f.position as f64
+        }),
+        (
+            "backoffice_follower_lag_events",
+            "Committed events a follower has not handled yet (counted up to 100000).",
+            |f| f.lag_events as f64,
+        ),
+        (
+            "backoffice_follower_lag_seconds",
+            "Age of the oldest committed event a follower has not handled (0 when none).",
+            |f| f.lag_seconds,
+        ),
+    ];
+    for (name, help, value) in followers {
+        let mut family = Family::new(out, name, help);
+        for f in &status.followers {
+            family.sample(name, &[("follower", f.name)], value(f));
+        }
+    }
+    let Some(stream) = &status.stream else { return };
+    let name = "backoffice_jetstream_stream_last_sequence";
+    Family::new(out, name, "The last sequence of the events stream.").sample(name, &[], stream.last_sequence as f64);
+    type Field = fn(&status::ProjectionPartition) -> Option<f64>;
+    let projections: [(&str, &str, Field); 6] = [
+        (
+            "backoffice_projection_position",
+            "Event-store position of the newest event a projection partition applied.",
+            |p| p.position.map(|v| v as f64),
+        ),
+        (
+            "backoffice_projection_stream_sequence",
+            "Stream sequence up to which a projection partition acknowledged every message.",
+            |p| p.stream_sequence.map(|v| v as f64),
+        ),
+        (
+            "backoffice_projection_lag_events",
+            "Messages a projection partition has not applied and acknowledged yet.",
+            |p| p.lag_events.map(|v| v as f64),
+        ),
+        (
+            "backoffice_projection_lag_seconds",
+            "How long a projection partition has been behind (age of its oldest unacknowledged message; 0 when caught up).",
+            |p| p.lag_seconds,
+        ),
+        (
+            "backoffice_projection_running",
+            "1 while a projector is attached to the projection partition's consumer.",
+            |p| p.running.map(|r| if r { 1.0 } else { 0.0 }),
+        ),
+        (
+            "backoffice_projection_last_progress_timestamp_seconds",
+            "When a projection partition last acknowledged a message (Unix time).",
+            |p| p.last_progress_at.map(|at| at.unix_timestamp_nanos() as f64 / 1e9),
+        ),
+    ];
+    for (name, help, value) in projections {
+        let mut family = Family::new(out, name, help);
+        for p in &status.projections {
+            if let Some(value) = value(p) {
+                family.sample(name, &[("projection", p.projection), ("partition", &p.partition)], value);
+            }
+        }
+    }
+    let consumers: [(&str, &str, Field); 2] = [
+        (
+            "backoffice_jetstream_consumer_pending",
+            "Messages a durable consumer has yet to be delivered (the server's num_pending).",
+            |p| p.pending.map(|v| v as f64),
+        ),
+        (
+            "backoffice_jetstream_consumer_ack_pending",
+            "Messages delivered to a durable consumer and not yet acknowledged.",
+            |p| p.ack_pending.map(|v| v as f64),
+        ),
+    ];
+    for (name, help, value) in consumers {
+        let mut family = Family::new(out, name, help);
+        for p in &status.projections {
+            if let (Some(consumer), Some(value)) = (&p.consumer, value(p)) {
+                family.sample(name, &[("consumer", consumer)], value);
+            }
+        }
+    }
+    let name = "backoffice_webhook_deliveries";
+    let mut family = Family::new(
+        out,
+        name,
+        "Webhook deliveries waiting, by state: pending (not attempted yet), retrying (failed, awaiting the next attempt).",
+    );
+    family.sample(name, &[("state", "pending")], status.webhooks.pending as f64);
+    family.sample(name, &[("state", "retrying")], status.webhooks.retrying as f64);
+}
+
+/// The Prometheus text of this process: what its recorder holds, then the figures read at scrape time.
 pub async fn render(pool: &PgPool, bus: Option<&Bus>) -> Response {
     let Some(handle) = install() else {
         return Response::builder()
@@ -264,8 +330,9 @@ pub async fn render(pool: &PgPool, bus: Option<&Bus>) -> Response {
             .content_type("text/plain")
             .body("metrics are off in this process (BACKOFFICE_METRICS=off)\n");
     };
-    collect(pool, bus).await;
-    Response::builder().content_type("text/plain; version=0.0.4").body(handle.render())
+    let mut text = handle.render();
+    text.push_str(&scrape_time(pool, bus).await);
+    Response::builder().content_type("text/plain; version=0.0.4").body(text)
 }
 
 /// What a process needs ready before it serves: the database and NATS, and for a gateway every
@@ -281,15 +348,12 @@ pub async fn readiness(pool: &PgPool, bus: &Bus, gateway: bool) -> Result<(), Ve
     }
     if gateway && problems.is_empty() {
         match tokio::time::timeout(SCRAPE_TIMEOUT, status::read(pool, Some(bus))).await {
-            Ok(Ok(status)) => {
-                let mut stopped: Vec<&str> = status::running_by_projection(&status)
-                    .into_iter()
-                    .filter(|(_, running)| !running)
-                    .map(|(name, _)| name)
-                    .collect();
-                stopped.sort_unstable();
-                problems.extend(stopped.into_iter().map(|name| format!("projection {name}: no projector running")));
-            }
+            Ok(Ok(status)) => match status::unattached(&status) {
+                Some(missing) => {
+                    problems.extend(missing.into_iter().map(|name| format!("projection {name}: no projector running")))
+                }
+                None => problems.push("nats: the event stream cannot be read".to_owned()),
+            },
             _ => problems.push("status: cannot be read".to_owned()),
         }
     }

@@ -13,6 +13,11 @@ use time::OffsetDateTime;
 /// Events counted behind a follower at most (a count past it reads as this figure).
 pub const LAG_COUNT_CAP: i64 = 100_000;
 
+/// A consumer delivered to within this long has a projector attached, even with no pull request
+/// waiting at the moment (a projector working through a backlog has its requests answered at once).
+/// Projectors' pull requests expire after 30 s.
+pub const ATTACHED_WITHIN: time::Duration = time::Duration::seconds(35);
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
     #[serde(with = "time::serde::rfc3339")]
@@ -56,26 +61,28 @@ pub struct ProjectionPartition {
     pub projection: &'static str,
     /// `i/N`; `0/1` for a projection with no consumer yet.
     pub partition: String,
-    /// The durable consumer's name, none when no projector ever started this projection.
+    /// The durable consumer's name, none when no projector ever started this projection (or NATS did
+    /// not answer).
     pub consumer: Option<String>,
-    /// Event-store position of the newest event applied for the partition's organizations.
+    /// Event-store position of the newest event applied for the partition's organizations (a
+    /// rebuild's floor included).
     pub position: Option<i64>,
     /// Stream sequence up to which every message is acknowledged.
     pub stream_sequence: Option<u64>,
-    /// Messages the consumer still has to deliver or see acknowledged.
-    pub lag_events: u64,
-    /// How long it has been behind: age of the first message past the acknowledged floor (0 when
-    /// nothing is pending).
-    pub lag_seconds: f64,
+    /// Messages the consumer still has to deliver or see acknowledged (none: NATS did not answer).
+    pub lag_events: Option<u64>,
+    /// How long it has been behind: age of its oldest unacknowledged message (0 when caught up).
+    pub lag_seconds: Option<f64>,
     /// When it last acknowledged a message, as the server saw it.
     #[serde(with = "time::serde::rfc3339::option")]
     pub last_progress_at: Option<OffsetDateTime>,
-    /// Whether a projector is pulling from the consumer right now.
-    pub running: bool,
+    /// Whether a projector is attached: a pull request waiting, or a delivery within the last
+    /// [`ATTACHED_WITHIN`] (none: NATS did not answer).
+    pub running: Option<bool>,
     /// Messages the server has yet to deliver (JetStream's `num_pending`).
-    pub pending: u64,
+    pub pending: Option<u64>,
     /// Messages delivered but not yet acknowledged (`num_ack_pending`).
-    pub ack_pending: u64,
+    pub ack_pending: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -86,8 +93,8 @@ pub struct WebhookQueue {
     pub retrying: i64,
 }
 
-/// Reads the status. NATS unreachable leaves the stream unknown and every projection's consumer
-/// absent from the answer's JetStream figures (the database's are still there).
+/// Reads the status. With NATS unreachable (or no bus, as in an operator command) the stream and every
+/// figure that comes from JetStream are unknown (`None`); the database's are still there.
 pub async fn read(pool: &PgPool, bus: Option<&Bus>) -> Result<Status, sqlx::Error> {
     let observed_at = OffsetDateTime::now_utc();
     let head_position: i64 =
@@ -102,41 +109,35 @@ pub async fn read(pool: &PgPool, bus: Option<&Bus>) -> Result<Status, sqlx::Erro
     )
     .fetch_one(pool)
     .await?;
-    let checkpoints: Vec<(String, uuid::Uuid, i64)> =
-        sqlx::query_as("select projection, org_id, position from projection_checkpoints where org_id <> $1")
-            .bind(uuid::Uuid::nil())
-            .fetch_all(pool)
-            .await?;
     let (stream, consumers) = match bus {
-        Some(bus) if bus.is_connected() => jetstream(bus).await,
+        Some(bus) if bus.is_connected() => jetstream(bus, observed_at).await,
         _ => (None, Vec::new()),
     };
+    let mut counts: Vec<u32> = consumers.iter().map(|c| c.partition.count).collect();
+    counts.push(1);
+    counts.sort_unstable();
+    counts.dedup();
+    let positions = positions(pool, &counts).await?;
     let mut projections = Vec::new();
     for id in ProjectionId::ALL {
         let name = id.as_str();
         let mut mine: Vec<&Consumer> = consumers.iter().filter(|c| c.projection == *id).collect();
         mine.sort_by_key(|c| (c.partition.count, c.partition.index));
-        let position_of = |partition: Partition| {
-            checkpoints
-                .iter()
-                .filter(|(projection, org, _)| projection == name && partition.owns(*org))
-                .map(|(_, _, position)| *position)
-                .max()
-        };
         if mine.is_empty() {
-            // Never started (or NATS did not answer): everything in the stream is still to fold.
+            // Never started (everything in the stream is still to fold), or NATS did not answer.
+            let known = stream.is_some();
             projections.push(ProjectionPartition {
                 projection: name,
                 partition: "0/1".into(),
                 consumer: None,
-                position: position_of(Partition::WHOLE),
+                position: positions.of(name, Partition::WHOLE),
                 stream_sequence: None,
-                lag_events: stream.as_ref().map_or(0, |s| s.messages),
-                lag_seconds: 0.0,
+                lag_events: stream.as_ref().map(|s| s.messages),
+                lag_seconds: known.then_some(0.0),
                 last_progress_at: None,
-                running: false,
-                pending: 0,
-                ack_pending: 0,
+                running: known.then_some(false),
+                pending: None,
+                ack_pending: None,
             });
         }
         for consumer in mine {
@@ -144,14 +145,14 @@ pub async fn read(pool: &PgPool, bus: Option<&Bus>) -> Result<Status, sqlx::Erro
                 projection: name,
                 partition: format!("{}/{}", consumer.partition.index, consumer.partition.count),
                 consumer: Some(consumer.name.clone()),
-                position: position_of(consumer.partition),
+                position: positions.of(name, consumer.partition),
                 stream_sequence: Some(consumer.floor),
-                lag_events: consumer.pending + consumer.ack_pending,
-                lag_seconds: consumer.behind_since.map_or(0.0, |since| seconds_between(since, observed_at)),
+                lag_events: Some(consumer.pending + consumer.ack_pending),
+                lag_seconds: Some(consumer.behind_since.map_or(0.0, |since| seconds_between(since, observed_at))),
                 last_progress_at: consumer.last_ack,
-                running: consumer.waiting > 0,
-                pending: consumer.pending,
-                ack_pending: consumer.ack_pending,
+                running: Some(consumer.attached),
+                pending: Some(consumer.pending),
+                ack_pending: Some(consumer.ack_pending),
             });
         }
     }
@@ -190,6 +191,57 @@ async fn follower(pool: &PgPool, name: &'static str, now: OffsetDateTime) -> Res
     })
 }
 
+/// Checkpoint positions: each projection's rebuild floor, and the newest checkpoint of the
+/// organizations of each partition, for every partition count in use, aggregated in SQL. The hash is
+/// `Partition::of`'s: the id's last eight bytes, big-endian and unsigned, modulo the count.
+struct Positions {
+    floors: HashMap<String, i64>,
+    by_partition: HashMap<(String, u32, u32), i64>,
+}
+
+impl Positions {
+    fn of(&self, projection: &str, partition: Partition) -> Option<i64> {
+        let floor = self.floors.get(projection).copied();
+        let owned = self.by_partition.get(&(projection.to_owned(), partition.count, partition.index)).copied();
+        floor.max(owned)
+    }
+}
+
+async fn positions(pool: &PgPool, counts: &[u32]) -> Result<Positions, sqlx::Error> {
+    let floors: Vec<(String, i64)> = sqlx::query_as(
+        "select projection, max(position) from projection_checkpoints where org_id = $1 group by projection",
+    )
+    .bind(uuid::Uuid::nil())
+    .fetch_all(pool)
+    .await?;
+    let counts: Vec<i64> = counts.iter().map(|c| i64::from(*c)).collect();
+    let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+        "with hashed as (
+             select projection, position,
+                    ('x' || encode(substring(uuid_send(org_id) from 9 for 8), 'hex'))::bit(64)::bigint as h
+             from projection_checkpoints where org_id <> $1
+         ), unsigned as (
+             select projection, position,
+                    case when h < 0 then h::numeric + 18446744073709551616 else h::numeric end as u
+             from hashed
+         )
+         select projection, n, (u % n)::bigint, max(position)
+         from unsigned cross join unnest($2::bigint[]) as counts(n)
+         group by projection, n, u % n",
+    )
+    .bind(uuid::Uuid::nil())
+    .bind(&counts)
+    .fetch_all(pool)
+    .await?;
+    Ok(Positions {
+        floors: floors.into_iter().collect(),
+        by_partition: rows
+            .into_iter()
+            .map(|(projection, count, index, position)| ((projection, count as u32, index as u32), position))
+            .collect(),
+    })
+}
+
 fn seconds_between(earlier: OffsetDateTime, later: OffsetDateTime) -> f64 {
     (later - earlier).as_seconds_f64().max(0.0)
 }
@@ -202,9 +254,9 @@ struct Consumer {
     floor: u64,
     pending: u64,
     ack_pending: u64,
-    waiting: usize,
+    attached: bool,
     last_ack: Option<OffsetDateTime>,
-    /// Publication time of the first message past the acknowledged floor, when anything is pending.
+    /// Publication time of its oldest unacknowledged message, when anything is pending.
     behind_since: Option<OffsetDateTime>,
 }
 
@@ -216,7 +268,7 @@ fn parse_consumer_name(name: &str) -> Option<(ProjectionId, Partition)> {
     Some((projection.parse().ok()?, partition))
 }
 
-async fn jetstream(bus: &Bus) -> (Option<StreamState>, Vec<Consumer>) {
+async fn jetstream(bus: &Bus, now: OffsetDateTime) -> (Option<StreamState>, Vec<Consumer>) {
     let Ok(mut stream) = bus.js.get_stream(bus.stream_name()).await else { return (None, Vec::new()) };
     let Ok(info) = stream.info().await.cloned() else { return (None, Vec::new()) };
     let state = StreamState {
@@ -232,13 +284,11 @@ async fn jetstream(bus: &Bus) -> (Option<StreamState>, Vec<Consumer>) {
         let pending = consumer.num_pending;
         let ack_pending = consumer.num_ack_pending as u64;
         let behind_since = if pending + ack_pending > 0 {
-            match stream.get_raw_message(floor + 1).await {
-                Ok(message) => Some(message.time),
-                Err(_) => consumer.ack_floor.last_active,
-            }
+            oldest_unacknowledged(&stream, &consumer.config, floor).await.or(consumer.ack_floor.last_active)
         } else {
             None
         };
+        let recently = consumer.delivered.last_active.is_some_and(|at| now - at <= ATTACHED_WITHIN);
         consumers.push(Consumer {
             name: consumer.name.clone(),
             projection,
@@ -246,12 +296,37 @@ async fn jetstream(bus: &Bus) -> (Option<StreamState>, Vec<Consumer>) {
             floor,
             pending,
             ack_pending,
-            waiting: consumer.num_waiting,
+            attached: consumer.num_waiting > 0 || recently,
             last_ack: consumer.ack_floor.last_active,
             behind_since,
         });
     }
     (Some(state), consumers)
+}
+
+/// When the consumer's first message past its acknowledged floor was published: the first message
+/// after `floor` on each subject it filters (a projection takes only its aggregates' events), the
+/// oldest of them.
+async fn oldest_unacknowledged(
+    stream: &async_nats::jetstream::stream::Stream,
+    config: &async_nats::jetstream::consumer::Config,
+    floor: u64,
+) -> Option<OffsetDateTime> {
+    let mut subjects = config.filter_subjects.clone();
+    if !config.filter_subject.is_empty() {
+        subjects.push(config.filter_subject.clone());
+    }
+    if subjects.is_empty() {
+        return stream.get_raw_message(floor + 1).await.ok().map(|message| message.time);
+    }
+    let mut oldest: Option<OffsetDateTime> = None;
+    for subject in subjects {
+        let next = stream.raw_message_builder().sequence(floor + 1).next_by_subject(subject).send().await;
+        if let Ok(message) = next {
+            oldest = Some(oldest.map_or(message.time, |o| o.min(message.time)));
+        }
+    }
+    oldest
 }
 
 /// The status as an operator's table.
@@ -268,7 +343,7 @@ pub fn table(status: &Status) -> String {
             );
         }
         None => {
-            let _ = writeln!(out, "stream: NATS did not answer");
+            let _ = writeln!(out, "stream: NATS did not answer (JetStream figures unknown)");
         }
     }
     let _ = writeln!(out, "\n{:<10} {:>12} {:>12} {:>12}", "FOLLOWER", "POSITION", "LAG EVENTS", "LAG SECONDS");
@@ -282,22 +357,22 @@ pub fn table(status: &Status) -> String {
     );
     let dash = || "-".to_owned();
     for p in &status.projections {
+        let running = match (p.running, &p.consumer) {
+            (None, _) => "?",
+            (Some(_), None) => "never",
+            (Some(true), _) => "yes",
+            (Some(false), _) => "no",
+        };
         let _ = writeln!(
             out,
-            "{:<22} {:<9} {:<8} {:>10} {:>10} {:>10} {:>11.1}  {}",
+            "{:<22} {:<9} {:<8} {:>10} {:>10} {:>10} {:>11}  {}",
             p.projection,
             p.partition,
-            if p.consumer.is_none() {
-                "never"
-            } else if p.running {
-                "yes"
-            } else {
-                "no"
-            },
+            running,
             p.position.map_or_else(dash, |v| v.to_string()),
             p.stream_sequence.map_or_else(dash, |v| v.to_string()),
-            p.lag_events,
-            p.lag_seconds,
+            p.lag_events.map_or_else(dash, |v| v.to_string()),
+            p.lag_seconds.map_or_else(dash, |v| format!("{v:.1}")),
             p.last_progress_at
                 .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
                 .unwrap_or_else(dash),
@@ -311,13 +386,24 @@ pub fn table(status: &Status) -> String {
     out
 }
 
-/// Each projection's consumers by name, for readiness: whether a projector pulls from every one.
-pub fn running_by_projection(status: &Status) -> HashMap<&'static str, bool> {
-    let mut running: HashMap<&'static str, bool> = HashMap::new();
-    for p in &status.projections {
-        *running.entry(p.projection).or_insert(false) |= p.running;
+/// The projections without a projector attached to every partition of their current layout (the
+/// largest partition count with a projector attached; consumers an older layout left on the server do
+/// not count). `None` when NATS did not answer.
+pub fn unattached(status: &Status) -> Option<Vec<&'static str>> {
+    status.stream.as_ref()?;
+    let count_of = |p: &ProjectionPartition| p.partition.split_once('/').and_then(|(_, n)| n.parse::<usize>().ok());
+    let mut missing = Vec::new();
+    for id in ProjectionId::ALL {
+        let mine: Vec<&ProjectionPartition> =
+            status.projections.iter().filter(|p| p.projection == id.as_str() && p.consumer.is_some()).collect();
+        let attached =
+            |count: usize| mine.iter().filter(|p| count_of(p) == Some(count) && p.running == Some(true)).count();
+        let layout = mine.iter().filter(|p| p.running == Some(true)).filter_map(|p| count_of(p)).max();
+        if layout.is_none_or(|count| attached(count) != count) {
+            missing.push(id.as_str());
+        }
     }
-    running
+    Some(missing)
 }
 
 #[cfg(test)]
@@ -333,5 +419,60 @@ mod tests {
         }
         assert_eq!(parse_consumer_name("stranger"), None);
         assert_eq!(parse_consumer_name("nothing-p1ofx"), None);
+    }
+
+    fn partition(projection: &'static str, partition: &str, running: bool) -> ProjectionPartition {
+        ProjectionPartition {
+            projection,
+            partition: partition.to_owned(),
+            consumer: Some(format!("{projection}-{partition}")),
+            position: None,
+            stream_sequence: Some(0),
+            lag_events: Some(0),
+            lag_seconds: Some(0.0),
+            last_progress_at: None,
+            running: Some(running),
+            pending: Some(0),
+            ack_pending: Some(0),
+        }
+    }
+
+    fn status_with(customers: Vec<ProjectionPartition>, nats: bool) -> Status {
+        let mut projections: Vec<ProjectionPartition> = ProjectionId::ALL
+            .iter()
+            .filter(|id| **id != ProjectionId::Customers)
+            .map(|id| partition(id.as_str(), "0/1", true))
+            .collect();
+        projections.extend(customers);
+        Status {
+            observed_at: OffsetDateTime::UNIX_EPOCH,
+            event_store: EventStore { head_position: 0 },
+            followers: Vec::new(),
+            stream: nats.then(|| StreamState { name: "S".into(), last_sequence: 0, messages: 0 }),
+            projections,
+            webhooks: WebhookQueue { pending: 0, retrying: 0 },
+        }
+    }
+
+    #[test]
+    fn readiness_wants_every_partition_of_the_current_layout_attached() {
+        let customers = "customers";
+        // Both partitions of the two-way layout attached; the one-way layout's old consumer is not.
+        let moved = status_with(
+            vec![
+                partition(customers, "0/1", false),
+                partition(customers, "0/2", true),
+                partition(customers, "1/2", true),
+            ],
+            true,
+        );
+        assert_eq!(unattached(&moved), Some(Vec::new()));
+        // One of the two partitions has no projector: its organizations' writes would wait in vain.
+        let half = status_with(vec![partition(customers, "0/2", true), partition(customers, "1/2", false)], true);
+        assert_eq!(unattached(&half), Some(vec![customers]));
+        let none = status_with(vec![partition(customers, "0/1", false)], true);
+        assert_eq!(unattached(&none), Some(vec![customers]));
+        // Without NATS nothing can be said.
+        assert_eq!(unattached(&status_with(Vec::new(), false)), None);
     }
 }

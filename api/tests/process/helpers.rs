@@ -80,7 +80,7 @@ impl Deployment {
         let client = http_client();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let health = client.get(format!("{}/healthz", self.base())).send().await;
+            let health = client.get(format!("{}/readyz", self.base())).send().await;
             if health.is_ok_and(|r| r.status() == StatusCode::OK) {
                 return service;
             }

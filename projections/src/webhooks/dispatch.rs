@@ -394,11 +394,18 @@ async fn record_attempts(
 ) {
     let mut batch = Vec::new();
     while done.recv_many(&mut batch, 512).await > 0 {
-        if let Err(error) = shared.record(&batch).await {
-            // Their leases run out and other attempts follow: at least once.
-            tracing::warn!(%error, attempts = batch.len(), "cannot record webhook attempts");
-        }
-        for (delivery, _, permit) in batch.drain(..) {
+        let states = match shared.record(&batch).await {
+            Ok(states) => states.into_iter().collect(),
+            Err(error) => {
+                // Their leases run out and other attempts follow: at least once.
+                tracing::warn!(%error, attempts = batch.len(), "cannot record webhook attempts");
+                HashMap::new()
+            }
+        };
+        for (delivery, outcome, permit) in batch.drain(..) {
+            // Completion counts once, when recorded: a delivery cancelled meanwhile did not complete here.
+            let state = states.get(&delivery.id).map(String::as_str).filter(|s| *s == "succeeded" || *s == "failed");
+            observe_attempt(&delivery, &outcome, state);
             in_flight.done(delivery.endpoint_id);
             drop(permit);
         }
@@ -530,7 +537,9 @@ impl Shared {
 
     /// Records attempts and moves their deliveries on: succeeded, due again after the schedule's next
     /// wait, or failed for good. One statement, so a batch is recorded whole or not at all.
-    async fn record(&self, batch: &[Done]) -> Result<(), sqlx::Error> {
+    /// Records the attempts; each delivery's state after it (a delivery cancelled meanwhile keeps
+    /// `cancelled`).
+    async fn record(&self, batch: &[Done]) -> Result<Vec<(Uuid, String)>, sqlx::Error> {
         let mut ids = Vec::with_capacity(batch.len());
         let mut attempts = Vec::with_capacity(batch.len());
         let mut started = Vec::with_capacity(batch.len());
@@ -547,7 +556,6 @@ impl Shared {
             } else {
                 ("failed", None)
             };
-            observe_attempt(delivery, outcome, status);
             ids.push(delivery.id);
             attempts.push(delivery.attempts + 1);
             started.push(outcome.started_at);
@@ -558,7 +566,7 @@ impl Shared {
             waits.push(wait.map(|w| w.as_millis() as i64));
         }
         // A delivery cancelled meanwhile keeps its state; the attempt is still part of its history.
-        sqlx::query(
+        sqlx::query_as(
             "with input as (
                  select * from unnest($1::uuid[], $2::int[], $3::timestamptz[], $4::int[], $5::int[], $6::text[],
                                       $7::text[], $8::bigint[])
@@ -574,7 +582,8 @@ impl Shared {
                                         else now() + make_interval(secs => i.wait_ms::float8 / 1000) end,
                  completed_at = case when d.status = 'pending' and i.status <> 'pending' then now()
                                      else d.completed_at end
-             from input i where d.id = i.id",
+             from input i where d.id = i.id
+             returning d.id, d.status",
         )
         .bind(&ids)
         .bind(&attempts)
@@ -584,17 +593,15 @@ impl Shared {
         .bind(&errors)
         .bind(&statuses)
         .bind(&waits)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        .fetch_all(&self.pool)
+        .await
     }
 }
 
-/// Spreads retries over ±20% so endpoints that failed together do not retry together.
 /// Records an attempt in the metrics: its duration, a failure against its endpoint's id (never its
 /// URL), and for a delivery that reached a final state, that state and (when delivered) how long after
 /// its event was decided (the event id's v7 timestamp).
-fn observe_attempt(delivery: &Claimed, outcome: &Outcome, status: &'static str) {
+fn observe_attempt(delivery: &Claimed, outcome: &Outcome, completed: Option<&str>) {
     let succeeded = outcome.succeeded();
     metrics::histogram!(
         "backoffice_webhook_attempt_duration_seconds",
@@ -605,9 +612,12 @@ fn observe_attempt(delivery: &Claimed, outcome: &Outcome, status: &'static str) 
         metrics::counter!("backoffice_webhook_endpoint_failures_total", "endpoint" => delivery.endpoint_id.to_string())
             .increment(1);
     }
-    if status != "pending" {
-        metrics::counter!("backoffice_webhook_deliveries_completed_total", "state" => status).increment(1);
+    match completed {
+        Some("succeeded") => metrics::counter!("backoffice_webhook_deliveries_completed_total", "state" => "succeeded"),
+        Some("failed") => metrics::counter!("backoffice_webhook_deliveries_completed_total", "state" => "failed"),
+        _ => return,
     }
+    .increment(1);
     if succeeded && let Some((seconds, nanos)) = delivery.event_id.get_timestamp().map(|t| t.to_unix()) {
         let decided = Duration::new(seconds, nanos);
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -616,6 +626,7 @@ fn observe_attempt(delivery: &Claimed, outcome: &Outcome, status: &'static str) 
     }
 }
 
+/// Spreads retries over ±20% so endpoints that failed together do not retry together.
 fn jitter(base: Duration) -> Duration {
     base.mul_f64(rand::random_range(0.8..1.2))
 }
