@@ -4,7 +4,8 @@
 //! pgbench single-row inserts of an event-sized row; GETs of one customer against pgbench's prepared
 //! select by primary key; projection rebuild speed over at least 100,000 events; webhook deliveries to a
 //! local HTTPS receiver (throughput of the sender, and the p99 time from commit to delivery); the write
-//! path's CPU with the metrics recorder and without it.
+//! path's CPU with the metrics recorder and without it. `BENCH_COMMERCE_ONLY`, `BENCH_STOCK_ONLY`,
+//! `BENCH_METRICS_ONLY`, `BENCH_WRITES_ONLY` (and others below) run one part.
 
 #[path = "../tests/api/receiver.rs"]
 mod receiver;
@@ -390,7 +391,7 @@ async fn main() {
                 .expect("request")
         })
     };
-    if std::env::var("BENCH_COMMERCE_ONLY").is_ok() {
+    if std::env::var("BENCH_COMMERCE_ONLY").is_ok() || std::env::var("BENCH_STOCK_ONLY").is_ok() {
         // The reference of the same run: one round of customer creations, then the commercial phases.
         let writes = load(&setup, make_post.clone(), 201).await;
         println!("writes: {:.0} creates/s (p50 {:.2} ms, p99 {:.2} ms)", writes.rate, writes.p50_ms, writes.p99_ms);
@@ -886,6 +887,9 @@ async fn commerce(setup: &Setup, auth: &str, creates: f64) {
         0.25,
         "",
     );
+    if std::env::var("BENCH_STOCK_ONLY").is_ok() {
+        return;
+    }
 
     // Purchases of three received lines: each records the invoice, raises three levels and moves the
     // products' costs (the unit cost alternates, so every purchase changes them).

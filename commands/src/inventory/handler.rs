@@ -188,8 +188,26 @@ impl Handler for StockMovements {
         let now = OffsetDateTime::now_utc();
         let policy = negative_stock_policy(conn, org_id).await?;
         let warehouse = command.warehouse_id;
-        let mut locked =
-            levels::lock(conn, org_id, command.lines.iter().map(|l| (l.variant_id, warehouse)), ar_date(now)).await?;
+        // In and out add or take known quantities: the locking statement writes them too, and the plan
+        // (from the levels as they were) ends exactly there. A count sets levels to what it finds, which
+        // only the plan knows, so it writes after planning.
+        let delta = |line: &StockLine| match command.movement_type {
+            MovementType::In => Some(line.quantity.thousandths()),
+            MovementType::Out => Some(-line.quantity.thousandths()),
+            MovementType::Count => None,
+        };
+        let mut deltas: BTreeMap<Key, i64> = BTreeMap::new();
+        let written = command.lines.iter().all(|line| {
+            delta(line).is_some_and(|d| {
+                *deltas.entry((line.variant_id, warehouse)).or_default() += d;
+                true
+            })
+        });
+        let mut locked = if written {
+            levels::lock_adding(conn, org_id, &deltas, ar_date(now)).await?
+        } else {
+            levels::lock(conn, org_id, command.lines.iter().map(|l| (l.variant_id, warehouse)), ar_date(now)).await?
+        };
         let moves: Vec<WantedMove> = command
             .lines
             .iter()
@@ -206,7 +224,9 @@ impl Handler for StockMovements {
             .collect();
         let (changes, shortfalls) = plan(&mut locked, &moves)?;
         let warnings = apply_policy(policy, shortfalls)?;
-        levels::write(conn, org_id, &changes).await?;
+        if !written {
+            levels::write(conn, org_id, &changes).await?;
+        }
         let event = StockMovementEvent::StockMovementRecorded(StockMovementRecorded {
             movement_type: command.movement_type.as_str().to_owned(),
             warehouse_id: warehouse,

@@ -67,6 +67,52 @@ pub async fn lock(
         .collect())
 }
 
+/// [`lock`], adding `deltas` (thousandths, per level) in the same statement: the rows hold their new
+/// on-hand at once, and the levels returned are as they were before, for the command to plan from. A
+/// command whose every move adds or takes a quantity (a movement in or out) then needs no second
+/// statement under the locks to write what its plan computed (the plan ends where the deltas do); one
+/// that fails rolls the rows back with everything else.
+pub async fn lock_adding(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    deltas: &BTreeMap<Key, i64>,
+    today: Date,
+) -> Result<BTreeMap<Key, Level>, sqlx::Error> {
+    let (mut variants, mut warehouses, mut amounts) = (Vec::new(), Vec::new(), Vec::new());
+    for (&(variant, warehouse), &delta) in deltas {
+        variants.push(variant);
+        warehouses.push(warehouse);
+        amounts.push(delta);
+    }
+    let rows: Vec<(Uuid, Uuid, i64, i64)> = sqlx::query_as(
+        "with locked as (
+             insert into stock_levels (org_id, variant_id, warehouse_id, on_hand)
+             select $1, v, w, d from unnest($2::uuid[], $3::uuid[], $4::bigint[]) with ordinality as k(v, w, d, n)
+             order by n
+             on conflict (org_id, variant_id, warehouse_id) do update set on_hand = stock_levels.on_hand + excluded.on_hand
+             returning variant_id, warehouse_id, on_hand)
+         select l.variant_id, l.warehouse_id, l.on_hand,
+                coalesce((select sum(r.quantity) from stock_reservations r
+                          where r.org_id = $1 and r.variant_id = l.variant_id and r.warehouse_id = l.warehouse_id
+                            and r.reserved_through >= $5), 0)::bigint
+         from locked l",
+    )
+    .bind(org_id)
+    .bind(&variants)
+    .bind(&warehouses)
+    .bind(&amounts)
+    .bind(today)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(v, w, after, reserved)| {
+            let before = after - deltas.get(&(v, w)).copied().unwrap_or(0);
+            ((v, w), Level { on_hand: quantity(before), reserved: quantity(reserved) })
+        })
+        .collect())
+}
+
 /// The levels of `keys` as they are now, without locking or creating anything (a preview's view: what a
 /// command would start from if it ran at once). Missing levels read as zero.
 pub async fn peek(
