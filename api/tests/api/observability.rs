@@ -209,15 +209,10 @@ async fn a_stopped_projection_shows_lag_that_returns_to_zero_once_it_catches_up(
 #[sqlx::test(migrations = "../schema")]
 async fn a_failing_webhook_receiver_raises_the_retrying_count(pool: PgPool) {
     let receiver = Receiver::start().await;
+    // One failure, then a long wait: the delivery stays retrying while the test looks.
     let sender = SenderConfig {
-        // One failure, then a long wait: the delivery stays retrying while the test looks.
         retry_schedule: dispatch::parse_schedule("1h").expect("schedule"),
-        allow_private: dispatch::parse_networks("127.0.0.0/8,::1").expect("networks"),
-        ca_file: Some(receiver.ca_file.clone()),
-        timeout: Duration::from_secs(3),
-        lease: Duration::from_secs(5),
-        poll: Duration::from_millis(50),
-        ..SenderConfig::default()
+        ..crate::webhooks::sender(&receiver)
     };
     let app = TestApp::spawn_with_sender(pool, Some(sender)).await;
     receiver.script("/failing", &[Reply::Status(500)]);

@@ -16,7 +16,7 @@ use uuid::Uuid;
 const VERSION: &str = "2026-06-29";
 
 /// A sender tuned for tests: fast retries and polls, loopback allowed, the receiver's CA trusted.
-fn sender(receiver: &Receiver) -> SenderConfig {
+pub(crate) fn sender(receiver: &Receiver) -> SenderConfig {
     SenderConfig {
         retry_schedule: dispatch::parse_schedule("100ms,100ms,100ms").expect("schedule"),
         allow_private: dispatch::parse_networks("127.0.0.0/8,::1").expect("networks"),

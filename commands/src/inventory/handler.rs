@@ -191,22 +191,24 @@ impl Handler for StockMovements {
         // In and out add or take known quantities: the locking statement writes them too, and the plan
         // (from the levels as they were) ends exactly there. A count sets levels to what it finds, which
         // only the plan knows, so it writes after planning.
-        let delta = |line: &StockLine| match command.movement_type {
-            MovementType::In => Some(line.quantity.thousandths()),
-            MovementType::Out => Some(-line.quantity.thousandths()),
+        let sign = match command.movement_type {
+            MovementType::In => Some(1),
+            MovementType::Out => Some(-1),
             MovementType::Count => None,
         };
-        let mut deltas: BTreeMap<Key, i64> = BTreeMap::new();
-        let written = command.lines.iter().all(|line| {
-            delta(line).is_some_and(|d| {
-                *deltas.entry((line.variant_id, warehouse)).or_default() += d;
-                true
-            })
+        let deltas: Option<BTreeMap<Key, i64>> = sign.map(|sign| {
+            let mut deltas = BTreeMap::new();
+            for line in &command.lines {
+                *deltas.entry((line.variant_id, warehouse)).or_default() += sign * line.quantity.thousandths();
+            }
+            deltas
         });
-        let mut locked = if written {
-            levels::lock_adding(conn, org_id, &deltas, ar_date(now)).await?
-        } else {
-            levels::lock(conn, org_id, command.lines.iter().map(|l| (l.variant_id, warehouse)), ar_date(now)).await?
+        let mut locked = match &deltas {
+            Some(deltas) => levels::lock_adding(conn, org_id, deltas, ar_date(now)).await?,
+            None => {
+                levels::lock(conn, org_id, command.lines.iter().map(|l| (l.variant_id, warehouse)), ar_date(now))
+                    .await?
+            }
         };
         let moves: Vec<WantedMove> = command
             .lines
@@ -224,7 +226,7 @@ impl Handler for StockMovements {
             .collect();
         let (changes, shortfalls) = plan(&mut locked, &moves)?;
         let warnings = apply_policy(policy, shortfalls)?;
-        if !written {
+        if deltas.is_none() {
             levels::write(conn, org_id, &changes).await?;
         }
         let event = StockMovementEvent::StockMovementRecorded(StockMovementRecorded {

@@ -41,30 +41,8 @@ pub async fn lock(
     keys: impl IntoIterator<Item = Key>,
     today: Date,
 ) -> Result<BTreeMap<Key, Level>, sqlx::Error> {
-    let keys: std::collections::BTreeSet<Key> = keys.into_iter().collect();
-    let (variants, warehouses): (Vec<Uuid>, Vec<Uuid>) = keys.iter().copied().unzip();
-    let rows: Vec<(Uuid, Uuid, i64, i64)> = sqlx::query_as(
-        "with locked as (
-             insert into stock_levels (org_id, variant_id, warehouse_id, on_hand)
-             select $1, v, w, 0 from unnest($2::uuid[], $3::uuid[]) with ordinality as k(v, w, n) order by n
-             on conflict (org_id, variant_id, warehouse_id) do update set on_hand = stock_levels.on_hand
-             returning variant_id, warehouse_id, on_hand)
-         select l.variant_id, l.warehouse_id, l.on_hand,
-                coalesce((select sum(r.quantity) from stock_reservations r
-                          where r.org_id = $1 and r.variant_id = l.variant_id and r.warehouse_id = l.warehouse_id
-                            and r.reserved_through >= $4), 0)::bigint
-         from locked l",
-    )
-    .bind(org_id)
-    .bind(&variants)
-    .bind(&warehouses)
-    .bind(today)
-    .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(v, w, on_hand, reserved)| ((v, w), Level { on_hand: quantity(on_hand), reserved: quantity(reserved) }))
-        .collect())
+    let nothing: BTreeMap<Key, i64> = keys.into_iter().map(|key| (key, 0)).collect();
+    lock_adding(conn, org_id, &nothing, today).await
 }
 
 /// [`lock`], adding `deltas` (thousandths, per level) in the same statement: the rows hold their new
