@@ -5,7 +5,8 @@
 //! select by primary key; projection rebuild speed over at least 100,000 events; webhook deliveries to a
 //! local HTTPS receiver (throughput of the sender, and the p99 time from commit to delivery); the write
 //! path's CPU with the metrics recorder and without it. `BENCH_COMMERCE_ONLY`, `BENCH_STOCK_ONLY`,
-//! `BENCH_METRICS_ONLY`, `BENCH_WRITES_ONLY` (and others below) run one part.
+//! `BENCH_METRICS_ONLY`, `BENCH_WRITES_ONLY` (and others below) run one part; `BENCH_PHASES` (a comma
+//! list of `stock`, `contended`, `purchases`, `sales`) narrows the commercial phases, e.g. to profile one.
 
 #[path = "../tests/api/receiver.rs"]
 mod receiver;
@@ -810,6 +811,11 @@ fn print_against_creates(title: &str, phase: &Load, unit: &str, creates: f64, ta
     }
 }
 
+/// Whether `BENCH_PHASES` (all commercial phases when unset) names this one.
+fn phase(name: &str) -> bool {
+    std::env::var("BENCH_PHASES").map_or(true, |phases| phases.split(',').any(|p| p.trim() == name))
+}
+
 /// The commercial core under load: stock movements of three lines on distinct variants, and the
 /// contended case where every connection moves the same variant.
 async fn commerce(setup: &Setup, auth: &str, creates: f64) {
@@ -857,17 +863,19 @@ async fn commerce(setup: &Setup, auth: &str, creates: f64) {
             keyed_post(&addr, &auth, "/api/v1/stock-movements", n, "stock", &bodies[n as usize % bodies.len()])
         })
     };
-    let cpu = cpu_times();
-    let stock = load(setup, make, 201).await;
-    let cpu = cpu_line(&cpu, stock.count, "movement", true);
-    print_against_creates(
-        "stock: POST /api/v1/stock-movements, 3 lines each (read-your-writes)",
-        &stock,
-        "movements/s",
-        creates,
-        0.5,
-        &cpu,
-    );
+    if phase("stock") {
+        let cpu = cpu_times();
+        let stock = load(setup, make, 201).await;
+        let cpu = cpu_line(&cpu, stock.count, "movement", true);
+        print_against_creates(
+            "stock: POST /api/v1/stock-movements, 3 lines each (read-your-writes)",
+            &stock,
+            "movements/s",
+            creates,
+            0.5,
+            &cpu,
+        );
+    }
 
     // Contended: every connection moves the same variant; the level's row lock serializes them.
     let one = Bytes::from(
@@ -878,15 +886,17 @@ async fn commerce(setup: &Setup, auth: &str, creates: f64) {
         let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
         Arc::new(move |n| keyed_post(&addr, &auth, "/api/v1/stock-movements", n, "contended", &one))
     };
-    let contended = load(setup, make, 201).await;
-    print_against_creates(
-        "stock (contended): every connection moves the same variant",
-        &contended,
-        "movements/s",
-        creates,
-        0.25,
-        "",
-    );
+    if phase("contended") {
+        let contended = load(setup, make, 201).await;
+        print_against_creates(
+            "stock (contended): every connection moves the same variant",
+            &contended,
+            "movements/s",
+            creates,
+            0.25,
+            "",
+        );
+    }
     if std::env::var("BENCH_STOCK_ONLY").is_ok() {
         return;
     }
@@ -919,17 +929,19 @@ async fn commerce(setup: &Setup, auth: &str, creates: f64) {
             keyed_post(&addr, &auth, "/api/v1/purchases", n, "purchase", &Bytes::from(body.to_string()))
         })
     };
-    let cpu = cpu_times();
-    let purchases = load(setup, make, 201).await;
-    let cpu = cpu_line(&cpu, purchases.count, "purchase", true);
-    print_against_creates(
-        "purchases: POST /api/v1/purchases, 3 received lines (stock, costs, read-your-writes)",
-        &purchases,
-        "purchases/s",
-        creates,
-        0.4,
-        &cpu,
-    );
+    if phase("purchases") {
+        let cpu = cpu_times();
+        let purchases = load(setup, make, 201).await;
+        let cpu = cpu_line(&cpu, purchases.count, "purchase", true);
+        print_against_creates(
+            "purchases: POST /api/v1/purchases, 3 received lines (stock, costs, read-your-writes)",
+            &purchases,
+            "purchases/s",
+            creates,
+            0.4,
+            &cpu,
+        );
+    }
 
     // Sales of three product lines, each authorized by the tax authority (the built-in simulator the
     // service runs) before it answers.
@@ -976,17 +988,19 @@ async fn commerce(setup: &Setup, auth: &str, creates: f64) {
             request
         })
     };
-    let cpu = cpu_times();
-    let sales = load(setup, make, 201).await;
-    let cpu = cpu_line(&cpu, sales.count, "sale", true);
-    print_against_creates(
-        "sales: POST /api/v1/sales, 3 product lines, each authorized by the tax authority (the simulator)",
-        &sales,
-        "sales/s",
-        creates,
-        0.3,
-        &cpu,
-    );
+    if phase("sales") {
+        let cpu = cpu_times();
+        let sales = load(setup, make, 201).await;
+        let cpu = cpu_line(&cpu, sales.count, "sale", true);
+        print_against_creates(
+            "sales: POST /api/v1/sales, 3 product lines, each authorized by the tax authority (the simulator)",
+            &sales,
+            "sales/s",
+            creates,
+            0.3,
+            &cpu,
+        );
+    }
 }
 
 /// A plain HTTP client (the process's TLS provider installed first, as reqwest requires).

@@ -382,3 +382,58 @@ async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPo
     let missing = error(sell(&app, &unknown, true).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&missing), ["pointOfSaleId", "customerId", "items[0].productId"]);
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_twice(pool: PgPool) {
+    use commands::fiscal::{FiscalClient, Issuer, Rate, StaticCredentials, VatLine, VoucherRequest};
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
+        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    let first = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    assert_eq!((first["fiscal"]["status"].as_str(), first["invoiceNumber"].as_i64()), (Some("issued"), Some(1)));
+
+    // Another system issues numbers 2 and 3 on the same point of sale: the number the service last had
+    // approved is no longer the authority's last.
+    let base = url::Url::parse(&app.fiscal_url).expect("url");
+    let elsewhere =
+        FiscalClient::new(&base, Duration::from_secs(10), std::sync::Arc::new(StaticCredentials::simulator()))
+            .expect("client");
+    let issuer = Issuer::new(ISSUER.parse().expect("cuit")).expect("cuit");
+    for number in [2, 3] {
+        let voucher = VoucherRequest {
+            point_of_sale: 1,
+            voucher_type: 6,
+            number,
+            concept: 1,
+            doc_type: 99,
+            doc_number: 0,
+            date: events::catalogue::ar_date(time::OffsetDateTime::now_utc()),
+            total: 12100,
+            net: 10000,
+            exempt: 0,
+            non_taxed: 0,
+            other_taxes: 0,
+            vat: 2100,
+            vat_lines: vec![VatLine { code: 5, base: 10000, amount: 2100 }],
+            other_tax_lines: vec![],
+            currency: "PES".into(),
+            rate: Rate::ONE,
+            receiver_vat_condition: 5,
+            associated: vec![],
+            service_from: None,
+            service_to: None,
+            payment_due: None,
+        };
+        elsewhere.authorize(issuer, &voucher).await.expect("approved elsewhere");
+    }
+
+    // The next sale asks for 2, hears that it is not the next number, and takes the authority's last + 1.
+    let next = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    assert_eq!((next["fiscal"]["status"].as_str(), next["invoiceNumber"].as_i64()), (Some("issued"), Some(4)));
+    let third = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    assert_eq!(third["invoiceNumber"], 5);
+    let numbers: Vec<i64> = approved(&app, 6).await.iter().filter_map(|v| v["number"].as_i64()).collect();
+    assert_eq!(numbers.len(), 5, "each number approved once: {numbers:?}");
+}

@@ -2,7 +2,12 @@
 //!
 //! - Each series (issuer, point of sale, voucher type) is locked for the whole attempt (a row of
 //!   `document_numbers`), so two commands never ask for the same number; the number is the authority's
-//!   last authorized + 1, asked every time, never guessed.
+//!   last authorized + 1. The row keeps the last number the authority approved to us, so the next
+//!   voucher asks for that + 1 without a round trip for the last authorized; when that number is not
+//!   the next one (10016: another system issued on the point of sale, or an approved voucher's
+//!   transaction rolled back), the authority has approved nothing, and the voucher asks again with
+//!   the authority's own last authorized. The row is a hint, never the truth: the authority checks
+//!   every number.
 //! - Approved: the sale is `issued` with the number, CAE and expiry. Finally rejected: nothing is
 //!   stored and the command answers 422 `PRECONDITION_FAILED` with the authority's codes.
 //! - Unavailable (refused before processing): the sale is `deferred`; nothing was done at the
@@ -136,20 +141,38 @@ pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<Asso
     }
 }
 
-/// Locks the series of `sale`'s voucher for the rest of the transaction.
-async fn lock_series(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded) -> Result<(), sqlx::Error> {
-    let series = format!("fiscal:{}:{}", sale.point_of_sale_id, sale.voucher_type);
-    sqlx::query("insert into document_numbers (org_id, series, last) values ($1, $2, 0) on conflict do nothing")
+/// The row of `sale`'s voucher series in `document_numbers`.
+fn series(sale: &SaleRecorded) -> String {
+    format!("fiscal:{}:{}", sale.point_of_sale_id, sale.voucher_type)
+}
+
+/// Locks the series of `sale`'s voucher for the rest of the transaction (one statement: the upsert
+/// locks the row it finds), answering the last number the authority approved to us (0: none known).
+async fn lock_series(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "insert into document_numbers (org_id, series, last) values ($1, $2, 0)
+         on conflict (org_id, series) do update set last = document_numbers.last returning last",
+    )
+    .bind(org_id)
+    .bind(series(sale))
+    .fetch_one(&mut *conn)
+    .await
+}
+
+/// Remembers `number` as approved by the authority in the series (still locked by this transaction).
+async fn approved(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded, number: i64) -> Result<(), sqlx::Error> {
+    sqlx::query("update document_numbers set last = greatest(last, $3) where org_id = $1 and series = $2")
         .bind(org_id)
-        .bind(&series)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("select last from document_numbers where org_id = $1 and series = $2 for update")
-        .bind(org_id)
-        .bind(&series)
-        .execute(&mut *conn)
+        .bind(series(sale))
+        .bind(number)
+        .execute(conn)
         .await?;
     Ok(())
+}
+
+/// Whether a rejection says only that the number was not the next one (the authority approved nothing).
+fn not_next(error: &FiscalError) -> bool {
+    matches!(error, FiscalError::Rejected { .. }) && error.codes().contains(&10016)
 }
 
 /// The authority's final refusal: 422 `PRECONDITION_FAILED`, one detail per code.
@@ -192,11 +215,12 @@ pub async fn authorize(
     let Some(client) = authority() else {
         return Ok(Outcome::Deferred { unconfirmed: None, reason: "no tax authority is configured".into() });
     };
-    lock_series(conn, org_id, sale).await?;
+    let known = lock_series(conn, org_id, sale).await?;
     if let Some(number) = sale.fiscal.unconfirmed_number {
         let asked = voucher_request(sale, number, associated);
         match client.consult(issuer, sale.point_of_sale_number, sale.voucher_type, number).await {
             Ok(Some(stored)) if stored.is_approved() && stored.matches(&asked) => {
+                approved(conn, org_id, sale, number).await?;
                 return Ok(Outcome::Issued(SaleAuthorization {
                     number,
                     cae: stored.cae,
@@ -209,20 +233,32 @@ pub async fn authorize(
             Err(error) => return Ok(deferral(error, Some(number))?),
         }
     }
-    let last = match client.last_authorized(issuer, sale.point_of_sale_number, sale.voucher_type).await {
-        Ok(last) => last,
-        Err(error) => return Ok(deferral(error, sale.fiscal.unconfirmed_number)?),
-    };
-    let number = last + 1;
-    let request = voucher_request(sale, number, associated);
-    match client.authorize(issuer, &request).await {
-        Ok(auth) => Ok(Outcome::Issued(SaleAuthorization {
-            number: auth.number,
-            cae: auth.cae,
-            cae_due: auth.cae_due,
-            observations: auth.observations,
-        })),
-        Err(error) => Ok(deferral(error, Some(number))?),
+    // The number we last had approved, + 1; or, when none is known or it proves not to be the next,
+    // the authority's last authorized + 1.
+    let mut last = (known > 0).then_some(known);
+    loop {
+        let remembered = last.is_some();
+        let number = match last {
+            Some(last) => last + 1,
+            None => match client.last_authorized(issuer, sale.point_of_sale_number, sale.voucher_type).await {
+                Ok(last) => last + 1,
+                Err(error) => return Ok(deferral(error, sale.fiscal.unconfirmed_number)?),
+            },
+        };
+        let request = voucher_request(sale, number, associated);
+        match client.authorize(issuer, &request).await {
+            Ok(auth) => {
+                approved(conn, org_id, sale, auth.number).await?;
+                return Ok(Outcome::Issued(SaleAuthorization {
+                    number: auth.number,
+                    cae: auth.cae,
+                    cae_due: auth.cae_due,
+                    observations: auth.observations,
+                }));
+            }
+            Err(error) if remembered && not_next(&error) => last = None,
+            Err(error) => return Ok(deferral(error, Some(number))?),
+        }
     }
 }
 
