@@ -114,7 +114,7 @@ fn invoice_a(number: i64) -> VoucherRequest {
 }
 
 /// Invoice B `number`, the same amounts, to a consumidor final.
-fn invoice_b(number: i64) -> VoucherRequest {
+pub(crate) fn invoice_b(number: i64) -> VoucherRequest {
     VoucherRequest { voucher_type: 6, doc_type: 99, doc_number: 0, receiver_vat_condition: 5, ..invoice_a(number) }
 }
 

@@ -385,7 +385,7 @@ async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPo
 
 #[sqlx::test(migrations = "../schema")]
 async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_twice(pool: PgPool) {
-    use commands::fiscal::{FiscalClient, Issuer, Rate, StaticCredentials, VatLine, VoucherRequest};
+    use commands::fiscal::{FiscalClient, Issuer, StaticCredentials, VoucherRequest};
     let app = TestApp::spawn(pool).await;
     fiscal_profile(&app, "Responsable Inscripto").await;
     let pos = point_of_sale(&app).await;
@@ -402,30 +402,8 @@ async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_tw
             .expect("client");
     let issuer = Issuer::new(ISSUER.parse().expect("cuit")).expect("cuit");
     for number in [2, 3] {
-        let voucher = VoucherRequest {
-            point_of_sale: 1,
-            voucher_type: 6,
-            number,
-            concept: 1,
-            doc_type: 99,
-            doc_number: 0,
-            date: events::catalogue::ar_date(time::OffsetDateTime::now_utc()),
-            total: 12100,
-            net: 10000,
-            exempt: 0,
-            non_taxed: 0,
-            other_taxes: 0,
-            vat: 2100,
-            vat_lines: vec![VatLine { code: 5, base: 10000, amount: 2100 }],
-            other_tax_lines: vec![],
-            currency: "PES".into(),
-            rate: Rate::ONE,
-            receiver_vat_condition: 5,
-            associated: vec![],
-            service_from: None,
-            service_to: None,
-            payment_due: None,
-        };
+        // Invoice B for 121.00 to a consumidor final, at this test's point of sale.
+        let voucher = VoucherRequest { point_of_sale: 1, ..crate::fiscal_simulator::invoice_b(number) };
         elsewhere.authorize(issuer, &voucher).await.expect("approved elsewhere");
     }
 
