@@ -575,3 +575,144 @@ async fn the_stock_write_model_and_the_inventory_reads_rebuild_to_the_same_rows(
     projections::rebuild::rebuild(&app.pool, projection.as_ref(), |_| {}).await.expect("rebuilt");
     assert_eq!(reads().await, before, "the rebuilt read model answers the same");
 }
+
+/// A keyed stock movement as the gateway sends it to the workers (the request hash stands in for the
+/// body's).
+fn keyed_movement(
+    app: &TestApp,
+    key: &str,
+    hash: &str,
+    movement_type: commands::inventory::MovementType,
+    warehouse: &str,
+    lines: &[(&str, i64)],
+) -> commands::protocol::CommandRequest {
+    let command = commands::inventory::StockMovementCommand {
+        id: Uuid::now_v7(),
+        movement_type,
+        warehouse_id: warehouse.parse().expect("warehouse id"),
+        reason: Some("lote".into()),
+        occurred_on: ar_date(time::OffsetDateTime::now_utc()),
+        lines: lines
+            .iter()
+            .map(|(variant, units)| events::catalogue::StockLine {
+                variant_id: variant.parse().expect("variant id"),
+                quantity: Quantity::from_thousandths(units * 1000).expect("quantity"),
+            })
+            .collect(),
+    };
+    commands::protocol::CommandRequest {
+        org_id: app.org_id,
+        actor: commands::protocol::Actor { name: "lote".into(), credential_id: None },
+        request_id: format!("req_{key}"),
+        idempotency: Some(commands::protocol::Idempotency {
+            key: key.into(),
+            operation: "createStockMovement".into(),
+            request_hash: hash.into(),
+        }),
+        command: commands::protocol::Command::StockMovement(command),
+    }
+}
+
+/// Sends `requests` to the workers as one batch, as a loaded gateway does, and answers their replies.
+async fn send_batch(
+    app: &TestApp,
+    requests: Vec<commands::protocol::CommandRequest>,
+) -> Vec<commands::protocol::CommandReply> {
+    let batch = commands::protocol::CommandBatch { requests };
+    let message = app
+        .bus
+        .client
+        .request(app.bus.command_batch_subject(), serde_json::to_vec(&batch).expect("batch").into())
+        .await
+        .expect("the workers answer");
+    serde_json::from_slice::<commands::protocol::CommandBatchReply>(&message.payload).expect("a batch reply").replies
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn movements_batched_together_are_decided_in_order_each_as_if_alone(pool: PgPool) {
+    use commands::inventory::MovementType::{Count, In, Out};
+    use commands::protocol::CommandReply;
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let item = product(&app, "LOTE", Some((&main, json!(5))), json!({})).await;
+    app.negative_stock("block").await;
+    // Two keys already used, before the batch (5 + 1 + 1).
+    let earlier = keyed_movement(&app, "k-earlier", "0e", In, &main, &[(&item, 1)]);
+    let other = keyed_movement(&app, "k-other", "0f", In, &main, &[(&item, 1)]);
+    let first = send_batch(&app, vec![earlier.clone(), other]).await;
+    assert!(first.iter().all(|r| matches!(r, CommandReply::Accepted { replayed: false, .. })), "{first:?}");
+    let events = app.event_count().await;
+
+    let unknown = Uuid::now_v7().to_string();
+    let batch = vec![
+        keyed_movement(&app, "k1", "01", Out, &main, &[(&item, 2)]), // 7 → 5
+        keyed_movement(&app, "k2", "02", Out, &main, &[(&item, 6)]), // short: 5 available
+        keyed_movement(&app, "k3", "03", Out, &main, &[(&item, 5)]), // 5 → 0
+        keyed_movement(&app, "k4", "04", In, &main, &[(&unknown, 1)]), // unknown product
+        earlier.clone(),                                             // replayed
+        keyed_movement(&app, "k-other", "ff", In, &main, &[(&item, 9)]), // a used key, another body
+        keyed_movement(&app, "k5", "05", Count, &main, &[(&item, 7)]), // counted: 7
+    ];
+    let replies = send_batch(&app, batch).await;
+    assert_eq!(replies.len(), 7);
+    let accepted = |reply: &CommandReply| match reply {
+        CommandReply::Accepted { state, replayed, commit, .. } => (state.clone(), *replayed, *commit),
+        other => panic!("expected an acceptance, got {other:?}"),
+    };
+    let refusal = |reply: &CommandReply| match reply {
+        CommandReply::Rejected { rejection } => serde_json::to_value(rejection).expect("rejection"),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let (k1, replayed, k1_commit) = accepted(&replies[0]);
+    assert!(!replayed);
+    assert_eq!(k1["changes"][0]["on_hand"], "5", "{k1}");
+    assert!(refusal(&replies[1]).to_string().contains("INSUFFICIENT_STOCK"), "{:?}", replies[1]);
+    let (k3, _, k3_commit) = accepted(&replies[2]);
+    assert_eq!(k3["changes"][0]["on_hand"], "0", "{k3}");
+    assert!(refusal(&replies[3]).to_string().contains("not_found"), "{:?}", replies[3]);
+    let (again, replayed, _) = accepted(&replies[4]);
+    assert!(replayed, "the stored outcome is replayed");
+    assert_eq!(again, accepted(&first[0]).0);
+    assert!(refusal(&replies[5]).to_string().contains("IDEMPOTENCY_CONFLICT"), "{:?}", replies[5]);
+    let (k5, _, k5_commit) = accepted(&replies[6]);
+    assert_eq!(k5["changes"][0]["on_hand"], "7", "{k5}");
+
+    // One transaction wrote the three accepted movements, their levels and their keys; nothing of the
+    // refused ones.
+    let commits: Vec<i64> =
+        [k1_commit, k3_commit, k5_commit].iter().map(|c| c.expect("a commit key").transaction_id).collect();
+    assert!(commits.windows(2).all(|w| w[0] == w[1]), "one transaction: {commits:?}");
+    assert_eq!(app.event_count().await, events + 3);
+    let stored: Vec<String> =
+        sqlx::query_scalar("select key from idempotency_keys where org_id = $1 and key like 'k%' order by key")
+            .bind(app.org_id)
+            .fetch_all(&app.pool)
+            .await
+            .expect("keys");
+    assert_eq!(stored, ["k-earlier", "k-other", "k1", "k3", "k5"]);
+    let lowest: i64 =
+        sqlx::query_scalar("select min(on_hand) from stock_levels").fetch_one(&app.pool).await.expect("min");
+    assert_eq!(lowest, 7_000);
+    // Sent past the gateway, so nothing waited for the read side: it catches up.
+    eventually(Duration::from_secs(10), "the inventory read shows 7", || async {
+        (on_hand(&app, &item, &main).await == "7").then_some(())
+    })
+    .await;
+
+    // A refused key is free: sent again after the stock arrives, it is decided afresh.
+    let again = send_batch(
+        &app,
+        vec![
+            keyed_movement(&app, "k2", "02", Out, &main, &[(&item, 6)]),
+            keyed_movement(&app, "k1", "01", Out, &main, &[(&item, 2)]),
+        ],
+    )
+    .await;
+    assert_eq!(accepted(&again[0]).0["changes"][0]["on_hand"], "1");
+    assert!(accepted(&again[1]).1, "k1 is replayed, not moved again");
+    // Sent past the gateway, so nothing waited for the read side: it catches up.
+    eventually(Duration::from_secs(10), "the inventory read shows 1", || async {
+        (on_hand(&app, &item, &main).await == "1").then_some(())
+    })
+    .await;
+}

@@ -10,6 +10,7 @@
 
 mod append;
 mod execute;
+mod group;
 mod observe;
 mod relay;
 mod transaction;
@@ -30,6 +31,7 @@ use sqlx::PgPool;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
+pub(crate) use transaction::{in_progress, replay};
 use transaction::{run_idempotent, run_in_transaction, stream_turn};
 
 /// Executes one request and turns the outcome into a reply.
@@ -44,13 +46,7 @@ pub async fn handle(pool: &PgPool, appender: &Appender, request: CommandRequest)
 async fn handle_observed(pool: &PgPool, appender: &Appender, request: &CommandRequest) -> CommandReply {
     let started = std::time::Instant::now();
     let _turn = stream_turn(request.command.stream_id()).lock().await;
-    let metadata = Metadata {
-        actor: request.actor.name.clone(),
-        credential_id: request.actor.credential_id,
-        request_id: Some(request.request_id.clone()),
-        idempotency_key: request.idempotency.as_ref().map(|i| i.key.clone()),
-        ..Metadata::default()
-    };
+    let metadata = metadata_of(request);
     let result = match &request.idempotency {
         Some(claim) => run_idempotent(pool, request, claim, &metadata).await,
         None if request.command.needs_transaction() => run_in_transaction(pool, request, &metadata).await,
@@ -66,6 +62,23 @@ async fn handle_observed(pool: &PgPool, appender: &Appender, request: &CommandRe
         ok = result.is_ok(),
         "command handled"
     );
+    reply_of(request, result)
+}
+
+/// The metadata every event of `request` carries.
+fn metadata_of(request: &CommandRequest) -> Metadata {
+    Metadata {
+        actor: request.actor.name.clone(),
+        credential_id: request.actor.credential_id,
+        request_id: Some(request.request_id.clone()),
+        idempotency_key: request.idempotency.as_ref().map(|i| i.key.clone()),
+        ..Metadata::default()
+    }
+}
+
+/// The reply to `request` for what running it came to: a rejection as such, a failure as retryable or
+/// not with its cause.
+fn reply_of(request: &CommandRequest, result: Result<CommandReply, ExecuteError>) -> CommandReply {
     match result {
         Ok(reply) => reply,
         Err(ExecuteError::Rejected(rejection)) => CommandReply::Rejected { rejection },
@@ -117,8 +130,7 @@ pub async fn run(
             let replies = match requests {
                 Ok(requests) => {
                     own_transaction = requests.iter().map(runs_in_own_transaction).collect();
-                    futures::future::join_all(requests.into_iter().map(|request| handle(&pool, &appender, request)))
-                        .await
+                    group::handle_all(&pool, &appender, requests).await
                 }
                 Err(error) => {
                     tracing::warn!(%error, batched, "malformed command request");

@@ -28,8 +28,14 @@ pub(crate) async fn observed<F: Future<Output = CommandReply>>(kind: &'static st
             (reply, retries, appending)
         })
         .await;
-    let elapsed = started.elapsed();
-    let outcome = match &reply {
+    record(kind, &reply, started.elapsed(), retries, appending);
+    reply
+}
+
+/// Records what one command of kind `kind` came to: its reply, how long it took, how often it decided
+/// again and how long it spent appending.
+pub(crate) fn record(kind: &'static str, reply: &CommandReply, elapsed: Duration, retries: u32, appending: Duration) {
+    let outcome = match reply {
         CommandReply::Accepted { replayed, .. } => {
             if *replayed {
                 metrics::counter!("backoffice_idempotent_replays_total", "command" => kind).increment(1);
@@ -51,7 +57,6 @@ pub(crate) async fn observed<F: Future<Output = CommandReply>>(kind: &'static st
     }
     metrics::histogram!("backoffice_command_phase_seconds", "command" => kind, "phase" => "decide")
         .record(elapsed.saturating_sub(appending).as_secs_f64());
-    reply
 }
 
 /// The command running on this task decides again after a concurrent write to its stream.

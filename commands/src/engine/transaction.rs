@@ -25,12 +25,7 @@ pub(crate) async fn run_idempotent(
             .fetch_one(&mut *tx)
             .await?;
         if !locked {
-            return Err(Rejection::Idempotency {
-                code: "IDEMPOTENCY_IN_PROGRESS".into(),
-                message: "a request with this idempotency key is still running; retry shortly".into(),
-                retryable: true,
-            }
-            .into());
+            return Err(in_progress());
         }
         let stored: Option<(String, Vec<u8>, serde_json::Value)> = sqlx::query_as(
             "select operation, request_hash, response from idempotency_keys where org_id = $1 and key = $2",
@@ -43,20 +38,7 @@ pub(crate) async fn run_idempotent(
             // Ended here, not dropped: a dropped transaction rolls back (and lets go of the key's lock)
             // only when its connection is next used, so an immediate retry would find the key busy.
             tx.rollback().await?;
-            if operation != claim.operation || hex::encode(hash) != claim.request_hash {
-                return Err(Rejection::Idempotency {
-                    code: "IDEMPOTENCY_CONFLICT".into(),
-                    message: "this idempotency key was already used for a different request".into(),
-                    retryable: false,
-                }
-                .into());
-            }
-            let mut reply: CommandReply =
-                serde_json::from_value(response).map_err(|e| ExecuteError::Corrupt(request.org_id, e.to_string()))?;
-            if let CommandReply::Accepted { replayed, .. } = &mut reply {
-                *replayed = true;
-            }
-            return Ok(reply);
+            return replay(request.org_id, claim, &operation, &hash, response);
         }
         match request.command.run(&mut Conn::Open(&mut tx), &Sink::Transaction, request.org_id, metadata).await {
             Ok(reply) => {
@@ -89,6 +71,41 @@ pub(crate) async fn run_idempotent(
         }
     }
     Err(ExecuteError::Contended(request.org_id))
+}
+
+/// The refusal of a key another request holds right now.
+pub(crate) fn in_progress() -> ExecuteError {
+    Rejection::Idempotency {
+        code: "IDEMPOTENCY_IN_PROGRESS".into(),
+        message: "a request with this idempotency key is still running; retry shortly".into(),
+        retryable: true,
+    }
+    .into()
+}
+
+/// The answer to a key whose outcome is stored: the outcome, marked replayed, when the request is the
+/// one that stored it; 409 `IDEMPOTENCY_CONFLICT` when it is another.
+pub(crate) fn replay(
+    org_id: Uuid,
+    claim: &Idempotency,
+    operation: &str,
+    hash: &[u8],
+    response: serde_json::Value,
+) -> Result<CommandReply, ExecuteError> {
+    if operation != claim.operation || hex::encode(hash) != claim.request_hash {
+        return Err(Rejection::Idempotency {
+            code: "IDEMPOTENCY_CONFLICT".into(),
+            message: "this idempotency key was already used for a different request".into(),
+            retryable: false,
+        }
+        .into());
+    }
+    let mut reply: CommandReply =
+        serde_json::from_value(response).map_err(|e| ExecuteError::Corrupt(org_id, e.to_string()))?;
+    if let CommandReply::Accepted { replayed, .. } = &mut reply {
+        *replayed = true;
+    }
+    Ok(reply)
 }
 
 /// Runs a command without an idempotency key in its own transaction (for commands that write rows

@@ -14,7 +14,7 @@ use crate::protocol::CommandReply;
 use crate::records::Warehouse;
 use crate::validate::FieldError;
 use events::catalogue::{
-    StockLine, StockMovementEvent, StockMovementRecorded, StockTransferEvent, StockTransferred, ar_date,
+    StockChange, StockLine, StockMovementEvent, StockMovementRecorded, StockTransferEvent, StockTransferred, ar_date,
 };
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
@@ -41,9 +41,20 @@ async fn check_warehouse(
     field: &str,
     errors: &mut Vec<FieldError>,
 ) -> Result<(), ExecuteError> {
-    match load::<Warehouse>(conn, org_id, id).await?.0 {
+    let active = load::<Warehouse>(conn, org_id, id).await?.0.map(|w| w.fields.is_active);
+    warehouse_verdict(active, id, field, errors)
+}
+
+/// [`check_warehouse`]'s verdict on whether the warehouse is active (`None`: not of the organization).
+pub(super) fn warehouse_verdict(
+    active: Option<bool>,
+    id: Uuid,
+    field: &str,
+    errors: &mut Vec<FieldError>,
+) -> Result<(), ExecuteError> {
+    match active {
         None => errors.push(FieldError::new(field, "not_found", "no warehouse of this organization has this id")),
-        Some(warehouse) if !warehouse.fields.is_active => {
+        Some(false) => {
             return Err(Rejection::conflict(
                 "WAREHOUSE_INACTIVE",
                 format!("the warehouse {id} ({field}) is inactive: activate it before moving stock there"),
@@ -135,6 +146,18 @@ async fn check_products(
 ) -> Result<Vec<Uuid>, ExecuteError> {
     let ids: Vec<Uuid> = lines.iter().map(|l| l.variant_id).collect();
     let types = product_types(conn, org_id, &ids).await?;
+    Ok(products_verdict(&types, lines, field, combos_allowed, errors))
+}
+
+/// [`check_products`]'s verdict on the lines, given the product type of every variant of the
+/// organization among them: the combos among the lines.
+pub(super) fn products_verdict(
+    types: &HashMap<Uuid, String>,
+    lines: &[StockLine],
+    field: &str,
+    combos_allowed: bool,
+    errors: &mut Vec<FieldError>,
+) -> Vec<Uuid> {
     let mut combos = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let path = format!("{field}[{i}].product_id");
@@ -150,7 +173,7 @@ async fn check_products(
             Some(_) => {}
         }
     }
-    Ok(combos)
+    combos
 }
 
 /// Manual stock movements (`POST /api/v1/stock-movements`).
@@ -187,77 +210,104 @@ impl Handler for StockMovements {
         let conn = conn.get().await?;
         let now = OffsetDateTime::now_utc();
         let policy = negative_stock_policy(conn, org_id).await?;
-        let warehouse = command.warehouse_id;
-        // In and out add or take known quantities: the locking statement writes them too, and the plan
-        // (from the levels as they were) ends exactly there. A count sets levels to what it finds, which
-        // only the plan knows, so it writes after planning.
-        let sign = match command.movement_type {
-            MovementType::In => Some(1),
-            MovementType::Out => Some(-1),
-            MovementType::Count => None,
-        };
-        let deltas: Option<BTreeMap<Key, i64>> = sign.map(|sign| {
-            let mut deltas = BTreeMap::new();
-            for line in &command.lines {
-                *deltas.entry((line.variant_id, warehouse)).or_default() += sign * line.quantity.thousandths();
-            }
-            deltas
-        });
+        let (deltas, moves) = movement_moves(command);
         let mut locked = match &deltas {
             Some(deltas) => levels::lock_adding(conn, org_id, deltas, ar_date(now)).await?,
             None => {
-                levels::lock(conn, org_id, command.lines.iter().map(|l| (l.variant_id, warehouse)), ar_date(now))
-                    .await?
+                levels::lock(
+                    conn,
+                    org_id,
+                    command.lines.iter().map(|l| (l.variant_id, command.warehouse_id)),
+                    ar_date(now),
+                )
+                .await?
             }
         };
-        let moves: Vec<WantedMove> = command
-            .lines
-            .iter()
-            .enumerate()
-            .map(|(i, line)| WantedMove {
-                key: (line.variant_id, warehouse),
-                action: match command.movement_type {
-                    MovementType::In => Move::Add(line.quantity),
-                    MovementType::Out => Move::Take(line.quantity),
-                    MovementType::Count => Move::Set(line.quantity),
-                },
-                field: format!("lines[{i}].quantity"),
-            })
-            .collect();
         let (changes, shortfalls) = plan(&mut locked, &moves)?;
         let warnings = apply_policy(policy, shortfalls)?;
         if deltas.is_none() {
             levels::write(conn, org_id, &changes).await?;
         }
-        let event = StockMovementEvent::StockMovementRecorded(StockMovementRecorded {
-            movement_type: command.movement_type.as_str().to_owned(),
-            warehouse_id: warehouse,
-            reason: command.reason.clone(),
-            occurred_on: command.occurred_on,
-            lines: command.lines.clone(),
-            changes: changes.clone(),
-        });
+        let event = movement_event(command, changes.clone());
         let (commit, created_at) =
             append_document(conn, org_id, StockMovementEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
                 .await?;
-        let outcome = MovementOutcome {
-            id: command.id,
-            movement_type: command.movement_type,
-            warehouse_id: warehouse,
-            reason: command.reason.clone(),
-            occurred_on: command.occurred_on,
-            lines: command.lines.clone(),
-            changes,
-            warnings,
-            created_at,
-        };
-        Ok(CommandReply::Accepted {
-            commit: Some(commit),
-            created: true,
-            state: serde_json::to_value(outcome).unwrap_or_default(),
-            replayed: false,
-            keys: Vec::new(),
+        Ok(movement_reply(command, changes, warnings, commit, created_at))
+    }
+}
+
+/// What a movement asks of the levels: its moves, in line order, and, for a movement in or out, the
+/// quantity it adds to each level (a count sets levels to what it finds, which only the plan knows).
+pub(super) fn movement_moves(command: &StockMovementCommand) -> (Option<BTreeMap<Key, i64>>, Vec<WantedMove>) {
+    let warehouse = command.warehouse_id;
+    // In and out add or take known quantities: the locking statement can write them too, and the plan
+    // (from the levels as they were) ends exactly there.
+    let sign = match command.movement_type {
+        MovementType::In => Some(1),
+        MovementType::Out => Some(-1),
+        MovementType::Count => None,
+    };
+    let deltas = sign.map(|sign| {
+        let mut deltas = BTreeMap::new();
+        for line in &command.lines {
+            *deltas.entry((line.variant_id, warehouse)).or_default() += sign * line.quantity.thousandths();
+        }
+        deltas
+    });
+    let moves = command
+        .lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| WantedMove {
+            key: (line.variant_id, warehouse),
+            action: match command.movement_type {
+                MovementType::In => Move::Add(line.quantity),
+                MovementType::Out => Move::Take(line.quantity),
+                MovementType::Count => Move::Set(line.quantity),
+            },
+            field: format!("lines[{i}].quantity"),
         })
+        .collect();
+    (deltas, moves)
+}
+
+/// The movement's one event, with the changes its plan made.
+pub(super) fn movement_event(command: &StockMovementCommand, changes: Vec<StockChange>) -> StockMovementEvent {
+    StockMovementEvent::StockMovementRecorded(StockMovementRecorded {
+        movement_type: command.movement_type.as_str().to_owned(),
+        warehouse_id: command.warehouse_id,
+        reason: command.reason.clone(),
+        occurred_on: command.occurred_on,
+        lines: command.lines.clone(),
+        changes,
+    })
+}
+
+/// The reply to a recorded movement.
+pub(super) fn movement_reply(
+    command: &StockMovementCommand,
+    changes: Vec<StockChange>,
+    warnings: Vec<super::StockShortfall>,
+    commit: events::CommitKey,
+    created_at: OffsetDateTime,
+) -> CommandReply {
+    let outcome = MovementOutcome {
+        id: command.id,
+        movement_type: command.movement_type,
+        warehouse_id: command.warehouse_id,
+        reason: command.reason.clone(),
+        occurred_on: command.occurred_on,
+        lines: command.lines.clone(),
+        changes,
+        warnings,
+        created_at,
+    };
+    CommandReply::Accepted {
+        commit: Some(commit),
+        created: true,
+        state: serde_json::to_value(outcome).unwrap_or_default(),
+        replayed: false,
+        keys: Vec::new(),
     }
 }
 

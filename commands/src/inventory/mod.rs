@@ -14,6 +14,7 @@
 //!
 //! Every write-model row here is a fold of the events ([`rebuild`]).
 
+pub mod group;
 mod handler;
 pub mod levels;
 pub mod rebuild;

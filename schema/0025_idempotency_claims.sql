@@ -1,0 +1,24 @@
+-- Claims the idempotency keys of several commands that run in one transaction (a group of stock
+-- movements): for each key, in order, the transaction-scoped advisory lock a lone command takes
+-- (`idempotency <org> <key>`, see `commands/src/engine/transaction.rs`) and, once held, the stored
+-- outcome if any. The lookup runs after the lock is taken, with a snapshot of its own (each statement
+-- of a volatile function gets one), so an outcome committed by the key's previous holder is seen.
+create function idempotency_claims(p_org uuid, p_keys text[])
+returns table (locked boolean, operation text, request_hash bytea, response jsonb)
+language plpgsql volatile as $$
+declare
+    i int;
+begin
+    for i in 1 .. coalesce(array_length(p_keys, 1), 0) loop
+        locked := pg_try_advisory_xact_lock(hashtextextended('idempotency ' || p_org::text || ' ' || p_keys[i], 0));
+        operation := null;
+        request_hash := null;
+        response := null;
+        if locked then
+            select k.operation, k.request_hash, k.response into operation, request_hash, response
+            from idempotency_keys k where k.org_id = p_org and k.key = p_keys[i];
+        end if;
+        return next;
+    end loop;
+end
+$$;
