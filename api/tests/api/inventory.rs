@@ -715,4 +715,21 @@ async fn movements_batched_together_are_decided_in_order_each_as_if_alone(pool: 
         (on_hand(&app, &item, &main).await == "1").then_some(())
     })
     .await;
+
+    // Only additions and takings: the locking statement adds them all at once, and a refusal among
+    // them puts the level back where the accepted ones leave it.
+    let mixed = send_batch(
+        &app,
+        vec![
+            keyed_movement(&app, "k6", "06", Out, &main, &[(&item, 1)]), // 1 → 0
+            keyed_movement(&app, "k7", "07", Out, &main, &[(&item, 100)]), // short
+            keyed_movement(&app, "k8", "08", In, &main, &[(&item, 2)]),  // 0 → 2
+        ],
+    )
+    .await;
+    assert_eq!(accepted(&mixed[0]).0["changes"][0]["on_hand"], "0");
+    assert!(refusal(&mixed[1]).to_string().contains("INSUFFICIENT_STOCK"), "{:?}", mixed[1]);
+    assert_eq!(accepted(&mixed[2]).0["changes"][0]["on_hand"], "2");
+    let level: i64 = sqlx::query_scalar("select on_hand from stock_levels").fetch_one(&app.pool).await.expect("level");
+    assert_eq!(level, 2_000, "the refused taking is not in the level");
 }

@@ -1,33 +1,36 @@
 //! Keyed stock movements of one organization that reach a worker in one batch run together, in one
 //! transaction, each decided exactly as if it had come alone:
 //!
-//! 1. one statement claims every key (`idempotency_claims`: each key's lock, then its stored outcome);
-//!    a key held elsewhere answers `IDEMPOTENCY_IN_PROGRESS`, a stored one is replayed (or conflicts);
+//! 1. one statement claims every key (`idempotency_claims`: each key's lock, then its stored outcome)
+//!    and reads the organization's policy; a key held elsewhere answers `IDEMPOTENCY_IN_PROGRESS`, a
+//!    stored one is replayed (or conflicts);
 //! 2. the warehouses (one load each) and the products (one statement) are checked for all of them;
-//! 3. the policy is read, and every level any of them touches is locked by one statement, in key
-//!    order, as a lone command locks its own;
+//! 3. every level any of them touches is locked by one statement, in key order, as a lone command
+//!    locks its own; when none of them is a count, that statement also adds all their quantities;
 //! 4. each movement is planned in batch order against the levels the ones before it left, and a
 //!    refused one (a shortfall under `block`, a level out of bounds) leaves them as they were;
-//! 5. the levels, every accepted movement's event (one append) and every accepted outcome under its
-//!    key (one insert) are written, and the transaction commits.
+//! 5. the levels are written where the plans left them (only after a count or a refusal: otherwise the
+//!    locking statement put them there), then every accepted movement's event (one append) and every
+//!    accepted outcome under its key (one insert), and the transaction commits.
 //!
-//! About ten statements for the whole group, where a lone movement takes ten of its own. A refusal
+//! About eight statements for the whole group, where a lone movement takes ten of its own. A refusal
 //! writes nothing of its own and stores no outcome, as alone. A failure of the group as a whole (an
 //! error from the database) rolls everything back and the engine runs the movements one by one.
 
 use super::handler::{
-    movement_event, movement_moves, movement_reply, negative_stock_policy, product_types, products_verdict,
-    warehouse_verdict,
+    movement_event, movement_moves, movement_reply, product_types, products_verdict, warehouse_verdict,
 };
-use super::{StockMovementCommand, apply_policy, levels, plan};
+use super::levels::{self, Key};
+use super::{NegativeStock, StockMovementCommand, apply_policy, plan};
 use crate::engine::{ExecuteError, load, reject_fields};
 use crate::protocol::{CommandReply, Idempotency};
 use crate::records::Warehouse;
-use events::catalogue::{StockMovementEvent, ar_date};
+use events::catalogue::{StockChange, StockMovementEvent, ar_date};
+use events::domain::Quantity;
 use events::store::{AppendError, AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgPool;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -50,21 +53,28 @@ pub async fn run_movements(
 
     // 1. The keys.
     let keys: Vec<&str> = members.iter().map(|m| m.claim.key.as_str()).collect();
-    type Claim = (bool, Option<String>, Option<Vec<u8>>, Option<serde_json::Value>);
-    let claims: Vec<Claim> =
-        sqlx::query_as("select locked, operation, request_hash, response from idempotency_claims($1, $2)")
-            .bind(org_id)
-            .bind(&keys)
-            .fetch_all(&mut *tx)
-            .await?;
+    // The organization's policy comes with them (read earlier than alone, in the same transaction).
+    type Claim = (bool, Option<String>, Option<Vec<u8>>, Option<serde_json::Value>, Option<String>);
+    let claims: Vec<Claim> = sqlx::query_as(
+        "select c.locked, c.operation, c.request_hash, c.response, o.negative_stock
+         from idempotency_claims($1, $2) with ordinality as c(locked, operation, request_hash, response, n)
+         left join organizations o on o.id = $1
+         order by c.n",
+    )
+    .bind(org_id)
+    .bind(&keys)
+    .fetch_all(&mut *tx)
+    .await?;
     if claims.len() != members.len() {
         return Err(sqlx::Error::RowNotFound.into());
     }
+    let policy =
+        claims.first().and_then(|c| c.4.as_deref()).and_then(NegativeStock::parse).unwrap_or(NegativeStock::Allow);
     let mut running = Vec::with_capacity(members.len());
     for (i, (member, claim)) in members.iter().zip(claims).enumerate() {
         match claim {
             (false, ..) => results[i] = Some(Err(crate::engine::in_progress())),
-            (true, Some(operation), Some(hash), Some(response)) => {
+            (true, Some(operation), Some(hash), Some(response), _) => {
                 results[i] = Some(crate::engine::replay(org_id, member.claim, &operation, &hash, response));
             }
             (true, ..) => running.push(i),
@@ -109,17 +119,35 @@ pub async fn run_movements(
             .collect());
     }
 
-    // 3 and 4. The policy, the levels, and each movement's plan in turn.
+    // 3 and 4. The levels, and each movement's plan in turn. When every movement adds or takes (none
+    // counts), the locking statement adds all their quantities at once, as a lone movement's does; the
+    // levels are written again only if a refusal makes them end elsewhere.
     let now = OffsetDateTime::now_utc();
-    let policy = negative_stock_policy(&mut tx, org_id).await?;
-    let mut touched = Vec::new();
+    let mut deltas: Option<BTreeMap<Key, i64>> = Some(BTreeMap::new());
     for &i in &checked {
         let command = members[i].command;
-        touched.extend(command.lines.iter().map(|l| (l.variant_id, command.warehouse_id)));
+        match (movement_moves(command).0, deltas.as_mut()) {
+            (Some(own), Some(all)) => {
+                for (key, delta) in own {
+                    *all.entry(key).or_default() += delta;
+                }
+            }
+            _ => deltas = None,
+        }
     }
-    let mut levels = levels::lock(&mut tx, org_id, touched, ar_date(now)).await?;
+    let mut levels = match &deltas {
+        Some(deltas) => levels::lock_adding(&mut tx, org_id, deltas, ar_date(now)).await?,
+        None => {
+            let mut touched = Vec::new();
+            for &i in &checked {
+                let command = members[i].command;
+                touched.extend(command.lines.iter().map(|l| (l.variant_id, command.warehouse_id)));
+            }
+            levels::lock(&mut tx, org_id, touched, ar_date(now)).await?
+        }
+    };
     let mut planned = Vec::with_capacity(checked.len());
-    let mut changes = Vec::new();
+    let mut refusals = false;
     for i in checked {
         let command = members[i].command;
         let (_, moves) = movement_moves(command);
@@ -127,20 +155,32 @@ pub async fn run_movements(
         let decided = plan(&mut levels, &moves)
             .and_then(|(changes, shortfalls)| Ok((changes, apply_policy(policy, shortfalls)?)));
         match decided {
-            Ok((own, warnings)) => {
-                changes.extend(own.iter().cloned());
-                planned.push((i, own, warnings));
-            }
+            Ok((own, warnings)) => planned.push((i, own, warnings)),
             Err(refused) => {
                 levels = before;
+                refusals = true;
                 results[i] = Some(Err(refused.into()));
             }
         }
     }
 
-    // 5. The writes.
-    if !planned.is_empty() {
-        levels::write(&mut tx, org_id, &changes).await?;
+    // 5. The writes: the levels where they ended (unless the locking statement already put them
+    // there), every accepted movement's event, every accepted outcome.
+    if planned.is_empty() {
+        tx.rollback().await?;
+    } else {
+        if deltas.is_none() || refusals {
+            let ended: Vec<StockChange> = levels
+                .iter()
+                .map(|(&(variant_id, warehouse_id), level)| StockChange {
+                    variant_id,
+                    warehouse_id,
+                    quantity: Quantity::default(),
+                    on_hand: level.on_hand,
+                })
+                .collect();
+            levels::write(&mut tx, org_id, &ended).await?;
+        }
         let appends: Vec<AppendRequest> = planned
             .iter()
             .map(|(i, own, _)| {
@@ -181,7 +221,7 @@ pub async fn run_movements(
         .bind(&responses)
         .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
     }
-    tx.commit().await?;
     Ok(results.into_iter().map(|result| result.unwrap_or_else(|| Err(sqlx::Error::RowNotFound.into()))).collect())
 }
