@@ -1,6 +1,6 @@
--- Claims the idempotency keys of several commands that run in one transaction (a group of stock
--- movements): for each key, in order, the transaction-scoped advisory lock a lone command takes
--- (`idempotency <org> <key>`, see `commands/src/engine/transaction.rs`) and, once held, the stored
+-- Claims the idempotency keys of the commands that run in one transaction (a lone keyed command, or
+-- a group of stock movements; see `claim_keys` in `commands/src/engine/transaction.rs`): for each key,
+-- in order, a transaction-scoped advisory lock on `idempotency <org> <key>` and, once held, the stored
 -- outcome if any. The lookup runs after the lock is taken, with a snapshot of its own (each statement
 -- of a volatile function gets one), so an outcome committed by the key's previous holder is seen.
 create function idempotency_claims(p_org uuid, p_keys text[])

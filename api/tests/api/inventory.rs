@@ -613,6 +613,15 @@ fn keyed_movement(
     }
 }
 
+/// Waits for the inventory read of a level to show `expected` on hand: batches sent past the gateway
+/// do not wait for the read side, which catches up.
+async fn reads_on_hand(app: &TestApp, product: &str, warehouse: &str, expected: &str) {
+    eventually(Duration::from_secs(10), "the inventory read catches up", || async {
+        (on_hand(app, product, warehouse).await == expected).then_some(())
+    })
+    .await;
+}
+
 /// Sends `requests` to the workers as one batch, as a loaded gateway does, and answers their replies.
 async fn send_batch(
     app: &TestApp,
@@ -693,11 +702,7 @@ async fn movements_batched_together_are_decided_in_order_each_as_if_alone(pool: 
     let lowest: i64 =
         sqlx::query_scalar("select min(on_hand) from stock_levels").fetch_one(&app.pool).await.expect("min");
     assert_eq!(lowest, 7_000);
-    // Sent past the gateway, so nothing waited for the read side: it catches up.
-    eventually(Duration::from_secs(10), "the inventory read shows 7", || async {
-        (on_hand(&app, &item, &main).await == "7").then_some(())
-    })
-    .await;
+    reads_on_hand(&app, &item, &main, "7").await;
 
     // A refused key is free: sent again after the stock arrives, it is decided afresh.
     let again = send_batch(
@@ -710,11 +715,7 @@ async fn movements_batched_together_are_decided_in_order_each_as_if_alone(pool: 
     .await;
     assert_eq!(accepted(&again[0]).0["changes"][0]["on_hand"], "1");
     assert!(accepted(&again[1]).1, "k1 is replayed, not moved again");
-    // Sent past the gateway, so nothing waited for the read side: it catches up.
-    eventually(Duration::from_secs(10), "the inventory read shows 1", || async {
-        (on_hand(&app, &item, &main).await == "1").then_some(())
-    })
-    .await;
+    reads_on_hand(&app, &item, &main, "1").await;
 
     // Only additions and takings: the locking statement adds them all at once, and a refusal among
     // them puts the level back where the accepted ones leave it.

@@ -31,7 +31,7 @@ use sqlx::PgPool;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
-pub(crate) use transaction::{in_progress, replay};
+pub(crate) use transaction::{claim_keys, store_outcomes};
 use transaction::{run_idempotent, run_in_transaction, stream_turn};
 
 /// Executes one request and turns the outcome into a reply.

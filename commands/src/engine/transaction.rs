@@ -20,40 +20,21 @@ pub(crate) async fn run_idempotent(
 ) -> Result<CommandReply, ExecuteError> {
     for _ in 0..CONFLICT_RETRIES {
         let mut tx = pool.begin().await?;
-        let locked: bool = sqlx::query_scalar("select pg_try_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind(format!("idempotency {} {}", request.org_id, claim.key))
-            .fetch_one(&mut *tx)
-            .await?;
-        if !locked {
-            return Err(in_progress());
-        }
-        let stored: Option<(String, Vec<u8>, serde_json::Value)> = sqlx::query_as(
-            "select operation, request_hash, response from idempotency_keys where org_id = $1 and key = $2",
-        )
-        .bind(request.org_id)
-        .bind(&claim.key)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((operation, hash, response)) = stored {
-            // Ended here, not dropped: a dropped transaction rolls back (and lets go of the key's lock)
-            // only when its connection is next used, so an immediate retry would find the key busy.
-            tx.rollback().await?;
-            return replay(request.org_id, claim, &operation, &hash, response);
+        let found = claim_keys(&mut tx, request.org_id, &[claim.key.as_str()]).await?;
+        match found.into_iter().next().ok_or(sqlx::Error::RowNotFound)? {
+            KeyClaim::Free => {}
+            KeyClaim::Busy => return Err(in_progress()),
+            stored @ KeyClaim::Stored { .. } => {
+                // Ended here, not dropped: a dropped transaction rolls back (and lets go of the key's
+                // lock) only when its connection is next used, so an immediate retry would find the key
+                // busy.
+                tx.rollback().await?;
+                return stored.answer(request.org_id, claim).unwrap_or(Err(sqlx::Error::RowNotFound.into()));
+            }
         }
         match request.command.run(&mut Conn::Open(&mut tx), &Sink::Transaction, request.org_id, metadata).await {
             Ok(reply) => {
-                let hash = hex::decode(&claim.request_hash).unwrap_or_default();
-                sqlx::query(
-                    "insert into idempotency_keys (org_id, key, operation, request_hash, response)
-                     values ($1, $2, $3, $4, $5)",
-                )
-                .bind(request.org_id)
-                .bind(&claim.key)
-                .bind(&claim.operation)
-                .bind(hash)
-                .bind(serde_json::to_value(&reply).unwrap_or_default())
-                .execute(&mut *tx)
-                .await?;
+                store_outcomes(&mut tx, request.org_id, &[(claim, &reply)]).await?;
                 tx.commit().await?;
                 return Ok(reply);
             }
@@ -73,8 +54,87 @@ pub(crate) async fn run_idempotent(
     Err(ExecuteError::Contended(request.org_id))
 }
 
+/// What claiming an idempotency key found.
+pub(crate) enum KeyClaim {
+    /// Another transaction holds the key.
+    Busy,
+    /// The key is this transaction's, and an outcome is stored under it.
+    Stored { operation: String, hash: Vec<u8>, response: serde_json::Value },
+    /// The key is this transaction's, and nothing is stored under it yet: the command runs.
+    Free,
+}
+
+impl KeyClaim {
+    /// The answer a busy or stored key gives `claim` (none for a free key: the command runs).
+    pub(crate) fn answer(self, org_id: Uuid, claim: &Idempotency) -> Option<Result<CommandReply, ExecuteError>> {
+        match self {
+            KeyClaim::Busy => Some(Err(in_progress())),
+            KeyClaim::Stored { operation, hash, response } => Some(replay(org_id, claim, &operation, &hash, response)),
+            KeyClaim::Free => None,
+        }
+    }
+}
+
+/// Claims `keys` of `org_id` for the caller's transaction, in order, with one statement
+/// (`idempotency_claims`): each key's transaction-scoped advisory lock, then, once held, its stored
+/// outcome, read with a snapshot taken after the lock.
+pub(crate) async fn claim_keys(
+    conn: &mut sqlx::PgConnection,
+    org_id: Uuid,
+    keys: &[&str],
+) -> Result<Vec<KeyClaim>, sqlx::Error> {
+    type Row = (bool, Option<String>, Option<Vec<u8>>, Option<serde_json::Value>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "select c.locked, c.operation, c.request_hash, c.response
+         from idempotency_claims($1, $2) with ordinality as c(locked, operation, request_hash, response, n)
+         order by c.n",
+    )
+    .bind(org_id)
+    .bind(keys)
+    .fetch_all(conn)
+    .await?;
+    if rows.len() != keys.len() {
+        return Err(sqlx::Error::RowNotFound);
+    }
+    Ok(rows
+        .into_iter()
+        .map(|row| match row {
+            (false, ..) => KeyClaim::Busy,
+            (true, Some(operation), Some(hash), Some(response)) => KeyClaim::Stored { operation, hash, response },
+            (true, ..) => KeyClaim::Free,
+        })
+        .collect())
+}
+
+/// Stores each accepted command's outcome under its key (in the transaction that wrote its events).
+pub(crate) async fn store_outcomes(
+    conn: &mut sqlx::PgConnection,
+    org_id: Uuid,
+    outcomes: &[(&Idempotency, &CommandReply)],
+) -> Result<(), sqlx::Error> {
+    let (mut keys, mut operations, mut hashes, mut responses) = (vec![], vec![], vec![], vec![]);
+    for (claim, reply) in outcomes {
+        keys.push(claim.key.as_str());
+        operations.push(claim.operation.as_str());
+        hashes.push(hex::decode(&claim.request_hash).unwrap_or_default());
+        responses.push(serde_json::to_value(reply).unwrap_or_default());
+    }
+    sqlx::query(
+        "insert into idempotency_keys (org_id, key, operation, request_hash, response)
+         select $1, k, o, h, r from unnest($2::text[], $3::text[], $4::bytea[], $5::jsonb[]) as t(k, o, h, r)",
+    )
+    .bind(org_id)
+    .bind(&keys)
+    .bind(&operations)
+    .bind(&hashes)
+    .bind(&responses)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// The refusal of a key another request holds right now.
-pub(crate) fn in_progress() -> ExecuteError {
+fn in_progress() -> ExecuteError {
     Rejection::Idempotency {
         code: "IDEMPOTENCY_IN_PROGRESS".into(),
         message: "a request with this idempotency key is still running; retry shortly".into(),
@@ -85,7 +145,7 @@ pub(crate) fn in_progress() -> ExecuteError {
 
 /// The answer to a key whose outcome is stored: the outcome, marked replayed, when the request is the
 /// one that stored it; 409 `IDEMPOTENCY_CONFLICT` when it is another.
-pub(crate) fn replay(
+fn replay(
     org_id: Uuid,
     claim: &Idempotency,
     operation: &str,

@@ -123,18 +123,27 @@ pub async fn peek(
 
 /// Writes the on-hand each change left (the last change of a level wins).
 pub async fn write(conn: &mut PgConnection, org_id: Uuid, changes: &[StockChange]) -> Result<(), sqlx::Error> {
-    if changes.is_empty() {
-        return Ok(());
-    }
     let mut last: BTreeMap<Key, Quantity> = BTreeMap::new();
     for change in changes {
         last.insert((change.variant_id, change.warehouse_id), change.on_hand);
     }
-    let (mut variants, mut warehouses, mut on_hand) = (Vec::new(), Vec::new(), Vec::new());
-    for ((v, w), q) in last {
+    write_on_hand(conn, org_id, &last).await
+}
+
+/// Sets each level of `on_hand` to its quantity.
+pub async fn write_on_hand(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    on_hand: &BTreeMap<Key, Quantity>,
+) -> Result<(), sqlx::Error> {
+    if on_hand.is_empty() {
+        return Ok(());
+    }
+    let (mut variants, mut warehouses, mut quantities) = (Vec::new(), Vec::new(), Vec::new());
+    for (&(v, w), q) in on_hand {
         variants.push(v);
         warehouses.push(w);
-        on_hand.push(q.thousandths());
+        quantities.push(q.thousandths());
     }
     sqlx::query(
         "update stock_levels s set on_hand = t.q
@@ -144,7 +153,7 @@ pub async fn write(conn: &mut PgConnection, org_id: Uuid, changes: &[StockChange
     .bind(org_id)
     .bind(&variants)
     .bind(&warehouses)
-    .bind(&on_hand)
+    .bind(&quantities)
     .execute(conn)
     .await?;
     Ok(())
