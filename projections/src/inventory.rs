@@ -4,10 +4,13 @@
 //! moves stock records the on-hand it left, so a level is set, never summed: the projection can only
 //! agree with the write model. Reads join the products and warehouses read models for names.
 
-use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
+use crate::{
+    CacheKey, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold, StreamType, Target,
+    contains_pattern, sql_literal,
+};
 use events::catalogue::{
     ProductEvent, PurchaseEvent, PurchaseOrderEvent, SaleEvent, StockEffect, StockMovementEvent, StockReservationEvent,
-    StockTransferEvent, ar_date, cause, stock_effect,
+    StockTransferEvent, ar_date, cause, iso_date, stock_effect,
 };
 use events::domain::Quantity;
 use events::{EventPayload, RecordedEvent};
@@ -58,19 +61,80 @@ impl Projection for InventoryProjection {
     ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
         Box::pin(apply(conn, target, events))
     }
+
+    fn rendered(&self) -> Option<&dyn RenderedFold> {
+        Some(self)
+    }
 }
 
-/// One ledger row, as the batch's single insert takes it.
-struct LedgerRow {
+/// What a batch changes, one list per statement: the levels it leaves (one row per level, at the
+/// on-hand of its last change), its ledger rows, the reservations it touches (cleared, then their
+/// lines as the batch leaves them) and its transfers. Live batches render these as literals for the
+/// statements [`RenderedFold::prepare`] made; rebuilds bind them to the same SQL on the shadow tables.
+#[derive(Default)]
+struct Batch {
+    levels: Vec<LevelJson>,
+    ledger: Vec<LedgerJson>,
+    reservations: Vec<ReservationKey>,
+    reserved: Vec<ReservedJson>,
+    transfers: Vec<TransferJson>,
+}
+
+#[derive(serde::Serialize)]
+struct LevelJson {
+    org_id: Uuid,
+    variant_id: Uuid,
+    warehouse_id: Uuid,
+    on_hand: i64,
+    #[serde(with = "time::serde::rfc3339")]
+    updated_at: OffsetDateTime,
+}
+
+/// One ledger row.
+#[derive(serde::Serialize)]
+struct LedgerJson {
+    org_id: Uuid,
     seq: i64,
     id: Uuid,
-    variant: Uuid,
-    warehouse: Uuid,
+    variant_id: Uuid,
+    warehouse_id: Uuid,
     cause_type: &'static str,
     cause_id: Uuid,
     quantity: i64,
     on_hand: i64,
+    #[serde(with = "iso_date")]
     occurred_on: Date,
+    #[serde(with = "time::serde::rfc3339")]
+    created_at: OffsetDateTime,
+}
+
+#[derive(serde::Serialize, PartialEq, Eq, PartialOrd, Ord, Clone, Copy)]
+struct ReservationKey {
+    org_id: Uuid,
+    reservation_id: Uuid,
+}
+
+#[derive(serde::Serialize)]
+struct ReservedJson {
+    org_id: Uuid,
+    reservation_id: Uuid,
+    variant_id: Uuid,
+    warehouse_id: Uuid,
+    quantity: i64,
+    #[serde(with = "iso_date")]
+    reserved_through: Date,
+}
+
+#[derive(serde::Serialize)]
+struct TransferJson {
+    org_id: Uuid,
+    id: Uuid,
+    origin_warehouse_id: Uuid,
+    destination_warehouse_id: Uuid,
+    #[serde(with = "iso_date")]
+    occurred_on: Date,
+    doc: Value,
+    #[serde(with = "time::serde::rfc3339")]
     created_at: OffsetDateTime,
 }
 
@@ -78,16 +142,13 @@ fn undecodable(event: &RecordedEvent, reason: impl ToString) -> ProjectionError 
     ProjectionError::Undecodable { position: event.position, reason: reason.to_string() }
 }
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
-    let (levels, reservations, movements, transfers) =
-        (target.table(LEVELS), target.table(RESERVATIONS), target.table(MOVEMENTS), target.table(TRANSFERS));
+/// The batch's changes, from its events in commit order.
+fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
     // Levels end the batch at the on-hand of their last change (the batch is in commit order).
     let mut last: BTreeMap<(Uuid, Uuid, Uuid), (i64, OffsetDateTime)> = BTreeMap::new();
-    let mut ledger: Vec<(Uuid, LedgerRow)> = Vec::new();
+    // A reservation ends the batch in the state of its last event (`None`: gone).
+    let mut reservations: BTreeMap<ReservationKey, Option<events::catalogue::Reservation>> = BTreeMap::new();
+    let mut batch = Batch::default();
     for event in events {
         let effect = stock_effect(&event.stream_type, &event.event_type, event.schema_version, &event.data)
             .map_err(|e| undecodable(event, e))?;
@@ -100,19 +161,19 @@ async fn apply(
                            on_hand: Quantity,
                            occurred_on: Date| {
             last.insert((event.org_id, variant, warehouse), (on_hand.thousandths(), event.recorded_at));
-            let row = LedgerRow {
+            batch.ledger.push(LedgerJson {
+                org_id: event.org_id,
                 seq: event.position * 1000 + index as i64,
                 id: Uuid::new_v5(&event.event_id, &(index as u32).to_be_bytes()),
-                variant,
-                warehouse,
+                variant_id: variant,
+                warehouse_id: warehouse,
                 cause_type: cause.0,
                 cause_id: cause.1,
                 quantity: quantity.thousandths(),
                 on_hand: on_hand.thousandths(),
                 occurred_on,
                 created_at: event.recorded_at,
-            };
-            ledger.push((event.org_id, row));
+            });
         };
         match effect {
             None => {}
@@ -131,92 +192,171 @@ async fn apply(
                 }
             }
             Some(StockEffect::Reservation(state)) => {
-                let sql = format!("delete from {reservations} where org_id = $1 and reservation_id = $2");
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(event.org_id)
-                    .bind(event.stream_id)
-                    .execute(&mut *conn)
-                    .await?;
-                if let Some(state) = state {
-                    let sql = format!(
-                        "insert into {reservations} (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
-                         select $1, $2, v, w, q, $6 from unnest($3::uuid[], $4::uuid[], $5::bigint[]) as t(v, w, q)"
-                    );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(event.org_id)
-                        .bind(event.stream_id)
-                        .bind(state.lines.iter().map(|l| l.variant_id).collect::<Vec<_>>())
-                        .bind(state.lines.iter().map(|l| l.warehouse_id).collect::<Vec<_>>())
-                        .bind(state.lines.iter().map(|l| l.quantity.thousandths()).collect::<Vec<_>>())
-                        .bind(state.reserved_through)
-                        .execute(&mut *conn)
-                        .await?;
-                }
+                reservations.insert(ReservationKey { org_id: event.org_id, reservation_id: event.stream_id }, state);
             }
         }
         if event.stream_type == StockTransferEvent::STREAM_TYPE {
             let StockTransferEvent::StockTransferred(t) =
                 StockTransferEvent::decode(&event.event_type, event.schema_version, event.data.clone())
                     .map_err(|e| undecodable(event, e))?;
-            let doc = json!({
-                "items": t.lines,
-                "requested_items": t.items,
-                "notes": t.notes,
+            batch.transfers.push(TransferJson {
+                org_id: event.org_id,
+                id: event.stream_id,
+                origin_warehouse_id: t.origin_warehouse_id,
+                destination_warehouse_id: t.destination_warehouse_id,
+                occurred_on: t.occurred_on,
+                doc: json!({"items": t.lines, "requested_items": t.items, "notes": t.notes}),
+                created_at: event.recorded_at,
             });
-            let sql = format!(
-                "insert into {transfers} (org_id, id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc, created_at)
-                 values ($1, $2, $3, $4, $5, $6, $7) on conflict (org_id, id) do nothing"
-            );
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(event.org_id)
-                .bind(event.stream_id)
-                .bind(t.origin_warehouse_id)
-                .bind(t.destination_warehouse_id)
-                .bind(t.occurred_on)
-                .bind(doc)
-                .bind(event.recorded_at)
-                .execute(&mut *conn)
-                .await?;
         }
     }
-    if !last.is_empty() {
-        let sql = format!(
-            "insert into {levels} (org_id, variant_id, warehouse_id, on_hand, updated_at)
-             select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[], $5::timestamptz[])
-             on conflict (org_id, variant_id, warehouse_id)
-             do update set on_hand = excluded.on_hand, updated_at = excluded.updated_at"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(last.keys().map(|k| k.0).collect::<Vec<_>>())
-            .bind(last.keys().map(|k| k.1).collect::<Vec<_>>())
-            .bind(last.keys().map(|k| k.2).collect::<Vec<_>>())
-            .bind(last.values().map(|v| v.0).collect::<Vec<_>>())
-            .bind(last.values().map(|v| v.1).collect::<Vec<_>>())
-            .execute(&mut *conn)
-            .await?;
+    batch.levels = last
+        .into_iter()
+        .map(|((org_id, variant_id, warehouse_id), (on_hand, updated_at))| LevelJson {
+            org_id,
+            variant_id,
+            warehouse_id,
+            on_hand,
+            updated_at,
+        })
+        .collect();
+    for (key, state) in reservations {
+        batch.reservations.push(key);
+        for line in state.iter().flat_map(|s| s.lines.iter().map(move |l| (s.reserved_through, l))) {
+            batch.reserved.push(ReservedJson {
+                org_id: key.org_id,
+                reservation_id: key.reservation_id,
+                variant_id: line.1.variant_id,
+                warehouse_id: line.1.warehouse_id,
+                quantity: line.1.quantity.thousandths(),
+                reserved_through: line.0,
+            });
+        }
     }
-    if !ledger.is_empty() {
-        let sql = format!(
-            "insert into {movements} (org_id, seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand,
-                                      occurred_on, created_at)
-             select * from unnest($1::uuid[], $2::bigint[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::uuid[],
-                                  $8::bigint[], $9::bigint[], $10::date[], $11::timestamptz[])
-             on conflict (org_id, seq) do nothing"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(ledger.iter().map(|(o, _)| *o).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.seq).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.id).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.variant).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.warehouse).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.cause_type).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.cause_id).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.quantity).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.on_hand).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.occurred_on).collect::<Vec<_>>())
-            .bind(ledger.iter().map(|(_, r)| r.created_at).collect::<Vec<_>>())
-            .execute(&mut *conn)
-            .await?;
+    Ok(batch)
+}
+
+/// The batch's statements on `tables` (the live ones or a rebuild's shadows), each reading its rows
+/// as a JSON array from `$1`, in the order they run; a statement whose list is empty is left out.
+fn statements(levels: &str, reservations: &str, movements: &str, transfers: &str) -> [(&'static str, String); 5] {
+    [
+        (
+            "levels",
+            format!(
+                "insert into {levels} (org_id, variant_id, warehouse_id, on_hand, updated_at)
+                 select * from json_to_recordset($1::json)
+                     as t(org_id uuid, variant_id uuid, warehouse_id uuid, on_hand bigint, updated_at timestamptz)
+                 on conflict (org_id, variant_id, warehouse_id)
+                 do update set on_hand = excluded.on_hand, updated_at = excluded.updated_at"
+            ),
+        ),
+        (
+            "ledger",
+            format!(
+                "insert into {movements} (org_id, seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity,
+                                          on_hand, occurred_on, created_at)
+                 select * from json_to_recordset($1::json)
+                     as t(org_id uuid, seq bigint, id uuid, variant_id uuid, warehouse_id uuid, cause_type text,
+                          cause_id uuid, quantity bigint, on_hand bigint, occurred_on date, created_at timestamptz)
+                 on conflict (org_id, seq) do nothing"
+            ),
+        ),
+        (
+            "reservations",
+            format!(
+                "delete from {reservations} r using json_to_recordset($1::json) as t(org_id uuid, reservation_id uuid)
+                 where r.org_id = t.org_id and r.reservation_id = t.reservation_id"
+            ),
+        ),
+        (
+            "reserved",
+            format!(
+                "insert into {reservations} (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
+                 select * from json_to_recordset($1::json)
+                     as t(org_id uuid, reservation_id uuid, variant_id uuid, warehouse_id uuid, quantity bigint,
+                          reserved_through date)"
+            ),
+        ),
+        (
+            "transfers",
+            format!(
+                "insert into {transfers} (org_id, id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc,
+                                          created_at)
+                 select * from json_to_recordset($1::json)
+                     as t(org_id uuid, id uuid, origin_warehouse_id uuid, destination_warehouse_id uuid,
+                          occurred_on date, doc jsonb, created_at timestamptz)
+                 on conflict (org_id, id) do nothing"
+            ),
+        ),
+    ]
+}
+
+impl Batch {
+    /// Each statement's rows as a JSON array, in [`statements`]' order (`None` for an empty list).
+    fn rows(&self) -> Result<[Option<String>; 5], ProjectionError> {
+        fn json<T: serde::Serialize>(rows: &[T]) -> Result<Option<String>, ProjectionError> {
+            if rows.is_empty() {
+                return Ok(None);
+            }
+            serde_json::to_string(rows)
+                .map(Some)
+                .map_err(|e| ProjectionError::Undecodable { position: 0, reason: e.to_string() })
+        }
+        Ok([
+            json(&self.levels)?,
+            json(&self.ledger)?,
+            json(&self.reservations)?,
+            json(&self.reserved)?,
+            json(&self.transfers)?,
+        ])
+    }
+}
+
+fn live_statements() -> [(&'static str, String); 5] {
+    statements(LEVELS, RESERVATIONS, MOVEMENTS, TRANSFERS)
+}
+
+impl RenderedFold for InventoryProjection {
+    fn prepare(&self) -> Vec<String> {
+        live_statements()
+            .into_iter()
+            .map(|(name, sql)| format!("prepare inventory_{name}_fold (text) as {sql}"))
+            .collect()
+    }
+
+    fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
+        let rows = fold(events)?.rows()?;
+        let sql: Vec<String> = live_statements()
+            .iter()
+            .zip(rows)
+            .filter_map(|((name, _), rows)| {
+                rows.map(|rows| format!("execute inventory_{name}_fold({})", sql_literal(&rows)))
+            })
+            .collect();
+        // Inventory reads are not cached.
+        Ok(Rendered {
+            sql: if sql.is_empty() { "select 1".to_owned() } else { sql.join(";\n") },
+            invalidate: Vec::new(),
+        })
+    }
+}
+
+async fn apply(
+    conn: &mut PgConnection,
+    target: Target,
+    events: &[RecordedEvent],
+) -> Result<Vec<CacheKey>, ProjectionError> {
+    let rows = fold(events)?.rows()?;
+    let tables = statements(
+        &target.table(LEVELS),
+        &target.table(RESERVATIONS),
+        &target.table(MOVEMENTS),
+        &target.table(TRANSFERS),
+    );
+    for ((_, sql), rows) in tables.into_iter().zip(rows) {
+        if let Some(rows) = rows {
+            sqlx::query(sqlx::AssertSqlSafe(sql)).bind(rows).execute(&mut *conn).await?;
+        }
     }
     // Inventory reads are not cached.
     Ok(Vec::new())
