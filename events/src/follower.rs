@@ -11,11 +11,13 @@ use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, PgPool, Row};
 use uuid::Uuid;
 
-pub(crate) const EVENT_COLUMNS: &str = "e.position, e.transaction_id::text::int8 as transaction_id, e.org_id, \
+/// The columns of a stored event, read from `events e` (see [`event_from_row`]).
+pub const EVENT_COLUMNS: &str = "e.position, e.transaction_id::text::int8 as transaction_id, e.org_id, \
      e.stream_type, e.stream_id, e.version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata, \
      e.recorded_at";
 
-pub(crate) fn event_from_row(row: &PgRow) -> Result<RecordedEvent, sqlx::Error> {
+/// An event from a row holding [`EVENT_COLUMNS`].
+pub fn event_from_row(row: &PgRow) -> Result<RecordedEvent, sqlx::Error> {
     Ok(RecordedEvent {
         position: row.try_get("position")?,
         transaction_id: row.try_get("transaction_id")?,

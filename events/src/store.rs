@@ -1,7 +1,7 @@
 //! Appending to and reading from the Postgres event store.
 
 use crate::envelope::{CommitKey, Metadata, NewEvent, RecordedEvent};
-use crate::follower::{EVENT_COLUMNS, event_from_row};
+pub use crate::follower::{EVENT_COLUMNS, event_from_row};
 use futures::TryStreamExt;
 use sqlx::{PgConnection, PgPool};
 use std::borrow::Borrow;

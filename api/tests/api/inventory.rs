@@ -733,4 +733,35 @@ async fn movements_batched_together_are_decided_in_order_each_as_if_alone(pool: 
     assert_eq!(accepted(&mixed[2]).0["changes"][0]["on_hand"], "2");
     let level: i64 = sqlx::query_scalar("select on_hand from stock_levels").fetch_one(&app.pool).await.expect("level");
     assert_eq!(level, 2_000, "the refused taking is not in the level");
+
+    // Several warehouses in one group: each is read from its own stream (a renamed one has two
+    // events), an inactive one and an unknown one are refused, and the others move.
+    let north = warehouse(&app, "Depósito Norte").await;
+    json(app.put(&format!("{WAREHOUSES}/{north}"), &json!({ "name": "Depósito Norte 2" })).await, 200).await;
+    let closed = warehouse(&app, "Depósito Cerrado").await;
+    json(
+        app.put(&format!("{WAREHOUSES}/{closed}"), &json!({ "name": "Depósito Cerrado", "isActive": false })).await,
+        200,
+    )
+    .await;
+    let nowhere = Uuid::now_v7().to_string();
+    let spread = send_batch(
+        &app,
+        vec![
+            keyed_movement(&app, "k9", "09", In, &north, &[(&item, 3)]), // 0 → 3 in the north
+            keyed_movement(&app, "k10", "10", In, &closed, &[(&item, 1)]), // inactive
+            keyed_movement(&app, "k11", "11", In, &nowhere, &[(&item, 1)]), // unknown
+            keyed_movement(&app, "k12", "12", In, &main, &[(&item, 1)]), // 2 → 3 in the main one
+        ],
+    )
+    .await;
+    assert_eq!(accepted(&spread[0]).0["changes"][0]["on_hand"], "3");
+    assert!(refusal(&spread[1]).to_string().contains("WAREHOUSE_INACTIVE"), "{:?}", spread[1]);
+    let unknown = refusal(&spread[2]).to_string();
+    assert!(unknown.contains("not_found") && unknown.contains("warehouse_id"), "{unknown}");
+    assert_eq!(accepted(&spread[3]).0["changes"][0]["on_hand"], "3");
+    let transaction = |reply: &CommandReply| accepted(reply).2.expect("a commit key").transaction_id;
+    assert_eq!(transaction(&spread[0]), transaction(&spread[3]), "the group ran, not one by one");
+    reads_on_hand(&app, &item, &north, "3").await;
+    reads_on_hand(&app, &item, &main, "3").await;
 }

@@ -7,7 +7,7 @@ use crate::engine::append::Appender;
 use crate::protocol::CommandReply;
 use crate::validate::FieldError;
 use events::store::{self, AppendError, AppendRequest, Appended, StreamRef};
-use events::{CommitKey, EventPayload, Metadata};
+use events::{CommitKey, EventPayload, Metadata, RecordedEvent};
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
@@ -70,9 +70,18 @@ where
     A: Aggregate + WithId,
 {
     let stored = store::load_stream(conn, org_id, stream_id).await?;
+    fold_stream(stream_id, &stored)
+}
+
+/// One aggregate instance from its stream's events, loaded in version order (none: `None`); a stream
+/// of another type is not this aggregate (`None`).
+pub fn fold_stream<A>(stream_id: Uuid, stored: &[RecordedEvent]) -> Result<(Option<A>, i32), ExecuteError>
+where
+    A: Aggregate + WithId,
+{
     let version = stored.last().map(|e| e.version).unwrap_or(0);
     let mut state: Option<A> = None;
-    for event in &stored {
+    for event in stored {
         if event.stream_type != A::Event::STREAM_TYPE {
             return Ok((None, version));
         }

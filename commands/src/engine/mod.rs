@@ -18,7 +18,7 @@ mod transaction;
 pub use append::Appender;
 pub use execute::{
     Conn, ExecuteError, Executed, FollowUps, NoFollowUps, Sink, WithId, accepted, append_together, append_typed,
-    execute, load, name_taken, reject_fields, run_aggregate,
+    execute, fold_stream, load, name_taken, reject_fields, run_aggregate,
 };
 
 use crate::protocol::{CommandBatch, CommandBatchReply, CommandReply, CommandRequest, FailureCause, QUEUE_GROUP};

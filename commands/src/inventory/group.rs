@@ -4,35 +4,35 @@
 //! 1. one statement claims every key (`claim_keys`, as a lone command claims its own: each key's lock,
 //!    then its stored outcome); a key held elsewhere answers `IDEMPOTENCY_IN_PROGRESS`, a stored one
 //!    is replayed (or conflicts);
-//! 2. the warehouses (one load each) and the products (one statement) are checked for all of them;
-//! 3. the policy is read, and every level any of them touches is locked by one statement, in key
-//!    order, as a lone command locks its own; when none of them is a count, that statement also adds
-//!    all their quantities;
+//! 2. one statement reads the warehouses (their streams), the products and the policy, and the
+//!    references are checked for all of them;
+//! 3. every level any of them touches is locked by one statement, in key order, as a lone command
+//!    locks its own; when none of them is a count, that statement also adds all their quantities;
 //! 4. each movement is planned in batch order against the levels the ones before it left, and a
 //!    refused one (a shortfall under `block`, a level out of bounds) leaves them as they were;
 //! 5. the levels are written where the plans left them (only after a count or a refusal: otherwise the
 //!    locking statement put them there), then every accepted movement's event (one append) and every
 //!    accepted outcome under its key (one insert), and the transaction commits.
 //!
-//! About nine statements for the whole group, where a lone movement takes ten of its own. A refusal
+//! Seven statements for the whole group (begin and commit included), where a lone movement takes ten
+//! of its own. A refusal
 //! writes nothing of its own and stores no outcome, as alone. A failure of the group as a whole (an
 //! error from the database) rolls everything back and the engine runs the movements one by one.
 
 use super::handler::{
-    movement_event, movement_moves, movement_reply, negative_stock_policy, product_types, products_verdict,
+    References, movement_event, movement_moves, movement_references, movement_reply, products_verdict,
     warehouse_verdict,
 };
 use super::levels::{self, Key};
 use super::{StockMovementCommand, apply_policy, plan};
-use crate::engine::{ExecuteError, load, reject_fields};
+use crate::engine::{ExecuteError, reject_fields};
 use crate::protocol::{CommandReply, Idempotency};
-use crate::records::Warehouse;
 use events::catalogue::{StockMovementEvent, ar_date};
 use events::domain::Quantity;
 use events::store::{AppendError, AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgPool;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -64,16 +64,17 @@ pub async fn run_movements(
         }
     }
 
-    // 2. The references.
-    let warehouses: BTreeSet<Uuid> = running.iter().map(|&i| members[i].command.warehouse_id).collect();
-    let mut active = HashMap::with_capacity(warehouses.len());
-    for warehouse in warehouses {
-        let found = load::<Warehouse>(&mut tx, org_id, warehouse).await?.0;
-        active.insert(warehouse, found.map(|w| w.fields.is_active));
-    }
-    let variants: BTreeSet<Uuid> =
-        running.iter().flat_map(|&i| members[i].command.lines.iter().map(|l| l.variant_id)).collect();
-    let types = product_types(&mut tx, org_id, &variants.into_iter().collect::<Vec<_>>()).await?;
+    // 2. The references (and the policy), read by one statement.
+    let warehouses: Vec<Uuid> =
+        running.iter().map(|&i| members[i].command.warehouse_id).collect::<BTreeSet<_>>().into_iter().collect();
+    let variants: Vec<Uuid> = running
+        .iter()
+        .flat_map(|&i| members[i].command.lines.iter().map(|l| l.variant_id))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let References { warehouses: active, types, policy } =
+        movement_references(&mut tx, org_id, &warehouses, &variants).await?;
     let mut checked = Vec::with_capacity(running.len());
     for i in running {
         let command = members[i].command;
@@ -99,11 +100,10 @@ pub async fn run_movements(
         return Ok(answers(results));
     }
 
-    // 3 and 4. The policy, the levels, and each movement's plan in turn. When every movement adds or
+    // 3 and 4. The levels, and each movement's plan in turn. When every movement adds or
     // takes (none counts), the locking statement adds all their quantities at once, as a lone
     // movement's does; the levels are written again only if a refusal makes them end elsewhere.
     let now = OffsetDateTime::now_utc();
-    let policy = negative_stock_policy(&mut tx, org_id).await?;
     let wanted: Vec<_> = checked
         .into_iter()
         .map(|i| {

@@ -82,6 +82,64 @@ pub async fn product_types(
     Ok(rows.into_iter().collect())
 }
 
+/// What a group of movements checks before it locks, read by one statement: each warehouse's state
+/// (`None`: not of the organization; else whether it is active), the product type of each variant of
+/// the organization, and the negative-stock policy. The warehouses are folded from their streams, as
+/// [`load`] does one.
+pub(super) struct References {
+    pub warehouses: HashMap<Uuid, Option<bool>>,
+    pub types: HashMap<Uuid, String>,
+    pub policy: NegativeStock,
+}
+
+pub(super) async fn movement_references(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    warehouses: &[Uuid],
+    variants: &[Uuid],
+) -> Result<References, ExecuteError> {
+    use sqlx::Row;
+    // One row for the organization's part (policy and products), joined to every event of the
+    // warehouses' streams (none: one row without an event). Only the stream ids are in the events'
+    // condition, for the `(stream_id, version)` index (see `events::store::load_stream`); the
+    // organization is checked on the rows.
+    let sql = format!(
+        "select o.policy, o.variants, o.types, e.*
+         from (select (select negative_stock from organizations where id = $1) as policy,
+                      array(select variant_id from product_variants
+                            where org_id = $1 and variant_id = any($2) order by variant_id) as variants,
+                      array(select product_type from product_variants
+                            where org_id = $1 and variant_id = any($2) order by variant_id) as types) o
+         left join lateral (select {columns} from events e where e.stream_id = any($3)) e on true
+         order by e.stream_id, e.version",
+        columns = events::store::EVENT_COLUMNS
+    );
+    let rows =
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(variants).bind(warehouses).fetch_all(conn).await?;
+    let first = rows.first().ok_or(sqlx::Error::RowNotFound)?;
+    let policy: Option<String> = first.try_get("policy")?;
+    let policy = policy.as_deref().and_then(NegativeStock::parse).unwrap_or(NegativeStock::Allow);
+    let ids: Vec<Uuid> = first.try_get("variants")?;
+    let kinds: Vec<String> = first.try_get("types")?;
+    let types = ids.into_iter().zip(kinds).collect();
+    let mut streams: HashMap<Uuid, Vec<events::RecordedEvent>> = HashMap::new();
+    for row in &rows {
+        if row.try_get::<Option<Uuid>, _>("stream_id")?.is_some() {
+            let event = events::store::event_from_row(row)?;
+            if event.org_id == org_id {
+                streams.entry(event.stream_id).or_default().push(event);
+            }
+        }
+    }
+    let mut states = HashMap::with_capacity(warehouses.len());
+    for &id in warehouses {
+        let stored = streams.remove(&id).unwrap_or_default();
+        let warehouse = crate::engine::fold_stream::<Warehouse>(id, &stored)?.0;
+        states.insert(id, warehouse.map(|w| w.fields.is_active));
+    }
+    Ok(References { warehouses: states, types, policy })
+}
+
 /// The components of each combo among `ids`.
 pub async fn combo_components(
     conn: &mut PgConnection,
