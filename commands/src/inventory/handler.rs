@@ -82,7 +82,7 @@ pub async fn product_types(
     Ok(rows.into_iter().collect())
 }
 
-/// What a group of movements checks before it locks, read by one statement: each warehouse's state
+/// What movements check before they lock (a group's or a lone one's), read by one statement: each warehouse's state
 /// (`None`: not of the organization; else whether it is active), the product type of each variant of
 /// the organization, and the negative-stock policy. The warehouses are folded from their streams, as
 /// [`load`] does one.
@@ -251,10 +251,14 @@ impl Handler for StockMovements {
         conn: &mut Conn<'_>,
         org_id: Uuid,
     ) -> Result<(), ExecuteError> {
+        // One statement for the warehouse and the products, as a group reads them.
         let conn = conn.get().await?;
+        let variants: Vec<Uuid> = command.lines.iter().map(|l| l.variant_id).collect();
+        let found = movement_references(conn, org_id, &[command.warehouse_id], &variants).await?;
         let mut errors = Vec::new();
-        check_warehouse(conn, org_id, command.warehouse_id, "warehouse_id", &mut errors).await?;
-        check_products(conn, org_id, &command.lines, "lines", false, &mut errors).await?;
+        let active = found.warehouses.get(&command.warehouse_id).copied().flatten();
+        warehouse_verdict(active, command.warehouse_id, "warehouse_id", &mut errors)?;
+        products_verdict(&found.types, &command.lines, "lines", false, &mut errors);
         reject_fields(errors)
     }
 
