@@ -328,28 +328,29 @@ async fn bad_stock_input_is_refused_and_writes_nothing(pool: PgPool) {
     )
     .await["data"]["id"]
         .clone();
-    let events = app.event_count().await;
-
-    let unknown =
-        movement("in", &Uuid::now_v7().to_string(), json!([{ "product_id": foreign_product, "quantity": 1 }]));
-    let missing = error(app.post_keyed(MOVEMENTS, &unknown).await, 404, "invalid_request_error").await;
-    assert_eq!(detail_fields(&missing), ["warehouse_id", "lines[0].product_id"]);
     // Another organization's warehouse is unknown here; an inactive one of ours is refused.
-    let theirs = style_a(app.request(Method::GET, WAREHOUSES, Some(&other_key), None).await, 200).await;
-    let theirs = items(&theirs)[0]["id"].as_str().expect("their warehouse").to_owned();
-    let abroad = movement("in", &theirs, json!([{ "product_id": item, "quantity": 1 }]));
-    let abroad = error(app.post_keyed(MOVEMENTS, &abroad).await, 404, "invalid_request_error").await;
-    assert_eq!(detail_fields(&abroad), ["warehouse_id"]);
     let shut = warehouse(&app, "Depósito Cerrado").await;
     json(
         app.put(&format!("{WAREHOUSES}/{shut}"), &json!({ "name": "Depósito Cerrado", "isActive": false })).await,
         200,
     )
     .await;
+    let theirs = style_a(app.request(Method::GET, WAREHOUSES, Some(&other_key), None).await, 200).await;
+    let theirs = items(&theirs)[0]["id"].as_str().expect("their warehouse").to_owned();
+    let before = app.event_count().await;
+    let abroad = movement("in", &theirs, json!([{ "product_id": item, "quantity": 1 }]));
+    let abroad = error(app.post_keyed(MOVEMENTS, &abroad).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&abroad), ["warehouse_id"]);
     let into_shut = movement("in", &shut, json!([{ "product_id": item, "quantity": 1 }]));
     let closed = error(app.post_keyed(MOVEMENTS, &into_shut).await, 409, "business_error").await;
     assert_eq!(closed["error"]["code"], "WAREHOUSE_INACTIVE");
+    assert_eq!(app.event_count().await, before, "nothing was written");
     let events = app.event_count().await;
+
+    let unknown =
+        movement("in", &Uuid::now_v7().to_string(), json!([{ "product_id": foreign_product, "quantity": 1 }]));
+    let missing = error(app.post_keyed(MOVEMENTS, &unknown).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&missing), ["warehouse_id", "lines[0].product_id"]);
     for (quantity, code) in [
         (json!("abc"), "invalid_format"),
         (json!("1.2345"), "too_many_decimals"),
