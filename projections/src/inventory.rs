@@ -236,57 +236,46 @@ fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
     Ok(batch)
 }
 
+/// The names of the batch's statements, in [`statements`]' order (live ones are prepared as
+/// `inventory_<name>_fold`).
+const STATEMENTS: [&str; 5] = ["levels", "ledger", "reservations", "reserved", "transfers"];
+
 /// The batch's statements on `tables` (the live ones or a rebuild's shadows), each reading its rows
 /// as a JSON array from `$1`, in the order they run; a statement whose list is empty is left out.
-fn statements(levels: &str, reservations: &str, movements: &str, transfers: &str) -> [(&'static str, String); 5] {
+fn statements(levels: &str, reservations: &str, movements: &str, transfers: &str) -> [String; 5] {
     [
-        (
-            "levels",
-            format!(
-                "insert into {levels} (org_id, variant_id, warehouse_id, on_hand, updated_at)
+        format!(
+            "insert into {levels} (org_id, variant_id, warehouse_id, on_hand, updated_at)
                  select * from json_to_recordset($1::json)
                      as t(org_id uuid, variant_id uuid, warehouse_id uuid, on_hand bigint, updated_at timestamptz)
                  on conflict (org_id, variant_id, warehouse_id)
                  do update set on_hand = excluded.on_hand, updated_at = excluded.updated_at"
-            ),
         ),
-        (
-            "ledger",
-            format!(
-                "insert into {movements} (org_id, seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity,
+        format!(
+            "insert into {movements} (org_id, seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity,
                                           on_hand, occurred_on, created_at)
                  select * from json_to_recordset($1::json)
                      as t(org_id uuid, seq bigint, id uuid, variant_id uuid, warehouse_id uuid, cause_type text,
                           cause_id uuid, quantity bigint, on_hand bigint, occurred_on date, created_at timestamptz)
                  on conflict (org_id, seq) do nothing"
-            ),
         ),
-        (
-            "reservations",
-            format!(
-                "delete from {reservations} r using json_to_recordset($1::json) as t(org_id uuid, reservation_id uuid)
+        format!(
+            "delete from {reservations} r using json_to_recordset($1::json) as t(org_id uuid, reservation_id uuid)
                  where r.org_id = t.org_id and r.reservation_id = t.reservation_id"
-            ),
         ),
-        (
-            "reserved",
-            format!(
-                "insert into {reservations} (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
+        format!(
+            "insert into {reservations} (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
                  select * from json_to_recordset($1::json)
                      as t(org_id uuid, reservation_id uuid, variant_id uuid, warehouse_id uuid, quantity bigint,
                           reserved_through date)"
-            ),
         ),
-        (
-            "transfers",
-            format!(
-                "insert into {transfers} (org_id, id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc,
+        format!(
+            "insert into {transfers} (org_id, id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc,
                                           created_at)
                  select * from json_to_recordset($1::json)
                      as t(org_id uuid, id uuid, origin_warehouse_id uuid, destination_warehouse_id uuid,
                           occurred_on date, doc jsonb, created_at timestamptz)
                  on conflict (org_id, id) do nothing"
-            ),
         ),
     ]
 }
@@ -312,24 +301,21 @@ impl Batch {
     }
 }
 
-fn live_statements() -> [(&'static str, String); 5] {
-    statements(LEVELS, RESERVATIONS, MOVEMENTS, TRANSFERS)
-}
-
 impl RenderedFold for InventoryProjection {
     fn prepare(&self) -> Vec<String> {
-        live_statements()
-            .into_iter()
+        STATEMENTS
+            .iter()
+            .zip(statements(LEVELS, RESERVATIONS, MOVEMENTS, TRANSFERS))
             .map(|(name, sql)| format!("prepare inventory_{name}_fold (text) as {sql}"))
             .collect()
     }
 
     fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
         let rows = fold(events)?.rows()?;
-        let sql: Vec<String> = live_statements()
+        let sql: Vec<String> = STATEMENTS
             .iter()
             .zip(rows)
-            .filter_map(|((name, _), rows)| {
+            .filter_map(|(name, rows)| {
                 rows.map(|rows| format!("execute inventory_{name}_fold({})", sql_literal(&rows)))
             })
             .collect();
@@ -353,7 +339,7 @@ async fn apply(
         &target.table(MOVEMENTS),
         &target.table(TRANSFERS),
     );
-    for ((_, sql), rows) in tables.into_iter().zip(rows) {
+    for (sql, rows) in tables.into_iter().zip(rows) {
         if let Some(rows) = rows {
             sqlx::query(sqlx::AssertSqlSafe(sql)).bind(rows).execute(&mut *conn).await?;
         }

@@ -82,10 +82,10 @@ pub async fn product_types(
     Ok(rows.into_iter().collect())
 }
 
-/// What movements check before they lock (a group's or a lone one's), read by one statement: each warehouse's state
-/// (`None`: not of the organization; else whether it is active), the product type of each variant of
-/// the organization, and the negative-stock policy. The warehouses are folded from their streams, as
-/// [`load`] does one.
+/// What movements (a group or a lone one) check before they lock, read by one statement: each
+/// warehouse's state (`None`: not of the organization; else whether it is active), the product type
+/// of each variant of the organization, and the negative-stock policy. The warehouses are folded from
+/// their streams, as [`load`] does one.
 pub(super) struct References {
     pub warehouses: HashMap<Uuid, Option<bool>>,
     pub types: HashMap<Uuid, String>,
@@ -104,12 +104,10 @@ pub(super) async fn movement_references(
     // condition, for the `(stream_id, version)` index (see `events::store::load_stream`); the
     // organization is checked on the rows.
     let sql = format!(
-        "select o.policy, o.variants, o.types, e.*
+        "select o.policy, o.types, e.*
          from (select (select negative_stock from organizations where id = $1) as policy,
-                      array(select variant_id from product_variants
-                            where org_id = $1 and variant_id = any($2) order by variant_id) as variants,
-                      array(select product_type from product_variants
-                            where org_id = $1 and variant_id = any($2) order by variant_id) as types) o
+                      (select coalesce(json_object_agg(variant_id, product_type), '{{}}') from product_variants
+                       where org_id = $1 and variant_id = any($2)) as types) o
          left join lateral (select {columns} from events e where e.stream_id = any($3)) e on true
          order by e.stream_id, e.version",
         columns = events::store::EVENT_COLUMNS
@@ -119,9 +117,7 @@ pub(super) async fn movement_references(
     let first = rows.first().ok_or(sqlx::Error::RowNotFound)?;
     let policy: Option<String> = first.try_get("policy")?;
     let policy = policy.as_deref().and_then(NegativeStock::parse).unwrap_or(NegativeStock::Allow);
-    let ids: Vec<Uuid> = first.try_get("variants")?;
-    let kinds: Vec<String> = first.try_get("types")?;
-    let types = ids.into_iter().zip(kinds).collect();
+    let types = first.try_get::<sqlx::types::Json<HashMap<Uuid, String>>, _>("types")?.0;
     let mut streams: HashMap<Uuid, Vec<events::RecordedEvent>> = HashMap::new();
     for row in &rows {
         if row.try_get::<Option<Uuid>, _>("stream_id")?.is_some() {
