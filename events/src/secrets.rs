@@ -89,8 +89,8 @@ mod tests {
     fn sealed_secrets_open_only_with_their_key() {
         let key = [7_u8; 32];
         let sealed = SecretBox::new(&key).expect("key").seal("whsec_abc");
-        // The plaintext's bytes are nowhere in the ciphertext (its hex text may contain "abc" by
-        // chance, about once in a hundred seals, which an earlier form of this check tripped on).
+        // The secret's bytes are not in the ciphertext's bytes. (Its hex text may contain "abc" by
+        // chance, about once in a hundred seals, which an earlier form of this check tripped on.)
         let ciphertext = hex::decode(&sealed.ciphertext).expect("hex");
         assert!(!ciphertext.windows(3).any(|w| w == b"abc"), "{}", sealed.ciphertext);
         assert_eq!(SecretBox::new(&key).expect("key").open(&sealed).expect("opens"), "whsec_abc");

@@ -6,7 +6,7 @@
 
 use crate::{
     CacheKey, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold, StreamType, Target,
-    contains_pattern, sql_literal,
+    contains_pattern, json_fold,
 };
 use events::catalogue::{
     ProductEvent, PurchaseEvent, PurchaseOrderEvent, SaleEvent, StockEffect, StockMovementEvent, StockReservationEvent,
@@ -284,12 +284,7 @@ impl Batch {
     /// Each statement's rows as a JSON array, in [`statements`]' order (`None` for an empty list).
     fn rows(&self) -> Result<[Option<String>; 5], ProjectionError> {
         fn json<T: serde::Serialize>(rows: &[T]) -> Result<Option<String>, ProjectionError> {
-            if rows.is_empty() {
-                return Ok(None);
-            }
-            serde_json::to_string(rows)
-                .map(Some)
-                .map_err(|e| ProjectionError::Undecodable { position: 0, reason: e.to_string() })
+            if rows.is_empty() { Ok(None) } else { json_fold::rows_json(rows).map(Some) }
         }
         Ok([
             json(&self.levels)?,
@@ -306,7 +301,7 @@ impl RenderedFold for InventoryProjection {
         STATEMENTS
             .iter()
             .zip(statements(LEVELS, RESERVATIONS, MOVEMENTS, TRANSFERS))
-            .map(|(name, sql)| format!("prepare inventory_{name}_fold (text) as {sql}"))
+            .map(|(name, sql)| json_fold::prepare(&format!("inventory_{name}"), &sql))
             .collect()
     }
 
@@ -315,9 +310,7 @@ impl RenderedFold for InventoryProjection {
         let sql: Vec<String> = STATEMENTS
             .iter()
             .zip(rows)
-            .filter_map(|(name, rows)| {
-                rows.map(|rows| format!("execute inventory_{name}_fold({})", sql_literal(&rows)))
-            })
+            .filter_map(|(name, rows)| rows.map(|rows| json_fold::execute(&format!("inventory_{name}"), &rows)))
             .collect();
         // Inventory reads are not cached.
         Ok(Rendered {

@@ -101,7 +101,8 @@ pub mod json_fold {
     use serde::Serialize;
     use sqlx::PgConnection;
 
-    fn rows_json<T: Serialize>(rows: &[T]) -> Result<String, ProjectionError> {
+    /// The batch's rows as the JSON array the folds read.
+    pub fn rows_json<T: Serialize>(rows: &[T]) -> Result<String, ProjectionError> {
         serde_json::to_string(rows).map_err(|e| ProjectionError::Undecodable { position: 0, reason: e.to_string() })
     }
 
@@ -116,7 +117,13 @@ pub mod json_fold {
         rows: &[T],
         invalidate: Vec<CacheKey>,
     ) -> Result<Rendered, ProjectionError> {
-        Ok(Rendered { sql: format!("execute {table}_fold({})", sql_literal(&rows_json(rows)?)), invalidate })
+        Ok(Rendered { sql: execute(table, &rows_json(rows)?), invalidate })
+    }
+
+    /// The statement running the fold [`prepare`] made as `<table>_fold` on rows already written as
+    /// JSON ([`rows_json`]).
+    pub fn execute(table: &str, rows_json: &str) -> String {
+        format!("execute {table}_fold({})", sql_literal(rows_json))
     }
 
     /// Runs `upsert` with the batch's `rows` bound (any target; rebuilds use it).

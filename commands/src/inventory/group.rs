@@ -15,9 +15,9 @@
 //!    accepted outcome under its key (one insert), and the transaction commits.
 //!
 //! Seven statements for the whole group (begin and commit included), where a lone movement takes ten
-//! of its own. A refusal
-//! writes nothing of its own and stores no outcome, as alone. A failure of the group as a whole (an
-//! error from the database) rolls everything back and the engine runs the movements one by one.
+//! of its own. A refusal writes nothing of its own and stores no outcome, as alone. A failure of the
+//! group as a whole (an error from the database) rolls everything back and the engine runs the
+//! movements one by one.
 
 use super::handler::{
     References, movement_event, movement_moves, movement_references, movement_reply, products_verdict,
