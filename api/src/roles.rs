@@ -139,14 +139,14 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
         wake.listen(&bus).await?;
         tasks.spawn(events::relay::run_relay(pool.clone(), bus.clone(), wake.clone()));
         tasks.spawn(events::relay::run_sealer(pool.clone()));
-        tasks.spawn(commands::idempotency::purge_forever(pool.clone()));
-        tasks.spawn(commands::inventory::reservations::sweep_forever(pool.clone()));
-        tasks.spawn(commands::quotes::sweep_forever(pool.clone()));
-        tasks.spawn(commands::sales::invoicing::retry_forever(pool.clone(), roles.fiscal.clone()));
+        let services = commands::engine::Services { fiscal: roles.fiscal.clone() };
+        for job in commands::worker::jobs() {
+            tasks.spawn((job.run)(pool.clone(), services.clone()));
+        }
         let concurrency = pool.options().get_max_connections().max(2) as usize;
-        let (pool, bus, fiscal) = (pool.clone(), bus.clone(), roles.fiscal.clone());
+        let (pool, bus) = (pool.clone(), bus.clone());
         tasks.spawn(async move {
-            if let Err(error) = commands::engine::run(pool, bus, wake, concurrency, fiscal).await {
+            if let Err(error) = commands::worker::run(pool, bus, wake, concurrency, services).await {
                 tracing::error!(%error, "command worker stopped");
             }
         });

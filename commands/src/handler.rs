@@ -1,10 +1,13 @@
 //! What every command the workers run must declare: where its events commit, whether it may share a
-//! batch, the stream it writes, the facts it checks outside that stream, and how it runs. Every item is
-//! required: a new command that forgets one does not compile.
+//! batch, whether keyed commands of one batch run together, the background jobs its domain runs, the
+//! stream it writes, the facts it checks outside that stream, and how it runs. Every item is required:
+//! a new command that forgets one does not compile.
 
-use crate::engine::{Conn, ExecuteError, Sink};
-use crate::protocol::CommandReply;
+use crate::engine::{Conn, ExecuteError, Services, Sink};
+use crate::reply::{CommandReply, Idempotency};
 use events::Metadata;
+use futures::future::BoxFuture;
+use sqlx::PgPool;
 use std::future::Future;
 use uuid::Uuid;
 
@@ -29,6 +32,30 @@ pub enum Batching {
     Alone,
 }
 
+/// One keyed command of a group that runs together, with its key and the metadata its events carry.
+pub struct Member<'a, C> {
+    pub command: &'a C,
+    pub claim: &'a Idempotency,
+    pub metadata: Metadata,
+}
+
+/// What each member of a group came to, in order, or the error that stopped the group as a whole
+/// (nothing written: the worker then runs the members one by one).
+pub type GroupResult = Result<Vec<Result<CommandReply, ExecuteError>>, ExecuteError>;
+
+/// Runs two or more keyed commands of one kind and one organization (distinct keys) that reached a
+/// worker in one batch together, each decided exactly as if it had come alone.
+pub type Together<C> = for<'a> fn(&'a PgPool, Uuid, &'a [Member<'a, C>]) -> BoxFuture<'a, GroupResult>;
+
+/// A background job a domain runs in every command-worker process (a sweeper, a retry worker): it runs
+/// until the process stops. The roles start every job the registry's handlers declare, from one list.
+#[derive(Clone, Copy)]
+pub struct Job {
+    /// Unique among jobs; a job two handlers of one domain both declare runs once.
+    pub name: &'static str,
+    pub run: fn(PgPool, Services) -> BoxFuture<'static, ()>,
+}
+
 /// A command the workers run. Implemented by a marker type per command kind (usually the aggregate it
 /// drives) and listed once in [`crate::registry`], which generates the wire enum and its dispatch.
 pub trait Handler {
@@ -37,6 +64,11 @@ pub trait Handler {
 
     const COMMIT: Commit;
     const BATCHING: Batching;
+    /// How keyed commands of this kind of one organization that reach a worker in one batch run: `None`,
+    /// each alone; `Some`, together.
+    const TOGETHER: Option<Together<Self::Command>>;
+    /// The background jobs of the command's domain (none: `&[]`).
+    const JOBS: &'static [Job];
 
     /// The stream the command writes: commands on one stream take turns within a worker process.
     fn stream_id(command: &Self::Command) -> Uuid;

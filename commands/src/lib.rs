@@ -2,10 +2,13 @@
 //! everything a command carries, the engine that runs each command (in one statement or one Postgres
 //! transaction), and the protocol the gateway uses to reach it over NATS.
 //!
-//! Each domain has one home (`contacts`, `products`, `metafields`, `price_lists`, `records`, `tags`,
-//! `webhooks`): its aggregate and parsing in `mod.rs`, its [`handler::Handler`] in `handler.rs`.
-//! The engine (`engine/`) holds no domain code; `registry.rs` lists every command once. `fiscal/` is
-//! the tax authority's adapter (its only HTTP client, to the authority; it serves none).
+//! Layers, each importing only those below it: the pure parts (`aggregate`, `validate`, `reply`, `tax`,
+//! `fiscal`, the tax authority's adapter); the engine's machinery (`engine/`, no domain code); what a
+//! command declares (`handler`); the domains, each with one home (`contacts`, `products`, `metafields`,
+//! `price_lists`, `records`, `tags`, `webhooks`, `inventory`, `purchases`, `sales`, `quotes`): its
+//! aggregate and parsing in `mod.rs`, its [`handler::Handler`] in `handler.rs`; the one list of
+//! commands (`registry`); the wire requests (`protocol`); and on top the worker that serves them
+//! (`worker/`) and the gateway's sender (`client`).
 
 pub mod aggregate;
 pub mod client;
@@ -15,6 +18,7 @@ pub mod fiscal;
 pub mod handler;
 pub mod idempotency;
 pub mod inventory;
+pub mod lookups;
 pub mod metafields;
 pub mod organization;
 pub mod price_lists;
@@ -24,11 +28,13 @@ pub mod purchases;
 pub mod quotes;
 pub mod records;
 mod registry;
+pub mod reply;
 pub mod sales;
 pub mod tags;
 pub mod tax;
 pub mod validate;
 pub mod webhooks;
+pub mod worker;
 
 pub use aggregate::{Aggregate, BusinessDetail, Rejection};
 pub use validate::FieldError;

@@ -6,12 +6,12 @@
 
 use crate::aggregate::Rejection;
 use crate::engine::{Conn, ExecuteError, Sink, append_typed, load, reject_fields};
-use crate::handler::{Batching, Commit, Handler};
+use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::inventory::reservations::{self, Wanted};
 use crate::inventory::{StockShortfall, negative_stock_policy};
-use crate::protocol::CommandReply;
-use crate::purchases::handler::load_products;
+use crate::lookups::load_products;
 use crate::records::Warehouse;
+use crate::reply::CommandReply;
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
@@ -241,6 +241,8 @@ impl Handler for Quotes {
     type Command = QuoteCommand;
     const COMMIT: Commit = Commit::OwnTransaction;
     const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[crate::quotes::SWEEP_QUOTES];
 
     fn stream_id(command: &QuoteCommand) -> Uuid {
         command.quote_id()
@@ -539,6 +541,9 @@ pub async fn expire_due(pool: &PgPool, today: Date) -> Result<usize, ExecuteErro
     }
     Ok(expired)
 }
+
+/// The quotes' background job: [`sweep_forever`].
+pub const SWEEP_QUOTES: Job = Job { name: "quote_expiry", run: |pool, _| Box::pin(sweep_forever(pool)) };
 
 /// Expires due quotes every minute, for ever.
 pub async fn sweep_forever(pool: PgPool) {

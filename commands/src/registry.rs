@@ -1,13 +1,16 @@
 //! The one list of commands the workers run. Each line names a variant of the wire enum and the
 //! [`Handler`] that runs it; the macro generates the enum (its serde form is the wire format: the
 //! variant's snake_case name under `aggregate`, the command under `command`), a data-less
-//! [`CommandKind`], and every dispatch as an exhaustive match. Adding a command is one line here.
+//! [`CommandKind`], and every dispatch as an exhaustive match: references and runs, commits and
+//! batching, groups that run together, and the background jobs of every domain. Adding a command is
+//! one line here.
 
 use crate::engine::{Conn, ExecuteError, Sink};
-use crate::handler::{Batching, Commit, Handler};
-use crate::protocol::CommandReply;
+use crate::handler::{Batching, Commit, GroupResult, Handler, Job, Member};
+use crate::reply::{CommandReply, Idempotency};
 use events::Metadata;
 use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
 use uuid::Uuid;
 
 macro_rules! registry {
@@ -21,7 +24,7 @@ macro_rules! registry {
         }
 
         /// The kind of a [`Command`], without its data.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
         pub enum CommandKind {
             $($variant,)+
@@ -95,6 +98,42 @@ macro_rules! registry {
                     $(CommandKind::$variant => <$handler as Handler>::BATCHING,)+
                 }
             }
+
+            /// Whether keyed commands of this kind of one organization in one batch run together.
+            pub fn runs_together(self) -> bool {
+                match self {
+                    $(CommandKind::$variant => <$handler as Handler>::TOGETHER.is_some(),)+
+                }
+            }
+
+            /// The background jobs the kind's domain declares.
+            pub fn jobs(self) -> &'static [Job] {
+                match self {
+                    $(CommandKind::$variant => <$handler as Handler>::JOBS,)+
+                }
+            }
+        }
+
+        /// Runs `group` (keyed commands of `kind` and of `org_id`, distinct keys, each with the metadata
+        /// its events carry) together; `None` when the kind does not run together or a member is of
+        /// another kind (the caller then runs each alone).
+        pub(crate) async fn run_together(
+            kind: CommandKind,
+            pool: &PgPool,
+            org_id: Uuid,
+            group: Vec<(&Command, &Idempotency, Metadata)>,
+        ) -> Option<GroupResult> {
+            match kind {
+                $(CommandKind::$variant => {
+                    let together = <$handler as Handler>::TOGETHER?;
+                    let mut members = Vec::with_capacity(group.len());
+                    for (command, claim, metadata) in group {
+                        let Command::$variant(command) = command else { return None };
+                        members.push(Member { command, claim, metadata });
+                    }
+                    Some(together(pool, org_id, &members).await)
+                })+
+            }
         }
     };
 }
@@ -119,6 +158,18 @@ registry! {
     Sale => crate::sales::Sales,
     InvoiceSale => crate::sales::InvoiceSales,
     Quote => crate::quotes::Quotes,
+}
+
+/// Every background job the registry's handlers declare, once each (two handlers of one domain may
+/// both name a job).
+pub fn jobs() -> Vec<Job> {
+    let mut jobs: Vec<Job> = Vec::new();
+    for job in CommandKind::ALL.iter().flat_map(|kind| kind.jobs()) {
+        if !jobs.iter().any(|known| known.name == job.name) {
+            jobs.push(*job);
+        }
+    }
+    jobs
 }
 
 impl Command {

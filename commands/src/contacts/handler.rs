@@ -4,8 +4,8 @@
 use crate::aggregate::Rejection;
 use crate::contacts::{Contact, ContactCommand};
 use crate::engine::{Conn, ExecuteError, NoFollowUps, Sink, WithId, run_aggregate};
-use crate::handler::{Batching, Commit, Handler};
-use crate::protocol::CommandReply;
+use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::reply::CommandReply;
 use events::Metadata;
 use events::catalogue::{CustomerFields, RecordEvent};
 use uuid::Uuid;
@@ -33,6 +33,8 @@ impl<E: ContactEvent> Handler for Contact<E> {
     type Command = ContactCommand;
     const COMMIT: Commit = Commit::Grouped;
     const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &ContactCommand) -> Uuid {
         command.contact_id()

@@ -4,7 +4,7 @@
 
 use crate::aggregate::{Aggregate, Rejection};
 use crate::engine::append::Appender;
-use crate::protocol::CommandReply;
+use crate::reply::CommandReply;
 use crate::validate::FieldError;
 use events::store::{self, AppendError, AppendRequest, Appended, StreamRef};
 use events::{CommitKey, EventPayload, Metadata, RecordedEvent};
@@ -237,26 +237,24 @@ pub async fn append_together(
 }
 
 /// [`append_together`], also answering the last key of each stream type written: a command writing
-/// several types replies with them ([`crate::protocol::StreamKey`]) so the gateway waits on each
+/// several types replies with them ([`crate::reply::StreamKey`]) so the gateway waits on each
 /// projection for the events it folds.
 pub async fn append_typed(
     conn: &mut PgConnection,
     requests: &[AppendRequest],
     operation: Uuid,
-) -> Result<(Option<CommitKey>, Vec<crate::protocol::StreamKey>), ExecuteError> {
+) -> Result<(Option<CommitKey>, Vec<crate::reply::StreamKey>), ExecuteError> {
     if requests.is_empty() {
         return Ok((None, Vec::new()));
     }
     match super::observe::appending(store::append_many(conn, requests)).await {
         Ok(appended) => {
-            let mut keys: Vec<crate::protocol::StreamKey> = Vec::new();
+            let mut keys: Vec<crate::reply::StreamKey> = Vec::new();
             for (request, done) in requests.iter().zip(&appended) {
                 let stream_type = request.stream.stream_type;
                 match keys.iter_mut().find(|k| k.stream_type == stream_type) {
                     Some(k) => k.key = k.key.max(done.key),
-                    None => {
-                        keys.push(crate::protocol::StreamKey { stream_type: stream_type.to_owned(), key: done.key })
-                    }
+                    None => keys.push(crate::reply::StreamKey { stream_type: stream_type.to_owned(), key: done.key }),
                 }
             }
             Ok((appended.iter().map(|a| a.key).max(), keys))

@@ -3,7 +3,7 @@
 //! figures of one command are gathered in a task-local scope around its run, so the engine's inner
 //! steps need not carry them.
 
-use crate::protocol::{CommandReply, FailureCause};
+use crate::reply::{CommandReply, FailureCause};
 use std::cell::Cell;
 use std::future::Future;
 use std::time::{Duration, Instant};

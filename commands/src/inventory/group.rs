@@ -19,28 +19,33 @@
 //! group as a whole (an error from the database) rolls everything back and the engine runs the
 //! movements one by one.
 
-use super::handler::{
+use super::levels::{self, Key};
+use super::movement::{
     References, movement_event, movement_moves, movement_references, movement_reply, products_verdict,
     warehouse_verdict,
 };
-use super::levels::{self, Key};
 use super::{StockMovementCommand, apply_policy, plan};
 use crate::engine::{ExecuteError, reject_fields};
-use crate::protocol::{CommandReply, Idempotency};
+use crate::reply::{CommandReply, Idempotency};
+use events::EventPayload;
 use events::catalogue::{StockMovementEvent, ar_date};
 use events::domain::Quantity;
 use events::store::{AppendError, AppendRequest, StreamRef};
-use events::{EventPayload, Metadata};
 use sqlx::PgPool;
 use std::collections::{BTreeMap, BTreeSet};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// One movement of the group, with its key and the metadata its event carries.
-pub struct Member<'a> {
-    pub command: &'a StockMovementCommand,
-    pub claim: &'a Idempotency,
-    pub metadata: Metadata,
+pub type Member<'a> = crate::handler::Member<'a, StockMovementCommand>;
+
+/// The movements' [`Handler::TOGETHER`](crate::handler::Handler::TOGETHER): [`run_movements`].
+pub(crate) fn run_together<'a>(
+    pool: &'a PgPool,
+    org_id: Uuid,
+    members: &'a [Member<'a>],
+) -> futures::future::BoxFuture<'a, crate::handler::GroupResult> {
+    Box::pin(run_movements(pool, org_id, members))
 }
 
 /// Runs `members` (keyed movements of `org_id`, distinct keys) together: each one's result, in order, or

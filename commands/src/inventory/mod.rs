@@ -17,6 +17,7 @@
 pub mod group;
 mod handler;
 pub mod levels;
+mod movement;
 pub mod rebuild;
 pub mod reservations;
 

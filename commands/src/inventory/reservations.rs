@@ -248,6 +248,10 @@ const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 /// Reservations expired per transaction.
 const SWEEP_BATCH: i64 = 500;
 
+/// The reservations' background job: [`sweep_forever`].
+pub const SWEEP_RESERVATIONS: crate::handler::Job =
+    crate::handler::Job { name: "reservation_expiry", run: |pool, _| Box::pin(sweep_forever(pool)) };
+
 /// Records expiries every [`SWEEP_EVERY`], for ever (the first time shortly after start). Availability
 /// ignores a past reservation at once; this only turns its end into events and removes its rows.
 pub async fn sweep_forever(pool: PgPool) {

@@ -7,11 +7,11 @@ use crate::contacts::Supplier;
 use crate::engine::{
     Conn, ExecuteError, NoFollowUps, Sink, WithId, accepted, append_together, execute, load, reject_fields,
 };
-use crate::handler::{Batching, Commit, Handler};
+use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::metafields::metafield_violation;
 use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
-use crate::protocol::CommandReply;
 use crate::records::{Category, Warehouse};
+use crate::reply::CommandReply;
 use crate::tags::{Tag, tagged_products};
 use crate::validate::FieldError;
 use events::store::{AppendRequest, StreamRef};
@@ -31,6 +31,8 @@ impl Handler for Product {
     type Command = ProductCommand;
     const COMMIT: Commit = Commit::OwnTransaction;
     const BATCHING: Batching = Batching::Alone;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &ProductCommand) -> Uuid {
         command.target_id()
@@ -58,6 +60,8 @@ impl Handler for BulkAdjustments {
     type Command = BulkAdjustment;
     const COMMIT: Commit = Commit::OwnTransaction;
     const BATCHING: Batching = Batching::Alone;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &BulkAdjustment) -> Uuid {
         command.id

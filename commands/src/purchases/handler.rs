@@ -4,238 +4,25 @@
 //! (`ProductUpdated` on each product's stream, with optimistic concurrency: a conflict starts the whole
 //! command over).
 
+use super::checks::{
+    add_stock, blocked, cost_appends, product_blockers, stocked_lines, supplier_blocker, warehouse_blocker,
+};
 use super::orders::{self, OrderCommand, PurchaseOrder};
 use super::{
     Blocker, Mode, NormalizedPurchase, ProjectedEffects, PurchaseAmountOwed, PurchaseCommand, PurchaseOutcome,
-    PurchaseWarning, VariantFacts, cost_updates, currency_rate, price_lines, stock_entries,
+    PurchaseWarning, cost_updates, currency_rate, price_lines, stock_entries,
 };
-use crate::aggregate::{BusinessDetail, Rejection};
-use crate::contacts::Supplier;
+use crate::aggregate::Rejection;
 use crate::engine::{Conn, ExecuteError, Sink, append_typed, load};
-use crate::handler::{Batching, Commit, Handler};
-use crate::inventory::levels::{self, Key, Level};
-use crate::inventory::{Move, WantedMove, combo_components, expand_combos, plan};
-use crate::protocol::CommandReply;
-use crate::records::Warehouse;
-use events::catalogue::{
-    CostUpdate, ProductEvent, ProductGroup, ProductUpdated, PurchaseEvent, PurchaseRecorded, StockChange, StockLine,
-    ar_date,
-};
+use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::lookups::load_products;
+use crate::reply::CommandReply;
+use events::catalogue::{PurchaseEvent, PurchaseRecorded};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
-use std::collections::BTreeMap;
 use time::OffsetDateTime;
 use uuid::Uuid;
-
-/// The latest state of each product group, by group id, with its stream version.
-pub(crate) type Groups = BTreeMap<Uuid, (i32, ProductGroup)>;
-
-/// The facts of each of `variants` that is a product variant of the organization, and the latest state
-/// of their groups (every product event carries its group's whole state, so the latest one is it).
-pub(crate) async fn load_products(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    variants: &[Uuid],
-) -> Result<(BTreeMap<Uuid, VariantFacts>, Groups), ExecuteError> {
-    let rows: Vec<(Uuid, Uuid)> =
-        sqlx::query_as("select variant_id, group_id from product_variants where org_id = $1 and variant_id = any($2)")
-            .bind(org_id)
-            .bind(variants)
-            .fetch_all(&mut *conn)
-            .await?;
-    let group_ids: Vec<Uuid> = rows.iter().map(|r| r.1).collect();
-    let latest: Vec<(Uuid, i32, serde_json::Value)> = sqlx::query_as(
-        "select distinct on (stream_id) stream_id, version, data from events
-         where org_id = $1 and stream_type = 'product' and stream_id = any($2)
-         order by stream_id, version desc",
-    )
-    .bind(org_id)
-    .bind(&group_ids)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut groups = Groups::new();
-    for (id, version, data) in latest {
-        let group: ProductGroup = serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
-        groups.insert(id, (version, group));
-    }
-    let facts = rows
-        .iter()
-        .filter_map(|(variant, group)| {
-            let (_, state) = groups.get(group)?;
-            VariantFacts::of(*group, state, *variant).map(|f| (*variant, f))
-        })
-        .collect();
-    Ok((facts, groups))
-}
-
-/// Where a warehouse stands for a document that moves stock there.
-pub(crate) async fn warehouse_blocker(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    id: Uuid,
-    path: &str,
-) -> Result<Option<Blocker>, ExecuteError> {
-    Ok(match load::<Warehouse>(conn, org_id, id).await?.0 {
-        None => Some(Blocker::new(path, "INVENTORY", "not_found", "no warehouse of this organization has this id")),
-        Some(w) if !w.fields.is_active => {
-            Some(Blocker::new(path, "INVENTORY", "inactive", "the warehouse is inactive"))
-        }
-        Some(_) => None,
-    })
-}
-
-/// The supplier must be one of the organization's, and active.
-pub(crate) async fn supplier_blocker(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    id: Uuid,
-) -> Result<Option<Blocker>, ExecuteError> {
-    Ok(match load::<Supplier>(conn, org_id, id).await?.0 {
-        None => {
-            Some(Blocker::new("supplierId", "SUPPLIER", "not_found", "no supplier of this organization has this id"))
-        }
-        Some(s) if !s.is_active => Some(Blocker::new("supplierId", "SUPPLIER", "inactive", "the supplier is inactive")),
-        Some(_) => None,
-    })
-}
-
-/// Each line's product must be an active product variant of the organization.
-pub(crate) fn product_blockers(
-    variants: impl Iterator<Item = Uuid>,
-    facts: &BTreeMap<Uuid, VariantFacts>,
-) -> Vec<Blocker> {
-    variants
-        .enumerate()
-        .filter_map(|(i, variant)| {
-            let path = format!("items[{i}].productId");
-            match facts.get(&variant) {
-                None => {
-                    Some(Blocker::new(path, "INVENTORY", "not_found", "no product of this organization has this id"))
-                }
-                Some(f) if !f.is_active => Some(Blocker::new(path, "INVENTORY", "inactive", "the product is inactive")),
-                Some(_) => None,
-            }
-        })
-        .collect()
-}
-
-/// The refusal of a command with blockers: 422 `PRECONDITION_FAILED`, one detail per blocker (its
-/// `code` the blocker's, `metadata.reason` why), as the v2 commit answers; the v1 gateway words it as
-/// 404, 409 or 400 by the reasons.
-pub(crate) fn blocked(blockers: Vec<Blocker>) -> Rejection {
-    Rejection::Unprocessable {
-        code: "PRECONDITION_FAILED".into(),
-        message: "the purchase cannot be recorded; see details (a preview lists the same blocking issues)".into(),
-        details: blockers
-            .into_iter()
-            .map(|b| BusinessDetail {
-                field: Some(b.path),
-                code: b.code,
-                message: b.message,
-                metadata: BTreeMap::from([("reason".to_owned(), serde_json::Value::String(b.reason))]),
-            })
-            .collect(),
-    }
-}
-
-/// The stock a document raises in `warehouse`: products as they are, combos as their components (whole
-/// units), services not at all.
-pub(crate) async fn stocked_lines(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    lines: impl Iterator<Item = (Uuid, events::domain::Quantity)>,
-    facts: &BTreeMap<Uuid, VariantFacts>,
-) -> Result<Vec<StockLine>, ExecuteError> {
-    let lines: Vec<StockLine> = lines
-        .filter(|(variant, _)| facts.get(variant).is_some_and(|f| f.product_type != "service"))
-        .map(|(variant_id, quantity)| StockLine { variant_id, quantity })
-        .collect();
-    let combos: Vec<Uuid> = lines
-        .iter()
-        .filter(|l| facts.get(&l.variant_id).is_some_and(|f| f.product_type == "combo"))
-        .map(|l| l.variant_id)
-        .collect();
-    let components = if combos.is_empty() { BTreeMap::new() } else { combo_components(conn, org_id, &combos).await? };
-    expand_combos(&lines, &components, "items").map_err(|errors| Rejection::Invalid { errors }.into())
-}
-
-/// Adds `lines` to the levels of `warehouse`: locked and written when `commit`, otherwise only read
-/// (a preview takes no lock and writes nothing). The changes, each with the on-hand it leaves.
-pub(crate) async fn add_stock(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    warehouse: Uuid,
-    lines: &[StockLine],
-    commit: bool,
-) -> Result<Vec<StockChange>, ExecuteError> {
-    if lines.is_empty() {
-        return Ok(Vec::new());
-    }
-    let today = ar_date(OffsetDateTime::now_utc());
-    let keys = lines.iter().map(|l| (l.variant_id, warehouse));
-    let mut current: BTreeMap<Key, Level> = if commit {
-        levels::lock(conn, org_id, keys, today).await?
-    } else {
-        levels::peek(conn, org_id, keys, today).await?
-    };
-    let moves: Vec<WantedMove> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, l)| WantedMove {
-            key: (l.variant_id, warehouse),
-            action: Move::Add(l.quantity),
-            field: format!("items[{i}].quantity"),
-        })
-        .collect();
-    let (changes, _) = plan(&mut current, &moves)?;
-    if commit {
-        levels::write(conn, org_id, &changes).await?;
-    }
-    Ok(changes)
-}
-
-/// The `ProductUpdated` of every group whose costs a document moves (prices under automatic margin
-/// pricing follow), each expecting the version it was read at.
-pub(crate) fn cost_appends(
-    org_id: Uuid,
-    updates: &[CostUpdate],
-    facts: &BTreeMap<Uuid, VariantFacts>,
-    groups: &Groups,
-    metadata: &Metadata,
-) -> Vec<AppendRequest> {
-    let mut by_group: BTreeMap<Uuid, Vec<&CostUpdate>> = BTreeMap::new();
-    for update in updates {
-        if let Some(fact) = facts.get(&update.variant_id) {
-            by_group.entry(fact.group_id).or_default().push(update);
-        }
-    }
-    by_group
-        .into_iter()
-        .filter_map(|(group_id, updates)| {
-            let (version, group) = groups.get(&group_id)?;
-            let mut next = group.clone();
-            for update in updates {
-                if let Some(variant) = next.variants.iter_mut().find(|v| v.id == update.variant_id) {
-                    variant.cost = update.current;
-                }
-            }
-            next.reprice();
-            if next == *group {
-                return None;
-            }
-            let changes = crate::products::variant_changes(group_id, group, &next);
-            let event = ProductEvent::ProductUpdated(ProductUpdated { group: next, changes });
-            let stream = StreamRef {
-                org_id,
-                stream_type: ProductEvent::STREAM_TYPE,
-                stream_id: group_id,
-                expected_version: *version,
-            };
-            Some(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() })
-        })
-        .collect()
-}
 
 /// Records a purchase, or (preview) answers what it would record.
 pub struct Purchases;
@@ -244,6 +31,8 @@ impl Handler for Purchases {
     type Command = PurchaseCommand;
     const COMMIT: Commit = Commit::OwnTransaction;
     const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &PurchaseCommand) -> Uuid {
         command.id
@@ -438,6 +227,8 @@ impl Handler for PurchaseOrders {
     type Command = OrderCommand;
     const COMMIT: Commit = Commit::OwnTransaction;
     const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &OrderCommand) -> Uuid {
         command.order_id()

@@ -4,16 +4,16 @@
 //! and the v2 commit, so a commit identical to a clean preview records exactly what was previewed.
 //! Purchase orders (`orders.rs`) reuse the lines and their amounts.
 
-pub(crate) mod handler;
+pub(crate) mod checks;
+mod handler;
 pub mod orders;
 
+pub use crate::lookups::VariantFacts;
 pub use handler::{PurchaseOrders, Purchases};
 
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
-use events::catalogue::{
-    CostUpdate, ProductGroup, PurchaseAmounts, PurchaseLine, StockChange, iso_date, iso_date_option,
-};
+use events::catalogue::{CostUpdate, PurchaseAmounts, PurchaseLine, StockChange, iso_date, iso_date_option};
 use events::domain::{Cents, ExchangeRate, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -153,31 +153,6 @@ pub struct PurchaseOutcome {
     pub blocking_issues: Vec<Blocker>,
     #[serde(default, with = "time::serde::rfc3339::option")]
     pub created_at: Option<OffsetDateTime>,
-}
-
-/// What the assessment needs to know of each variant a purchase names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VariantFacts {
-    pub group_id: Uuid,
-    pub product_type: String,
-    pub is_active: bool,
-    pub tax_rate_id: i32,
-    /// Cents.
-    pub cost: i64,
-}
-
-impl VariantFacts {
-    /// The facts of `variant` in its group's state.
-    pub fn of(group_id: Uuid, group: &ProductGroup, variant: Uuid) -> Option<Self> {
-        let v = group.variants.iter().find(|v| v.id == variant)?;
-        Some(Self {
-            group_id,
-            product_type: group.shared.product_type.clone(),
-            is_active: v.is_active,
-            tax_rate_id: group.shared.tax_rate_id,
-            cost: v.cost,
-        })
-    }
 }
 
 fn parse_rate(r: &mut ObjectReader<'_>, name: &str) -> Option<ExchangeRate> {

@@ -13,13 +13,12 @@
 //! A receipt raises stock for what arrived (in the order's warehouse unless it names another) and may
 //! not exceed what is pending on a line unless it says `allow_over_receipt`.
 
-use super::handler::{
-    add_stock, blocked, load_products, product_blockers, stocked_lines, supplier_blocker, warehouse_blocker,
-};
+use super::checks::{add_stock, blocked, product_blockers, stocked_lines, supplier_blocker, warehouse_blocker};
 use super::{Blocker, ItemInput, currency_rate, parse_items, price_lines};
 use crate::aggregate::{Aggregate, BusinessDetail, Rejection};
 use crate::engine::{ExecuteError, NoFollowUps, WithId, append_together};
-use crate::protocol::CommandReply;
+use crate::lookups::load_products;
+use crate::reply::CommandReply;
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
 pub use events::catalogue::{OrderStatus, PurchaseOrderState as PurchaseOrder, Receipt};
 use events::catalogue::{

@@ -5,9 +5,9 @@
 
 use crate::aggregate::Rejection;
 use crate::engine::{Conn, ExecuteError, FollowUps, Sink, WithId, load, run_aggregate};
-use crate::handler::{Batching, Commit, Handler};
-use crate::protocol::CommandReply;
+use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::records::{Category, Record, RecordCommand};
+use crate::reply::CommandReply;
 use crate::validate::FieldError;
 use events::Metadata;
 use events::catalogue::{CategoryEvent, CategoryFields, PaymentMethodEvent, RecordEvent, WarehouseEvent};
@@ -93,6 +93,8 @@ impl<E: RecordRules> Handler for Record<E> {
     type Command = RecordCommand<E>;
     const COMMIT: Commit = Commit::Grouped;
     const BATCHING: Batching = E::BATCHING;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &RecordCommand<E>) -> Uuid {
         command.id()

@@ -8,14 +8,14 @@ use super::{InvoiceCommand, SaleCommand, compute, fiscal, price_basis, voucher_k
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;
 use crate::engine::{Conn, ExecuteError, Sink, append_together, load, reject_fields};
-use crate::handler::{Batching, Commit, Handler};
+use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::inventory::levels;
 use crate::inventory::{
     Move, NegativeStock, StockShortfall, WantedMove, apply_policy, combo_components, expand_combos, plan,
 };
-use crate::protocol::CommandReply;
-use crate::purchases::handler::load_products;
+use crate::lookups::load_products;
 use crate::records::{PaymentMethod, Warehouse};
+use crate::reply::CommandReply;
 use crate::validate::FieldError;
 use events::catalogue::{
     FiscalStatus, SaleCustomer, SaleEvent, SaleLine, SalePayment, SaleRecorded, SaleVat, StockLine, ar_date,
@@ -85,6 +85,8 @@ impl Handler for Sales {
     type Command = SaleCommand;
     const COMMIT: Commit = Commit::OwnTransaction;
     const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[super::invoicing::RETRY_INVOICES];
 
     fn stream_id(command: &SaleCommand) -> Uuid {
         command.id
@@ -448,6 +450,8 @@ impl Handler for InvoiceSales {
     type Command = InvoiceCommand;
     const COMMIT: Commit = Commit::OwnTransaction;
     const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[super::invoicing::RETRY_INVOICES];
 
     fn stream_id(command: &InvoiceCommand) -> Uuid {
         command.sale_id

@@ -17,7 +17,7 @@
 //!   its authorization, and nothing is asked twice.
 
 use crate::aggregate::{BusinessDetail, Rejection};
-use crate::engine::ExecuteError;
+use crate::engine::{ExecuteError, Services, with_services};
 use crate::fiscal::{AssociatedVoucher, FiscalClient, FiscalError, Issuer, Rate, VatLine, VoucherRequest};
 use events::catalogue::{FiscalStatus, SaleAuthorization, SaleEvent, SaleFiscal, SaleRecorded};
 use events::store::{AppendRequest, StreamRef};
@@ -27,18 +27,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use uuid::Uuid;
 
-tokio::task_local! {
-    static AUTHORITY: Option<FiscalClient>;
-}
-
-/// Runs `work` (a command worker's tasks) with `client` as the tax authority its sales speak to.
-pub async fn with_authority<F: std::future::Future>(client: Option<FiscalClient>, work: F) -> F::Output {
-    AUTHORITY.scope(client, work).await
-}
-
 /// The tax authority of the running worker, if one is configured.
 pub fn authority() -> Option<FiscalClient> {
-    AUTHORITY.try_with(Clone::clone).ok().flatten()
+    crate::engine::fiscal()
 }
 
 /// What an authorization attempt came to.
@@ -354,14 +345,18 @@ pub fn fiscal_change(
     AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }
 }
 
+/// The sales' background job: [`retry_forever`].
+pub const RETRY_INVOICES: crate::handler::Job =
+    crate::handler::Job { name: "invoice_retry", run: |pool, services| Box::pin(retry_forever(pool, services)) };
+
 /// Retries deferred sales for ever: every second, the due ones (several workers may run; rows another
 /// holds are skipped), each in a transaction of its own.
-pub async fn retry_forever(pool: PgPool, client: Option<FiscalClient>) {
+pub async fn retry_forever(pool: PgPool, services: Services) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if let Err(error) = with_authority(client.clone(), retry_due(&pool)).await {
+        if let Err(error) = with_services(services.clone(), retry_due(&pool)).await {
             tracing::warn!(%error, "could not retry deferred invoices");
         }
     }

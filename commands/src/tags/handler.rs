@@ -5,8 +5,8 @@ use crate::aggregate::Rejection;
 use crate::engine::{
     Conn, ExecuteError, NoFollowUps, Sink, WithId, append_together, load, name_taken, reject_fields, run_aggregate,
 };
-use crate::handler::{Batching, Commit, Handler};
-use crate::protocol::CommandReply;
+use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::reply::CommandReply;
 use crate::tags::{ApplyTags, Tag, TagCommand, Taggable};
 use crate::validate::FieldError;
 use events::store::{AppendRequest, StreamRef};
@@ -26,6 +26,8 @@ impl Handler for Tag {
     type Command = TagCommand;
     const COMMIT: Commit = Commit::Grouped;
     const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &TagCommand) -> Uuid {
         command.id()
@@ -58,6 +60,8 @@ impl Handler for TagApplications {
     type Command = ApplyTags;
     const COMMIT: Commit = Commit::OwnTransaction;
     const BATCHING: Batching = Batching::Alone;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &ApplyTags) -> Uuid {
         command.id

@@ -1,8 +1,8 @@
 //! How the workers run webhook endpoint commands: everything is the aggregate's decision.
 
 use crate::engine::{Conn, ExecuteError, NoFollowUps, Sink, WithId, run_aggregate};
-use crate::handler::{Batching, Commit, Handler};
-use crate::protocol::CommandReply;
+use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::reply::CommandReply;
 use crate::webhooks::{WebhookCommand, WebhookEndpoint};
 use events::Metadata;
 use uuid::Uuid;
@@ -19,6 +19,8 @@ impl Handler for WebhookEndpoint {
     type Command = WebhookCommand;
     const COMMIT: Commit = Commit::Grouped;
     const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[];
 
     fn stream_id(command: &WebhookCommand) -> Uuid {
         command.id()

@@ -8,7 +8,6 @@ use serde_json::Value;
 
 use super::decimal::{Refusal, number_text, parse_scaled};
 use super::error::{DomainError, json_kind, shown};
-use super::quantity::Quantity;
 
 /// An amount of money in cents, between `-Cents::MAX` and `Cents::MAX`. Negative amounts exist
 /// (refunds, discounts, balance movements); constructors named `non_negative` refuse them for prices.
@@ -86,12 +85,6 @@ impl Cents {
     /// The difference, or `None` beyond [`Cents::MAX`].
     pub fn checked_sub(self, other: Cents) -> Option<Cents> {
         Self::new(self.0 - other.0).ok()
-    }
-
-    /// A unit price times a quantity, rounded half away from zero to the cent, or `None` beyond
-    /// [`Cents::MAX`]. The same as [`Quantity::checked_mul_cents`].
-    pub fn checked_mul(self, quantity: Quantity) -> Option<Cents> {
-        quantity.checked_mul_cents(self)
     }
 
     /// The total of several amounts, or `None` as soon as a running total leaves the range: a sum
@@ -264,15 +257,6 @@ mod tests {
         assert_eq!(Cents::checked_sum([cents(1), cents(2), cents(-4)]), Some(cents(-1)));
         assert_eq!(Cents::checked_sum([]), Some(Cents::ZERO));
         assert_eq!(Cents::checked_sum([cents(Cents::MAX), cents(1), cents(-1)]), None);
-    }
-
-    #[test]
-    fn a_price_times_a_quantity_rounds_to_the_cent() {
-        let half: Quantity = "0.5".parse().expect("quantity");
-        assert_eq!(cents(101).checked_mul(half), Some(cents(51)));
-        assert_eq!(cents(-101).checked_mul(half), Some(cents(-51)));
-        let two: Quantity = "2".parse().expect("quantity");
-        assert_eq!(cents(Cents::MAX).checked_mul(two), None);
     }
 
     #[test]

@@ -183,6 +183,15 @@ impl<'de> Deserialize<'de> for Quantity {
     }
 }
 
+/// A quantity's price: the one product of money and quantity, kept beside [`Quantity`]'s scale.
+impl Cents {
+    /// A unit price times a quantity, rounded half away from zero to the cent, or `None` beyond
+    /// [`Cents::MAX`]. The same as [`Quantity::checked_mul_cents`].
+    pub fn checked_mul(self, quantity: Quantity) -> Option<Cents> {
+        quantity.checked_mul_cents(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +203,15 @@ mod tests {
 
     fn cents(value: i64) -> Cents {
         Cents::new(value).expect("in range")
+    }
+
+    #[test]
+    fn a_price_times_a_quantity_rounds_to_the_cent() {
+        let half: Quantity = "0.5".parse().expect("quantity");
+        assert_eq!(cents(101).checked_mul(half), Some(cents(51)));
+        assert_eq!(cents(-101).checked_mul(half), Some(cents(-51)));
+        let two: Quantity = "2".parse().expect("quantity");
+        assert_eq!(cents(Cents::MAX).checked_mul(two), None);
     }
 
     #[test]

@@ -1,58 +1,10 @@
-//! Commands that run in a transaction of their own: under an idempotency key (the stored outcome is
-//! replayed, or written with the events), or because they keep write-model rows beside their events.
-//! Also the per-stream turns that keep commands on one stream from racing each other.
+//! Idempotency keys claimed in the transaction of the command (or group of commands) they guard: each
+//! key's lock, then its stored outcome, replayed or refused; outcomes stored with the events.
 
 use crate::aggregate::Rejection;
-use crate::engine::execute::{CONFLICT_RETRIES, Conn, ExecuteError, Sink};
-use crate::protocol::{CommandReply, CommandRequest, Idempotency};
-use events::Metadata;
-use sqlx::PgPool;
+use crate::engine::execute::ExecuteError;
+use crate::reply::{CommandReply, Idempotency};
 use uuid::Uuid;
-
-/// Runs a command carrying an idempotency key: in one transaction, holding a lock on the key, either
-/// replay the stored outcome, refuse a different request, or run the command and store its outcome
-/// with its events. A rejected command stores nothing.
-pub(crate) async fn run_idempotent(
-    pool: &PgPool,
-    request: &CommandRequest,
-    claim: &Idempotency,
-    metadata: &Metadata,
-) -> Result<CommandReply, ExecuteError> {
-    for _ in 0..CONFLICT_RETRIES {
-        let mut tx = pool.begin().await?;
-        let found = claim_keys(&mut tx, request.org_id, &[claim.key.as_str()]).await?;
-        match found.into_iter().next().ok_or(sqlx::Error::RowNotFound)? {
-            KeyClaim::Free => {}
-            KeyClaim::Busy => return Err(in_progress()),
-            stored @ KeyClaim::Stored { .. } => {
-                // Ended here, not dropped: a dropped transaction rolls back (and lets go of the key's
-                // lock) only when its connection is next used, so an immediate retry would find the key
-                // busy.
-                tx.rollback().await?;
-                return stored.answer(request.org_id, claim).unwrap_or(Err(sqlx::Error::RowNotFound.into()));
-            }
-        }
-        match request.command.run(&mut Conn::Open(&mut tx), &Sink::Transaction, request.org_id, metadata).await {
-            Ok(reply) => {
-                store_outcomes(&mut tx, request.org_id, &[(claim, &reply)]).await?;
-                tx.commit().await?;
-                return Ok(reply);
-            }
-            Err(error) => {
-                // Lets go of the key's lock now (see above).
-                let _ = tx.rollback().await;
-                match error {
-                    ExecuteError::Contended(_) => {
-                        super::observe::retried();
-                        continue;
-                    }
-                    other => return Err(other),
-                }
-            }
-        }
-    }
-    Err(ExecuteError::Contended(request.org_id))
-}
 
 /// What claiming an idempotency key found.
 pub(crate) enum KeyClaim {
@@ -134,7 +86,7 @@ pub(crate) async fn store_outcomes(
 }
 
 /// The refusal of a key another request holds right now.
-fn in_progress() -> ExecuteError {
+pub(crate) fn in_progress() -> ExecuteError {
     Rejection::Idempotency {
         code: "IDEMPOTENCY_IN_PROGRESS".into(),
         message: "a request with this idempotency key is still running; retry shortly".into(),
@@ -166,40 +118,4 @@ fn replay(
         *replayed = true;
     }
     Ok(reply)
-}
-
-/// Runs a command without an idempotency key in its own transaction (for commands that write rows
-/// beside their events), starting over when a concurrent write to its stream won.
-pub(crate) async fn run_in_transaction(
-    pool: &PgPool,
-    request: &CommandRequest,
-    metadata: &Metadata,
-) -> Result<CommandReply, ExecuteError> {
-    for _ in 0..CONFLICT_RETRIES {
-        let mut tx = pool.begin().await?;
-        match request.command.run(&mut Conn::Open(&mut tx), &Sink::Transaction, request.org_id, metadata).await {
-            Ok(reply) => {
-                tx.commit().await?;
-                return Ok(reply);
-            }
-            Err(ExecuteError::Contended(_)) => {
-                super::observe::retried();
-                continue;
-            }
-            Err(other) => return Err(other),
-        }
-    }
-    Err(ExecuteError::Contended(request.command.stream_id()))
-}
-
-/// Commands on one stream queue behind each other in this process instead of racing to append and
-/// retrying on version conflicts (which a busy stream would exhaust). Striped by stream id.
-static STREAM_TURNS: std::sync::LazyLock<Vec<tokio::sync::Mutex<()>>> =
-    std::sync::LazyLock::new(|| (0..1024).map(|_| tokio::sync::Mutex::new(())).collect());
-
-pub(crate) fn stream_turn(stream_id: Uuid) -> &'static tokio::sync::Mutex<()> {
-    let bytes = stream_id.as_bytes();
-    // The last bytes of a v7 id are random.
-    let stripe = u16::from_be_bytes([bytes[14], bytes[15]]) as usize % STREAM_TURNS.len();
-    &STREAM_TURNS[stripe]
 }

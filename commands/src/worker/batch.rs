@@ -1,27 +1,30 @@
-//! A batch's commands, each run as if it had come alone, except keyed stock movements of one
-//! organization: two or more of them in a batch run together in one transaction
-//! ([`crate::inventory::group`]), which locks their levels once, plans them in order and writes them with
-//! a handful of statements instead of ten each. A group that fails as a whole (the database, never a
-//! command's own refusal) is run again command by command.
+//! A batch's commands, each run as if it had come alone, except keyed commands of a kind whose handler
+//! runs them together ([`Handler::TOGETHER`](crate::handler::Handler::TOGETHER)): two or more of one
+//! kind and one organization in a batch run as one group, which its domain runs in one transaction. A
+//! group that fails as a whole (the database, never a command's own refusal) is run again command by
+//! command.
 
-use super::{Appender, handle, metadata_of, observe, reply_of};
-use crate::protocol::{CommandReply, CommandRequest};
-use crate::registry::Command;
+use super::single::{handle, metadata_of, reply_of};
+use crate::engine::{Appender, record};
+use crate::protocol::{CommandKind, CommandReply, CommandRequest, FailureCause};
+use crate::registry::run_together;
 use sqlx::PgPool;
 use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 
 /// Runs `requests` (one NATS message's worth) and answers their replies in order.
 pub(crate) async fn handle_all(pool: &PgPool, appender: &Appender, requests: Vec<CommandRequest>) -> Vec<CommandReply> {
-    // Keyed stock movements by organization; a key seen twice in the batch runs alone (after its twin,
-    // or beside it: the key's lock decides, as for any two requests with one key).
-    let mut groups: BTreeMap<Uuid, Vec<usize>> = BTreeMap::new();
+    // Keyed commands that run together, by kind and organization; a key seen twice in the batch runs
+    // alone (after its twin, or beside it: the key's lock decides, as for any two requests with one key).
+    let mut groups: BTreeMap<(CommandKind, Uuid), Vec<usize>> = BTreeMap::new();
     let mut keys = HashSet::new();
     for (i, request) in requests.iter().enumerate() {
-        if let (Command::StockMovement(_), Some(claim)) = (&request.command, &request.idempotency)
+        let kind = request.command.kind();
+        if let Some(claim) = &request.idempotency
+            && kind.runs_together()
             && keys.insert((request.org_id, claim.key.as_str()))
         {
-            groups.entry(request.org_id).or_default().push(i);
+            groups.entry((kind, request.org_id)).or_default().push(i);
         }
     }
     groups.retain(|_, members| members.len() >= 2);
@@ -32,10 +35,10 @@ pub(crate) async fn handle_all(pool: &PgPool, appender: &Appender, requests: Vec
     let mut slots: Vec<Option<CommandRequest>> = requests.into_iter().map(Some).collect();
     let mut replies: Vec<Option<CommandReply>> = vec![None; slots.len()];
     let mut runs: Vec<futures::future::BoxFuture<'_, Vec<(usize, CommandReply)>>> = Vec::new();
-    for members in groups.into_values() {
+    for ((kind, org_id), members) in groups {
         let members: Vec<(usize, CommandRequest)> =
             members.into_iter().filter_map(|i| slots[i].take().map(|request| (i, request))).collect();
-        runs.push(Box::pin(run_group(pool, appender, members)));
+        runs.push(Box::pin(run_group(pool, appender, kind, org_id, members)));
     }
     for (i, slot) in slots.iter_mut().enumerate() {
         if let Some(request) = slot.take().filter(|_| !grouped.contains(&i)) {
@@ -51,46 +54,44 @@ pub(crate) async fn handle_all(pool: &PgPool, appender: &Appender, requests: Vec
             reply.unwrap_or_else(|| CommandReply::Failed {
                 retryable: true,
                 message: "the command could not be completed".into(),
-                cause: crate::protocol::FailureCause::Internal,
+                cause: FailureCause::Internal,
             })
         })
         .collect()
 }
 
-/// One organization's keyed stock movements, together; command by command if the group fails.
+/// One organization's keyed commands of one kind, together; command by command if the group fails.
 async fn run_group(
     pool: &PgPool,
     appender: &Appender,
+    kind: CommandKind,
+    org_id: Uuid,
     members: Vec<(usize, CommandRequest)>,
 ) -> Vec<(usize, CommandReply)> {
     let started = std::time::Instant::now();
-    let movements: Vec<crate::inventory::group::Member<'_>> = members
+    let group = members
         .iter()
-        .filter_map(|(_, request)| match (&request.command, &request.idempotency) {
-            (Command::StockMovement(command), Some(claim)) => {
-                Some(crate::inventory::group::Member { command, claim, metadata: metadata_of(request) })
-            }
-            _ => None,
+        .filter_map(|(_, request)| {
+            request.idempotency.as_ref().map(|claim| (&request.command, claim, metadata_of(request)))
         })
         .collect();
-    let org_id = members.first().map(|(_, request)| request.org_id).unwrap_or_default();
-    match crate::inventory::group::run_movements(pool, org_id, &movements).await {
-        Ok(results) if results.len() == members.len() => {
+    match run_together(kind, pool, org_id, group).await {
+        Some(Ok(results)) if results.len() == members.len() => {
             let elapsed = started.elapsed();
-            tracing::debug!(%org_id, commands = members.len(), elapsed_ms = elapsed.as_millis() as u64, "movements run together");
+            tracing::debug!(%org_id, command = kind.name(), commands = members.len(), elapsed_ms = elapsed.as_millis() as u64, "commands run together");
             members
                 .iter()
                 .zip(results)
                 .map(|((i, request), result)| {
                     let reply = reply_of(request, result);
-                    observe::record(request.command.kind().name(), &reply, elapsed, 0, std::time::Duration::ZERO);
+                    record(kind.name(), &reply, elapsed, 0, std::time::Duration::ZERO);
                     (*i, reply)
                 })
                 .collect()
         }
         outcome => {
-            if let Err(error) = outcome {
-                tracing::warn!(%org_id, %error, "movements could not run together; running them one by one");
+            if let Some(Err(error)) = outcome {
+                tracing::warn!(%org_id, command = kind.name(), %error, "commands could not run together; running them one by one");
             }
             let alone =
                 members.into_iter().map(|(i, request)| async move { (i, handle(pool, appender, request).await) });

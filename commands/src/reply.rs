@@ -1,0 +1,81 @@
+//! What a command answers, whatever its domain, and the idempotency key it may carry: the part of the
+//! gateway–worker protocol the engine and every domain share. The requests themselves, which carry the
+//! registry's [`Command`](crate::reply::Command), are in [`crate::protocol`].
+
+use crate::aggregate::Rejection;
+use events::CommitKey;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// Who is acting, as recorded in event metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    /// `api_key:<id>`, `token:<id>`, `admin` or `system`.
+    pub name: String,
+    pub credential_id: Option<Uuid>,
+}
+
+/// The idempotency key of a request, with what identifies the request it was first used for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Idempotency {
+    pub key: String,
+    /// The operation (for example `createCustomer`): a key reused on another operation is a conflict.
+    pub operation: String,
+    /// SHA-256 (hex) of the operation, its path parameters, the contract version and the canonical body.
+    pub request_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CommandReply {
+    /// The command was applied (or had nothing to change). `state` is the aggregate after it;
+    /// `commit` is the commit-order key of the last event written, for read-your-writes waits.
+    Accepted {
+        commit: Option<CommitKey>,
+        created: bool,
+        state: Value,
+        /// True when this is the stored outcome of an earlier request with the same idempotency key.
+        #[serde(default)]
+        replayed: bool,
+        /// For a command that wrote streams of several types: the key of the last event of each type,
+        /// so a gateway waits on each projection for the events it folds (empty: `commit` for all).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        keys: Vec<StreamKey>,
+    },
+    /// The command was refused; nothing was written.
+    Rejected { rejection: Rejection },
+    /// The outcome could not be stored; nothing was written. `retryable` tells whether the same
+    /// request may succeed later; `cause` whether the event store could not be reached at all.
+    Failed {
+        retryable: bool,
+        message: String,
+        /// Absent from the replies of workers of earlier releases, which read as `internal`.
+        #[serde(default)]
+        cause: FailureCause,
+    },
+}
+
+/// The last event of one stream type a command wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamKey {
+    pub stream_type: String,
+    pub key: CommitKey,
+}
+
+/// Why a command failed in the worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureCause {
+    /// The event store could not be reached or dropped the connection (a restart, an outage, no free
+    /// connection): the same request may well succeed once it is back.
+    StorageUnavailable,
+    /// Other writes to the same stream kept committing first, until the optimistic-concurrency retries
+    /// ran out: nothing was written, and the same request may succeed when retried.
+    Contended,
+    /// Anything else: a fault of the service itself. Also what a cause this release does not know
+    /// reads as (a newer worker's); it stays last for that.
+    #[default]
+    #[serde(other)]
+    Internal,
+}
