@@ -8,10 +8,7 @@ use crate::{
     CacheKey, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold, StreamType, Target,
     contains_pattern, json_fold,
 };
-use events::catalogue::{
-    ProductEvent, PurchaseEvent, PurchaseOrderEvent, SaleEvent, StockEffect, StockMovementEvent, StockReservationEvent,
-    StockTransferEvent, ar_date, cause, iso_date, stock_effect,
-};
+use events::catalogue::{StockEffect, StockTransferEvent, ar_date, cause, iso_date, stock_effect};
 use events::domain::Quantity;
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
@@ -38,19 +35,7 @@ impl Projection for InventoryProjection {
     }
 
     fn folds(&self) -> Folds {
-        Folds::Only(
-            const {
-                &[
-                    StreamType::of::<ProductEvent>(),
-                    StreamType::of::<StockMovementEvent>(),
-                    StreamType::of::<StockTransferEvent>(),
-                    StreamType::of::<StockReservationEvent>(),
-                    StreamType::of::<PurchaseEvent>(),
-                    StreamType::of::<PurchaseOrderEvent>(),
-                    StreamType::of::<SaleEvent>(),
-                ]
-            },
-        )
+        Folds::Only(StreamType::stock_moving())
     }
 
     fn apply<'a>(

@@ -94,6 +94,15 @@ impl StreamType {
     pub const fn as_str(self) -> &'static str {
         self.0
     }
+
+    /// The aggregates whose events may move or reserve stock: the events catalogue's one list of them
+    /// ([`events::catalogue::MovesStock`]).
+    pub fn stock_moving() -> &'static [StreamType] {
+        static STOCK: std::sync::LazyLock<Vec<StreamType>> = std::sync::LazyLock::new(|| {
+            events::catalogue::STOCK_STREAM_TYPES.iter().map(|stream_type| StreamType(stream_type)).collect()
+        });
+        &STOCK
+    }
 }
 
 /// The aggregates a projection folds. Its consumer receives only their subjects where the server can

@@ -19,7 +19,7 @@ use commands::inventory::{
 };
 use commands::protocol::{Command, CommandKind};
 use commands::tags::Taggable;
-use events::catalogue::{StockLine, ar_date, cause};
+use events::catalogue::{STOCK_CAUSES, StockLine, ar_date};
 use events::domain::{Quantity, Scope};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -504,7 +504,7 @@ impl Operations for InventoryApi {
         InputRule::Query {
             operation: "listInventoryMovements",
             parameter: "cause_type",
-            schema: || serde_json::json!({ "type": "string", "enum": cause::ALL }),
+            schema: || serde_json::json!({ "type": "string", "enum": *STOCK_CAUSES }),
         },
         InputRule::Query { operation: "listInventoryMovements", parameter: "date_from", schema: date_schema },
         InputRule::Query { operation: "listInventoryMovements", parameter: "date_to", schema: date_schema },
@@ -597,13 +597,13 @@ impl InventoryApi {
         check(date_filter(date_from.0, "date_from").map(|v| filter.date_from = v));
         check(date_filter(date_to.0, "date_to").map(|v| filter.date_to = v));
         if let Some(cause_type) = cause_type.0 {
-            if cause::ALL.contains(&cause_type.as_str()) {
+            if STOCK_CAUSES.contains(&cause_type.as_str()) {
                 filter.cause_type = Some(cause_type);
             } else {
                 check(Err(ApiError::internal().with_detail(
                     Some("cause_type"),
                     "invalid_value",
-                    format!("must be one of {}", cause::ALL.join(", ")),
+                    format!("must be one of {}", STOCK_CAUSES.join(", ")),
                 )));
             }
         }

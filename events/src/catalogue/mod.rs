@@ -42,9 +42,9 @@ pub use sale::{
     fold_sale, public_sale,
 };
 pub use stock::{
-    AR_OFFSET, Reservation, ReservationOwner, ReservedLine, STOCK_STREAM_TYPES, StockChange, StockEffect, StockLine,
-    StockMovementEvent, StockMovementRecorded, StockReservationEvent, StockTransferEvent, StockTransferred, ar_date,
-    cause, iso_date, iso_date_option, stock_effect,
+    AR_OFFSET, MovesStock, Reservation, ReservationOwner, ReservedLine, STOCK_CAUSES, STOCK_STREAM_TYPES, StockChange,
+    StockEffect, StockLine, StockMovementEvent, StockMovementRecorded, StockReservationEvent, StockTransferEvent,
+    StockTransferred, ar_date, cause, iso_date, iso_date_option, stock_effect,
 };
 pub use tag::{TagEvent, TagFields, TagTargets};
 pub use vat::{VAT_RATES, vat_hundredths, vat_percentage};

@@ -236,6 +236,19 @@ pub fn changed_fields(before: &Value, after: &Value) -> Vec<String> {
         .collect()
 }
 
+impl super::MovesStock for ProductEvent {
+    const CAUSES: &'static [&'static str] = &[super::cause::OPENING_STOCK];
+
+    fn stock_effect(self) -> Option<super::StockEffect> {
+        match self {
+            ProductEvent::ProductCreated(created) if !created.opening_stock.is_empty() => {
+                Some(super::StockEffect::Opening(created.opening_stock))
+            }
+            ProductEvent::ProductCreated(_) | ProductEvent::ProductUpdated(_) => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -353,6 +353,41 @@ impl EventPayload for PurchaseOrderEvent {
     }
 }
 
+impl super::MovesStock for PurchaseEvent {
+    const CAUSES: &'static [&'static str] = &[super::cause::PURCHASE];
+
+    fn stock_effect(self) -> Option<super::StockEffect> {
+        match self {
+            PurchaseEvent::PurchaseRecorded(p) if !p.changes.is_empty() => Some(super::StockEffect::Changes {
+                cause_type: super::cause::PURCHASE,
+                cause_id: None,
+                occurred_on: p.invoice_date,
+                changes: p.changes,
+            }),
+            PurchaseEvent::PurchaseRecorded(_) => None,
+        }
+    }
+}
+
+impl super::MovesStock for PurchaseOrderEvent {
+    const CAUSES: &'static [&'static str] = &[super::cause::PURCHASE_ORDER_RECEIPT];
+
+    fn stock_effect(self) -> Option<super::StockEffect> {
+        match self {
+            PurchaseOrderEvent::PurchaseOrderReceived(r) => Some(super::StockEffect::Changes {
+                cause_type: super::cause::PURCHASE_ORDER_RECEIPT,
+                cause_id: Some(r.receipt_id),
+                occurred_on: r.occurred_on,
+                changes: r.changes,
+            }),
+            PurchaseOrderEvent::PurchaseOrderCreated(_)
+            | PurchaseOrderEvent::PurchaseOrderConfirmed
+            | PurchaseOrderEvent::PurchaseOrderClosed(_)
+            | PurchaseOrderEvent::PurchaseOrderReopened => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -256,3 +256,19 @@ pub fn public_sale(id: Uuid, sale: &SaleRecorded) -> Value {
         })).collect::<Vec<_>>(),
     })
 }
+
+impl super::MovesStock for SaleEvent {
+    const CAUSES: &'static [&'static str] = &[super::cause::SALE];
+
+    fn stock_effect(self) -> Option<super::StockEffect> {
+        match self {
+            SaleEvent::SaleRecorded(s) if !s.changes.is_empty() => Some(super::StockEffect::Changes {
+                cause_type: super::cause::SALE,
+                cause_id: None,
+                occurred_on: s.invoice_date,
+                changes: s.changes,
+            }),
+            SaleEvent::SaleRecorded(_) | SaleEvent::SaleFiscalChanged(_) => None,
+        }
+    }
+}

@@ -46,7 +46,7 @@ pub fn ar_date(at: OffsetDateTime) -> Date {
     at.to_offset(AR_OFFSET).date()
 }
 
-/// What caused a change of stock, as the ledger names it.
+/// What caused a change of stock, as the ledger names it (every one: [`STOCK_CAUSES`]).
 pub mod cause {
     pub const OPENING_STOCK: &str = "opening_stock";
     pub const STOCK_MOVEMENT: &str = "stock_movement";
@@ -55,8 +55,6 @@ pub mod cause {
     pub const PURCHASE_ORDER_RECEIPT: &str = "purchase_order_receipt";
     /// A sale's stock out, or a credit note's stock back in.
     pub const SALE: &str = "sale";
-    /// Every cause type this release writes (later: delivery note).
-    pub const ALL: &[&str] = &[OPENING_STOCK, STOCK_MOVEMENT, STOCK_TRANSFER, PURCHASE, PURCHASE_ORDER_RECEIPT, SALE];
 }
 
 /// One change of on-hand of one variant in one warehouse.
@@ -236,100 +234,100 @@ pub enum StockEffect {
     Reservation(Option<Reservation>),
 }
 
-/// The stream types whose events may carry a [`StockEffect`].
-pub const STOCK_STREAM_TYPES: &[&str] = &[
-    super::ProductEvent::STREAM_TYPE,
-    StockMovementEvent::STREAM_TYPE,
-    StockTransferEvent::STREAM_TYPE,
-    StockReservationEvent::STREAM_TYPE,
-    super::PurchaseEvent::STREAM_TYPE,
-    super::PurchaseOrderEvent::STREAM_TYPE,
-    super::SaleEvent::STREAM_TYPE,
-];
+/// An aggregate whose events may move or reserve stock. It implements this beside its events and is
+/// listed once in [`stock_moving!`]; the ledger's causes, the stream types that carry stock, what each
+/// stored event does to stock and the inventory projection's folds all come from that one list, so a
+/// stock-moving aggregate cannot be left out of any of them.
+pub trait MovesStock: EventPayload {
+    /// The causes its changes name in the ledger (none for reservations).
+    const CAUSES: &'static [&'static str];
 
-/// The stock effect of a stored event, if it has one (events of other stream types have none).
-pub fn stock_effect(
-    stream_type: &str,
-    event_type: &str,
-    schema_version: i32,
-    data: &Value,
-) -> Result<Option<StockEffect>, DecodeError> {
-    let effect = match stream_type {
-        super::ProductEvent::STREAM_TYPE => {
-            match super::ProductEvent::decode(event_type, schema_version, data.clone())? {
-                super::ProductEvent::ProductCreated(created) if !created.opening_stock.is_empty() => {
-                    Some(StockEffect::Opening(created.opening_stock))
+    /// What this event does to stock (`None`: nothing).
+    fn stock_effect(self) -> Option<StockEffect>;
+}
+
+/// The one list of stock-moving aggregates (see [`MovesStock`]).
+macro_rules! stock_moving {
+    ($($payload:ty,)+) => {
+        /// The stream types whose events may carry a [`StockEffect`], in list order.
+        pub const STOCK_STREAM_TYPES: &[&str] = &[$(<$payload as EventPayload>::STREAM_TYPE,)+];
+
+        /// Every cause type the ledger names, in list order.
+        pub static STOCK_CAUSES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+            [$(<$payload as MovesStock>::CAUSES,)+].into_iter().flatten().copied().collect()
+        });
+
+        /// The stock effect of a stored event, if it has one. Events of aggregates that do not move
+        /// stock have none.
+        pub fn stock_effect(
+            stream_type: &str,
+            event_type: &str,
+            schema_version: i32,
+            data: &Value,
+        ) -> Result<Option<StockEffect>, DecodeError> {
+            $(
+                if stream_type == <$payload as EventPayload>::STREAM_TYPE {
+                    return Ok(<$payload>::decode(event_type, schema_version, data.clone())?.stock_effect());
                 }
-                super::ProductEvent::ProductCreated(_) | super::ProductEvent::ProductUpdated(_) => None,
-            }
+            )+
+            Ok(None)
         }
-        StockMovementEvent::STREAM_TYPE => {
-            match StockMovementEvent::decode(event_type, schema_version, data.clone())? {
-                StockMovementEvent::StockMovementRecorded(m) => Some(StockEffect::Changes {
-                    cause_type: cause::STOCK_MOVEMENT,
-                    cause_id: None,
-                    occurred_on: m.occurred_on,
-                    changes: m.changes,
-                }),
-            }
-        }
-        StockTransferEvent::STREAM_TYPE => {
-            match StockTransferEvent::decode(event_type, schema_version, data.clone())? {
-                StockTransferEvent::StockTransferred(t) => Some(StockEffect::Changes {
-                    cause_type: cause::STOCK_TRANSFER,
-                    cause_id: None,
-                    occurred_on: t.occurred_on,
-                    changes: t.changes,
-                }),
-            }
-        }
-        super::PurchaseEvent::STREAM_TYPE => {
-            match super::PurchaseEvent::decode(event_type, schema_version, data.clone())? {
-                super::PurchaseEvent::PurchaseRecorded(p) if !p.changes.is_empty() => Some(StockEffect::Changes {
-                    cause_type: cause::PURCHASE,
-                    cause_id: None,
-                    occurred_on: p.invoice_date,
-                    changes: p.changes,
-                }),
-                super::PurchaseEvent::PurchaseRecorded(_) => None,
-            }
-        }
-        super::PurchaseOrderEvent::STREAM_TYPE => {
-            match super::PurchaseOrderEvent::decode(event_type, schema_version, data.clone())? {
-                super::PurchaseOrderEvent::PurchaseOrderReceived(r) => Some(StockEffect::Changes {
-                    cause_type: cause::PURCHASE_ORDER_RECEIPT,
-                    cause_id: Some(r.receipt_id),
-                    occurred_on: r.occurred_on,
-                    changes: r.changes,
-                }),
-                super::PurchaseOrderEvent::PurchaseOrderCreated(_)
-                | super::PurchaseOrderEvent::PurchaseOrderConfirmed
-                | super::PurchaseOrderEvent::PurchaseOrderClosed(_)
-                | super::PurchaseOrderEvent::PurchaseOrderReopened => None,
-            }
-        }
-        super::SaleEvent::STREAM_TYPE => match super::SaleEvent::decode(event_type, schema_version, data.clone())? {
-            super::SaleEvent::SaleRecorded(s) if !s.changes.is_empty() => Some(StockEffect::Changes {
-                cause_type: cause::SALE,
-                cause_id: None,
-                occurred_on: s.invoice_date,
-                changes: s.changes,
-            }),
-            super::SaleEvent::SaleRecorded(_) | super::SaleEvent::SaleFiscalChanged(_) => None,
-        },
-        StockReservationEvent::STREAM_TYPE => {
-            match StockReservationEvent::decode(event_type, schema_version, data.clone())? {
-                StockReservationEvent::StockReserved(r) | StockReservationEvent::ReservationAdjusted(r) => {
-                    Some(StockEffect::Reservation(Some(r)))
-                }
-                StockReservationEvent::ReservationReleased | StockReservationEvent::ReservationExpired => {
-                    Some(StockEffect::Reservation(None))
-                }
-            }
-        }
-        _ => None,
     };
-    Ok(effect)
+}
+
+stock_moving! {
+    super::ProductEvent,
+    StockMovementEvent,
+    StockTransferEvent,
+    StockReservationEvent,
+    super::PurchaseEvent,
+    super::PurchaseOrderEvent,
+    super::SaleEvent,
+}
+
+impl MovesStock for StockMovementEvent {
+    const CAUSES: &'static [&'static str] = &[cause::STOCK_MOVEMENT];
+
+    fn stock_effect(self) -> Option<StockEffect> {
+        match self {
+            StockMovementEvent::StockMovementRecorded(m) => Some(StockEffect::Changes {
+                cause_type: cause::STOCK_MOVEMENT,
+                cause_id: None,
+                occurred_on: m.occurred_on,
+                changes: m.changes,
+            }),
+        }
+    }
+}
+
+impl MovesStock for StockTransferEvent {
+    const CAUSES: &'static [&'static str] = &[cause::STOCK_TRANSFER];
+
+    fn stock_effect(self) -> Option<StockEffect> {
+        match self {
+            StockTransferEvent::StockTransferred(t) => Some(StockEffect::Changes {
+                cause_type: cause::STOCK_TRANSFER,
+                cause_id: None,
+                occurred_on: t.occurred_on,
+                changes: t.changes,
+            }),
+        }
+    }
+}
+
+impl MovesStock for StockReservationEvent {
+    const CAUSES: &'static [&'static str] = &[];
+
+    fn stock_effect(self) -> Option<StockEffect> {
+        match self {
+            StockReservationEvent::StockReserved(r) | StockReservationEvent::ReservationAdjusted(r) => {
+                Some(StockEffect::Reservation(Some(r)))
+            }
+            StockReservationEvent::ReservationReleased | StockReservationEvent::ReservationExpired => {
+                Some(StockEffect::Reservation(None))
+            }
+        }
+    }
 }
 
 #[cfg(test)]
