@@ -417,22 +417,33 @@ async fn decide(
     let mut errors = Vec::new();
     for (i, (item, code)) in input.items.iter().zip(&codes).enumerate() {
         let discount = match item.discount {
-            None => None,
-            Some(QuoteDiscount::Amount(a)) => Some(tax::Discount::Fixed(Cents::new(a).unwrap_or(Cents::ZERO))),
-            Some(QuoteDiscount::Percentage(h)) => Percentage::from_hundredths(h).ok().map(tax::Discount::Percentage),
+            None => Ok(None),
+            Some(QuoteDiscount::Amount(a)) => Cents::new(a)
+                .map(|c| Some(tax::Discount::Fixed(c)))
+                .map_err(|e| FieldError::new(format!("items[{i}].discount.amount"), "out_of_range", e.to_string())),
+            Some(QuoteDiscount::Percentage(h)) => Percentage::from_hundredths(h)
+                .map(|p| Some(tax::Discount::Percentage(p)))
+                .map_err(|e| FieldError::new(format!("items[{i}].discount.percentage"), "out_of_range", e.to_string())),
         };
-        match Cents::new(item.unit_price) {
-            Ok(unit_price) => lines.push(tax::Line { quantity: item.quantity, unit_price, vat_code: *code, discount }),
-            Err(e) => errors.push(FieldError::new(format!("items[{i}].unit_price"), "out_of_range", e.to_string())),
+        match (Cents::new(item.unit_price), discount) {
+            (Ok(unit_price), Ok(discount)) => {
+                lines.push(tax::Line { quantity: item.quantity, unit_price, vat_code: *code, discount })
+            }
+            (Err(e), _) => {
+                errors.push(FieldError::new(format!("items[{i}].unit_price"), "out_of_range", e.to_string()))
+            }
+            (_, Err(error)) => errors.push(error),
         }
     }
-    reject_fields(errors)?;
-    let adjustments = tax::Adjustments {
-        global_discount: input
-            .global_discount_amount
-            .map(|a| tax::Discount::Fixed(Cents::new(a).unwrap_or(Cents::ZERO))),
-        ..tax::Adjustments::default()
+    let global_discount = match input.global_discount_amount.map(Cents::new).transpose() {
+        Ok(amount) => amount.map(tax::Discount::Fixed),
+        Err(e) => {
+            errors.push(FieldError::new("global_discount_amount", "out_of_range", e.to_string()));
+            None
+        }
     };
+    reject_fields(errors)?;
+    let adjustments = tax::Adjustments { global_discount, ..tax::Adjustments::default() };
     let computed = tax::compute(PriceBasis::Gross, &lines, &adjustments).map_err(|e| {
         let field = match e {
             tax::TaxError::LineDiscountTooLarge { line, .. } => format!("items[{line}].discount.amount"),

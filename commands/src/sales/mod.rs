@@ -406,11 +406,13 @@ pub fn compute(input: &SaleInput, basis: PriceBasis, codes: &[i32]) -> Result<ta
                 continue;
             }
         };
-        let discount = item
-            .discount_hundredths
-            .and_then(|h| Percentage::from_hundredths(h).ok())
-            .filter(|p| !p.is_zero())
-            .map(tax::Discount::Percentage);
+        let discount = match item.discount_hundredths.map(Percentage::from_hundredths).transpose() {
+            Ok(percentage) => percentage.filter(|p| !p.is_zero()).map(tax::Discount::Percentage),
+            Err(e) => {
+                errors.push(FieldError::new(format!("items[{i}].discount"), "out_of_range", e.to_string()));
+                continue;
+            }
+        };
         lines.push(tax::Line { quantity: item.quantity, unit_price, vat_code: *code, discount });
     }
     let cents = |value: i64, field: &str, errors: &mut Vec<FieldError>| match Cents::new(value) {
@@ -422,7 +424,13 @@ pub fn compute(input: &SaleInput, basis: PriceBasis, codes: &[i32]) -> Result<ta
     };
     let global_discount = match input.discount {
         None => None,
-        Some(GlobalDiscount::Percentage(h)) => Percentage::from_hundredths(h).ok().map(tax::Discount::Percentage),
+        Some(GlobalDiscount::Percentage(h)) => match Percentage::from_hundredths(h) {
+            Ok(percentage) => Some(tax::Discount::Percentage(percentage)),
+            Err(e) => {
+                errors.push(FieldError::new("discountValue", "out_of_range", e.to_string()));
+                None
+            }
+        },
         Some(GlobalDiscount::Fixed(c)) => Some(tax::Discount::Fixed(cents(c, "discountValue", &mut errors))),
     };
     let adjustments = tax::Adjustments {
