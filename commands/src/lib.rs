@@ -13,6 +13,7 @@
 pub mod aggregate;
 pub mod client;
 pub mod contacts;
+pub mod document;
 pub mod engine;
 pub mod fiscal;
 pub mod handler;

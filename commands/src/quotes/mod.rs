@@ -2,28 +2,28 @@
 //! canonical amounts (the tax engine's, on prices with VAT as the quote-type voucher 90 carries them)
 //! and, when asked, a stock reservation taken, adjusted or released in the same transaction through
 //! the reservations primitive. A quote past its `expires_at` becomes `expired` by itself (the sweeper,
-//! [`expire_due`]) and its reservation is released.
+//! [`handler::expire_due`]) and its reservation is released.
+//!
+//! The domain has the document shape ([`crate::document`]): here the body's parsing, the facts a
+//! decision reads ([`QuoteFacts`]) and the pure [`decide`]; in `handler.rs` what loads the facts and
+//! writes the decision (the number, the reservation, the sweeper's row, the append).
+
+mod handler;
+
+pub use handler::{Quotes, SWEEP_QUOTES, expire_due, load_quote, sweep_forever};
 
 use crate::aggregate::Rejection;
-use crate::engine::{Conn, ExecuteError, Sink, append_typed, load, reject_fields};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
-use crate::inventory::reservations::{self, Wanted};
-use crate::inventory::{StockShortfall, negative_stock_policy};
-use crate::lookups::load_products;
-use crate::records::Warehouse;
-use crate::reply::CommandReply;
+use crate::inventory::StockShortfall;
+use crate::inventory::reservations::Wanted;
+use crate::lookups::VariantFacts;
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
-    QuoteDiscount, QuoteEvent, QuoteExpired, QuoteLine, QuoteReservation, QuoteState, QuoteStatus, ReservationOwner,
-    ReservedLine, ar_date, fold_quote, iso_date_option,
+    QuoteDiscount, QuoteEvent, QuoteLine, QuoteReservation, QuoteState, QuoteStatus, ReservedLine, iso_date_option,
 };
 use events::domain::{Cents, Percentage};
-use events::store::{AppendRequest, StreamRef};
-use events::{EventPayload, Metadata};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sqlx::{PgConnection, PgPool};
 use std::collections::BTreeMap;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
@@ -213,57 +213,6 @@ pub fn parse_quote(body: &Value, today: Date) -> Result<QuoteInput, Vec<FieldErr
     r.finish(input)
 }
 
-/// The quote's state and its stream version, folded from its events.
-pub async fn load_quote(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    id: Uuid,
-) -> Result<(Option<QuoteState>, i32, bool), ExecuteError> {
-    let stored = events::store::load_stream(conn, org_id, id).await?;
-    let (mut state, mut version, mut existed) = (None, 0, false);
-    for event in stored {
-        if event.stream_type != QuoteEvent::STREAM_TYPE {
-            return Ok((None, 0, false));
-        }
-        let decoded = QuoteEvent::decode(&event.event_type, event.schema_version, event.data)
-            .map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
-        state = fold_quote(state, &decoded);
-        version = event.version;
-        existed = true;
-    }
-    Ok((state, version, existed))
-}
-
-/// Quotes (`POST`, `PUT` and `DELETE /api/v1/quotes`).
-pub struct Quotes;
-
-impl Handler for Quotes {
-    type Command = QuoteCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[crate::quotes::SWEEP_QUOTES];
-
-    fn stream_id(command: &QuoteCommand) -> Uuid {
-        command.quote_id()
-    }
-
-    /// Checked in `run`, after the quote itself.
-    async fn check_references(_: &QuoteCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
-
-    async fn run(
-        command: &QuoteCommand,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_quote(conn.get().await?, org_id, command, metadata).await
-    }
-}
-
 fn not_draft(status: QuoteStatus) -> Rejection {
     Rejection::state_conflict(
         "QUOTE_NOT_DRAFT",
@@ -272,102 +221,78 @@ fn not_draft(status: QuoteStatus) -> Rejection {
     )
 }
 
-async fn run_quote(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    command: &QuoteCommand,
-    metadata: &Metadata,
-) -> Result<CommandReply, ExecuteError> {
-    let id = command.quote_id();
-    let (current, version, _) = load_quote(conn, org_id, id).await?;
-    let owner = ReservationOwner { kind: "quote".into(), id };
-    let today = ar_date(OffsetDateTime::now_utc());
-    let policy = negative_stock_policy(conn, org_id).await?;
-    let (event, wanted, warnings_allowed) = match (command, &current) {
-        (QuoteCommand::Create { .. }, Some(_)) => {
-            return Err(Rejection::conflict("ALREADY_EXISTS", "the quote already exists").into());
-        }
-        (QuoteCommand::Replace { .. } | QuoteCommand::Delete { .. }, None) => {
-            return Err(Rejection::not_found("quote").into());
-        }
-        (QuoteCommand::Replace { .. } | QuoteCommand::Delete { .. }, Some(q)) if q.status != QuoteStatus::Draft => {
-            return Err(not_draft(q.status).into());
-        }
-        (QuoteCommand::Delete { .. }, Some(_)) => (QuoteEvent::QuoteDeleted, None, false),
-        (QuoteCommand::Create { input, .. } | QuoteCommand::Replace { input, .. }, _) => {
-            let number = match &current {
-                Some(q) => q.number,
-                None => 0,
-            };
-            let (state, wanted) = decide(conn, org_id, input, number).await?;
-            let state = if current.is_none() {
-                let number: i64 = sqlx::query_scalar(
-                    "insert into document_numbers (org_id, series, last) values ($1, 'quote', 1)
-                     on conflict (org_id, series) do update set last = document_numbers.last + 1 returning last",
-                )
-                .bind(org_id)
-                .fetch_one(&mut *conn)
-                .await?;
-                QuoteState { number, ..state }
-            } else {
-                state
-            };
-            let event = if current.is_none() {
-                QuoteEvent::QuoteCreated(Box::new(state))
-            } else {
-                QuoteEvent::QuoteReplaced(Box::new(state))
-            };
-            (event, wanted, true)
-        }
-    };
-    let decided = reservations::set(conn, org_id, &owner, wanted.as_ref(), today, policy, metadata).await?;
-    let warnings = if warnings_allowed { decided.warnings } else { Vec::new() };
-    let next = fold_quote(current.clone(), &event);
-    track_expiry(conn, org_id, id, next.as_ref()).await?;
-    let stream = StreamRef { org_id, stream_type: QuoteEvent::STREAM_TYPE, stream_id: id, expected_version: version };
-    let mut requests = vec![AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }];
-    requests.extend(decided.append);
-    let (key, keys) = append_typed(conn, &requests, id).await?;
-    let outcome = QuoteOutcome {
-        id,
-        quote: next,
-        warnings,
-        reservation_released: decided.released,
-        at: OffsetDateTime::now_utc(),
-    };
-    let state = serde_json::to_value(outcome).unwrap_or_default();
-    Ok(CommandReply::Accepted { commit: key, created: current.is_none(), state, replayed: false, keys })
+/// Everything outside the command that deciding a quote reads, loaded by the handler.
+#[derive(Debug, Clone, Default)]
+pub struct QuoteFacts {
+    /// The quote as its stream has it (none: no such quote), and the stream's version.
+    pub current: Option<QuoteState>,
+    pub version: i32,
+    /// The name of the quote's customer, when it is an active customer of the organization.
+    pub customer: Option<String>,
+    /// Whether the price list the quote names (if any) is the organization's.
+    pub price_list_found: bool,
+    /// The facts of each product variant the quote names that is the organization's.
+    pub products: BTreeMap<Uuid, VariantFacts>,
+    /// Whether each warehouse the quote names is an active warehouse of the organization.
+    pub warehouses: BTreeMap<Uuid, bool>,
 }
 
-/// Checks a quote's references, prices it and says what it reserves.
-async fn decide(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    input: &QuoteInput,
-    number: i64,
-) -> Result<(QuoteState, Option<Wanted>), ExecuteError> {
+/// What a quote command decided: its event (a new quote's number is assigned when it is written), the
+/// stock it wants reserved (none: release any), and whether stock shortfalls are answered as warnings.
+#[derive(Debug, Clone)]
+pub struct QuoteDecision {
+    pub event: QuoteEvent,
+    pub wanted: Option<Wanted>,
+    pub warnings_allowed: bool,
+}
+
+/// Decides a quote command against the facts: pure.
+pub fn decide(command: &QuoteCommand, facts: &QuoteFacts) -> Result<QuoteDecision, Rejection> {
+    let current = &facts.current;
+    match (command, current) {
+        (QuoteCommand::Create { .. }, Some(_)) => {
+            Err(Rejection::conflict("ALREADY_EXISTS", "the quote already exists"))
+        }
+        (QuoteCommand::Replace { .. } | QuoteCommand::Delete { .. }, None) => Err(Rejection::not_found("quote")),
+        (QuoteCommand::Replace { .. } | QuoteCommand::Delete { .. }, Some(q)) if q.status != QuoteStatus::Draft => {
+            Err(not_draft(q.status))
+        }
+        (QuoteCommand::Delete { .. }, Some(_)) => {
+            Ok(QuoteDecision { event: QuoteEvent::QuoteDeleted, wanted: None, warnings_allowed: false })
+        }
+        (QuoteCommand::Create { input, .. } | QuoteCommand::Replace { input, .. }, _) => {
+            let number = current.as_ref().map_or(0, |q| q.number);
+            let (state, wanted) = price(input, facts, number)?;
+            let event = match current {
+                None => QuoteEvent::QuoteCreated(Box::new(state)),
+                Some(_) => QuoteEvent::QuoteReplaced(Box::new(state)),
+            };
+            Ok(QuoteDecision { event, wanted, warnings_allowed: true })
+        }
+    }
+}
+
+/// A rejection naming every offending field, or nothing when there are none.
+fn reject_fields(errors: Vec<FieldError>) -> Result<(), Rejection> {
+    if errors.is_empty() { Ok(()) } else { Err(Rejection::Invalid { errors }) }
+}
+
+/// Checks a quote's references against the facts, prices it and says what it reserves.
+fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteState, Option<Wanted>), Rejection> {
     let mut errors = Vec::new();
-    let customer = load::<crate::contacts::Customer>(conn, org_id, input.customer_id).await?.0.filter(|c| c.is_active);
+    let customer = facts.customer.clone();
     if customer.is_none() {
         errors.push(FieldError::new("customer_id", "not_found", "no active customer of this organization has this id"));
     }
-    if let Some(list) = input.price_list_id {
-        let found = load::<crate::price_lists::PriceList>(conn, org_id, list).await?.0;
-        if found.is_none() {
-            errors.push(FieldError::new(
-                "price_list_id",
-                "not_found",
-                "no price list of this organization has this id",
-            ));
-        }
+    if input.price_list_id.is_some() && !facts.price_list_found {
+        errors.push(FieldError::new("price_list_id", "not_found", "no price list of this organization has this id"));
     }
-    let variants: Vec<Uuid> = input.items.iter().map(|i| i.variant_id).collect();
-    let (facts, _) = load_products(conn, org_id, &variants).await?;
+
+    let products = &facts.products;
     let reserving = input.reservation.as_ref().is_some_and(|r| r.enabled);
-    let mut checked: BTreeMap<Uuid, bool> = BTreeMap::new();
     let mut reserved = Vec::new();
     for (i, item) in input.items.iter().enumerate() {
-        let fact = facts.get(&item.variant_id).filter(|f| f.is_active);
+        let fact = products.get(&item.variant_id).filter(|f| f.is_active);
         if fact.is_none() {
             errors.push(FieldError::new(
                 format!("items[{i}].product_id"),
@@ -376,14 +301,7 @@ async fn decide(
             ));
         }
         if let Some(w) = item.warehouse_id {
-            let ok = match checked.get(&w) {
-                Some(ok) => *ok,
-                None => {
-                    let ok = load::<Warehouse>(conn, org_id, w).await?.0.is_some_and(|w| w.fields.is_active);
-                    checked.insert(w, ok);
-                    ok
-                }
-            };
+            let ok = facts.warehouses.get(&w).copied().unwrap_or(false);
             if !ok {
                 errors.push(FieldError::new(
                     format!("items[{i}].warehouse_id"),
@@ -409,10 +327,11 @@ async fn decide(
     }
     // A missing warehouse is a malformed request (400), whatever else the data refuses.
     if errors.iter().any(|e| e.code == "required") {
-        return Err(Rejection::Invalid { errors }.into());
+        return Err(Rejection::Invalid { errors });
     }
     reject_fields(errors)?;
-    let codes: Vec<i32> = input.items.iter().map(|i| facts.get(&i.variant_id).map_or(5, |f| f.tax_rate_id)).collect();
+    let codes: Vec<i32> =
+        input.items.iter().map(|i| products.get(&i.variant_id).map_or(5, |f| f.tax_rate_id)).collect();
     let mut lines = Vec::with_capacity(input.items.len());
     let mut errors = Vec::new();
     for (i, (item, code)) in input.items.iter().zip(&codes).enumerate() {
@@ -456,7 +375,7 @@ async fn decide(
         number,
         status: QuoteStatus::Draft,
         customer_id: input.customer_id,
-        customer_name: customer.map(|c| c.fields.name).unwrap_or_default(),
+        customer_name: customer.unwrap_or_default(),
         items: input
             .items
             .iter()
@@ -488,86 +407,6 @@ async fn decide(
         _ => None,
     };
     Ok((state, wanted))
-}
-
-/// Keeps the sweeper's row of a draft quote that expires (none for any other).
-async fn track_expiry(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    id: Uuid,
-    quote: Option<&QuoteState>,
-) -> Result<(), sqlx::Error> {
-    match quote.filter(|q| q.status == QuoteStatus::Draft).and_then(|q| q.expires_at) {
-        Some(expires_at) => {
-            sqlx::query(
-                "insert into quote_expiries (org_id, quote_id, expires_at) values ($1, $2, $3)
-                 on conflict (org_id, quote_id) do update set expires_at = excluded.expires_at",
-            )
-            .bind(org_id)
-            .bind(id)
-            .bind(expires_at)
-            .execute(conn)
-            .await?;
-        }
-        None => {
-            sqlx::query("delete from quote_expiries where org_id = $1 and quote_id = $2")
-                .bind(org_id)
-                .bind(id)
-                .execute(conn)
-                .await?;
-        }
-    }
-    Ok(())
-}
-
-/// Expires the draft quotes whose `expires_at` is before `today` (the organization's date): one
-/// `QuoteExpired` each and its reservation released, in one transaction per quote. Returns how many.
-pub async fn expire_due(pool: &PgPool, today: Date) -> Result<usize, ExecuteError> {
-    let mut expired = 0;
-    for _ in 0..500 {
-        let mut tx = pool.begin().await?;
-        let due: Option<(Uuid, Uuid)> = sqlx::query_as(
-            "select org_id, quote_id from quote_expiries where expires_at < $1 limit 1 for update skip locked",
-        )
-        .bind(today)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((org_id, id)) = due else { break };
-        let (state, version, _) = load_quote(&mut tx, org_id, id).await?;
-        let metadata = Metadata::system("quote_sweeper");
-        let mut requests = Vec::new();
-        if state.as_ref().is_some_and(|q| q.status == QuoteStatus::Draft) {
-            let event = QuoteEvent::QuoteExpired(QuoteExpired { expired_on: today });
-            let stream =
-                StreamRef { org_id, stream_type: QuoteEvent::STREAM_TYPE, stream_id: id, expected_version: version };
-            requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
-            let owner = ReservationOwner { kind: "quote".into(), id };
-            let policy = crate::inventory::NegativeStock::Allow;
-            requests.extend(reservations::set(&mut tx, org_id, &owner, None, today, policy, &metadata).await?.append);
-            expired += 1;
-        }
-        track_expiry(&mut tx, org_id, id, None).await?;
-        append_typed(&mut tx, &requests, id).await?;
-        tx.commit().await?;
-    }
-    Ok(expired)
-}
-
-/// The quotes' background job: [`sweep_forever`].
-pub const SWEEP_QUOTES: Job = Job { name: "quote_expiry", run: |pool, _| Box::pin(sweep_forever(pool)) };
-
-/// Expires due quotes every minute, for ever.
-pub async fn sweep_forever(pool: PgPool) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        match expire_due(&pool, ar_date(OffsetDateTime::now_utc())).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(expired = n, "quotes past their expiry recorded as expired"),
-            Err(error) => tracing::warn!(%error, "could not expire quotes"),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -606,5 +445,86 @@ mod tests {
         )
         .expect_err("a past date");
         assert_eq!(past[0].code, "in_past");
+    }
+
+    fn facts_for(input: &QuoteInput) -> QuoteFacts {
+        let products = input
+            .items
+            .iter()
+            .map(|item| {
+                let facts = VariantFacts {
+                    group_id: item.variant_id,
+                    product_type: "product".into(),
+                    is_active: true,
+                    tax_rate_id: 5,
+                    cost: 0,
+                };
+                (item.variant_id, facts)
+            })
+            .collect();
+        let warehouses = input.items.iter().filter_map(|item| item.warehouse_id).map(|id| (id, true)).collect();
+        QuoteFacts {
+            customer: Some("Ana".into()),
+            price_list_found: true,
+            products,
+            warehouses,
+            ..QuoteFacts::default()
+        }
+    }
+
+    fn input() -> QuoteInput {
+        parse_quote(
+            &json!({"customer_id": Uuid::now_v7(), "global_discount_amount": 100,
+                    "reservation": {"enabled": true, "reserved_through_date": "2026-11-30"},
+                    "items": [{"product_id": Uuid::now_v7(), "quantity": 2, "unit_price": 1210,
+                               "warehouse_id": Uuid::now_v7(), "discount": {"percentage": 10}}]}),
+            TODAY,
+        )
+        .expect("a quote")
+    }
+
+    #[test]
+    fn a_new_quote_is_priced_and_reserves_its_physical_lines_from_the_facts_alone() {
+        let input = input();
+        let command = QuoteCommand::Create { id: Uuid::now_v7(), input: input.clone() };
+        let decision = decide(&command, &facts_for(&input)).expect("decided");
+        let QuoteEvent::QuoteCreated(state) = &decision.event else { panic!("a creation: {:?}", decision.event) };
+        // 2 × 12.10 = 24.20, less 10% = 21.78, less 1.00 global = 20.78 (VAT included at 21%).
+        assert_eq!((state.total, state.discount_amount, state.customer_name.as_str()), (2078, 342, "Ana"));
+        assert_eq!(state.subtotal + state.tax_amount, state.total);
+        let wanted = decision.wanted.expect("a reservation");
+        assert_eq!(wanted.reserved_through, time::macros::date!(2026 - 11 - 30));
+        assert_eq!(wanted.lines.len(), 1);
+        assert!(decision.warnings_allowed);
+    }
+
+    #[test]
+    fn references_the_facts_lack_are_named_field_by_field() {
+        let input = input();
+        let mut facts = facts_for(&input);
+        facts.customer = None;
+        facts.price_list_found = false;
+        facts.warehouses.values_mut().for_each(|active| *active = false);
+        let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
+        let Err(Rejection::Invalid { errors }) = decide(&command, &facts) else { panic!("refused") };
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["customer_id", "items[0].warehouse_id"]);
+    }
+
+    #[test]
+    fn only_a_draft_is_replaced_or_deleted_and_a_quote_is_created_once() {
+        let input = input();
+        let mut facts = facts_for(&input);
+        let id = Uuid::now_v7();
+        let created = decide(&QuoteCommand::Create { id, input: input.clone() }, &facts).expect("created");
+        let QuoteEvent::QuoteCreated(state) = created.event else { panic!("a creation") };
+        facts.current = Some(QuoteState { status: QuoteStatus::Expired, ..*state });
+        let refused = decide(&QuoteCommand::Delete { id }, &facts).expect_err("not a draft");
+        assert!(matches!(refused, Rejection::StateConflict { .. }), "{refused:?}");
+        let again = decide(&QuoteCommand::Create { id, input }, &facts).expect_err("exists");
+        assert!(matches!(again, Rejection::Conflict { ref code, .. } if code == "ALREADY_EXISTS"), "{again:?}");
+        facts.current = None;
+        let missing = decide(&QuoteCommand::Delete { id }, &facts).expect_err("no quote");
+        assert_eq!(missing, Rejection::not_found("quote"));
     }
 }

@@ -1,0 +1,238 @@
+//! How the workers run quotes: the document shape ([`crate::document`]) with the facts loaded from the
+//! quote's stream, the customer, the price list, the products and the warehouses; the decision written
+//! with the quote's number, its reservation, the sweeper's row and the append; and the expiry sweeper.
+
+use super::{QuoteCommand, QuoteDecision, QuoteFacts, QuoteOutcome};
+use crate::aggregate::Rejection;
+use crate::document::{Document, run_document};
+use crate::engine::{Conn, ExecuteError, Sink, append_typed, load};
+use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::inventory::negative_stock_policy;
+use crate::inventory::reservations;
+use crate::lookups::load_products;
+use crate::records::Warehouse;
+use crate::reply::CommandReply;
+use events::catalogue::{QuoteEvent, QuoteExpired, QuoteState, QuoteStatus, ReservationOwner, ar_date, fold_quote};
+use events::store::{AppendRequest, StreamRef};
+use events::{EventPayload, Metadata};
+use sqlx::{PgConnection, PgPool};
+use std::collections::BTreeMap;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+/// The quote's state and its stream version, folded from its events.
+pub async fn load_quote(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    id: Uuid,
+) -> Result<(Option<QuoteState>, i32, bool), ExecuteError> {
+    let stored = events::store::load_stream(conn, org_id, id).await?;
+    let (mut state, mut version, mut existed) = (None, 0, false);
+    for event in stored {
+        if event.stream_type != QuoteEvent::STREAM_TYPE {
+            return Ok((None, 0, false));
+        }
+        let decoded = QuoteEvent::decode(&event.event_type, event.schema_version, event.data)
+            .map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
+        state = fold_quote(state, &decoded);
+        version = event.version;
+        existed = true;
+    }
+    Ok((state, version, existed))
+}
+
+/// Quotes (`POST`, `PUT` and `DELETE /api/v1/quotes`).
+pub struct Quotes;
+
+impl Handler for Quotes {
+    type Command = QuoteCommand;
+    const COMMIT: Commit = Commit::OwnTransaction;
+    const BATCHING: Batching = Batching::Shared;
+    const TOGETHER: Option<Together<Self::Command>> = None;
+    const JOBS: &'static [Job] = &[crate::quotes::SWEEP_QUOTES];
+
+    fn stream_id(command: &QuoteCommand) -> Uuid {
+        command.quote_id()
+    }
+
+    /// Checked in `run`, after the quote itself.
+    async fn check_references(_: &QuoteCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
+        Ok(())
+    }
+
+    async fn run(
+        command: &QuoteCommand,
+        conn: &mut Conn<'_>,
+        _: &Sink<'_>,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        run_document::<Self>(command, conn.get().await?, org_id, metadata).await
+    }
+}
+
+impl Document for Quotes {
+    type Command = QuoteCommand;
+    type Facts = QuoteFacts;
+    type Decision = QuoteDecision;
+
+    async fn load(command: &QuoteCommand, conn: &mut PgConnection, org_id: Uuid) -> Result<QuoteFacts, ExecuteError> {
+        let (current, version, _) = load_quote(conn, org_id, command.quote_id()).await?;
+        let mut facts = QuoteFacts { current, version, ..QuoteFacts::default() };
+        let input = match command {
+            QuoteCommand::Create { input, .. } | QuoteCommand::Replace { input, .. } => input,
+            QuoteCommand::Delete { .. } => return Ok(facts),
+        };
+        facts.customer = load::<crate::contacts::Customer>(conn, org_id, input.customer_id)
+            .await?
+            .0
+            .filter(|c| c.is_active)
+            .map(|c| c.fields.name);
+        if let Some(list) = input.price_list_id {
+            facts.price_list_found = load::<crate::price_lists::PriceList>(conn, org_id, list).await?.0.is_some();
+        }
+        let variants: Vec<Uuid> = input.items.iter().map(|i| i.variant_id).collect();
+        facts.products = load_products(conn, org_id, &variants).await?.0;
+        let mut warehouses = BTreeMap::new();
+        for id in input.items.iter().filter_map(|i| i.warehouse_id) {
+            if let std::collections::btree_map::Entry::Vacant(entry) = warehouses.entry(id) {
+                entry.insert(load::<Warehouse>(conn, org_id, id).await?.0.is_some_and(|w| w.fields.is_active));
+            }
+        }
+        facts.warehouses = warehouses;
+        Ok(facts)
+    }
+
+    fn decide(command: &QuoteCommand, facts: &QuoteFacts) -> Result<QuoteDecision, Rejection> {
+        super::decide(command, facts)
+    }
+
+    async fn write(
+        command: &QuoteCommand,
+        facts: QuoteFacts,
+        decision: QuoteDecision,
+        conn: &mut PgConnection,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        let id = command.quote_id();
+        let QuoteDecision { mut event, wanted, warnings_allowed } = decision;
+        if let QuoteEvent::QuoteCreated(state) = &mut event {
+            state.number = next_number(conn, org_id).await?;
+        }
+        let owner = ReservationOwner { kind: "quote".into(), id };
+        let today = ar_date(OffsetDateTime::now_utc());
+        let policy = negative_stock_policy(conn, org_id).await?;
+        let decided = reservations::set(conn, org_id, &owner, wanted.as_ref(), today, policy, metadata).await?;
+        let warnings = if warnings_allowed { decided.warnings } else { Vec::new() };
+        let created = facts.current.is_none();
+        let next = fold_quote(facts.current, &event);
+        track_expiry(conn, org_id, id, next.as_ref()).await?;
+        let stream =
+            StreamRef { org_id, stream_type: QuoteEvent::STREAM_TYPE, stream_id: id, expected_version: facts.version };
+        let mut requests =
+            vec![AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }];
+        requests.extend(decided.append);
+        let (key, keys) = append_typed(conn, &requests, id).await?;
+        let outcome = QuoteOutcome {
+            id,
+            quote: next,
+            warnings,
+            reservation_released: decided.released,
+            at: OffsetDateTime::now_utc(),
+        };
+        let state = serde_json::to_value(outcome).unwrap_or_default();
+        Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
+    }
+}
+
+/// The next quote number of the organization: gap-free, since a refused command rolls it back.
+async fn next_number(conn: &mut PgConnection, org_id: Uuid) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "insert into document_numbers (org_id, series, last) values ($1, 'quote', 1)
+         on conflict (org_id, series) do update set last = document_numbers.last + 1 returning last",
+    )
+    .bind(org_id)
+    .fetch_one(conn)
+    .await
+}
+
+/// Keeps the sweeper's row of a draft quote that expires (none for any other).
+async fn track_expiry(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    id: Uuid,
+    quote: Option<&QuoteState>,
+) -> Result<(), sqlx::Error> {
+    match quote.filter(|q| q.status == QuoteStatus::Draft).and_then(|q| q.expires_at) {
+        Some(expires_at) => {
+            sqlx::query(
+                "insert into quote_expiries (org_id, quote_id, expires_at) values ($1, $2, $3)
+                 on conflict (org_id, quote_id) do update set expires_at = excluded.expires_at",
+            )
+            .bind(org_id)
+            .bind(id)
+            .bind(expires_at)
+            .execute(conn)
+            .await?;
+        }
+        None => {
+            sqlx::query("delete from quote_expiries where org_id = $1 and quote_id = $2")
+                .bind(org_id)
+                .bind(id)
+                .execute(conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Expires the draft quotes whose `expires_at` is before `today` (the organization's date): one
+/// `QuoteExpired` each and its reservation released, in one transaction per quote. Returns how many.
+pub async fn expire_due(pool: &PgPool, today: Date) -> Result<usize, ExecuteError> {
+    let mut expired = 0;
+    for _ in 0..500 {
+        let mut tx = pool.begin().await?;
+        let due: Option<(Uuid, Uuid)> = sqlx::query_as(
+            "select org_id, quote_id from quote_expiries where expires_at < $1 limit 1 for update skip locked",
+        )
+        .bind(today)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((org_id, id)) = due else { break };
+        let (state, version, _) = load_quote(&mut tx, org_id, id).await?;
+        let metadata = Metadata::system("quote_sweeper");
+        let mut requests = Vec::new();
+        if state.as_ref().is_some_and(|q| q.status == QuoteStatus::Draft) {
+            let event = QuoteEvent::QuoteExpired(QuoteExpired { expired_on: today });
+            let stream =
+                StreamRef { org_id, stream_type: QuoteEvent::STREAM_TYPE, stream_id: id, expected_version: version };
+            requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+            let owner = ReservationOwner { kind: "quote".into(), id };
+            let policy = crate::inventory::NegativeStock::Allow;
+            requests.extend(reservations::set(&mut tx, org_id, &owner, None, today, policy, &metadata).await?.append);
+            expired += 1;
+        }
+        track_expiry(&mut tx, org_id, id, None).await?;
+        append_typed(&mut tx, &requests, id).await?;
+        tx.commit().await?;
+    }
+    Ok(expired)
+}
+
+/// The quotes' background job: [`sweep_forever`].
+pub const SWEEP_QUOTES: Job = Job { name: "quote_expiry", run: |pool, _| Box::pin(sweep_forever(pool)) };
+
+/// Expires due quotes every minute, for ever.
+pub async fn sweep_forever(pool: PgPool) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match expire_due(&pool, ar_date(OffsetDateTime::now_utc())).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(expired = n, "quotes past their expiry recorded as expired"),
+            Err(error) => tracing::warn!(%error, "could not expire quotes"),
+        }
+    }
+}
