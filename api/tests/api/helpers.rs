@@ -187,6 +187,11 @@ impl Drop for TestApp {
                 if let Ok(client) = async_nats::connect(url).await {
                     let _ = async_nats::jetstream::new(client).delete_stream(stream).await;
                 }
+                if let (Some(database), Some(admin), Some(folder)) =
+                    (&database, &admin, std::env::var_os("RECORD_EVENT_LOGS"))
+                {
+                    record_event_log(admin, database, std::path::Path::new(&folder)).await;
+                }
                 if let (Some(database), Some(admin)) = (database, admin)
                     && let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await
                 {
@@ -205,6 +210,26 @@ impl Drop for TestApp {
 }
 
 /// Reads a JSON body, asserting the status first.
+/// With `RECORD_EVENT_LOGS=FOLDER`, every test leaves its event store in `FOLDER/<database>.jsonl`, one
+/// stored event per line in commit order (the replay fixture's format, see projections/tests/replay.rs).
+async fn record_event_log(admin: &str, database: &str, folder: &std::path::Path) {
+    let url = format!("{}/{database}", admin.rsplit_once('/').map_or(admin, |(server, _)| server));
+    let Ok(mut conn) = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await else { return };
+    let lines: Vec<String> = sqlx::query_scalar(
+        "select json_build_object(
+             'org_id', org_id, 'stream_type', stream_type, 'stream_id', stream_id, 'version', version,
+             'event_id', event_id, 'event_type', event_type, 'schema_version', schema_version,
+             'data', data::text, 'metadata', metadata::text,
+             'recorded_at', to_char(recorded_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'))::text
+         from events order by transaction_id, position",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .unwrap_or_default();
+    let _ = std::fs::create_dir_all(folder);
+    let _ = std::fs::write(folder.join(format!("{database}.jsonl")), lines.join("\n") + "\n");
+}
+
 pub async fn json(response: Response, status: u16) -> Value {
     let actual = response.status().as_u16();
     let text = response.text().await.expect("body");
