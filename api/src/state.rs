@@ -4,8 +4,8 @@
 use crate::cache::ReadCache;
 use crate::http::auth::{Credentials, Principal};
 use crate::http::cursor::CursorCodec;
-use crate::http::documents::DocumentKey;
 use crate::http::error::{ApiError, ErrorType};
+use crate::http::links::DocumentKey;
 use crate::ratelimit::RateLimiter;
 use commands::client::{CommandClient, SendError};
 use commands::protocol::{Command, CommandReply, CommandRequest, FailureCause, Idempotency};

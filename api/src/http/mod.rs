@@ -11,6 +11,8 @@ pub mod envelopes;
 pub mod error;
 pub mod idempotency;
 pub mod inventory;
+pub mod kinds;
+pub mod links;
 pub mod list;
 pub mod metafields;
 pub mod operations;

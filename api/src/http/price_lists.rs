@@ -6,6 +6,7 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::{ApiError, ErrorType};
+use crate::http::kinds::PRODUCTS;
 use crate::http::list::parse_id;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
@@ -380,7 +381,7 @@ pub async fn applied_price(
         .ok_or_else(|| ApiError::not_found(PRICE_LISTS.label))?;
     let input = read::price_input(&state.pool, org_id, list.id, product_id)
         .await?
-        .ok_or_else(|| ApiError::not_found(crate::http::products::PRODUCTS.label))?;
+        .ok_or_else(|| ApiError::not_found(PRODUCTS.label))?;
     let listed = read::price_of(&list, &input);
     Ok((list, listed))
 }
@@ -624,7 +625,7 @@ impl PriceListsApi {
         let call = Call::new(GET_PRICE_LIST_PRICE, &state, &auth, &request_id)?;
         let list = price_list(&call, &price_list_id.0).await?;
         let input = call
-            .find(&crate::http::products::PRODUCTS, &product_id.0, async |product_id| {
+            .find(&PRODUCTS, &product_id.0, async |product_id| {
                 Ok(read::price_input(&state.pool, call.org_id(), list.id, product_id).await?)
             })
             .await?;

@@ -1,16 +1,17 @@
 //! `/api/v1/products`: products as groups of sellable variants (Style B objects, camelCase). Every id
 //! these routes take or return is a variant id; the detail names its group.
 
-use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
+use crate::http::kinds::PRODUCTS;
 use crate::http::list::{ListEnvelope, parse_id};
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional, Sparse};
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::price_lists::applied_price;
+use crate::http::resource::{Call, PageParams, Write, decode_state};
 use crate::http::schema::rules;
 use crate::http::schema::{
     AdjustmentTarget, Blank, Cents, Currency, Int, Limit, MetafieldKey, MetafieldValue, Percent, ProductType,
@@ -52,14 +53,6 @@ pub const CREATE_BULK_ADJUSTMENT: Operation = Operation::write(
     Idempotency::Required,
     CommandKind::BulkAdjustProducts,
 );
-
-/// Product variants, as the shared handler sequence sees them.
-pub(crate) const PRODUCTS: Kind = Kind {
-    label: "product",
-    projection: ProjectionId::Products,
-    cache: Some(Resource::Product),
-    list: ListAt { url: "/api/v1/products", binding: "products" },
-};
 
 /// Product creation: a single product (`sku`, `cost`, `price` at the top level) or a matrix (`options`
 /// and `variants`). Amounts are integer cents.
@@ -783,7 +776,7 @@ impl ProductsApi {
         if let Some(list) = price_list_id.0 {
             // Priced under a list: not cached, since the price follows the list as well as the product.
             let id = PRODUCTS.id(&product_id.0)?;
-            let (list, listed) = crate::http::price_lists::applied_price(&state, call.org_id(), &list, id).await?;
+            let (list, listed) = applied_price(&state, call.org_id(), &list, id).await?;
             let mut data = readable(&state, call.org_id(), id).await?;
             data.effective_price = listed.as_ref().map(|l| l.unit_price).into();
             data.price_source = match listed.map(|l| l.provenance) {
