@@ -35,20 +35,11 @@ pub const CREATE_TAG: Operation =
 pub const GET_TAG: Operation = Operation::read("getTag", Some(Scope::TagsRead));
 pub const UPDATE_TAG: Operation =
     Operation::write("updateTag", Scope::TagsWrite, Idempotency::Optional, CommandKind::Tag);
-pub const APPLY_CUSTOMER_TAGS: Operation =
-    Operation::write("applyCustomerTags", Scope::CustomersWrite, Idempotency::Optional, CommandKind::ApplyTags);
-pub const APPLY_SUPPLIER_TAGS: Operation =
-    Operation::write("applySupplierTags", Scope::SuppliersWrite, Idempotency::Optional, CommandKind::ApplyTags);
-pub const APPLY_PRODUCT_TAGS: Operation =
-    Operation::write("applyProductTags", Scope::ProductsWrite, Idempotency::Optional, CommandKind::ApplyTags);
-pub const APPLY_SALE_TAGS: Operation =
-    Operation::write("applySaleTags", Scope::SalesWrite, Idempotency::Optional, CommandKind::ApplyTags);
-pub const APPLY_PURCHASE_TAGS: Operation =
-    Operation::write("applyPurchaseTags", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::ApplyTags);
-pub const APPLY_PURCHASE_ORDER_TAGS: Operation =
-    Operation::write("applyPurchaseOrderTags", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::ApplyTags);
-pub const APPLY_STOCK_TRANSFER_TAGS: Operation =
-    Operation::write("applyStockTransferTags", Scope::TransfersWrite, Idempotency::Optional, CommandKind::ApplyTags);
+
+/// A tag application on resources of one kind: the write scope of that kind.
+const fn apply_tags(id: &'static str, scope: Scope) -> Operation {
+    Operation::write(id, scope, Idempotency::Optional, CommandKind::ApplyTags)
+}
 
 /// Tags, as the shared handler sequence sees them (tag applications wait on the same projection).
 const TAGS: Kind = Kind {
@@ -256,243 +247,198 @@ fn applies_a_tag() -> serde_json::Value {
 
 pub struct TagsApi;
 
-impl Operations for TagsApi {
-    const OPERATIONS: &'static [Operation] = &[
-        LIST_TAGS,
-        CREATE_TAG,
-        GET_TAG,
-        UPDATE_TAG,
-        APPLY_CUSTOMER_TAGS,
-        APPLY_SUPPLIER_TAGS,
-        APPLY_PRODUCT_TAGS,
-        APPLY_SALE_TAGS,
-        APPLY_STOCK_TRANSFER_TAGS,
-        APPLY_PURCHASE_TAGS,
-        APPLY_PURCHASE_ORDER_TAGS,
-    ];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Body { schema: "TagInput", rule: || rules::refused(&["archived", "archived_at"]) },
-        InputRule::Body { schema: "TagPatch", rule: patch_changes_something },
-        InputRule::Body { schema: "ApplyInput", rule: applies_a_tag },
-    ];
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "TagInput", rule: || rules::refused(&["archived", "archived_at"]) },
+    InputRule::Body { schema: "TagPatch", rule: patch_changes_something },
+    InputRule::Body { schema: "ApplyInput", rule: applies_a_tag },
+];
+
+/// The tags API: the routes of tags themselves (`operations` and `routes`, written out) and one apply
+/// route per taggable kind, each a row of `apply`: its doc (summary, blank line, description), method
+/// name, path, `operationId`, the write scope it needs and the `Taggable` it names. Writes the
+/// `Operations` and the `#[OpenApi]` impl, so a row is the whole route.
+macro_rules! tags_api {
+    (
+        operations: [$($operation:ident),* $(,)?];
+        routes: { $($route:tt)* }
+        apply: {
+            $(
+                $(#[doc = $doc:tt])*
+                $method:ident($path:tt, $id:tt, $scope:ident, $taggable:ident);
+            )*
+        }
+    ) => {
+        impl Operations for TagsApi {
+            const OPERATIONS: &'static [Operation] = &[$($operation,)* $(apply_tags($id, Scope::$scope),)*];
+            const INPUT_RULES: &'static [InputRule] = INPUT_RULES;
+        }
+
+        #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Tags")]
+        impl TagsApi {
+            $($route)*
+
+            $(
+                $(#[doc = $doc])*
+                #[oai(path = $path, method = "post", operation_id = $id)]
+                async fn $method(
+                    &self,
+                    auth: Auth,
+                    state: Data<&Arc<AppState>>,
+                    request_id: RequestId,
+                    version: ServiceVersion,
+                    #[oai(name = "Idempotency-Key")] key: Key,
+                    body: JsonBody<ApplyInput>,
+                ) -> Result<Applied, ApiError> {
+                    let operation = apply_tags($id, Scope::$scope);
+                    apply(operation, Taggable::$taggable, auth, &state, request_id, version, key, body).await
+                }
+            )*
+        }
+    };
 }
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Tags")]
-impl TagsApi {
-    /// List tags
-    ///
-    /// Scope `tags:read`. A cursor list in creation order; archived tags only with `include_archived=true`.
-    #[oai(path = "/tags", method = "get", operation_id = "listTags")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        include_archived: Query<Option<bool>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Tags, ApiError> {
-        let call = Call::new(LIST_TAGS, &state, &auth, &request_id)?;
-        let include_archived = include_archived.0.unwrap_or(false);
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        let body = call
-            .cursor_list(
-                params,
-                TAGS.list,
-                async |after, n| Ok(read::list(&state.pool, call.org_id(), include_archived, after, n).await?),
-                |row: &TagRow| row.id,
-                async |rows| Ok(rows.into_iter().map(TagData::from_row).collect()),
-            )
-            .await?;
-        Ok(Tags::Ok(RawJson::new(body)))
-    }
+tags_api! {
+    operations: [LIST_TAGS, CREATE_TAG, GET_TAG, UPDATE_TAG];
+    routes: {
+        /// List tags
+        ///
+        /// Scope `tags:read`. A cursor list in creation order; archived tags only with `include_archived=true`.
+        #[oai(path = "/tags", method = "get", operation_id = "listTags")]
+        async fn list(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            include_archived: Query<Option<bool>>,
+            /// 1 to 100, default 50.
+            limit: Query<Option<Limit>>,
+            /// The `next_cursor` of the previous page.
+            cursor: Query<Option<String>>,
+            page: PageParam,
+        ) -> Result<Tags, ApiError> {
+            let call = Call::new(LIST_TAGS, &state, &auth, &request_id)?;
+            let include_archived = include_archived.0.unwrap_or(false);
+            let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+            let body = call
+                .cursor_list(
+                    params,
+                    TAGS.list,
+                    async |after, n| Ok(read::list(&state.pool, call.org_id(), include_archived, after, n).await?),
+                    |row: &TagRow| row.id,
+                    async |rows| Ok(rows.into_iter().map(TagData::from_row).collect()),
+                )
+                .await?;
+            Ok(Tags::Ok(RawJson::new(body)))
+        }
 
-    /// Create a tag
-    ///
-    /// Scope `tags:write`. Names are unique in the organization (ignoring case).
-    #[oai(path = "/tags", method = "post", operation_id = "createTag")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<TagInput>,
-    ) -> Result<Created, ApiError> {
-        let call = Call::new(CREATE_TAG, &state, &auth, &request_id)?;
-        let fields = parse_create(&body.value).map_err(ApiError::validation)?;
-        let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = call
-            .write(&TAGS, write, command, |accepted| Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?)))
-            .await?;
-        Ok(Created::Created(RawJson::new(body)))
-    }
+        /// Create a tag
+        ///
+        /// Scope `tags:write`. Names are unique in the organization (ignoring case).
+        #[oai(path = "/tags", method = "post", operation_id = "createTag")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Optional: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<TagInput>,
+        ) -> Result<Created, ApiError> {
+            let call = Call::new(CREATE_TAG, &state, &auth, &request_id)?;
+            let fields = parse_create(&body.value).map_err(ApiError::validation)?;
+            let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
+            let write = Write::json(key.0, &version, &[], &body);
+            let body = call
+                .write(&TAGS, write, command, |accepted| Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?)))
+                .await?;
+            Ok(Created::Created(RawJson::new(body)))
+        }
 
-    /// Get a tag
-    ///
-    /// Scope `tags:read`.
-    #[oai(path = "/tags/:tag_id", method = "get", operation_id = "getTag")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        tag_id: Path<String>,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(GET_TAG, &state, &auth, &request_id)?;
-        let body = call
-            .get(&TAGS, &tag_id.0, async |id| {
-                let row = read::get(&state.pool, call.org_id(), id).await?;
-                Ok(row.map(|row| tag_envelope(&request_id.0, TagData::from_row(row))))
-            })
-            .await?;
-        Ok(Single::Ok(RawJson::new(body)))
-    }
+        /// Get a tag
+        ///
+        /// Scope `tags:read`.
+        #[oai(path = "/tags/:tag_id", method = "get", operation_id = "getTag")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            tag_id: Path<String>,
+        ) -> Result<Single, ApiError> {
+            let call = Call::new(GET_TAG, &state, &auth, &request_id)?;
+            let body = call
+                .get(&TAGS, &tag_id.0, async |id| {
+                    let row = read::get(&state.pool, call.org_id(), id).await?;
+                    Ok(row.map(|row| tag_envelope(&request_id.0, TagData::from_row(row))))
+                })
+                .await?;
+            Ok(Single::Ok(RawJson::new(body)))
+        }
 
-    /// Rename, recolour, archive or restore a tag
-    ///
-    /// Scope `tags:write`. Archived tags stay shown on the resources that carry them.
-    #[oai(path = "/tags/:tag_id", method = "patch", operation_id = "updateTag")]
-    async fn update(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        tag_id: Path<String>,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<TagPatch>,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(UPDATE_TAG, &state, &auth, &request_id)?;
-        let id = TAGS.id(&tag_id.0)?;
-        let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
-        let command = Command::Tag(TagCommand::Update { id, name, color, archived });
-        let path = [tag_id.0.as_str()];
-        let write = Write::json(key.0, &version, &path, &body);
-        let body = call
-            .write(&TAGS, write, command, |accepted| Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?)))
-            .await?;
-        Ok(Single::Ok(RawJson::new(body)))
+        /// Rename, recolour, archive or restore a tag
+        ///
+        /// Scope `tags:write`. Archived tags stay shown on the resources that carry them.
+        #[oai(path = "/tags/:tag_id", method = "patch", operation_id = "updateTag")]
+        async fn update(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            tag_id: Path<String>,
+            /// Optional: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<TagPatch>,
+        ) -> Result<Single, ApiError> {
+            let call = Call::new(UPDATE_TAG, &state, &auth, &request_id)?;
+            let id = TAGS.id(&tag_id.0)?;
+            let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
+            let command = Command::Tag(TagCommand::Update { id, name, color, archived });
+            let path = [tag_id.0.as_str()];
+            let write = Write::json(key.0, &version, &path, &body);
+            let body = call
+                .write(&TAGS, write, command, |accepted| Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?)))
+                .await?;
+            Ok(Single::Ok(RawJson::new(body)))
+        }
     }
+    apply: {
+        /// Tag customers
+        ///
+        /// Scope `customers:write`. Adds and removes tags on the listed customers, all at once.
+        apply_customers("/customers/tags/apply", "applyCustomerTags", CustomersWrite, Customer);
 
-    /// Tag customers
-    ///
-    /// Scope `customers:write`. Adds and removes tags on the listed customers, all at once.
-    #[oai(path = "/customers/tags/apply", method = "post", operation_id = "applyCustomerTags")]
-    async fn apply_customers(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ApplyInput>,
-    ) -> Result<Applied, ApiError> {
-        apply(APPLY_CUSTOMER_TAGS, Taggable::Customer, auth, &state, request_id, version, key, body).await
-    }
+        /// Tag suppliers
+        ///
+        /// Scope `suppliers:write`. Adds and removes tags on the listed suppliers, all at once.
+        apply_suppliers("/suppliers/tags/apply", "applySupplierTags", SuppliersWrite, Supplier);
 
-    /// Tag suppliers
-    ///
-    /// Scope `suppliers:write`. Adds and removes tags on the listed suppliers, all at once.
-    #[oai(path = "/suppliers/tags/apply", method = "post", operation_id = "applySupplierTags")]
-    async fn apply_suppliers(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ApplyInput>,
-    ) -> Result<Applied, ApiError> {
-        apply(APPLY_SUPPLIER_TAGS, Taggable::Supplier, auth, &state, request_id, version, key, body).await
-    }
+        /// Tag products
+        ///
+        /// Scope `products:write`. Adds and removes tags on the listed product variants, all at once.
+        apply_products("/products/tags/apply", "applyProductTags", ProductsWrite, Product);
 
-    /// Tag products
-    ///
-    /// Scope `products:write`. Adds and removes tags on the listed product variants, all at once.
-    #[oai(path = "/products/tags/apply", method = "post", operation_id = "applyProductTags")]
-    async fn apply_products(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ApplyInput>,
-    ) -> Result<Applied, ApiError> {
-        apply(APPLY_PRODUCT_TAGS, Taggable::Product, auth, &state, request_id, version, key, body).await
-    }
+        /// Tag sales
+        ///
+        /// Scope `sales:write`. Adds and removes tags on the listed sales, all at once.
+        apply_sales("/sales/tags/apply", "applySaleTags", SalesWrite, Sale);
 
-    /// Tag sales
-    ///
-    /// Scope `sales:write`. Adds and removes tags on the listed sales, all at once.
-    #[oai(path = "/sales/tags/apply", method = "post", operation_id = "applySaleTags")]
-    async fn apply_sales(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ApplyInput>,
-    ) -> Result<Applied, ApiError> {
-        apply(APPLY_SALE_TAGS, Taggable::Sale, auth, &state, request_id, version, key, body).await
-    }
+        /// Tag stock transfers
+        ///
+        /// Scope `transfers:write`. Adds and removes tags on the listed stock transfers, all at once.
+        apply_stock_transfers("/stock-transfers/tags/apply", "applyStockTransferTags", TransfersWrite, StockTransfer);
 
-    /// Tag stock transfers
-    ///
-    /// Scope `transfers:write`. Adds and removes tags on the listed stock transfers, all at once.
-    #[oai(path = "/stock-transfers/tags/apply", method = "post", operation_id = "applyStockTransferTags")]
-    async fn apply_stock_transfers(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ApplyInput>,
-    ) -> Result<Applied, ApiError> {
-        apply(APPLY_STOCK_TRANSFER_TAGS, Taggable::StockTransfer, auth, &state, request_id, version, key, body).await
-    }
+        /// Tag purchases
+        ///
+        /// Scope `purchases:write`. Adds and removes tags on the listed purchases, all at once.
+        apply_purchases("/purchases/tags/apply", "applyPurchaseTags", PurchasesWrite, Purchase);
 
-    /// Tag purchases
-    ///
-    /// Scope `purchases:write`. Adds and removes tags on the listed purchases, all at once.
-    #[oai(path = "/purchases/tags/apply", method = "post", operation_id = "applyPurchaseTags")]
-    async fn apply_purchases(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ApplyInput>,
-    ) -> Result<Applied, ApiError> {
-        apply(APPLY_PURCHASE_TAGS, Taggable::Purchase, auth, &state, request_id, version, key, body).await
-    }
-
-    /// Tag purchase orders
-    ///
-    /// Scope `purchases:write`. Adds and removes tags on the listed purchase orders, all at once.
-    #[oai(path = "/purchase-orders/tags/apply", method = "post", operation_id = "applyPurchaseOrderTags")]
-    async fn apply_purchase_orders(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ApplyInput>,
-    ) -> Result<Applied, ApiError> {
-        apply(APPLY_PURCHASE_ORDER_TAGS, Taggable::PurchaseOrder, auth, &state, request_id, version, key, body).await
+        /// Tag purchase orders
+        ///
+        /// Scope `purchases:write`. Adds and removes tags on the listed purchase orders, all at once.
+        apply_purchase_orders("/purchase-orders/tags/apply", "applyPurchaseOrderTags", PurchasesWrite, PurchaseOrder);
     }
 }
