@@ -1,0 +1,484 @@
+//! Purchases and purchase orders, v1 (Style B, camelCase; the snake_case spellings of the guide are
+//! accepted in bodies). The purchase objects here are shared with the v2 surface (`v2.rs`).
+//!
+//! This file holds the routes (the operations, the kinds and every handler); the rest is by resource:
+//! `invoices.rs` (purchases proper: the object, its body, rendering, the list's filters), `outcome.rs`
+//! (what recording a purchase does, also answered by v2), `orders.rs` (purchase orders) and `data.rs`
+//! (what they share, a leaf). None of them imports this file.
+
+pub mod data;
+pub mod invoices;
+pub mod orders;
+pub mod outcome;
+
+pub use data::{
+    ExchangeRateIn, ProductRef, PurchaseCurrency, PurchaseItemData, PurchaseItemInput, SupplierRef, today, v1_refusal,
+};
+pub use invoices::{
+    PurchaseCreatedData, PurchaseCreatedEnvelope, PurchaseData, PurchaseDocument, PurchaseDocumentState,
+    PurchaseEnvelope, PurchaseInput, camel_parameter, purchase_filter, purchase_shapes, render_purchases,
+};
+pub use orders::{
+    OrderLineData, OrderState, PurchaseOrderData, PurchaseOrderEnvelope, PurchaseOrderInput, ReceiptData, ReceiptInput,
+    ReceiptLineInput, ReceivedLineData,
+};
+pub use outcome::{
+    CostUpdateData, NormalizedPurchaseData, ProjectedEffectsData, PurchaseWarningData, StockEntryData,
+    SupplierBalanceData, normalized_and_effects, outcome_names,
+};
+
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
+use crate::http::error::ApiError;
+use crate::http::list::parse_id;
+use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::schema::Limit;
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style};
+use crate::state::AppState;
+use commands::protocol::{Command, CommandKind};
+use commands::purchases::orders::{OrderCommand, OrderStatus, parse_order, parse_receipt};
+use commands::purchases::{Mode, PurchaseCommand, PurchaseOutcome, parse_purchase};
+use data::Key;
+use events::domain::Scope;
+use invoices::{DocumentRedirect, PurchaseCreated, PurchaseList, PurchaseRead};
+use orders::{OrderCreated, OrderList, OrderRead, order_shapes, order_write, render_order};
+use poem::web::Data;
+use poem_openapi::OpenApi;
+use poem_openapi::param::{Path, Query};
+use projections::ProjectionId;
+use projections::purchases::{self as read, PurchaseRow};
+use std::sync::Arc;
+use uuid::Uuid;
+
+const WHY_BLOCKED: &str = "A purchase order's receipt asks more than is pending on a line without `allowOverReceipt` \
+                           (`RECEIPT_EXCEEDS_PENDING`, one detail per line with the pending and received quantities); \
+                           nothing was received";
+
+/// The operations this module serves (see `operations.rs`).
+pub const LIST_PURCHASES: Operation = Operation::read("listPurchases", Some(Scope::PurchasesRead));
+pub const CREATE_PURCHASE: Operation =
+    Operation::write("createPurchase", Scope::PurchasesWrite, Idempotency::Required, CommandKind::Purchase);
+pub const GET_PURCHASE: Operation = Operation::read("getPurchase", Some(Scope::PurchasesRead));
+pub const GET_PURCHASE_DOCUMENT: Operation = Operation::read("getPurchaseDocument", Some(Scope::PurchasesRead));
+pub const LIST_PURCHASE_ORDERS: Operation = Operation::read("listPurchaseOrders", Some(Scope::PurchasesRead));
+pub const CREATE_PURCHASE_ORDER: Operation =
+    Operation::write("createPurchaseOrder", Scope::PurchasesWrite, Idempotency::Required, CommandKind::PurchaseOrder);
+pub const GET_PURCHASE_ORDER: Operation = Operation::read("getPurchaseOrder", Some(Scope::PurchasesRead));
+pub const CONFIRM_PURCHASE_ORDER: Operation =
+    Operation::write("confirmPurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
+pub const CLOSE_PURCHASE_ORDER: Operation =
+    Operation::write("closePurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
+pub const REOPEN_PURCHASE_ORDER: Operation =
+    Operation::write("reopenPurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
+pub const RECEIVE_PURCHASE_ORDER: Operation =
+    Operation::write("receivePurchaseOrder", Scope::PurchasesWrite, Idempotency::Required, CommandKind::PurchaseOrder)
+        .unprocessable(WHY_BLOCKED);
+
+pub const PURCHASES: Kind = Kind {
+    label: "purchase",
+    projection: ProjectionId::Purchases,
+    cache: None,
+    list: ListAt { url: "/api/v1/purchases", binding: "purchases" },
+};
+
+const ORDERS: Kind = Kind {
+    label: "purchase order",
+    projection: ProjectionId::Purchases,
+    cache: None,
+    list: ListAt { url: "/api/v1/purchase-orders", binding: "purchase_orders" },
+};
+
+fn uuid_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "format": "uuid" })
+}
+
+fn date_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "format": "date" })
+}
+
+pub struct PurchasesApi;
+
+impl Operations for PurchasesApi {
+    const OPERATIONS: &'static [Operation] = &[
+        LIST_PURCHASES,
+        CREATE_PURCHASE,
+        GET_PURCHASE,
+        GET_PURCHASE_DOCUMENT,
+        LIST_PURCHASE_ORDERS,
+        CREATE_PURCHASE_ORDER,
+        GET_PURCHASE_ORDER,
+        CONFIRM_PURCHASE_ORDER,
+        CLOSE_PURCHASE_ORDER,
+        REOPEN_PURCHASE_ORDER,
+        RECEIVE_PURCHASE_ORDER,
+    ];
+    const INPUT_RULES: &'static [InputRule] = &[
+        InputRule::Body { schema: "PurchaseInput", rule: purchase_shapes },
+        InputRule::Body { schema: "PurchaseOrderInput", rule: order_shapes },
+        InputRule::Query { operation: "listPurchases", parameter: "supplier_id", schema: uuid_schema },
+        InputRule::Query { operation: "listPurchases", parameter: "date_from", schema: date_schema },
+        InputRule::Query { operation: "listPurchases", parameter: "date_to", schema: date_schema },
+        InputRule::Query { operation: "listPurchaseOrders", parameter: "supplier_id", schema: uuid_schema },
+        InputRule::Query {
+            operation: "listPurchaseOrders",
+            parameter: "status",
+            schema: || serde_json::json!({ "type": "string", "enum": OrderStatus::NAMES }),
+        },
+    ];
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Purchases")]
+impl PurchasesApi {
+    /// List purchases
+    ///
+    /// Scope `purchases:read`. A cursor list, oldest first. `date_from` and `date_to` (inclusive) filter
+    /// on the invoice date; `query` matches the supplier invoice number or the supplier's name.
+    #[oai(path = "/purchases", method = "get", operation_id = "listPurchases")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        supplier_id: Query<Option<String>>,
+        date_from: Query<Option<String>>,
+        date_to: Query<Option<String>>,
+        query: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<PurchaseList, ApiError> {
+        let call = Call::new(LIST_PURCHASES, &state, &auth, &request_id)?;
+        let filter = purchase_filter(supplier_id.0, date_from.0, date_to.0, query.0)?;
+        let bound = format!("purchases{:?}", (&filter.supplier_id, &filter.date_from, &filter.date_to, &filter.query));
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: PURCHASES.list.url, binding: &bound },
+                async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+                |row: &PurchaseRow| row.id,
+                async |rows| render_purchases(&state, call.org_id(), rows).await,
+            )
+            .await?;
+        Ok(PurchaseList::Ok(RawJson::new(body)))
+    }
+
+    /// Record a purchase
+    ///
+    /// Scope `purchases:write`; `Idempotency-Key` required. Records a supplier's invoice with canonical
+    /// amounts (in its currency and in pesos); when `productsReceived` is true, stock rises in
+    /// `warehouseId` in the same transaction. Each product's cost becomes its line's net unit cost in
+    /// pesos. A supplier, product or warehouse that does not exist or is inactive answers 404; a
+    /// supplier invoice number already recorded for the supplier and voucher type answers 409.
+    #[oai(path = "/purchases", method = "post", operation_id = "createPurchase")]
+    async fn create(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<PurchaseInput>,
+    ) -> Result<PurchaseCreated, ApiError> {
+        let call = Call::new(CREATE_PURCHASE, &state, &auth, &request_id)?;
+        let input = parse_purchase(&body.value, today()).map_err(ApiError::validation)?;
+        let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode: Mode::Commit, input });
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = call
+            .write_then_read(&PURCHASES, write, command, async |accepted| {
+                // The stock and the costs it moved are readable at once too.
+                state
+                    .await_read(ProjectionId::Inventory, call.principal, accepted.key_for(ProjectionId::Inventory))
+                    .await?;
+                state
+                    .await_read(ProjectionId::Products, call.principal, accepted.key_for(ProjectionId::Products))
+                    .await?;
+                let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
+                let id = outcome.id.ok_or_else(ApiError::internal)?;
+                let row =
+                    read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("purchase"))?;
+                let purchase = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
+                let names = outcome_names(&state, call.org_id(), &outcome).await?;
+                let (normalized, effects) = normalized_and_effects(&outcome, &names);
+                let data = PurchaseCreatedData {
+                    purchase,
+                    normalized_purchase: normalized,
+                    projected_effects: effects,
+                    warnings: outcome.warnings.into_iter().map(Into::into).collect(),
+                    idempotent_replay: accepted.replayed,
+                };
+                Ok(Style::b(&PurchaseCreatedEnvelope { success: true, data }))
+            })
+            .await
+            .map_err(v1_refusal)?;
+        Ok(PurchaseCreated::Created(RawJson::new(body)))
+    }
+
+    /// Get a purchase
+    ///
+    /// Scope `purchases:read`. `document` tells whether its PDF can be downloaded; `pdfPath` is
+    /// deprecated and never a download route.
+    #[oai(path = "/purchases/:purchase_id", method = "get", operation_id = "getPurchase")]
+    async fn get(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        purchase_id: Path<String>,
+    ) -> Result<PurchaseRead, ApiError> {
+        let call = Call::new(GET_PURCHASE, &state, &auth, &request_id)?;
+        let body = call
+            .get(&PURCHASES, &purchase_id.0, async |id| {
+                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
+                Ok(Some(Style::b(&PurchaseEnvelope { success: true, data })))
+            })
+            .await?;
+        Ok(PurchaseRead::Ok(RawJson::new(body)))
+    }
+
+    /// Download a purchase's PDF
+    ///
+    /// Scope `purchases:read`. The stable, authenticated path to the purchase's PDF: 302 to a signed link,
+    /// `/documents/{token}`, valid five minutes and served without a credential (do not store it; an
+    /// expired or altered link answers 403); 404 while the document is missing.
+    #[oai(path = "/purchases/:purchase_id/document", method = "get", operation_id = "getPurchaseDocument")]
+    async fn document(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        purchase_id: Path<String>,
+    ) -> Result<DocumentRedirect, ApiError> {
+        let call = Call::new(GET_PURCHASE_DOCUMENT, &state, &auth, &request_id)?;
+        let id = call.id(&PURCHASES, &purchase_id.0)?;
+        if read::get(&state.pool, call.org_id(), id).await?.is_none() {
+            return Err(ApiError::not_found("purchase"));
+        }
+        let location =
+            crate::http::documents::link(&state, call.org_id(), projections::documents::OwnerKind::Purchase, id)
+                .await?;
+        Ok(DocumentRedirect::Found(location))
+    }
+
+    /// List purchase orders
+    ///
+    /// Scope `purchases:read`. A cursor list, oldest first; filters `supplier_id` and `status`.
+    #[oai(path = "/purchase-orders", method = "get", operation_id = "listPurchaseOrders")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list_orders(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        supplier_id: Query<Option<String>>,
+        status: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<OrderList, ApiError> {
+        let call = Call::new(LIST_PURCHASE_ORDERS, &state, &auth, &request_id)?;
+        let supplier = supplier_id.0.as_deref().map(|s| parse_id(s, "supplier_id")).transpose()?;
+        if let Some(status) = &status.0
+            && !OrderStatus::NAMES.contains(&status.as_str())
+        {
+            return Err(ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid")
+                .with_detail(
+                    Some("status"),
+                    "invalid_value",
+                    format!("must be one of {}", OrderStatus::NAMES.join(", ")),
+                ));
+        }
+        let bound = format!("purchase_orders{:?}", (&supplier, &status.0));
+        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: ORDERS.list.url, binding: &bound },
+                async |after, n| {
+                    Ok(read::orders(&state.pool, call.org_id(), supplier, status.0.as_deref(), after, n).await?)
+                },
+                |row: &read::OrderRow| row.state.id,
+                async |rows| {
+                    let mut out = Vec::with_capacity(rows.len());
+                    for row in rows {
+                        out.push(render_order(&state, call.org_id(), &row.state, row.supplier_name).await?);
+                    }
+                    Ok(out)
+                },
+            )
+            .await?;
+        Ok(OrderList::Ok(RawJson::new(body)))
+    }
+
+    /// Create a purchase order
+    ///
+    /// Scope `purchases:write`; `Idempotency-Key` required. A draft, numbered gap-free per organization
+    /// (a refused request takes no number). Then: `confirm`, receipts, `close`, `reopen`.
+    #[oai(path = "/purchase-orders", method = "post", operation_id = "createPurchaseOrder")]
+    async fn create_order(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<PurchaseOrderInput>,
+    ) -> Result<OrderCreated, ApiError> {
+        let call = Call::new(CREATE_PURCHASE_ORDER, &state, &auth, &request_id)?;
+        let input = parse_order(&body.value).map_err(ApiError::validation)?;
+        let command = Command::PurchaseOrder(OrderCommand::Create { id: Uuid::now_v7(), input });
+        let write = Write::json(key.0, &version, &[], &body);
+        let body = order_write(&call, &state, write, command).await?;
+        Ok(OrderCreated::Created(RawJson::new(body)))
+    }
+
+    /// Get a purchase order
+    ///
+    /// Scope `purchases:read`. With ordered, received and pending quantities per product, and every
+    /// receipt.
+    #[oai(path = "/purchase-orders/:purchase_order_id", method = "get", operation_id = "getPurchaseOrder")]
+    async fn get_order(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        purchase_order_id: Path<String>,
+    ) -> Result<OrderRead, ApiError> {
+        let call = Call::new(GET_PURCHASE_ORDER, &state, &auth, &request_id)?;
+        let body = call
+            .get(&ORDERS, &purchase_order_id.0, async |id| {
+                let Some(row) = read::order(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                let data = render_order(&state, call.org_id(), &row.state, row.supplier_name).await?;
+                Ok(Some(Style::b(&PurchaseOrderEnvelope { success: true, data })))
+            })
+            .await?;
+        Ok(OrderRead::Ok(RawJson::new(body)))
+    }
+
+    /// Confirm a purchase order
+    ///
+    /// Scope `purchases:write`. A draft becomes `confirmed` and can receive goods; any other state is 409
+    /// `STATE_CONFLICT` naming it.
+    #[oai(path = "/purchase-orders/:purchase_order_id/confirm", method = "post", operation_id = "confirmPurchaseOrder")]
+    async fn confirm(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        purchase_order_id: Path<String>,
+        /// Optional: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<OrderRead, ApiError> {
+        let call = Call::new(CONFIRM_PURCHASE_ORDER, &state, &auth, &request_id)?;
+        let id = call.id(&ORDERS, &purchase_order_id.0)?;
+        let path = [purchase_order_id.0.as_str()];
+        let body = order_write(
+            &call,
+            &state,
+            Write::bare(key.0, &version, &path),
+            Command::PurchaseOrder(OrderCommand::Confirm { id }),
+        )
+        .await?;
+        Ok(OrderRead::Ok(RawJson::new(body)))
+    }
+
+    /// Close a purchase order
+    ///
+    /// Scope `purchases:write`. A draft, confirmed or partially received order becomes `closed`: nothing
+    /// more arrives. A received or closed order is 409 `STATE_CONFLICT`.
+    #[oai(path = "/purchase-orders/:purchase_order_id/close", method = "post", operation_id = "closePurchaseOrder")]
+    async fn close(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        purchase_order_id: Path<String>,
+        /// Optional: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<OrderRead, ApiError> {
+        let call = Call::new(CLOSE_PURCHASE_ORDER, &state, &auth, &request_id)?;
+        let id = call.id(&ORDERS, &purchase_order_id.0)?;
+        let path = [purchase_order_id.0.as_str()];
+        let command = Command::PurchaseOrder(OrderCommand::Close { id, reason: None });
+        let body = order_write(&call, &state, Write::bare(key.0, &version, &path), command).await?;
+        Ok(OrderRead::Ok(RawJson::new(body)))
+    }
+
+    /// Reopen a purchase order
+    ///
+    /// Scope `purchases:write`. A closed order returns to the state it was closed from; any other state
+    /// is 409 `STATE_CONFLICT`.
+    #[oai(path = "/purchase-orders/:purchase_order_id/reopen", method = "post", operation_id = "reopenPurchaseOrder")]
+    async fn reopen(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        purchase_order_id: Path<String>,
+        /// Optional: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<OrderRead, ApiError> {
+        let call = Call::new(REOPEN_PURCHASE_ORDER, &state, &auth, &request_id)?;
+        let id = call.id(&ORDERS, &purchase_order_id.0)?;
+        let path = [purchase_order_id.0.as_str()];
+        let body = order_write(
+            &call,
+            &state,
+            Write::bare(key.0, &version, &path),
+            Command::PurchaseOrder(OrderCommand::Reopen { id }),
+        )
+        .await?;
+        Ok(OrderRead::Ok(RawJson::new(body)))
+    }
+
+    /// Receive goods of a purchase order
+    ///
+    /// Scope `purchases:write`; `Idempotency-Key` required. Records what arrived of a confirmed or
+    /// partially received order and raises the stock (in the order's warehouse unless the receipt names
+    /// another); the order becomes `received` once nothing is pending. A line beyond what is pending is
+    /// 422 `RECEIPT_EXCEEDS_PENDING` unless `allowOverReceipt` is true; another state is 409.
+    #[oai(
+        path = "/purchase-orders/:purchase_order_id/receipts",
+        method = "post",
+        operation_id = "receivePurchaseOrder"
+    )]
+    #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
+    async fn receive(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        purchase_order_id: Path<String>,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<ReceiptInput>,
+    ) -> Result<OrderCreated, ApiError> {
+        let call = Call::new(RECEIVE_PURCHASE_ORDER, &state, &auth, &request_id)?;
+        let id = call.id(&ORDERS, &purchase_order_id.0)?;
+        let input = parse_receipt(&body.value, today()).map_err(ApiError::validation)?;
+        let command = Command::PurchaseOrder(OrderCommand::Receive { id, receipt_id: Uuid::now_v7(), input });
+        let path = [purchase_order_id.0.as_str()];
+        let body = order_write(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+        Ok(OrderCreated::Created(RawJson::new(body)))
+    }
+}
