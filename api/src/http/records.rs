@@ -35,34 +35,8 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// The operations this module serves (see `operations.rs`).
-pub const LIST_PAYMENT_METHODS: Operation = Operation::read("listPaymentMethods", Some(Scope::PaymentMethodsRead));
-pub const CREATE_PAYMENT_METHOD: Operation = Operation::write(
-    "createPaymentMethod",
-    Scope::PaymentMethodsWrite,
-    Idempotency::Optional,
-    CommandKind::PaymentMethod,
-);
-pub const GET_PAYMENT_METHOD: Operation = Operation::read("getPaymentMethod", Some(Scope::PaymentMethodsRead));
-pub const REPLACE_PAYMENT_METHOD: Operation = Operation::write(
-    "replacePaymentMethod",
-    Scope::PaymentMethodsWrite,
-    Idempotency::Optional,
-    CommandKind::PaymentMethod,
-);
-pub const LIST_WAREHOUSES: Operation = Operation::read("listWarehouses", Some(Scope::WarehousesRead));
-pub const CREATE_WAREHOUSE: Operation =
-    Operation::write("createWarehouse", Scope::WarehousesWrite, Idempotency::Optional, CommandKind::Warehouse);
-pub const GET_WAREHOUSE: Operation = Operation::read("getWarehouse", Some(Scope::WarehousesRead));
-pub const REPLACE_WAREHOUSE: Operation =
-    Operation::write("replaceWarehouse", Scope::WarehousesWrite, Idempotency::Optional, CommandKind::Warehouse);
+/// The one operation written out by hand (see `records_api!` for the others).
 pub const LIST_CATEGORIES: Operation = Operation::read("listCategories", Some(Scope::CategoriesRead));
-pub const CREATE_CATEGORY: Operation =
-    Operation::write("createCategory", Scope::CategoriesWrite, Idempotency::Optional, CommandKind::Category);
-pub const GET_CATEGORY: Operation = Operation::read("getCategory", Some(Scope::CategoriesRead));
-pub const REPLACE_CATEGORY: Operation =
-    Operation::write("replaceCategory", Scope::CategoriesWrite, Idempotency::Optional, CommandKind::Category);
-pub const LIST_POINTS_OF_SALE: Operation = Operation::read("listPointsOfSale", Some(Scope::SalesRead));
 
 /// A configuration resource as the HTTP surface shows it.
 pub trait ResourceKind: RecordEvent {
@@ -399,344 +373,295 @@ type Key = Header<Option<String>>;
 
 pub struct RecordsApi;
 
-impl Operations for RecordsApi {
-    const OPERATIONS: &'static [Operation] = &[
-        LIST_PAYMENT_METHODS,
-        CREATE_PAYMENT_METHOD,
-        GET_PAYMENT_METHOD,
-        REPLACE_PAYMENT_METHOD,
-        LIST_WAREHOUSES,
-        CREATE_WAREHOUSE,
-        GET_WAREHOUSE,
-        REPLACE_WAREHOUSE,
-        LIST_CATEGORIES,
-        CREATE_CATEGORY,
-        GET_CATEGORY,
-        REPLACE_CATEGORY,
-        LIST_POINTS_OF_SALE,
-    ];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Query {
-            operation: "listCategories",
-            parameter: "sortBy",
-            schema: || serde_json::json!({ "type": "string", "enum": ["name", "createdAt", "updatedAt"] }),
-        },
-        InputRule::Query {
-            operation: "listCategories",
-            parameter: "sortOrder",
-            schema: || serde_json::json!({ "type": "string", "enum": ["asc", "desc"] }),
-        },
-        InputRule::Query {
-            operation: "listCategories",
-            parameter: "search",
-            schema: || serde_json::json!({ "type": "string", "pattern": crate::http::schema::trimmed_text(0, 100) }),
-        },
-    ];
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Query {
+        operation: "listCategories",
+        parameter: "sortBy",
+        schema: || serde_json::json!({ "type": "string", "enum": ["name", "createdAt", "updatedAt"] }),
+    },
+    InputRule::Query {
+        operation: "listCategories",
+        parameter: "sortOrder",
+        schema: || serde_json::json!({ "type": "string", "enum": ["asc", "desc"] }),
+    },
+    InputRule::Query {
+        operation: "listCategories",
+        parameter: "search",
+        schema: || serde_json::json!({ "type": "string", "pattern": crate::http::schema::trimmed_text(0, 100) }),
+    },
+];
+
+/// The records API, one block per kind: its type, its tag, its read scope and (if written through the
+/// API) its write scope and command, body and path parameter; then its routes, each a row: its doc
+/// (summary, blank line, description), verb (`list`, `create`, `get`, `replace`, or `route` for one
+/// written out, with its operation), method name, path and `operationId`. Writes the `Operations` and
+/// the `#[OpenApi]` impl, each route's operation from its kind's scopes.
+macro_rules! records_api {
+    (
+        $(
+            $kind:ident: $tag:tt, read $read:ident
+            $(, write $write:ident => $command:ident, body $input:ident, id $param:ident)?
+            { $($rows:tt)* }
+        )*
+    ) => {
+        records_api!(@munch [] [] $([$kind $tag $read [$($write $command $input $param)?]] { $($rows)* })*);
+    };
+
+    // Every kind done: write both impls.
+    (@munch [$($ops:tt)*] [$($routes:tt)*]) => {
+        impl Operations for RecordsApi {
+            const OPERATIONS: &'static [Operation] = &[$($ops)*];
+            const INPUT_RULES: &'static [InputRule] = INPUT_RULES;
+        }
+
+        #[OpenApi(prefix_path = "/api/v1")]
+        impl RecordsApi {
+            $($routes)*
+        }
+    };
+    // A kind's rows done: the next kind.
+    (@munch $ops:tt $routes:tt $facts:tt {} $($rest:tt)*) => {
+        records_api!(@munch $ops $routes $($rest)*);
+    };
+    // A route written out.
+    (
+        @munch [$($ops:tt)*] [$($routes:tt)*] $facts:tt {
+            route $operation:ident { $($route:tt)* }
+            $($rows:tt)*
+        } $($rest:tt)*
+    ) => {
+        records_api!(@munch [$($ops)* $operation,] [$($routes)* $($route)*] $facts { $($rows)* } $($rest)*);
+    };
+    // A cursor list.
+    (
+        @munch [$($ops:tt)*] [$($routes:tt)*] [$kind:ident $tag:tt $read:ident $write:tt] {
+            $(#[doc = $doc:tt])* list $method:ident($path:tt, $id:tt);
+            $($rows:tt)*
+        } $($rest:tt)*
+    ) => {
+        records_api!(@munch [$($ops)* Operation::read($id, Some(Scope::$read)),] [$($routes)*
+            $(#[doc = $doc])*
+            #[oai(path = $path, method = "get", operation_id = $id, tag = $tag)]
+            async fn $method(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                /// 1 to 100, default 50.
+                limit: Query<Option<Limit>>,
+                /// The `next_cursor` of the previous page.
+                cursor: Query<Option<String>>,
+                page: PageParam,
+            ) -> Result<CursorList<<$kind as ResourceKind>::Data>, ApiError> {
+                let call = Call::new(Operation::read($id, Some(Scope::$read)), &state, &auth, &request_id)?;
+                let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+                Ok(CursorList::Ok(RawJson::new(cursor_list::<$kind>(&call, params).await?)))
+            }
+        ] [$kind $tag $read $write] { $($rows)* } $($rest)*);
+    };
+    // A creation.
+    (
+        @munch [$($ops:tt)*] [$($routes:tt)*]
+        [$kind:ident $tag:tt $read:ident [$write:ident $command:ident $input:ident $param:ident]] {
+            $(#[doc = $doc:tt])* create $method:ident($path:tt, $id:tt);
+            $($rows:tt)*
+        } $($rest:tt)*
+    ) => {
+        records_api!(@munch [$($ops)* write_operation($id, Scope::$write, CommandKind::$command),] [$($routes)*
+            $(#[doc = $doc])*
+            #[oai(path = $path, method = "post", operation_id = $id, tag = $tag)]
+            async fn $method(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                version: ServiceVersion,
+                /// Optional: a retry with the same key and body returns the first outcome.
+                #[oai(name = "Idempotency-Key")]
+                key: Key,
+                body: JsonBody<$input>,
+            ) -> Result<Created<<$kind as ResourceKind>::Data>, ApiError> {
+                let operation = write_operation($id, Scope::$write, CommandKind::$command);
+                let call = Call::new(operation, &state, &auth, &request_id)?;
+                let bytes = write::<$kind>(&call, Write::json(key.0, &version, &[], &body), None).await?;
+                Ok(Created::Created(RawJson::new(bytes)))
+            }
+        ] [$kind $tag $read [$write $command $input $param]] { $($rows)* } $($rest)*);
+    };
+    // A read of one.
+    (
+        @munch [$($ops:tt)*] [$($routes:tt)*]
+        [$kind:ident $tag:tt $read:ident [$write:ident $command:ident $input:ident $param:ident]] {
+            $(#[doc = $doc:tt])* get $method:ident($path:tt, $id:tt);
+            $($rows:tt)*
+        } $($rest:tt)*
+    ) => {
+        records_api!(@munch [$($ops)* Operation::read($id, Some(Scope::$read)),] [$($routes)*
+            $(#[doc = $doc])*
+            #[oai(path = $path, method = "get", operation_id = $id, tag = $tag)]
+            async fn $method(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                $param: Path<String>,
+            ) -> Result<Single<<$kind as ResourceKind>::Data>, ApiError> {
+                let call = Call::new(Operation::read($id, Some(Scope::$read)), &state, &auth, &request_id)?;
+                Ok(Single::Ok(RawJson::new(get_one::<$kind>(&call, &$param.0).await?)))
+            }
+        ] [$kind $tag $read [$write $command $input $param]] { $($rows)* } $($rest)*);
+    };
+    // A replacement.
+    (
+        @munch [$($ops:tt)*] [$($routes:tt)*]
+        [$kind:ident $tag:tt $read:ident [$write:ident $command:ident $input:ident $param:ident]] {
+            $(#[doc = $doc:tt])* replace $method:ident($path:tt, $id:tt);
+            $($rows:tt)*
+        } $($rest:tt)*
+    ) => {
+        records_api!(@munch [$($ops)* write_operation($id, Scope::$write, CommandKind::$command),] [$($routes)*
+            $(#[doc = $doc])*
+            #[oai(path = $path, method = "put", operation_id = $id, tag = $tag)]
+            async fn $method(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                version: ServiceVersion,
+                $param: Path<String>,
+                #[oai(name = "Idempotency-Key")] key: Key,
+                body: JsonBody<$input>,
+            ) -> Result<Single<<$kind as ResourceKind>::Data>, ApiError> {
+                let operation = write_operation($id, Scope::$write, CommandKind::$command);
+                let call = Call::new(operation, &state, &auth, &request_id)?;
+                let id = $param.0.as_str();
+                let bytes = write::<$kind>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
+                Ok(Single::Ok(RawJson::new(bytes)))
+            }
+        ] [$kind $tag $read [$write $command $input $param]] { $($rows)* } $($rest)*);
+    };
 }
 
-#[OpenApi(prefix_path = "/api/v1")]
-impl RecordsApi {
-    /// List payment methods
-    #[oai(
-        path = "/payment-methods",
-        method = "get",
-        operation_id = "listPaymentMethods",
-        tag = "ApiTags::PaymentMethods"
-    )]
-    async fn list_payment_methods(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<CursorList<PaymentMethodData>, ApiError> {
-        let call = Call::new(LIST_PAYMENT_METHODS, &state, &auth, &request_id)?;
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        Ok(CursorList::Ok(RawJson::new(cursor_list::<PaymentMethodEvent>(&call, params).await?)))
+/// A configuration write: the key is optional.
+const fn write_operation(id: &'static str, scope: Scope, command: CommandKind) -> Operation {
+    Operation::write(id, scope, Idempotency::Optional, command)
+}
+
+records_api! {
+    PaymentMethodEvent: "ApiTags::PaymentMethods", read PaymentMethodsRead,
+    write PaymentMethodsWrite => PaymentMethod, body PaymentMethodInput, id payment_method_id {
+        /// List payment methods
+        list list_payment_methods("/payment-methods", "listPaymentMethods");
+
+        /// Create a payment method
+        create create_payment_method("/payment-methods", "createPaymentMethod");
+
+        /// Get a payment method
+        get get_payment_method("/payment-methods/:payment_method_id", "getPaymentMethod");
+
+        /// Replace a payment method
+        ///
+        /// Omitted optional fields take their defaults.
+        replace replace_payment_method("/payment-methods/:payment_method_id", "replacePaymentMethod");
     }
 
-    /// Create a payment method
-    #[oai(
-        path = "/payment-methods",
-        method = "post",
-        operation_id = "createPaymentMethod",
-        tag = "ApiTags::PaymentMethods"
-    )]
-    async fn create_payment_method(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<PaymentMethodInput>,
-    ) -> Result<Created<PaymentMethodData>, ApiError> {
-        let call = Call::new(CREATE_PAYMENT_METHOD, &state, &auth, &request_id)?;
-        let bytes = write::<PaymentMethodEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
-        Ok(Created::Created(RawJson::new(bytes)))
+    WarehouseEvent: "ApiTags::Warehouses", read WarehousesRead,
+    write WarehousesWrite => Warehouse, body WarehouseInput, id warehouse_id {
+        /// List warehouses
+        list list_warehouses("/warehouses", "listWarehouses");
+
+        /// Create a warehouse
+        create create_warehouse("/warehouses", "createWarehouse");
+
+        /// Get a warehouse
+        get get_warehouse("/warehouses/:warehouse_id", "getWarehouse");
+
+        /// Replace a warehouse
+        ///
+        /// Omitted optional fields take their defaults.
+        replace replace_warehouse("/warehouses/:warehouse_id", "replaceWarehouse");
     }
 
-    /// Get a payment method
-    #[oai(
-        path = "/payment-methods/:payment_method_id",
-        method = "get",
-        operation_id = "getPaymentMethod",
-        tag = "ApiTags::PaymentMethods"
-    )]
-    async fn get_payment_method(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        payment_method_id: Path<String>,
-    ) -> Result<Single<PaymentMethodData>, ApiError> {
-        let call = Call::new(GET_PAYMENT_METHOD, &state, &auth, &request_id)?;
-        Ok(Single::Ok(RawJson::new(get_one::<PaymentMethodEvent>(&call, &payment_method_id.0).await?)))
-    }
-
-    /// Replace a payment method
-    ///
-    /// Omitted optional fields take their defaults.
-    #[oai(
-        path = "/payment-methods/:payment_method_id",
-        method = "put",
-        operation_id = "replacePaymentMethod",
-        tag = "ApiTags::PaymentMethods"
-    )]
-    async fn replace_payment_method(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        payment_method_id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<PaymentMethodInput>,
-    ) -> Result<Single<PaymentMethodData>, ApiError> {
-        let call = Call::new(REPLACE_PAYMENT_METHOD, &state, &auth, &request_id)?;
-        let id = payment_method_id.0.as_str();
-        let bytes = write::<PaymentMethodEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
-        Ok(Single::Ok(RawJson::new(bytes)))
-    }
-
-    /// List warehouses
-    #[oai(path = "/warehouses", method = "get", operation_id = "listWarehouses", tag = "ApiTags::Warehouses")]
-    async fn list_warehouses(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<CursorList<WarehouseData>, ApiError> {
-        let call = Call::new(LIST_WAREHOUSES, &state, &auth, &request_id)?;
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        Ok(CursorList::Ok(RawJson::new(cursor_list::<WarehouseEvent>(&call, params).await?)))
-    }
-
-    /// Create a warehouse
-    #[oai(path = "/warehouses", method = "post", operation_id = "createWarehouse", tag = "ApiTags::Warehouses")]
-    async fn create_warehouse(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<WarehouseInput>,
-    ) -> Result<Created<WarehouseData>, ApiError> {
-        let call = Call::new(CREATE_WAREHOUSE, &state, &auth, &request_id)?;
-        let bytes = write::<WarehouseEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
-        Ok(Created::Created(RawJson::new(bytes)))
-    }
-
-    /// Get a warehouse
-    #[oai(
-        path = "/warehouses/:warehouse_id",
-        method = "get",
-        operation_id = "getWarehouse",
-        tag = "ApiTags::Warehouses"
-    )]
-    async fn get_warehouse(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        warehouse_id: Path<String>,
-    ) -> Result<Single<WarehouseData>, ApiError> {
-        let call = Call::new(GET_WAREHOUSE, &state, &auth, &request_id)?;
-        Ok(Single::Ok(RawJson::new(get_one::<WarehouseEvent>(&call, &warehouse_id.0).await?)))
-    }
-
-    /// Replace a warehouse
-    ///
-    /// Omitted optional fields take their defaults.
-    #[oai(
-        path = "/warehouses/:warehouse_id",
-        method = "put",
-        operation_id = "replaceWarehouse",
-        tag = "ApiTags::Warehouses"
-    )]
-    async fn replace_warehouse(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        warehouse_id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<WarehouseInput>,
-    ) -> Result<Single<WarehouseData>, ApiError> {
-        let call = Call::new(REPLACE_WAREHOUSE, &state, &auth, &request_id)?;
-        let id = warehouse_id.0.as_str();
-        let bytes = write::<WarehouseEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
-        Ok(Single::Ok(RawJson::new(bytes)))
-    }
-
-    /// List categories
-    ///
-    /// A Style B page list, searchable by name.
-    #[oai(path = "/categories", method = "get", operation_id = "listCategories", tag = "ApiTags::Categories")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_categories(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// Page number, from 1 (default 1).
-        page: Query<Option<PageNumber>>,
-        /// 1 to 100, default 20.
-        limit: Query<Option<Limit>>,
-        /// Only categories whose name contains this text (case-insensitive).
-        search: Query<Option<String>>,
-        /// `name` (default), `createdAt` or `updatedAt`.
-        #[oai(name = "sortBy")]
-        sort_by: Query<Option<String>>,
-        /// `asc` (default) or `desc`.
-        #[oai(name = "sortOrder")]
-        sort_order: Query<Option<String>>,
-    ) -> Result<Pages<CategoryData>, ApiError> {
-        let call = Call::new(LIST_CATEGORIES, &state, &auth, &request_id)?;
-        let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-        let (page, limit) = match page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0)) {
-            Ok(params) => params,
-            Err(invalid) => {
-                error = invalid;
-                (1, 20)
+    CategoryEvent: "ApiTags::Categories", read CategoriesRead,
+    write CategoriesWrite => Category, body CategoryInput, id category_id {
+        route LIST_CATEGORIES {
+            /// List categories
+            ///
+            /// A Style B page list, searchable by name.
+            #[oai(path = "/categories", method = "get", operation_id = "listCategories", tag = "ApiTags::Categories")]
+            #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+            async fn list_categories(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                /// Page number, from 1 (default 1).
+                page: Query<Option<PageNumber>>,
+                /// 1 to 100, default 20.
+                limit: Query<Option<Limit>>,
+                /// Only categories whose name contains this text (case-insensitive).
+                search: Query<Option<String>>,
+                /// `name` (default), `createdAt` or `updatedAt`.
+                #[oai(name = "sortBy")]
+                sort_by: Query<Option<String>>,
+                /// `asc` (default) or `desc`.
+                #[oai(name = "sortOrder")]
+                sort_order: Query<Option<String>>,
+            ) -> Result<Pages<CategoryData>, ApiError> {
+                let call = Call::new(LIST_CATEGORIES, &state, &auth, &request_id)?;
+                let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
+                let (page, limit) = match page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0)) {
+                    Ok(params) => params,
+                    Err(invalid) => {
+                        error = invalid;
+                        (1, 20)
+                    }
+                };
+                let sort = match sort_by.0.as_deref() {
+                    None | Some("name") => SortBy::Name,
+                    Some("createdAt") => SortBy::CreatedAt,
+                    Some("updatedAt") => SortBy::UpdatedAt,
+                    Some(_) => {
+                        error =
+                            error.with_detail(Some("sortBy"), "invalid_value", "sortBy must be name, createdAt or updatedAt");
+                        SortBy::Name
+                    }
+                };
+                let descending = match sort_order.0.as_deref() {
+                    None | Some("asc") => false,
+                    Some("desc") => true,
+                    Some(_) => {
+                        error = error.with_detail(Some("sortOrder"), "invalid_value", "sortOrder must be asc or desc");
+                        false
+                    }
+                };
+                let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+                if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
+                    error = error.with_detail(Some("search"), "too_long", "search is limited to 100 characters");
+                }
+                if !error.body.details.is_empty() {
+                    return Err(error);
+                }
+                let query = PageQuery { search, sort, descending, page, limit };
+                let (data, pagination) = record_page::<CategoryEvent>(&call, &query).await?;
+                Ok(Pages::Ok(RawJson::new(Style::b(&PageList { success: true, data, pagination }))))
             }
-        };
-        let sort = match sort_by.0.as_deref() {
-            None | Some("name") => SortBy::Name,
-            Some("createdAt") => SortBy::CreatedAt,
-            Some("updatedAt") => SortBy::UpdatedAt,
-            Some(_) => {
-                error =
-                    error.with_detail(Some("sortBy"), "invalid_value", "sortBy must be name, createdAt or updatedAt");
-                SortBy::Name
-            }
-        };
-        let descending = match sort_order.0.as_deref() {
-            None | Some("asc") => false,
-            Some("desc") => true,
-            Some(_) => {
-                error = error.with_detail(Some("sortOrder"), "invalid_value", "sortOrder must be asc or desc");
-                false
-            }
-        };
-        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-        if search.as_ref().is_some_and(|s| s.chars().count() > 100) {
-            error = error.with_detail(Some("search"), "too_long", "search is limited to 100 characters");
         }
-        if !error.body.details.is_empty() {
-            return Err(error);
-        }
-        let query = PageQuery { search, sort, descending, page, limit };
-        let (data, pagination) = record_page::<CategoryEvent>(&call, &query).await?;
-        Ok(Pages::Ok(RawJson::new(Style::b(&PageList { success: true, data, pagination }))))
+
+        /// Create a category
+        create create_category("/categories", "createCategory");
+
+        /// Get a category
+        get get_category("/categories/:category_id", "getCategory");
+
+        /// Replace a category
+        replace replace_category("/categories/:category_id", "replaceCategory");
     }
 
-    /// Create a category
-    #[oai(path = "/categories", method = "post", operation_id = "createCategory", tag = "ApiTags::Categories")]
-    async fn create_category(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<CategoryInput>,
-    ) -> Result<Created<CategoryData>, ApiError> {
-        let call = Call::new(CREATE_CATEGORY, &state, &auth, &request_id)?;
-        let bytes = write::<CategoryEvent>(&call, Write::json(key.0, &version, &[], &body), None).await?;
-        Ok(Created::Created(RawJson::new(bytes)))
-    }
-
-    /// Get a category
-    #[oai(path = "/categories/:category_id", method = "get", operation_id = "getCategory", tag = "ApiTags::Categories")]
-    async fn get_category(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        category_id: Path<String>,
-    ) -> Result<Single<CategoryData>, ApiError> {
-        let call = Call::new(GET_CATEGORY, &state, &auth, &request_id)?;
-        Ok(Single::Ok(RawJson::new(get_one::<CategoryEvent>(&call, &category_id.0).await?)))
-    }
-
-    /// Replace a category
-    #[oai(
-        path = "/categories/:category_id",
-        method = "put",
-        operation_id = "replaceCategory",
-        tag = "ApiTags::Categories"
-    )]
-    async fn replace_category(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        category_id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<CategoryInput>,
-    ) -> Result<Single<CategoryData>, ApiError> {
-        let call = Call::new(REPLACE_CATEGORY, &state, &auth, &request_id)?;
-        let id = category_id.0.as_str();
-        let bytes = write::<CategoryEvent>(&call, Write::json(key.0, &version, &[id], &body), Some(id)).await?;
-        Ok(Single::Ok(RawJson::new(bytes)))
-    }
-
-    /// List points of sale
-    ///
-    /// Scope `sales:read`. Points of sale are created by operators (`backoffice admin create-point-of-sale`).
-    #[oai(path = "/points-of-sale", method = "get", operation_id = "listPointsOfSale", tag = "ApiTags::PointsOfSale")]
-    async fn list_points_of_sale(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<CursorList<PointOfSaleData>, ApiError> {
-        let call = Call::new(LIST_POINTS_OF_SALE, &state, &auth, &request_id)?;
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        Ok(CursorList::Ok(RawJson::new(cursor_list::<PointOfSaleEvent>(&call, params).await?)))
+    PointOfSaleEvent: "ApiTags::PointsOfSale", read SalesRead {
+        /// List points of sale
+        ///
+        /// Scope `sales:read`. Points of sale are created by operators (`backoffice admin create-point-of-sale`).
+        list list_points_of_sale("/points-of-sale", "listPointsOfSale");
     }
 }
