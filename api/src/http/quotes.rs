@@ -25,6 +25,7 @@ use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
 use projections::ProjectionId;
 use projections::quotes::{self as read, QuoteRow};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::Arc;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
@@ -214,26 +215,48 @@ impl QuoteData {
     }
 }
 
-/// The active reservation of quote `id`, from the inventory read model.
-async fn active_reservation(state: &AppState, org_id: Uuid, id: Uuid) -> Result<Option<ReservationData>, ApiError> {
+/// The active reservations of quotes `ids`, from the inventory read model in one query, by quote.
+async fn active_reservations(
+    state: &AppState,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, ReservationData>, ApiError> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
     let today = ar_date(OffsetDateTime::now_utc());
-    let rows = read::reservation(&state.pool, org_id, reservation_id(id), today).await?;
-    let Some(through) = rows.first().map(|r| r.3) else { return Ok(None) };
-    let lines = rows
-        .into_iter()
-        .map(|(variant, warehouse, quantity, _)| ReservedLineData {
+    let quotes: HashMap<Uuid, Uuid> = ids.iter().map(|id| (reservation_id(*id), *id)).collect();
+    let reservations: Vec<Uuid> = quotes.keys().copied().collect();
+    let mut active: HashMap<Uuid, ReservationData> = HashMap::new();
+    for (reservation, variant, warehouse, quantity, through) in
+        read::reservations(&state.pool, org_id, &reservations, today).await?
+    {
+        let Some(quote) = quotes.get(&reservation) else { continue };
+        // The first line of each reservation (by product and warehouse) tells through when it holds.
+        let held = active
+            .entry(*quote)
+            .or_insert_with(|| ReservationData { reserved_through_date: through, lines: Vec::new() });
+        held.lines.push(ReservedLineData {
             product_id: variant,
             warehouse_id: warehouse,
             quantity: Quantity::from_thousandths(quantity).unwrap_or_default().into(),
-        })
-        .collect();
-    Ok(Some(ReservationData { reserved_through_date: through, lines }))
+        });
+    }
+    Ok(active)
 }
 
-async fn render(state: &AppState, org_id: Uuid, row: QuoteRow) -> Result<QuoteData, ApiError> {
-    let mut data = QuoteData::from_state(row.id, &row.quote, row.created_at, row.updated_at);
-    data.reservation = active_reservation(state, org_id, row.id).await?.into();
-    Ok(data)
+/// Stored quotes with their active reservations (read for all of them at once).
+async fn render_rows(state: &AppState, org_id: Uuid, rows: Vec<QuoteRow>) -> Result<Vec<QuoteData>, ApiError> {
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let mut reservations = active_reservations(state, org_id, &ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let mut data = QuoteData::from_state(row.id, &row.quote, row.created_at, row.updated_at);
+            data.reservation = reservations.remove(&row.id).into();
+            data
+        })
+        .collect())
 }
 
 /// A line of a quote body.
@@ -398,7 +421,7 @@ async fn answer(
     if let Some(row) = read::get(&state.pool, call.org_id(), outcome.id).await? {
         data.created_at = ar_time(row.created_at);
     }
-    data.reservation = active_reservation(state, call.org_id(), outcome.id).await?.into();
+    data.reservation = active_reservations(state, call.org_id(), &[outcome.id]).await?.remove(&outcome.id).into();
     data.idempotent_replay = Some(replayed);
     data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
     Ok(data)
@@ -441,49 +464,19 @@ impl QuotesApi {
         let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
         let bound = format!("quotes{:?}", (&search, &customer, &status.0));
         let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        let page = call.page(params, &bound)?;
-        let after = match page.after() {
-            None => None,
-            Some(text) => {
-                let (at, id) = text.split_once('/').unwrap_or((text, ""));
-                let at = OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339).ok();
-                Some((
-                    at.ok_or_else(|| {
-                        ApiError::invalid_request("INVALID_CURSOR", "the cursor is not valid for this list")
-                    })?,
-                    parse_id(id, "cursor")?,
-                ))
-            }
-        };
-        let mut rows = read::list(
-            &state.pool,
-            call.org_id(),
-            search.as_deref(),
-            customer,
-            status.0.as_deref(),
-            after,
-            page.fetch_size(),
-        )
-        .await?;
-        let next = page.finish(&mut rows, |r| {
-            format!(
-                "{}/{}",
-                r.created_at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
-                r.id
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: QUOTES.list.url, binding: &bound },
+                async |after, n| {
+                    let status = status.0.as_deref();
+                    Ok(read::list(&state.pool, call.org_id(), search.as_deref(), customer, status, after, n).await?)
+                },
+                |row: &QuoteRow| (row.created_at, row.id),
+                async |rows| render_rows(&state, call.org_id(), rows).await,
             )
-        });
-        let has_more = next.is_some();
-        let mut data = Vec::with_capacity(rows.len());
-        for row in rows {
-            data.push(render(&state, call.org_id(), row).await?);
-        }
-        Ok(Quotes::Ok(RawJson::new(Style::a(&ListEnvelope::new(
-            request_id.0.clone(),
-            QUOTES.list.url,
-            data,
-            has_more,
-            next,
-        )))))
+            .await?;
+        Ok(Quotes::Ok(RawJson::new(body)))
     }
 
     /// Create a quote
@@ -534,7 +527,7 @@ impl QuotesApi {
         let body = call
             .get(&QUOTES, &quote_id.0, async |id| {
                 let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                let data = render(&state, call.org_id(), row).await?;
+                let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
                 Ok(Some(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data })))
             })
             .await?;

@@ -10,8 +10,10 @@
 //! - [`Call::get`]: one resource by its path id, through the read cache where its kind is cached;
 //!   [`Call::find`] when the handler needs the row itself (a conditional answer, a check before a
 //!   write, a sub-list of it);
-//! - [`Call::cursor_list`]: one page of a Style A cursor list; [`Call::page`] for a list whose cursor
-//!   positions or envelope are its own (it parses and issues the cursors, the handler does the rest).
+//! - [`Call::cursor_list`]: one page of a Style A cursor list, resuming after a [`Position`] (an id, or a
+//!   creation time and an id for a list newest first); [`Call::page`] for a list that reads its cursor
+//!   positions or builds its envelope itself (it parses and issues the cursors, the handler does the
+//!   rest).
 
 use crate::cache::{ReadKey, Resource};
 use crate::http::auth::{Auth, Principal};
@@ -33,6 +35,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 /// One request to one operation, by an authenticated caller whose scope was checked.
@@ -163,6 +167,42 @@ impl Page<'_> {
     /// after its last row, whose position `position` writes.
     pub fn finish<R>(&self, rows: &mut Vec<R>, position: impl Fn(&R) -> String) -> Option<String> {
         self.params.finish_page(rows, self.cursors, self.binding, position)
+    }
+}
+
+/// Where a cursor list resumes: the sort key of the last row a page showed, written into the list's
+/// signed cursor and read back from it.
+pub trait Position: Sized {
+    /// The key as the cursor carries it.
+    fn write(&self) -> String;
+
+    /// The key a cursor carries (the cursor is genuine and of this list by now): anything else is a 400
+    /// naming `cursor`.
+    fn read(text: &str) -> Result<Self, ApiError>;
+}
+
+/// The key of a list ordered by id.
+impl Position for Uuid {
+    fn write(&self) -> String {
+        self.to_string()
+    }
+
+    fn read(text: &str) -> Result<Self, ApiError> {
+        parse_id(text, "cursor")
+    }
+}
+
+/// The key of a list newest first: the creation time, then the id (`{RFC 3339}/{id}`).
+impl Position for (OffsetDateTime, Uuid) {
+    fn write(&self) -> String {
+        format!("{}/{}", self.0.format(&Rfc3339).unwrap_or_default(), self.1)
+    }
+
+    fn read(text: &str) -> Result<Self, ApiError> {
+        let (at, id) = text.split_once('/').unwrap_or((text, ""));
+        let at = OffsetDateTime::parse(at, &Rfc3339)
+            .map_err(|_| ApiError::invalid_request("INVALID_CURSOR", "the cursor is not valid for this list"))?;
+        Ok((at, parse_id(id, "cursor")?))
     }
 }
 
@@ -311,23 +351,25 @@ impl<'a> Call<'a> {
         Ok(Page { params, cursors, binding })
     }
 
-    /// One page of a cursor list ordered by id: `fetch(after, n)` returns up to `n` rows after the
-    /// cursor's id; one more than the page is fetched to learn whether another page follows.
-    pub async fn cursor_list<R, T>(
+    /// One page of a cursor list ordered by a [`Position`] (most lists: the id): `fetch(after, n)`
+    /// returns up to `n` rows after the cursor's position, in one query; one more than the page is
+    /// fetched to learn whether another page follows. `position` is a row's key; `render` turns the
+    /// page's rows into its items.
+    pub async fn cursor_list<R, T, P: Position>(
         &self,
         params: PageParams,
         at: ListAt<'_>,
-        fetch: impl AsyncFnOnce(Option<Uuid>, i64) -> Result<Vec<R>, ApiError>,
-        position: impl Fn(&R) -> Uuid,
+        fetch: impl AsyncFnOnce(Option<P>, i64) -> Result<Vec<R>, ApiError>,
+        position: impl Fn(&R) -> P,
         render: impl AsyncFnOnce(Vec<R>) -> Result<Vec<T>, ApiError>,
     ) -> Result<Bytes, ApiError>
     where
         T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync,
     {
         let page = self.page(params, at.binding)?;
-        let after = page.after().map(|a| parse_id(a, "cursor")).transpose()?;
+        let after = page.after().map(P::read).transpose()?;
         let mut rows = fetch(after, page.fetch_size()).await?;
-        let next_cursor = page.finish(&mut rows, |row| position(row).to_string());
+        let next_cursor = page.finish(&mut rows, |row| position(row).write());
         let has_more = next_cursor.is_some();
         let data = render(rows).await?;
         Ok(Style::a(&ListEnvelope::new(self.request_id.to_owned(), at.url, data, has_more, next_cursor)))
