@@ -29,25 +29,20 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// The operations this module serves (see `operations.rs`).
-pub const CREATE_WEBHOOK_ENDPOINT: Operation =
-    Operation::write("createWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
-pub const UPDATE_WEBHOOK_ENDPOINT: Operation =
-    Operation::write("updateWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
-pub const PAUSE_WEBHOOK_ENDPOINT: Operation =
-    Operation::write("pauseWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
-pub const RESUME_WEBHOOK_ENDPOINT: Operation =
-    Operation::write("resumeWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
-pub const DISABLE_WEBHOOK_ENDPOINT: Operation =
-    Operation::write("disableWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
-pub const ROTATE_WEBHOOK_ENDPOINT_SECRET: Operation =
-    Operation::write("rotateWebhookEndpointSecret", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
-pub const TEST_WEBHOOK_ENDPOINT: Operation =
-    Operation::write("testWebhookEndpoint", Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook);
+/// The operations this module serves (see `operations.rs`; the lifecycle routes' are their rows in
+/// `webhooks_api!`).
+pub const CREATE_WEBHOOK_ENDPOINT: Operation = endpoint_write("createWebhookEndpoint");
+pub const UPDATE_WEBHOOK_ENDPOINT: Operation = endpoint_write("updateWebhookEndpoint");
+pub const TEST_WEBHOOK_ENDPOINT: Operation = endpoint_write("testWebhookEndpoint");
 pub const LIST_WEBHOOK_ENDPOINTS: Operation = Operation::read("listWebhookEndpoints", Some(Scope::WebhooksRead));
 pub const GET_WEBHOOK_ENDPOINT: Operation = Operation::read("getWebhookEndpoint", Some(Scope::WebhooksRead));
 pub const LIST_WEBHOOK_DELIVERIES: Operation = Operation::read("listWebhookDeliveries", Some(Scope::WebhooksRead));
 pub const LIST_WEBHOOK_EVENT_TYPES: Operation = Operation::read("listWebhookEventTypes", Some(Scope::WebhooksRead));
+
+/// A write of webhook endpoints: every one needs `webhooks:write` and a key.
+const fn endpoint_write(id: &'static str) -> Operation {
+    Operation::write(id, Scope::WebhooksWrite, Idempotency::Required, CommandKind::Webhook)
+}
 
 /// Webhook endpoints, as the shared handler sequence sees them (their deliveries are a sub-list).
 const ENDPOINTS: Kind = Kind {
@@ -329,323 +324,308 @@ type Key = Header<Option<String>>;
 
 pub struct WebhooksApi;
 
-impl Operations for WebhooksApi {
-    const OPERATIONS: &'static [Operation] = &[
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "WebhookEndpointInput", rule: || rules::refused(&["status", "signing_secret"]) },
+    InputRule::Body { schema: "WebhookEndpointPatch", rule: || rules::refused(&["status", "signing_secret", "id"]) },
+];
+
+/// The webhooks API: the routes written out (`operations` and `routes`), and the lifecycle routes that
+/// run one command on the endpoint in the path and answer with the endpoint, each a row of `lifecycle`:
+/// its doc (summary, blank line, description), method name, path, `operationId`, whether the answer
+/// shows the signing secret, and the block making its command from the call and the endpoint's id as
+/// given. Writes the `Operations` and the `#[OpenApi]` impl.
+macro_rules! webhooks_api {
+    (
+        operations: [$($operation:ident),* $(,)?];
+        routes: { $($route:tt)* }
+        lifecycle: {
+            $(
+                $(#[doc = $doc:tt])*
+                $method:ident($path:tt, $id:tt, shows_secret: $shows:literal)
+                |$call:ident, $endpoint:ident| $command:block
+            )*
+        }
+    ) => {
+        impl Operations for WebhooksApi {
+            const OPERATIONS: &'static [Operation] = &[$($operation,)* $(endpoint_write($id),)*];
+            const INPUT_RULES: &'static [InputRule] = INPUT_RULES;
+        }
+
+        #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Webhooks")]
+        impl WebhooksApi {
+            $($route)*
+
+            $(
+                $(#[doc = $doc])*
+                #[oai(path = $path, method = "post", operation_id = $id)]
+                async fn $method(
+                    &self,
+                    auth: Auth,
+                    state: Data<&Arc<AppState>>,
+                    request_id: RequestId,
+                    version: ServiceVersion,
+                    id: Path<String>,
+                    #[oai(name = "Idempotency-Key")] key: Key,
+                ) -> Result<Endpoint, ApiError> {
+                    let $call = Call::new(endpoint_write($id), &state, &auth, &request_id)?;
+                    let $endpoint = id.0.as_str();
+                    let command = $command;
+                    let path = [$endpoint];
+                    let write = Write::bare(key.0, &version, &path);
+                    let body = lifecycle(&$call, write, command, |endpoint| answer(&$call, endpoint, $shows)).await?;
+                    Ok(Endpoint::Ok(RawJson::new(body)))
+                }
+            )*
+        }
+    };
+}
+
+webhooks_api! {
+    operations: [
         CREATE_WEBHOOK_ENDPOINT,
         UPDATE_WEBHOOK_ENDPOINT,
-        PAUSE_WEBHOOK_ENDPOINT,
-        RESUME_WEBHOOK_ENDPOINT,
-        DISABLE_WEBHOOK_ENDPOINT,
-        ROTATE_WEBHOOK_ENDPOINT_SECRET,
         TEST_WEBHOOK_ENDPOINT,
         LIST_WEBHOOK_ENDPOINTS,
         GET_WEBHOOK_ENDPOINT,
         LIST_WEBHOOK_DELIVERIES,
         LIST_WEBHOOK_EVENT_TYPES,
     ];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Body { schema: "WebhookEndpointInput", rule: || rules::refused(&["status", "signing_secret"]) },
-        InputRule::Body {
-            schema: "WebhookEndpointPatch",
-            rule: || rules::refused(&["status", "signing_secret", "id"]),
-        },
-    ];
-}
-
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Webhooks")]
-impl WebhooksApi {
-    /// Create a webhook endpoint
-    ///
-    /// Needs `webhooks:write` and the read scope of every enabled event family. The response is the only
-    /// time `signing_secret` is shown (an idempotent replay shows the same one).
-    #[oai(path = "/webhook-endpoints", method = "post", operation_id = "createWebhookEndpoint")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the same endpoint and secret.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<WebhookEndpointInput>,
-    ) -> Result<Created, ApiError> {
-        let call = Call::new(CREATE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let fields = parse_create(&body.value).map_err(ApiError::validation)?;
-        require_event_scopes(&call, &fields.enabled_events)?;
-        let secret = state.secrets.seal(&events::secrets::new_signing_secret());
-        let command =
-            WebhookCommand::CreateEndpoint { id: Uuid::now_v7(), fields, secret, owner: owner(call.principal) };
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, true)).await?;
-        Ok(Created::Created(RawJson::new(body)))
-    }
-
-    /// Update a webhook endpoint
-    ///
-    /// Any of `label`, `url`, `enabled_events`, `api_version`; `status` is read-only. A disabled endpoint
-    /// answers 409.
-    #[oai(path = "/webhook-endpoints/:id", method = "patch", operation_id = "updateWebhookEndpoint")]
-    async fn update(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<WebhookEndpointPatch>,
-    ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(UPDATE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
-        if let Some(events) = &changes.enabled_events {
-            require_event_scopes(&call, events)?;
+    routes: {
+        /// Create a webhook endpoint
+        ///
+        /// Needs `webhooks:write` and the read scope of every enabled event family. The response is the only
+        /// time `signing_secret` is shown (an idempotent replay shows the same one).
+        #[oai(path = "/webhook-endpoints", method = "post", operation_id = "createWebhookEndpoint")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the same endpoint and secret.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<WebhookEndpointInput>,
+        ) -> Result<Created, ApiError> {
+            let call = Call::new(CREATE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
+            let fields = parse_create(&body.value).map_err(ApiError::validation)?;
+            require_event_scopes(&call, &fields.enabled_events)?;
+            let secret = state.secrets.seal(&events::secrets::new_signing_secret());
+            let command =
+                WebhookCommand::CreateEndpoint { id: Uuid::now_v7(), fields, secret, owner: owner(call.principal) };
+            let write = Write::json(key.0, &version, &[], &body);
+            let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, true)).await?;
+            Ok(Created::Created(RawJson::new(body)))
         }
-        let endpoint = call.id(&ENDPOINTS, &id.0)?;
-        let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(call.principal), changes };
-        let path = [id.0.as_str()];
-        let write = Write::json(key.0, &version, &path, &body);
-        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
-        Ok(Endpoint::Ok(RawJson::new(body)))
-    }
 
-    /// Pause a webhook endpoint
-    ///
-    /// Normal events stop and queue; test events still go out.
-    #[oai(path = "/webhook-endpoints/:id/pause", method = "post", operation_id = "pauseWebhookEndpoint")]
-    async fn pause(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-    ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(PAUSE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = call.id(&ENDPOINTS, &id.0)?;
-        let command = WebhookCommand::PauseEndpoint { id: endpoint, owner: owner(call.principal) };
-        let path = [id.0.as_str()];
-        let write = Write::bare(key.0, &version, &path);
-        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
-        Ok(Endpoint::Ok(RawJson::new(body)))
-    }
+        /// Update a webhook endpoint
+        ///
+        /// Any of `label`, `url`, `enabled_events`, `api_version`; `status` is read-only. A disabled endpoint
+        /// answers 409.
+        #[oai(path = "/webhook-endpoints/:id", method = "patch", operation_id = "updateWebhookEndpoint")]
+        async fn update(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            id: Path<String>,
+            #[oai(name = "Idempotency-Key")] key: Key,
+            body: JsonBody<WebhookEndpointPatch>,
+        ) -> Result<Endpoint, ApiError> {
+            let call = Call::new(UPDATE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
+            let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
+            if let Some(events) = &changes.enabled_events {
+                require_event_scopes(&call, events)?;
+            }
+            let endpoint = call.id(&ENDPOINTS, &id.0)?;
+            let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(call.principal), changes };
+            let path = [id.0.as_str()];
+            let write = Write::json(key.0, &version, &path, &body);
+            let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
+            Ok(Endpoint::Ok(RawJson::new(body)))
+        }
 
-    /// Resume a webhook endpoint
-    ///
-    /// The read scopes of its enabled events are checked again; what queued while paused is delivered.
-    #[oai(path = "/webhook-endpoints/:id/resume", method = "post", operation_id = "resumeWebhookEndpoint")]
-    async fn resume(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-    ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(RESUME_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let current = visible(&call, &id.0).await?;
-        require_event_scopes(&call, &current.enabled_events)?;
-        let command = WebhookCommand::ResumeEndpoint { id: current.id, owner: owner(call.principal) };
-        let path = [id.0.as_str()];
-        let write = Write::bare(key.0, &version, &path);
-        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
-        Ok(Endpoint::Ok(RawJson::new(body)))
-    }
-
-    /// Disable a webhook endpoint
-    ///
-    /// Terminal: unsent deliveries are cancelled; later updates and resumes answer 409. The
-    /// organization's other endpoints receive `webhook_endpoint.disabled`.
-    #[oai(path = "/webhook-endpoints/:id/disable", method = "post", operation_id = "disableWebhookEndpoint")]
-    async fn disable(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-    ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(DISABLE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = call.id(&ENDPOINTS, &id.0)?;
-        let command = WebhookCommand::DisableEndpoint { id: endpoint, owner: owner(call.principal) };
-        let path = [id.0.as_str()];
-        let write = Write::bare(key.0, &version, &path);
-        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
-        Ok(Endpoint::Ok(RawJson::new(body)))
-    }
-
-    /// Rotate a webhook endpoint's signing secret
-    ///
-    /// The previous secret stops being used at once; the new one is shown this once.
-    #[oai(path = "/webhook-endpoints/:id/rotate-secret", method = "post", operation_id = "rotateWebhookEndpointSecret")]
-    async fn rotate(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-    ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(ROTATE_WEBHOOK_ENDPOINT_SECRET, &state, &auth, &request_id)?;
-        let endpoint = call.id(&ENDPOINTS, &id.0)?;
-        let secret = state.secrets.seal(&events::secrets::new_signing_secret());
-        let command = WebhookCommand::RotateSecret { id: endpoint, owner: owner(call.principal), secret };
-        let path = [id.0.as_str()];
-        let write = Write::bare(key.0, &version, &path);
-        let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, true)).await?;
-        Ok(Endpoint::Ok(RawJson::new(body)))
-    }
-
-    /// Send a test event
-    ///
-    /// Queues a durable `webhook.test` delivery (`test: true`), even while the endpoint is paused.
-    #[oai(path = "/webhook-endpoints/:id/test", method = "post", operation_id = "testWebhookEndpoint")]
-    async fn test(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-    ) -> Result<Tested, ApiError> {
-        let call = Call::new(TEST_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let endpoint = call.id(&ENDPOINTS, &id.0)?;
-        let command =
-            WebhookCommand::TestEndpoint { id: endpoint, owner: owner(call.principal), test_id: Uuid::now_v7() };
-        let path = [id.0.as_str()];
-        let write = Write::bare(key.0, &version, &path);
-        let body = lifecycle(&call, write, command, |endpoint| {
-            let data = WebhookTestData {
-                object: "webhook_test".into(),
-                id: endpoint.last_test_id.ok_or_else(ApiError::internal)?,
-                endpoint_id: endpoint.id,
-                event_type: "webhook.test".into(),
-            };
-            Ok(Style::a(&WebhookTestEnvelope { request_id: call.request_id.to_owned(), data }))
-        })
-        .await?;
-        Ok(Tested::Ok(RawJson::new(body)))
-    }
-
-    /// List webhook endpoints
-    ///
-    /// The endpoints visible to the credential (a delegated grant sees only its own).
-    #[oai(path = "/webhook-endpoints", method = "get", operation_id = "listWebhookEndpoints")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Endpoints, ApiError> {
-        let call = Call::new(LIST_WEBHOOK_ENDPOINTS, &state, &auth, &request_id)?;
-        let owner = owner(call.principal);
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        let body = call
-            .cursor_list(
-                params,
-                ENDPOINTS.list,
-                async |after, n| Ok(read::list(&state.pool, call.org_id(), owner, after, n).await?),
-                |row: &EndpointRow| row.id,
-                async |rows| Ok(rows.into_iter().map(from_row).collect()),
-            )
-            .await?;
-        Ok(Endpoints::Ok(RawJson::new(body)))
-    }
-
-    /// Get a webhook endpoint
-    ///
-    /// Never includes the signing secret.
-    #[oai(path = "/webhook-endpoints/:id", method = "get", operation_id = "getWebhookEndpoint")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        id: Path<String>,
-    ) -> Result<Endpoint, ApiError> {
-        let call = Call::new(GET_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-        let row = visible(&call, &id.0).await?;
-        Ok(Endpoint::Ok(RawJson::new(envelope(call.request_id, from_row(row)))))
-    }
-
-    /// List an endpoint's deliveries
-    ///
-    /// The delivery history, newest first: each event's id and type, every attempt (time, status code
-    /// or failure), and the final state.
-    #[oai(path = "/webhook-endpoints/:id/deliveries", method = "get", operation_id = "listWebhookDeliveries")]
-    async fn deliveries(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        id: Path<String>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Deliveries, ApiError> {
-        let call = Call::new(LIST_WEBHOOK_DELIVERIES, &state, &auth, &request_id)?;
-        let endpoint = visible(&call, &id.0).await?;
-        let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        let body = call
-            .cursor_list(
-                params,
-                ListAt { url: &url, binding: &url },
-                // Newest first: the cursor's id is where the next, older, page ends. Each delivery travels
-                // with its attempts, so cutting the page keeps them together.
-                async |before, n| {
-                    let (rows, attempts) = read::deliveries(&state.pool, endpoint.id, before, n).await?;
-                    Ok(rows
-                        .into_iter()
-                        .map(|row| {
-                            let own = attempts.iter().filter(|a| a.delivery_id == row.id).cloned().collect();
-                            (row, own)
-                        })
-                        .collect())
-                },
-                |(row, _): &(DeliveryRow, Vec<AttemptRow>)| row.id,
-                async |rows| Ok(rows.into_iter().map(delivery_data).collect()),
-            )
-            .await?;
-        Ok(Deliveries::Ok(RawJson::new(body)))
-    }
-
-    /// Webhook event types
-    ///
-    /// The authoritative catalogue of v1 events, with versions and required scopes.
-    #[oai(path = "/webhook-event-types", method = "get", operation_id = "listWebhookEventTypes")]
-    async fn event_types(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-    ) -> Result<EventTypes, ApiError> {
-        let call = Call::new(LIST_WEBHOOK_EVENT_TYPES, &state, &auth, &request_id)?;
-        let data: Vec<WebhookEventTypeData> = PUBLIC_EVENT_TYPES
-            .iter()
-            .map(|t| WebhookEventTypeData {
-                object: "webhook_event_type".into(),
-                event_type: t.name.into(),
-                version: t.version.into(),
-                required_scope: t.scope.as_str().into(),
-                subscribable: t.subscribable,
-                description: t.description.into(),
+        /// Send a test event
+        ///
+        /// Queues a durable `webhook.test` delivery (`test: true`), even while the endpoint is paused.
+        #[oai(path = "/webhook-endpoints/:id/test", method = "post", operation_id = "testWebhookEndpoint")]
+        async fn test(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            id: Path<String>,
+            #[oai(name = "Idempotency-Key")] key: Key,
+        ) -> Result<Tested, ApiError> {
+            let call = Call::new(TEST_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
+            let endpoint = call.id(&ENDPOINTS, &id.0)?;
+            let command =
+                WebhookCommand::TestEndpoint { id: endpoint, owner: owner(call.principal), test_id: Uuid::now_v7() };
+            let path = [id.0.as_str()];
+            let write = Write::bare(key.0, &version, &path);
+            let body = lifecycle(&call, write, command, |endpoint| {
+                let data = WebhookTestData {
+                    object: "webhook_test".into(),
+                    id: endpoint.last_test_id.ok_or_else(ApiError::internal)?,
+                    endpoint_id: endpoint.id,
+                    event_type: "webhook.test".into(),
+                };
+                Ok(Style::a(&WebhookTestEnvelope { request_id: call.request_id.to_owned(), data }))
             })
-            .collect();
-        // The catalogue is one short, fixed page.
-        let body = ListEnvelope::new(call.request_id.to_owned(), "/api/v1/webhook-event-types", data, false, None);
-        Ok(EventTypes::Ok(RawJson::new(Style::a(&body))))
+            .await?;
+            Ok(Tested::Ok(RawJson::new(body)))
+        }
+
+        /// List webhook endpoints
+        ///
+        /// The endpoints visible to the credential (a delegated grant sees only its own).
+        #[oai(path = "/webhook-endpoints", method = "get", operation_id = "listWebhookEndpoints")]
+        async fn list(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            /// 1 to 100, default 50.
+            limit: Query<Option<Limit>>,
+            /// The `next_cursor` of the previous page.
+            cursor: Query<Option<String>>,
+            page: PageParam,
+        ) -> Result<Endpoints, ApiError> {
+            let call = Call::new(LIST_WEBHOOK_ENDPOINTS, &state, &auth, &request_id)?;
+            let owner = owner(call.principal);
+            let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+            let body = call
+                .cursor_list(
+                    params,
+                    ENDPOINTS.list,
+                    async |after, n| Ok(read::list(&state.pool, call.org_id(), owner, after, n).await?),
+                    |row: &EndpointRow| row.id,
+                    async |rows| Ok(rows.into_iter().map(from_row).collect()),
+                )
+                .await?;
+            Ok(Endpoints::Ok(RawJson::new(body)))
+        }
+
+        /// Get a webhook endpoint
+        ///
+        /// Never includes the signing secret.
+        #[oai(path = "/webhook-endpoints/:id", method = "get", operation_id = "getWebhookEndpoint")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            id: Path<String>,
+        ) -> Result<Endpoint, ApiError> {
+            let call = Call::new(GET_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
+            let row = visible(&call, &id.0).await?;
+            Ok(Endpoint::Ok(RawJson::new(envelope(call.request_id, from_row(row)))))
+        }
+
+        /// List an endpoint's deliveries
+        ///
+        /// The delivery history, newest first: each event's id and type, every attempt (time, status code
+        /// or failure), and the final state.
+        #[oai(path = "/webhook-endpoints/:id/deliveries", method = "get", operation_id = "listWebhookDeliveries")]
+        async fn deliveries(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            id: Path<String>,
+            /// 1 to 100, default 50.
+            limit: Query<Option<Limit>>,
+            /// The `next_cursor` of the previous page.
+            cursor: Query<Option<String>>,
+            page: PageParam,
+        ) -> Result<Deliveries, ApiError> {
+            let call = Call::new(LIST_WEBHOOK_DELIVERIES, &state, &auth, &request_id)?;
+            let endpoint = visible(&call, &id.0).await?;
+            let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
+            let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+            let body = call
+                .cursor_list(
+                    params,
+                    ListAt { url: &url, binding: &url },
+                    // Newest first: the cursor's id is where the next, older, page ends. Each delivery travels
+                    // with its attempts, so cutting the page keeps them together.
+                    async |before, n| {
+                        let (rows, attempts) = read::deliveries(&state.pool, endpoint.id, before, n).await?;
+                        Ok(rows
+                            .into_iter()
+                            .map(|row| {
+                                let own = attempts.iter().filter(|a| a.delivery_id == row.id).cloned().collect();
+                                (row, own)
+                            })
+                            .collect())
+                    },
+                    |(row, _): &(DeliveryRow, Vec<AttemptRow>)| row.id,
+                    async |rows| Ok(rows.into_iter().map(delivery_data).collect()),
+                )
+                .await?;
+            Ok(Deliveries::Ok(RawJson::new(body)))
+        }
+
+        /// Webhook event types
+        ///
+        /// The authoritative catalogue of v1 events, with versions and required scopes.
+        #[oai(path = "/webhook-event-types", method = "get", operation_id = "listWebhookEventTypes")]
+        async fn event_types(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+        ) -> Result<EventTypes, ApiError> {
+            let call = Call::new(LIST_WEBHOOK_EVENT_TYPES, &state, &auth, &request_id)?;
+            let data: Vec<WebhookEventTypeData> = PUBLIC_EVENT_TYPES
+                .iter()
+                .map(|t| WebhookEventTypeData {
+                    object: "webhook_event_type".into(),
+                    event_type: t.name.into(),
+                    version: t.version.into(),
+                    required_scope: t.scope.as_str().into(),
+                    subscribable: t.subscribable,
+                    description: t.description.into(),
+                })
+                .collect();
+            // The catalogue is one short, fixed page.
+            let body = ListEnvelope::new(call.request_id.to_owned(), "/api/v1/webhook-event-types", data, false, None);
+            Ok(EventTypes::Ok(RawJson::new(Style::a(&body))))
+        }
+    }
+    lifecycle: {
+        /// Pause a webhook endpoint
+        ///
+        /// Normal events stop and queue; test events still go out.
+        pause("/webhook-endpoints/:id/pause", "pauseWebhookEndpoint", shows_secret: false) |call, id| {
+            WebhookCommand::PauseEndpoint { id: call.id(&ENDPOINTS, id)?, owner: owner(call.principal) }
+        }
+
+        /// Resume a webhook endpoint
+        ///
+        /// The read scopes of its enabled events are checked again; what queued while paused is delivered.
+        resume("/webhook-endpoints/:id/resume", "resumeWebhookEndpoint", shows_secret: false) |call, id| {
+            let current = visible(&call, id).await?;
+            require_event_scopes(&call, &current.enabled_events)?;
+            WebhookCommand::ResumeEndpoint { id: current.id, owner: owner(call.principal) }
+        }
+
+        /// Disable a webhook endpoint
+        ///
+        /// Terminal: unsent deliveries are cancelled; later updates and resumes answer 409. The
+        /// organization's other endpoints receive `webhook_endpoint.disabled`.
+        disable("/webhook-endpoints/:id/disable", "disableWebhookEndpoint", shows_secret: false) |call, id| {
+            WebhookCommand::DisableEndpoint { id: call.id(&ENDPOINTS, id)?, owner: owner(call.principal) }
+        }
+
+        /// Rotate a webhook endpoint's signing secret
+        ///
+        /// The previous secret stops being used at once; the new one is shown this once.
+        rotate("/webhook-endpoints/:id/rotate-secret", "rotateWebhookEndpointSecret", shows_secret: true) |call, id| {
+            let secret = call.state.secrets.seal(&events::secrets::new_signing_secret());
+            WebhookCommand::RotateSecret { id: call.id(&ENDPOINTS, id)?, owner: owner(call.principal), secret }
+        }
     }
 }
