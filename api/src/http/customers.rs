@@ -373,175 +373,149 @@ fn tax_id_rule() -> serde_json::Value {
     ] })
 }
 
-pub struct CustomersApi;
+/// The contacts APIs, one block per kind: its API type, its `Contacts`, its tag, its path parameter and
+/// its input rules; then its four routes in order, each a row: its doc (summary, blank line,
+/// description), path and `operationId` (the creation's also the doc of its `Idempotency-Key`). Writes
+/// each API's `Operations` (from its `Contacts`) and `#[OpenApi]` impl over the shared handlers.
+macro_rules! contacts_api {
+    ($(
+        $api:ident: $contacts:ident, $tag:tt, id $param:ident, rules [$($rule:expr),* $(,)?] {
+            $(#[doc = $create_doc:tt])*
+            create($create_path:tt, $create_id:tt) key { $(#[doc = $key_doc:tt])* }
+            $(#[doc = $replace_doc:tt])*
+            replace($replace_path:tt, $replace_id:tt);
+            $(#[doc = $get_doc:tt])*
+            get($get_path:tt, $get_id:tt);
+            $(#[doc = $list_doc:tt])*
+            list($list_path:tt, $list_id:tt);
+        }
+    )*) => {$(
+        pub struct $api;
 
-impl Operations for CustomersApi {
-    const OPERATIONS: &'static [Operation] = &[CREATE_CUSTOMER, REPLACE_CUSTOMER, GET_CUSTOMER, LIST_CUSTOMERS];
-    const INPUT_RULES: &'static [InputRule] = &[InputRule::Body { schema: "ContactInput", rule: tax_id_rule }];
+        impl Operations for $api {
+            const OPERATIONS: &'static [Operation] =
+                &[$contacts.create, $contacts.replace, $contacts.get, $contacts.list];
+            const INPUT_RULES: &'static [InputRule] = &[$($rule),*];
+        }
+
+        #[OpenApi(prefix_path = "/api/v1", tag = $tag)]
+        impl $api {
+            $(#[doc = $create_doc])*
+            #[oai(path = $create_path, method = "post", operation_id = $create_id)]
+            async fn create(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                version: ServiceVersion,
+                $(#[doc = $key_doc])*
+                #[oai(name = "Idempotency-Key")]
+                key: Key,
+                body: JsonBody<ContactInput>,
+            ) -> Result<CreateResponse, ApiError> {
+                create(&$contacts, auth, &state, request_id, version, key, body).await
+            }
+
+            $(#[doc = $replace_doc])*
+            #[oai(path = $replace_path, method = "put", operation_id = $replace_id)]
+            async fn replace(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                version: ServiceVersion,
+                $param: Path<String>,
+                #[oai(name = "Idempotency-Key")] key: Key,
+                body: JsonBody<ContactInput>,
+            ) -> Result<ReadResponse, ApiError> {
+                replace(&$contacts, auth, &state, request_id, version, $param, key, body).await
+            }
+
+            $(#[doc = $get_doc])*
+            #[oai(path = $get_path, method = "get", operation_id = $get_id)]
+            async fn get(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                $param: Path<String>,
+            ) -> Result<ReadResponse, ApiError> {
+                get(&$contacts, auth, &state, request_id, $param).await
+            }
+
+            $(#[doc = $list_doc])*
+            #[oai(path = $list_path, method = "get", operation_id = $list_id)]
+            async fn list(
+                &self,
+                auth: Auth,
+                state: Data<&Arc<AppState>>,
+                request_id: RequestId,
+                /// 1 to 100, default 50.
+                limit: Query<Option<Limit>>,
+                /// The `next_cursor` of the previous page.
+                cursor: Query<Option<String>>,
+                page: PageParam,
+            ) -> Result<ListResponse, ApiError> {
+                let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+                list(&$contacts, auth, &state, request_id, params).await
+            }
+        }
+    )*};
 }
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Customers")]
-impl CustomersApi {
-    /// Create a customer
-    ///
-    /// Scope `customers:write`. Answers once the customer is readable.
-    #[oai(path = "/customers", method = "post", operation_id = "createCustomer")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome instead of creating a
-        /// second customer.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<ContactInput>,
-    ) -> Result<CreateResponse, ApiError> {
-        create(&CUSTOMERS, auth, &state, request_id, version, key, body).await
+contacts_api! {
+    CustomersApi: CUSTOMERS, "ApiTags::Customers", id customer_id,
+    rules [InputRule::Body { schema: "ContactInput", rule: tax_id_rule }] {
+        /// Create a customer
+        ///
+        /// Scope `customers:write`. Answers once the customer is readable.
+        create("/customers", "createCustomer") key {
+            /// Optional: a retry with the same key and body returns the first outcome instead of creating a
+            /// second customer.
+        }
+
+        /// Replace a customer
+        ///
+        /// Scope `customers:write`. Replaces the whole representation: omitted optional fields are cleared.
+        /// (The path is the spec's `/customers/{id}`; its parameter is named as in the read, since OpenAPI
+        /// allows one name per templated path.)
+        replace("/customers/:customer_id", "replaceCustomer");
+
+        /// Get a customer
+        ///
+        /// Scope `customers:read`.
+        get("/customers/:customer_id", "getCustomer");
+
+        /// List customers
+        ///
+        /// Scope `customers:read`. A cursor list in creation order (oldest first).
+        list("/customers", "listCustomers");
     }
 
-    /// Replace a customer
-    ///
-    /// Scope `customers:write`. Replaces the whole representation: omitted optional fields are cleared.
-    /// (The path is the spec's `/customers/{id}`; its parameter is named as in the read, since OpenAPI
-    /// allows one name per templated path.)
-    #[oai(path = "/customers/:customer_id", method = "put", operation_id = "replaceCustomer")]
-    async fn replace(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        customer_id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ContactInput>,
-    ) -> Result<ReadResponse, ApiError> {
-        replace(&CUSTOMERS, auth, &state, request_id, version, customer_id, key, body).await
-    }
+    SuppliersApi: SUPPLIERS, "ApiTags::Suppliers", id supplier_id, rules [] {
+        /// Create a supplier
+        ///
+        /// Scope `suppliers:write` (and `treasury:write` to set `default_account_id`). The customer body and
+        /// rules. Answers once the supplier is readable.
+        create("/suppliers", "createSupplier") key {
+            /// Optional: a retry with the same key and body returns the first outcome instead of creating a
+            /// second supplier.
+        }
 
-    /// Get a customer
-    ///
-    /// Scope `customers:read`.
-    #[oai(path = "/customers/:customer_id", method = "get", operation_id = "getCustomer")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        customer_id: Path<String>,
-    ) -> Result<ReadResponse, ApiError> {
-        get(&CUSTOMERS, auth, &state, request_id, customer_id).await
-    }
+        /// Replace a supplier
+        ///
+        /// Scope `suppliers:write`. Replaces the whole representation: omitted optional fields are cleared;
+        /// an omitted `default_account_id` stays as it was.
+        replace("/suppliers/:supplier_id", "replaceSupplier");
 
-    /// List customers
-    ///
-    /// Scope `customers:read`. A cursor list in creation order (oldest first).
-    #[oai(path = "/customers", method = "get", operation_id = "listCustomers")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<ListResponse, ApiError> {
-        list(
-            &CUSTOMERS,
-            auth,
-            &state,
-            request_id,
-            PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 },
-        )
-        .await
-    }
-}
+        /// Get a supplier
+        ///
+        /// Scope `suppliers:read`.
+        get("/suppliers/:supplier_id", "getSupplier");
 
-pub struct SuppliersApi;
-
-impl Operations for SuppliersApi {
-    const OPERATIONS: &'static [Operation] = &[CREATE_SUPPLIER, REPLACE_SUPPLIER, GET_SUPPLIER, LIST_SUPPLIERS];
-}
-
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Suppliers")]
-impl SuppliersApi {
-    /// Create a supplier
-    ///
-    /// Scope `suppliers:write` (and `treasury:write` to set `default_account_id`). The customer body and
-    /// rules. Answers once the supplier is readable.
-    #[oai(path = "/suppliers", method = "post", operation_id = "createSupplier")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome instead of creating a
-        /// second supplier.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<ContactInput>,
-    ) -> Result<CreateResponse, ApiError> {
-        create(&SUPPLIERS, auth, &state, request_id, version, key, body).await
-    }
-
-    /// Replace a supplier
-    ///
-    /// Scope `suppliers:write`. Replaces the whole representation: omitted optional fields are cleared;
-    /// an omitted `default_account_id` stays as it was.
-    #[oai(path = "/suppliers/:supplier_id", method = "put", operation_id = "replaceSupplier")]
-    async fn replace(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        supplier_id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<ContactInput>,
-    ) -> Result<ReadResponse, ApiError> {
-        replace(&SUPPLIERS, auth, &state, request_id, version, supplier_id, key, body).await
-    }
-
-    /// Get a supplier
-    ///
-    /// Scope `suppliers:read`.
-    #[oai(path = "/suppliers/:supplier_id", method = "get", operation_id = "getSupplier")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        supplier_id: Path<String>,
-    ) -> Result<ReadResponse, ApiError> {
-        get(&SUPPLIERS, auth, &state, request_id, supplier_id).await
-    }
-
-    /// List suppliers
-    ///
-    /// Scope `suppliers:read`. A cursor list in creation order (oldest first).
-    #[oai(path = "/suppliers", method = "get", operation_id = "listSuppliers")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<ListResponse, ApiError> {
-        list(
-            &SUPPLIERS,
-            auth,
-            &state,
-            request_id,
-            PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 },
-        )
-        .await
+        /// List suppliers
+        ///
+        /// Scope `suppliers:read`. A cursor list in creation order (oldest first).
+        list("/suppliers", "listSuppliers");
     }
 }
