@@ -57,7 +57,7 @@ pub struct Job {
 }
 
 /// A command the workers run. Implemented by a marker type per command kind (usually the aggregate it
-/// drives) and listed once in [`crate::registry`], which generates the wire enum and its dispatch.
+/// drives) and listed once in the list of commands in `lib.rs`, which generates the wire enum and its dispatch.
 pub trait Handler {
     /// What travels on the bus (serde: the wire format of the command).
     type Command;

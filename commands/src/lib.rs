@@ -7,35 +7,69 @@
 //! command declares (`handler`); the domains, each with one home (`contacts`, `products`, `metafields`,
 //! `price_lists`, `records`, `tags`, `webhooks`, `inventory`, `purchases`, `sales`, `quotes`): its
 //! aggregate and parsing in `mod.rs`, its [`handler::Handler`] in `handler.rs`; the one list of
-//! commands (`registry`); the wire requests (`protocol`); and on top the worker that serves them
+//! commands (`registry`, written below); the wire requests (`protocol`); and on top the worker that serves them
 //! (`worker/`) and the gateway's sender (`client`).
 
 pub mod aggregate;
 pub mod client;
-pub mod contacts;
 pub mod document;
 pub mod engine;
 pub mod fiscal;
 pub mod handler;
 pub mod idempotency;
-pub mod inventory;
 pub mod lookups;
-pub mod metafields;
 pub mod organization;
-pub mod price_lists;
-pub mod products;
 pub mod protocol;
-pub mod purchases;
-pub mod quotes;
-pub mod records;
 mod registry;
 pub mod reply;
-pub mod sales;
-pub mod tags;
 pub mod tax;
 pub mod validate;
-pub mod webhooks;
 pub mod worker;
 
 pub use aggregate::{Aggregate, BusinessDetail, Rejection};
 pub use validate::FieldError;
+
+// Every domain and its commands: the module, then each command kind and its handler.
+registry::commands! {
+    mod contacts {
+        Customer => Customer,
+        Supplier => Supplier,
+    }
+    mod products {
+        Product => Product,
+        BulkAdjustProducts => BulkAdjustments,
+    }
+    mod metafields {
+        MetafieldDefinition => MetafieldDefinition,
+    }
+    mod tags {
+        Tag => Tag,
+        ApplyTags => TagApplications,
+    }
+    mod records {
+        PaymentMethod => PaymentMethod,
+        Warehouse => Warehouse,
+        Category => Category,
+    }
+    mod price_lists {
+        PriceList => PriceList,
+    }
+    mod webhooks {
+        Webhook => WebhookEndpoint,
+    }
+    mod inventory {
+        StockMovement => StockMovements,
+        StockTransfer => StockTransfers,
+    }
+    mod purchases {
+        Purchase => Purchases,
+        PurchaseOrder => PurchaseOrders,
+    }
+    mod sales {
+        Sale => Sales,
+        InvoiceSale => InvoiceSales,
+    }
+    mod quotes {
+        Quote => Quotes,
+    }
+}

@@ -528,7 +528,7 @@ fn apply_settings(current: &OrganizationSettings, change: SettingsChange) -> Res
     if let Some(tax_id) = change.tax_id {
         let tax_id = optional(tax_id);
         if let Some(digits) = &tax_id
-            && !crate::contacts::is_valid_cuit(digits)
+            && !crate::validate::is_valid_cuit(digits)
         {
             return Err(AdminError::Invalid(format!("{digits:?} is not a valid CUIT (11 digits, valid check digit)")));
         }

@@ -1,7 +1,7 @@
 //! What travels between the gateway and the command workers over NATS request/reply: requests carry
 //! a [`Command`] of the registry; replies and idempotency claims are domain-free ([`crate::reply`]).
 
-pub use crate::registry::{Command, CommandKind};
+pub use crate::registered::{Command, CommandKind};
 pub use crate::reply::{Actor, CommandReply, FailureCause, Idempotency, StreamKey};
 
 use serde::{Deserialize, Serialize};

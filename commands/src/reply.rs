@@ -1,6 +1,6 @@
 //! What a command answers, whatever its domain, and the idempotency key it may carry: the part of the
 //! gateway–worker protocol the engine and every domain share. The requests themselves, which carry the
-//! registry's [`Command`](crate::reply::Command), are in [`crate::protocol`].
+//! registry's `Command`, are in `protocol.rs`.
 
 use crate::aggregate::Rejection;
 use events::CommitKey;

@@ -427,6 +427,23 @@ fn parse_hundredths(text: &str) -> Option<i64> {
     Some(if negative { -scaled } else { scaled })
 }
 
+/// Whether an 11-digit CUIT/CUIL has a valid prefix and check digit.
+pub fn is_valid_cuit(digits: &str) -> bool {
+    const WEIGHTS: [u32; 10] = [5, 4, 3, 2, 7, 6, 5, 4, 3, 2];
+    const PREFIXES: [&str; 7] = ["20", "23", "24", "27", "30", "33", "34"];
+    if digits.len() != 11 || !digits.bytes().all(|b| b.is_ascii_digit()) || !PREFIXES.contains(&&digits[..2]) {
+        return false;
+    }
+    let d: Vec<u32> = digits.bytes().map(|b| u32::from(b - b'0')).collect();
+    let sum: u32 = WEIGHTS.iter().zip(&d).map(|(w, x)| w * x).sum();
+    let check = match 11 - sum % 11 {
+        11 => 0,
+        10 => return false,
+        n => n,
+    };
+    check == d[10]
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

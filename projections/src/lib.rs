@@ -2,22 +2,11 @@
 //! the read rows, partitioning, progress for read-your-writes, rebuilds with an atomic swap) and the
 //! read models it maintains, with the queries that serve them.
 
-pub mod customers;
 pub mod documents;
-pub mod inventory;
-pub mod organizations;
-pub mod price_lists;
-pub mod products;
 pub mod progress;
-pub mod purchases;
-pub mod quotes;
 pub mod rebuild;
-pub mod records;
 pub mod registry;
 pub mod runtime;
-pub mod sales;
-pub mod tags;
-pub mod webhooks;
 
 pub use registry::{CacheResource, Folds, StreamType};
 
@@ -215,45 +204,55 @@ impl dyn Projection {
     }
 }
 
-/// Every projection, listed once: its name (part of the product's contract: the CLI's `--only`,
-/// progress subjects and messages, checkpoint rows; never rename one) and the value that runs it. The
-/// list makes [`ProjectionId`] and [`projection`], so a projection cannot be named without being run.
+/// Every projection, listed once, by the module that holds its read model: its name (part of the
+/// product's contract: the CLI's `--only`, progress subjects and messages, checkpoint rows; never rename
+/// one) and the value that runs it. The list declares the modules and makes [`ProjectionId`] and
+/// [`projection`], so a projection cannot be named without being run; a new read model is one entry.
 macro_rules! projections {
-    ($($variant:ident = $text:literal => $make:expr,)+) => {
+    ($(mod $module:ident { $($variant:ident = $text:literal => $make:expr,)+ })+) => {
+        $(pub mod $module;)+
+
         registry::names! {
             /// A projection: its durable consumers, checkpoint rows, progress subject and CLI name. The
             /// runtime starts (and `rebuild --all` rebuilds) them in this order.
             ProjectionId ("projection") {
-                $($variant = $text,)+
+                $($($variant = $text,)+)+
             }
         }
 
         /// The projection `id` names.
         pub fn projection(id: ProjectionId) -> std::sync::Arc<dyn Projection> {
             match id {
-                $(ProjectionId::$variant => std::sync::Arc::new($make),)+
+                $($(ProjectionId::$variant => {
+                    use $module::*;
+                    std::sync::Arc::new($make)
+                })+)+
             }
         }
     };
 }
 
 projections! {
-    Organizations = "organizations" => organizations::OrganizationsProjection,
-    PriceLists = "price_lists" => price_lists::PriceListsProjection,
-    Customers = "customers" => customers::CUSTOMERS,
-    Suppliers = "suppliers" => customers::SUPPLIERS,
-    Products = "products" => products::ProductsProjection,
-    PaymentMethods = "payment_methods" => records::PAYMENT_METHODS,
-    Warehouses = "warehouses" => records::WAREHOUSES,
-    Categories = "categories" => records::CATEGORIES,
-    PointsOfSale = "points_of_sale" => records::POINTS_OF_SALE,
-    MetafieldDefinitions = "metafield_definitions" => records::METAFIELD_DEFINITIONS,
-    Tags = "tags" => tags::TagsProjection,
-    Inventory = "inventory" => inventory::InventoryProjection,
-    Purchases = "purchases" => purchases::PurchasesProjection,
-    Sales = "sales" => sales::SalesProjection,
-    Quotes = "quotes" => quotes::QuotesProjection,
-    Webhooks = "webhooks" => webhooks::WebhooksProjection::default(),
+    mod organizations { Organizations = "organizations" => OrganizationsProjection, }
+    mod price_lists { PriceLists = "price_lists" => PriceListsProjection, }
+    mod customers {
+        Customers = "customers" => CUSTOMERS,
+        Suppliers = "suppliers" => SUPPLIERS,
+    }
+    mod products { Products = "products" => ProductsProjection, }
+    mod records {
+        PaymentMethods = "payment_methods" => PAYMENT_METHODS,
+        Warehouses = "warehouses" => WAREHOUSES,
+        Categories = "categories" => CATEGORIES,
+        PointsOfSale = "points_of_sale" => POINTS_OF_SALE,
+        MetafieldDefinitions = "metafield_definitions" => METAFIELD_DEFINITIONS,
+    }
+    mod tags { Tags = "tags" => TagsProjection, }
+    mod inventory { Inventory = "inventory" => InventoryProjection, }
+    mod purchases { Purchases = "purchases" => PurchasesProjection, }
+    mod sales { Sales = "sales" => SalesProjection, }
+    mod quotes { Quotes = "quotes" => QuotesProjection, }
+    mod webhooks { Webhooks = "webhooks" => WebhooksProjection::default(), }
 }
 
 /// Every projection this build knows, in [`ProjectionId::ALL`] order: what `backoffice all` and

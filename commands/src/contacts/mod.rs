@@ -4,6 +4,7 @@
 mod handler;
 
 use crate::aggregate::{Aggregate, Rejection};
+pub use crate::validate::is_valid_cuit;
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};
 use serde::{Deserialize, Serialize};
@@ -47,23 +48,6 @@ pub const PROVINCES: &[(&str, &str)] = &[
 
 pub fn province_name(code: &str) -> Option<&'static str> {
     PROVINCES.iter().find(|(c, _)| *c == code).map(|(_, name)| *name)
-}
-
-/// Whether an 11-digit CUIT/CUIL has a valid prefix and check digit.
-pub fn is_valid_cuit(digits: &str) -> bool {
-    const WEIGHTS: [u32; 10] = [5, 4, 3, 2, 7, 6, 5, 4, 3, 2];
-    const PREFIXES: [&str; 7] = ["20", "23", "24", "27", "30", "33", "34"];
-    if digits.len() != 11 || !digits.bytes().all(|b| b.is_ascii_digit()) || !PREFIXES.contains(&&digits[..2]) {
-        return false;
-    }
-    let d: Vec<u32> = digits.bytes().map(|b| u32::from(b - b'0')).collect();
-    let sum: u32 = WEIGHTS.iter().zip(&d).map(|(w, x)| w * x).sum();
-    let check = match 11 - sum % 11 {
-        11 => 0,
-        10 => return false,
-        n => n,
-    };
-    check == d[10]
 }
 
 /// Whether an address looks like a deliverable e-mail address (one `@`, a dotted domain, no spaces).

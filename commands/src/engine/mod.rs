@@ -1,7 +1,7 @@
 //! The command engine's machinery, which holds no domain code and knows no command: what every
 //! handler runs with (the connection, load, pure decide, append with optimistic concurrency), group
 //! commit, idempotency claims, waking the relay, the services in scope and what is observed of each
-//! command. The worker ([`crate::worker`]) serves the queue group with it; domains use it.
+//! command. The worker (`worker/`) serves the queue group with it; domains use it.
 //!
 //! - `execute`: one decision against one aggregate instance, and the lookups domains share;
 //! - `append`: group commit of concurrent appends;

@@ -63,7 +63,7 @@ pub struct InvalidCuit;
 
 impl Issuer {
     pub fn new(cuit: i64) -> Result<Self, InvalidCuit> {
-        if crate::contacts::is_valid_cuit(&cuit.to_string()) { Ok(Issuer(cuit)) } else { Err(InvalidCuit) }
+        if crate::validate::is_valid_cuit(&cuit.to_string()) { Ok(Issuer(cuit)) } else { Err(InvalidCuit) }
     }
 
     pub fn cuit(self) -> i64 {

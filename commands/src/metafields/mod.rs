@@ -20,7 +20,7 @@ pub const METAFIELD_VALUE_TYPES: &[&str] = &["text", "integer", "decimal", "bool
 pub fn parse_metafield_definition(body: &Value) -> Result<MetafieldDefinitionFields, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
     let key = r.required_str("key", 1, 64);
-    if !key.is_empty() && !crate::products::valid_metafield_key(&key) {
+    if !key.is_empty() && !valid_metafield_key(&key) {
         r.reject("key", "invalid_format", "use lowercase letters, digits, '_', '-' and '.'");
     }
     let name = r.optional_str("name", 100).unwrap_or_else(|| key.clone());
@@ -81,3 +81,11 @@ pub fn metafield_violation(definition: &MetafieldDefinitionFields, value: &str) 
             .map(|max| format!("must be at most {max} characters")),
     }
 }
+
+/// Custom field keys: lowercase letters, digits, `_`, `-` and `.`, 1 to 64 characters.
+pub fn valid_metafield_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 64
+        && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
+}
+

@@ -7,6 +7,7 @@ mod handler;
 pub use handler::BulkAdjustments;
 
 use crate::aggregate::{Aggregate, Rejection};
+use crate::metafields::valid_metafield_key;
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
     ComboComponent, Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductUpdated,
@@ -296,13 +297,6 @@ fn required_cents(r: &mut ObjectReader<'_>, name: &str) -> i64 {
         return 0;
     }
     r.optional_count(name, MAX_CENTS).unwrap_or(0)
-}
-
-/// Custom field keys: lowercase letters, digits, `_`, `-` and `.`, 1 to 64 characters.
-pub fn valid_metafield_key(key: &str) -> bool {
-    !key.is_empty()
-        && key.len() <= 64
-        && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.'))
 }
 
 fn metafields(r: &mut ObjectReader<'_>) -> Vec<Metafield> {

@@ -7,7 +7,7 @@
 use super::single::{handle, metadata_of, reply_of};
 use crate::engine::{Appender, record};
 use crate::protocol::{CommandKind, CommandReply, CommandRequest, FailureCause};
-use crate::registry::run_together;
+use crate::registered::run_together;
 use sqlx::PgPool;
 use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;

@@ -25,7 +25,7 @@ use tokio::sync::Semaphore;
 pub fn jobs() -> Vec<Job> {
     let mut jobs =
         vec![Job { name: "idempotency_purge", run: |pool, _| Box::pin(crate::idempotency::purge_forever(pool)) }];
-    jobs.extend(crate::registry::jobs());
+    jobs.extend(crate::registered::jobs());
     jobs
 }
 
