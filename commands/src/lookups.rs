@@ -14,7 +14,8 @@ pub struct VariantFacts {
     pub product_type: String,
     pub is_active: bool,
     pub tax_rate_id: i32,
-    /// Cents.
+    /// Cents (a product's cost may stand past [`Cents::MAX`] after bulk adjustments: see
+    /// `products::Change`).
     pub cost: i64,
 }
 

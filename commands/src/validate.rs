@@ -134,6 +134,12 @@ impl<'a> ObjectReader<'a> {
     }
 
     /// An optional non-negative integer no greater than `max` (amounts in cents, quantities).
+    /// A whole number of cents from 0 to [`Cents::MAX`](events::domain::Cents::MAX), refused as
+    /// [`ObjectReader::optional_count`] refuses.
+    pub fn optional_cents_count(&mut self, name: &str) -> Option<events::domain::Cents> {
+        self.optional_count(name, events::domain::Cents::MAX).and_then(|n| events::domain::Cents::new(n).ok())
+    }
+
     pub fn optional_count(&mut self, name: &str, max: i64) -> Option<i64> {
         let value = self.raw(name)?;
         match value.as_i64() {

@@ -147,8 +147,13 @@ async fn request_document(
         .and_then(|n| n.trim().parse::<i64>().ok())
         .filter(|n| (0..100_000_000).contains(n))
         .unwrap_or(0);
-    let document = crate::documents::vouchers::purchase_document(purchase, supplier, organization, number, &name_of);
-    crate::documents::store::request(conn, org_id, crate::documents::OwnerKind::Purchase, id, &document).await?;
+    match crate::documents::vouchers::purchase_document(purchase, supplier, organization, number, &name_of) {
+        Some(document) => {
+            crate::documents::store::request(conn, org_id, crate::documents::OwnerKind::Purchase, id, &document)
+                .await?;
+        }
+        None => tracing::error!(%org_id, purchase = %id, "a purchase's VAT by rate leaves the range: no document"),
+    }
     Ok(())
 }
 

@@ -182,13 +182,13 @@ impl QuoteData {
                 .map(|l| QuoteLineData {
                     product_id: l.variant_id,
                     quantity: l.quantity.into(),
-                    unit_price: l.unit_price,
+                    unit_price: l.unit_price.get(),
                     tax_rate_id: l.tax_rate_id,
                     warehouse_id: l.warehouse_id.into(),
                     discount: l
                         .discount
                         .map(|d| match d {
-                            QuoteDiscount::Amount(a) => QuoteDiscountData { amount: Some(a), percentage: None },
+                            QuoteDiscount::Amount(a) => QuoteDiscountData { amount: Some(a.get()), percentage: None },
                             QuoteDiscount::Percentage(p) => {
                                 QuoteDiscountData { amount: None, percentage: Some(percent_text(p)) }
                             }
@@ -201,11 +201,11 @@ impl QuoteData {
             salesperson_member_id: q.salesperson_member_id.into(),
             expires_at: q.expires_at.into(),
             notes: q.notes.clone().into(),
-            global_discount_amount: q.global_discount_amount.into(),
-            subtotal: q.subtotal,
-            tax_amount: q.tax_amount,
-            discount_amount: q.discount_amount,
-            total: q.total,
+            global_discount_amount: q.global_discount_amount.map(events::domain::Cents::get).into(),
+            subtotal: q.subtotal.get(),
+            tax_amount: q.tax_amount.get(),
+            discount_amount: q.discount_amount.get(),
+            total: q.total.get(),
             reservation: None.into(),
             created_at: ar_time(created_at),
             updated_at: ar_time(updated_at),

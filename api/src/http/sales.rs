@@ -277,13 +277,13 @@ impl SaleData {
             service_from: sale.service_from.into(),
             service_to: sale.service_to.into(),
             currency: sale.currency.clone(),
-            subtotal: sale.subtotal,
-            tax_amount: sale.tax_amount,
-            discount_amount: sale.discount_amount,
-            exempt_amount: sale.exempt,
-            non_taxed_amount: sale.non_taxed,
-            total: sale.total,
-            balance: sale.balance,
+            subtotal: sale.subtotal.get(),
+            tax_amount: sale.tax_amount.get(),
+            discount_amount: sale.discount_amount.get(),
+            exempt_amount: sale.exempt.get(),
+            non_taxed_amount: sale.non_taxed.get(),
+            total: sale.total.get(),
+            balance: sale.balance.get(),
             concept: sale.concept,
             notes: sale.notes.clone().into(),
             fiscal_notes: sale.fiscal_notes.clone().into(),
@@ -307,8 +307,8 @@ impl SaleData {
                     id: l.id,
                     name: l.name.clone(),
                     quantity: l.quantity.into(),
-                    unit_price: l.unit_price,
-                    unit_cost: l.unit_cost.into(),
+                    unit_price: l.unit_price.get(),
+                    unit_cost: l.unit_cost.map(events::domain::Cents::get).into(),
                     tax_rate_id: l.tax_rate_id,
                     discount_percentage: l.discount_hundredths.map(percent_text).into(),
                     product: l
@@ -316,22 +316,22 @@ impl SaleData {
                         .map(|id| SaleProductRef { id, name: l.name.clone(), sku: l.sku.clone().into() })
                         .into(),
                     warehouse: l.warehouse_id.map(|id| SaleWarehouseRef { id, name: None.into() }).into(),
-                    net: l.net,
-                    vat: l.vat,
-                    total: l.total,
+                    net: l.net.get(),
+                    vat: l.vat.get(),
+                    total: l.total.get(),
                 })
                 .collect(),
             vat_breakdown: sale
                 .vat
                 .iter()
-                .map(|v| SaleVatData { code: v.code, base: v.base, amount: v.amount })
+                .map(|v| SaleVatData { code: v.code, base: v.base.get(), amount: v.amount.get() })
                 .collect(),
             payments: sale
                 .payments
                 .iter()
                 .map(|p| SalePaymentData {
                     method_id: p.method_id,
-                    amount: p.amount,
+                    amount: p.amount.get(),
                     description: p.description.clone().into(),
                     reference: p.reference.clone().into(),
                 })

@@ -49,6 +49,7 @@ pub fn parse_price_list(body: &Value) -> Result<PriceListFields, Vec<FieldError>
             r.reject("prices", "too_many", format!("at most {MAX_LIST_PRICES} prices per list"))
         }
         Some(Some(items)) => {
+            let mut seen = Vec::new();
             for (i, item) in items.iter().enumerate() {
                 let mut p = ObjectReader::new(item, &format!("prices[{i}]"));
                 let product_id = p.optional_uuid("product_id");
@@ -58,12 +59,15 @@ pub fn parse_price_list(body: &Value) -> Result<PriceListFields, Vec<FieldError>
                 if p.value("unit_price").is_none() {
                     p.reject("unit_price", "required", "is required (integer cents)");
                 }
-                let unit_price = p.optional_count("unit_price", crate::products::MAX_CENTS).unwrap_or(0);
+                let unit_price = p.optional_cents_count("unit_price");
                 if let Some(product_id) = product_id {
-                    if prices.iter().any(|e| e.product_id == product_id) {
+                    if seen.contains(&product_id) {
                         p.reject("product_id", "duplicate", "each product may have one price in a list");
                     }
-                    prices.push(ListPrice { product_id, unit_price });
+                    seen.push(product_id);
+                    if let Some(unit_price) = unit_price {
+                        prices.push(ListPrice { product_id, unit_price });
+                    }
                 }
                 r.errors.append(&mut p.errors);
             }

@@ -18,6 +18,7 @@ use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::lookups::load_products;
 use crate::reply::CommandReply;
 use events::catalogue::{PurchaseEvent, PurchaseRecorded};
+use events::domain::Cents;
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
@@ -104,7 +105,7 @@ async fn run_purchase(
         .items
         .iter()
         .enumerate()
-        .filter(|(_, item)| item.unit_cost == 0)
+        .filter(|(_, item)| item.unit_cost == Cents::ZERO)
         .map(|(i, _)| PurchaseWarning {
             path: format!("items[{i}].unitCost"),
             code: "ZERO_COST".into(),
@@ -139,7 +140,7 @@ async fn run_purchase(
         lines,
         amounts,
     };
-    let updates = cost_updates(&normalized.lines, &facts);
+    let updates = cost_updates(&normalized.lines, &facts).map_err(|errors| Rejection::Invalid { errors })?;
     let changes = match warehouse {
         Some(warehouse) if blockers.iter().all(|b| b.code != "INVENTORY") => {
             let stocked =

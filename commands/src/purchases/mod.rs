@@ -31,8 +31,8 @@ pub const CURRENCIES: &[&str] = &["PES", "DOL"];
 pub struct ItemInput {
     pub variant_id: Uuid,
     pub quantity: Quantity,
-    /// Cents of the purchase's currency.
-    pub unit_cost: i64,
+    /// Of the purchase's currency.
+    pub unit_cost: Cents,
     /// The product's VAT rate when omitted.
     pub tax_rate_id: Option<i32>,
 }
@@ -138,8 +138,8 @@ pub struct ProjectedEffects {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PurchaseAmountOwed {
     pub currency: String,
-    pub amount: i64,
-    pub amount_ars: i64,
+    pub amount: Cents,
+    pub amount_ars: Cents,
 }
 
 /// What the workers answer for a purchase: the id (none for a preview), what was (or would be)
@@ -182,7 +182,7 @@ pub fn parse_items(r: &mut ObjectReader<'_>) -> Vec<ItemInput> {
         }
         r.errors.append(&mut line.errors);
         if let (Some(variant_id), Some(quantity), Some(unit_cost)) = (variant_id, quantity, unit_cost) {
-            items.push(ItemInput { variant_id, quantity, unit_cost: unit_cost.get(), tax_rate_id });
+            items.push(ItemInput { variant_id, quantity, unit_cost, tax_rate_id });
         }
     }
     items
@@ -270,80 +270,90 @@ pub fn price_lines(
 ) -> Result<(Vec<PurchaseLine>, PurchaseAmounts), Vec<FieldError>> {
     let mut errors = Vec::new();
     let mut lines = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
+    for item in items {
         let code = item.tax_rate_id.or_else(|| facts.get(&item.variant_id).map(|f| f.tax_rate_id)).unwrap_or(5);
-        match Cents::new(item.unit_cost) {
-            Ok(unit_price) => {
-                lines.push(tax::Line { quantity: item.quantity, unit_price, vat_code: code, discount: None })
-            }
-            Err(e) => errors.push(FieldError::new(format!("items[{i}].unitCost"), "out_of_range", e.to_string())),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
+        lines.push(tax::Line { quantity: item.quantity, unit_price: item.unit_cost, vat_code: code, discount: None });
     }
     let computed = tax::compute(PriceBasis::of_voucher(voucher_type), &lines, &tax::Adjustments::default())
         .map_err(|e| vec![FieldError::new("items", "out_of_range", e.to_string())])?;
     let mut stored = Vec::with_capacity(items.len());
     let mut amounts = PurchaseAmounts::default();
-    let ars = |c: Cents| rate.to_pesos(c).map(Cents::get);
     for (i, (item, line)) in items.iter().zip(&computed.lines).enumerate() {
-        let (Some(net_ars), Some(vat_ars)) = (ars(line.net), ars(line.vat)) else {
-            errors.push(FieldError::new(format!("items[{i}].unitCost"), "out_of_range", "too large in pesos"));
-            continue;
-        };
-        let (net, vat) = (line.net.get(), line.vat.get());
-        amounts.subtotal += net;
-        amounts.tax_amount += vat;
-        amounts.subtotal_ars += net_ars;
-        amounts.tax_amount_ars += vat_ars;
-        stored.push(PurchaseLine {
-            variant_id: item.variant_id,
-            quantity: item.quantity,
-            unit_cost: item.unit_cost,
-            tax_rate_id: lines[i].vat_code,
-            net,
-            vat,
-            total: net + vat,
-            net_ars,
-            vat_ars,
-            total_ars: net_ars + vat_ars,
-        });
+        let (net, vat) = (line.net, line.vat);
+        let summed = (|| {
+            let (net_ars, vat_ars) = (rate.to_pesos(net)?, rate.to_pesos(vat)?);
+            amounts.subtotal = amounts.subtotal.checked_add(net)?;
+            amounts.tax_amount = amounts.tax_amount.checked_add(vat)?;
+            amounts.subtotal_ars = amounts.subtotal_ars.checked_add(net_ars)?;
+            amounts.tax_amount_ars = amounts.tax_amount_ars.checked_add(vat_ars)?;
+            Some(PurchaseLine {
+                variant_id: item.variant_id,
+                quantity: item.quantity,
+                unit_cost: item.unit_cost,
+                tax_rate_id: lines[i].vat_code,
+                net,
+                vat,
+                total: net.checked_add(vat)?,
+                net_ars,
+                vat_ars,
+                total_ars: net_ars.checked_add(vat_ars)?,
+            })
+        })();
+        match summed {
+            Some(line) => stored.push(line),
+            None => errors.push(FieldError::new(format!("items[{i}].unitCost"), "out_of_range", "too large in pesos")),
+        }
     }
     if !errors.is_empty() {
         return Err(errors);
     }
-    amounts.total = amounts.subtotal + amounts.tax_amount;
-    amounts.total_ars = amounts.subtotal_ars + amounts.tax_amount_ars;
+    let (Some(total), Some(total_ars)) =
+        (amounts.subtotal.checked_add(amounts.tax_amount), amounts.subtotal_ars.checked_add(amounts.tax_amount_ars))
+    else {
+        return Err(vec![FieldError::new("items", "out_of_range", "the purchase's total is too large")]);
+    };
+    amounts.total = total;
+    amounts.total_ars = total_ars;
     Ok((stored, amounts))
 }
 
 /// The last cost each product takes from the purchase: its line's net amount in pesos per unit (VAT
 /// excluded where the voucher discriminates it), rounded to the cent; the last line of a product wins.
-/// Only products whose cost changes are listed.
-pub fn cost_updates(lines: &[PurchaseLine], facts: &BTreeMap<Uuid, VariantFacts>) -> Vec<CostUpdate> {
-    let mut latest: BTreeMap<Uuid, i64> = BTreeMap::new();
+/// Only products whose cost changes are listed. A cost per unit beyond [`Cents::MAX`] is refused,
+/// naming its line.
+pub fn cost_updates(
+    lines: &[PurchaseLine],
+    facts: &BTreeMap<Uuid, VariantFacts>,
+) -> Result<Vec<CostUpdate>, Vec<FieldError>> {
+    let mut latest: BTreeMap<Uuid, Cents> = BTreeMap::new();
     let mut order = Vec::new();
-    for line in lines {
+    for (i, line) in lines.iter().enumerate() {
         let Some(fact) = facts.get(&line.variant_id) else { continue };
         if fact.product_type == "combo" {
             continue;
         }
-        let exact = i128::from(line.net_ars) * i128::from(Quantity::SCALE);
+        let exact = i128::from(line.net_ars.get()) * i128::from(Quantity::SCALE);
         let per_unit = round_half_away(exact, i128::from(line.quantity.thousandths()));
         if !order.contains(&line.variant_id) {
             order.push(line.variant_id);
         }
-        latest.insert(line.variant_id, i64::try_from(per_unit).unwrap_or(i64::MAX).min(Cents::MAX));
+        let Some(cost) = i64::try_from(per_unit).ok().and_then(|cents| Cents::new(cents).ok()) else {
+            return Err(vec![FieldError::new(
+                format!("items[{i}].unitCost"),
+                "out_of_range",
+                "the cost per unit in pesos is too large",
+            )]);
+        };
+        latest.insert(line.variant_id, cost);
     }
-    order
+    Ok(order
         .into_iter()
         .filter_map(|variant| {
             let current = latest.get(&variant).copied()?;
             let previous = facts.get(&variant)?.cost;
-            (current != previous).then_some(CostUpdate { variant_id: variant, previous, current })
+            (current.get() != previous).then_some(CostUpdate { variant_id: variant, previous, current: current.get() })
         })
-        .collect()
+        .collect())
 }
 
 fn round_half_away(numerator: i128, denominator: i128) -> i128 {
@@ -421,16 +431,20 @@ mod tests {
     fn dollar_lines_keep_both_currencies_exactly_and_costs_follow_in_pesos() {
         let product = Uuid::now_v7();
         let rate: ExchangeRate = "1050.5".parse().expect("rate");
-        let items =
-            [ItemInput { variant_id: product, quantity: "3".parse().expect("q"), unit_cost: 1999, tax_rate_id: None }];
+        let items = [ItemInput {
+            variant_id: product,
+            quantity: "3".parse().expect("q"),
+            unit_cost: Cents::of(1999),
+            tax_rate_id: None,
+        }];
         let known = facts(product, 100);
         let (lines, amounts) = price_lines(1, rate, &items, &known).expect("priced");
         // A voucher: 3 × 19.99 = 59.97 net, VAT 21% = 12.59 (1259.37 rounded); in pesos each at 1050.5.
-        assert_eq!((lines[0].net, lines[0].vat, lines[0].total), (5997, 1259, 7256));
-        assert_eq!(lines[0].net_ars, 6_299_849); // 5997 × 1050.5 = 6,299,848.5 → half away
-        assert_eq!(lines[0].vat_ars, 1_322_580); // 1259 × 1050.5 = 1,322,579.5 → half away
-        assert_eq!(amounts.total_ars, amounts.subtotal_ars + amounts.tax_amount_ars);
-        let updates = cost_updates(&lines, &known);
+        assert_eq!((lines[0].net.get(), lines[0].vat.get(), lines[0].total.get()), (5997, 1259, 7256));
+        assert_eq!(lines[0].net_ars.get(), 6_299_849); // 5997 × 1050.5 = 6,299,848.5 → half away
+        assert_eq!(lines[0].vat_ars.get(), 1_322_580); // 1259 × 1050.5 = 1,322,579.5 → half away
+        assert_eq!(amounts.total_ars.get(), amounts.subtotal_ars.get() + amounts.tax_amount_ars.get());
+        let updates = cost_updates(&lines, &known).expect("costs in range");
         assert_eq!(updates, [CostUpdate { variant_id: product, previous: 100, current: 2_099_950 }]);
         let mut blockers = Vec::new();
         assert_eq!(currency_rate("DOL", None, &mut blockers), ExchangeRate::ONE);

@@ -20,6 +20,7 @@ use crate::validate::FieldError;
 use events::catalogue::{
     FiscalStatus, SaleCustomer, SaleEvent, SaleLine, SalePayment, SaleRecorded, SaleVat, StockLine, ar_date,
 };
+use events::domain::Cents;
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use serde::{Deserialize, Serialize};
@@ -231,8 +232,11 @@ async fn run_sale(
         }
         .into());
     }
-    let paid: i64 = input.payments.iter().map(|p| p.amount).sum();
-    if paid > computed.total.get() {
+    // Payments whose sum leaves the range exceed any total.
+    let balance = Cents::checked_sum(input.payments.iter().map(|p| p.amount))
+        .and_then(|paid| computed.total.checked_sub(paid))
+        .filter(|balance| !balance.is_negative());
+    let Some(balance) = balance else {
         return Err(Rejection::Invalid {
             errors: vec![FieldError::new(
                 "paymentMethods",
@@ -241,7 +245,7 @@ async fn run_sale(
             )],
         }
         .into());
-    }
+    };
 
     // Stock: product lines leave their warehouse (a credit note brings them back); combos move their
     // components, services nothing.
@@ -306,12 +310,12 @@ async fn run_sale(
             tax_rate_id: *code,
             discount_hundredths: item.discount_hundredths,
             warehouse_id: *warehouse,
-            amount: amounts.amount.get(),
-            discount: amounts.discount.get(),
-            global_discount: amounts.global_discount.get(),
-            net: amounts.net.get(),
-            vat: amounts.vat.get(),
-            total: amounts.total.get(),
+            amount: amounts.amount,
+            discount: amounts.discount,
+            global_discount: amounts.global_discount,
+            net: amounts.net,
+            vat: amounts.vat,
+            total: amounts.total,
         })
         .collect();
     let concept = input.concept.unwrap_or_else(|| {
@@ -352,17 +356,13 @@ async fn run_sale(
         discount_value: input.discount.map(|d| match d {
             super::GlobalDiscount::Percentage(v) | super::GlobalDiscount::Fixed(v) => v,
         }),
-        exempt: computed.exempt.get(),
-        non_taxed: computed.non_taxed.get(),
-        subtotal: computed.subtotal.get(),
-        tax_amount: computed.tax_amount.get(),
-        discount_amount: computed.discount_amount.get(),
-        total: computed.total.get(),
-        vat: computed
-            .breakdown
-            .iter()
-            .map(|v| SaleVat { code: v.code, base: v.base.get(), amount: v.amount.get() })
-            .collect(),
+        exempt: computed.exempt,
+        non_taxed: computed.non_taxed,
+        subtotal: computed.subtotal,
+        tax_amount: computed.tax_amount,
+        discount_amount: computed.discount_amount,
+        total: computed.total,
+        vat: computed.breakdown.iter().map(|v| SaleVat { code: v.code, base: v.base, amount: v.amount }).collect(),
         payments: input
             .payments
             .iter()
@@ -375,7 +375,7 @@ async fn run_sale(
                 safe_id: p.safe_id,
             })
             .collect(),
-        balance: computed.total.get() - paid,
+        balance,
         notes: input.notes.clone(),
         fiscal_notes: input.fiscal_notes.clone(),
         integration_source: input.integration_source.clone(),

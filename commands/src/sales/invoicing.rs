@@ -99,11 +99,12 @@ pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<Asso
         _ => (99, 0),
     };
     let without_vat = sale.letter.as_deref() == Some("C");
-    let net = sale.subtotal - sale.exempt - sale.non_taxed;
+    // The adapter's request is in plain cents (its wire writes them as decimals).
+    let net = sale.subtotal.get() - sale.exempt.get() - sale.non_taxed.get();
     let vat_lines = if without_vat {
         Vec::new()
     } else {
-        sale.vat.iter().map(|v| VatLine { code: v.code, base: v.base, amount: v.amount }).collect()
+        sale.vat.iter().map(|v| VatLine { code: v.code, base: v.base.get(), amount: v.amount.get() }).collect()
     };
     let services = sale.concept != 1;
     VoucherRequest {
@@ -114,12 +115,12 @@ pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<Asso
         doc_type,
         doc_number,
         date: sale.invoice_date,
-        total: sale.total,
+        total: sale.total.get(),
         net,
-        exempt: sale.exempt,
-        non_taxed: sale.non_taxed,
+        exempt: sale.exempt.get(),
+        non_taxed: sale.non_taxed.get(),
         other_taxes: 0,
-        vat: if without_vat { 0 } else { sale.tax_amount },
+        vat: if without_vat { 0 } else { sale.tax_amount.get() },
         vat_lines,
         other_tax_lines: Vec::new(),
         currency: "PES".to_owned(),

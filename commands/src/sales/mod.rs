@@ -98,9 +98,9 @@ pub struct LineInput {
     pub warehouse_id: Option<Uuid>,
     pub name: Option<String>,
     pub quantity: Quantity,
-    pub unit_price: i64,
+    pub unit_price: Cents,
     pub tax_rate_id: Option<i32>,
-    pub unit_cost: Option<i64>,
+    pub unit_cost: Option<Cents>,
     /// Hundredths of a percent.
     pub discount_hundredths: Option<i64>,
 }
@@ -109,7 +109,7 @@ pub struct LineInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentInput {
     pub method_id: Uuid,
-    pub amount: i64,
+    pub amount: Cents,
     pub description: Option<String>,
     pub reference: Option<String>,
     pub register_id: Option<Uuid>,
@@ -276,7 +276,7 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
         {
             line.reject("taxRateId", "invalid_value", "must be a VAT rate code (see /api/v1/tax-rates)");
         }
-        let unit_cost = line.value("unitCost").and_then(|_| line.required_cents("unitCost")).map(Cents::get);
+        let unit_cost = line.value("unitCost").and_then(|_| line.required_cents("unitCost"));
         let discount_hundredths = percentage(&mut line, "discountPercentage");
         r.errors.append(&mut line.errors);
         if let (Some(quantity), Some(unit_price)) = (quantity, unit_price) {
@@ -285,7 +285,7 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
                 warehouse_id,
                 name,
                 quantity,
-                unit_price: unit_price.get(),
+                unit_price,
                 tax_rate_id,
                 unit_cost,
                 discount_hundredths,
@@ -330,14 +330,7 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
                     let safe_id = p.optional_uuid("safeId");
                     r.errors.append(&mut p.errors);
                     if let (Some(method_id), Some(amount)) = (method_id, amount) {
-                        payments.push(PaymentInput {
-                            method_id,
-                            amount: amount.get(),
-                            description,
-                            reference,
-                            register_id,
-                            safe_id,
-                        });
+                        payments.push(PaymentInput { method_id, amount, description, reference, register_id, safe_id });
                     }
                 }
             }
@@ -399,13 +392,7 @@ pub fn compute(input: &SaleInput, basis: PriceBasis, codes: &[i32]) -> Result<ta
     let mut errors = Vec::new();
     let mut lines = Vec::with_capacity(input.items.len());
     for (i, (item, code)) in input.items.iter().zip(codes).enumerate() {
-        let unit_price = match Cents::new(item.unit_price) {
-            Ok(c) => c,
-            Err(e) => {
-                errors.push(FieldError::new(format!("items[{i}].unitPrice"), "out_of_range", e.to_string()));
-                continue;
-            }
-        };
+        let unit_price = item.unit_price;
         let discount = match item.discount_hundredths.map(Percentage::from_hundredths).transpose() {
             Ok(percentage) => percentage.filter(|p| !p.is_zero()).map(tax::Discount::Percentage),
             Err(e) => {

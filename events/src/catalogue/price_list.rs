@@ -3,6 +3,7 @@
 
 use super::records::record_events;
 use super::{DecodeError, EventPayload, RecordEvent, parse, to_value};
+use crate::domain::Cents;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -11,7 +12,7 @@ use uuid::Uuid;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListPrice {
     pub product_id: Uuid,
-    pub unit_price: i64,
+    pub unit_price: Cents,
 }
 
 /// A price list. An automatic list (`is_automatic`, mode `base_price_adjustment`) prices every variant

@@ -5,7 +5,7 @@
 
 use super::stock::{StockChange, StockLine, iso_date, iso_date_option};
 use super::{DecodeError, EventPayload, parse, to_value};
-use crate::domain::{ExchangeRate, Quantity};
+use crate::domain::{Cents, ExchangeRate, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -19,25 +19,25 @@ pub struct PurchaseLine {
     pub variant_id: Uuid,
     pub quantity: Quantity,
     /// Cents of the document's currency: net of VAT on A vouchers, VAT included otherwise.
-    pub unit_cost: i64,
+    pub unit_cost: Cents,
     pub tax_rate_id: i32,
-    pub net: i64,
-    pub vat: i64,
-    pub total: i64,
-    pub net_ars: i64,
-    pub vat_ars: i64,
-    pub total_ars: i64,
+    pub net: Cents,
+    pub vat: Cents,
+    pub total: Cents,
+    pub net_ars: Cents,
+    pub vat_ars: Cents,
+    pub total_ars: Cents,
 }
 
 /// A document's totals in its currency and in pesos (`subtotal + tax_amount = total`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PurchaseAmounts {
-    pub subtotal: i64,
-    pub tax_amount: i64,
-    pub total: i64,
-    pub subtotal_ars: i64,
-    pub tax_amount_ars: i64,
-    pub total_ars: i64,
+    pub subtotal: Cents,
+    pub tax_amount: Cents,
+    pub total: Cents,
+    pub subtotal_ars: Cents,
+    pub tax_amount_ars: Cents,
+    pub total_ars: Cents,
 }
 
 /// A product's last cost moved by a purchase (recorded on the product's own stream as well).
@@ -398,14 +398,14 @@ mod tests {
         let line = PurchaseLine {
             variant_id: variant,
             quantity: "2.5".parse().expect("q"),
-            unit_cost: 1000,
+            unit_cost: Cents::of(1000),
             tax_rate_id: 5,
-            net: 2500,
-            vat: 525,
-            total: 3025,
-            net_ars: 2500,
-            vat_ars: 525,
-            total_ars: 3025,
+            net: Cents::of(2500),
+            vat: Cents::of(525),
+            total: Cents::of(3025),
+            net_ars: Cents::of(2500),
+            vat_ars: Cents::of(525),
+            total_ars: Cents::of(3025),
         };
         let event = PurchaseEvent::PurchaseRecorded(Box::new(PurchaseRecorded {
             supplier_id: Uuid::now_v7(),
@@ -419,7 +419,12 @@ mod tests {
             warehouse_id: Some(warehouse),
             notes: None,
             lines: vec![line.clone()],
-            amounts: PurchaseAmounts { subtotal: 2500, tax_amount: 525, total: 3025, ..Default::default() },
+            amounts: PurchaseAmounts {
+                subtotal: Cents::of(2500),
+                tax_amount: Cents::of(525),
+                total: Cents::of(3025),
+                ..Default::default()
+            },
             changes: vec![StockChange {
                 variant_id: variant,
                 warehouse_id: warehouse,

@@ -4,7 +4,7 @@
 
 use super::stock::{iso_date, iso_date_option};
 use super::{DecodeError, EventPayload, parse, to_value};
-use crate::domain::Quantity;
+use crate::domain::{Cents, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::Date;
@@ -41,7 +41,7 @@ impl QuoteStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QuoteDiscount {
-    Amount(i64),
+    Amount(Cents),
     Percentage(i64),
 }
 
@@ -50,7 +50,7 @@ pub enum QuoteDiscount {
 pub struct QuoteLine {
     pub variant_id: Uuid,
     pub quantity: Quantity,
-    pub unit_price: i64,
+    pub unit_price: Cents,
     pub tax_rate_id: i32,
     pub warehouse_id: Option<Uuid>,
     pub discount: Option<QuoteDiscount>,
@@ -77,12 +77,12 @@ pub struct QuoteState {
     #[serde(default, with = "iso_date_option")]
     pub expires_at: Option<Date>,
     pub notes: Option<String>,
-    pub global_discount_amount: Option<i64>,
+    pub global_discount_amount: Option<Cents>,
     pub reservation: Option<QuoteReservation>,
-    pub subtotal: i64,
-    pub tax_amount: i64,
-    pub discount_amount: i64,
-    pub total: i64,
+    pub subtotal: Cents,
+    pub tax_amount: Cents,
+    pub discount_amount: Cents,
+    pub total: Cents,
 }
 
 /// When a quote passed its expiry date.

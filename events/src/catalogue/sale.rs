@@ -4,7 +4,7 @@
 
 use super::stock::{StockChange, iso_date, iso_date_option};
 use super::{DecodeError, EventPayload, parse, to_value};
-use crate::domain::Quantity;
+use crate::domain::{Cents, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::Date;
@@ -65,34 +65,34 @@ pub struct SaleLine {
     pub name: String,
     pub sku: Option<String>,
     pub quantity: Quantity,
-    pub unit_price: i64,
-    pub unit_cost: Option<i64>,
+    pub unit_price: Cents,
+    pub unit_cost: Option<Cents>,
     pub tax_rate_id: i32,
     /// Hundredths of a percent.
     pub discount_hundredths: Option<i64>,
     /// Where its stock moved (product lines).
     pub warehouse_id: Option<Uuid>,
-    pub amount: i64,
-    pub discount: i64,
-    pub global_discount: i64,
-    pub net: i64,
-    pub vat: i64,
-    pub total: i64,
+    pub amount: Cents,
+    pub discount: Cents,
+    pub global_discount: Cents,
+    pub net: Cents,
+    pub vat: Cents,
+    pub total: Cents,
 }
 
 /// VAT by rate code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SaleVat {
     pub code: i32,
-    pub base: i64,
-    pub amount: i64,
+    pub base: Cents,
+    pub amount: Cents,
 }
 
 /// A payment received with the sale.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SalePayment {
     pub method_id: Uuid,
-    pub amount: i64,
+    pub amount: Cents,
     pub description: Option<String>,
     pub reference: Option<String>,
     pub register_id: Option<Uuid>,
@@ -152,16 +152,16 @@ pub struct SaleRecorded {
     /// `percentage` or `fixed`, with its value (hundredths of a percent, or cents).
     pub discount_type: Option<String>,
     pub discount_value: Option<i64>,
-    pub exempt: i64,
-    pub non_taxed: i64,
-    pub subtotal: i64,
-    pub tax_amount: i64,
-    pub discount_amount: i64,
-    pub total: i64,
+    pub exempt: Cents,
+    pub non_taxed: Cents,
+    pub subtotal: Cents,
+    pub tax_amount: Cents,
+    pub discount_amount: Cents,
+    pub total: Cents,
     pub vat: Vec<SaleVat>,
     pub payments: Vec<SalePayment>,
     /// What is still owed: the total minus the payments.
-    pub balance: i64,
+    pub balance: Cents,
     pub notes: Option<String>,
     pub fiscal_notes: Option<String>,
     pub integration_source: Option<String>,

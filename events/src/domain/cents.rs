@@ -69,6 +69,13 @@ impl Cents {
         (-i128::from(Self::MAX)..=i128::from(Self::MAX)).contains(&cents).then_some(Cents(cents as i64))
     }
 
+    /// A fixed amount known in range (a constant, a test's figure): panics outside the range, at compile
+    /// time where used in a constant. Amounts from outside go through [`Cents::new`] or a parser.
+    pub const fn of(cents: i64) -> Cents {
+        assert!(cents >= -Self::MAX && cents <= Self::MAX, "cents out of range");
+        Cents(cents)
+    }
+
     pub const fn get(self) -> i64 {
         self.0
     }
@@ -142,6 +149,35 @@ impl<'de> Deserialize<'de> for Cents {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
         Cents::parse(&value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A `bigint` column of cents: read models store and read [`Cents`] as they are, and a stored value
+/// out of range is a decoding error, never a silent substitute.
+impl sqlx::Type<sqlx::Postgres> for Cents {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        <i64 as sqlx::Type<sqlx::Postgres>>::type_info()
+    }
+}
+
+impl sqlx::postgres::PgHasArrayType for Cents {
+    fn array_type_info() -> sqlx::postgres::PgTypeInfo {
+        <i64 as sqlx::postgres::PgHasArrayType>::array_type_info()
+    }
+}
+
+impl sqlx::Encode<'_, sqlx::Postgres> for Cents {
+    fn encode_by_ref(
+        &self,
+        buf: &mut sqlx::postgres::PgArgumentBuffer,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        <i64 as sqlx::Encode<sqlx::Postgres>>::encode_by_ref(&self.0, buf)
+    }
+}
+
+impl sqlx::Decode<'_, sqlx::Postgres> for Cents {
+    fn decode(value: sqlx::postgres::PgValueRef<'_>) -> Result<Self, sqlx::error::BoxDynError> {
+        Ok(Cents::new(<i64 as sqlx::Decode<sqlx::Postgres>>::decode(value)?)?)
     }
 }
 

@@ -16,6 +16,7 @@ pub use store::DocumentState;
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 use events::catalogue::iso_date;
+use events::domain::Cents;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use std::fmt;
@@ -77,9 +78,9 @@ pub struct VoucherDocument {
     pub lines: Vec<DocumentLine>,
     /// VAT by rate; empty shows no breakdown (B and C vouchers, purchases without one).
     pub vat_breakdown: Vec<VatLine>,
-    pub subtotal_cents: i64,
-    pub tax_cents: i64,
-    pub total_cents: i64,
+    pub subtotal_cents: Cents,
+    pub tax_cents: Cents,
+    pub total_cents: Cents,
     /// `PES`, `DOL`...
     pub currency: String,
     /// The exchange rate as exact decimal text, shown when the currency is not pesos.
@@ -126,12 +127,12 @@ pub struct DocumentLine {
     pub description: String,
     /// Exact decimal text (`1.5`), printed with a decimal comma.
     pub quantity: String,
-    pub unit_price_cents: i64,
+    pub unit_price_cents: Cents,
     /// As printed: `10%`.
     pub discount: Option<String>,
     /// As printed: `21%`.
     pub vat_label: Option<String>,
-    pub amount_cents: i64,
+    pub amount_cents: Cents,
 }
 
 /// VAT at one rate.
@@ -139,8 +140,8 @@ pub struct DocumentLine {
 pub struct VatLine {
     /// As printed: `21%`.
     pub label: String,
-    pub base_cents: i64,
-    pub amount_cents: i64,
+    pub base_cents: Cents,
+    pub amount_cents: Cents,
 }
 
 /// The authority's authorization of an electronic voucher.
@@ -450,27 +451,27 @@ pub(crate) mod tests {
                                   que ocupa más de un renglón en la tabla"
                         .into(),
                     quantity: "1.5".into(),
-                    unit_price_cents: 500_000,
+                    unit_price_cents: Cents::of(500_000),
                     discount: Some("10%".into()),
                     vat_label: Some("21%".into()),
-                    amount_cents: 675_000,
+                    amount_cents: Cents::of(675_000),
                 },
                 DocumentLine {
                     description: "Señalador de cortesía".into(),
                     quantity: "3".into(),
-                    unit_price_cents: 100_000,
+                    unit_price_cents: Cents::of(100_000),
                     discount: None,
                     vat_label: Some("10,5%".into()),
-                    amount_cents: 300_000,
+                    amount_cents: Cents::of(300_000),
                 },
             ],
             vat_breakdown: vec![
-                VatLine { label: "21%".into(), base_cents: 675_000, amount_cents: 141_750 },
-                VatLine { label: "10,5%".into(), base_cents: 300_000, amount_cents: 31_500 },
+                VatLine { label: "21%".into(), base_cents: Cents::of(675_000), amount_cents: Cents::of(141_750) },
+                VatLine { label: "10,5%".into(), base_cents: Cents::of(300_000), amount_cents: Cents::of(31_500) },
             ],
-            subtotal_cents: 975_000,
-            tax_cents: 173_250,
-            total_cents: 1_234_567,
+            subtotal_cents: Cents::of(975_000),
+            tax_cents: Cents::of(173_250),
+            total_cents: Cents::of(1_234_567),
             currency: "PES".into(),
             exchange_rate: None,
             authorization: Some(Authorization { cae: "74123456789012".into(), cae_due: date!(2026 - 08 - 30), qr }),

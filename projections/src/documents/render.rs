@@ -459,10 +459,10 @@ fn lines_table(l: &mut Layout) {
             l.text(COL_DESC, base + i as f32 * LINE, BODY, Weight::Regular, text);
         }
         l.text_right(COL_QTY, base, BODY, Weight::Regular, &argentine_decimal(&line.quantity));
-        l.text_right(COL_UNIT, base, BODY, Weight::Regular, &super::amount(line.unit_price_cents.into()));
+        l.text_right(COL_UNIT, base, BODY, Weight::Regular, &super::amount(line.unit_price_cents.get().into()));
         l.text_right(COL_DISC, base, BODY, Weight::Regular, line.discount.as_deref().unwrap_or(""));
         l.text_right(COL_VAT, base, BODY, Weight::Regular, line.vat_label.as_deref().unwrap_or(""));
-        l.text_right(COL_AMOUNT, base, BODY, Weight::Regular, &super::amount(line.amount_cents.into()));
+        l.text_right(COL_AMOUNT, base, BODY, Weight::Regular, &super::amount(line.amount_cents.get().into()));
         l.y += height;
         l.line(LEFT, l.y - 2.0, RIGHT, l.y - 2.0, 200);
     }
@@ -475,13 +475,13 @@ fn summary(l: &mut Layout) {
     let currency = doc.currency.as_str();
     let mut totals: Vec<(&str, String, Weight, f32)> = Vec::new();
     if !doc.vat_breakdown.is_empty() {
-        totals.push(("Subtotal", money(doc.subtotal_cents, currency), Weight::Regular, BODY + 0.5));
-        totals.push(("IVA", money(doc.tax_cents, currency), Weight::Regular, BODY + 0.5));
+        totals.push(("Subtotal", money(doc.subtotal_cents.get(), currency), Weight::Regular, BODY + 0.5));
+        totals.push(("IVA", money(doc.tax_cents.get(), currency), Weight::Regular, BODY + 0.5));
     }
-    totals.push(("Total", money(doc.total_cents, currency), Weight::Bold, 11.0));
-    if doc.vat_breakdown.is_empty() && doc.tax_cents != 0 {
+    totals.push(("Total", money(doc.total_cents.get(), currency), Weight::Bold, 11.0));
+    if doc.vat_breakdown.is_empty() && doc.tax_cents != events::domain::Cents::ZERO {
         // Vouchers that carry prices with VAT state the VAT they contain (Ley 27.743).
-        totals.push(("IVA contenido", money(doc.tax_cents, currency), Weight::Regular, BODY));
+        totals.push(("IVA contenido", money(doc.tax_cents.get(), currency), Weight::Regular, BODY));
     }
     let totals_height = totals.len() as f32 * 15.0 + 8.0;
     let vat_height =
@@ -498,8 +498,8 @@ fn summary(l: &mut Layout) {
         let mut y = top + 16.0;
         for vat in &doc.vat_breakdown {
             l.text(x + 4.0, y + 9.0, BODY, Weight::Regular, &vat.label);
-            l.text_right(x + 170.0, y + 9.0, BODY, Weight::Regular, &money(vat.base_cents, currency));
-            l.text_right(end - 4.0, y + 9.0, BODY, Weight::Regular, &money(vat.amount_cents, currency));
+            l.text_right(x + 170.0, y + 9.0, BODY, Weight::Regular, &money(vat.base_cents.get(), currency));
+            l.text_right(end - 4.0, y + 9.0, BODY, Weight::Regular, &money(vat.amount_cents.get(), currency));
             y += 12.0;
         }
         l.frame(x, top, end - x, y + 4.0 - top);
@@ -893,7 +893,7 @@ pub(crate) mod tests {
         let all = text_of(&pdf);
         let first = all.find("Artículo Nº 1 ").expect("the first line");
         let last = all.find("Artículo Nº 120 ").expect("the last line");
-        let total = all.find(&money(doc.total_cents, "PES")).expect("the total");
+        let total = all.find(&money(doc.total_cents.get(), "PES")).expect("the total");
         let cae = all.find("CAE Nº").expect("the CAE");
         assert!(first < last && last < total && total < cae, "{all}");
         let end = pages[count - 1].split_whitespace().collect::<Vec<_>>().join(" ");

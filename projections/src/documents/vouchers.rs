@@ -92,7 +92,7 @@ pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocum
                     pto_vta: sale.point_of_sale_number,
                     tipo_cmp: sale.voucher_type,
                     nro_cmp: number,
-                    importe_cents: sale.total,
+                    importe_cents: sale.total.get(),
                     moneda: "PES".into(),
                     ctz: ExchangeRate::ONE,
                     tipo_doc_rec: doc_type,
@@ -140,7 +140,7 @@ pub fn purchase_document(
     organization: Party,
     number: i64,
     names: &dyn Fn(Uuid) -> String,
-) -> VoucherDocument {
+) -> Option<VoucherDocument> {
     let lines = purchase
         .lines
         .iter()
@@ -158,13 +158,14 @@ pub fn purchase_document(
         let label = format!("IVA {}", vat_label(line.tax_rate_id).unwrap_or_default());
         match vat.iter_mut().find(|v| v.label == label) {
             Some(v) => {
-                v.base_cents += line.net;
-                v.amount_cents += line.vat;
+                // Within the purchase's subtotal and tax, which are in range.
+                v.base_cents = v.base_cents.checked_add(line.net)?;
+                v.amount_cents = v.amount_cents.checked_add(line.vat)?;
             }
             None => vat.push(VatLine { label, base_cents: line.net, amount_cents: line.vat }),
         }
     }
-    VoucherDocument {
+    Some(VoucherDocument {
         title: "COMPRA".into(),
         letter: None,
         voucher_code: Some(purchase.voucher_type),
@@ -183,5 +184,5 @@ pub fn purchase_document(
         authorization: None,
         notes: purchase.notes.clone(),
         reference: Some(format!("Factura del proveedor {}", purchase.supplier_invoice_number)),
-    }
+    })
 }

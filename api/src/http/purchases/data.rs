@@ -68,14 +68,14 @@ pub(super) fn items(lines: &[PurchaseLine], names: &HashMap<Uuid, (String, Strin
                     sku: named.map(|n| n.1.clone()).into(),
                 },
                 quantity: l.quantity.into(),
-                unit_cost: l.unit_cost,
+                unit_cost: l.unit_cost.get(),
                 tax_rate_id: l.tax_rate_id,
-                net: l.net,
-                vat: l.vat,
-                total: l.total,
-                net_ars: l.net_ars,
-                vat_ars: l.vat_ars,
-                total_ars: l.total_ars,
+                net: l.net.get(),
+                vat: l.vat.get(),
+                total: l.total.get(),
+                net_ars: l.net_ars.get(),
+                vat_ars: l.vat_ars.get(),
+                total_ars: l.total_ars.get(),
             }
         })
         .collect()

@@ -115,12 +115,12 @@ pub fn normalized_and_effects(
         warehouse_id: n.warehouse_id.into(),
         notes: n.notes.clone().into(),
         items: items(&n.lines, names),
-        subtotal: n.amounts.subtotal,
-        tax_amount: n.amounts.tax_amount,
-        total: n.amounts.total,
-        subtotal_ars: n.amounts.subtotal_ars,
-        tax_amount_ars: n.amounts.tax_amount_ars,
-        total_ars: n.amounts.total_ars,
+        subtotal: n.amounts.subtotal.get(),
+        tax_amount: n.amounts.tax_amount.get(),
+        total: n.amounts.total.get(),
+        subtotal_ars: n.amounts.subtotal_ars.get(),
+        tax_amount_ars: n.amounts.tax_amount_ars.get(),
+        total_ars: n.amounts.total_ars.get(),
     };
     let e = &outcome.effects;
     let effects = ProjectedEffectsData {
@@ -142,8 +142,8 @@ pub fn normalized_and_effects(
         supplier_balance: SupplierBalanceData {
             supplier_id: n.supplier_id,
             currency: e.supplier_balance.currency.clone(),
-            amount: e.supplier_balance.amount,
-            amount_ars: e.supplier_balance.amount_ars,
+            amount: e.supplier_balance.amount.get(),
+            amount_ars: e.supplier_balance.amount_ars.get(),
         },
     };
     (normalized, effects)
