@@ -8,9 +8,10 @@ use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
-use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::routes_group::api_group;
 use crate::http::schema::{Blank, Email, Limit, PersonType, ProvinceCode, TaxCategory, TaxId, TaxIdType, Text};
 use crate::http::schema::{rules, trimmed};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
@@ -24,7 +25,7 @@ use events::catalogue::CustomerFields;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Object, OpenApi};
+use poem_openapi::{ApiResponse, Object};
 use projections::ProjectionId;
 use projections::customers::{self as read, CustomerRow};
 use serde::Serialize;
@@ -392,72 +393,71 @@ macro_rules! contacts_api {
     )*) => {$(
         pub struct $api;
 
-        impl Operations for $api {
-            const OPERATIONS: &'static [Operation] =
-                &[$contacts.create, $contacts.replace, $contacts.get, $contacts.list];
-            const INPUT_RULES: &'static [InputRule] = &[$($rule),*];
-        }
+        api_group! {
+            $api,
+            operations: [$contacts.create, $contacts.replace, $contacts.get, $contacts.list],
+            input_rules: &[$($rule),*],
+            #[OpenApi(prefix_path = "/api/v1", tag = $tag)]
+            routes: {
+                $(#[doc = $create_doc])*
+                #[oai(path = $create_path, method = "post", operation_id = $create_id)]
+                async fn create(
+                    &self,
+                    auth: Auth,
+                    state: Data<&Arc<AppState>>,
+                    request_id: RequestId,
+                    version: ServiceVersion,
+                    $(#[doc = $key_doc])*
+                    #[oai(name = "Idempotency-Key")]
+                    key: Key,
+                    body: JsonBody<ContactInput>,
+                ) -> Result<CreateResponse, ApiError> {
+                    create(&$contacts, auth, &state, request_id, version, key, body).await
+                }
 
-        #[OpenApi(prefix_path = "/api/v1", tag = $tag)]
-        impl $api {
-            $(#[doc = $create_doc])*
-            #[oai(path = $create_path, method = "post", operation_id = $create_id)]
-            async fn create(
-                &self,
-                auth: Auth,
-                state: Data<&Arc<AppState>>,
-                request_id: RequestId,
-                version: ServiceVersion,
-                $(#[doc = $key_doc])*
-                #[oai(name = "Idempotency-Key")]
-                key: Key,
-                body: JsonBody<ContactInput>,
-            ) -> Result<CreateResponse, ApiError> {
-                create(&$contacts, auth, &state, request_id, version, key, body).await
-            }
+                $(#[doc = $replace_doc])*
+                #[oai(path = $replace_path, method = "put", operation_id = $replace_id)]
+                async fn replace(
+                    &self,
+                    auth: Auth,
+                    state: Data<&Arc<AppState>>,
+                    request_id: RequestId,
+                    version: ServiceVersion,
+                    $param: Path<String>,
+                    #[oai(name = "Idempotency-Key")] key: Key,
+                    body: JsonBody<ContactInput>,
+                ) -> Result<ReadResponse, ApiError> {
+                    replace(&$contacts, auth, &state, request_id, version, $param, key, body).await
+                }
 
-            $(#[doc = $replace_doc])*
-            #[oai(path = $replace_path, method = "put", operation_id = $replace_id)]
-            async fn replace(
-                &self,
-                auth: Auth,
-                state: Data<&Arc<AppState>>,
-                request_id: RequestId,
-                version: ServiceVersion,
-                $param: Path<String>,
-                #[oai(name = "Idempotency-Key")] key: Key,
-                body: JsonBody<ContactInput>,
-            ) -> Result<ReadResponse, ApiError> {
-                replace(&$contacts, auth, &state, request_id, version, $param, key, body).await
-            }
+                $(#[doc = $get_doc])*
+                #[oai(path = $get_path, method = "get", operation_id = $get_id)]
+                async fn get(
+                    &self,
+                    auth: Auth,
+                    state: Data<&Arc<AppState>>,
+                    request_id: RequestId,
+                    $param: Path<String>,
+                ) -> Result<ReadResponse, ApiError> {
+                    get(&$contacts, auth, &state, request_id, $param).await
+                }
 
-            $(#[doc = $get_doc])*
-            #[oai(path = $get_path, method = "get", operation_id = $get_id)]
-            async fn get(
-                &self,
-                auth: Auth,
-                state: Data<&Arc<AppState>>,
-                request_id: RequestId,
-                $param: Path<String>,
-            ) -> Result<ReadResponse, ApiError> {
-                get(&$contacts, auth, &state, request_id, $param).await
-            }
-
-            $(#[doc = $list_doc])*
-            #[oai(path = $list_path, method = "get", operation_id = $list_id)]
-            async fn list(
-                &self,
-                auth: Auth,
-                state: Data<&Arc<AppState>>,
-                request_id: RequestId,
-                /// 1 to 100, default 50.
-                limit: Query<Option<Limit>>,
-                /// The `next_cursor` of the previous page.
-                cursor: Query<Option<String>>,
-                page: PageParam,
-            ) -> Result<ListResponse, ApiError> {
-                let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-                list(&$contacts, auth, &state, request_id, params).await
+                $(#[doc = $list_doc])*
+                #[oai(path = $list_path, method = "get", operation_id = $list_id)]
+                async fn list(
+                    &self,
+                    auth: Auth,
+                    state: Data<&Arc<AppState>>,
+                    request_id: RequestId,
+                    /// 1 to 100, default 50.
+                    limit: Query<Option<Limit>>,
+                    /// The `next_cursor` of the previous page.
+                    cursor: Query<Option<String>>,
+                    page: PageParam,
+                ) -> Result<ListResponse, ApiError> {
+                    let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+                    list(&$contacts, auth, &state, request_id, params).await
+                }
             }
         }
     )*};

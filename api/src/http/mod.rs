@@ -15,6 +15,7 @@ pub mod list;
 pub mod operations;
 pub mod presence;
 pub mod resource;
+pub mod routes_group;
 pub mod schema;
 
 use crate::http::error::{ApiError, ErrorType};

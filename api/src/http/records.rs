@@ -9,9 +9,10 @@ use crate::http::envelopes::PageParam;
 use crate::http::envelopes::{Created, CursorList, PageList, Pages, Pagination, Single, StyleB, page_params};
 use crate::http::error::ApiError;
 use crate::http::operations::InputRule;
-use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write};
+use crate::http::routes_group::api_group;
 use crate::http::schema::{Blank, FeePercentage, Limit, PageNumber, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -25,9 +26,9 @@ use events::catalogue::{
 };
 use events::domain::Scope;
 use poem::web::Data;
+use poem_openapi::Object;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
-use poem_openapi::{Object, OpenApi};
 use projections::records::{self as read, PageQuery, RecordRow, RecordsProjection, SortBy};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -409,14 +410,12 @@ macro_rules! records_api {
 
     // Every kind done: write both impls.
     (@munch [$($ops:tt)*] [$($routes:tt)*]) => {
-        impl Operations for RecordsApi {
-            const OPERATIONS: &'static [Operation] = &[$($ops)*];
-            const INPUT_RULES: &'static [InputRule] = INPUT_RULES;
-        }
-
-        #[OpenApi(prefix_path = "/api/v1")]
-        impl RecordsApi {
-            $($routes)*
+        api_group! {
+            RecordsApi,
+            operations: [$($ops)*],
+            input_rules: INPUT_RULES,
+            #[OpenApi(prefix_path = "/api/v1")]
+            routes: { $($routes)* }
         }
     };
     // A kind's rows done: the next kind.

@@ -6,9 +6,10 @@ use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
-use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::routes_group::api_group;
 use crate::http::schema::rules;
 use crate::http::schema::{Color, Limit, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -18,7 +19,7 @@ use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Object, OpenApi};
+use poem_openapi::{ApiResponse, Object};
 use projections::ProjectionId;
 use projections::tags::{self as read, TagRow};
 use serde::{Deserialize, Serialize};
@@ -268,31 +269,31 @@ macro_rules! tags_api {
             )*
         }
     ) => {
-        impl Operations for TagsApi {
-            const OPERATIONS: &'static [Operation] = &[$($operation,)* $(apply_tags($id, Scope::$scope),)*];
-            const INPUT_RULES: &'static [InputRule] = INPUT_RULES;
-        }
+        api_group! {
+            TagsApi,
+            operations: [$($operation,)* $(apply_tags($id, Scope::$scope),)*],
+            input_rules: INPUT_RULES,
+            #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Tags")]
+            routes: {
+                $($route)*
 
-        #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Tags")]
-        impl TagsApi {
-            $($route)*
-
-            $(
-                $(#[doc = $doc])*
-                #[oai(path = $path, method = "post", operation_id = $id)]
-                async fn $method(
-                    &self,
-                    auth: Auth,
-                    state: Data<&Arc<AppState>>,
-                    request_id: RequestId,
-                    version: ServiceVersion,
-                    #[oai(name = "Idempotency-Key")] key: Key,
-                    body: JsonBody<ApplyInput>,
-                ) -> Result<Applied, ApiError> {
-                    let operation = apply_tags($id, Scope::$scope);
-                    apply(operation, Taggable::$taggable, auth, &state, request_id, version, key, body).await
-                }
-            )*
+                $(
+                    $(#[doc = $doc])*
+                    #[oai(path = $path, method = "post", operation_id = $id)]
+                    async fn $method(
+                        &self,
+                        auth: Auth,
+                        state: Data<&Arc<AppState>>,
+                        request_id: RequestId,
+                        version: ServiceVersion,
+                        #[oai(name = "Idempotency-Key")] key: Key,
+                        body: JsonBody<ApplyInput>,
+                    ) -> Result<Applied, ApiError> {
+                        let operation = apply_tags($id, Scope::$scope);
+                        apply(operation, Taggable::$taggable, auth, &state, request_id, version, key, body).await
+                    }
+                )*
+            }
         }
     };
 }

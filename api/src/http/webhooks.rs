@@ -7,9 +7,10 @@ use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
-use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::routes_group::api_group;
 use crate::http::schema::rules;
 use crate::http::schema::{HttpsUrl, Limit, SubscribableEvent, Text, WebhookApiVersion};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -21,7 +22,7 @@ use events::catalogue::PUBLIC_EVENT_TYPES;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Object, OpenApi};
+use poem_openapi::{ApiResponse, Object};
 use projections::ProjectionId;
 use projections::webhooks::{self as read, AttemptRow, DeliveryRow, EndpointRow};
 use serde::Serialize;
@@ -346,36 +347,36 @@ macro_rules! webhooks_api {
             )*
         }
     ) => {
-        impl Operations for WebhooksApi {
-            const OPERATIONS: &'static [Operation] = &[$($operation,)* $(endpoint_write($id),)*];
-            const INPUT_RULES: &'static [InputRule] = INPUT_RULES;
-        }
+        api_group! {
+            WebhooksApi,
+            operations: [$($operation,)* $(endpoint_write($id),)*],
+            input_rules: INPUT_RULES,
+            #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Webhooks")]
+            routes: {
+                $($route)*
 
-        #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Webhooks")]
-        impl WebhooksApi {
-            $($route)*
-
-            $(
-                $(#[doc = $doc])*
-                #[oai(path = $path, method = "post", operation_id = $id)]
-                async fn $method(
-                    &self,
-                    auth: Auth,
-                    state: Data<&Arc<AppState>>,
-                    request_id: RequestId,
-                    version: ServiceVersion,
-                    id: Path<String>,
-                    #[oai(name = "Idempotency-Key")] key: Key,
-                ) -> Result<Endpoint, ApiError> {
-                    let $call = Call::new(endpoint_write($id), &state, &auth, &request_id)?;
-                    let $endpoint = id.0.as_str();
-                    let command = $command;
-                    let path = [$endpoint];
-                    let write = Write::bare(key.0, &version, &path);
-                    let body = lifecycle(&$call, write, command, |endpoint| answer(&$call, endpoint, $shows)).await?;
-                    Ok(Endpoint::Ok(RawJson::new(body)))
-                }
-            )*
+                $(
+                    $(#[doc = $doc])*
+                    #[oai(path = $path, method = "post", operation_id = $id)]
+                    async fn $method(
+                        &self,
+                        auth: Auth,
+                        state: Data<&Arc<AppState>>,
+                        request_id: RequestId,
+                        version: ServiceVersion,
+                        id: Path<String>,
+                        #[oai(name = "Idempotency-Key")] key: Key,
+                    ) -> Result<Endpoint, ApiError> {
+                        let $call = Call::new(endpoint_write($id), &state, &auth, &request_id)?;
+                        let $endpoint = id.0.as_str();
+                        let command = $command;
+                        let path = [$endpoint];
+                        let write = Write::bare(key.0, &version, &path);
+                        let body = lifecycle(&$call, write, command, |endpoint| answer(&$call, endpoint, $shows)).await?;
+                        Ok(Endpoint::Ok(RawJson::new(body)))
+                    }
+                )*
+            }
         }
     };
 }
