@@ -34,7 +34,6 @@ use uuid::Uuid;
 /// `webhooks_api!`).
 pub const CREATE_WEBHOOK_ENDPOINT: Operation = endpoint_write("createWebhookEndpoint");
 pub const UPDATE_WEBHOOK_ENDPOINT: Operation = endpoint_write("updateWebhookEndpoint");
-pub const TEST_WEBHOOK_ENDPOINT: Operation = endpoint_write("testWebhookEndpoint");
 pub const LIST_WEBHOOK_ENDPOINTS: Operation = Operation::read("listWebhookEndpoints", Some(Scope::WebhooksRead));
 pub const GET_WEBHOOK_ENDPOINT: Operation = Operation::read("getWebhookEndpoint", Some(Scope::WebhooksRead));
 pub const LIST_WEBHOOK_DELIVERIES: Operation = Operation::read("listWebhookDeliveries", Some(Scope::WebhooksRead));
@@ -275,6 +274,17 @@ fn answer(call: &Call<'_>, endpoint: WebhookEndpoint, with_secret: bool) -> Resu
     Ok(envelope(call.request_id, from_state(call.state, endpoint, with_secret)?))
 }
 
+/// The answer to a test: the delivery it queued.
+fn test_answer(call: &Call<'_>, endpoint: WebhookEndpoint) -> Result<Bytes, ApiError> {
+    let data = WebhookTestData {
+        object: "webhook_test".into(),
+        id: endpoint.last_test_id.ok_or_else(ApiError::internal)?,
+        endpoint_id: endpoint.id,
+        event_type: "webhook.test".into(),
+    };
+    Ok(Style::a(&WebhookTestEnvelope { request_id: call.request_id.to_owned(), data }))
+}
+
 /// The endpoint named in the path as the credential may see it: another owner's is not found.
 async fn visible(call: &Call<'_>, id: &str) -> Result<EndpointRow, ApiError> {
     let owner = owner(call.principal);
@@ -331,10 +341,10 @@ const INPUT_RULES: &[InputRule] = &[
 ];
 
 /// The webhooks API: the routes written out (`operations` and `routes`), and the lifecycle routes that
-/// run one command on the endpoint in the path and answer with the endpoint, each a row of `lifecycle`:
-/// its doc (summary, blank line, description), method name, path, `operationId`, whether the answer
-/// shows the signing secret, and the block making its command from the call and the endpoint's id as
-/// given. Writes the `Operations` and the `#[OpenApi]` impl.
+/// run one command on the endpoint in the path, each a row of `lifecycle`: its doc (summary, blank
+/// line, description), method name, path, `operationId`, response, the block making its command from
+/// the call and the endpoint's id as given, and the closure answering with the endpoint it left. Writes
+/// the `Operations` and the `#[OpenApi]` impl.
 macro_rules! webhooks_api {
     (
         operations: [$($operation:ident),* $(,)?];
@@ -342,8 +352,9 @@ macro_rules! webhooks_api {
         lifecycle: {
             $(
                 $(#[doc = $doc:tt])*
-                $method:ident($path:tt, $id:tt, shows_secret: $shows:literal)
-                |$call:ident, $endpoint:ident| $command:block
+                $method:ident($path:tt, $id:tt) -> $response:ident
+                |$call:ident, $endpoint:ident| $command:block,
+                answer: $answer:expr;
             )*
         }
     ) => {
@@ -366,14 +377,14 @@ macro_rules! webhooks_api {
                         version: ServiceVersion,
                         id: Path<String>,
                         #[oai(name = "Idempotency-Key")] key: Key,
-                    ) -> Result<Endpoint, ApiError> {
+                    ) -> Result<$response, ApiError> {
                         let $call = Call::new(endpoint_write($id), &state, &auth, &request_id)?;
                         let $endpoint = id.0.as_str();
                         let command = $command;
                         let path = [$endpoint];
                         let write = Write::bare(key.0, &version, &path);
-                        let body = lifecycle(&$call, write, command, |endpoint| answer(&$call, endpoint, $shows)).await?;
-                        Ok(Endpoint::Ok(RawJson::new(body)))
+                        let body = lifecycle(&$call, write, command, $answer).await?;
+                        Ok($response::Ok(RawJson::new(body)))
                     }
                 )*
             }
@@ -385,7 +396,6 @@ webhooks_api! {
     operations: [
         CREATE_WEBHOOK_ENDPOINT,
         UPDATE_WEBHOOK_ENDPOINT,
-        TEST_WEBHOOK_ENDPOINT,
         LIST_WEBHOOK_ENDPOINTS,
         GET_WEBHOOK_ENDPOINT,
         LIST_WEBHOOK_DELIVERIES,
@@ -445,38 +455,6 @@ webhooks_api! {
             let write = Write::json(key.0, &version, &path, &body);
             let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
             Ok(Endpoint::Ok(RawJson::new(body)))
-        }
-
-        /// Send a test event
-        ///
-        /// Queues a durable `webhook.test` delivery (`test: true`), even while the endpoint is paused.
-        #[oai(path = "/webhook-endpoints/:id/test", method = "post", operation_id = "testWebhookEndpoint")]
-        async fn test(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            version: ServiceVersion,
-            id: Path<String>,
-            #[oai(name = "Idempotency-Key")] key: Key,
-        ) -> Result<Tested, ApiError> {
-            let call = Call::new(TEST_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
-            let endpoint = call.id(&ENDPOINTS, &id.0)?;
-            let command =
-                WebhookCommand::TestEndpoint { id: endpoint, owner: owner(call.principal), test_id: Uuid::now_v7() };
-            let path = [id.0.as_str()];
-            let write = Write::bare(key.0, &version, &path);
-            let body = lifecycle(&call, write, command, |endpoint| {
-                let data = WebhookTestData {
-                    object: "webhook_test".into(),
-                    id: endpoint.last_test_id.ok_or_else(ApiError::internal)?,
-                    endpoint_id: endpoint.id,
-                    event_type: "webhook.test".into(),
-                };
-                Ok(Style::a(&WebhookTestEnvelope { request_id: call.request_id.to_owned(), data }))
-            })
-            .await?;
-            Ok(Tested::Ok(RawJson::new(body)))
         }
 
         /// List webhook endpoints
@@ -600,33 +578,41 @@ webhooks_api! {
         /// Pause a webhook endpoint
         ///
         /// Normal events stop and queue; test events still go out.
-        pause("/webhook-endpoints/:id/pause", "pauseWebhookEndpoint", shows_secret: false) |call, id| {
+        pause("/webhook-endpoints/:id/pause", "pauseWebhookEndpoint") -> Endpoint |call, id| {
             WebhookCommand::PauseEndpoint { id: call.id(&ENDPOINTS, id)?, owner: owner(call.principal) }
-        }
+        }, answer: |endpoint| answer(&call, endpoint, false);
 
         /// Resume a webhook endpoint
         ///
         /// The read scopes of its enabled events are checked again; what queued while paused is delivered.
-        resume("/webhook-endpoints/:id/resume", "resumeWebhookEndpoint", shows_secret: false) |call, id| {
+        resume("/webhook-endpoints/:id/resume", "resumeWebhookEndpoint") -> Endpoint |call, id| {
             let current = visible(&call, id).await?;
             require_event_scopes(&call, &current.enabled_events)?;
             WebhookCommand::ResumeEndpoint { id: current.id, owner: owner(call.principal) }
-        }
+        }, answer: |endpoint| answer(&call, endpoint, false);
 
         /// Disable a webhook endpoint
         ///
         /// Terminal: unsent deliveries are cancelled; later updates and resumes answer 409. The
         /// organization's other endpoints receive `webhook_endpoint.disabled`.
-        disable("/webhook-endpoints/:id/disable", "disableWebhookEndpoint", shows_secret: false) |call, id| {
+        disable("/webhook-endpoints/:id/disable", "disableWebhookEndpoint") -> Endpoint |call, id| {
             WebhookCommand::DisableEndpoint { id: call.id(&ENDPOINTS, id)?, owner: owner(call.principal) }
-        }
+        }, answer: |endpoint| answer(&call, endpoint, false);
 
         /// Rotate a webhook endpoint's signing secret
         ///
         /// The previous secret stops being used at once; the new one is shown this once.
-        rotate("/webhook-endpoints/:id/rotate-secret", "rotateWebhookEndpointSecret", shows_secret: true) |call, id| {
+        rotate("/webhook-endpoints/:id/rotate-secret", "rotateWebhookEndpointSecret") -> Endpoint |call, id| {
             let secret = call.state.secrets.seal(&events::secrets::new_signing_secret());
             WebhookCommand::RotateSecret { id: call.id(&ENDPOINTS, id)?, owner: owner(call.principal), secret }
-        }
+        }, answer: |endpoint| answer(&call, endpoint, true);
+
+        /// Send a test event
+        ///
+        /// Queues a durable `webhook.test` delivery (`test: true`), even while the endpoint is paused.
+        test("/webhook-endpoints/:id/test", "testWebhookEndpoint") -> Tested |call, id| {
+            let test_id = Uuid::now_v7();
+            WebhookCommand::TestEndpoint { id: call.id(&ENDPOINTS, id)?, owner: owner(call.principal), test_id }
+        }, answer: |endpoint| test_answer(&call, endpoint);
     }
 }
