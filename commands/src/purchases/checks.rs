@@ -3,7 +3,7 @@
 //! document raises and the cost updates it records.
 
 use super::{Blocker, VariantFacts};
-use crate::aggregate::{BusinessDetail, Rejection};
+use crate::aggregate::Rejection;
 use crate::contacts::Supplier;
 use crate::engine::{ExecuteError, load};
 use crate::inventory::levels::{self, Key, Level};
@@ -47,45 +47,6 @@ pub(crate) async fn supplier_blocker(
         Some(s) if !s.is_active => Some(Blocker::new("supplierId", "SUPPLIER", "inactive", "the supplier is inactive")),
         Some(_) => None,
     })
-}
-
-/// Each line's product must be an active product variant of the organization.
-pub(crate) fn product_blockers(
-    variants: impl Iterator<Item = Uuid>,
-    facts: &BTreeMap<Uuid, VariantFacts>,
-) -> Vec<Blocker> {
-    variants
-        .enumerate()
-        .filter_map(|(i, variant)| {
-            let path = format!("items[{i}].productId");
-            match facts.get(&variant) {
-                None => {
-                    Some(Blocker::new(path, "INVENTORY", "not_found", "no product of this organization has this id"))
-                }
-                Some(f) if !f.is_active => Some(Blocker::new(path, "INVENTORY", "inactive", "the product is inactive")),
-                Some(_) => None,
-            }
-        })
-        .collect()
-}
-
-/// The refusal of a command with blockers: 422 `PRECONDITION_FAILED`, one detail per blocker (its
-/// `code` the blocker's, `metadata.reason` why), as the v2 commit answers; the v1 gateway words it as
-/// 404, 409 or 400 by the reasons.
-pub(crate) fn blocked(blockers: Vec<Blocker>) -> Rejection {
-    Rejection::Unprocessable {
-        code: "PRECONDITION_FAILED".into(),
-        message: "the purchase cannot be recorded; see details (a preview lists the same blocking issues)".into(),
-        details: blockers
-            .into_iter()
-            .map(|b| BusinessDetail {
-                field: Some(b.path),
-                code: b.code,
-                message: b.message,
-                metadata: BTreeMap::from([("reason".to_owned(), serde_json::Value::String(b.reason))]),
-            })
-            .collect(),
-    }
 }
 
 /// The stock a document raises in `warehouse`: products as they are, combos as their components (whole

@@ -11,6 +11,7 @@ pub mod orders;
 pub use crate::lookups::VariantFacts;
 pub use handler::{PurchaseOrders, Purchases};
 
+use crate::aggregate::{BusinessDetail, Rejection};
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
 use events::catalogue::{CostUpdate, PurchaseAmounts, PurchaseLine, StockChange, iso_date, iso_date_option};
@@ -377,6 +378,154 @@ pub fn stock_entries(changes: &[StockChange]) -> Vec<StockEntry> {
         .collect()
 }
 
+/// Each line's product must be an active product variant of the organization.
+pub(crate) fn product_blockers(
+    variants: impl Iterator<Item = Uuid>,
+    facts: &BTreeMap<Uuid, VariantFacts>,
+) -> Vec<Blocker> {
+    variants
+        .enumerate()
+        .filter_map(|(i, variant)| {
+            let path = format!("items[{i}].productId");
+            match facts.get(&variant) {
+                None => {
+                    Some(Blocker::new(path, "INVENTORY", "not_found", "no product of this organization has this id"))
+                }
+                Some(f) if !f.is_active => Some(Blocker::new(path, "INVENTORY", "inactive", "the product is inactive")),
+                Some(_) => None,
+            }
+        })
+        .collect()
+}
+
+/// The refusal of a command with blockers: 422 `PRECONDITION_FAILED`, one detail per blocker (its
+/// `code` the blocker's, `metadata.reason` why), as the v2 commit answers; the v1 gateway words it as
+/// 404, 409 or 400 by the reasons.
+pub(crate) fn blocked(blockers: Vec<Blocker>) -> Rejection {
+    Rejection::Unprocessable {
+        code: "PRECONDITION_FAILED".into(),
+        message: "the purchase cannot be recorded; see details (a preview lists the same blocking issues)".into(),
+        details: blockers
+            .into_iter()
+            .map(|b| BusinessDetail {
+                field: Some(b.path),
+                code: b.code,
+                message: b.message,
+                metadata: BTreeMap::from([("reason".to_owned(), serde_json::Value::String(b.reason))]),
+            })
+            .collect(),
+    }
+}
+
+/// Everything outside the command that assessing a purchase reads, loaded by the handler.
+#[derive(Debug, Clone, Default)]
+pub struct PurchaseFacts {
+    /// The facts of each product variant the purchase names that is the organization's, and the latest
+    /// state of their groups (whose costs the purchase moves).
+    pub products: BTreeMap<Uuid, VariantFacts>,
+    pub groups: crate::lookups::Groups,
+    /// What keeps the supplier from being used, if anything.
+    pub supplier: Option<Blocker>,
+    /// For received goods with a warehouse: what keeps the warehouse from being used, if anything.
+    pub warehouse: Option<Option<Blocker>>,
+    /// Whether this supplier's invoice of this voucher type is already recorded.
+    pub duplicate: bool,
+}
+
+/// What assessing a purchase decided: what it records, its warnings and blocking issues, the products'
+/// new costs, and the warehouse whose stock it raises (none: it raises none).
+#[derive(Debug, Clone)]
+pub struct PurchaseDecision {
+    pub normalized: NormalizedPurchase,
+    pub warnings: Vec<PurchaseWarning>,
+    pub blockers: Vec<Blocker>,
+    pub updates: Vec<CostUpdate>,
+    pub stock_warehouse: Option<Uuid>,
+}
+
+/// The blocker of a supplier's invoice already recorded.
+pub(crate) fn duplicate_blocker() -> Blocker {
+    Blocker::new(
+        "supplierInvoiceNumber",
+        "DUPLICATE",
+        "already_exists",
+        "this supplier's invoice of this voucher type is already recorded",
+    )
+}
+
+/// Assesses a purchase against the facts: pure. A commit with blocking issues is refused with them; a
+/// preview answers them.
+pub fn decide(command: &PurchaseCommand, facts: &PurchaseFacts) -> Result<PurchaseDecision, Rejection> {
+    let input = &command.input;
+    let commit = command.mode == Mode::Commit;
+    let mut blockers: Vec<Blocker> = facts.supplier.iter().cloned().collect();
+    blockers.extend(product_blockers(input.items.iter().map(|i| i.variant_id), &facts.products));
+    let warehouse = match (input.products_received, input.warehouse_id, &facts.warehouse) {
+        (true, None, _) => {
+            blockers.push(Blocker::new(
+                "warehouseId",
+                "INVENTORY",
+                "required",
+                "a purchase whose products were received names the warehouse",
+            ));
+            None
+        }
+        (true, Some(id), Some(blocker)) => {
+            blockers.extend(blocker.iter().cloned());
+            blocker.is_none().then_some(id)
+        }
+        _ => None,
+    };
+    let rate = currency_rate(&input.currency, input.exchange_rate, &mut blockers);
+    if facts.duplicate {
+        blockers.push(duplicate_blocker());
+    }
+    let (lines, amounts) = price_lines(input.voucher_type, rate, &input.items, &facts.products)
+        .map_err(|errors| Rejection::Invalid { errors })?;
+    let mut warnings: Vec<PurchaseWarning> = input
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| item.unit_cost == Cents::ZERO)
+        .map(|(i, _)| PurchaseWarning {
+            path: format!("items[{i}].unitCost"),
+            code: "ZERO_COST".into(),
+            message: "the unit cost is zero; the product's last cost becomes zero".into(),
+        })
+        .collect();
+    if input.products_received {
+        for (i, item) in input.items.iter().enumerate() {
+            if facts.products.get(&item.variant_id).is_some_and(|f| f.product_type == "service") {
+                warnings.push(PurchaseWarning {
+                    path: format!("items[{i}].productId"),
+                    code: "NOT_STOCKED".into(),
+                    message: "a service holds no stock: receiving it raises none".into(),
+                });
+            }
+        }
+    }
+    if commit && !blockers.is_empty() {
+        return Err(blocked(blockers));
+    }
+    let normalized = NormalizedPurchase {
+        supplier_id: input.supplier_id,
+        voucher_type: input.voucher_type,
+        supplier_invoice_number: input.supplier_invoice_number.clone(),
+        invoice_date: input.invoice_date,
+        due_date: input.due_date,
+        currency: input.currency.clone(),
+        exchange_rate: rate,
+        products_received: input.products_received,
+        warehouse_id: input.warehouse_id,
+        notes: input.notes.clone(),
+        lines,
+        amounts,
+    };
+    let updates = cost_updates(&normalized.lines, &facts.products).map_err(|errors| Rejection::Invalid { errors })?;
+    let stock_warehouse = warehouse.filter(|_| blockers.iter().all(|b| b.code != "INVENTORY"));
+    Ok(PurchaseDecision { normalized, warnings, blockers, updates, stock_warehouse })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,5 +599,37 @@ mod tests {
         assert_eq!(currency_rate("DOL", None, &mut blockers), ExchangeRate::ONE);
         assert_eq!(currency_rate("PES", Some(rate), &mut blockers), ExchangeRate::ONE);
         assert_eq!(blockers.iter().map(|b| b.reason.as_str()).collect::<Vec<_>>(), ["required", "invalid"]);
+    }
+
+    #[test]
+    fn a_purchase_is_assessed_from_the_facts_alone() {
+        let (supplier, product, warehouse) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let input = parse_purchase(
+            &json!({"supplierId": supplier, "voucherType": 1, "supplierInvoiceNumber": "0001-00000042",
+                    "invoiceDate": "2026-11-20", "productsReceived": true, "warehouseId": warehouse,
+                    "items": [{"productId": product, "quantity": 2, "unitCost": 1000}]}),
+            TODAY,
+        )
+        .expect("a purchase");
+        let facts = PurchaseFacts { products: facts(product, 400), warehouse: Some(None), ..PurchaseFacts::default() };
+        let preview = PurchaseCommand { id: Uuid::now_v7(), mode: Mode::Preview, input };
+        let decided = decide(&preview, &facts).expect("assessed");
+        assert!(decided.blockers.is_empty(), "{:?}", decided.blockers);
+        assert_eq!(decided.stock_warehouse, Some(warehouse));
+        assert_eq!(decided.normalized.amounts.total.get(), 2420);
+        assert_eq!(decided.updates, [CostUpdate { variant_id: product, previous: 400, current: 1000 }]);
+        // A recorded invoice and an inactive warehouse block a commit and show in a preview.
+        let blocked_facts = PurchaseFacts {
+            duplicate: true,
+            warehouse: Some(Some(Blocker::new("warehouseId", "INVENTORY", "inactive", "inactive"))),
+            ..facts
+        };
+        let decided = decide(&preview, &blocked_facts).expect("a preview answers");
+        let reasons: Vec<&str> = decided.blockers.iter().map(|b| b.code.as_str()).collect();
+        assert_eq!(reasons, ["INVENTORY", "DUPLICATE"]);
+        assert_eq!(decided.stock_warehouse, None);
+        let commit = PurchaseCommand { mode: Mode::Commit, ..preview };
+        let refused = decide(&commit, &blocked_facts).expect_err("blocked");
+        assert!(matches!(refused, Rejection::Unprocessable { ref code, .. } if code == "PRECONDITION_FAILED"));
     }
 }

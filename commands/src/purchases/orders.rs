@@ -13,8 +13,9 @@
 //! A receipt raises stock for what arrived (in the order's warehouse unless it names another) and may
 //! not exceed what is pending on a line unless it says `allow_over_receipt`.
 
-use super::checks::{add_stock, blocked, product_blockers, stocked_lines, supplier_blocker, warehouse_blocker};
+use super::checks::{add_stock, stocked_lines, supplier_blocker, warehouse_blocker};
 use super::{Blocker, ItemInput, currency_rate, parse_items, price_lines};
+use super::{blocked, product_blockers};
 use crate::aggregate::{Aggregate, BusinessDetail, Rejection};
 use crate::engine::{ExecuteError, NoFollowUps, WithId, append_together};
 use crate::lookups::load_products;
