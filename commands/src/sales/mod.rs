@@ -15,12 +15,20 @@ pub mod invoicing;
 
 pub use handler::{InvoiceSales, SaleOutcome, Sales};
 
+use crate::aggregate::{BusinessDetail, Rejection};
+use crate::contacts::Customer;
+use crate::inventory::{Move, NegativeStock, WantedMove, expand_combos};
+use crate::lookups::{Groups, VariantFacts};
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
-use events::catalogue::{FiscalStatus, SaleFiscal, iso_date, iso_date_option};
+use events::catalogue::{
+    FiscalStatus, SaleCustomer, SaleFiscal, SaleLine, SalePayment, SaleRecorded, SaleVat, StockLine, iso_date,
+    iso_date_option,
+};
 use events::domain::{Cents, Percentage, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
 use time::Date;
 use uuid::Uuid;
 
@@ -447,6 +455,283 @@ pub fn formatted_number(letter: Option<&str>, point_of_sale: i32, number: Option
     number.map(|n| format!("{} {point_of_sale:05}-{n:08}", letter.unwrap_or("X")))
 }
 
+/// What a sale needs of its organization.
+#[derive(Debug, Clone)]
+pub struct OrgFacts {
+    pub negative_stock: NegativeStock,
+    pub prices_include_tax: bool,
+    pub default_customer: Option<Uuid>,
+}
+
+/// Everything outside the command that deciding a sale reads, loaded by the handler.
+#[derive(Debug, Clone)]
+pub struct SaleFacts {
+    pub org: OrgFacts,
+    /// The point of sale's number and kind (`electronic` or `manual`), when it is the organization's.
+    pub point: Option<(i32, String)>,
+    /// The sale's customer (the organization's default one when none is named), as stored.
+    pub customer: Option<Customer>,
+    /// The facts of each product variant the sale names that is the organization's, and their groups.
+    pub products: BTreeMap<Uuid, VariantFacts>,
+    pub groups: Groups,
+    pub default_warehouse: Option<Uuid>,
+    /// Whether each warehouse the sale may move stock in is an active warehouse of the organization.
+    pub warehouses: HashMap<Uuid, bool>,
+    /// Whether each payment method the sale names is an active one of the organization.
+    pub payment_methods: HashMap<Uuid, bool>,
+    /// The sale a credit or debit note corrects, with its stream version.
+    pub associated: Option<(SaleRecorded, i32)>,
+    /// The components of every combo the sale names.
+    pub components: BTreeMap<Uuid, Vec<StockLine>>,
+}
+
+/// What a sale command decided: the sale as it is recorded (its stock changes, number and fiscal state
+/// are the handler's to write), the stock it moves, and whether the authority numbers its voucher.
+#[derive(Debug, Clone)]
+pub struct SaleDecision {
+    pub sale: SaleRecorded,
+    pub moves: Vec<WantedMove>,
+    pub fiscal_voucher: bool,
+    pub letter: Option<&'static str>,
+}
+
+fn not_found(field: impl Into<String>, what: &str) -> FieldError {
+    FieldError::new(field, "not_found", format!("no active {what} of this organization has this id"))
+}
+
+/// Decides a sale against the facts: pure. References, canonical amounts, the dated contract's total,
+/// the payments, the stock it moves and the sale as recorded.
+pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, Rejection> {
+    let input = &command.input;
+    let (kind, letter) = voucher_kind(input.voucher_type).unwrap_or(("invoice", None));
+    let mut errors = Vec::new();
+
+    // The point of sale, and whether the authority numbers its vouchers.
+    let point = &facts.point;
+    if point.is_none() {
+        errors.push(not_found("pointOfSaleId", "point of sale"));
+    }
+    let electronic = point.as_ref().is_none_or(|(_, kind)| kind == "electronic");
+
+    // The customer (the organization's default one when none is named).
+    let customer = facts.customer.clone().filter(|c| c.is_active);
+    if customer.is_none() {
+        errors.push(not_found("customerId", "customer"));
+    }
+
+    // Products, their warehouses (the default one when a line names none) and payment methods.
+    let (products, groups) = (&facts.products, &facts.groups);
+    let mut lines = Vec::with_capacity(input.items.len());
+    let mut codes = Vec::with_capacity(input.items.len());
+    for (i, item) in input.items.iter().enumerate() {
+        let fact = item.variant_id.and_then(|v| products.get(&v));
+        if item.variant_id.is_some() && fact.is_none_or(|f| !f.is_active) {
+            errors.push(not_found(format!("items[{i}].productId"), "product"));
+        }
+        let stocked = fact.is_some_and(|f| f.product_type != "service");
+        let warehouse = if stocked { item.warehouse_id.or(facts.default_warehouse) } else { item.warehouse_id };
+        if let Some(w) = warehouse {
+            let usable = facts.warehouses.get(&w).copied().unwrap_or(false);
+            if !usable {
+                errors.push(not_found(format!("items[{i}].warehouseId"), "warehouse"));
+            }
+        } else if stocked {
+            errors.push(FieldError::new(
+                format!("items[{i}].warehouseId"),
+                "required",
+                "the organization has no default warehouse: name one",
+            ));
+        }
+        let group = fact.and_then(|f| groups.get(&f.group_id)).map(|(_, g)| g);
+        let variant = item.variant_id.and_then(|v| group.and_then(|g| g.variants.iter().find(|x| x.id == v)));
+        let code = item.tax_rate_id.or(fact.map(|f| f.tax_rate_id)).unwrap_or(5);
+        codes.push(code);
+        lines.push((
+            item,
+            warehouse.filter(|_| stocked),
+            group.map(|g| g.shared.name.clone()),
+            variant.map(|v| v.sku.clone()),
+        ));
+    }
+    for (i, payment) in input.payments.iter().enumerate() {
+        if !facts.payment_methods.get(&payment.method_id).copied().unwrap_or(false) {
+            errors.push(not_found(format!("paymentMethods[{i}].methodId"), "payment method"));
+        }
+    }
+    if input.associated_sale_id.is_some() && facts.associated.is_none() {
+        errors.push(FieldError::new("associatedSaleId", "not_found", "no sale of this organization has this id"));
+    }
+    if !errors.is_empty() {
+        return Err(Rejection::Invalid { errors });
+    }
+
+    // Canonical amounts; the dated contract's total must match them.
+    let basis = price_basis(input, facts.org.prices_include_tax);
+    let computed = compute(input, basis, &codes).map_err(|errors| Rejection::Invalid { errors })?;
+    if input.is_dated()
+        && let Some(total) = input.total
+        && total != computed.total.get()
+    {
+        return Err(Rejection::Unprocessable {
+            code: "TOTAL_MISMATCH".into(),
+            message: format!(
+                "total is {total} but the canonical total is {}; nothing was recorded",
+                computed.total.get()
+            ),
+            details: vec![BusinessDetail {
+                field: Some("total".into()),
+                code: "TOTAL_MISMATCH".into(),
+                message: "the total differs from the canonical calculation".into(),
+                metadata: BTreeMap::from([
+                    ("expected_total".to_owned(), serde_json::Value::from(computed.total.get())),
+                    ("sent_total".to_owned(), serde_json::Value::from(total)),
+                ]),
+            }],
+        });
+    }
+    // Payments whose sum leaves the range exceed any total.
+    let balance = Cents::checked_sum(input.payments.iter().map(|p| p.amount))
+        .and_then(|paid| computed.total.checked_sub(paid))
+        .filter(|balance| !balance.is_negative());
+    let Some(balance) = balance else {
+        return Err(Rejection::Invalid {
+            errors: vec![FieldError::new(
+                "paymentMethods",
+                "exceeds_total",
+                "the payments add up to more than the total",
+            )],
+        });
+    };
+
+    // Stock: product lines leave their warehouse (a credit note brings them back); combos move their
+    // components, services nothing.
+    let returns = kind == "credit_note";
+    let mut wanted: BTreeMap<Uuid, Vec<StockLine>> = BTreeMap::new();
+    let mut fields: HashMap<(Uuid, Uuid), String> = HashMap::new();
+    for (i, (item, warehouse, _, _)) in lines.iter().enumerate() {
+        if let (Some(warehouse), Some(variant)) = (warehouse, item.variant_id) {
+            wanted.entry(*warehouse).or_default().push(StockLine { variant_id: variant, quantity: item.quantity });
+            fields.entry((variant, *warehouse)).or_insert_with(|| format!("items[{i}].quantity"));
+        }
+    }
+    let mut moves = Vec::new();
+    for (warehouse, stock_lines) in &wanted {
+        let expanded =
+            expand_combos(stock_lines, &facts.components, "items").map_err(|errors| Rejection::Invalid { errors })?;
+        for line in expanded {
+            let field = fields.get(&(line.variant_id, *warehouse)).cloned().unwrap_or_else(|| "items".to_owned());
+            let action = if returns { Move::Add(line.quantity) } else { Move::Take(line.quantity) };
+            moves.push(WantedMove { key: (line.variant_id, *warehouse), action, field });
+        }
+    }
+    let customer = customer.map(|c| SaleCustomer {
+        id: c.id,
+        name: c.fields.name,
+        email: c.fields.email,
+        phone: c.fields.phone,
+        tax_id: c.fields.tax_id,
+        tax_id_type: c.fields.tax_id_type,
+        tax_category: c.fields.tax_category,
+        address: c.fields.address,
+        apartment: c.fields.apartment,
+        city: c.fields.city,
+        province: c.fields.province,
+    });
+    let point = point.as_ref().ok_or_else(|| Rejection::not_found("point of sale"))?;
+    let sale_lines = lines
+        .iter()
+        .zip(&computed.lines)
+        .zip(&codes)
+        .map(|(((item, warehouse, name, sku), amounts), code)| SaleLine {
+            id: Uuid::now_v7(),
+            variant_id: item.variant_id,
+            name: item.name.clone().or_else(|| name.clone()).unwrap_or_default(),
+            sku: sku.clone(),
+            quantity: item.quantity,
+            unit_price: item.unit_price,
+            unit_cost: item.unit_cost,
+            tax_rate_id: *code,
+            discount_hundredths: item.discount_hundredths,
+            warehouse_id: *warehouse,
+            amount: amounts.amount,
+            discount: amounts.discount,
+            global_discount: amounts.global_discount,
+            net: amounts.net,
+            vat: amounts.vat,
+            total: amounts.total,
+        })
+        .collect();
+    let concept = input.concept.unwrap_or_else(|| {
+        let services = input
+            .items
+            .iter()
+            .filter(|i| i.variant_id.and_then(|v| products.get(&v)).is_some_and(|f| f.product_type == "service"))
+            .count();
+        if services == 0 {
+            1
+        } else if services == input.items.len() {
+            2
+        } else {
+            3
+        }
+    });
+    let sale = SaleRecorded {
+        contract: input.contract.clone(),
+        voucher_type: input.voucher_type,
+        document_kind: kind.to_owned(),
+        letter: letter.map(str::to_owned),
+        point_of_sale_id: input.point_of_sale_id,
+        point_of_sale_number: point.0,
+        number: None,
+        invoice_date: input.invoice_date,
+        due_date: input.due_date,
+        service_from: input.service_from,
+        service_to: input.service_to,
+        concept,
+        currency: "PES".into(),
+        customer: customer.unwrap_or_default(),
+        prices_include_tax: facts.org.prices_include_tax,
+        lines: sale_lines,
+        discount_type: input.discount.map(|d| match d {
+            GlobalDiscount::Percentage(_) => "percentage".to_owned(),
+            GlobalDiscount::Fixed(_) => "fixed".to_owned(),
+        }),
+        discount_value: input.discount.map(|d| match d {
+            GlobalDiscount::Percentage(v) | GlobalDiscount::Fixed(v) => v,
+        }),
+        exempt: computed.exempt,
+        non_taxed: computed.non_taxed,
+        subtotal: computed.subtotal,
+        tax_amount: computed.tax_amount,
+        discount_amount: computed.discount_amount,
+        total: computed.total,
+        vat: computed.breakdown.iter().map(|v| SaleVat { code: v.code, base: v.base, amount: v.amount }).collect(),
+        payments: input
+            .payments
+            .iter()
+            .map(|p| SalePayment {
+                method_id: p.method_id,
+                amount: p.amount,
+                description: p.description.clone(),
+                reference: p.reference.clone(),
+                register_id: p.register_id,
+                safe_id: p.safe_id,
+            })
+            .collect(),
+        balance,
+        notes: input.notes.clone(),
+        fiscal_notes: input.fiscal_notes.clone(),
+        integration_source: input.integration_source.clone(),
+        integration_id: input.integration_id.clone(),
+        associated_sale_id: input.associated_sale_id,
+        changes: Vec::new(),
+        fiscal: fiscal(FiscalStatus::NotInvoiced),
+    };
+
+    let fiscal_voucher = letter.is_some() && electronic;
+    Ok(SaleDecision { sale, moves, fiscal_voucher, letter })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -494,5 +779,59 @@ mod tests {
         assert_eq!(fields, ["items[0].name", "associatedSaleId"]);
         assert_eq!(formatted_number(Some("B"), 3, Some(42)).as_deref(), Some("B 00003-00000042"));
         assert!(voucher_kind(4).is_none(), "receipts are not sales");
+    }
+
+    fn sale_facts(input: &SaleInput) -> SaleFacts {
+        let fields = events::catalogue::CustomerFields { name: "Ana".into(), ..Default::default() };
+        let customer: Customer = serde_json::from_value(json!({"id": Uuid::now_v7(), "fields": fields,
+            "is_active": true, "created_at": "2026-11-25T12:00:00Z", "updated_at": "2026-11-25T12:00:00Z"}))
+        .expect("a customer");
+        let warehouse = Uuid::now_v7();
+        let products = input
+            .items
+            .iter()
+            .filter_map(|item| item.variant_id)
+            .map(|id| {
+                let facts = VariantFacts {
+                    group_id: Uuid::now_v7(),
+                    product_type: "product".into(),
+                    is_active: true,
+                    tax_rate_id: 5,
+                    cost: 0,
+                };
+                (id, facts)
+            })
+            .collect();
+        SaleFacts {
+            org: OrgFacts { negative_stock: NegativeStock::Allow, prices_include_tax: true, default_customer: None },
+            point: Some((3, "manual".into())),
+            customer: Some(customer),
+            products,
+            groups: Groups::new(),
+            default_warehouse: Some(warehouse),
+            warehouses: HashMap::from([(warehouse, true)]),
+            payment_methods: HashMap::new(),
+            associated: None,
+            components: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn a_sale_is_decided_from_the_facts_alone() {
+        let input = parse_sale(&body(), Some("2026-08-20"), TODAY).expect("a sale");
+        let command = SaleCommand { id: Uuid::now_v7(), input };
+        let mut facts = sale_facts(&command.input);
+        let decided = decide(&command, &facts).expect("decided");
+        assert_eq!(decided.sale.total.get(), 24200);
+        assert_eq!(decided.sale.customer.name, "Ana");
+        assert_eq!(decided.sale.point_of_sale_number, 3);
+        assert!(!decided.fiscal_voucher, "a manual point of sale numbers its own vouchers");
+        assert_eq!(decided.moves.len(), 1, "the product leaves the default warehouse");
+        // References the facts lack are named, and nothing else is decided.
+        facts.customer = None;
+        facts.point = None;
+        let Err(Rejection::Invalid { errors }) = decide(&command, &facts) else { panic!("refused") };
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["pointOfSaleId", "customerId"]);
     }
 }
