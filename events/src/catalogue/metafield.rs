@@ -2,9 +2,7 @@
 //! configuration record, created and then replaced as a whole).
 
 use super::records::record_events;
-use super::{DecodeError, EventPayload, RecordEvent, parse, to_value};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// A product custom field definition: values stored under `key` must satisfy `value_type` (`text`,
 /// `integer`, `decimal`, `boolean`, `date` or `choice`), `choices` and `max_length`.

@@ -1,6 +1,76 @@
 //! The event catalogue: one versioned enum per aggregate. A stream or event name, once written, is
 //! stored forever and is never renamed; older payload versions are upcast here, on read.
 
+/// Writes `impl EventPayload` for an aggregate's payload enum from its stream type and its variants,
+/// each stored under its own name: `Name(_)` stores its value, `Name(Box)` its boxed value, a bare
+/// `Name` stores `{}`. A variant's current schema version is 1 unless written after it (`Name(_) @ 2`);
+/// older versions are read by the upcasts listed after a `;` (`upcast Name 1 with f`: the stored payload
+/// parsed as `f`'s argument, then turned by `f` into the current event). Any other version of a known
+/// name is `UnknownVersion`, any other name `UnknownType`.
+macro_rules! payloads {
+    (@version) => { 1 };
+    (@version $version:literal) => { $version };
+    (@pattern $variant:ident, $payload:ident) => { Self::$variant };
+    (@pattern $variant:ident ($kind:tt), $payload:ident) => { Self::$variant($payload) };
+    (@data $payload:ident) => { ::serde_json::Value::Object(Default::default()) };
+    (@data $payload:ident ($kind:tt)) => { $crate::catalogue::to_value($payload) };
+    (@decode $variant:ident, $event_type:ident, $data:ident) => { Ok(Self::$variant) };
+    (@decode $variant:ident (_), $event_type:ident, $data:ident) => {
+        $crate::catalogue::parse($event_type, $data).map(Self::$variant)
+    };
+    (@decode $variant:ident (Box), $event_type:ident, $data:ident) => {
+        $crate::catalogue::parse($event_type, $data).map(|payload| Self::$variant(Box::new(payload)))
+    };
+    (
+        $enum:ident, $stream:literal,
+        $($variant:ident $(($kind:tt))? $(@ $version:literal)?),+ $(,)?
+        $(; $(upcast $old:ident $old_version:literal with $upcast:path),+ $(,)?)?
+    ) => {
+        impl $crate::catalogue::EventPayload for $enum {
+            const STREAM_TYPE: &'static str = $stream;
+
+            fn event_type(&self) -> &'static str {
+                match self {
+                    $(Self::$variant { .. } => stringify!($variant),)+
+                }
+            }
+
+            fn schema_version(&self) -> i32 {
+                match self {
+                    $(Self::$variant { .. } => payloads!(@version $($version)?),)+
+                }
+            }
+
+            fn to_data(&self) -> ::serde_json::Value {
+                match self {
+                    $(payloads!(@pattern $variant $(($kind))?, payload) => payloads!(@data payload $(($kind))?),)+
+                }
+            }
+
+            fn decode(
+                event_type: &str,
+                schema_version: i32,
+                data: ::serde_json::Value,
+            ) -> Result<Self, $crate::catalogue::DecodeError> {
+                match (event_type, schema_version) {
+                    $($((stringify!($old), $old_version) => $crate::catalogue::parse(event_type, data).map($upcast),)+)?
+                    $((stringify!($variant), payloads!(@version $($version)?)) => {
+                        payloads!(@decode $variant $(($kind))?, event_type, data)
+                    })+
+                    $((stringify!($variant), _))|+ => Err($crate::catalogue::DecodeError::UnknownVersion {
+                        event_type: event_type.to_owned(),
+                        schema_version,
+                    }),
+                    (other, _) => Err($crate::catalogue::DecodeError::UnknownType {
+                        stream_type: Self::STREAM_TYPE.to_owned(),
+                        event_type: other.to_owned(),
+                    }),
+                }
+            }
+        }
+    };
+}
+
 /// Every aggregate's file, each one's public items re-exported here: a new aggregate is one line of
 /// this list (its events are then `events::catalogue::TheirName`).
 macro_rules! catalogue {
@@ -81,4 +151,20 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(event_type: &str, data: Valu
 pub(crate) fn to_value<T: serde::Serialize>(payload: &T) -> Value {
     // Serializing plain data structs into a Value cannot fail (no maps with non-string keys).
     serde_json::to_value(payload).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_refuse_unknown_versions_of_known_names_and_unknown_names_at_any_version() {
+        let decode =
+            |event_type, version| TagEvent::decode(event_type, version, serde_json::json!({})).expect_err("refused");
+        assert!(matches!(decode("TagArchived", 2), DecodeError::UnknownVersion { schema_version: 2, .. }));
+        assert!(matches!(decode("TagVanished", 1), DecodeError::UnknownType { .. }));
+        assert!(matches!(decode("TagVanished", 2), DecodeError::UnknownType { .. }));
+        assert_eq!(TagEvent::TagArchived.to_data(), serde_json::json!({}));
+        assert_eq!(OrganizationEvent::SettingsChanged(OrganizationSettings::default()).schema_version(), 1);
+    }
 }

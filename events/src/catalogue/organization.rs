@@ -1,9 +1,7 @@
 //! Events of the organization aggregate (stream type `organization`, stream id = organization id):
 //! the organization itself, its settings, and the credentials that act on it.
 
-use super::{DecodeError, EventPayload, parse, to_value};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uuid::Uuid;
 
 pub const DEFAULT_RATE_LIMIT_PER_MINUTE: i32 = 120;
@@ -24,6 +22,17 @@ pub struct OrganizationCreated {
 struct OrganizationCreatedV1 {
     name: String,
     slug: String,
+}
+
+/// Version 1 of `OrganizationCreated`, with the defaults that applied when it was written.
+fn organization_created_v1(v1: OrganizationCreatedV1) -> OrganizationEvent {
+    OrganizationEvent::OrganizationCreated(OrganizationCreated {
+        name: v1.name,
+        slug: v1.slug,
+        country: "Argentina".to_owned(),
+        rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE,
+        rate_limit_per_hour: DEFAULT_RATE_LIMIT_PER_HOUR,
+    })
 }
 
 /// An API key was issued. Only the SHA-256 of the secret is recorded.
@@ -95,81 +104,22 @@ pub enum OrganizationEvent {
     SettingsChanged(OrganizationSettings),
 }
 
-impl EventPayload for OrganizationEvent {
-    const STREAM_TYPE: &'static str = "organization";
-
-    fn event_type(&self) -> &'static str {
-        match self {
-            Self::OrganizationCreated(_) => "OrganizationCreated",
-            Self::ApiKeyIssued(_) => "ApiKeyIssued",
-            Self::DelegatedTokenIssued(_) => "DelegatedTokenIssued",
-            Self::CredentialRevoked(_) => "CredentialRevoked",
-            Self::RateLimitsChanged(_) => "RateLimitsChanged",
-            Self::SettingsChanged(_) => "SettingsChanged",
-        }
-    }
-
-    fn schema_version(&self) -> i32 {
-        match self {
-            Self::OrganizationCreated(_) => 2,
-            Self::ApiKeyIssued(_)
-            | Self::DelegatedTokenIssued(_)
-            | Self::CredentialRevoked(_)
-            | Self::RateLimitsChanged(_)
-            | Self::SettingsChanged(_) => 1,
-        }
-    }
-
-    fn to_data(&self) -> Value {
-        match self {
-            Self::OrganizationCreated(e) => to_value(e),
-            Self::ApiKeyIssued(e) => to_value(e),
-            Self::DelegatedTokenIssued(e) => to_value(e),
-            Self::CredentialRevoked(e) => to_value(e),
-            Self::RateLimitsChanged(e) => to_value(e),
-            Self::SettingsChanged(e) => to_value(e),
-        }
-    }
-
-    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-        let unknown_version = || DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version };
-        match (event_type, schema_version) {
-            ("OrganizationCreated", 1) => {
-                let v1: OrganizationCreatedV1 = parse(event_type, data)?;
-                Ok(Self::OrganizationCreated(OrganizationCreated {
-                    name: v1.name,
-                    slug: v1.slug,
-                    country: "Argentina".to_owned(),
-                    rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE,
-                    rate_limit_per_hour: DEFAULT_RATE_LIMIT_PER_HOUR,
-                }))
-            }
-            ("OrganizationCreated", 2) => parse(event_type, data).map(Self::OrganizationCreated),
-            ("ApiKeyIssued", 1) => parse(event_type, data).map(Self::ApiKeyIssued),
-            ("DelegatedTokenIssued", 1) => parse(event_type, data).map(Self::DelegatedTokenIssued),
-            ("CredentialRevoked", 1) => parse(event_type, data).map(Self::CredentialRevoked),
-            ("RateLimitsChanged", 1) => parse(event_type, data).map(Self::RateLimitsChanged),
-            ("SettingsChanged", 1) => parse(event_type, data).map(Self::SettingsChanged),
-            (
-                "OrganizationCreated"
-                | "ApiKeyIssued"
-                | "DelegatedTokenIssued"
-                | "CredentialRevoked"
-                | "RateLimitsChanged"
-                | "SettingsChanged",
-                _,
-            ) => Err(unknown_version()),
-            (other, _) => Err(DecodeError::UnknownType {
-                stream_type: Self::STREAM_TYPE.to_owned(),
-                event_type: other.to_owned(),
-            }),
-        }
-    }
-}
+payloads!(
+    OrganizationEvent,
+    "organization",
+    OrganizationCreated(_) @ 2,
+    ApiKeyIssued(_),
+    DelegatedTokenIssued(_),
+    CredentialRevoked(_),
+    RateLimitsChanged(_),
+    SettingsChanged(_);
+    upcast OrganizationCreated 1 with organization_created_v1,
+);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalogue::EventPayload;
 
     #[test]
     fn version_one_of_organization_created_is_upcast_on_read() {

@@ -2,10 +2,8 @@
 //! percentage (created, then replaced as a whole).
 
 use super::records::record_events;
-use super::{DecodeError, EventPayload, RecordEvent, parse, to_value};
 use crate::domain::Cents;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uuid::Uuid;
 
 /// One explicit price of a price list: a variant and its unit price in cents.

@@ -2,7 +2,6 @@
 //! carries the group's whole state after it, so subscribers (read models, the webhook sender) need no
 //! history; updates also name, per variant, the public fields that changed.
 
-use super::{DecodeError, EventPayload, parse, to_value};
 use crate::domain::Quantity;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -125,37 +124,7 @@ impl ProductEvent {
     }
 }
 
-impl EventPayload for ProductEvent {
-    const STREAM_TYPE: &'static str = "product";
-
-    fn event_type(&self) -> &'static str {
-        match self {
-            Self::ProductCreated(_) => "ProductCreated",
-            Self::ProductUpdated(_) => "ProductUpdated",
-        }
-    }
-
-    fn to_data(&self) -> Value {
-        match self {
-            Self::ProductCreated(e) => to_value(e),
-            Self::ProductUpdated(e) => to_value(e),
-        }
-    }
-
-    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-        if schema_version != 1 {
-            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
-        }
-        match event_type {
-            "ProductCreated" => parse(event_type, data).map(Self::ProductCreated),
-            "ProductUpdated" => parse(event_type, data).map(Self::ProductUpdated),
-            other => Err(DecodeError::UnknownType {
-                stream_type: Self::STREAM_TYPE.to_owned(),
-                event_type: other.to_owned(),
-            }),
-        }
-    }
-}
+payloads!(ProductEvent, "product", ProductCreated(_), ProductUpdated(_));
 
 /// The public fields of a product event object, in the fixed order `changed_fields` uses.
 pub const PUBLIC_PRODUCT_FIELDS: &[&str] = &[
@@ -252,6 +221,7 @@ impl super::MovesStock for ProductEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalogue::EventPayload;
 
     fn group() -> ProductGroup {
         ProductGroup {

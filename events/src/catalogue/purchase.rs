@@ -4,10 +4,8 @@
 //! raise stock list their [`StockChange`]s with the on-hand each left, like every stock event.
 
 use super::stock::{StockChange, StockLine, iso_date, iso_date_option};
-use super::{DecodeError, EventPayload, parse, to_value};
 use crate::domain::{Cents, ExchangeRate, Quantity};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
@@ -284,74 +282,17 @@ impl PurchaseOrderState {
     }
 }
 
-impl EventPayload for PurchaseEvent {
-    const STREAM_TYPE: &'static str = "purchase";
+payloads!(PurchaseEvent, "purchase", PurchaseRecorded(Box));
 
-    fn event_type(&self) -> &'static str {
-        match self {
-            Self::PurchaseRecorded(_) => "PurchaseRecorded",
-        }
-    }
-
-    fn to_data(&self) -> Value {
-        match self {
-            Self::PurchaseRecorded(e) => to_value(e),
-        }
-    }
-
-    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-        match (event_type, schema_version) {
-            ("PurchaseRecorded", 1) => parse(event_type, data).map(|e| Self::PurchaseRecorded(Box::new(e))),
-            ("PurchaseRecorded", _) => {
-                Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version })
-            }
-            (other, _) => Err(DecodeError::UnknownType {
-                stream_type: Self::STREAM_TYPE.to_owned(),
-                event_type: other.to_owned(),
-            }),
-        }
-    }
-}
-
-impl EventPayload for PurchaseOrderEvent {
-    const STREAM_TYPE: &'static str = "purchase_order";
-
-    fn event_type(&self) -> &'static str {
-        match self {
-            Self::PurchaseOrderCreated(_) => "PurchaseOrderCreated",
-            Self::PurchaseOrderConfirmed => "PurchaseOrderConfirmed",
-            Self::PurchaseOrderReceived(_) => "PurchaseOrderReceived",
-            Self::PurchaseOrderClosed(_) => "PurchaseOrderClosed",
-            Self::PurchaseOrderReopened => "PurchaseOrderReopened",
-        }
-    }
-
-    fn to_data(&self) -> Value {
-        match self {
-            Self::PurchaseOrderCreated(e) => to_value(e),
-            Self::PurchaseOrderReceived(e) => to_value(e),
-            Self::PurchaseOrderClosed(e) => to_value(e),
-            Self::PurchaseOrderConfirmed | Self::PurchaseOrderReopened => Value::Object(Default::default()),
-        }
-    }
-
-    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-        if schema_version != 1 {
-            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
-        }
-        match event_type {
-            "PurchaseOrderCreated" => parse(event_type, data).map(|e| Self::PurchaseOrderCreated(Box::new(e))),
-            "PurchaseOrderConfirmed" => Ok(Self::PurchaseOrderConfirmed),
-            "PurchaseOrderReceived" => parse(event_type, data).map(Self::PurchaseOrderReceived),
-            "PurchaseOrderClosed" => parse(event_type, data).map(Self::PurchaseOrderClosed),
-            "PurchaseOrderReopened" => Ok(Self::PurchaseOrderReopened),
-            other => Err(DecodeError::UnknownType {
-                stream_type: Self::STREAM_TYPE.to_owned(),
-                event_type: other.to_owned(),
-            }),
-        }
-    }
-}
+payloads!(
+    PurchaseOrderEvent,
+    "purchase_order",
+    PurchaseOrderCreated(Box),
+    PurchaseOrderConfirmed,
+    PurchaseOrderReceived(_),
+    PurchaseOrderClosed(_),
+    PurchaseOrderReopened,
+);
 
 impl super::MovesStock for PurchaseEvent {
     const CAUSES: &'static [&'static str] = &[super::cause::PURCHASE];
@@ -391,6 +332,7 @@ impl super::MovesStock for PurchaseOrderEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::catalogue::EventPayload;
 
     #[test]
     fn purchase_events_round_trip() {
@@ -436,7 +378,7 @@ mod tests {
         let data = event.to_data();
         assert_eq!(data["invoice_date"], "2026-11-20");
         assert_eq!(data["exchange_rate"], "1");
-        assert_eq!(data["due_date"], Value::Null);
+        assert_eq!(data["due_date"], serde_json::Value::Null);
         assert_eq!(PurchaseEvent::decode("PurchaseRecorded", 1, data).expect("decodes"), event);
         let confirmed = PurchaseOrderEvent::PurchaseOrderConfirmed;
         assert_eq!(

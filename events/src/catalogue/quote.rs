@@ -3,10 +3,8 @@
 //! reservation lives in its own stream (`stock_reservation`) and changes in the same transactions.
 
 use super::stock::{iso_date, iso_date_option};
-use super::{DecodeError, EventPayload, parse, to_value};
 use crate::domain::{Cents, Quantity};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use time::Date;
 use uuid::Uuid;
 
@@ -100,42 +98,7 @@ pub enum QuoteEvent {
     QuoteExpired(QuoteExpired),
 }
 
-impl EventPayload for QuoteEvent {
-    const STREAM_TYPE: &'static str = "quote";
-
-    fn event_type(&self) -> &'static str {
-        match self {
-            Self::QuoteCreated(_) => "QuoteCreated",
-            Self::QuoteReplaced(_) => "QuoteReplaced",
-            Self::QuoteDeleted => "QuoteDeleted",
-            Self::QuoteExpired(_) => "QuoteExpired",
-        }
-    }
-
-    fn to_data(&self) -> Value {
-        match self {
-            Self::QuoteCreated(e) | Self::QuoteReplaced(e) => to_value(e),
-            Self::QuoteDeleted => Value::Object(Default::default()),
-            Self::QuoteExpired(e) => to_value(e),
-        }
-    }
-
-    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-        if schema_version != 1 {
-            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
-        }
-        match event_type {
-            "QuoteCreated" => parse(event_type, data).map(|e| Self::QuoteCreated(Box::new(e))),
-            "QuoteReplaced" => parse(event_type, data).map(|e| Self::QuoteReplaced(Box::new(e))),
-            "QuoteDeleted" => Ok(Self::QuoteDeleted),
-            "QuoteExpired" => parse(event_type, data).map(Self::QuoteExpired),
-            other => Err(DecodeError::UnknownType {
-                stream_type: Self::STREAM_TYPE.to_owned(),
-                event_type: other.to_owned(),
-            }),
-        }
-    }
-}
+payloads!(QuoteEvent, "quote", QuoteCreated(Box), QuoteReplaced(Box), QuoteDeleted, QuoteExpired(_));
 
 /// A quote's state after `event` (none once deleted): the fold both sides share.
 pub fn fold_quote(state: Option<QuoteState>, event: &QuoteEvent) -> Option<QuoteState> {

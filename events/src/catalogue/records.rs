@@ -2,7 +2,7 @@
 //! sale): each is created, then replaced as a whole. One macro writes the enum for each, so their
 //! stored names follow one pattern.
 
-use super::{DecodeError, EventPayload, parse, to_value};
+use super::EventPayload;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
@@ -31,46 +31,10 @@ pub trait RecordEvent: EventPayload + Clone + Send + Sync + 'static {
 }
 
 macro_rules! record_events {
-    ($(#[$doc:meta])* $name:ident, $stream:literal, $fields:ty, $created:ident, $replaced:ident) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq)]
-        pub enum $name {
-            $created($fields),
-            $replaced($fields),
-        }
+    (impl $name:ident, $stream:literal, $fields:ty, $created:ident, $replaced:ident) => {
+        payloads!($name, $stream, $created(_), $replaced(_));
 
-        impl EventPayload for $name {
-            const STREAM_TYPE: &'static str = $stream;
-
-            fn event_type(&self) -> &'static str {
-                match self {
-                    Self::$created(_) => stringify!($created),
-                    Self::$replaced(_) => stringify!($replaced),
-                }
-            }
-
-            fn to_data(&self) -> Value {
-                match self {
-                    Self::$created(fields) | Self::$replaced(fields) => to_value(fields),
-                }
-            }
-
-            fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-                if schema_version != 1 {
-                    return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
-                }
-                match event_type {
-                    stringify!($created) => parse(event_type, data).map(Self::$created),
-                    stringify!($replaced) => parse(event_type, data).map(Self::$replaced),
-                    other => Err(DecodeError::UnknownType {
-                        stream_type: Self::STREAM_TYPE.to_owned(),
-                        event_type: other.to_owned(),
-                    }),
-                }
-            }
-        }
-
-        impl RecordEvent for $name {
+        impl $crate::catalogue::RecordEvent for $name {
             type Fields = $fields;
 
             fn created(fields: $fields) -> Self {
@@ -91,6 +55,16 @@ macro_rules! record_events {
                 matches!(self, Self::$created(_))
             }
         }
+    };
+    ($(#[$doc:meta])* $name:ident, $stream:literal, $fields:ty, $created:ident, $replaced:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $name {
+            $created($fields),
+            $replaced($fields),
+        }
+
+        record_events!(impl $name, $stream, $fields, $created, $replaced);
     };
 }
 pub(crate) use record_events;

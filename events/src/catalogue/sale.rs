@@ -3,7 +3,6 @@
 //! tax authority when that came later (issued, deferred again, or finally rejected).
 
 use super::stock::{StockChange, iso_date, iso_date_option};
-use super::{DecodeError, EventPayload, parse, to_value};
 use crate::domain::{Cents, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -181,37 +180,7 @@ pub enum SaleEvent {
     SaleFiscalChanged(Box<SaleRecorded>),
 }
 
-impl EventPayload for SaleEvent {
-    const STREAM_TYPE: &'static str = "sale";
-
-    fn event_type(&self) -> &'static str {
-        match self {
-            Self::SaleRecorded(_) => "SaleRecorded",
-            Self::SaleFiscalChanged(_) => "SaleFiscalChanged",
-        }
-    }
-
-    fn to_data(&self) -> Value {
-        match self {
-            Self::SaleRecorded(e) => to_value(e),
-            Self::SaleFiscalChanged(e) => to_value(e),
-        }
-    }
-
-    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-        if schema_version != 1 {
-            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
-        }
-        match event_type {
-            "SaleRecorded" => parse(event_type, data).map(|e| Self::SaleRecorded(Box::new(e))),
-            "SaleFiscalChanged" => parse(event_type, data).map(|e| Self::SaleFiscalChanged(Box::new(e))),
-            other => Err(DecodeError::UnknownType {
-                stream_type: Self::STREAM_TYPE.to_owned(),
-                event_type: other.to_owned(),
-            }),
-        }
-    }
-}
+payloads!(SaleEvent, "sale", SaleRecorded(Box), SaleFiscalChanged(Box));
 
 /// A sale's whole state after `event` (every sale event carries it; the fold the command side and the
 /// read side share).

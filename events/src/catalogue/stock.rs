@@ -4,7 +4,7 @@
 //! inventory ledger and the stock levels are pure folds of the store. Quantities are exact
 //! [`Quantity`]s (decimal strings in JSON).
 
-use super::{DecodeError, EventPayload, parse, to_value};
+use super::{DecodeError, EventPayload};
 use crate::domain::Quantity;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -147,78 +147,17 @@ pub enum StockReservationEvent {
     ReservationExpired,
 }
 
-macro_rules! single_payloads {
-    ($enum:ident, $stream:literal, $($variant:ident),+) => {
-        impl EventPayload for $enum {
-            const STREAM_TYPE: &'static str = $stream;
+payloads!(StockMovementEvent, "stock_movement", StockMovementRecorded(_));
+payloads!(StockTransferEvent, "stock_transfer", StockTransferred(_));
 
-            fn event_type(&self) -> &'static str {
-                match self {
-                    $(Self::$variant(_) => stringify!($variant),)+
-                }
-            }
-
-            fn to_data(&self) -> Value {
-                match self {
-                    $(Self::$variant(e) => to_value(e),)+
-                }
-            }
-
-            fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-                match (event_type, schema_version) {
-                    $((stringify!($variant), 1) => parse(event_type, data).map(Self::$variant),)+
-                    $((stringify!($variant), _))|+ => Err(DecodeError::UnknownVersion {
-                        event_type: event_type.to_owned(),
-                        schema_version,
-                    }),
-                    (other, _) => Err(DecodeError::UnknownType {
-                        stream_type: Self::STREAM_TYPE.to_owned(),
-                        event_type: other.to_owned(),
-                    }),
-                }
-            }
-        }
-    };
-}
-
-single_payloads!(StockMovementEvent, "stock_movement", StockMovementRecorded);
-single_payloads!(StockTransferEvent, "stock_transfer", StockTransferred);
-
-impl EventPayload for StockReservationEvent {
-    const STREAM_TYPE: &'static str = "stock_reservation";
-
-    fn event_type(&self) -> &'static str {
-        match self {
-            Self::StockReserved(_) => "StockReserved",
-            Self::ReservationAdjusted(_) => "ReservationAdjusted",
-            Self::ReservationReleased => "ReservationReleased",
-            Self::ReservationExpired => "ReservationExpired",
-        }
-    }
-
-    fn to_data(&self) -> Value {
-        match self {
-            Self::StockReserved(r) | Self::ReservationAdjusted(r) => to_value(r),
-            Self::ReservationReleased | Self::ReservationExpired => Value::Object(Default::default()),
-        }
-    }
-
-    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-        if schema_version != 1 {
-            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
-        }
-        match event_type {
-            "StockReserved" => parse(event_type, data).map(Self::StockReserved),
-            "ReservationAdjusted" => parse(event_type, data).map(Self::ReservationAdjusted),
-            "ReservationReleased" => Ok(Self::ReservationReleased),
-            "ReservationExpired" => Ok(Self::ReservationExpired),
-            other => Err(DecodeError::UnknownType {
-                stream_type: Self::STREAM_TYPE.to_owned(),
-                event_type: other.to_owned(),
-            }),
-        }
-    }
-}
+payloads!(
+    StockReservationEvent,
+    "stock_reservation",
+    StockReserved(_),
+    ReservationAdjusted(_),
+    ReservationReleased,
+    ReservationExpired,
+);
 
 /// What one stored event does to stock, for every event of the catalogue that moves or reserves it:
 /// the one reading the inventory projection and the stock write model's rebuild share, so the ledger,

@@ -1,9 +1,7 @@
 //! Events of webhook endpoints (stream type `webhook_endpoint`).
 
-use super::{DecodeError, EventPayload, parse, to_value};
 use crate::domain::Scope;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uuid::Uuid;
 
 /// What an integrator configures on an endpoint.
@@ -59,51 +57,17 @@ pub enum WebhookEndpointEvent {
     WebhookEndpointTestRequested(WebhookEndpointTestRequested),
 }
 
-impl EventPayload for WebhookEndpointEvent {
-    const STREAM_TYPE: &'static str = "webhook_endpoint";
-
-    fn event_type(&self) -> &'static str {
-        match self {
-            Self::WebhookEndpointCreated(_) => "WebhookEndpointCreated",
-            Self::WebhookEndpointUpdated(_) => "WebhookEndpointUpdated",
-            Self::WebhookEndpointPaused => "WebhookEndpointPaused",
-            Self::WebhookEndpointResumed => "WebhookEndpointResumed",
-            Self::WebhookEndpointDisabled(_) => "WebhookEndpointDisabled",
-            Self::WebhookEndpointSecretRotated(_) => "WebhookEndpointSecretRotated",
-            Self::WebhookEndpointTestRequested(_) => "WebhookEndpointTestRequested",
-        }
-    }
-
-    fn to_data(&self) -> Value {
-        match self {
-            Self::WebhookEndpointCreated(e) => to_value(e),
-            Self::WebhookEndpointUpdated(e) => to_value(e),
-            Self::WebhookEndpointPaused | Self::WebhookEndpointResumed => Value::Object(Default::default()),
-            Self::WebhookEndpointDisabled(e) => to_value(e),
-            Self::WebhookEndpointSecretRotated(e) => to_value(e),
-            Self::WebhookEndpointTestRequested(e) => to_value(e),
-        }
-    }
-
-    fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError> {
-        if schema_version != 1 {
-            return Err(DecodeError::UnknownVersion { event_type: event_type.to_owned(), schema_version });
-        }
-        match event_type {
-            "WebhookEndpointCreated" => parse(event_type, data).map(Self::WebhookEndpointCreated),
-            "WebhookEndpointUpdated" => parse(event_type, data).map(Self::WebhookEndpointUpdated),
-            "WebhookEndpointPaused" => Ok(Self::WebhookEndpointPaused),
-            "WebhookEndpointResumed" => Ok(Self::WebhookEndpointResumed),
-            "WebhookEndpointDisabled" => parse(event_type, data).map(Self::WebhookEndpointDisabled),
-            "WebhookEndpointSecretRotated" => parse(event_type, data).map(Self::WebhookEndpointSecretRotated),
-            "WebhookEndpointTestRequested" => parse(event_type, data).map(Self::WebhookEndpointTestRequested),
-            other => Err(DecodeError::UnknownType {
-                stream_type: Self::STREAM_TYPE.to_owned(),
-                event_type: other.to_owned(),
-            }),
-        }
-    }
-}
+payloads!(
+    WebhookEndpointEvent,
+    "webhook_endpoint",
+    WebhookEndpointCreated(_),
+    WebhookEndpointUpdated(_),
+    WebhookEndpointPaused,
+    WebhookEndpointResumed,
+    WebhookEndpointDisabled(_),
+    WebhookEndpointSecretRotated(_),
+    WebhookEndpointTestRequested(_),
+);
 
 /// The webhook API version endpoints are created with and events are rendered in.
 pub const WEBHOOK_API_VERSIONS: &[&str] = &["2026-06-29"];
