@@ -70,7 +70,7 @@ pub fn start_service(setup: &Setup) -> Service {
 pub fn start_service_metrics(setup: &Setup, metrics: bool) -> Service {
     let child = Command::new(&setup.binary)
         .arg("all")
-        .env("BACKOFFICE_METRICS", if metrics { "on" } else { "off" })
+        .env("BACKOFFICE_METRICS", if metrics { env("BENCH_SERVICE_METRICS", "on") } else { "off".into() })
         .env("DATABASE_URL", &setup.database_url)
         .env("NATS_PREFIX", &setup.prefix)
         .env("HTTP_ADDR", &setup.http_addr)
@@ -84,13 +84,20 @@ pub fn start_service_metrics(setup: &Setup, metrics: bool) -> Service {
     SERVICE_PID.store(child.id(), Ordering::Relaxed);
     let service = Service(child);
     let deadline = Instant::now() + Duration::from_secs(60);
+    // Ready once `/readyz` answers 200; a release from before `/readyz` (a 404) once `/healthz` does.
+    let status = |path: &str| {
+        Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", &format!("http://{}{path}", setup.http_addr)])
+            .output()
+            .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+            .unwrap_or_default()
+    };
     loop {
-        let ok = Command::new("curl")
-            .args(["-sf", &format!("http://{}/readyz", setup.http_addr)])
-            .stdout(Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
+        let ok = match status("/readyz").as_str() {
+            "200" => true,
+            "404" => status("/healthz") == "200",
+            _ => false,
+        };
         if ok {
             return service;
         }

@@ -34,13 +34,40 @@ pub struct Delegation {
 pub struct Principal {
     pub org_id: Uuid,
     pub credential_id: Uuid,
-    pub scopes: Arc<[String]>,
+    pub scopes: ScopeSet,
     pub delegation: Option<Arc<Delegation>>,
 }
 
+/// The scopes a credential carries, one bit per [`Scope`] (its place in [`Scope::ALL`]): a request's
+/// scope check is one bit test, not a comparison with every scope's name. Names no scope has (none is
+/// ever stored) grant nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ScopeSet(u128);
+
+impl ScopeSet {
+    pub fn of<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        Self(
+            names
+                .into_iter()
+                .filter_map(|name| name.parse::<Scope>().ok())
+                .fold(0, |bits, scope| bits | Self::bit(scope)),
+        )
+    }
+
+    pub fn contains(self, scope: Scope) -> bool {
+        self.0 & Self::bit(scope) != 0
+    }
+
+    fn bit(scope: Scope) -> u128 {
+        1 << (scope as u32)
+    }
+}
+
+const _: () = assert!(Scope::ALL.len() <= 128, "a scope set holds at most 128 scopes");
+
 impl Principal {
     pub fn has_scope(&self, scope: Scope) -> bool {
-        self.scopes.iter().any(|s| s == scope.as_str())
+        self.scopes.contains(scope)
     }
 
     /// 403 naming the scope when the credential lacks it.
@@ -107,7 +134,8 @@ impl Credentials {
                         safes,
                     })
                 });
-                let principal = Principal { org_id, credential_id, scopes: scopes.into(), delegation };
+                let scopes = ScopeSet::of(scopes.iter().map(String::as_str));
+                let principal = Principal { org_id, credential_id, scopes, delegation };
                 if self.epoch.load(std::sync::atomic::Ordering::Acquire) == epoch {
                     self.known.insert(hash, principal.clone()).await;
                 }
@@ -200,5 +228,20 @@ impl<'a> ApiExtractor<'a> for Auth {
             .cloned()
             .ok_or_else(|| ApiError::unauthenticated("missing Authorization header (Bearer credential)"))?;
         Ok(Auth(principal))
+    }
+}
+
+#[cfg(test)]
+mod scope_set_tests {
+    use super::{Scope, ScopeSet};
+
+    #[test]
+    fn a_scope_set_holds_exactly_the_scopes_named() {
+        let all = ScopeSet::of(Scope::ALL.iter().map(|s| s.as_str()));
+        assert!(Scope::ALL.iter().all(|s| all.contains(*s)));
+        let some = ScopeSet::of(["customers:read", "warehouses:write", "nonsense:read"]);
+        let held: Vec<Scope> = Scope::ALL.iter().copied().filter(|s| some.contains(*s)).collect();
+        assert_eq!(held, [Scope::CustomersRead, Scope::WarehousesWrite]);
+        assert!(!ScopeSet::default().contains(Scope::CustomersRead));
     }
 }
