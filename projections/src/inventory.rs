@@ -5,13 +5,11 @@
 //! agree with the write model. Reads join the products and warehouses read models for names.
 
 use crate::{
-    CacheKey, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold, StreamType, Target,
-    contains_pattern, json_fold,
+    CacheKey, Folds, ProjectionError, Rendered, RenderedFold, StreamType, Target, contains_pattern, json_fold,
 };
 use events::catalogue::{StockEffect, StockTransferEvent, ar_date, cause, iso_date, stock_effect};
 use events::domain::Quantity;
 use events::{EventPayload, RecordedEvent};
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
 use std::collections::BTreeMap;
@@ -25,32 +23,15 @@ pub const TRANSFERS: &str = "stock_transfers_view";
 
 pub struct InventoryProjection;
 
-impl Projection for InventoryProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::Inventory
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        &[LEVELS, RESERVATIONS, MOVEMENTS, TRANSFERS]
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(StreamType::stock_moving())
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
+projection!(InventoryProjection {
+    id: Inventory,
+    tables: &[LEVELS, RESERVATIONS, MOVEMENTS, TRANSFERS],
+    folds: Folds::Only(StreamType::stock_moving()),
 
     fn rendered(&self) -> Option<&dyn RenderedFold> {
         Some(self)
     }
-}
+});
 
 /// What a batch changes, one list per statement: the levels it leaves (one row per level, at the
 /// on-hand of its last change), its ledger rows, the reservations it touches (cleared, then their

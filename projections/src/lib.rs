@@ -204,6 +204,47 @@ impl dyn Projection {
     }
 }
 
+/// Writes `impl Projection` for a read model whose batches its module's
+/// `async fn apply(conn, target, events)` folds: its id, the tables it owns, the aggregates it folds
+/// (`[SomeEvent, ...]`, or any [`Folds`] expression), then any further items of the trait
+/// (`rendered`, `passes_over`) as written.
+macro_rules! projection {
+    ($projection:ty { id: $id:ident, tables: $tables:expr, folds: [$($event:ty),+ $(,)?] $(, $($item:tt)*)? }) => {
+        projection!($projection {
+            id: $id,
+            tables: $tables,
+            folds: $crate::Folds::Only(const { &[$($crate::StreamType::of::<$event>()),+] }),
+            $($($item)*)?
+        });
+    };
+    ($projection:ty { id: $id:ident, tables: $tables:expr, folds: $folds:expr $(, $($item:tt)*)? }) => {
+        impl $crate::Projection for $projection {
+            fn id(&self) -> $crate::ProjectionId {
+                $crate::ProjectionId::$id
+            }
+
+            fn tables(&self) -> &'static [&'static str] {
+                $tables
+            }
+
+            fn folds(&self) -> $crate::Folds {
+                $folds
+            }
+
+            fn apply<'a>(
+                &'a self,
+                conn: &'a mut ::sqlx::PgConnection,
+                target: $crate::Target,
+                events: &'a [::events::RecordedEvent],
+            ) -> ::futures::future::BoxFuture<'a, Result<Vec<$crate::CacheKey>, $crate::ProjectionError>> {
+                Box::pin(apply(conn, target, events))
+            }
+
+            $($($item)*)?
+        }
+    };
+}
+
 /// Every projection, listed once, by the module that holds its read model: its name (part of the
 /// product's contract: the CLI's `--only`, progress subjects and messages, checkpoint rows; never rename
 /// one) and the value that runs it. The list declares the modules and makes [`ProjectionId`] and

@@ -1,9 +1,8 @@
 //! The organizations read model: the organization resource (`GET /api/v1/organization`).
 
-use crate::{CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target};
+use crate::{CacheKey, CacheResource, ProjectionError, Target};
 use events::catalogue::OrganizationEvent;
 use events::{EventPayload, RecordedEvent};
-use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -12,28 +11,7 @@ pub const TABLE: &str = "organizations_view";
 
 pub struct OrganizationsProjection;
 
-impl Projection for OrganizationsProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::Organizations
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        &[TABLE]
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<OrganizationEvent>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
-}
+projection!(OrganizationsProjection { id: Organizations, tables: &[TABLE], folds: [OrganizationEvent] });
 
 async fn apply(
     conn: &mut PgConnection,

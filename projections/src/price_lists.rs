@@ -2,10 +2,9 @@
 //! Prices of automatic lists are not stored: they are computed on read from the variants' base prices,
 //! so they follow every product change at once (see [`price_of`]).
 
-use crate::{CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target};
+use crate::{CacheKey, CacheResource, ProjectionError, Target};
 use events::catalogue::{PriceListEvent, RecordEvent, apply_percentage, vat_hundredths};
 use events::{EventPayload, RecordedEvent};
-use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -14,28 +13,7 @@ pub const TABLES: &[&str] = &["price_lists_view", "price_list_prices"];
 
 pub struct PriceListsProjection;
 
-impl Projection for PriceListsProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::PriceLists
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        TABLES
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<PriceListEvent>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
-}
+projection!(PriceListsProjection { id: PriceLists, tables: TABLES, folds: [PriceListEvent] });
 
 async fn apply(
     conn: &mut PgConnection,

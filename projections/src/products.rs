@@ -1,10 +1,9 @@
 //! The products read model: one row per variant (`products_view`), shared fields repeated, for the
 //! product detail and list.
 
-use crate::{CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target};
+use crate::{CacheKey, CacheResource, ProjectionError, Target};
 use events::catalogue::ProductEvent;
 use events::{EventPayload, RecordedEvent};
-use futures::future::BoxFuture;
 use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
@@ -19,28 +18,7 @@ const PRICING_FIELDS: &[&str] = &["cost", "price", "markup_percentage", "tax_rat
 
 pub struct ProductsProjection;
 
-impl Projection for ProductsProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::Products
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        &[TABLE, PRICING_REVISIONS]
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<ProductEvent>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
-}
+projection!(ProductsProjection { id: Products, tables: &[TABLE, PRICING_REVISIONS], folds: [ProductEvent] });
 
 /// One variant row to write.
 struct Row {

@@ -2,10 +2,9 @@
 //! columns lists filter on) and purchase orders (`purchase_orders_view`, the order's state folded with
 //! the same fold the command side uses). Reads join suppliers for their names.
 
-use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
+use crate::{CacheKey, ProjectionError, Target, contains_pattern};
 use events::catalogue::{PurchaseEvent, PurchaseOrderEvent, PurchaseOrderState};
 use events::{EventPayload, RecordedEvent};
-use futures::future::BoxFuture;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::{Date, OffsetDateTime};
@@ -16,28 +15,11 @@ pub const ORDERS: &str = "purchase_orders_view";
 
 pub struct PurchasesProjection;
 
-impl Projection for PurchasesProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::Purchases
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        &[PURCHASES, ORDERS]
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<PurchaseEvent>(), StreamType::of::<PurchaseOrderEvent>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
-}
+projection!(PurchasesProjection {
+    id: Purchases,
+    tables: &[PURCHASES, ORDERS],
+    folds: [PurchaseEvent, PurchaseOrderEvent],
+});
 
 fn undecodable(event: &RecordedEvent, reason: impl ToString) -> ProjectionError {
     ProjectionError::Undecodable { position: event.position, reason: reason.to_string() }

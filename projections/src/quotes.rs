@@ -2,10 +2,9 @@
 //! side uses), removed when the quote is deleted. The active reservation is read beside it from the
 //! inventory read model.
 
-use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
+use crate::{CacheKey, ProjectionError, Target, contains_pattern};
 use events::catalogue::{QuoteEvent, QuoteState, fold_quote};
 use events::{EventPayload, RecordedEvent};
-use futures::future::BoxFuture;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
@@ -15,28 +14,7 @@ pub const TABLE: &str = "quotes_view";
 
 pub struct QuotesProjection;
 
-impl Projection for QuotesProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::Quotes
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        &[TABLE]
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<QuoteEvent>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
-}
+projection!(QuotesProjection { id: Quotes, tables: &[TABLE], folds: [QuoteEvent] });
 
 async fn apply(
     conn: &mut PgConnection,

@@ -1,10 +1,9 @@
 //! The sales read model (`sales_view`): each sale's whole state (the recorded sale with its later fiscal
 //! outcomes, folded with the same fold the command side uses) beside the columns lists filter on.
 
-use crate::{CacheKey, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target, contains_pattern};
+use crate::{CacheKey, ProjectionError, Target, contains_pattern};
 use events::catalogue::{SaleEvent, SaleRecorded, fold_sale};
 use events::{EventPayload, RecordedEvent};
-use futures::future::BoxFuture;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::{Date, OffsetDateTime};
@@ -14,28 +13,7 @@ pub const TABLE: &str = "sales_view";
 
 pub struct SalesProjection;
 
-impl Projection for SalesProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::Sales
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        &[TABLE]
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<SaleEvent>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
-}
+projection!(SalesProjection { id: Sales, tables: &[TABLE], folds: [SaleEvent] });
 
 /// `A 00001-00000042`, as lists search it.
 fn formatted(sale: &SaleRecorded) -> Option<String> {

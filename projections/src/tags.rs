@@ -1,10 +1,9 @@
 //! The tags read model: the tags (`tags_view`) and which resources carry them (`tag_assignments`),
 //! read beside every customer, supplier and product.
 
-use crate::{CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, StreamType, Target};
+use crate::{CacheKey, CacheResource, ProjectionError, Target};
 use events::catalogue::TagEvent;
 use events::{EventPayload, RecordedEvent};
-use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
 use time::OffsetDateTime;
@@ -15,28 +14,7 @@ pub const ASSIGNMENTS: &str = "tag_assignments";
 
 pub struct TagsProjection;
 
-impl Projection for TagsProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::Tags
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        &[TABLE, ASSIGNMENTS]
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<TagEvent>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
-}
+projection!(TagsProjection { id: Tags, tables: &[TABLE, ASSIGNMENTS], folds: [TagEvent] });
 
 async fn apply(
     conn: &mut PgConnection,

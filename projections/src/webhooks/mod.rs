@@ -5,7 +5,7 @@
 pub mod dispatch;
 pub mod envelope;
 
-use crate::{CacheKey, CacheResource, EventHead, Folds, Projection, ProjectionError, ProjectionId, Target};
+use crate::{CacheKey, CacheResource, EventHead, Folds, ProjectionError, Target};
 use envelope::PublicEvent;
 use events::catalogue::{SealedSecret, WebhookEndpointEvent};
 use events::{EventPayload, RecordedEvent};
@@ -32,28 +32,11 @@ impl WebhooksProjection {
     }
 }
 
-impl Projection for WebhooksProjection {
-    fn id(&self) -> ProjectionId {
-        ProjectionId::Webhooks
-    }
-
-    fn tables(&self) -> &'static [&'static str] {
-        &[TABLE]
-    }
-
-    fn folds(&self) -> Folds {
-        // Any aggregate may produce public events; the sender sees them all.
-        Folds::Every
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
-        Box::pin(apply(conn, target, events))
-    }
+projection!(WebhooksProjection {
+    id: Webhooks,
+    tables: &[TABLE],
+    // Any aggregate may produce public events; the sender sees them all.
+    folds: Folds::Every,
 
     fn passes_over<'a>(
         &'a self,
@@ -78,7 +61,7 @@ impl Projection for WebhooksProjection {
             Ok(passes)
         })
     }
-}
+});
 
 /// An endpoint as the sender sees it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
