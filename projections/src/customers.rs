@@ -131,8 +131,7 @@ fn fold<E: RecordEvent<Fields = CustomerFields>>(
     let rows = events
         .iter()
         .map(|event| {
-            let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
-                .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+            let decoded: E = crate::decode(event)?;
             Ok(CustomerRow::new(event.org_id, event.stream_id, decoded.fields(), event.recorded_at))
         })
         .collect::<Result<Vec<_>, ProjectionError>>()?;

@@ -104,10 +104,6 @@ struct TransferJson {
     created_at: OffsetDateTime,
 }
 
-fn undecodable(event: &RecordedEvent, reason: impl ToString) -> ProjectionError {
-    ProjectionError::Undecodable { position: event.position, reason: reason.to_string() }
-}
-
 /// The batch's changes, from its events in commit order.
 fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
     // Levels end the batch at the on-hand of their last change (the batch is in commit order).
@@ -117,7 +113,7 @@ fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
     let mut batch = Batch::default();
     for event in events {
         let effect = stock_effect(&event.stream_type, &event.event_type, event.schema_version, &event.data)
-            .map_err(|e| undecodable(event, e))?;
+            .map_err(|e| ProjectionError::undecodable(event, e))?;
         // The cause is the event's document (a movement, a transfer), or for opening stock the variant.
         let mut changed = |index: usize,
                            variant: Uuid,
@@ -162,9 +158,7 @@ fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
             }
         }
         if event.stream_type == StockTransferEvent::STREAM_TYPE {
-            let StockTransferEvent::StockTransferred(t) =
-                StockTransferEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-                    .map_err(|e| undecodable(event, e))?;
+            let StockTransferEvent::StockTransferred(t) = crate::decode(event)?;
             batch.transfers.push(TransferJson {
                 org_id: event.org_id,
                 id: event.stream_id,

@@ -54,6 +54,20 @@ pub enum ProjectionError {
     Undecodable { position: i64, reason: String },
 }
 
+impl ProjectionError {
+    /// `event` cannot be folded, for `reason`.
+    pub fn undecodable(event: &RecordedEvent, reason: impl ToString) -> Self {
+        ProjectionError::Undecodable { position: event.position, reason: reason.to_string() }
+    }
+}
+
+/// `event`'s payload as `E`, the payload enum of its aggregate: an event that does not decode cannot be
+/// folded.
+pub fn decode<E: events::EventPayload>(event: &RecordedEvent) -> Result<E, ProjectionError> {
+    E::decode(&event.event_type, event.schema_version, event.data.clone())
+        .map_err(|e| ProjectionError::undecodable(event, e))
+}
+
 /// What the projector knows of an event before decoding it: its organization and stream type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventHead<'a> {

@@ -1,8 +1,8 @@
 //! The organizations read model: the organization resource (`GET /api/v1/organization`).
 
 use crate::{CacheKey, CacheResource, ProjectionError, Target};
+use events::RecordedEvent;
 use events::catalogue::OrganizationEvent;
-use events::{EventPayload, RecordedEvent};
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -21,8 +21,7 @@ async fn apply(
     let table = target.table(TABLE);
     let mut stale = Vec::new();
     for event in events {
-        let decoded = OrganizationEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+        let decoded: OrganizationEvent = crate::decode(event)?;
         match decoded {
             OrganizationEvent::OrganizationCreated(created) => {
                 let sql = format!(

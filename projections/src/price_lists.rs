@@ -3,8 +3,8 @@
 //! so they follow every product change at once (see [`price_of`]).
 
 use crate::{CacheKey, CacheResource, ProjectionError, Target};
+use events::RecordedEvent;
 use events::catalogue::{PriceListEvent, RecordEvent, apply_percentage, vat_hundredths};
-use events::{EventPayload, RecordedEvent};
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -23,8 +23,7 @@ async fn apply(
     let (lists, prices) = (target.table(TABLES[0]), target.table(TABLES[1]));
     let mut stale = Vec::new();
     for event in events {
-        let decoded = PriceListEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+        let decoded: PriceListEvent = crate::decode(event)?;
         let f = decoded.fields();
         let sql = format!(
             "insert into {lists} (org_id, id, name, description, is_automatic, automatic_pricing_mode,

@@ -2,8 +2,8 @@
 //! product detail and list.
 
 use crate::{CacheKey, CacheResource, ProjectionError, Target};
+use events::RecordedEvent;
 use events::catalogue::ProductEvent;
-use events::{EventPayload, RecordedEvent};
 use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
@@ -43,8 +43,7 @@ async fn apply(
     let mut order = Vec::new();
     let mut repriced: std::collections::HashMap<Uuid, i64> = std::collections::HashMap::new();
     for event in events {
-        let decoded = ProductEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+        let decoded: ProductEvent = crate::decode(event)?;
         let moves_prices = match &decoded {
             ProductEvent::ProductCreated(_) => true,
             ProductEvent::ProductUpdated(updated) => {

@@ -21,10 +21,6 @@ projection!(PurchasesProjection {
     folds: [PurchaseEvent, PurchaseOrderEvent],
 });
 
-fn undecodable(event: &RecordedEvent, reason: impl ToString) -> ProjectionError {
-    ProjectionError::Undecodable { position: event.position, reason: reason.to_string() }
-}
-
 async fn apply(
     conn: &mut PgConnection,
     target: Target,
@@ -33,9 +29,7 @@ async fn apply(
     let (purchases, orders) = (target.table(PURCHASES), target.table(ORDERS));
     for event in events {
         if event.stream_type == PurchaseEvent::STREAM_TYPE {
-            let PurchaseEvent::PurchaseRecorded(recorded) =
-                PurchaseEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-                    .map_err(|e| undecodable(event, e))?;
+            let PurchaseEvent::PurchaseRecorded(recorded) = crate::decode(event)?;
             let sql = format!(
                 "insert into {purchases} (org_id, id, supplier_id, voucher_type, supplier_invoice_number, invoice_date,
                                           total_ars, doc, created_at)
@@ -56,8 +50,7 @@ async fn apply(
             request_document(conn, event.org_id, event.stream_id, &recorded).await?;
             continue;
         }
-        let decoded = PurchaseOrderEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| undecodable(event, e))?;
+        let decoded: PurchaseOrderEvent = crate::decode(event)?;
         let current: Option<Value> = match decoded {
             PurchaseOrderEvent::PurchaseOrderCreated(_) => None,
             _ => {
@@ -69,10 +62,12 @@ async fn apply(
                     .await?
             }
         };
-        let state =
-            current.map(serde_json::from_value::<PurchaseOrderState>).transpose().map_err(|e| undecodable(event, e))?;
+        let state = current
+            .map(serde_json::from_value::<PurchaseOrderState>)
+            .transpose()
+            .map_err(|e| ProjectionError::undecodable(event, e))?;
         let Some(next) = PurchaseOrderState::fold(state, &decoded, event.recorded_at) else {
-            return Err(undecodable(event, "an order event before the order's creation"));
+            return Err(ProjectionError::undecodable(event, "an order event before the order's creation"));
         };
         let next = PurchaseOrderState { id: event.stream_id, ..next };
         let sql = format!(

@@ -3,8 +3,8 @@
 //! inventory read model.
 
 use crate::{CacheKey, ProjectionError, Target, contains_pattern};
+use events::RecordedEvent;
 use events::catalogue::{QuoteEvent, QuoteState, fold_quote};
-use events::{EventPayload, RecordedEvent};
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
@@ -23,9 +23,7 @@ async fn apply(
 ) -> Result<Vec<CacheKey>, ProjectionError> {
     let table = target.table(TABLE);
     for event in events {
-        let undecodable = |reason: String| ProjectionError::Undecodable { position: event.position, reason };
-        let decoded = QuoteEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| undecodable(e.to_string()))?;
+        let decoded: QuoteEvent = crate::decode(event)?;
         let current = match decoded {
             QuoteEvent::QuoteExpired(_) => {
                 let sql = format!("select doc from {table} where org_id = $1 and id = $2");
@@ -34,7 +32,9 @@ async fn apply(
                     .bind(event.stream_id)
                     .fetch_optional(&mut *conn)
                     .await?;
-                doc.map(serde_json::from_value::<QuoteState>).transpose().map_err(|e| undecodable(e.to_string()))?
+                doc.map(serde_json::from_value::<QuoteState>)
+                    .transpose()
+                    .map_err(|e| ProjectionError::undecodable(event, e))?
             }
             _ => None,
         };

@@ -115,8 +115,7 @@ impl<E: RecordEvent> RecordsProjection<E> {
         let rows = events
             .iter()
             .map(|event| {
-                let decoded = E::decode(&event.event_type, event.schema_version, event.data.clone())
-                    .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+                let decoded: E = crate::decode(event)?;
                 let doc = serde_json::to_value(decoded.fields()).unwrap_or(Value::Null);
                 Ok(Row { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at })
             })

@@ -2,8 +2,8 @@
 //! outcomes, folded with the same fold the command side uses) beside the columns lists filter on.
 
 use crate::{CacheKey, ProjectionError, Target, contains_pattern};
+use events::RecordedEvent;
 use events::catalogue::{SaleEvent, SaleRecorded, fold_sale};
-use events::{EventPayload, RecordedEvent};
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::{Date, OffsetDateTime};
@@ -27,11 +27,9 @@ async fn apply(
 ) -> Result<Vec<CacheKey>, ProjectionError> {
     let table = target.table(TABLE);
     for event in events {
-        let undecodable = |reason: String| ProjectionError::Undecodable { position: event.position, reason };
-        let decoded = SaleEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| undecodable(e.to_string()))?;
+        let decoded: SaleEvent = crate::decode(event)?;
         let Some(sale) = fold_sale(None, &decoded) else {
-            return Err(undecodable("a fiscal outcome before the sale".into()));
+            return Err(ProjectionError::undecodable(event, "a fiscal outcome before the sale"));
         };
         let sql = format!(
             "insert into {table} (org_id, id, customer_id, customer_name, invoice_date, status, integration_source,

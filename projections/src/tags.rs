@@ -2,8 +2,8 @@
 //! read beside every customer, supplier and product.
 
 use crate::{CacheKey, CacheResource, ProjectionError, Target};
+use events::RecordedEvent;
 use events::catalogue::TagEvent;
-use events::{EventPayload, RecordedEvent};
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
 use time::OffsetDateTime;
@@ -24,8 +24,7 @@ async fn apply(
     let (tags, assignments) = (target.table(TABLE), target.table(ASSIGNMENTS));
     let mut stale = Vec::new();
     for event in events {
-        let decoded = TagEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-            .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+        let decoded: TagEvent = crate::decode(event)?;
         let (org, tag, at) = (event.org_id, event.stream_id, event.recorded_at);
         let touches_tag = match &decoded {
             TagEvent::TagCreated(fields) => {

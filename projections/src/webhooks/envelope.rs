@@ -91,8 +91,7 @@ pub fn public_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, Projecti
     if event.stream_type != ProductEvent::STREAM_TYPE {
         return Ok(Vec::new());
     }
-    let decoded = ProductEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-        .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+    let decoded: ProductEvent = crate::decode(event)?;
     let group_id = event.stream_id;
     Ok(match &decoded {
         ProductEvent::ProductCreated(created) => created
@@ -130,8 +129,7 @@ pub fn public_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, Projecti
 /// `sale.updated` when its fiscal state changes, each with the sale's whole public object.
 fn sale_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, ProjectionError> {
     use events::catalogue::SaleEvent;
-    let decoded = SaleEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-        .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+    let decoded: SaleEvent = crate::decode(event)?;
     let (event_type, sale) = match &decoded {
         SaleEvent::SaleRecorded(sale) => ("sale.created", sale),
         SaleEvent::SaleFiscalChanged(sale) => ("sale.updated", sale),

@@ -120,8 +120,7 @@ async fn apply(
         }
         let org_endpoints = endpoints.get_mut(&event.org_id).expect("loaded above");
         if event.stream_type == WebhookEndpointEvent::STREAM_TYPE {
-            let decoded = WebhookEndpointEvent::decode(&event.event_type, event.schema_version, event.data.clone())
-                .map_err(|e| ProjectionError::Undecodable { position: event.position, reason: e.to_string() })?;
+            let decoded: WebhookEndpointEvent = crate::decode(event)?;
             stale.push(CacheKey {
                 resource: CacheResource::WebhookEndpoint,
                 org_id: event.org_id,
