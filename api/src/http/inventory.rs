@@ -6,11 +6,12 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
-use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Limit, QuantityIn, QuantityText};
+use crate::http::shared_filters::{Filters, binding, date_schema, id_filter, search, uuid_schema};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -49,19 +50,10 @@ pub const CREATE_STOCK_TRANSFER: Operation =
 pub const GET_STOCK_TRANSFER: Operation = Operation::read("getStockTransfer", Some(Scope::TransfersRead));
 
 /// Stock movements and levels: writes wait on the inventory projection.
-const INVENTORY: Kind = Kind {
-    label: "inventory",
-    projection: ProjectionId::Inventory,
-    cache: None,
-    list: ListAt { url: "/api/v1/inventory", binding: "inventory" },
-};
+const INVENTORY: Kind = Kind::new("inventory", ProjectionId::Inventory, "/api/v1/inventory", "inventory");
 
-const TRANSFERS: Kind = Kind {
-    label: "stock transfer",
-    projection: ProjectionId::Inventory,
-    cache: None,
-    list: ListAt { url: "/api/v1/stock-transfers", binding: "stock_transfers" },
-};
+const TRANSFERS: Kind =
+    Kind::new("stock transfer", ProjectionId::Inventory, "/api/v1/stock-transfers", "stock_transfers");
 
 /// The organization's calendar date now (UTC-3).
 fn today() -> Date {
@@ -436,36 +428,6 @@ enum Transfers {
 
 type Key = Header<Option<String>>;
 
-/// An optional id filter.
-fn id_filter(text: Option<String>, parameter: &str) -> Result<Option<Uuid>, ApiError> {
-    text.as_deref().map(|t| parse_id(t, parameter)).transpose()
-}
-
-/// An optional `YYYY-MM-DD` filter.
-fn date_filter(text: Option<String>, parameter: &str) -> Result<Option<Date>, ApiError> {
-    let Some(text) = text else { return Ok(None) };
-    Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]")).map(Some).map_err(|_| {
-        ApiError::invalid_request("INVALID_PARAMETERS", format!("{parameter} is not a date")).with_detail(
-            Some(parameter),
-            "invalid_date",
-            "must be a date written YYYY-MM-DD",
-        )
-    })
-}
-
-/// The filters a cursor is bound to, so a cursor never serves other filters.
-fn binding(list: &str, filters: &[&dyn std::fmt::Debug]) -> String {
-    format!("{list}{filters:?}")
-}
-
-fn uuid_schema() -> serde_json::Value {
-    serde_json::json!({ "type": "string", "format": "uuid" })
-}
-
-fn date_schema() -> serde_json::Value {
-    serde_json::json!({ "type": "string", "format": "date" })
-}
-
 /// `in` and `out` lines move positive quantities; a `count` may count zero.
 fn movement_shapes() -> serde_json::Value {
     let positive =
@@ -540,25 +502,21 @@ impl InventoryApi {
         let filter = LevelFilter {
             warehouse_id: id_filter(warehouse_id.0, "warehouse_id")?,
             variant_id: id_filter(product_id.0, "product_id")?,
-            query: query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()),
+            query: search(query.0),
             below_minimum: below_minimum.0,
         };
         let bound =
             binding("inventory", &[&filter.warehouse_id, &filter.variant_id, &filter.query, &filter.below_minimum]);
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        let page = call.page(params, &bound)?;
-        let after = match page.after() {
-            None => None,
-            Some(text) => {
-                let (variant, warehouse) = text.split_once('/').unwrap_or((text, ""));
-                Some((parse_id(variant, "cursor")?, parse_id(warehouse, "cursor")?))
-            }
-        };
-        let mut rows = read::levels(&state.pool, call.org_id(), &filter, today(), after, page.fetch_size()).await?;
-        let next = page.finish(&mut rows, |r| format!("{}/{}", r.variant_id, r.warehouse_id));
-        let has_more = next.is_some();
-        let data = rows.into_iter().map(InventoryData::from_row).collect();
-        let body = Style::a(&ListEnvelope::new(request_id.0.clone(), INVENTORY.list.url, data, has_more, next));
+        let params = PageParams::new(limit, cursor, page);
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: INVENTORY.list.url, binding: &bound },
+                async |after, n| Ok(read::levels(&state.pool, call.org_id(), &filter, today(), after, n).await?),
+                |row: &LevelRow| (row.variant_id, row.warehouse_id),
+                async |rows| Ok(rows.into_iter().map(InventoryData::from_row).collect()),
+            )
+            .await?;
         Ok(Levels::Ok(RawJson::new(body)))
     }
 
@@ -585,55 +543,29 @@ impl InventoryApi {
         page: PageParam,
     ) -> Result<Ledger, ApiError> {
         let call = Call::new(LIST_INVENTORY_MOVEMENTS, &state, &auth, &request_id)?;
-        let mut errors = Vec::new();
-        let mut check = |result: Result<(), ApiError>| {
-            if let Err(error) = result {
-                errors.extend(error.body.details);
-            }
+        let mut filters = Filters::default();
+        let filter = MovementFilter {
+            variant_id: filters.id(product_id.0, "product_id"),
+            warehouse_id: filters.id(warehouse_id.0, "warehouse_id"),
+            date_from: filters.date(date_from.0, "date_from"),
+            date_to: filters.date(date_to.0, "date_to"),
+            cause_type: filters.one_of(cause_type.0, "cause_type", &STOCK_CAUSES),
         };
-        let mut filter = MovementFilter::default();
-        check(id_filter(product_id.0, "product_id").map(|v| filter.variant_id = v));
-        check(id_filter(warehouse_id.0, "warehouse_id").map(|v| filter.warehouse_id = v));
-        check(date_filter(date_from.0, "date_from").map(|v| filter.date_from = v));
-        check(date_filter(date_to.0, "date_to").map(|v| filter.date_to = v));
-        if let Some(cause_type) = cause_type.0 {
-            if STOCK_CAUSES.contains(&cause_type.as_str()) {
-                filter.cause_type = Some(cause_type);
-            } else {
-                check(Err(ApiError::internal().with_detail(
-                    Some("cause_type"),
-                    "invalid_value",
-                    format!("must be one of {}", STOCK_CAUSES.join(", ")),
-                )));
-            }
-        }
-        if !errors.is_empty() {
-            let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-            error.body.details = errors;
-            return Err(error);
-        }
+        filters.check()?;
         let bound = binding(
             "inventory_movements",
             &[&filter.variant_id, &filter.warehouse_id, &filter.cause_type, &filter.date_from, &filter.date_to],
         );
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
-        let page = call.page(params, &bound)?;
-        let after = match page.after() {
-            None => None,
-            Some(text) => Some(text.parse::<i64>().map_err(|_| {
-                ApiError::invalid_request("INVALID_PARAMETERS", "cursor is not valid").with_detail(
-                    Some("cursor"),
-                    "invalid_cursor",
-                    "not a cursor of this list",
-                )
-            })?),
-        };
-        let mut rows = read::movements(&state.pool, call.org_id(), &filter, after, page.fetch_size()).await?;
-        let next = page.finish(&mut rows, |r| r.seq.to_string());
-        let has_more = next.is_some();
-        let data = rows.into_iter().map(InventoryMovementData::from_row).collect();
-        let body =
-            Style::a(&ListEnvelope::new(request_id.0.clone(), "/api/v1/inventory/movements", data, has_more, next));
+        let params = PageParams::new(limit, cursor, page);
+        let body = call
+            .cursor_list(
+                params,
+                ListAt { url: "/api/v1/inventory/movements", binding: &bound },
+                async |after, n| Ok(read::movements(&state.pool, call.org_id(), &filter, after, n).await?),
+                |row: &MovementRow| row.seq,
+                async |rows| Ok(rows.into_iter().map(InventoryMovementData::from_row).collect()),
+            )
+            .await?;
         Ok(Ledger::Ok(RawJson::new(body)))
     }
 
@@ -688,7 +620,7 @@ impl InventoryApi {
         let call = Call::new(LIST_STOCK_TRANSFERS, &state, &auth, &request_id)?;
         let warehouse = id_filter(warehouse_id.0, "warehouse_id")?;
         let bound = binding(TRANSFERS.list.binding, &[&warehouse]);
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let params = PageParams::new(limit, cursor, page);
         let body = call
             .cursor_list(
                 params,

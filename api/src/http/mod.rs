@@ -17,6 +17,7 @@ pub mod presence;
 pub mod resource;
 pub mod routes_group;
 pub mod schema;
+pub mod shared_filters;
 
 use crate::http::error::{ApiError, ErrorType};
 use crate::state::AppState;

@@ -11,7 +11,7 @@ use crate::http::list::parse_id;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
 use crate::http::schema::rules;
 use crate::http::schema::{AutomaticPricingMode, Blank, Cents, Limit, Percent, Text};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -46,12 +46,8 @@ pub const GET_PRICE_LIST_PRICE: Operation = Operation::read("getPriceListPrice",
 
 /// Price lists, as the shared handler sequence sees them (never cached: a list's answer depends on the
 /// products' revision too).
-const PRICE_LISTS: Kind = Kind {
-    label: "price list",
-    projection: ProjectionId::PriceLists,
-    cache: None,
-    list: ListAt { url: "/api/v1/price-lists", binding: "/api/v1/price-lists" },
-};
+const PRICE_LISTS: Kind =
+    Kind::new("price list", ProjectionId::PriceLists, "/api/v1/price-lists", "/api/v1/price-lists");
 
 /// A price list.
 #[derive(Debug, Clone, Serialize, Object)]
@@ -458,7 +454,7 @@ impl PriceListsApi {
         page: PageParam,
     ) -> Result<Lists, ApiError> {
         let call = Call::new(LIST_PRICE_LISTS, &state, &auth, &request_id)?;
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let params = PageParams::new(limit, cursor, page);
         let body = call
             .cursor_list(
                 params,
@@ -571,7 +567,7 @@ impl PriceListsApi {
         let url = format!("{}/{}/prices", PRICE_LISTS.list.url, list.id);
         // Cursors are bound to the filter as well as the list.
         let binding = format!("{url}?is_active={active:?}");
-        let paging = call.page(PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 }, &binding)?;
+        let paging = call.page(PageParams::new(limit, cursor, page), &binding)?;
         let revision = list.pricing_revision();
         // A position is `{revision}/{product id}`: a cursor of another revision would page prices that moved.
         let after = match paging.after() {

@@ -6,7 +6,7 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::kinds::PRODUCTS;
-use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional, Sparse};
@@ -17,6 +17,7 @@ use crate::http::schema::{
     AdjustmentTarget, Blank, Cents, Currency, Int, Limit, MetafieldKey, MetafieldValue, Percent, ProductType,
     QuantityIn, Text, VatCode,
 };
+use crate::http::shared_filters::{id_filter, search};
 use crate::http::tags::{TagData, tags_of, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -831,9 +832,9 @@ impl ProductsApi {
     ) -> Result<ListResponse, ApiError> {
         let call = Call::new(LIST_PRODUCTS, &state, &auth, &request_id)?;
         let fields = parse_fields(fields.0)?;
-        let supplier = default_supplier_id.0.as_deref().map(|s| parse_id(s, "default_supplier_id")).transpose()?;
-        let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let supplier = id_filter(default_supplier_id.0, "default_supplier_id")?;
+        let search = search(query.0);
+        let params = PageParams::new(limit, cursor, page);
         let body = call
             .cursor_list(
                 params,

@@ -7,11 +7,12 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
-use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Limit, Percent, QuantityIn, QuantityText, rules};
+use crate::http::shared_filters::{id_filter, one_of, search};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::inventory::reservations::reservation_id;
@@ -42,12 +43,7 @@ pub const REPLACE_QUOTE: Operation =
 pub const DELETE_QUOTE: Operation =
     Operation::write("deleteQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote);
 
-const QUOTES: Kind = Kind {
-    label: "quote",
-    projection: ProjectionId::Quotes,
-    cache: None,
-    list: ListAt { url: "/api/v1/quotes", binding: "quotes" },
-};
+const QUOTES: Kind = Kind::new("quote", ProjectionId::Quotes, "/api/v1/quotes", "quotes");
 
 /// `draft`, `sent`, `accepted`, `rejected`, `expired` or `converted`.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
@@ -450,26 +446,17 @@ impl QuotesApi {
         page: PageParam,
     ) -> Result<Quotes, ApiError> {
         let call = Call::new(LIST_QUOTES, &state, &auth, &request_id)?;
-        let customer = customer_id.0.as_deref().map(|c| parse_id(c, "customer_id")).transpose()?;
-        if let Some(s) = &status.0
-            && !QuoteStatus::NAMES.contains(&s.as_str())
-        {
-            return Err(ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid")
-                .with_detail(
-                    Some("status"),
-                    "invalid_value",
-                    format!("must be one of {}", QuoteStatus::NAMES.join(", ")),
-                ));
-        }
-        let search = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
-        let bound = format!("quotes{:?}", (&search, &customer, &status.0));
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let customer = id_filter(customer_id.0, "customer_id")?;
+        let status = one_of(status.0, "status", QuoteStatus::NAMES)?;
+        let search = search(query.0);
+        let bound = format!("quotes{:?}", (&search, &customer, &status));
+        let params = PageParams::new(limit, cursor, page);
         let body = call
             .cursor_list(
                 params,
                 ListAt { url: QUOTES.list.url, binding: &bound },
                 async |after, n| {
-                    let status = status.0.as_deref();
+                    let status = status.as_deref();
                     Ok(read::list(&state.pool, call.org_id(), search.as_deref(), customer, status, after, n).await?)
                 },
                 |row: &QuoteRow| (row.created_at, row.id),

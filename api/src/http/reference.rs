@@ -8,7 +8,7 @@ use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Operation, Operations};
 use crate::http::presence::Nullable;
-use crate::http::resource::{Call, Kind, ListAt, PageParams};
+use crate::http::resource::{Call, Kind, PageParams};
 use crate::http::schema::Limit;
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
@@ -186,12 +186,9 @@ where
 }
 
 /// The caller's organization, as the shared handler sequence sees it (a single read, cached).
-const ORGANIZATION: Kind = Kind {
-    label: "organization",
-    projection: ProjectionId::Organizations,
-    cache: Some(Resource::Organization),
-    list: ListAt { url: "/api/v1/organization", binding: "/api/v1/organization" },
-};
+const ORGANIZATION: Kind =
+    Kind::new("organization", ProjectionId::Organizations, "/api/v1/organization", "/api/v1/organization")
+        .cached(Resource::Organization);
 
 pub struct ReferenceApi;
 
@@ -282,7 +279,7 @@ impl ReferenceApi {
                 (*code, item)
             })
             .collect();
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let params = PageParams::new(limit, cursor, page);
         Ok(TaxRatesResponse::Ok(RawJson::new(static_page(&call, url, items, params)?)))
     }
 
@@ -317,7 +314,7 @@ impl ReferenceApi {
                 (*code, item)
             })
             .collect();
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let params = PageParams::new(limit, cursor, page);
         Ok(VoucherTypesResponse::Ok(RawJson::new(static_page(&call, url, items, params)?)))
     }
 }

@@ -19,15 +19,18 @@ use crate::cache::{ReadKey, Resource};
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::JsonBody;
 use crate::http::cursor::CursorCodec;
+use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::list::{ListEnvelope, ListParams, parse_id};
 use crate::http::operations::{Idempotency, Operation};
+use crate::http::schema::Limit;
 use crate::http::{RequestId, ServiceVersion, Style};
 use crate::state::{Accepted, AppState};
 use bytes::Bytes;
 use commands::protocol::Command;
 use events::domain::Scope;
+use poem_openapi::param::Query;
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
 use projections::ProjectionId;
 use serde::Serialize;
@@ -61,6 +64,16 @@ pub struct Kind {
 }
 
 impl Kind {
+    /// A kind whose single reads are not cached, its list at `url` with cursors signed for `binding`.
+    pub const fn new(label: &'static str, projection: ProjectionId, url: &'static str, binding: &'static str) -> Self {
+        Self { label, projection, cache: None, list: ListAt { url, binding } }
+    }
+
+    /// The same kind, its single reads cached under `resource`.
+    pub const fn cached(self, resource: Resource) -> Self {
+        Self { cache: Some(resource), ..self }
+    }
+
     /// The id in a path naming a resource of this kind, in the parameter named after the kind
     /// (`customer_id`, `price_list_id`): see [`Kind::id_in`]. A handler with a [`Call`] uses
     /// [`Call::id`], which names the parameter its route documents.
@@ -140,6 +153,13 @@ pub struct PageParams {
     pub page: Option<String>,
 }
 
+impl PageParams {
+    /// The parameters as a handler receives them.
+    pub fn new(limit: Query<Option<Limit>>, cursor: Query<Option<String>>, page: PageParam) -> Self {
+        Self { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 }
+    }
+}
+
 /// One page of a cursor list being served, from parameters checked against the list's binding.
 pub struct Page<'a> {
     params: ListParams,
@@ -203,6 +223,35 @@ impl Position for (OffsetDateTime, Uuid) {
         let at = OffsetDateTime::parse(at, &Rfc3339)
             .map_err(|_| ApiError::invalid_request("INVALID_CURSOR", "the cursor is not valid for this list"))?;
         Ok((at, parse_id(id, "cursor")?))
+    }
+}
+
+/// The key of a list ordered by two ids (`{first}/{second}`: a variant, then a warehouse).
+impl Position for (Uuid, Uuid) {
+    fn write(&self) -> String {
+        format!("{}/{}", self.0, self.1)
+    }
+
+    fn read(text: &str) -> Result<Self, ApiError> {
+        let (first, second) = text.split_once('/').unwrap_or((text, ""));
+        Ok((parse_id(first, "cursor")?, parse_id(second, "cursor")?))
+    }
+}
+
+/// The key of a list in the order of a sequence number.
+impl Position for i64 {
+    fn write(&self) -> String {
+        self.to_string()
+    }
+
+    fn read(text: &str) -> Result<Self, ApiError> {
+        text.parse().map_err(|_| {
+            ApiError::invalid_request("INVALID_PARAMETERS", "cursor is not valid").with_detail(
+                Some("cursor"),
+                "invalid_cursor",
+                "not a cursor of this list",
+            )
+        })
     }
 }
 

@@ -7,11 +7,12 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::documents::link;
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
-use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Int, Limit, NonNegative, Percent, QuantityIn, QuantityText, VatCode};
+use crate::http::shared_filters::{Filters, date_schema, search, uuid_schema};
 use crate::http::tags::{TagData, tags_of};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -50,12 +51,7 @@ pub const INVOICE_SALE: Operation =
         .unprocessable(WHY_INVOICE);
 pub const GET_SALE_DOCUMENT: Operation = Operation::read("getSaleDocument", Some(Scope::SalesRead));
 
-const SALES: Kind = Kind {
-    label: "sale",
-    projection: ProjectionId::Sales,
-    cache: None,
-    list: ListAt { url: "/api/v1/sales", binding: "sales" },
-};
+const SALES: Kind = Kind::new("sale", ProjectionId::Sales, "/api/v1/sales", "sales");
 
 /// The customer as the sale recorded them.
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
@@ -547,34 +543,6 @@ enum DocumentRedirect {
 
 type Key = Header<Option<String>>;
 
-fn date_filter(
-    text: Option<String>,
-    parameter: &str,
-    details: &mut Vec<crate::http::error::ErrorDetail>,
-) -> Option<Date> {
-    let text = text?;
-    match Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]")) {
-        Ok(date) => Some(date),
-        Err(_) => {
-            details.push(crate::http::error::ErrorDetail {
-                code: "invalid_date".into(),
-                message: "must be a date written YYYY-MM-DD".into(),
-                field: Some(parameter.to_owned()),
-                metadata: None,
-            });
-            None
-        }
-    }
-}
-
-fn uuid_schema() -> serde_json::Value {
-    serde_json::json!({ "type": "string", "format": "uuid" })
-}
-
-fn date_schema() -> serde_json::Value {
-    serde_json::json!({ "type": "string", "format": "date" })
-}
-
 /// A credit or debit note names the sale it corrects; a global discount is a percentage up to 100 or
 /// whole cents, and comes with its type.
 fn sale_shapes() -> serde_json::Value {
@@ -644,33 +612,16 @@ impl SalesApi {
         page: PageParam,
     ) -> Result<SaleList, ApiError> {
         let call = Call::new(LIST_SALES, &state, &auth, &request_id)?;
-        let mut details = Vec::new();
-        let mut filter = SaleFilter::default();
-        match customer_id.0.as_deref().map(|c| parse_id(c, "customer_id")).transpose() {
-            Ok(id) => filter.customer_id = id,
-            Err(e) => details.extend(e.body.details),
-        }
-        filter.date_from = date_filter(date_from.0, "date_from", &mut details);
-        filter.date_to = date_filter(date_to.0, "date_to", &mut details);
-        if let Some(status) = status.0 {
-            if FiscalStatus::NAMES.contains(&status.as_str()) {
-                filter.status = Some(status);
-            } else {
-                details.push(crate::http::error::ErrorDetail {
-                    code: "invalid_value".into(),
-                    message: format!("must be one of {}", FiscalStatus::NAMES.join(", ")),
-                    field: Some("status".into()),
-                    metadata: None,
-                });
-            }
-        }
-        if !details.is_empty() {
-            let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-            error.body.details = details;
-            return Err(error);
-        }
-        filter.integration_source = integration_source.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-        filter.query = query.0.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
+        let mut filters = Filters::default();
+        let filter = SaleFilter {
+            customer_id: filters.id(customer_id.0, "customer_id"),
+            date_from: filters.date(date_from.0, "date_from"),
+            date_to: filters.date(date_to.0, "date_to"),
+            status: filters.one_of(status.0, "status", FiscalStatus::NAMES),
+            integration_source: search(integration_source.0),
+            query: search(query.0),
+        };
+        filters.check()?;
         let bound = format!(
             "sales{:?}",
             (
@@ -682,7 +633,7 @@ impl SalesApi {
                 &filter.query
             )
         );
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let params = PageParams::new(limit, cursor, page);
         let body = call
             .cursor_list(
                 params,

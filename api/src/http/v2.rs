@@ -23,7 +23,7 @@ use crate::http::schema::Text;
 use crate::http::schema::{Limit, PageNumber};
 use crate::http::tags::tags_of;
 use crate::http::{ApiTags, RequestId, Style};
-use crate::http::{ServiceVersion, idempotency};
+use crate::http::{ServiceVersion, idempotency, shared_filters};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
 use commands::purchases::{Blocker, Mode, PurchaseCommand, PurchaseOutcome, parse_purchase};
@@ -227,7 +227,7 @@ impl V2Api {
     ) -> Result<V2Pages<WarehouseData>, ApiError> {
         let call = Call::new(V2_LIST_WAREHOUSES, &state, &auth, &request_id)?;
         let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
-        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let search = shared_filters::search(search.0);
         let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
         let (data, pagination) = record_page::<WarehouseEvent>(&call, &query).await?;
         let body = V2Page { request_id: request_id.0, success: true, data, pagination };
@@ -251,7 +251,7 @@ impl V2Api {
     ) -> Result<V2Pages<ContactData>, ApiError> {
         let call = Call::new(V2_LIST_SUPPLIERS, &state, &auth, &request_id)?;
         let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
-        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let search = shared_filters::search(search.0);
         let table = projections::customers::SUPPLIERS_TABLE;
         let (rows, total) =
             projections::customers::page(&state.pool, table, call.org_id(), search.as_deref(), page, limit).await?;
@@ -291,7 +291,7 @@ impl V2Api {
     ) -> Result<V2Pages<ProductData>, ApiError> {
         let call = Call::new(V2_LIST_PRODUCTS, &state, &auth, &request_id)?;
         let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
-        let search = search.0.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let search = shared_filters::search(search.0);
         let (rows, total) =
             projections::products::page(&state.pool, call.org_id(), search.as_deref(), page, limit).await?;
         let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();

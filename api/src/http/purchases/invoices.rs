@@ -6,10 +6,11 @@ use super::outcome::{NormalizedPurchaseData, ProjectedEffectsData, PurchaseWarni
 use crate::http::ar_time;
 use crate::http::body::RawJson;
 use crate::http::error::ApiError;
-use crate::http::list::{ListEnvelope, parse_id};
+use crate::http::list::ListEnvelope;
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::decode_state;
 use crate::http::schema::{Blank, Int, Text};
+use crate::http::shared_filters::{Filters, search};
 use crate::http::tags::{TagData, tags_of};
 use crate::state::AppState;
 use commands::tags::Taggable;
@@ -235,17 +236,6 @@ pub(super) enum PurchaseList {
     Ok(RawJson<ListEnvelope<PurchaseData>>),
 }
 
-fn date_filter(text: Option<String>, parameter: &str) -> Result<Option<Date>, ApiError> {
-    let Some(text) = text else { return Ok(None) };
-    Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]")).map(Some).map_err(|_| {
-        ApiError::invalid_request("INVALID_PARAMETERS", format!("{parameter} is not a date")).with_detail(
-            Some(parameter),
-            "invalid_date",
-            "must be a date written YYYY-MM-DD",
-        )
-    })
-}
-
 /// The filters of a purchase list, every bad one named at once.
 pub fn purchase_filter(
     supplier_id: Option<String>,
@@ -253,27 +243,15 @@ pub fn purchase_filter(
     date_to: Option<String>,
     query: Option<String>,
 ) -> Result<PurchaseFilter, ApiError> {
-    let mut details = Vec::new();
-    let mut filter =
-        PurchaseFilter { query: query.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty()), ..Default::default() };
-    match supplier_id.as_deref().map(|s| parse_id(s, "supplier_id")).transpose() {
-        Ok(id) => filter.supplier_id = id,
-        Err(e) => details.extend(e.body.details),
-    }
-    match date_filter(date_from, "date_from") {
-        Ok(d) => filter.date_from = d,
-        Err(e) => details.extend(e.body.details),
-    }
-    match date_filter(date_to, "date_to") {
-        Ok(d) => filter.date_to = d,
-        Err(e) => details.extend(e.body.details),
-    }
-    if details.is_empty() {
-        return Ok(filter);
-    }
-    let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
-    error.body.details = details;
-    Err(error)
+    let mut filters = Filters::default();
+    let filter = PurchaseFilter {
+        supplier_id: filters.id(supplier_id, "supplier_id"),
+        date_from: filters.date(date_from, "date_from"),
+        date_to: filters.date(date_to, "date_to"),
+        query: search(query),
+    };
+    filters.check()?;
+    Ok(filter)
 }
 
 /// A v1 list parameter's name as the v2 surface spells it (`supplier_id` → `supplierId`).

@@ -31,10 +31,10 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
-use crate::http::list::parse_id;
 use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::Limit;
+use crate::http::shared_filters::{date_schema, id_filter, one_of, uuid_schema};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
@@ -76,27 +76,9 @@ pub const RECEIVE_PURCHASE_ORDER: Operation =
     Operation::write("receivePurchaseOrder", Scope::PurchasesWrite, Idempotency::Required, CommandKind::PurchaseOrder)
         .unprocessable(WHY_BLOCKED);
 
-pub const PURCHASES: Kind = Kind {
-    label: "purchase",
-    projection: ProjectionId::Purchases,
-    cache: None,
-    list: ListAt { url: "/api/v1/purchases", binding: "purchases" },
-};
+pub const PURCHASES: Kind = Kind::new("purchase", ProjectionId::Purchases, "/api/v1/purchases", "purchases");
 
-const ORDERS: Kind = Kind {
-    label: "purchase order",
-    projection: ProjectionId::Purchases,
-    cache: None,
-    list: ListAt { url: "/api/v1/purchase-orders", binding: "purchase_orders" },
-};
-
-fn uuid_schema() -> serde_json::Value {
-    serde_json::json!({ "type": "string", "format": "uuid" })
-}
-
-fn date_schema() -> serde_json::Value {
-    serde_json::json!({ "type": "string", "format": "date" })
-}
+const ORDERS: Kind = Kind::new("purchase order", ProjectionId::Purchases, "/api/v1/purchase-orders", "purchase_orders");
 
 pub struct PurchasesApi;
 
@@ -155,7 +137,7 @@ impl PurchasesApi {
         let call = Call::new(LIST_PURCHASES, &state, &auth, &request_id)?;
         let filter = purchase_filter(supplier_id.0, date_from.0, date_to.0, query.0)?;
         let bound = format!("purchases{:?}", (&filter.supplier_id, &filter.date_from, &filter.date_to, &filter.query));
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let params = PageParams::new(limit, cursor, page);
         let body = call
             .cursor_list(
                 params,
@@ -287,25 +269,16 @@ impl PurchasesApi {
         page: PageParam,
     ) -> Result<OrderList, ApiError> {
         let call = Call::new(LIST_PURCHASE_ORDERS, &state, &auth, &request_id)?;
-        let supplier = supplier_id.0.as_deref().map(|s| parse_id(s, "supplier_id")).transpose()?;
-        if let Some(status) = &status.0
-            && !OrderStatus::NAMES.contains(&status.as_str())
-        {
-            return Err(ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid")
-                .with_detail(
-                    Some("status"),
-                    "invalid_value",
-                    format!("must be one of {}", OrderStatus::NAMES.join(", ")),
-                ));
-        }
-        let bound = format!("purchase_orders{:?}", (&supplier, &status.0));
-        let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+        let supplier = id_filter(supplier_id.0, "supplier_id")?;
+        let status = one_of(status.0, "status", OrderStatus::NAMES)?;
+        let bound = format!("purchase_orders{:?}", (&supplier, &status));
+        let params = PageParams::new(limit, cursor, page);
         let body = call
             .cursor_list(
                 params,
                 ListAt { url: ORDERS.list.url, binding: &bound },
                 async |after, n| {
-                    Ok(read::orders(&state.pool, call.org_id(), supplier, status.0.as_deref(), after, n).await?)
+                    Ok(read::orders(&state.pool, call.org_id(), supplier, status.as_deref(), after, n).await?)
                 },
                 |row: &read::OrderRow| row.state.id,
                 async |rows| {
