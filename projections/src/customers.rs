@@ -235,17 +235,9 @@ pub async fn page(
     page: i64,
     limit: i64,
 ) -> Result<(Vec<CustomerRow>, i64), sqlx::Error> {
-    let pattern = query.map(crate::contains_pattern);
+    let select = format!("select {COLUMNS} from {table}");
     let filter = "org_id = $1 and ($2::text is null or name ilike $2 or tax_id ilike $2)";
-    let sql = format!("select {COLUMNS} from {table} where {filter} order by lower(name), id limit $3 offset $4");
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(org_id)
-        .bind(&pattern)
-        .bind(limit)
-        .bind((page - 1).saturating_mul(limit))
-        .fetch_all(pool)
-        .await?;
-    let sql = format!("select count(*) from {table} where {filter}");
-    let total: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(&pattern).fetch_one(pool).await?;
-    Ok((rows, total))
+    crate::SearchPages { select: &select, counted: table, filter, order: "lower(name), id" }
+        .fetch(pool, org_id, query, page, limit)
+        .await
 }

@@ -61,6 +61,27 @@ impl ProjectionError {
     }
 }
 
+/// The whole state (`doc`) a folded document's read model holds in `table` for `event`'s stream, if it
+/// has a row yet.
+pub async fn current_doc<T: serde::de::DeserializeOwned>(
+    conn: &mut PgConnection,
+    table: &str,
+    event: &RecordedEvent,
+) -> Result<Option<T>, ProjectionError> {
+    let sql = format!("select doc from {table} where org_id = $1 and id = $2");
+    let doc: Option<serde_json::Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(event.org_id)
+        .bind(event.stream_id)
+        .fetch_optional(conn)
+        .await?;
+    doc.map(serde_json::from_value).transpose().map_err(|e| ProjectionError::undecodable(event, e))
+}
+
+/// A document's whole state as a read reads it back from its `doc` column.
+pub fn from_doc<T: serde::de::DeserializeOwned>(doc: serde_json::Value) -> Result<T, sqlx::Error> {
+    serde_json::from_value(doc).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
 /// `event`'s payload as `E`, the payload enum of its aggregate: an event that does not decode cannot be
 /// folded.
 pub fn decode<E: events::EventPayload>(event: &RecordedEvent) -> Result<E, ProjectionError> {
@@ -133,6 +154,46 @@ pub mod json_fold {
     pub async fn run<T: Serialize>(conn: &mut PgConnection, upsert: String, rows: &[T]) -> Result<(), ProjectionError> {
         sqlx::query(sqlx::AssertSqlSafe(upsert)).bind(rows_json(rows)?).execute(conn).await?;
         Ok(())
+    }
+}
+
+/// A read model's numbered pages (from 1) of an organization's rows matching a search: `select` (a
+/// query up to its `where`) where `filter` holds, `$1` being the organization and `$2` the search as a
+/// [`contains_pattern`] (null without one), in `order`; counted over `counted` (the tables it reads).
+pub struct SearchPages<'a> {
+    pub select: &'a str,
+    pub counted: &'a str,
+    pub filter: &'a str,
+    pub order: &'a str,
+}
+
+impl SearchPages<'_> {
+    /// Page `page` of `limit` rows matching `query`, and how many match in all.
+    pub async fn fetch<R>(
+        &self,
+        pool: &sqlx::PgPool,
+        org_id: Uuid,
+        query: Option<&str>,
+        page: i64,
+        limit: i64,
+    ) -> Result<(Vec<R>, i64), sqlx::Error>
+    where
+        R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+    {
+        let Self { select, counted, filter, order } = self;
+        let pattern = query.map(contains_pattern);
+        let sql = format!("{select} where {filter} order by {order} limit $3 offset $4");
+        let rows = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(org_id)
+            .bind(&pattern)
+            .bind(limit)
+            .bind((page - 1).saturating_mul(limit))
+            .fetch_all(pool)
+            .await?;
+        let sql = format!("select count(*) from {counted} where {filter}");
+        let total: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(&pattern).fetch_one(pool).await?;
+        Ok((rows, total))
     }
 }
 

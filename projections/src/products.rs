@@ -238,21 +238,12 @@ pub async fn page(
     page: i64,
     limit: i64,
 ) -> Result<(Vec<ProductRow>, i64), sqlx::Error> {
-    let pattern = query.map(crate::contains_pattern);
-    let filter = "p.org_id = $1 and ($2::text is null or p.name ilike $2 or p.sku ilike $2 or p.barcode ilike $2)";
-    let sql = format!("{SELECT} where {filter} order by lower(p.name), p.id limit $3 offset $4");
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(org_id)
-        .bind(&pattern)
-        .bind(limit)
-        .bind((page - 1).saturating_mul(limit))
-        .fetch_all(pool)
-        .await?;
-    let total: i64 =
-        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("select count(*) from products_view p where {filter}")))
-            .bind(org_id)
-            .bind(&pattern)
-            .fetch_one(pool)
-            .await?;
-    Ok((rows, total))
+    crate::SearchPages {
+        select: SELECT,
+        counted: "products_view p",
+        filter: "p.org_id = $1 and ($2::text is null or p.name ilike $2 or p.sku ilike $2 or p.barcode ilike $2)",
+        order: "lower(p.name), p.id",
+    }
+    .fetch(pool, org_id, query, page, limit)
+    .await
 }

@@ -51,21 +51,10 @@ async fn apply(
             continue;
         }
         let decoded: PurchaseOrderEvent = crate::decode(event)?;
-        let current: Option<Value> = match decoded {
+        let state = match decoded {
             PurchaseOrderEvent::PurchaseOrderCreated(_) => None,
-            _ => {
-                let sql = format!("select doc from {orders} where org_id = $1 and id = $2");
-                sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                    .bind(event.org_id)
-                    .bind(event.stream_id)
-                    .fetch_optional(&mut *conn)
-                    .await?
-            }
+            _ => crate::current_doc::<PurchaseOrderState>(conn, &orders, event).await?,
         };
-        let state = current
-            .map(serde_json::from_value::<PurchaseOrderState>)
-            .transpose()
-            .map_err(|e| ProjectionError::undecodable(event, e))?;
         let Some(next) = PurchaseOrderState::fold(state, &decoded, event.recorded_at) else {
             return Err(ProjectionError::undecodable(event, "an order event before the order's creation"));
         };
@@ -249,7 +238,7 @@ pub struct OrderRow {
 }
 
 fn order_row((doc, supplier_name): (Value, Option<String>)) -> Result<OrderRow, sqlx::Error> {
-    let state = serde_json::from_value(doc).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let state = crate::from_doc(doc)?;
     Ok(OrderRow { state, supplier_name })
 }
 

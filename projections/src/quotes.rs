@@ -25,17 +25,7 @@ async fn apply(
     for event in events {
         let decoded: QuoteEvent = crate::decode(event)?;
         let current = match decoded {
-            QuoteEvent::QuoteExpired(_) => {
-                let sql = format!("select doc from {table} where org_id = $1 and id = $2");
-                let doc: Option<Value> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                    .bind(event.org_id)
-                    .bind(event.stream_id)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-                doc.map(serde_json::from_value::<QuoteState>)
-                    .transpose()
-                    .map_err(|e| ProjectionError::undecodable(event, e))?
-            }
+            QuoteEvent::QuoteExpired(_) => crate::current_doc::<QuoteState>(conn, &table, event).await?,
             _ => None,
         };
         match fold_quote(current, &decoded) {
@@ -85,7 +75,7 @@ pub struct QuoteRow {
 type Tuple = (Uuid, Value, OffsetDateTime, OffsetDateTime);
 
 fn row((id, doc, created_at, updated_at): Tuple) -> Result<QuoteRow, sqlx::Error> {
-    let quote = serde_json::from_value(doc).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let quote = crate::from_doc(doc)?;
     Ok(QuoteRow { id, quote, created_at, updated_at })
 }
 

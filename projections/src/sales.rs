@@ -94,7 +94,7 @@ pub struct SaleFilter {
 fn row(
     (id, doc, created_at, updated_at): (Uuid, Value, OffsetDateTime, OffsetDateTime),
 ) -> Result<SaleRow, sqlx::Error> {
-    let sale = serde_json::from_value(doc).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let sale = crate::from_doc(doc)?;
     Ok(SaleRow { id, sale, created_at, updated_at })
 }
 
