@@ -2,8 +2,8 @@
 //! for their details and lists. Both kinds share one shape and one projection type.
 
 use crate::{
-    CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold, StreamType,
-    Target, json_fold, latest_rows,
+    CacheKey, CacheResource, Folded, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold,
+    StreamType, Target, json_fold, latest_rows,
 };
 use events::RecordedEvent;
 use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};
@@ -62,7 +62,7 @@ where
         conn: &'a mut PgConnection,
         target: Target,
         events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
+    ) -> BoxFuture<'a, Folded> {
         Box::pin(apply::<E>(conn, target, self.tables[0], self.resource, events))
     }
 
@@ -177,7 +177,7 @@ async fn apply<E: RecordEvent<Fields = CustomerFields>>(
     table: &str,
     resource: CacheResource,
     events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+) -> Folded {
     let rows = fold::<E>(events)?;
     if rows.is_empty() {
         return Ok(Vec::new());

@@ -4,9 +4,7 @@
 //! moves stock records the on-hand it left, so a level is set, never summed: the projection can only
 //! agree with the write model. Reads join the products and warehouses read models for names.
 
-use crate::{
-    CacheKey, Folds, ProjectionError, Rendered, RenderedFold, StreamType, Target, contains_pattern, json_fold,
-};
+use crate::{Folded, Folds, ProjectionError, Rendered, RenderedFold, StreamType, Target, contains_pattern, json_fold};
 use events::catalogue::{StockEffect, StockTransferEvent, ar_date, cause, iso_date, stock_effect};
 use events::domain::Quantity;
 use events::{EventPayload, RecordedEvent};
@@ -280,11 +278,7 @@ impl RenderedFold for InventoryProjection {
     }
 }
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let rows = fold(events)?.rows()?;
     let tables = statements(
         &target.table(LEVELS),

@@ -89,6 +89,9 @@ pub fn decode<E: events::EventPayload>(event: &RecordedEvent) -> Result<E, Proje
         .map_err(|e| ProjectionError::undecodable(event, e))
 }
 
+/// What folding a batch answers: the cached reads it made stale.
+pub type Folded = Result<Vec<CacheKey>, ProjectionError>;
+
 /// What the projector knows of an event before decoding it: its organization and stream type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventHead<'a> {
@@ -248,7 +251,7 @@ pub trait Projection: Send + Sync + 'static {
         conn: &'a mut PgConnection,
         target: Target,
         events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>>;
+    ) -> BoxFuture<'a, Folded>;
 
     /// Whether the live projector may pass over a batch of events without a transaction, because
     /// they change nothing: neither its tables nor anything it produces. It sees each event's
@@ -311,7 +314,7 @@ macro_rules! projection {
                 conn: &'a mut ::sqlx::PgConnection,
                 target: $crate::Target,
                 events: &'a [::events::RecordedEvent],
-            ) -> ::futures::future::BoxFuture<'a, Result<Vec<$crate::CacheKey>, $crate::ProjectionError>> {
+            ) -> ::futures::future::BoxFuture<'a, $crate::Folded> {
                 Box::pin(apply(conn, target, events))
             }
 

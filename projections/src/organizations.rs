@@ -1,6 +1,6 @@
 //! The organizations read model: the organization resource (`GET /api/v1/organization`).
 
-use crate::{CacheKey, CacheResource, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
 use events::catalogue::OrganizationEvent;
 use sqlx::{PgConnection, PgPool};
@@ -13,11 +13,7 @@ pub struct OrganizationsProjection;
 
 projection!(OrganizationsProjection { id: Organizations, tables: &[TABLE], folds: [OrganizationEvent] });
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let table = target.table(TABLE);
     let mut stale = Vec::new();
     for event in events {

@@ -2,7 +2,7 @@
 //! Prices of automatic lists are not stored: they are computed on read from the variants' base prices,
 //! so they follow every product change at once (see [`price_of`]).
 
-use crate::{CacheKey, CacheResource, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
 use events::catalogue::{PriceListEvent, RecordEvent, apply_percentage, vat_hundredths};
 use sqlx::{PgConnection, PgPool};
@@ -15,11 +15,7 @@ pub struct PriceListsProjection;
 
 projection!(PriceListsProjection { id: PriceLists, tables: TABLES, folds: [PriceListEvent] });
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let (lists, prices) = (target.table(TABLES[0]), target.table(TABLES[1]));
     let mut stale = Vec::new();
     for event in events {

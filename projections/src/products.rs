@@ -1,7 +1,7 @@
 //! The products read model: one row per variant (`products_view`), shared fields repeated, for the
 //! product detail and list.
 
-use crate::{CacheKey, CacheResource, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
 use events::catalogue::ProductEvent;
 use sqlx::types::Json;
@@ -32,11 +32,7 @@ struct Row {
     at: OffsetDateTime,
 }
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     // Every event carries its whole group: the last event of a group in the batch decides each of its
     // variants' rows, written by one statement for the whole batch.
     let mut rows: std::collections::HashMap<(Uuid, Uuid), Row> = std::collections::HashMap::new();

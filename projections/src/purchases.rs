@@ -2,7 +2,7 @@
 //! columns lists filter on) and purchase orders (`purchase_orders_view`, the order's state folded with
 //! the same fold the command side uses). Reads join suppliers for their names.
 
-use crate::{CacheKey, ProjectionError, Target, contains_pattern};
+use crate::{Folded, ProjectionError, Target, contains_pattern};
 use events::catalogue::{PurchaseEvent, PurchaseOrderEvent, PurchaseOrderState};
 use events::{EventPayload, RecordedEvent};
 use serde_json::Value;
@@ -21,11 +21,7 @@ projection!(PurchasesProjection {
     folds: [PurchaseEvent, PurchaseOrderEvent],
 });
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let (purchases, orders) = (target.table(PURCHASES), target.table(ORDERS));
     for event in events {
         if event.stream_type == PurchaseEvent::STREAM_TYPE {

@@ -2,7 +2,7 @@
 //! side uses), removed when the quote is deleted. The active reservation is read beside it from the
 //! inventory read model.
 
-use crate::{CacheKey, ProjectionError, Target, contains_pattern};
+use crate::{Folded, Target, contains_pattern};
 use events::RecordedEvent;
 use events::catalogue::{QuoteEvent, QuoteState, fold_quote};
 use serde_json::Value;
@@ -16,11 +16,7 @@ pub struct QuotesProjection;
 
 projection!(QuotesProjection { id: Quotes, tables: &[TABLE], folds: [QuoteEvent] });
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let table = target.table(TABLE);
     for event in events {
         let decoded: QuoteEvent = crate::decode(event)?;

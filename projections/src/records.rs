@@ -2,8 +2,8 @@
 //! sale): the stored fields as a document, plus the columns lists filter and sort on.
 
 use crate::{
-    CacheKey, CacheResource, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold, StreamType,
-    Target, json_fold, latest_rows,
+    CacheKey, CacheResource, Folded, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold,
+    StreamType, Target, json_fold, latest_rows,
 };
 use events::RecordedEvent;
 use events::catalogue::{
@@ -74,7 +74,7 @@ impl<E: RecordEvent> Projection for RecordsProjection<E> {
         conn: &'a mut PgConnection,
         target: Target,
         events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Result<Vec<CacheKey>, ProjectionError>> {
+    ) -> BoxFuture<'a, Folded> {
         Box::pin(self.apply_batch(conn, target, events))
     }
 
@@ -127,12 +127,7 @@ impl<E: RecordEvent> RecordsProjection<E> {
         rows.iter().map(|r| CacheKey { resource: self.resource, org_id: r.org_id, id: r.id }).collect()
     }
 
-    async fn apply_batch(
-        &self,
-        conn: &mut PgConnection,
-        target: Target,
-        events: &[RecordedEvent],
-    ) -> Result<Vec<CacheKey>, ProjectionError> {
+    async fn apply_batch(&self, conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
         let rows = self.fold(events)?;
         if rows.is_empty() {
             return Ok(Vec::new());

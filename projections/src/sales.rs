@@ -1,7 +1,7 @@
 //! The sales read model (`sales_view`): each sale's whole state (the recorded sale with its later fiscal
 //! outcomes, folded with the same fold the command side uses) beside the columns lists filter on.
 
-use crate::{CacheKey, ProjectionError, Target, contains_pattern};
+use crate::{Folded, ProjectionError, Target, contains_pattern};
 use events::RecordedEvent;
 use events::catalogue::{SaleEvent, SaleRecorded, fold_sale};
 use serde_json::Value;
@@ -20,11 +20,7 @@ fn formatted(sale: &SaleRecorded) -> Option<String> {
     sale.number.map(|n| format!("{} {:05}-{n:08}", sale.letter.as_deref().unwrap_or("X"), sale.point_of_sale_number))
 }
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let table = target.table(TABLE);
     for event in events {
         let decoded: SaleEvent = crate::decode(event)?;

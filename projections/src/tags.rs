@@ -1,7 +1,7 @@
 //! The tags read model: the tags (`tags_view`) and which resources carry them (`tag_assignments`),
 //! read beside every customer, supplier and product.
 
-use crate::{CacheKey, CacheResource, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, Folded, ProjectionError, Target};
 use events::RecordedEvent;
 use events::catalogue::TagEvent;
 use sqlx::{PgConnection, PgPool};
@@ -16,11 +16,7 @@ pub struct TagsProjection;
 
 projection!(TagsProjection { id: Tags, tables: &[TABLE, ASSIGNMENTS], folds: [TagEvent] });
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let (tags, assignments) = (target.table(TABLE), target.table(ASSIGNMENTS));
     let mut stale = Vec::new();
     for event in events {

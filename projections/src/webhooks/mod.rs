@@ -5,7 +5,7 @@
 pub mod dispatch;
 pub mod envelope;
 
-use crate::{CacheKey, CacheResource, EventHead, Folds, ProjectionError, Target};
+use crate::{CacheKey, CacheResource, EventHead, Folded, Folds, ProjectionError, Target};
 use envelope::PublicEvent;
 use events::catalogue::{SealedSecret, WebhookEndpointEvent};
 use events::{EventPayload, RecordedEvent};
@@ -102,11 +102,7 @@ async fn load_endpoints(conn: &mut PgConnection, table: &str, org: Uuid) -> Resu
     sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org).fetch_all(conn).await
 }
 
-async fn apply(
-    conn: &mut PgConnection,
-    target: Target,
-    events: &[RecordedEvent],
-) -> Result<Vec<CacheKey>, ProjectionError> {
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let table = target.table(TABLE);
     // Deliveries are operational state: a rebuild (shadow target) only rebuilds the endpoints.
     let deliver = target == Target::Live;
