@@ -12,7 +12,8 @@ use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Limit, QuantityIn, QuantityText};
 use crate::http::shared_filters::{Filters, binding, date_schema, id_filter, search, uuid_schema};
-use crate::http::tags::{TagData, tags_of, tags_of_one};
+use crate::http::shared_pages::tagged;
+use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::inventory::{
@@ -628,14 +629,8 @@ impl InventoryApi {
                 async |after, n| Ok(read::transfers(&state.pool, call.org_id(), warehouse, after, n).await?),
                 |row: &TransferRow| row.id,
                 async |rows| {
-                    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-                    let mut tags = tags_of(&state, call.org_id(), Taggable::StockTransfer, &ids).await?;
-                    rows.into_iter()
-                        .map(|row| {
-                            let tags = tags.remove(&row.id).unwrap_or_default();
-                            StockTransferData::from_row(row, tags)
-                        })
-                        .collect::<Result<Vec<_>, _>>()
+                    let rows = tagged(&state, call.org_id(), Taggable::StockTransfer, rows, |r| r.id).await?;
+                    rows.into_iter().map(|(row, tags)| StockTransferData::from_row(row, tags)).collect()
                 },
             )
             .await?;

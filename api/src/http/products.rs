@@ -18,7 +18,8 @@ use crate::http::schema::{
     QuantityIn, Text, VatCode,
 };
 use crate::http::shared_filters::{id_filter, search};
-use crate::http::tags::{TagData, tags_of, tags_of_one};
+use crate::http::shared_pages::tagged;
+use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::products::{
@@ -844,13 +845,11 @@ impl ProductsApi {
                 },
                 |row: &ProductRow| row.id,
                 async |rows| {
-                    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-                    let mut tags = tags_of(&state, call.org_id(), Taggable::Product, &ids).await?;
+                    let rows = tagged(&state, call.org_id(), Taggable::Product, rows, |r| r.id).await?;
                     Ok(rows
                         .into_iter()
-                        .map(|row| {
-                            let mut product = ProductData::from_row(row, false);
-                            product.tags = tags.remove(&product.id).unwrap_or_default();
+                        .map(|(row, tags)| {
+                            let product = ProductData { tags, ..ProductData::from_row(row, false) };
                             let mut item = serde_json::to_value(product).unwrap_or_default();
                             if let (Some(names), Some(object)) = (&fields, item.as_object_mut()) {
                                 object.retain(|key, _| key == "id" || names.iter().any(|n| n == key));

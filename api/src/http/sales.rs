@@ -13,7 +13,8 @@ use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Int, Limit, NonNegative, Percent, QuantityIn, QuantityText, VatCode};
 use crate::http::shared_filters::{Filters, date_schema, search, uuid_schema};
-use crate::http::tags::{TagData, tags_of};
+use crate::http::shared_pages::tagged;
+use crate::http::tags::TagData;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
@@ -360,12 +361,11 @@ async fn document_of(state: &AppState, org_id: Uuid, id: Uuid) -> Result<SaleDoc
 }
 
 async fn render_rows(state: &AppState, org_id: Uuid, rows: Vec<SaleRow>) -> Result<Vec<SaleData>, ApiError> {
-    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-    let mut tags = tags_of(state, org_id, Taggable::Sale, &ids).await?;
+    let rows = tagged(state, org_id, Taggable::Sale, rows, |r| r.id).await?;
     let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
+    for (row, tags) in rows {
         let mut data = SaleData::from_sale(row.id, &row.sale, row.created_at, row.updated_at);
-        data.tags = tags.remove(&row.id).unwrap_or_default();
+        data.tags = tags;
         data.document = document_of(state, org_id, row.id).await?;
         out.push(data);
     }

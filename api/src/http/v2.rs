@@ -6,7 +6,7 @@
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::customers::ContactData;
-use crate::http::envelopes::{V2Page, V2Pages, page_params};
+use crate::http::envelopes::V2Pages;
 use crate::http::error::ApiError;
 use crate::http::operations::Idempotency;
 use crate::http::operations::{Operation, Operations};
@@ -21,7 +21,7 @@ use crate::http::resource::Call;
 use crate::http::resource::{Write, decode_state};
 use crate::http::schema::Text;
 use crate::http::schema::{Limit, PageNumber};
-use crate::http::tags::tags_of;
+use crate::http::shared_pages::{tagged, v2_envelope, v2_page, v2_page_params};
 use crate::http::{ApiTags, RequestId, Style};
 use crate::http::{ServiceVersion, idempotency, shared_filters};
 use crate::state::AppState;
@@ -226,12 +226,11 @@ impl V2Api {
         search: Query<Option<String>>,
     ) -> Result<V2Pages<WarehouseData>, ApiError> {
         let call = Call::new(V2_LIST_WAREHOUSES, &state, &auth, &request_id)?;
-        let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
+        let (page, limit) = v2_page_params(page, limit)?;
         let search = shared_filters::search(search.0);
         let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
         let (data, pagination) = record_page::<WarehouseEvent>(&call, &query).await?;
-        let body = V2Page { request_id: request_id.0, success: true, data, pagination };
-        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+        Ok(V2Pages::Ok(RawJson::new(v2_envelope(&call, data, pagination))))
     }
 
     /// List suppliers (v2)
@@ -250,28 +249,14 @@ impl V2Api {
         search: Query<Option<String>>,
     ) -> Result<V2Pages<ContactData>, ApiError> {
         let call = Call::new(V2_LIST_SUPPLIERS, &state, &auth, &request_id)?;
-        let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
+        let (page, limit) = v2_page_params(page, limit)?;
         let search = shared_filters::search(search.0);
         let table = projections::customers::SUPPLIERS_TABLE;
         let (rows, total) =
             projections::customers::page(&state.pool, table, call.org_id(), search.as_deref(), page, limit).await?;
-        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let mut tags = tags_of(&state, call.org_id(), Taggable::Supplier, &ids).await?;
-        let data = rows
-            .into_iter()
-            .map(|row| {
-                let mut data = ContactData::from_row(row);
-                data.tags = tags.remove(&data.id).unwrap_or_default();
-                data
-            })
-            .collect();
-        let body = V2Page {
-            request_id: request_id.0,
-            success: true,
-            data,
-            pagination: crate::http::envelopes::Pagination::new(page, limit, total),
-        };
-        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+        let rows = tagged(&state, call.org_id(), Taggable::Supplier, rows, |r| r.id).await?;
+        let data = rows.into_iter().map(|(row, tags)| ContactData { tags, ..ContactData::from_row(row) }).collect();
+        Ok(V2Pages::Ok(RawJson::new(v2_page(&call, data, page, limit, total))))
     }
 
     /// List products (v2)
@@ -290,27 +275,14 @@ impl V2Api {
         search: Query<Option<String>>,
     ) -> Result<V2Pages<ProductData>, ApiError> {
         let call = Call::new(V2_LIST_PRODUCTS, &state, &auth, &request_id)?;
-        let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
+        let (page, limit) = v2_page_params(page, limit)?;
         let search = shared_filters::search(search.0);
         let (rows, total) =
             projections::products::page(&state.pool, call.org_id(), search.as_deref(), page, limit).await?;
-        let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-        let mut tags = tags_of(&state, call.org_id(), Taggable::Product, &ids).await?;
-        let data = rows
-            .into_iter()
-            .map(|row| {
-                let mut data = ProductData::from_row(row, false);
-                data.tags = tags.remove(&data.id).unwrap_or_default();
-                data
-            })
-            .collect();
-        let body = V2Page {
-            request_id: request_id.0,
-            success: true,
-            data,
-            pagination: crate::http::envelopes::Pagination::new(page, limit, total),
-        };
-        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+        let rows = tagged(&state, call.org_id(), Taggable::Product, rows, |r| r.id).await?;
+        let data =
+            rows.into_iter().map(|(row, tags)| ProductData { tags, ..ProductData::from_row(row, false) }).collect();
+        Ok(V2Pages::Ok(RawJson::new(v2_page(&call, data, page, limit, total))))
     }
 
     /// List purchases (v2)
@@ -334,7 +306,7 @@ impl V2Api {
         search: Query<Option<String>>,
     ) -> Result<V2Pages<PurchaseData>, ApiError> {
         let call = Call::new(V2_LIST_PURCHASES, &state, &auth, &request_id)?;
-        let (page, limit) = page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0))?;
+        let (page, limit) = v2_page_params(page, limit)?;
         let mut filter = purchase_filter(supplier_id.0, date_from.0, date_to.0, search.0).map_err(|mut e| {
             for detail in &mut e.body.details {
                 detail.field = detail.field.as_deref().map(crate::http::purchases::camel_parameter);
@@ -344,13 +316,7 @@ impl V2Api {
         filter.query = filter.query.take();
         let (rows, total) = projections::purchases::page(&state.pool, call.org_id(), &filter, page, limit).await?;
         let data = render_purchases(&state, call.org_id(), rows).await?;
-        let body = V2Page {
-            request_id: request_id.0,
-            success: true,
-            data,
-            pagination: crate::http::envelopes::Pagination::new(page, limit, total),
-        };
-        Ok(V2Pages::Ok(RawJson::new(Style::a(&body))))
+        Ok(V2Pages::Ok(RawJson::new(v2_page(&call, data, page, limit, total))))
     }
 
     /// Get a purchase (v2)

@@ -11,7 +11,8 @@ use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::decode_state;
 use crate::http::schema::{Blank, Int, Text};
 use crate::http::shared_filters::{Filters, search};
-use crate::http::tags::{TagData, tags_of};
+use crate::http::shared_pages::tagged;
+use crate::http::tags::TagData;
 use crate::state::AppState;
 use commands::tags::Taggable;
 use events::catalogue::PurchaseRecorded;
@@ -126,12 +127,11 @@ pub async fn render_purchases(
     }
     let product_ids: Vec<Uuid> = recorded.iter().flat_map(|(_, p)| p.lines.iter().map(|l| l.variant_id)).collect();
     let names = projections::products::names(&state.pool, org_id, &product_ids).await?;
-    let ids: Vec<Uuid> = recorded.iter().map(|(r, _)| r.id).collect();
-    let mut tags = tags_of(state, org_id, Taggable::Purchase, &ids).await?;
+    let recorded = tagged(state, org_id, Taggable::Purchase, recorded, |(r, _)| r.id).await?;
     let mut out = Vec::with_capacity(recorded.len());
-    for (row, p) in recorded {
+    for ((row, p), tags) in recorded {
         let mut data = PurchaseData::from_recorded(row.id, &p, row.supplier_name, &names, row.created_at);
-        data.tags = tags.remove(&row.id).unwrap_or_default();
+        data.tags = tags;
         let ready = projections::documents::store::state(
             &state.pool,
             org_id,

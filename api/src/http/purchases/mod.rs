@@ -357,16 +357,7 @@ impl PurchasesApi {
         key: Key,
     ) -> Result<OrderRead, ApiError> {
         let call = Call::new(CONFIRM_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        let id = call.id(&ORDERS, &purchase_order_id.0)?;
-        let path = [purchase_order_id.0.as_str()];
-        let body = order_write(
-            &call,
-            &state,
-            Write::bare(key.0, &version, &path),
-            Command::PurchaseOrder(OrderCommand::Confirm { id }),
-        )
-        .await?;
-        Ok(OrderRead::Ok(RawJson::new(body)))
+        transition(&call, key, &version, &purchase_order_id, |id| OrderCommand::Confirm { id }).await
     }
 
     /// Close a purchase order
@@ -386,11 +377,7 @@ impl PurchasesApi {
         key: Key,
     ) -> Result<OrderRead, ApiError> {
         let call = Call::new(CLOSE_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        let id = call.id(&ORDERS, &purchase_order_id.0)?;
-        let path = [purchase_order_id.0.as_str()];
-        let command = Command::PurchaseOrder(OrderCommand::Close { id, reason: None });
-        let body = order_write(&call, &state, Write::bare(key.0, &version, &path), command).await?;
-        Ok(OrderRead::Ok(RawJson::new(body)))
+        transition(&call, key, &version, &purchase_order_id, |id| OrderCommand::Close { id, reason: None }).await
     }
 
     /// Reopen a purchase order
@@ -410,16 +397,7 @@ impl PurchasesApi {
         key: Key,
     ) -> Result<OrderRead, ApiError> {
         let call = Call::new(REOPEN_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        let id = call.id(&ORDERS, &purchase_order_id.0)?;
-        let path = [purchase_order_id.0.as_str()];
-        let body = order_write(
-            &call,
-            &state,
-            Write::bare(key.0, &version, &path),
-            Command::PurchaseOrder(OrderCommand::Reopen { id }),
-        )
-        .await?;
-        Ok(OrderRead::Ok(RawJson::new(body)))
+        transition(&call, key, &version, &purchase_order_id, |id| OrderCommand::Reopen { id }).await
     }
 
     /// Receive goods of a purchase order
@@ -454,4 +432,19 @@ impl PurchasesApi {
         let body = order_write(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
         Ok(OrderCreated::Created(RawJson::new(body)))
     }
+}
+
+/// A state change of the purchase order its path names, answered with the order.
+async fn transition(
+    call: &Call<'_>,
+    key: Key,
+    version: &ServiceVersion,
+    order: &Path<String>,
+    command: impl FnOnce(Uuid) -> OrderCommand,
+) -> Result<OrderRead, ApiError> {
+    let id = call.id(&ORDERS, &order.0)?;
+    let path = [order.0.as_str()];
+    let command = Command::PurchaseOrder(command(id));
+    let body = order_write(call, call.state, Write::bare(key.0, version, &path), command).await?;
+    Ok(OrderRead::Ok(RawJson::new(body)))
 }
