@@ -138,6 +138,10 @@ pub struct PurchaseFilter {
     pub query: Option<String>,
 }
 
+/// The purchases lists and reads select from, each with its supplier.
+const PURCHASES_WITH_SUPPLIERS: &str =
+    "purchases_view p left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id";
+
 const PURCHASE_FILTER: &str = "p.org_id = $1 and ($2::uuid is null or p.supplier_id = $2)
     and ($3::date is null or p.invoice_date >= $3) and ($4::date is null or p.invoice_date <= $4)
     and ($5::text is null or p.supplier_invoice_number ilike $5 or s.name ilike $5)";
@@ -157,10 +161,8 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<PurchaseRow>, sqlx::Error> {
     let sql = format!(
-        "select p.id, s.name, p.doc, p.created_at from purchases_view p
-         left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id
-         where {PURCHASE_FILTER} and ($6::uuid is null or p.id > $6)
-         order by p.id limit $7"
+        "select p.id, s.name, p.doc, p.created_at from {PURCHASES_WITH_SUPPLIERS}
+         where {PURCHASE_FILTER} and ($6::uuid is null or p.id > $6) order by p.id limit $7"
     );
     let rows: Vec<PurchaseTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
@@ -184,8 +186,7 @@ pub async fn page(
     limit: i64,
 ) -> Result<(Vec<PurchaseRow>, i64), sqlx::Error> {
     let sql = format!(
-        "select p.id, s.name, p.doc, p.created_at from purchases_view p
-         left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id
+        "select p.id, s.name, p.doc, p.created_at from {PURCHASES_WITH_SUPPLIERS}
          where {PURCHASE_FILTER} order by p.id desc limit $6 offset $7"
     );
     let rows: Vec<PurchaseTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -198,10 +199,7 @@ pub async fn page(
         .bind((page - 1).saturating_mul(limit))
         .fetch_all(pool)
         .await?;
-    let sql = format!(
-        "select count(*) from purchases_view p left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id
-         where {PURCHASE_FILTER}"
-    );
+    let sql = format!("select count(*) from {PURCHASES_WITH_SUPPLIERS} where {PURCHASE_FILTER}");
     let total: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
         .bind(filter.supplier_id)
@@ -214,15 +212,11 @@ pub async fn page(
 }
 
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<PurchaseRow>, sqlx::Error> {
-    let row: Option<PurchaseTuple> = sqlx::query_as(
-        "select p.id, s.name, p.doc, p.created_at from purchases_view p
-         left join suppliers_view s on s.org_id = p.org_id and s.id = p.supplier_id
-         where p.org_id = $1 and p.id = $2",
-    )
-    .bind(org_id)
-    .bind(id)
-    .fetch_optional(pool)
-    .await?;
+    let sql = format!(
+        "select p.id, s.name, p.doc, p.created_at from {PURCHASES_WITH_SUPPLIERS} where p.org_id = $1 and p.id = $2"
+    );
+    let row: Option<PurchaseTuple> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await?;
     Ok(row.map(purchase_row))
 }
 

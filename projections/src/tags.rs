@@ -23,24 +23,16 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         let decoded: TagEvent = crate::decode(event)?;
         let (org, tag, at) = (event.org_id, event.stream_id, event.recorded_at);
         let touches_tag = match &decoded {
-            TagEvent::TagCreated(fields) => {
-                let sql = format!(
-                    "insert into {tags} (org_id, id, name, color, created_at, updated_at) values ($1, $2, $3, $4, $5, $5)
-                     on conflict (org_id, id) do nothing"
-                );
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(org)
-                    .bind(tag)
-                    .bind(&fields.name)
-                    .bind(&fields.color)
-                    .bind(at)
-                    .execute(&mut *conn)
-                    .await?;
-                true
-            }
-            TagEvent::TagChanged(fields) => {
-                let sql =
-                    format!("update {tags} set name = $3, color = $4, updated_at = $5 where org_id = $1 and id = $2");
+            TagEvent::TagCreated(fields) | TagEvent::TagChanged(fields) => {
+                // A creation writes the row once; a change writes over its name and colour.
+                let sql = if matches!(decoded, TagEvent::TagCreated(_)) {
+                    format!(
+                        "insert into {tags} (org_id, id, name, color, created_at, updated_at)
+                         values ($1, $2, $3, $4, $5, $5) on conflict (org_id, id) do nothing"
+                    )
+                } else {
+                    format!("update {tags} set name = $3, color = $4, updated_at = $5 where org_id = $1 and id = $2")
+                };
                 sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(org)
                     .bind(tag)
