@@ -7,11 +7,12 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
-use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
+use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Limit, QuantityIn, QuantityText};
 use crate::http::shared_filters::{Filters, binding, date_schema, id_filter, search, uuid_schema};
+use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
 use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -38,17 +39,20 @@ const WHY_INSUFFICIENT: &str = "The organization blocks negative stock and a lin
                                 `warehouse_id`, `requested_quantity` and `available_quantity` in its `metadata`; \
                                 nothing was written";
 
-/// The operations this module serves (see `operations.rs`).
-pub const LIST_INVENTORY: Operation = Operation::read("listInventory", Some(Scope::InventoryRead));
-pub const LIST_INVENTORY_MOVEMENTS: Operation = Operation::read("listInventoryMovements", Some(Scope::InventoryRead));
-pub const CREATE_STOCK_MOVEMENT: Operation =
-    Operation::write("createStockMovement", Scope::InventoryWrite, Idempotency::Required, CommandKind::StockMovement)
-        .unprocessable(WHY_INSUFFICIENT);
-pub const LIST_STOCK_TRANSFERS: Operation = Operation::read("listStockTransfers", Some(Scope::TransfersRead));
-pub const CREATE_STOCK_TRANSFER: Operation =
-    Operation::write("createStockTransfer", Scope::TransfersWrite, Idempotency::Optional, CommandKind::StockTransfer)
-        .unprocessable(WHY_INSUFFICIENT);
-pub const GET_STOCK_TRANSFER: Operation = Operation::read("getStockTransfer", Some(Scope::TransfersRead));
+// The operations this module serves (see `operations.rs`).
+operations! {
+    InventoryApi, INPUT_RULES;
+    LIST_INVENTORY = read("listInventory", Some(Scope::InventoryRead));
+    LIST_INVENTORY_MOVEMENTS = read("listInventoryMovements", Some(Scope::InventoryRead));
+    CREATE_STOCK_MOVEMENT =
+        write("createStockMovement", Scope::InventoryWrite, Idempotency::Required, CommandKind::StockMovement)
+            .unprocessable(WHY_INSUFFICIENT);
+    LIST_STOCK_TRANSFERS = read("listStockTransfers", Some(Scope::TransfersRead));
+    CREATE_STOCK_TRANSFER =
+        write("createStockTransfer", Scope::TransfersWrite, Idempotency::Optional, CommandKind::StockTransfer)
+            .unprocessable(WHY_INSUFFICIENT);
+    GET_STOCK_TRANSFER = read("getStockTransfer", Some(Scope::TransfersRead));
+}
 
 /// Stock movements and levels: writes wait on the inventory projection.
 const INVENTORY: Kind = Kind::new("inventory", ProjectionId::Inventory, "/api/v1/inventory", "inventory");
@@ -448,32 +452,22 @@ fn transfer_shapes() -> serde_json::Value {
 
 pub struct InventoryApi;
 
-impl Operations for InventoryApi {
-    const OPERATIONS: &'static [Operation] = &[
-        LIST_INVENTORY,
-        LIST_INVENTORY_MOVEMENTS,
-        CREATE_STOCK_MOVEMENT,
-        LIST_STOCK_TRANSFERS,
-        CREATE_STOCK_TRANSFER,
-        GET_STOCK_TRANSFER,
-    ];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Body { schema: "StockMovementInput", rule: movement_shapes },
-        InputRule::Body { schema: "StockTransferInput", rule: transfer_shapes },
-        InputRule::Query { operation: "listInventory", parameter: "warehouse_id", schema: uuid_schema },
-        InputRule::Query { operation: "listInventory", parameter: "product_id", schema: uuid_schema },
-        InputRule::Query { operation: "listInventoryMovements", parameter: "warehouse_id", schema: uuid_schema },
-        InputRule::Query { operation: "listInventoryMovements", parameter: "product_id", schema: uuid_schema },
-        InputRule::Query {
-            operation: "listInventoryMovements",
-            parameter: "cause_type",
-            schema: || serde_json::json!({ "type": "string", "enum": *STOCK_CAUSES }),
-        },
-        InputRule::Query { operation: "listInventoryMovements", parameter: "date_from", schema: date_schema },
-        InputRule::Query { operation: "listInventoryMovements", parameter: "date_to", schema: date_schema },
-        InputRule::Query { operation: "listStockTransfers", parameter: "warehouse_id", schema: uuid_schema },
-    ];
-}
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "StockMovementInput", rule: movement_shapes },
+    InputRule::Body { schema: "StockTransferInput", rule: transfer_shapes },
+    InputRule::Query { operation: "listInventory", parameter: "warehouse_id", schema: uuid_schema },
+    InputRule::Query { operation: "listInventory", parameter: "product_id", schema: uuid_schema },
+    InputRule::Query { operation: "listInventoryMovements", parameter: "warehouse_id", schema: uuid_schema },
+    InputRule::Query { operation: "listInventoryMovements", parameter: "product_id", schema: uuid_schema },
+    InputRule::Query {
+        operation: "listInventoryMovements",
+        parameter: "cause_type",
+        schema: || serde_json::json!({ "type": "string", "enum": *STOCK_CAUSES }),
+    },
+    InputRule::Query { operation: "listInventoryMovements", parameter: "date_from", schema: date_schema },
+    InputRule::Query { operation: "listInventoryMovements", parameter: "date_to", schema: date_schema },
+    InputRule::Query { operation: "listStockTransfers", parameter: "warehouse_id", schema: uuid_schema },
+];
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Inventory")]
 impl InventoryApi {

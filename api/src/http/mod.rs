@@ -18,6 +18,7 @@ pub mod resource;
 pub mod routes_group;
 pub mod schema;
 pub mod shared_filters;
+pub mod shared_operations;
 pub mod shared_pages;
 
 use crate::http::error::{ApiError, ErrorType};

@@ -8,12 +8,13 @@ use crate::http::envelopes::PageParam;
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::kinds::PRODUCTS;
 use crate::http::list::parse_id;
+use crate::http::operations::Idempotency;
 use crate::http::operations::InputRule;
-use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
 use crate::http::schema::rules;
 use crate::http::schema::{AutomaticPricingMode, Blank, Cents, Limit, Percent, Text};
+use crate::http::shared_operations::operations;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -34,15 +35,17 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// The operations this module serves (see `operations.rs`).
-pub const LIST_PRICE_LISTS: Operation = Operation::read("listPriceLists", Some(Scope::PriceListsRead));
-pub const CREATE_PRICE_LIST: Operation =
-    Operation::write("createPriceList", Scope::PriceListsWrite, Idempotency::Optional, CommandKind::PriceList);
-pub const GET_PRICE_LIST: Operation = Operation::read("getPriceList", Some(Scope::PriceListsRead));
-pub const REPLACE_PRICE_LIST: Operation =
-    Operation::write("replacePriceList", Scope::PriceListsWrite, Idempotency::Optional, CommandKind::PriceList);
-pub const LIST_PRICE_LIST_PRICES: Operation = Operation::read("listPriceListPrices", Some(Scope::PriceListsRead));
-pub const GET_PRICE_LIST_PRICE: Operation = Operation::read("getPriceListPrice", Some(Scope::PriceListsRead));
+// The operations this module serves (see `operations.rs`).
+operations! {
+    PriceListsApi, INPUT_RULES;
+    LIST_PRICE_LISTS = read("listPriceLists", Some(Scope::PriceListsRead));
+    CREATE_PRICE_LIST = write("createPriceList", Scope::PriceListsWrite, Idempotency::Optional, CommandKind::PriceList);
+    GET_PRICE_LIST = read("getPriceList", Some(Scope::PriceListsRead));
+    REPLACE_PRICE_LIST =
+        write("replacePriceList", Scope::PriceListsWrite, Idempotency::Optional, CommandKind::PriceList);
+    LIST_PRICE_LIST_PRICES = read("listPriceListPrices", Some(Scope::PriceListsRead));
+    GET_PRICE_LIST_PRICE = read("getPriceListPrice", Some(Scope::PriceListsRead));
+}
 
 /// Price lists, as the shared handler sequence sees them (never cached: a list's answer depends on the
 /// products' revision too).
@@ -417,24 +420,14 @@ fn automatic_rule() -> serde_json::Value {
 
 pub struct PriceListsApi;
 
-impl Operations for PriceListsApi {
-    const OPERATIONS: &'static [Operation] = &[
-        LIST_PRICE_LISTS,
-        CREATE_PRICE_LIST,
-        GET_PRICE_LIST,
-        REPLACE_PRICE_LIST,
-        LIST_PRICE_LIST_PRICES,
-        GET_PRICE_LIST_PRICE,
-    ];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Body { schema: "PriceListInput", rule: automatic_rule },
-        InputRule::Query {
-            operation: "listPriceListPrices",
-            parameter: "is_active",
-            schema: || serde_json::json!({ "type": "string", "enum": ["true", "false"] }),
-        },
-    ];
-}
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "PriceListInput", rule: automatic_rule },
+    InputRule::Query {
+        operation: "listPriceListPrices",
+        parameter: "is_active",
+        schema: || serde_json::json!({ "type": "string", "enum": ["true", "false"] }),
+    },
+];
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::PriceLists")]
 impl PriceListsApi {

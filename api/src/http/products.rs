@@ -7,8 +7,8 @@ use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::kinds::PRODUCTS;
 use crate::http::list::ListEnvelope;
+use crate::http::operations::Idempotency;
 use crate::http::operations::InputRule;
-use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional, Sparse};
 use crate::http::price_lists::applied_price;
 use crate::http::resource::{Call, PageParams, Write, decode_state};
@@ -18,6 +18,7 @@ use crate::http::schema::{
     QuantityIn, Text, VatCode,
 };
 use crate::http::shared_filters::{id_filter, search};
+use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
 use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -40,21 +41,18 @@ use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// The operations this module serves (see `operations.rs`).
-pub const CREATE_PRODUCT: Operation =
-    Operation::write("createProduct", Scope::ProductsWrite, Idempotency::Required, CommandKind::Product);
-pub const REPLACE_PRODUCT: Operation =
-    Operation::write("replaceProduct", Scope::ProductsWrite, Idempotency::Optional, CommandKind::Product);
-pub const GET_PRODUCT: Operation = Operation::read("getProduct", Some(Scope::ProductsRead));
-pub const LIST_PRODUCTS: Operation = Operation::read("listProducts", Some(Scope::ProductsRead));
-pub const PATCH_PRODUCT_METAFIELDS: Operation =
-    Operation::write("patchProductMetafields", Scope::ProductsWrite, Idempotency::Optional, CommandKind::Product);
-pub const CREATE_BULK_ADJUSTMENT: Operation = Operation::write(
-    "createBulkAdjustment",
-    Scope::ProductsWrite,
-    Idempotency::Required,
-    CommandKind::BulkAdjustProducts,
-);
+// The operations this module serves (see `operations.rs`).
+operations! {
+    ProductsApi, INPUT_RULES;
+    CREATE_PRODUCT = write("createProduct", Scope::ProductsWrite, Idempotency::Required, CommandKind::Product);
+    REPLACE_PRODUCT = write("replaceProduct", Scope::ProductsWrite, Idempotency::Optional, CommandKind::Product);
+    GET_PRODUCT = read("getProduct", Some(Scope::ProductsRead));
+    LIST_PRODUCTS = read("listProducts", Some(Scope::ProductsRead));
+    PATCH_PRODUCT_METAFIELDS =
+        write("patchProductMetafields", Scope::ProductsWrite, Idempotency::Optional, CommandKind::Product);
+    CREATE_BULK_ADJUSTMENT =
+        write("createBulkAdjustment", Scope::ProductsWrite, Idempotency::Required, CommandKind::BulkAdjustProducts);
+}
 
 /// Product creation: a single product (`sku`, `cost`, `price` at the top level) or a matrix (`options`
 /// and `variants`). Amounts are integer cents.
@@ -602,32 +600,22 @@ fn fields_schema() -> serde_json::Value {
 
 pub struct ProductsApi;
 
-impl Operations for ProductsApi {
-    const OPERATIONS: &'static [Operation] = &[
-        CREATE_PRODUCT,
-        REPLACE_PRODUCT,
-        GET_PRODUCT,
-        LIST_PRODUCTS,
-        PATCH_PRODUCT_METAFIELDS,
-        CREATE_BULK_ADJUSTMENT,
-    ];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Body { schema: "ProductInput", rule: product_shapes },
-        InputRule::Body { schema: "ProductReplaceInput", rule: replace_shapes },
-        InputRule::Body { schema: "BulkAdjustmentInput", rule: bulk_adjustment_shapes },
-        InputRule::Query { operation: "listProducts", parameter: "fields", schema: fields_schema },
-        InputRule::Query {
-            operation: "listProducts",
-            parameter: "default_supplier_id",
-            schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
-        },
-        InputRule::Query {
-            operation: "getProduct",
-            parameter: "priceListId",
-            schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
-        },
-    ];
-}
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "ProductInput", rule: product_shapes },
+    InputRule::Body { schema: "ProductReplaceInput", rule: replace_shapes },
+    InputRule::Body { schema: "BulkAdjustmentInput", rule: bulk_adjustment_shapes },
+    InputRule::Query { operation: "listProducts", parameter: "fields", schema: fields_schema },
+    InputRule::Query {
+        operation: "listProducts",
+        parameter: "default_supplier_id",
+        schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
+    },
+    InputRule::Query {
+        operation: "getProduct",
+        parameter: "priceListId",
+        schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
+    },
+];
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
 impl ProductsApi {

@@ -8,11 +8,12 @@ use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
 use crate::http::list::ListEnvelope;
-use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
+use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Limit, Percent, QuantityIn, QuantityText, rules};
 use crate::http::shared_filters::{id_filter, one_of, search};
+use crate::http::shared_operations::operations;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::inventory::reservations::reservation_id;
@@ -34,14 +35,16 @@ use uuid::Uuid;
 const WHY: &str = "The organization blocks negative stock and a reserved line asks for more than is available \
                    (`INSUFFICIENT_STOCK`, one detail per short line); nothing was saved";
 
-pub const LIST_QUOTES: Operation = Operation::read("listQuotes", Some(Scope::QuotesRead));
-pub const GET_QUOTE: Operation = Operation::read("getQuote", Some(Scope::QuotesRead));
-pub const CREATE_QUOTE: Operation =
-    Operation::write("createQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote).unprocessable(WHY);
-pub const REPLACE_QUOTE: Operation =
-    Operation::write("replaceQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote).unprocessable(WHY);
-pub const DELETE_QUOTE: Operation =
-    Operation::write("deleteQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote);
+operations! {
+    QuotesApi, INPUT_RULES;
+    LIST_QUOTES = read("listQuotes", Some(Scope::QuotesRead));
+    GET_QUOTE = read("getQuote", Some(Scope::QuotesRead));
+    CREATE_QUOTE =
+        write("createQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote).unprocessable(WHY);
+    REPLACE_QUOTE =
+        write("replaceQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote).unprocessable(WHY);
+    DELETE_QUOTE = write("deleteQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote);
+}
 
 const QUOTES: Kind = Kind::new("quote", ProjectionId::Quotes, "/api/v1/quotes", "quotes");
 
@@ -373,24 +376,21 @@ fn quote_shapes() -> serde_json::Value {
 
 pub struct QuotesApi;
 
-impl Operations for QuotesApi {
-    const OPERATIONS: &'static [Operation] = &[LIST_QUOTES, GET_QUOTE, CREATE_QUOTE, REPLACE_QUOTE, DELETE_QUOTE];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Body { schema: "QuoteInput", rule: quote_shapes },
-        InputRule::Closed { schema: "QuoteInput" },
-        InputRule::Closed { schema: "QuoteLineInput" },
-        InputRule::Query {
-            operation: "listQuotes",
-            parameter: "customer_id",
-            schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
-        },
-        InputRule::Query {
-            operation: "listQuotes",
-            parameter: "status",
-            schema: || serde_json::json!({ "type": "string", "enum": QuoteStatus::NAMES }),
-        },
-    ];
-}
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "QuoteInput", rule: quote_shapes },
+    InputRule::Closed { schema: "QuoteInput" },
+    InputRule::Closed { schema: "QuoteLineInput" },
+    InputRule::Query {
+        operation: "listQuotes",
+        parameter: "customer_id",
+        schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
+    },
+    InputRule::Query {
+        operation: "listQuotes",
+        parameter: "status",
+        schema: || serde_json::json!({ "type": "string", "enum": QuoteStatus::NAMES }),
+    },
+];
 
 async fn write(
     call: &Call<'_>,

@@ -6,10 +6,10 @@ use crate::http::body::RawJson;
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
-use crate::http::operations::{Operation, Operations};
 use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind, PageParams};
 use crate::http::schema::Limit;
+use crate::http::shared_operations::operations;
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -110,10 +110,13 @@ pub struct VoucherTypeReference {
 use DocumentKind::{CashSaleNote, CreditNote, DebitNote, Invoice, Quote, Receipt};
 use Letter::{A, B, C, E, M};
 
-/// The operations this module serves (see `operations.rs`).
-pub const GET_ORGANIZATION: Operation = Operation::read("getOrganization", None);
-pub const LIST_TAX_RATES: Operation = Operation::read("listTaxRates", None);
-pub const LIST_VOUCHER_TYPES: Operation = Operation::read("listVoucherTypes", None);
+// The operations this module serves (see `operations.rs`).
+operations! {
+    ReferenceApi;
+    GET_ORGANIZATION = read("getOrganization", None);
+    LIST_TAX_RATES = read("listTaxRates", None);
+    LIST_VOUCHER_TYPES = read("listVoucherTypes", None);
+}
 
 /// Voucher types: code, abbreviation, kind, letter, description.
 const VOUCHER_TYPES: &[(i32, &str, DocumentKind, Option<Letter>, &str)] = &[
@@ -191,10 +194,6 @@ const ORGANIZATION: Kind =
         .cached(Resource::Organization);
 
 pub struct ReferenceApi;
-
-impl Operations for ReferenceApi {
-    const OPERATIONS: &'static [Operation] = &[GET_ORGANIZATION, LIST_TAX_RATES, LIST_VOUCHER_TYPES];
-}
 
 #[OpenApi(prefix_path = "/api/v1")]
 impl ReferenceApi {

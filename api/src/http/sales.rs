@@ -8,11 +8,12 @@ use crate::http::documents::link;
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
-use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
+use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Int, Limit, NonNegative, Percent, QuantityIn, QuantityText, VatCode};
 use crate::http::shared_filters::{Filters, date_schema, search, uuid_schema};
+use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
 use crate::http::tags::TagData;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
@@ -42,15 +43,17 @@ const WHY_CREATE: &str = "The dated contract's `total` differs from the canonica
 const WHY_INVOICE: &str = "The tax authority rejected the voucher for good, or the organization has no fiscal profile \
                            (`PRECONDITION_FAILED`); the sale stays as it was";
 
-pub const LIST_SALES: Operation = Operation::read("listSales", Some(Scope::SalesRead));
-pub const CREATE_SALE: Operation =
-    Operation::write("createSale", Scope::SalesWrite, Idempotency::Required, CommandKind::Sale)
-        .unprocessable(WHY_CREATE);
-pub const GET_SALE: Operation = Operation::read("getSale", Some(Scope::SalesRead));
-pub const INVOICE_SALE: Operation =
-    Operation::write("invoiceSale", Scope::SalesWrite, Idempotency::Optional, CommandKind::InvoiceSale)
-        .unprocessable(WHY_INVOICE);
-pub const GET_SALE_DOCUMENT: Operation = Operation::read("getSaleDocument", Some(Scope::SalesRead));
+operations! {
+    SalesApi, INPUT_RULES;
+    LIST_SALES = read("listSales", Some(Scope::SalesRead));
+    CREATE_SALE =
+        write("createSale", Scope::SalesWrite, Idempotency::Required, CommandKind::Sale).unprocessable(WHY_CREATE);
+    GET_SALE = read("getSale", Some(Scope::SalesRead));
+    INVOICE_SALE =
+        write("invoiceSale", Scope::SalesWrite, Idempotency::Optional, CommandKind::InvoiceSale)
+            .unprocessable(WHY_INVOICE);
+    GET_SALE_DOCUMENT = read("getSaleDocument", Some(Scope::SalesRead));
+}
 
 const SALES: Kind = Kind::new("sale", ProjectionId::Sales, "/api/v1/sales", "sales");
 
@@ -569,20 +572,17 @@ fn sale_shapes() -> serde_json::Value {
 
 pub struct SalesApi;
 
-impl Operations for SalesApi {
-    const OPERATIONS: &'static [Operation] = &[LIST_SALES, CREATE_SALE, GET_SALE, INVOICE_SALE, GET_SALE_DOCUMENT];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Body { schema: "SaleInput", rule: sale_shapes },
-        InputRule::Query { operation: "listSales", parameter: "customer_id", schema: uuid_schema },
-        InputRule::Query { operation: "listSales", parameter: "date_from", schema: date_schema },
-        InputRule::Query { operation: "listSales", parameter: "date_to", schema: date_schema },
-        InputRule::Query {
-            operation: "listSales",
-            parameter: "status",
-            schema: || serde_json::json!({ "type": "string", "enum": FiscalStatus::NAMES }),
-        },
-    ];
-}
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "SaleInput", rule: sale_shapes },
+    InputRule::Query { operation: "listSales", parameter: "customer_id", schema: uuid_schema },
+    InputRule::Query { operation: "listSales", parameter: "date_from", schema: date_schema },
+    InputRule::Query { operation: "listSales", parameter: "date_to", schema: date_schema },
+    InputRule::Query {
+        operation: "listSales",
+        parameter: "status",
+        schema: || serde_json::json!({ "type": "string", "enum": FiscalStatus::NAMES }),
+    },
+];
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Sales")]
 impl SalesApi {

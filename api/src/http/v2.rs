@@ -8,8 +8,7 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::customers::ContactData;
 use crate::http::envelopes::V2Pages;
 use crate::http::error::ApiError;
-use crate::http::operations::Idempotency;
-use crate::http::operations::{Operation, Operations};
+use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::Optional;
 use crate::http::products::ProductData;
 use crate::http::purchases::{
@@ -21,6 +20,8 @@ use crate::http::resource::Call;
 use crate::http::resource::{Write, decode_state};
 use crate::http::schema::Text;
 use crate::http::schema::{Limit, PageNumber};
+use crate::http::shared_filters::{date_schema, uuid_schema};
+use crate::http::shared_operations::operations;
 use crate::http::shared_pages::{tagged, v2_envelope, v2_page, v2_page_params};
 use crate::http::{ApiTags, RequestId, Style};
 use crate::http::{ServiceVersion, idempotency, shared_filters};
@@ -41,18 +42,26 @@ use serde::Serialize;
 use std::sync::Arc;
 use uuid::Uuid;
 
-/// The operations this module serves (see `operations.rs`).
-pub const V2_LIST_WAREHOUSES: Operation = Operation::read("v2ListWarehouses", Some(Scope::WarehousesRead));
-pub const V2_LIST_SUPPLIERS: Operation = Operation::read("v2ListSuppliers", Some(Scope::SuppliersRead));
-pub const V2_LIST_PRODUCTS: Operation = Operation::read("v2ListProducts", Some(Scope::ProductsRead));
-pub const V2_LIST_PURCHASES: Operation = Operation::read("v2ListPurchases", Some(Scope::PurchasesRead));
-pub const V2_GET_PURCHASE: Operation = Operation::read("v2GetPurchase", Some(Scope::PurchasesRead));
-pub const V2_CREATE_PURCHASE: Operation =
-    Operation::write("v2CreatePurchase", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::Purchase)
-        .unprocessable(
+// The operations this module serves (see `operations.rs`).
+operations! {
+    V2Api, INPUT_RULES;
+    V2_LIST_WAREHOUSES = read("v2ListWarehouses", Some(Scope::WarehousesRead));
+    V2_LIST_SUPPLIERS = read("v2ListSuppliers", Some(Scope::SuppliersRead));
+    V2_LIST_PRODUCTS = read("v2ListProducts", Some(Scope::ProductsRead));
+    V2_LIST_PURCHASES = read("v2ListPurchases", Some(Scope::PurchasesRead));
+    V2_GET_PURCHASE = read("v2GetPurchase", Some(Scope::PurchasesRead));
+    V2_CREATE_PURCHASE =
+        write("v2CreatePurchase", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::Purchase).unprocessable(
             "A commit whose preview would show blocking issues: `PRECONDITION_FAILED`, `retryable` false, one detail \
              per blocker (`path`, `code`, `message`); nothing was written",
         );
+}
+
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Query { operation: "v2ListPurchases", parameter: "supplierId", schema: uuid_schema },
+    InputRule::Query { operation: "v2ListPurchases", parameter: "dateFrom", schema: date_schema },
+    InputRule::Query { operation: "v2ListPurchases", parameter: "dateTo", schema: date_schema },
+];
 
 /// `preview` (assess, write nothing) or `commit` (record; `Idempotency-Key` required).
 #[derive(Debug, Clone, Copy, Serialize, Enum)]
@@ -178,34 +187,6 @@ enum V2PurchaseRead {
 }
 
 pub struct V2Api;
-
-impl Operations for V2Api {
-    const OPERATIONS: &'static [Operation] = &[
-        V2_LIST_WAREHOUSES,
-        V2_LIST_SUPPLIERS,
-        V2_LIST_PRODUCTS,
-        V2_LIST_PURCHASES,
-        V2_GET_PURCHASE,
-        V2_CREATE_PURCHASE,
-    ];
-    const INPUT_RULES: &'static [crate::http::operations::InputRule] = &[
-        crate::http::operations::InputRule::Query {
-            operation: "v2ListPurchases",
-            parameter: "supplierId",
-            schema: || serde_json::json!({ "type": "string", "format": "uuid" }),
-        },
-        crate::http::operations::InputRule::Query {
-            operation: "v2ListPurchases",
-            parameter: "dateFrom",
-            schema: || serde_json::json!({ "type": "string", "format": "date" }),
-        },
-        crate::http::operations::InputRule::Query {
-            operation: "v2ListPurchases",
-            parameter: "dateTo",
-            schema: || serde_json::json!({ "type": "string", "format": "date" }),
-        },
-    ];
-}
 
 #[OpenApi(prefix_path = "/api/v2")]
 impl V2Api {

@@ -31,10 +31,11 @@ use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
-use crate::http::operations::{Idempotency, InputRule, Operation, Operations};
+use crate::http::operations::{Idempotency, InputRule};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::schema::Limit;
 use crate::http::shared_filters::{date_schema, id_filter, one_of, uuid_schema};
+use crate::http::shared_operations::operations;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
@@ -56,25 +57,27 @@ const WHY_BLOCKED: &str = "A purchase order's receipt asks more than is pending 
                            (`RECEIPT_EXCEEDS_PENDING`, one detail per line with the pending and received quantities); \
                            nothing was received";
 
-/// The operations this module serves (see `operations.rs`).
-pub const LIST_PURCHASES: Operation = Operation::read("listPurchases", Some(Scope::PurchasesRead));
-pub const CREATE_PURCHASE: Operation =
-    Operation::write("createPurchase", Scope::PurchasesWrite, Idempotency::Required, CommandKind::Purchase);
-pub const GET_PURCHASE: Operation = Operation::read("getPurchase", Some(Scope::PurchasesRead));
-pub const GET_PURCHASE_DOCUMENT: Operation = Operation::read("getPurchaseDocument", Some(Scope::PurchasesRead));
-pub const LIST_PURCHASE_ORDERS: Operation = Operation::read("listPurchaseOrders", Some(Scope::PurchasesRead));
-pub const CREATE_PURCHASE_ORDER: Operation =
-    Operation::write("createPurchaseOrder", Scope::PurchasesWrite, Idempotency::Required, CommandKind::PurchaseOrder);
-pub const GET_PURCHASE_ORDER: Operation = Operation::read("getPurchaseOrder", Some(Scope::PurchasesRead));
-pub const CONFIRM_PURCHASE_ORDER: Operation =
-    Operation::write("confirmPurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
-pub const CLOSE_PURCHASE_ORDER: Operation =
-    Operation::write("closePurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
-pub const REOPEN_PURCHASE_ORDER: Operation =
-    Operation::write("reopenPurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
-pub const RECEIVE_PURCHASE_ORDER: Operation =
-    Operation::write("receivePurchaseOrder", Scope::PurchasesWrite, Idempotency::Required, CommandKind::PurchaseOrder)
-        .unprocessable(WHY_BLOCKED);
+// The operations this module serves (see `operations.rs`).
+operations! {
+    PurchasesApi, INPUT_RULES;
+    LIST_PURCHASES = read("listPurchases", Some(Scope::PurchasesRead));
+    CREATE_PURCHASE = write("createPurchase", Scope::PurchasesWrite, Idempotency::Required, CommandKind::Purchase);
+    GET_PURCHASE = read("getPurchase", Some(Scope::PurchasesRead));
+    GET_PURCHASE_DOCUMENT = read("getPurchaseDocument", Some(Scope::PurchasesRead));
+    LIST_PURCHASE_ORDERS = read("listPurchaseOrders", Some(Scope::PurchasesRead));
+    CREATE_PURCHASE_ORDER =
+        write("createPurchaseOrder", Scope::PurchasesWrite, Idempotency::Required, CommandKind::PurchaseOrder);
+    GET_PURCHASE_ORDER = read("getPurchaseOrder", Some(Scope::PurchasesRead));
+    CONFIRM_PURCHASE_ORDER =
+        write("confirmPurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
+    CLOSE_PURCHASE_ORDER =
+        write("closePurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
+    REOPEN_PURCHASE_ORDER =
+        write("reopenPurchaseOrder", Scope::PurchasesWrite, Idempotency::Optional, CommandKind::PurchaseOrder);
+    RECEIVE_PURCHASE_ORDER =
+        write("receivePurchaseOrder", Scope::PurchasesWrite, Idempotency::Required, CommandKind::PurchaseOrder)
+            .unprocessable(WHY_BLOCKED);
+}
 
 pub const PURCHASES: Kind = Kind::new("purchase", ProjectionId::Purchases, "/api/v1/purchases", "purchases");
 
@@ -82,34 +85,19 @@ const ORDERS: Kind = Kind::new("purchase order", ProjectionId::Purchases, "/api/
 
 pub struct PurchasesApi;
 
-impl Operations for PurchasesApi {
-    const OPERATIONS: &'static [Operation] = &[
-        LIST_PURCHASES,
-        CREATE_PURCHASE,
-        GET_PURCHASE,
-        GET_PURCHASE_DOCUMENT,
-        LIST_PURCHASE_ORDERS,
-        CREATE_PURCHASE_ORDER,
-        GET_PURCHASE_ORDER,
-        CONFIRM_PURCHASE_ORDER,
-        CLOSE_PURCHASE_ORDER,
-        REOPEN_PURCHASE_ORDER,
-        RECEIVE_PURCHASE_ORDER,
-    ];
-    const INPUT_RULES: &'static [InputRule] = &[
-        InputRule::Body { schema: "PurchaseInput", rule: purchase_shapes },
-        InputRule::Body { schema: "PurchaseOrderInput", rule: order_shapes },
-        InputRule::Query { operation: "listPurchases", parameter: "supplier_id", schema: uuid_schema },
-        InputRule::Query { operation: "listPurchases", parameter: "date_from", schema: date_schema },
-        InputRule::Query { operation: "listPurchases", parameter: "date_to", schema: date_schema },
-        InputRule::Query { operation: "listPurchaseOrders", parameter: "supplier_id", schema: uuid_schema },
-        InputRule::Query {
-            operation: "listPurchaseOrders",
-            parameter: "status",
-            schema: || serde_json::json!({ "type": "string", "enum": OrderStatus::NAMES }),
-        },
-    ];
-}
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "PurchaseInput", rule: purchase_shapes },
+    InputRule::Body { schema: "PurchaseOrderInput", rule: order_shapes },
+    InputRule::Query { operation: "listPurchases", parameter: "supplier_id", schema: uuid_schema },
+    InputRule::Query { operation: "listPurchases", parameter: "date_from", schema: date_schema },
+    InputRule::Query { operation: "listPurchases", parameter: "date_to", schema: date_schema },
+    InputRule::Query { operation: "listPurchaseOrders", parameter: "supplier_id", schema: uuid_schema },
+    InputRule::Query {
+        operation: "listPurchaseOrders",
+        parameter: "status",
+        schema: || serde_json::json!({ "type": "string", "enum": OrderStatus::NAMES }),
+    },
+];
 
 #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Purchases")]
 impl PurchasesApi {
