@@ -405,6 +405,18 @@ async fn write(
     Ok((decode_state(accepted.state, "quote")?, accepted.replayed))
 }
 
+/// Creates or replaces a quote and answers it as stored, in its envelope.
+async fn saved(
+    call: &Call<'_>,
+    state: &AppState,
+    write: Write<'_>,
+    command: QuoteCommand,
+) -> Result<bytes::Bytes, ApiError> {
+    let (outcome, replayed) = self::write(call, state, write, command).await?;
+    let data = answer(state, call, outcome, replayed).await?;
+    Ok(Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data }))
+}
+
 async fn answer(
     state: &AppState,
     call: &Call<'_>,
@@ -488,15 +500,9 @@ impl QuotesApi {
     ) -> Result<Created, ApiError> {
         let call = Call::new(CREATE_QUOTE, &state, &auth, &request_id)?;
         let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
-        let (outcome, replayed) = write(
-            &call,
-            &state,
-            Write::json(key.0, &version, &[], &body),
-            QuoteCommand::Create { id: Uuid::now_v7(), input },
-        )
-        .await?;
-        let data = answer(&state, &call, outcome, replayed).await?;
-        Ok(Created::Created(RawJson::new(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data }))))
+        let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
+        let body = saved(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+        Ok(Created::Created(RawJson::new(body)))
     }
 
     /// Get a quote
@@ -545,11 +551,9 @@ impl QuotesApi {
         let id = call.id(&QUOTES, &quote_id.0)?;
         let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
         let path = [quote_id.0.as_str()];
-        let (outcome, replayed) =
-            write(&call, &state, Write::json(key.0, &version, &path, &body), QuoteCommand::Replace { id, input })
-                .await?;
-        let data = answer(&state, &call, outcome, replayed).await?;
-        Ok(Single::Ok(RawJson::new(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data }))))
+        let command = QuoteCommand::Replace { id, input };
+        let body = saved(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+        Ok(Single::Ok(RawJson::new(body)))
     }
 
     /// Delete a quote
