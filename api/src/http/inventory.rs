@@ -14,6 +14,7 @@ use crate::http::schema::{Blank, Limit, QuantityIn, QuantityText};
 use crate::http::shared_filters::{Filters, binding, date_schema, id_filter, search, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
+use crate::http::shared_responses::responses;
 use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -26,7 +27,7 @@ use events::catalogue::{STOCK_CAUSES, StockLine, ar_date};
 use events::domain::{Quantity, Scope};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use poem_openapi::{Enum, Object, OpenApi};
 use projections::ProjectionId;
 use projections::inventory::{self as read, LevelFilter, LevelRow, MovementFilter, MovementRow, TransferRow};
 use serde::{Deserialize, Serialize};
@@ -389,46 +390,14 @@ pub struct StockTransferEnvelope {
     pub data: StockTransferData,
 }
 
-#[derive(ApiResponse)]
-enum Levels {
-    /// A page of stock levels, by variant then warehouse.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<InventoryData>>),
-}
-
-#[derive(ApiResponse)]
-enum Ledger {
-    /// A page of the ledger, oldest change first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<InventoryMovementData>>),
-}
-
-#[derive(ApiResponse)]
-enum MovementCreated {
-    /// The movement, as recorded (also on a replay of the same key and body).
-    #[oai(status = 201)]
-    Created(RawJson<StockMovementEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum TransferCreated {
-    /// The transfer, as recorded.
-    #[oai(status = 201)]
-    Created(RawJson<StockTransferEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Transfer {
-    /// The transfer.
-    #[oai(status = 200)]
-    Ok(RawJson<StockTransferEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Transfers {
-    /// A page of transfers, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<StockTransferData>>),
+responses! {
+    Levels: Ok(RawJson<ListEnvelope<InventoryData>>) = 200, "A page of stock levels, by variant then warehouse.";
+    Ledger: Ok(RawJson<ListEnvelope<InventoryMovementData>>) = 200, "A page of the ledger, oldest change first.";
+    MovementCreated: Created(RawJson<StockMovementEnvelope>) =
+        201, "The movement, as recorded (also on a replay of the same key and body).";
+    TransferCreated: Created(RawJson<StockTransferEnvelope>) = 201, "The transfer, as recorded.";
+    Transfer: Ok(RawJson<StockTransferEnvelope>) = 200, "The transfer.";
+    Transfers: Ok(RawJson<ListEnvelope<StockTransferData>>) = 200, "A page of transfers, oldest first.";
 }
 
 type Key = Header<Option<String>>;

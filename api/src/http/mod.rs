@@ -20,6 +20,7 @@ pub mod schema;
 pub mod shared_filters;
 pub mod shared_operations;
 pub mod shared_pages;
+pub mod shared_responses;
 
 use crate::http::error::{ApiError, ErrorType};
 use crate::state::AppState;

@@ -15,6 +15,7 @@ use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
 use crate::http::schema::rules;
 use crate::http::schema::{AutomaticPricingMode, Blank, Cents, Limit, Percent, Text};
 use crate::http::shared_operations::operations;
+use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -263,18 +264,9 @@ pub struct PriceListsEnvelope {
     pub next_cursor: Nullable<String>,
 }
 
-#[derive(ApiResponse)]
-enum Created {
-    /// Created; answers once readable.
-    #[oai(status = 201)]
-    Created(RawJson<PriceListEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Single {
-    /// The price list.
-    #[oai(status = 200)]
-    Ok(RawJson<PriceListEnvelope>),
+responses! {
+    Created: Created(RawJson<PriceListEnvelope>) = 201, "Created; answers once readable.";
+    Single: Ok(RawJson<PriceListEnvelope>) = 200, "The price list.";
 }
 
 #[derive(ApiResponse)]
@@ -287,11 +279,8 @@ enum Detail {
     NotModified(#[oai(header = "ETag")] String),
 }
 
-#[derive(ApiResponse)]
-enum Lists {
-    /// A page of price lists, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<PriceListsEnvelope>),
+responses! {
+    Lists: Ok(RawJson<PriceListsEnvelope>) = 200, "A page of price lists, oldest first.";
 }
 
 #[derive(ApiResponse)]

@@ -20,6 +20,7 @@ use crate::http::schema::{
 use crate::http::shared_filters::{id_filter, search};
 use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
+use crate::http::shared_responses::responses;
 use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -308,18 +309,10 @@ pub struct ProductCreatedEnvelope {
     pub data: ProductCreatedData,
 }
 
-#[derive(ApiResponse)]
-enum CreateResponse {
-    /// Created, with every variant's id and SKU; answers once readable.
-    #[oai(status = 201)]
-    Created(RawJson<ProductCreatedEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum ReadResponse {
-    /// The variant.
-    #[oai(status = 200)]
-    Ok(RawJson<ProductEnvelope>),
+responses! {
+    CreateResponse: Created(RawJson<ProductCreatedEnvelope>) =
+        201, "Created, with every variant's id and SKU; answers once readable.";
+    ReadResponse: Ok(RawJson<ProductEnvelope>) = 200, "The variant.";
 }
 
 #[derive(ApiResponse)]
@@ -502,11 +495,8 @@ pub struct BulkAdjustmentEnvelope {
     pub data: BulkAdjustmentData,
 }
 
-#[derive(ApiResponse)]
-enum BulkAdjusted {
-    /// Applied to every matching variant at once (or to none).
-    #[oai(status = 200)]
-    Ok(RawJson<BulkAdjustmentEnvelope>),
+responses! {
+    BulkAdjusted: Ok(RawJson<BulkAdjustmentEnvelope>) = 200, "Applied to every matching variant at once (or to none).";
 }
 
 /// The price rule of a single product or of every variant: `price` without `markupPercentage`;

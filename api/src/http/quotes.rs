@@ -14,6 +14,7 @@ use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state}
 use crate::http::schema::{Blank, Cents, Limit, Percent, QuantityIn, QuantityText, rules};
 use crate::http::shared_filters::{id_filter, one_of, search};
 use crate::http::shared_operations::operations;
+use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::inventory::reservations::reservation_id;
@@ -23,7 +24,7 @@ use events::catalogue::{QuoteDiscount, QuoteState, QuoteStatus, ar_date};
 use events::domain::{Quantity, Scope};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use poem_openapi::{Enum, Object, OpenApi};
 use projections::ProjectionId;
 use projections::quotes::{self as read, QuoteRow};
 use serde::{Deserialize, Serialize};
@@ -333,32 +334,11 @@ pub struct QuoteDeletedEnvelope {
     pub data: QuoteDeletedData,
 }
 
-#[derive(ApiResponse)]
-enum Created {
-    /// The quote, a draft.
-    #[oai(status = 201)]
-    Created(RawJson<QuoteEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Single {
-    /// The quote.
-    #[oai(status = 200)]
-    Ok(RawJson<QuoteEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Deleted {
-    /// The quote is gone and its reservation released.
-    #[oai(status = 200)]
-    Ok(RawJson<QuoteDeletedEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Quotes {
-    /// A page of quotes, newest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<QuoteData>>),
+responses! {
+    Created: Created(RawJson<QuoteEnvelope>) = 201, "The quote, a draft.";
+    Single: Ok(RawJson<QuoteEnvelope>) = 200, "The quote.";
+    Deleted: Ok(RawJson<QuoteDeletedEnvelope>) = 200, "The quote is gone and its reservation released.";
+    Quotes: Ok(RawJson<ListEnvelope<QuoteData>>) = 200, "A page of quotes, newest first.";
 }
 
 type Key = Header<Option<String>>;

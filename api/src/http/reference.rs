@@ -10,13 +10,14 @@ use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind, PageParams};
 use crate::http::schema::Limit;
 use crate::http::shared_operations::operations;
+use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use poem::web::Data;
 use poem_openapi::param::Query;
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
-use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use poem_openapi::{Enum, Object, OpenApi};
 use projections::ProjectionId;
 use serde::Serialize;
 use std::sync::Arc;
@@ -153,25 +154,10 @@ const VOUCHER_TYPES: &[(i32, &str, DocumentKind, Option<Letter>, &str)] = &[
     (213, "NCFCE C", CreditNote, Some(C), "Nota de crédito electrónica MiPyMEs C"),
 ];
 
-#[derive(ApiResponse)]
-enum OrganizationResponse {
-    /// The organization.
-    #[oai(status = 200)]
-    Ok(RawJson<OrganizationEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum TaxRatesResponse {
-    /// Tax rates by code.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<TaxRateReference>>),
-}
-
-#[derive(ApiResponse)]
-enum VoucherTypesResponse {
-    /// Voucher types by code.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<VoucherTypeReference>>),
+responses! {
+    OrganizationResponse: Ok(RawJson<OrganizationEnvelope>) = 200, "The organization.";
+    TaxRatesResponse: Ok(RawJson<ListEnvelope<TaxRateReference>>) = 200, "Tax rates by code.";
+    VoucherTypesResponse: Ok(RawJson<ListEnvelope<VoucherTypeReference>>) = 200, "Voucher types by code.";
 }
 
 /// A static list paged like every v1 list (sorted by code; the cursor is the last code).

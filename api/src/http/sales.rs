@@ -15,6 +15,7 @@ use crate::http::schema::{Blank, Cents, Int, Limit, NonNegative, Percent, Quanti
 use crate::http::shared_filters::{Filters, date_schema, search, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
+use crate::http::shared_responses::responses;
 use crate::http::tags::TagData;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
@@ -505,25 +506,11 @@ pub struct SaleCreatedEnvelope {
     pub data: SaleCreatedData,
 }
 
-#[derive(ApiResponse)]
-enum SaleCreated {
-    /// The sale (under the historical contract with `Deprecation: true`).
-    #[oai(status = 201)]
-    Created(RawJson<SaleCreatedEnvelope>, #[oai(header = "Deprecation")] Option<String>),
-}
-
-#[derive(ApiResponse)]
-enum SaleRead {
-    /// The sale.
-    #[oai(status = 200)]
-    Ok(RawJson<SaleEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum SaleList {
-    /// A page of sales, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<SaleData>>),
+responses! {
+    SaleCreated: Created(RawJson<SaleCreatedEnvelope>, #[oai(header = "Deprecation")] Option<String>) =
+        201, "The sale (under the historical contract with `Deprecation: true`).";
+    SaleRead: Ok(RawJson<SaleEnvelope>) = 200, "The sale.";
+    SaleList: Ok(RawJson<ListEnvelope<SaleData>>) = 200, "A page of sales, oldest first.";
 }
 
 #[derive(ApiResponse)]
@@ -537,11 +524,9 @@ enum Invoiced {
     Deferred(RawJson<SaleEnvelope>),
 }
 
-#[derive(ApiResponse)]
-enum DocumentRedirect {
-    /// A signed link to the PDF, valid five minutes (see the description).
-    #[oai(status = 302)]
-    Found(#[oai(header = "Location")] String),
+responses! {
+    DocumentRedirect: Found(#[oai(header = "Location")] String) =
+        302, "A signed link to the PDF, valid five minutes (see the description).";
 }
 
 type Key = Header<Option<String>>;

@@ -23,6 +23,7 @@ use crate::http::schema::{Limit, PageNumber};
 use crate::http::shared_filters::{date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_pages::{tagged, v2_envelope, v2_page, v2_page_params};
+use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, Style};
 use crate::http::{ServiceVersion, idempotency, shared_filters};
 use crate::state::AppState;
@@ -179,11 +180,8 @@ enum V2PurchaseAnswer {
     Committed(RawJson<V2Single<V2PurchaseResult>>),
 }
 
-#[derive(ApiResponse)]
-enum V2PurchaseRead {
-    /// The purchase.
-    #[oai(status = 200)]
-    Ok(RawJson<V2Single<PurchaseData>>),
+responses! {
+    V2PurchaseRead: Ok(RawJson<V2Single<PurchaseData>>) = 200, "The purchase.";
 }
 
 pub struct V2Api;

@@ -12,11 +12,12 @@ use crate::http::resource::decode_state;
 use crate::http::schema::{Blank, Int, Text};
 use crate::http::shared_filters::{Filters, search};
 use crate::http::shared_pages::tagged;
+use crate::http::shared_responses::responses;
 use crate::http::tags::TagData;
 use crate::state::AppState;
 use commands::tags::Taggable;
 use events::catalogue::PurchaseRecorded;
-use poem_openapi::{ApiResponse, Enum, Object};
+use poem_openapi::{Enum, Object};
 use projections::purchases::{PurchaseFilter, PurchaseRow};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -208,32 +209,13 @@ pub struct PurchaseEnvelope {
     pub data: PurchaseData,
 }
 
-#[derive(ApiResponse)]
-pub(super) enum PurchaseCreated {
-    /// The purchase as recorded, with what recording it did.
-    #[oai(status = 201)]
-    Created(RawJson<PurchaseCreatedEnvelope>),
-}
-
-#[derive(ApiResponse)]
-pub(super) enum PurchaseRead {
-    /// The purchase.
-    #[oai(status = 200)]
-    Ok(RawJson<PurchaseEnvelope>),
-}
-
-#[derive(ApiResponse)]
-pub(super) enum DocumentRedirect {
-    /// A signed link to the PDF, valid five minutes (see the description).
-    #[oai(status = 302)]
-    Found(#[oai(header = "Location")] String),
-}
-
-#[derive(ApiResponse)]
-pub(super) enum PurchaseList {
-    /// A page of purchases, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<PurchaseData>>),
+responses! {
+    pub(super) PurchaseCreated: Created(RawJson<PurchaseCreatedEnvelope>) =
+        201, "The purchase as recorded, with what recording it did.";
+    pub(super) PurchaseRead: Ok(RawJson<PurchaseEnvelope>) = 200, "The purchase.";
+    pub(super) DocumentRedirect: Found(#[oai(header = "Location")] String) =
+        302, "A signed link to the PDF, valid five minutes (see the description).";
+    pub(super) PurchaseList: Ok(RawJson<ListEnvelope<PurchaseData>>) = 200, "A page of purchases, oldest first.";
 }
 
 /// The filters of a purchase list, every bad one named at once.

@@ -10,13 +10,14 @@ use crate::http::list::ListEnvelope;
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Write, decode_state};
 use crate::http::schema::{Blank, Int, QuantityIn, QuantityText};
+use crate::http::shared_responses::responses;
 use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::Command;
 use commands::purchases::orders::{OrderStatus, PurchaseOrder};
 use commands::tags::Taggable;
-use poem_openapi::{ApiResponse, Enum, Object};
+use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -181,25 +182,11 @@ pub struct PurchaseOrderEnvelope {
     pub data: PurchaseOrderData,
 }
 
-#[derive(ApiResponse)]
-pub(super) enum OrderCreated {
-    /// The purchase order, a draft.
-    #[oai(status = 201)]
-    Created(RawJson<PurchaseOrderEnvelope>),
-}
-
-#[derive(ApiResponse)]
-pub(super) enum OrderRead {
-    /// The purchase order.
-    #[oai(status = 200)]
-    Ok(RawJson<PurchaseOrderEnvelope>),
-}
-
-#[derive(ApiResponse)]
-pub(super) enum OrderList {
-    /// A page of purchase orders, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<PurchaseOrderData>>),
+responses! {
+    pub(super) OrderCreated: Created(RawJson<PurchaseOrderEnvelope>) = 201, "The purchase order, a draft.";
+    pub(super) OrderRead: Ok(RawJson<PurchaseOrderEnvelope>) = 200, "The purchase order.";
+    pub(super) OrderList: Ok(RawJson<ListEnvelope<PurchaseOrderData>>) =
+        200, "A page of purchase orders, oldest first.";
 }
 
 /// A purchase order body. Every field also accepts its snake_case spelling.
