@@ -475,7 +475,7 @@ impl InventoryApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: INVENTORY.list.url, binding: &bound },
+                INVENTORY.list.bound(&bound),
                 async |after, n| Ok(read::levels(&state.pool, call.org_id(), &filter, today(), after, n).await?),
                 |row: &LevelRow| (row.variant_id, row.warehouse_id),
                 async |rows| Ok(rows.into_iter().map(InventoryData::from_row).collect()),
@@ -588,7 +588,7 @@ impl InventoryApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: TRANSFERS.list.url, binding: &bound },
+                TRANSFERS.list.bound(&bound),
                 async |after, n| Ok(read::transfers(&state.pool, call.org_id(), warehouse, after, n).await?),
                 |row: &TransferRow| row.id,
                 async |rows| {

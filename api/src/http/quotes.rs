@@ -10,7 +10,7 @@ use crate::http::inventory::StockWarning;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Limit, Percent, QuantityIn, QuantityText, rules};
 use crate::http::shared_filters::{id_filter, one_of, search};
 use crate::http::shared_operations::operations;
@@ -446,7 +446,7 @@ impl QuotesApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: QUOTES.list.url, binding: &bound },
+                QUOTES.list.bound(&bound),
                 async |after, n| {
                     let status = status.as_deref();
                     Ok(read::list(&state.pool, call.org_id(), search.as_deref(), customer, status, after, n).await?)

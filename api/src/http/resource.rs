@@ -263,6 +263,16 @@ pub struct ListAt<'a> {
     pub binding: &'a str,
 }
 
+impl ListAt<'_> {
+    /// The same list served under filters: its cursors signed for `binding` (the list and its filters).
+    pub fn bound<'b>(&self, binding: &'b str) -> ListAt<'b>
+    where
+        Self: 'b,
+    {
+        ListAt { url: self.url, binding }
+    }
+}
+
 impl<'a> Call<'a> {
     /// Opens a call: 403 naming the scope when the credential lacks the operation's.
     pub fn new(

@@ -10,7 +10,7 @@ use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Int, Limit, NonNegative, Percent, QuantityIn, QuantityText, VatCode};
 use crate::http::shared_filters::{Filters, date_schema, search, uuid_schema};
 use crate::http::shared_operations::operations;
@@ -622,7 +622,7 @@ impl SalesApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: SALES.list.url, binding: &bound },
+                SALES.list.bound(&bound),
                 async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
                 |row: &SaleRow| row.id,
                 async |rows| render_rows(&state, call.org_id(), rows).await,

@@ -32,7 +32,7 @@ use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::operations::{Idempotency, InputRule};
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
 use crate::http::schema::Limit;
 use crate::http::shared_filters::{date_schema, id_filter, one_of, uuid_schema};
 use crate::http::shared_operations::operations;
@@ -129,7 +129,7 @@ impl PurchasesApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: PURCHASES.list.url, binding: &bound },
+                PURCHASES.list.bound(&bound),
                 async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
                 |row: &PurchaseRow| row.id,
                 async |rows| render_purchases(&state, call.org_id(), rows).await,
@@ -264,7 +264,7 @@ impl PurchasesApi {
         let body = call
             .cursor_list(
                 params,
-                ListAt { url: ORDERS.list.url, binding: &bound },
+                ORDERS.list.bound(&bound),
                 async |after, n| {
                     Ok(read::orders(&state.pool, call.org_id(), supplier, status.as_deref(), after, n).await?)
                 },
