@@ -1,7 +1,7 @@
 //! What a domain reads of other domains' streams to check and plan a document, in one place every
 //! domain calls: the facts of product variants and the latest state of their groups.
 
-use crate::engine::ExecuteError;
+use crate::engine::{ExecuteError, WithId, load};
 use events::catalogue::ProductGroup;
 use sqlx::PgConnection;
 use std::collections::BTreeMap;
@@ -72,4 +72,21 @@ pub(crate) async fn load_products(
         })
         .collect();
     Ok((facts, groups))
+}
+
+/// Whether each of `ids` (each loaded once) is a stream of the organization whose state `is_active`
+/// accepts: the warehouses or payment methods a document names.
+pub async fn active<A: WithId>(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    ids: &[Uuid],
+    is_active: fn(&A) -> bool,
+) -> Result<BTreeMap<Uuid, bool>, ExecuteError> {
+    let mut found = BTreeMap::new();
+    for &id in ids {
+        if let std::collections::btree_map::Entry::Vacant(entry) = found.entry(id) {
+            entry.insert(load::<A>(conn, org_id, id).await?.0.is_some_and(|state| is_active(&state)));
+        }
+    }
+    Ok(found)
 }

@@ -9,14 +9,13 @@ use crate::engine::{Conn, ExecuteError, Sink, append_typed, load};
 use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations;
-use crate::lookups::load_products;
+use crate::lookups::{active, load_products};
 use crate::records::Warehouse;
 use crate::reply::CommandReply;
 use events::catalogue::{QuoteEvent, QuoteExpired, QuoteState, QuoteStatus, ReservationOwner, ar_date, fold_quote};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::{PgConnection, PgPool};
-use std::collections::BTreeMap;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -93,13 +92,8 @@ impl Document for Quotes {
         }
         let variants: Vec<Uuid> = input.items.iter().map(|i| i.variant_id).collect();
         facts.products = load_products(conn, org_id, &variants).await?.0;
-        let mut warehouses = BTreeMap::new();
-        for id in input.items.iter().filter_map(|i| i.warehouse_id) {
-            if let std::collections::btree_map::Entry::Vacant(entry) = warehouses.entry(id) {
-                entry.insert(load::<Warehouse>(conn, org_id, id).await?.0.is_some_and(|w| w.fields.is_active));
-            }
-        }
-        facts.warehouses = warehouses;
+        let warehouses: Vec<Uuid> = input.items.iter().filter_map(|i| i.warehouse_id).collect();
+        facts.warehouses = active::<Warehouse>(conn, org_id, &warehouses, |w| w.fields.is_active).await?;
         Ok(facts)
     }
 

@@ -12,7 +12,7 @@ use crate::engine::{Conn, ExecuteError, Sink, append_together, load};
 use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::inventory::levels;
 use crate::inventory::{NegativeStock, StockShortfall, apply_policy, combo_components, plan};
-use crate::lookups::load_products;
+use crate::lookups::{active, load_products};
 use crate::records::{PaymentMethod, Warehouse};
 use crate::reply::CommandReply;
 use events::catalogue::{FiscalStatus, SaleEvent, SaleRecorded, ar_date};
@@ -20,7 +20,7 @@ use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -114,18 +114,10 @@ impl Document for Sales {
         let variants: Vec<Uuid> = input.items.iter().filter_map(|i| i.variant_id).collect();
         let (products, groups) = load_products(conn, org_id, &variants).await?;
         let default_warehouse = crate::records::current_defaults(conn, org_id, "warehouse").await?.first().copied();
-        let mut warehouses = HashMap::new();
-        for id in input.items.iter().filter_map(|i| i.warehouse_id).chain(default_warehouse) {
-            if let std::collections::hash_map::Entry::Vacant(entry) = warehouses.entry(id) {
-                entry.insert(load::<Warehouse>(conn, org_id, id).await?.0.is_some_and(|w| w.fields.is_active));
-            }
-        }
-        let mut payment_methods = HashMap::new();
-        for id in input.payments.iter().map(|p| p.method_id) {
-            if let std::collections::hash_map::Entry::Vacant(entry) = payment_methods.entry(id) {
-                entry.insert(load::<PaymentMethod>(conn, org_id, id).await?.0.is_some_and(|m| m.fields.is_active));
-            }
-        }
+        let named: Vec<Uuid> = input.items.iter().filter_map(|i| i.warehouse_id).chain(default_warehouse).collect();
+        let warehouses = active::<Warehouse>(conn, org_id, &named, |w| w.fields.is_active).await?;
+        let methods: Vec<Uuid> = input.payments.iter().map(|p| p.method_id).collect();
+        let payment_methods = active::<PaymentMethod>(conn, org_id, &methods, |m| m.fields.is_active).await?;
         let associated = match input.associated_sale_id {
             Some(id) => invoicing::load_sale(conn, org_id, id).await?,
             None => None,

@@ -476,9 +476,9 @@ pub struct SaleFacts {
     pub groups: Groups,
     pub default_warehouse: Option<Uuid>,
     /// Whether each warehouse the sale may move stock in is an active warehouse of the organization.
-    pub warehouses: HashMap<Uuid, bool>,
+    pub warehouses: BTreeMap<Uuid, bool>,
     /// Whether each payment method the sale names is an active one of the organization.
-    pub payment_methods: HashMap<Uuid, bool>,
+    pub payment_methods: BTreeMap<Uuid, bool>,
     /// The sale a credit or debit note corrects, with its stream version.
     pub associated: Option<(SaleRecorded, i32)>,
     /// The components of every combo the sale names.
@@ -809,8 +809,8 @@ mod tests {
             products,
             groups: Groups::new(),
             default_warehouse: Some(warehouse),
-            warehouses: HashMap::from([(warehouse, true)]),
-            payment_methods: HashMap::new(),
+            warehouses: BTreeMap::from([(warehouse, true)]),
+            payment_methods: BTreeMap::new(),
             associated: None,
             components: BTreeMap::new(),
         }
