@@ -62,6 +62,11 @@ pub struct BusinessDetail {
     pub metadata: BTreeMap<String, Value>,
 }
 
+/// A rejection naming every offending field, or nothing when there are none.
+pub fn reject_fields(errors: Vec<FieldError>) -> Result<(), Rejection> {
+    if errors.is_empty() { Ok(()) } else { Err(Rejection::Invalid { errors }) }
+}
+
 impl Rejection {
     pub fn not_found(resource: &str) -> Self {
         Self::NotFound { resource: resource.to_owned() }

@@ -291,5 +291,5 @@ pub async fn name_taken(
 
 /// A rejection naming every offending field, or nothing when there are none.
 pub fn reject_fields(errors: Vec<FieldError>) -> Result<(), ExecuteError> {
-    if errors.is_empty() { Ok(()) } else { Err(Rejection::Invalid { errors }.into()) }
+    Ok(crate::aggregate::reject_fields(errors)?)
 }

@@ -12,7 +12,7 @@ mod handler;
 
 pub use handler::{Quotes, SWEEP_QUOTES, expire_due, load_quote, sweep_forever};
 
-use crate::aggregate::Rejection;
+use crate::aggregate::{Rejection, reject_fields};
 use crate::inventory::StockShortfall;
 use crate::inventory::reservations::Wanted;
 use crate::lookups::VariantFacts;
@@ -272,10 +272,6 @@ pub fn decide(command: &QuoteCommand, facts: &QuoteFacts) -> Result<QuoteDecisio
     }
 }
 
-/// A rejection naming every offending field, or nothing when there are none.
-fn reject_fields(errors: Vec<FieldError>) -> Result<(), Rejection> {
-    if errors.is_empty() { Ok(()) } else { Err(Rejection::Invalid { errors }) }
-}
 
 /// Checks a quote's references against the facts, prices it and says what it reserves.
 fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteState, Option<Wanted>), Rejection> {
