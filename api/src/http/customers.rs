@@ -10,24 +10,25 @@ use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{decode_state, Call, Kind, ListAt, PageParams, Write};
 use crate::http::routes_group::api_group;
-use crate::http::schema::{Blank, Email, Limit, PersonType, ProvinceCode, TaxCategory, TaxId, TaxIdType, Text};
 use crate::http::schema::{rules, trimmed};
-use crate::http::tags::{TagData, tags_of, tags_of_one};
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::schema::{Blank, Email, Limit, PersonType, ProvinceCode, TaxCategory, TaxId, TaxIdType, Text};
+use crate::http::shared_responses::responses;
+use crate::http::tags::{tags_of, tags_of_one, TagData};
+use crate::http::{ar_time, ApiTags, RequestId, ServiceVersion, Style};
 use crate::state::AppState;
 use bytes::Bytes;
-use commands::contacts::{ContactCommand, Customer, parse_fields, province_name, sets_default_account};
+use commands::contacts::{parse_fields, province_name, sets_default_account, ContactCommand, Customer};
 use commands::protocol::{Command, CommandKind};
 use commands::tags::Taggable;
 use events::catalogue::CustomerFields;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Object};
-use projections::ProjectionId;
+use poem_openapi::Object;
 use projections::customers::{self as read, CustomerRow};
+use projections::ProjectionId;
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -217,25 +218,10 @@ pub struct ContactEnvelope {
     pub data: ContactData,
 }
 
-#[derive(ApiResponse)]
-enum CreateResponse {
-    /// Created; answers once it is readable.
-    #[oai(status = 201)]
-    Created(RawJson<ContactEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum ReadResponse {
-    /// The contact.
-    #[oai(status = 200)]
-    Ok(RawJson<ContactEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum ListResponse {
-    /// A page, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<ContactData>>),
+responses! {
+    CreateResponse: Created(RawJson<ContactEnvelope>) = 201, "Created; answers once it is readable.";
+    ReadResponse: Ok(RawJson<ContactEnvelope>) = 200, "The contact.";
+    ListResponse: Ok(RawJson<ListEnvelope<ContactData>>) = 200, "A page, oldest first.";
 }
 
 fn envelope_bytes(data: ContactData) -> Bytes {
@@ -455,7 +441,7 @@ macro_rules! contacts_api {
                     cursor: Query<Option<String>>,
                     page: PageParam,
                 ) -> Result<ListResponse, ApiError> {
-                    let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+                    let params = PageParams::new(limit, cursor, page);
                     list(&$contacts, auth, &state, request_id, params).await
                 }
             }

@@ -8,18 +8,19 @@ use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation, Operations};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{Call, Kind, ListAt, Write, decode_state};
+use crate::http::resource::{decode_state, Call, Kind, ListAt, Write};
 use crate::http::schema::{Blank, Int, MetafieldKey, MetafieldValueType, Text};
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::shared_responses::responses;
+use crate::http::{ar_time, ApiTags, RequestId, ServiceVersion, Style};
 use crate::state::AppState;
-use commands::metafields::{MetafieldDefinition, parse_metafield_definition};
+use commands::metafields::{parse_metafield_definition, MetafieldDefinition};
 use commands::protocol::{Command, CommandKind};
 use commands::records::RecordCommand;
 use events::catalogue::MetafieldDefinitionFields;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::Header;
-use poem_openapi::{ApiResponse, Object, OpenApi};
+use poem_openapi::{Object, OpenApi};
 use projections::ProjectionId;
 use serde::Serialize;
 use std::sync::Arc;
@@ -77,18 +78,9 @@ pub struct MetafieldDefinitionEnvelope {
     pub data: MetafieldDefinitionData,
 }
 
-#[derive(ApiResponse)]
-enum DefinitionCreated {
-    /// The definition.
-    #[oai(status = 201)]
-    Created(RawJson<MetafieldDefinitionEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Definitions {
-    /// Every definition of the organization, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<MetafieldDefinitionData>>),
+responses! {
+    DefinitionCreated: Created(RawJson<MetafieldDefinitionEnvelope>) = 201, "The definition.";
+    Definitions: Ok(RawJson<ListEnvelope<MetafieldDefinitionData>>) = 200, "Every definition of the organization, oldest first.";
 }
 
 fn definition_data(id: Uuid, fields: MetafieldDefinitionFields, created_at: OffsetDateTime) -> MetafieldDefinitionData {

@@ -8,20 +8,21 @@ use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{decode_state, Call, Kind, ListAt, PageParams, Write};
 use crate::http::routes_group::api_group;
 use crate::http::schema::rules;
 use crate::http::schema::{Color, Limit, Text};
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::shared_responses::responses;
+use crate::http::{ar_time, ApiTags, RequestId, ServiceVersion, Style};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
-use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse_update};
+use commands::tags::{parse_apply, parse_create, parse_update, Tag, TagCommand, Taggable};
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Object};
-use projections::ProjectionId;
+use poem_openapi::Object;
 use projections::tags::{self as read, TagRow};
+use projections::ProjectionId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -168,32 +169,11 @@ pub struct TagApplicationEnvelope {
     pub data: TagApplicationData,
 }
 
-#[derive(ApiResponse)]
-enum Created {
-    /// The tag.
-    #[oai(status = 201)]
-    Created(RawJson<TagEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Single {
-    /// The tag.
-    #[oai(status = 200)]
-    Ok(RawJson<TagEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Tags {
-    /// A page of tags, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<TagData>>),
-}
-
-#[derive(ApiResponse)]
-enum Applied {
-    /// Applied; every resource shows its tags at once.
-    #[oai(status = 200)]
-    Ok(RawJson<TagApplicationEnvelope>),
+responses! {
+    Created: Created(RawJson<TagEnvelope>) = 201, "The tag.";
+    Single: Ok(RawJson<TagEnvelope>) = 200, "The tag.";
+    Tags: Ok(RawJson<ListEnvelope<TagData>>) = 200, "A page of tags, oldest first.";
+    Applied: Ok(RawJson<TagApplicationEnvelope>) = 200, "Applied; every resource shows its tags at once.";
 }
 
 type Key = Header<Option<String>>;
@@ -319,7 +299,7 @@ tags_api! {
         ) -> Result<Tags, ApiError> {
             let call = Call::new(LIST_TAGS, &state, &auth, &request_id)?;
             let include_archived = include_archived.0.unwrap_or(false);
-            let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+            let params = PageParams::new(limit, cursor, page);
             let body = call
                 .cursor_list(
                     params,

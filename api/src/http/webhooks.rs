@@ -9,22 +9,23 @@ use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::Nullable;
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{decode_state, Call, Kind, ListAt, PageParams, Write};
 use crate::http::routes_group::api_group;
 use crate::http::schema::rules;
 use crate::http::schema::{HttpsUrl, Limit, SubscribableEvent, Text, WebhookApiVersion};
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::shared_responses::responses;
+use crate::http::{ar_time, ApiTags, RequestId, ServiceVersion, Style};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::protocol::{Command, CommandKind};
-use commands::webhooks::{EndpointChanges, WebhookCommand, WebhookEndpoint, parse_changes, parse_create, scopes_for};
+use commands::webhooks::{parse_changes, parse_create, scopes_for, EndpointChanges, WebhookCommand, WebhookEndpoint};
 use events::catalogue::PUBLIC_EVENT_TYPES;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Object};
-use projections::ProjectionId;
+use poem_openapi::Object;
 use projections::webhooks::{self as read, AttemptRow, DeliveryRow, EndpointRow};
+use projections::ProjectionId;
 use serde::Serialize;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -170,46 +171,13 @@ pub struct WebhookEventTypeData {
     pub description: String,
 }
 
-#[derive(ApiResponse)]
-enum Created {
-    /// Created; `signing_secret` is shown this once.
-    #[oai(status = 201)]
-    Created(RawJson<WebhookEndpointEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Endpoint {
-    /// The endpoint.
-    #[oai(status = 200)]
-    Ok(RawJson<WebhookEndpointEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Tested {
-    /// A `webhook.test` delivery was queued (it goes out even while the endpoint is paused).
-    #[oai(status = 200)]
-    Ok(RawJson<WebhookTestEnvelope>),
-}
-
-#[derive(ApiResponse)]
-enum Endpoints {
-    /// Endpoints visible to the credential, oldest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<WebhookEndpointData>>),
-}
-
-#[derive(ApiResponse)]
-enum Deliveries {
-    /// Deliveries, newest first.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<DeliveryData>>),
-}
-
-#[derive(ApiResponse)]
-enum EventTypes {
-    /// The catalogue of v1 events.
-    #[oai(status = 200)]
-    Ok(RawJson<ListEnvelope<WebhookEventTypeData>>),
+responses! {
+    Created: Created(RawJson<WebhookEndpointEnvelope>) = 201, "Created; `signing_secret` is shown this once.";
+    Endpoint: Ok(RawJson<WebhookEndpointEnvelope>) = 200, "The endpoint.";
+    Tested: Ok(RawJson<WebhookTestEnvelope>) = 200, "A `webhook.test` delivery was queued (it goes out even while the endpoint is paused).";
+    Endpoints: Ok(RawJson<ListEnvelope<WebhookEndpointData>>) = 200, "Endpoints visible to the credential, oldest first.";
+    Deliveries: Ok(RawJson<ListEnvelope<DeliveryData>>) = 200, "Deliveries, newest first.";
+    EventTypes: Ok(RawJson<ListEnvelope<WebhookEventTypeData>>) = 200, "The catalogue of v1 events.";
 }
 
 /// Endpoints made with a delegated grant belong to it; those made with an API key to the organization.
@@ -474,7 +442,7 @@ webhooks_api! {
         ) -> Result<Endpoints, ApiError> {
             let call = Call::new(LIST_WEBHOOK_ENDPOINTS, &state, &auth, &request_id)?;
             let owner = owner(call.principal);
-            let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+            let params = PageParams::new(limit, cursor, page);
             let body = call
                 .cursor_list(
                     params,
@@ -523,7 +491,7 @@ webhooks_api! {
             let call = Call::new(LIST_WEBHOOK_DELIVERIES, &state, &auth, &request_id)?;
             let endpoint = visible(&call, &id.0).await?;
             let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
-            let params = PageParams { limit: limit.0.map(|l| l.0), cursor: cursor.0, page: page.0 };
+            let params = PageParams::new(limit, cursor, page);
             let body = call
                 .cursor_list(
                     params,
