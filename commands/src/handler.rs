@@ -90,3 +90,111 @@ pub trait Handler {
         metadata: &Metadata,
     ) -> impl Future<Output = Result<CommandReply, ExecuteError>> + Send;
 }
+
+/// Writes a command's `impl Handler` in the one shape every handler shares, from what is its own. The
+/// four declarations come first and each is required, as in the trait (the macro has no default for
+/// any): `COMMIT: …, BATCHING: …, TOGETHER: …, JOBS: …;`.
+/// Then `stream_id(command) { … }`, and one form of each of the two steps:
+///
+/// - `check_references(command, conn, org_id) { … }`, the check on the command's connection, or
+///   `check_references in run;` for a command whose `run` checks what it reads itself (its doc says
+///   where);
+/// - `run(command, conn, sink, org_id, metadata) { … }`, the run as the trait states it;
+///   `run_on(command, conn, org_id, metadata) { … }`, a run on the command's own transaction (`conn`
+///   is its `PgConnection`; no group sink); or `run_aggregate(command, creation = <expr>);`, the
+///   aggregate's decision on the command's stream through the group sink (`creation`: whether the
+///   command creates the aggregate).
+///
+/// Doc comments before a step are kept on it.
+macro_rules! handler {
+    (
+        impl $(<$g:ident: $bound:path>)? Handler for $ty:ty {
+            type Command = $command:ty;
+            COMMIT: $commit:expr,
+            BATCHING: $batching:expr,
+            TOGETHER: $together:expr,
+            JOBS: $jobs:expr;
+            stream_id($s:ident) $stream:block
+            $($steps:tt)*
+        }
+    ) => {
+        impl $(<$g: $bound>)? $crate::handler::Handler for $ty {
+            type Command = $command;
+            const COMMIT: $crate::handler::Commit = $commit;
+            const BATCHING: $crate::handler::Batching = $batching;
+            const TOGETHER: Option<$crate::handler::Together<Self::Command>> = $together;
+            const JOBS: &'static [$crate::handler::Job] = $jobs;
+
+            fn stream_id($s: &$command) -> ::uuid::Uuid $stream
+
+            $crate::handler::handler!(@steps $command; $($steps)*);
+        }
+    };
+    (@steps $command:ty;) => {};
+    (@steps $command:ty; $(#[$m:meta])* check_references in run; $($rest:tt)*) => {
+        $(#[$m])*
+        async fn check_references(
+            _: &$command,
+            _: &mut $crate::engine::Conn<'_>,
+            _: ::uuid::Uuid,
+        ) -> Result<(), $crate::engine::ExecuteError> {
+            Ok(())
+        }
+
+        $crate::handler::handler!(@steps $command; $($rest)*);
+    };
+    (@steps $command:ty; $(#[$m:meta])* check_references($c:tt, $conn:ident, $org:tt) $body:block $($rest:tt)*) => {
+        $(#[$m])*
+        async fn check_references(
+            $c: &$command,
+            $conn: &mut $crate::engine::Conn<'_>,
+            $org: ::uuid::Uuid,
+        ) -> Result<(), $crate::engine::ExecuteError> $body
+
+        $crate::handler::handler!(@steps $command; $($rest)*);
+    };
+    (@steps $command:ty; $(#[$m:meta])* run($c:tt, $conn:tt, $sink:tt, $org:tt, $meta:tt) $body:block $($rest:tt)*) => {
+        $(#[$m])*
+        async fn run(
+            $c: &$command,
+            $conn: &mut $crate::engine::Conn<'_>,
+            $sink: &$crate::engine::Sink<'_>,
+            $org: ::uuid::Uuid,
+            $meta: &::events::Metadata,
+        ) -> Result<$crate::reply::CommandReply, $crate::engine::ExecuteError> $body
+
+        $crate::handler::handler!(@steps $command; $($rest)*);
+    };
+    (@steps $command:ty; $(#[$m:meta])* run_on($c:tt, $conn:ident, $org:tt, $meta:tt) $body:block $($rest:tt)*) => {
+        $(#[$m])*
+        async fn run(
+            $c: &$command,
+            $conn: &mut $crate::engine::Conn<'_>,
+            _: &$crate::engine::Sink<'_>,
+            $org: ::uuid::Uuid,
+            $meta: &::events::Metadata,
+        ) -> Result<$crate::reply::CommandReply, $crate::engine::ExecuteError> {
+            let $conn = $conn.get().await?;
+            $body
+        }
+
+        $crate::handler::handler!(@steps $command; $($rest)*);
+    };
+    (@steps $command:ty; $(#[$m:meta])* run_aggregate($c:ident, creation = $creation:expr); $($rest:tt)*) => {
+        $(#[$m])*
+        async fn run(
+            $c: &$command,
+            conn: &mut $crate::engine::Conn<'_>,
+            sink: &$crate::engine::Sink<'_>,
+            org_id: ::uuid::Uuid,
+            metadata: &::events::Metadata,
+        ) -> Result<$crate::reply::CommandReply, $crate::engine::ExecuteError> {
+            let id = <Self as $crate::handler::Handler>::stream_id($c);
+            $crate::engine::run_aggregate::<Self>(conn, sink, org_id, id, $c, $creation, metadata).await
+        }
+
+        $crate::handler::handler!(@steps $command; $($rest)*);
+    };
+}
+
+pub(crate) use handler;

@@ -3,10 +3,8 @@
 
 use crate::aggregate::Rejection;
 use crate::contacts::{Contact, ContactCommand};
-use crate::engine::{Conn, ExecuteError, NoFollowUps, Sink, WithId, run_aggregate};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
-use crate::reply::CommandReply;
-use events::Metadata;
+use crate::engine::{NoFollowUps, WithId};
+use crate::handler::{Batching, Commit, handler};
 use events::catalogue::{CustomerFields, RecordEvent};
 use uuid::Uuid;
 
@@ -29,37 +27,30 @@ impl<E: ContactEvent> WithId for Contact<E> {
     }
 }
 
-impl<E: ContactEvent> Handler for Contact<E> {
-    type Command = ContactCommand;
-    const COMMIT: Commit = Commit::Grouped;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl<E: ContactEvent> Handler for Contact<E> {
+        type Command = ContactCommand;
+        COMMIT: Commit::Grouped,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &ContactCommand) -> Uuid {
-        command.contact_id()
-    }
+        stream_id(command) {
+            command.contact_id()
+        }
 
-    async fn check_references(command: &ContactCommand, conn: &mut Conn<'_>, org_id: Uuid) -> Result<(), ExecuteError> {
-        let Some(account) = command.fields().default_account_id else { return Ok(()) };
-        let exists: bool = sqlx::query_scalar(
-            "select exists(select 1 from ledger_accounts where org_id = $1 and id = $2 and is_active)",
-        )
-        .bind(org_id)
-        .bind(account)
-        .fetch_one(conn.get().await?)
-        .await?;
-        if exists { Ok(()) } else { Err(Rejection::not_found("ledger account").into()) }
-    }
+        check_references(command, conn, org_id) {
+            let Some(account) = command.fields().default_account_id else { return Ok(()) };
+            let exists: bool = sqlx::query_scalar(
+                "select exists(select 1 from ledger_accounts where org_id = $1 and id = $2 and is_active)",
+            )
+            .bind(org_id)
+            .bind(account)
+            .fetch_one(conn.get().await?)
+            .await?;
+            if exists { Ok(()) } else { Err(Rejection::not_found("ledger account").into()) }
+        }
 
-    async fn run(
-        command: &ContactCommand,
-        conn: &mut Conn<'_>,
-        sink: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        let id = command.contact_id();
-        run_aggregate::<Self>(conn, sink, org_id, id, command, command.is_creation(), metadata).await
+        run_aggregate(command, creation = command.is_creation());
     }
 }

@@ -11,8 +11,8 @@ use super::{
     expand_combos, plan,
 };
 use crate::aggregate::Rejection;
-use crate::engine::{Conn, ExecuteError, load, reject_fields};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::engine::{ExecuteError, load, reject_fields};
+use crate::handler::{Batching, Commit, handler};
 use crate::records::Warehouse;
 use crate::reply::CommandReply;
 use crate::validate::FieldError;
@@ -132,67 +132,63 @@ async fn check_products(
 /// Manual stock movements (`POST /api/v1/stock-movements`).
 pub struct StockMovements;
 
-impl Handler for StockMovements {
-    type Command = StockMovementCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = Some(super::group::run_together);
-    const JOBS: &'static [Job] = &[super::reservations::SWEEP_RESERVATIONS];
+handler! {
+    impl Handler for StockMovements {
+        type Command = StockMovementCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: Some(super::group::run_together),
+        JOBS: &[super::reservations::SWEEP_RESERVATIONS];
 
-    fn stream_id(command: &StockMovementCommand) -> Uuid {
-        command.id
-    }
-
-    async fn check_references(
-        command: &StockMovementCommand,
-        conn: &mut Conn<'_>,
-        org_id: Uuid,
-    ) -> Result<(), ExecuteError> {
-        // One statement for the warehouse and the products, as a group reads them.
-        let conn = conn.get().await?;
-        let variants: Vec<Uuid> = command.lines.iter().map(|l| l.variant_id).collect();
-        let found = movement_references(conn, org_id, &[command.warehouse_id], &variants).await?;
-        let mut errors = Vec::new();
-        let active = found.warehouses.get(&command.warehouse_id).copied().flatten();
-        warehouse_verdict(active, command.warehouse_id, "warehouse_id", &mut errors)?;
-        products_verdict(&found.types, &command.lines, "lines", false, &mut errors);
-        reject_fields(errors)
-    }
-
-    async fn run(
-        command: &StockMovementCommand,
-        conn: &mut Conn<'_>,
-        _: &crate::engine::Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        let conn = conn.get().await?;
-        let now = OffsetDateTime::now_utc();
-        let policy = negative_stock_policy(conn, org_id).await?;
-        let (deltas, moves) = movement_moves(command);
-        let mut locked = match &deltas {
-            Some(deltas) => levels::lock_adding(conn, org_id, deltas, ar_date(now)).await?,
-            None => {
-                levels::lock(
-                    conn,
-                    org_id,
-                    command.lines.iter().map(|l| (l.variant_id, command.warehouse_id)),
-                    ar_date(now),
-                )
-                .await?
-            }
-        };
-        let (changes, shortfalls) = plan(&mut locked, &moves)?;
-        let warnings = apply_policy(policy, shortfalls)?;
-        if deltas.is_none() {
-            levels::write(conn, org_id, &changes).await?;
+        stream_id(command) {
+            command.id
         }
-        let event = movement_event(command, changes.clone());
-        let (commit, created_at) =
-            append_document(conn, org_id, StockMovementEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
-                .await?;
-        Ok(movement_reply(command, changes, warnings, commit, created_at))
+
+        check_references(command, conn, org_id) {
+            // One statement for the warehouse and the products, as a group reads them.
+            let conn = conn.get().await?;
+            let variants: Vec<Uuid> = command.lines.iter().map(|l| l.variant_id).collect();
+            let found = movement_references(conn, org_id, &[command.warehouse_id], &variants).await?;
+            let mut errors = Vec::new();
+            let active = found.warehouses.get(&command.warehouse_id).copied().flatten();
+            warehouse_verdict(active, command.warehouse_id, "warehouse_id", &mut errors)?;
+            products_verdict(&found.types, &command.lines, "lines", false, &mut errors);
+            reject_fields(errors)
+        }
+
+        run_on(command, conn, org_id, metadata) {
+            run_movement(command, conn, org_id, metadata).await
+        }
     }
+}
+
+/// Moves the stock of one manual movement under the organization's policy and appends its event.
+async fn run_movement(
+    command: &StockMovementCommand,
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let now = OffsetDateTime::now_utc();
+    let policy = negative_stock_policy(conn, org_id).await?;
+    let (deltas, moves) = movement_moves(command);
+    let mut locked = match &deltas {
+        Some(deltas) => levels::lock_adding(conn, org_id, deltas, ar_date(now)).await?,
+        None => {
+            levels::lock(conn, org_id, command.lines.iter().map(|l| (l.variant_id, command.warehouse_id)), ar_date(now))
+                .await?
+        }
+    };
+    let (changes, shortfalls) = plan(&mut locked, &moves)?;
+    let warnings = apply_policy(policy, shortfalls)?;
+    if deltas.is_none() {
+        levels::write(conn, org_id, &changes).await?;
+    }
+    let event = movement_event(command, changes.clone());
+    let (commit, created_at) =
+        append_document(conn, org_id, StockMovementEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
+            .await?;
+    Ok(movement_reply(command, changes, warnings, commit, created_at))
 }
 
 /// Appends the one event of a new document stream (a movement, a transfer): its commit key and when
@@ -220,100 +216,102 @@ pub(crate) async fn append_document(
 /// Stock transfers between two warehouses (`POST /api/v1/stock-transfers`).
 pub struct StockTransfers;
 
-impl Handler for StockTransfers {
-    type Command = StockTransferCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[super::reservations::SWEEP_RESERVATIONS];
+handler! {
+    impl Handler for StockTransfers {
+        type Command = StockTransferCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[super::reservations::SWEEP_RESERVATIONS];
 
-    fn stream_id(command: &StockTransferCommand) -> Uuid {
-        command.id
-    }
-
-    async fn check_references(
-        command: &StockTransferCommand,
-        conn: &mut Conn<'_>,
-        org_id: Uuid,
-    ) -> Result<(), ExecuteError> {
-        let conn = conn.get().await?;
-        let mut errors = Vec::new();
-        check_warehouse(conn, org_id, command.origin_warehouse_id, "origin_warehouse_id", &mut errors).await?;
-        check_warehouse(conn, org_id, command.destination_warehouse_id, "destination_warehouse_id", &mut errors)
-            .await?;
-        check_products(conn, org_id, &command.items, "items", true, &mut errors).await?;
-        reject_fields(errors)
-    }
-
-    async fn run(
-        command: &StockTransferCommand,
-        conn: &mut Conn<'_>,
-        _: &crate::engine::Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        let conn = conn.get().await?;
-        let now = OffsetDateTime::now_utc();
-        let ids: Vec<Uuid> = command.items.iter().map(|l| l.variant_id).collect();
-        let combos = combo_components(conn, org_id, &ids).await?;
-        let lines = expand_combos(&command.items, &combos, "items").map_err(|errors| Rejection::Invalid { errors })?;
-        let policy = negative_stock_policy(conn, org_id).await?;
-        let (origin, destination) = (command.origin_warehouse_id, command.destination_warehouse_id);
-        let keys = lines.iter().flat_map(|l| [(l.variant_id, origin), (l.variant_id, destination)]);
-        let mut locked = levels::lock(conn, org_id, keys, ar_date(now)).await?;
-        // A moved line names the request item it came from (the first one holding the variant, or the
-        // combo that brought it).
-        let field_of = |variant: Uuid| -> String {
-            let index = command
-                .items
-                .iter()
-                .position(|item| item.variant_id == variant)
-                .or_else(|| {
-                    command.items.iter().position(|item| {
-                        combos.get(&item.variant_id).is_some_and(|c| c.iter().any(|c| c.variant_id == variant))
-                    })
-                })
-                .unwrap_or(0);
-            format!("items[{index}].quantity")
-        };
-        let mut moves = Vec::with_capacity(lines.len() * 2);
-        for line in &lines {
-            let (from, to): (Key, Key) = ((line.variant_id, origin), (line.variant_id, destination));
-            moves.push(WantedMove { key: from, action: Move::Take(line.quantity), field: field_of(line.variant_id) });
-            moves.push(WantedMove { key: to, action: Move::Add(line.quantity), field: field_of(line.variant_id) });
+        stream_id(command) {
+            command.id
         }
-        let (changes, shortfalls) = plan(&mut locked, &moves)?;
-        let warnings = apply_policy(policy, shortfalls)?;
-        levels::write(conn, org_id, &changes).await?;
-        let event = StockTransferEvent::StockTransferred(StockTransferred {
-            origin_warehouse_id: origin,
-            destination_warehouse_id: destination,
-            items: command.items.clone(),
-            lines: lines.clone(),
-            notes: command.notes.clone(),
-            occurred_on: command.occurred_on,
-            changes,
-        });
-        let (commit, created_at) =
-            append_document(conn, org_id, StockTransferEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
+
+        check_references(command, conn, org_id) {
+            let conn = conn.get().await?;
+            let mut errors = Vec::new();
+            check_warehouse(conn, org_id, command.origin_warehouse_id, "origin_warehouse_id", &mut errors).await?;
+            check_warehouse(conn, org_id, command.destination_warehouse_id, "destination_warehouse_id", &mut errors)
                 .await?;
-        let outcome = TransferOutcome {
-            id: command.id,
-            origin_warehouse_id: origin,
-            destination_warehouse_id: destination,
-            items: lines,
-            requested_items: command.items.clone(),
-            notes: command.notes.clone(),
-            occurred_on: command.occurred_on,
-            warnings,
-            created_at,
-        };
-        Ok(CommandReply::Accepted {
-            commit: Some(commit),
-            created: true,
-            state: serde_json::to_value(outcome).unwrap_or_default(),
-            replayed: false,
-            keys: Vec::new(),
-        })
+            check_products(conn, org_id, &command.items, "items", true, &mut errors).await?;
+            reject_fields(errors)
+        }
+
+        run_on(command, conn, org_id, metadata) {
+            run_transfer(command, conn, org_id, metadata).await
+        }
     }
+}
+
+/// Moves the stock of one transfer, out of the origin and into the destination, under the
+/// organization's policy, and appends its event.
+async fn run_transfer(
+    command: &StockTransferCommand,
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let now = OffsetDateTime::now_utc();
+    let ids: Vec<Uuid> = command.items.iter().map(|l| l.variant_id).collect();
+    let combos = combo_components(conn, org_id, &ids).await?;
+    let lines = expand_combos(&command.items, &combos, "items").map_err(|errors| Rejection::Invalid { errors })?;
+    let policy = negative_stock_policy(conn, org_id).await?;
+    let (origin, destination) = (command.origin_warehouse_id, command.destination_warehouse_id);
+    let keys = lines.iter().flat_map(|l| [(l.variant_id, origin), (l.variant_id, destination)]);
+    let mut locked = levels::lock(conn, org_id, keys, ar_date(now)).await?;
+    // A moved line names the request item it came from (the first one holding the variant, or the
+    // combo that brought it).
+    let field_of = |variant: Uuid| -> String {
+        let index = command
+            .items
+            .iter()
+            .position(|item| item.variant_id == variant)
+            .or_else(|| {
+                command.items.iter().position(|item| {
+                    combos.get(&item.variant_id).is_some_and(|c| c.iter().any(|c| c.variant_id == variant))
+                })
+            })
+            .unwrap_or(0);
+        format!("items[{index}].quantity")
+    };
+    let mut moves = Vec::with_capacity(lines.len() * 2);
+    for line in &lines {
+        let (from, to): (Key, Key) = ((line.variant_id, origin), (line.variant_id, destination));
+        moves.push(WantedMove { key: from, action: Move::Take(line.quantity), field: field_of(line.variant_id) });
+        moves.push(WantedMove { key: to, action: Move::Add(line.quantity), field: field_of(line.variant_id) });
+    }
+    let (changes, shortfalls) = plan(&mut locked, &moves)?;
+    let warnings = apply_policy(policy, shortfalls)?;
+    levels::write(conn, org_id, &changes).await?;
+    let event = StockTransferEvent::StockTransferred(StockTransferred {
+        origin_warehouse_id: origin,
+        destination_warehouse_id: destination,
+        items: command.items.clone(),
+        lines: lines.clone(),
+        notes: command.notes.clone(),
+        occurred_on: command.occurred_on,
+        changes,
+    });
+    let (commit, created_at) =
+        append_document(conn, org_id, StockTransferEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
+            .await?;
+    let outcome = TransferOutcome {
+        id: command.id,
+        origin_warehouse_id: origin,
+        destination_warehouse_id: destination,
+        items: lines,
+        requested_items: command.items.clone(),
+        notes: command.notes.clone(),
+        occurred_on: command.occurred_on,
+        warnings,
+        created_at,
+    };
+    Ok(CommandReply::Accepted {
+        commit: Some(commit),
+        created: true,
+        state: serde_json::to_value(outcome).unwrap_or_default(),
+        replayed: false,
+        keys: Vec::new(),
+    })
 }

@@ -7,7 +7,7 @@ use crate::contacts::Supplier;
 use crate::engine::{
     Conn, ExecuteError, NoFollowUps, Sink, WithId, accepted, append_together, execute, load, reject_fields,
 };
-use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::handler::{Batching, Commit, handler};
 use crate::metafields::metafield_violation;
 use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
 use crate::records::{Category, Warehouse};
@@ -27,59 +27,49 @@ impl WithId for Product {
     }
 }
 
-impl Handler for Product {
-    type Command = ProductCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Alone;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl Handler for Product {
+        type Command = ProductCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Alone,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &ProductCommand) -> Uuid {
-        command.target_id()
-    }
+        stream_id(command) {
+            command.target_id()
+        }
 
-    async fn check_references(command: &ProductCommand, conn: &mut Conn<'_>, org_id: Uuid) -> Result<(), ExecuteError> {
-        check_product_references(conn.get().await?, org_id, command).await
-    }
+        check_references(command, conn, org_id) {
+            check_product_references(conn.get().await?, org_id, command).await
+        }
 
-    async fn run(
-        command: &ProductCommand,
-        conn: &mut Conn<'_>,
-        sink: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_product(conn, sink, org_id, command, metadata).await
+        run(command, conn, sink, org_id, metadata) {
+            run_product(conn, sink, org_id, command, metadata).await
+        }
     }
 }
 
 /// Bulk cost and price adjustments over the variants a filter selects.
 pub struct BulkAdjustments;
 
-impl Handler for BulkAdjustments {
-    type Command = BulkAdjustment;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Alone;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl Handler for BulkAdjustments {
+        type Command = BulkAdjustment;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Alone,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &BulkAdjustment) -> Uuid {
-        command.id
-    }
+        stream_id(command) {
+            command.id
+        }
 
-    /// The filter's references are checked while selecting, so all offending ones are named together.
-    async fn check_references(_: &BulkAdjustment, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
+        /// The filter's references are checked while selecting, so all offending ones are named together.
+        check_references in run;
 
-    async fn run(
-        command: &BulkAdjustment,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_bulk_adjustment(conn.get().await?, org_id, command, metadata).await
+        run_on(command, conn, org_id, metadata) {
+            run_bulk_adjustment(conn, org_id, command, metadata).await
+        }
     }
 }
 

@@ -13,8 +13,8 @@ use super::{
 };
 use crate::aggregate::Rejection;
 use crate::document::{Document, run_document};
-use crate::engine::{Conn, ExecuteError, Sink, append_typed, load};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::engine::{ExecuteError, append_typed, load};
+use crate::handler::{Batching, Commit, handler};
 use crate::lookups::load_products;
 use crate::reply::CommandReply;
 use events::catalogue::{PurchaseEvent, PurchaseRecorded};
@@ -27,30 +27,24 @@ use uuid::Uuid;
 /// Records a purchase, or (preview) answers what it would record.
 pub struct Purchases;
 
-impl Handler for Purchases {
-    type Command = PurchaseCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl Handler for Purchases {
+        type Command = PurchaseCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &PurchaseCommand) -> Uuid {
-        command.id
-    }
+        stream_id(command) {
+            command.id
+        }
 
-    /// Assessed in `run`, where a preview turns what is wrong into blocking issues.
-    async fn check_references(_: &PurchaseCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
+        /// Assessed in `run`, where a preview turns what is wrong into blocking issues.
+        check_references in run;
 
-    async fn run(
-        command: &PurchaseCommand,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_document::<Self>(command, conn.get().await?, org_id, metadata).await
+        run_on(command, conn, org_id, metadata) {
+            run_document::<Self>(command, conn, org_id, metadata).await
+        }
     }
 }
 
@@ -188,31 +182,24 @@ impl Document for Purchases {
 /// Purchase orders: created (gap-free numbers), confirmed, received in receipts, closed and reopened.
 pub struct PurchaseOrders;
 
-impl Handler for PurchaseOrders {
-    type Command = OrderCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl Handler for PurchaseOrders {
+        type Command = OrderCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &OrderCommand) -> Uuid {
-        command.order_id()
-    }
+        stream_id(command) {
+            command.order_id()
+        }
 
-    /// Assessed in `run`, after the order's own state is loaded.
-    async fn check_references(_: &OrderCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
+        /// Assessed in `run`, after the order's own state is loaded.
+        check_references in run;
 
-    async fn run(
-        command: &OrderCommand,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        let conn = conn.get().await?;
-        let (state, version) = load::<PurchaseOrder>(conn, org_id, command.order_id()).await?;
-        orders::run(conn, org_id, command, state, version, metadata).await
+        run_on(command, conn, org_id, metadata) {
+            let (state, version) = load::<PurchaseOrder>(conn, org_id, command.order_id()).await?;
+            orders::run(conn, org_id, command, state, version, metadata).await
+        }
     }
 }

@@ -4,10 +4,9 @@
 //! the same append.
 
 use crate::aggregate::Rejection;
-use crate::engine::{Conn, ExecuteError, FollowUps, Sink, WithId, load, run_aggregate};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::engine::{Conn, ExecuteError, FollowUps, WithId, load};
+use crate::handler::{Batching, Commit, handler};
 use crate::records::{Category, Record, RecordCommand};
-use crate::reply::CommandReply;
 use crate::validate::FieldError;
 use events::Metadata;
 use events::catalogue::{CategoryEvent, CategoryFields, PaymentMethodEvent, RecordEvent, WarehouseEvent};
@@ -89,33 +88,23 @@ pub(crate) async fn current_defaults(
     .await
 }
 
-impl<E: RecordRules> Handler for Record<E> {
-    type Command = RecordCommand<E>;
-    const COMMIT: Commit = Commit::Grouped;
-    const BATCHING: Batching = E::BATCHING;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl<E: RecordRules> Handler for Record<E> {
+        type Command = RecordCommand<E>;
+        COMMIT: Commit::Grouped,
+        BATCHING: E::BATCHING,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &RecordCommand<E>) -> Uuid {
-        command.id()
-    }
+        stream_id(command) {
+            command.id()
+        }
 
-    async fn check_references(
-        command: &RecordCommand<E>,
-        conn: &mut Conn<'_>,
-        org_id: Uuid,
-    ) -> Result<(), ExecuteError> {
-        E::check_references(command.id(), command.fields(), conn, org_id).await
-    }
+        check_references(command, conn, org_id) {
+            E::check_references(command.id(), command.fields(), conn, org_id).await
+        }
 
-    async fn run(
-        command: &RecordCommand<E>,
-        conn: &mut Conn<'_>,
-        sink: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_aggregate::<Self>(conn, sink, org_id, command.id(), command, command.is_creation(), metadata).await
+        run_aggregate(command, creation = command.is_creation());
     }
 }
 

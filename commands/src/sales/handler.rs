@@ -8,8 +8,9 @@ use super::{InvoiceCommand, OrgFacts, SaleCommand, SaleDecision, SaleFacts, fisc
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;
 use crate::document::{Document, run_document};
-use crate::engine::{Conn, ExecuteError, Sink, append_together, load};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::engine::{ExecuteError, append_together, load};
+use crate::fiscal::Issuer;
+use crate::handler::{Batching, Commit, handler};
 use crate::inventory::levels;
 use crate::inventory::{NegativeStock, StockShortfall, apply_policy, combo_components, plan};
 use crate::lookups::{active, load_products};
@@ -63,33 +64,56 @@ fn precondition(code: &str, field: Option<&str>, message: impl Into<String>) -> 
     }
 }
 
+/// The organization as the issuer of a fiscal voucher of `letter`: it must have a fiscal profile, and
+/// its tax category must issue that letter (else a precondition failure, on `field`).
+async fn fiscal_issuer(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    letter: Option<&str>,
+    field: Option<&str>,
+) -> Result<Issuer, ExecuteError> {
+    let Some((issuer, category)) = invoicing::issuer(conn, org_id).await? else {
+        return Err(precondition(
+            "FISCAL_CONFIGURATION",
+            None,
+            "the organization has no fiscal profile (tax id and category): an operator sets it with admin update-org",
+        )
+        .into());
+    };
+    if let (Some(category), Some(letter)) = (category.as_deref(), letter)
+        && !issuer_may_issue(category, letter)
+    {
+        return Err(precondition(
+            "VOUCHER_LETTER",
+            field,
+            format!("an issuer that is {category} does not issue {letter} vouchers"),
+        )
+        .into());
+    }
+    Ok(issuer)
+}
+
 /// Creates sales (`POST /api/v1/sales`).
 pub struct Sales;
 
-impl Handler for Sales {
-    type Command = SaleCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[super::invoicing::RETRY_INVOICES];
+handler! {
+    impl Handler for Sales {
+        type Command = SaleCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[super::invoicing::RETRY_INVOICES];
 
-    fn stream_id(command: &SaleCommand) -> Uuid {
-        command.id
-    }
+        stream_id(command) {
+            command.id
+        }
 
-    /// Checked in `run`, where the references' facts are needed anyway.
-    async fn check_references(_: &SaleCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
+        /// Checked in `run`, where the references' facts are needed anyway.
+        check_references in run;
 
-    async fn run(
-        command: &SaleCommand,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_document::<Self>(command, conn.get().await?, org_id, metadata).await
+        run_on(command, conn, org_id, metadata) {
+            run_document::<Self>(command, conn, org_id, metadata).await
+        }
     }
 }
 
@@ -174,24 +198,7 @@ impl Document for Sales {
             sale.number = Some(number);
             sale.fiscal = fiscal(FiscalStatus::Internal);
         } else if input.invoice {
-            let Some((issuer, category)) = invoicing::issuer(conn, org_id).await? else {
-                return Err(precondition(
-                    "FISCAL_CONFIGURATION",
-                    None,
-                    "the organization has no fiscal profile (tax id and category): an operator sets it with admin update-org",
-                )
-                .into());
-            };
-            if let (Some(category), Some(letter)) = (category.as_deref(), letter)
-                && !issuer_may_issue(category, letter)
-            {
-                return Err(precondition(
-                    "VOUCHER_LETTER",
-                    Some("voucherType"),
-                    format!("an issuer that is {category} does not issue {letter} vouchers"),
-                )
-                .into());
-            }
+            let issuer = fiscal_issuer(conn, org_id, letter, Some("voucherType")).await?;
             let associated = match &facts.associated {
                 Some((note_of, _)) => note_of.number.map(|number| crate::fiscal::AssociatedVoucher {
                     voucher_type: note_of.voucher_type,
@@ -222,77 +229,62 @@ impl Document for Sales {
 /// Invoices an existing sale (`POST /api/v1/sales/{sale_id}/invoice`).
 pub struct InvoiceSales;
 
-impl Handler for InvoiceSales {
-    type Command = InvoiceCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[super::invoicing::RETRY_INVOICES];
+handler! {
+    impl Handler for InvoiceSales {
+        type Command = InvoiceCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[super::invoicing::RETRY_INVOICES];
 
-    fn stream_id(command: &InvoiceCommand) -> Uuid {
-        command.sale_id
-    }
-
-    async fn check_references(_: &InvoiceCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
-
-    async fn run(
-        command: &InvoiceCommand,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        let conn = conn.get().await?;
-        let Some((mut sale, version)) = invoicing::load_sale(conn, org_id, command.sale_id).await? else {
-            return Err(Rejection::not_found("sale").into());
-        };
-        match sale.fiscal.status {
-            FiscalStatus::Issued => {
-                return Err(Rejection::conflict(
-                    "ALREADY_INVOICED",
-                    "the sale is already invoiced: read it for its CAE",
-                )
-                .into());
-            }
-            FiscalStatus::Internal => {
-                return Err(Rejection::conflict(
-                    "NOT_A_FISCAL_VOUCHER",
-                    "the sale is numbered by the service (a manual point of sale or a voucher the authority never sees)",
-                )
-                .into());
-            }
-            FiscalStatus::NotInvoiced | FiscalStatus::Deferred | FiscalStatus::Rejected => {}
+        stream_id(command) {
+            command.sale_id
         }
-        let Some((issuer, category)) = invoicing::issuer(conn, org_id).await? else {
-            return Err(precondition(
-                "FISCAL_CONFIGURATION",
-                None,
-                "the organization has no fiscal profile (tax id and category): an operator sets it with admin update-org",
-            )
-            .into());
-        };
-        if let (Some(category), Some(letter)) = (category.as_deref(), sale.letter.as_deref())
-            && !issuer_may_issue(category, letter)
-        {
-            return Err(precondition(
-                "VOUCHER_LETTER",
-                None,
-                format!("an issuer that is {category} does not issue {letter} vouchers"),
+
+        /// The sale is read in `run`, and it names nothing else to check.
+        check_references in run;
+
+        run_on(command, conn, org_id, metadata) {
+            invoice_sale(command, conn, org_id, metadata).await
+        }
+    }
+}
+
+/// Asks the authority for an existing sale's authorization and records what it answered.
+async fn invoice_sale(
+    command: &InvoiceCommand,
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let Some((mut sale, version)) = invoicing::load_sale(conn, org_id, command.sale_id).await? else {
+        return Err(Rejection::not_found("sale").into());
+    };
+    match sale.fiscal.status {
+        FiscalStatus::Issued => {
+            return Err(
+                Rejection::conflict("ALREADY_INVOICED", "the sale is already invoiced: read it for its CAE").into()
+            );
+        }
+        FiscalStatus::Internal => {
+            return Err(Rejection::conflict(
+                "NOT_A_FISCAL_VOUCHER",
+                "the sale is numbered by the service (a manual point of sale or a voucher the authority never sees)",
             )
             .into());
         }
-        let associated = invoicing::associated_voucher(conn, org_id, issuer, sale.associated_sale_id).await?;
-        let outcome = invoicing::authorize(conn, org_id, issuer, &sale, associated).await?;
-        invoicing::track(conn, org_id, command.sale_id, matches!(outcome, Outcome::Deferred { .. })).await?;
-        let request = invoicing::fiscal_change(org_id, command.sale_id, version, &sale, &outcome, metadata);
-        let key = append_together(conn, &[request], command.sale_id).await?;
-        sale.number = outcome.number().or(sale.number);
-        sale.fiscal = outcome.fiscal();
-        let created_at = OffsetDateTime::now_utc();
-        let state = serde_json::to_value(SaleOutcome { id: command.sale_id, sale, warnings: Vec::new(), created_at })
-            .unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created: false, state, replayed: false, keys: Vec::new() })
+        FiscalStatus::NotInvoiced | FiscalStatus::Deferred | FiscalStatus::Rejected => {}
     }
+    let issuer = fiscal_issuer(conn, org_id, sale.letter.as_deref(), None).await?;
+    let associated = invoicing::associated_voucher(conn, org_id, issuer, sale.associated_sale_id).await?;
+    let outcome = invoicing::authorize(conn, org_id, issuer, &sale, associated).await?;
+    invoicing::track(conn, org_id, command.sale_id, matches!(outcome, Outcome::Deferred { .. })).await?;
+    let request = invoicing::fiscal_change(org_id, command.sale_id, version, &sale, &outcome, metadata);
+    let key = append_together(conn, &[request], command.sale_id).await?;
+    sale.number = outcome.number().or(sale.number);
+    sale.fiscal = outcome.fiscal();
+    let created_at = OffsetDateTime::now_utc();
+    let state = serde_json::to_value(SaleOutcome { id: command.sale_id, sale, warnings: Vec::new(), created_at })
+        .unwrap_or_default();
+    Ok(CommandReply::Accepted { commit: key, created: false, state, replayed: false, keys: Vec::new() })
 }

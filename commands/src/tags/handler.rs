@@ -2,10 +2,8 @@
 //! every resource and tag, then appends one event per tag in one statement (all or nothing).
 
 use crate::aggregate::Rejection;
-use crate::engine::{
-    Conn, ExecuteError, NoFollowUps, Sink, WithId, append_together, load, name_taken, reject_fields, run_aggregate,
-};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::engine::{ExecuteError, NoFollowUps, WithId, append_together, load, name_taken, reject_fields};
+use crate::handler::{Batching, Commit, handler};
 use crate::reply::CommandReply;
 use crate::tags::{ApplyTags, Tag, TagCommand, Taggable};
 use crate::validate::FieldError;
@@ -22,64 +20,52 @@ impl WithId for Tag {
     }
 }
 
-impl Handler for Tag {
-    type Command = TagCommand;
-    const COMMIT: Commit = Commit::Grouped;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl Handler for Tag {
+        type Command = TagCommand;
+        COMMIT: Commit::Grouped,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &TagCommand) -> Uuid {
-        command.id()
-    }
-
-    async fn check_references(command: &TagCommand, conn: &mut Conn<'_>, org_id: Uuid) -> Result<(), ExecuteError> {
-        let Some(name) = command.new_name() else { return Ok(()) };
-        let mut errors = Vec::new();
-        if name_taken(conn.get().await?, org_id, "tag", &["TagCreated", "TagChanged"], name, command.id()).await? {
-            errors.push(FieldError::new("name", "already_exists", "another tag has this name"));
+        stream_id(command) {
+            command.id()
         }
-        reject_fields(errors)
-    }
 
-    async fn run(
-        command: &TagCommand,
-        conn: &mut Conn<'_>,
-        sink: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_aggregate::<Tag>(conn, sink, org_id, command.id(), command, command.is_creation(), metadata).await
+        check_references(command, conn, org_id) {
+            let Some(name) = command.new_name() else { return Ok(()) };
+            let mut errors = Vec::new();
+            if name_taken(conn.get().await?, org_id, "tag", &["TagCreated", "TagChanged"], name, command.id()).await? {
+                errors.push(FieldError::new("name", "already_exists", "another tag has this name"));
+            }
+            reject_fields(errors)
+        }
+
+        run_aggregate(command, creation = command.is_creation());
     }
 }
 
 /// Applying and removing tags on resources: one command over many tag streams.
 pub struct TagApplications;
 
-impl Handler for TagApplications {
-    type Command = ApplyTags;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Alone;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl Handler for TagApplications {
+        type Command = ApplyTags;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Alone,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &ApplyTags) -> Uuid {
-        command.id
-    }
+        stream_id(command) {
+            command.id
+        }
 
-    /// Every resource and tag is checked while running, so all offending ones are named together.
-    async fn check_references(_: &ApplyTags, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
+        /// Every resource and tag is checked while running, so all offending ones are named together.
+        check_references in run;
 
-    async fn run(
-        command: &ApplyTags,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_apply_tags(conn.get().await?, org_id, command, metadata).await
+        run_on(command, conn, org_id, metadata) {
+            run_apply_tags(conn, org_id, command, metadata).await
+        }
     }
 }
 

@@ -1,10 +1,8 @@
 //! How the workers run webhook endpoint commands: everything is the aggregate's decision.
 
-use crate::engine::{Conn, ExecuteError, NoFollowUps, Sink, WithId, run_aggregate};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
-use crate::reply::CommandReply;
+use crate::engine::{NoFollowUps, WithId};
+use crate::handler::{Batching, Commit, handler};
 use crate::webhooks::{WebhookCommand, WebhookEndpoint};
-use events::Metadata;
 use uuid::Uuid;
 
 impl WithId for WebhookEndpoint {
@@ -15,29 +13,21 @@ impl WithId for WebhookEndpoint {
     }
 }
 
-impl Handler for WebhookEndpoint {
-    type Command = WebhookCommand;
-    const COMMIT: Commit = Commit::Grouped;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl Handler for WebhookEndpoint {
+        type Command = WebhookCommand;
+        COMMIT: Commit::Grouped,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &WebhookCommand) -> Uuid {
-        command.id()
-    }
+        stream_id(command) {
+            command.id()
+        }
 
-    async fn check_references(_: &WebhookCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
+        /// An endpoint names nothing outside its own stream.
+        check_references in run;
 
-    async fn run(
-        command: &WebhookCommand,
-        conn: &mut Conn<'_>,
-        sink: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        let creation = matches!(command, WebhookCommand::CreateEndpoint { .. });
-        run_aggregate::<Self>(conn, sink, org_id, command.id(), command, creation, metadata).await
+        run_aggregate(command, creation = matches!(command, WebhookCommand::CreateEndpoint { .. }));
     }
 }
