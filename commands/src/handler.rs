@@ -101,9 +101,10 @@ pub trait Handler {
 ///   where);
 /// - `run(command, conn, sink, org_id, metadata) { … }`, the run as the trait states it;
 ///   `run_on(command, conn, org_id, metadata) { … }`, a run on the command's own transaction (`conn`
-///   is its `PgConnection`; no group sink); or `run_aggregate(command, creation = <expr>);`, the
-///   aggregate's decision on the command's stream through the group sink (`creation`: whether the
-///   command creates the aggregate).
+///   is its `PgConnection`; no group sink); or `run_aggregate(command, creation = <expr>);`, the whole
+///   run of an aggregate that keeps nothing beside its events: its decision on the command's stream,
+///   appended through the sink, answered with the state after it (`creation`: whether the command
+///   starts the stream).
 ///
 /// Doc comments before a step are kept on it.
 macro_rules! handler {
@@ -190,7 +191,8 @@ macro_rules! handler {
             metadata: &::events::Metadata,
         ) -> Result<$crate::reply::CommandReply, $crate::engine::ExecuteError> {
             let id = <Self as $crate::handler::Handler>::stream_id($c);
-            $crate::engine::run_aggregate::<Self>(conn, sink, org_id, id, $c, $creation, metadata).await
+            let executed = $crate::engine::execute::<Self>(conn, sink, org_id, id, $c, $creation, metadata).await?;
+            Ok($crate::engine::accepted(executed))
         }
 
         $crate::handler::handler!(@steps $command; $($rest)*);

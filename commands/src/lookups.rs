@@ -50,20 +50,7 @@ pub(crate) async fn load_products(
             .fetch_all(&mut *conn)
             .await?;
     let group_ids: Vec<Uuid> = rows.iter().map(|r| r.1).collect();
-    let latest: Vec<(Uuid, i32, serde_json::Value)> = sqlx::query_as(
-        "select distinct on (stream_id) stream_id, version, data from events
-         where org_id = $1 and stream_type = 'product' and stream_id = any($2)
-         order by stream_id, version desc",
-    )
-    .bind(org_id)
-    .bind(&group_ids)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut groups = Groups::new();
-    for (id, version, data) in latest {
-        let group: ProductGroup = serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
-        groups.insert(id, (version, group));
-    }
+    let groups = latest_groups(conn, org_id, &group_ids).await?;
     let facts = rows
         .iter()
         .filter_map(|(variant, group)| {
@@ -72,6 +59,25 @@ pub(crate) async fn load_products(
         })
         .collect();
     Ok((facts, groups))
+}
+
+/// The latest state of each of the organization's product groups `ids`, with its stream version.
+pub(crate) async fn latest_groups(conn: &mut PgConnection, org_id: Uuid, ids: &[Uuid]) -> Result<Groups, ExecuteError> {
+    let latest: Vec<(Uuid, i32, serde_json::Value)> = sqlx::query_as(
+        "select distinct on (stream_id) stream_id, version, data from events
+         where org_id = $1 and stream_type = 'product' and stream_id = any($2)
+         order by stream_id, version desc",
+    )
+    .bind(org_id)
+    .bind(ids)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut groups = Groups::new();
+    for (id, version, data) in latest {
+        let group: ProductGroup = serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
+        groups.insert(id, (version, group));
+    }
+    Ok(groups)
 }
 
 /// Whether each of `ids` (each loaded once) is a stream of the organization whose state `is_active`

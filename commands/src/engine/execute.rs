@@ -209,23 +209,6 @@ pub fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
     }
 }
 
-/// Decides and appends a command of aggregate `A` on the stream `stream_id`, and replies with the state
-/// after it: the whole run of a command that keeps nothing beside its events.
-pub async fn run_aggregate<A>(
-    conn: &mut Conn<'_>,
-    sink: &Sink<'_>,
-    org_id: Uuid,
-    stream_id: Uuid,
-    command: &A::Command,
-    is_creation: bool,
-    metadata: &Metadata,
-) -> Result<CommandReply, ExecuteError>
-where
-    A: Aggregate + WithId + Serialize,
-{
-    Ok(accepted(execute::<A>(conn, sink, org_id, stream_id, command, is_creation, metadata).await?))
-}
-
 /// Appends events to several streams in one statement inside the caller's transaction (all or none);
 /// the commit key of the last, if any. A version conflict asks the caller to start over.
 pub async fn append_together(

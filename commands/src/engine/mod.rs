@@ -20,7 +20,7 @@ mod services;
 pub use append::Appender;
 pub use execute::{
     Conn, ExecuteError, Executed, FollowUps, NoFollowUps, Sink, WithId, accepted, append_together, append_typed,
-    execute, fold_stream, load, name_taken, reject_fields, run_aggregate,
+    execute, fold_stream, load, name_taken, reject_fields,
 };
 pub use services::{Services, fiscal, with_services};
 

@@ -8,6 +8,7 @@ use crate::engine::{
     Conn, ExecuteError, NoFollowUps, Sink, WithId, accepted, append_together, execute, load, reject_fields,
 };
 use crate::handler::{Batching, Commit, handler};
+use crate::lookups::latest_groups;
 use crate::metafields::metafield_violation;
 use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
 use crate::records::{Category, Warehouse};
@@ -212,20 +213,10 @@ async fn run_bulk_adjustment(
     }
     let groups: Vec<Uuid> = by_group.keys().copied().collect();
     // Every product event carries its group's whole state: the latest one per stream is the state.
-    let latest: Vec<(Uuid, i32, serde_json::Value)> = sqlx::query_as(
-        "select distinct on (stream_id) stream_id, version, data from events
-         where org_id = $1 and stream_type = 'product' and stream_id = any($2)
-         order by stream_id, version desc",
-    )
-    .bind(org_id)
-    .bind(&groups)
-    .fetch_all(&mut *conn)
-    .await?;
+    let latest = latest_groups(conn, org_id, &groups).await?;
     let mut requests = Vec::new();
     let mut total = crate::products::Adjusted::default();
-    for (group_id, version, data) in latest {
-        let group: events::catalogue::ProductGroup =
-            serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(org_id, e.to_string()))?;
+    for (group_id, (version, group)) in latest {
         let chosen = by_group.get(&group_id).map(Vec::as_slice).unwrap_or_default();
         let (next, adjusted) = adjust_group(&group, chosen, &adjustment.target, adjustment.change);
         total.skipped += adjusted.skipped;
