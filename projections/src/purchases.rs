@@ -6,7 +6,8 @@ use crate::{Folded, ProjectionError, Target, contains_pattern};
 use events::catalogue::{PurchaseEvent, PurchaseOrderEvent, PurchaseOrderState};
 use events::{EventPayload, RecordedEvent};
 use serde_json::Value;
-use sqlx::{PgConnection, PgPool};
+use sqlx::postgres::PgArguments;
+use sqlx::{Arguments, PgConnection, PgPool};
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -146,6 +147,20 @@ const PURCHASE_FILTER: &str = "p.org_id = $1 and ($2::uuid is null or p.supplier
     and ($3::date is null or p.invoice_date >= $3) and ($4::date is null or p.invoice_date <= $4)
     and ($5::text is null or p.supplier_invoice_number ilike $5 or s.name ilike $5)";
 
+impl PurchaseFilter {
+    /// The organization and the filter as `$1` to `$5` of [`PURCHASE_FILTER`], for a query that binds
+    /// its own parameters after them.
+    fn arguments(&self, org_id: Uuid) -> Result<PgArguments, sqlx::Error> {
+        let mut arguments = PgArguments::default();
+        arguments.add(org_id).map_err(sqlx::Error::Encode)?;
+        arguments.add(self.supplier_id).map_err(sqlx::Error::Encode)?;
+        arguments.add(self.date_from).map_err(sqlx::Error::Encode)?;
+        arguments.add(self.date_to).map_err(sqlx::Error::Encode)?;
+        arguments.add(self.query.as_deref().map(contains_pattern)).map_err(sqlx::Error::Encode)?;
+        Ok(arguments)
+    }
+}
+
 type PurchaseTuple = (Uuid, Option<String>, Value, OffsetDateTime);
 
 fn purchase_row((id, supplier_name, doc, created_at): PurchaseTuple) -> PurchaseRow {
@@ -164,12 +179,7 @@ pub async fn list(
         "select p.id, s.name, p.doc, p.created_at from {PURCHASES_WITH_SUPPLIERS}
          where {PURCHASE_FILTER} and ($6::uuid is null or p.id > $6) order by p.id limit $7"
     );
-    let rows: Vec<PurchaseTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(org_id)
-        .bind(filter.supplier_id)
-        .bind(filter.date_from)
-        .bind(filter.date_to)
-        .bind(filter.query.as_deref().map(contains_pattern))
+    let rows: Vec<PurchaseTuple> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?)
         .bind(after)
         .bind(limit)
         .fetch_all(pool)
@@ -189,25 +199,14 @@ pub async fn page(
         "select p.id, s.name, p.doc, p.created_at from {PURCHASES_WITH_SUPPLIERS}
          where {PURCHASE_FILTER} order by p.id desc limit $6 offset $7"
     );
-    let rows: Vec<PurchaseTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(org_id)
-        .bind(filter.supplier_id)
-        .bind(filter.date_from)
-        .bind(filter.date_to)
-        .bind(filter.query.as_deref().map(contains_pattern))
+    let rows: Vec<PurchaseTuple> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?)
         .bind(limit)
         .bind((page - 1).saturating_mul(limit))
         .fetch_all(pool)
         .await?;
     let sql = format!("select count(*) from {PURCHASES_WITH_SUPPLIERS} where {PURCHASE_FILTER}");
-    let total: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(org_id)
-        .bind(filter.supplier_id)
-        .bind(filter.date_from)
-        .bind(filter.date_to)
-        .bind(filter.query.as_deref().map(contains_pattern))
-        .fetch_one(pool)
-        .await?;
+    let total: i64 =
+        sqlx::query_scalar_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?).fetch_one(pool).await?;
     Ok((rows.into_iter().map(purchase_row).collect(), total))
 }
 
