@@ -60,8 +60,9 @@ pub struct NewEvent {
     pub data: Value,
 }
 
-/// An event as stored, and as published on the bus (JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An event as stored (read from a row of [`crate::store::EVENT_COLUMNS`], one column a field), and as
+/// published on the bus (JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct RecordedEvent {
     pub position: i64,
     pub transaction_id: i64,

@@ -8,7 +8,7 @@
 
 use crate::envelope::{CommitKey, RecordedEvent};
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, PgPool, Row};
+use sqlx::{FromRow, PgConnection, PgPool, Row};
 use uuid::Uuid;
 
 /// The columns of a stored event, read from `events e` (see [`event_from_row`]).
@@ -18,20 +18,7 @@ pub const EVENT_COLUMNS: &str = "e.position, e.transaction_id::text::int8 as tra
 
 /// An event from a row holding [`EVENT_COLUMNS`].
 pub fn event_from_row(row: &PgRow) -> Result<RecordedEvent, sqlx::Error> {
-    Ok(RecordedEvent {
-        position: row.try_get("position")?,
-        transaction_id: row.try_get("transaction_id")?,
-        org_id: row.try_get("org_id")?,
-        stream_type: row.try_get("stream_type")?,
-        stream_id: row.try_get("stream_id")?,
-        version: row.try_get("version")?,
-        event_id: row.try_get("event_id")?,
-        event_type: row.try_get("event_type")?,
-        schema_version: row.try_get("schema_version")?,
-        data: row.try_get("data")?,
-        metadata: row.try_get("metadata")?,
-        recorded_at: row.try_get("recorded_at")?,
-    })
+    RecordedEvent::from_row(row)
 }
 
 /// The rows (with `columns` of `events e`) committed after `after` in commit order, at most `limit`,
