@@ -14,3 +14,9 @@ pub mod store;
 
 pub use catalogue::EventPayload;
 pub use envelope::{CommitKey, Metadata, NewEvent, RecordedEvent};
+
+/// An error and its sources on one line, `: `-separated: how an outbound call's failure (the tax
+/// authority's, a webhook's) is told in logs and stored reasons.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    std::iter::successors(Some(error), |e| e.source()).map(ToString::to_string).collect::<Vec<_>>().join(": ")
+}

@@ -214,7 +214,7 @@ impl FiscalClient {
             .map_err(|error| sending_failed(&error))?;
         let status = response.status();
         // A body cut short or late is an answer lost on the way, whatever the status said.
-        let bytes = response.bytes().await.map_err(|error| FiscalError::NoReply(chain(&error)))?;
+        let bytes = response.bytes().await.map_err(|error| FiscalError::NoReply(events::error_chain(&error)))?;
         if let Some(error) = status_error(status.as_u16(), &bytes) {
             return Err(error);
         }
@@ -235,11 +235,11 @@ const NOT_FOUND: i64 = 602;
 /// name not resolved, TLS refused, connect timeout) carried nothing; anything after that may have.
 fn sending_failed(error: &reqwest::Error) -> FiscalError {
     if error.is_connect() {
-        FiscalError::Unavailable(chain(error))
+        FiscalError::Unavailable(events::error_chain(error))
     } else if error.is_builder() || error.is_redirect() {
-        FiscalError::Protocol(chain(error))
+        FiscalError::Protocol(events::error_chain(error))
     } else {
-        FiscalError::NoReply(chain(error))
+        FiscalError::NoReply(events::error_chain(error))
     }
 }
 
@@ -318,18 +318,6 @@ fn log_events(events: &[wire::Message]) {
     for event in events {
         tracing::info!(code = event.code, message = %event.msg, "tax authority event");
     }
-}
-
-/// The error and its sources on one line.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    text
 }
 
 #[cfg(test)]

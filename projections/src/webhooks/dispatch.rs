@@ -644,21 +644,10 @@ fn describe(error: reqwest::Error) -> String {
     if error.is_timeout() {
         "timeout".into()
     } else if error.is_connect() {
-        format!("connection failed: {}", chain(&error))
+        format!("connection failed: {}", events::error_chain(&error))
     } else {
-        chain(&error)
+        events::error_chain(&error)
     }
-}
-
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
-    text
 }
 
 #[cfg(test)]
