@@ -72,4 +72,7 @@ registry::commands! {
     mod quotes {
         Quote => Quotes,
     }
+    mod orders {
+        Order => Orders,
+    }
 }

@@ -371,6 +371,7 @@ projections! {
     mod purchases { Purchases = "purchases" => PurchasesProjection, }
     mod sales { Sales = "sales" => SalesProjection, }
     mod quotes { Quotes = "quotes" => QuotesProjection, }
+    mod orders { Orders = "orders" => OrdersProjection, }
     mod webhooks { Webhooks = "webhooks" => WebhooksProjection::default(), }
 }
 

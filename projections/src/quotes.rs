@@ -20,9 +20,14 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     let table = target.table(TABLE);
     for event in events {
         let decoded: QuoteEvent = crate::decode(event)?;
+        // Events that carry the whole quote (or its end) need no current state.
         let current = match decoded {
-            QuoteEvent::QuoteExpired(_) => crate::current_doc::<QuoteState>(conn, &table, event).await?,
-            _ => None,
+            QuoteEvent::QuoteCreated(_) | QuoteEvent::QuoteReplaced(_) | QuoteEvent::QuoteDeleted => None,
+            QuoteEvent::QuoteExpired(_)
+            | QuoteEvent::QuoteSent
+            | QuoteEvent::QuoteAccepted
+            | QuoteEvent::QuoteRejected
+            | QuoteEvent::QuoteConverted(_) => crate::current_doc::<QuoteState>(conn, &table, event).await?,
         };
         match fold_quote(current, &decoded) {
             None => {

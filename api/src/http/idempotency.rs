@@ -10,6 +10,18 @@ use sha2::{Digest, Sha256};
 pub const HEADER: &str = "Idempotency-Key";
 const MAX_LEN: usize = 255;
 
+/// The refusal of a request that needs a key and sent none (for operations whose key is required only
+/// for some bodies; [`claim`] refuses the others).
+pub fn key_required() -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_REQUEST,
+        ErrorType::IdempotencyError,
+        "IDEMPOTENCY_KEY_REQUIRED",
+        "this operation needs an Idempotency-Key header",
+    )
+    .with_detail(Some(HEADER), "required", "send a unique key per logical request and reuse it on retries")
+}
+
 /// The claim for one request. `path` holds the path parameters, `version` the `Service-Version` it was
 /// sent under: a key reused across contract versions is a different request.
 pub fn claim(
@@ -22,17 +34,7 @@ pub fn claim(
 ) -> Result<Option<Idempotency>, ApiError> {
     let Some(key) = key else {
         if required {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                ErrorType::IdempotencyError,
-                "IDEMPOTENCY_KEY_REQUIRED",
-                "this operation needs an Idempotency-Key header",
-            )
-            .with_detail(
-                Some(HEADER),
-                "required",
-                "send a unique key per logical request and reuse it on retries",
-            ));
+            return Err(key_required());
         }
         return Ok(None);
     };

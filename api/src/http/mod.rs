@@ -65,6 +65,9 @@ pub enum ApiTags {
     Purchases,
     /// Quotes with canonical amounts and stock reservations (Style A objects).
     Quotes,
+    /// Orders: converted from quotes or created for the service's own channel, edited, cancelled and
+    /// completed (Style A objects).
+    Orders,
     /// Sales: both creation contracts, invoicing with the tax authority, PDF vouchers (Style B objects).
     Sales,
     /// Product categories (Style B objects and page list).
@@ -207,6 +210,7 @@ apis! {
     mod purchases { PurchasesApi }
     mod sales { SalesApi }
     mod quotes { QuotesApi }
+    mod orders { OrdersApi }
     mod reference { ReferenceApi }
     mod webhooks { WebhooksApi }
     mod v2 { V2Api }

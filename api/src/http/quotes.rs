@@ -9,6 +9,7 @@ use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
+use crate::http::orders;
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Limit, Percent, QuantityIn, QuantityText, rules};
@@ -18,6 +19,7 @@ use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use commands::inventory::reservations::reservation_id;
+use commands::orders::OrderCommand;
 use commands::protocol::{Command, CommandKind};
 use commands::quotes::{QuoteCommand, QuoteOutcome, READ_ONLY, parse_quote};
 use events::catalogue::{QuoteDiscount, QuoteState, QuoteStatus, ar_date};
@@ -45,6 +47,11 @@ operations! {
     REPLACE_QUOTE =
         write("replaceQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote).unprocessable(WHY);
     DELETE_QUOTE = write("deleteQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote);
+    SEND_QUOTE = write("sendQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote);
+    ACCEPT_QUOTE = write("acceptQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote);
+    REJECT_QUOTE = write("rejectQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Quote);
+    CONVERT_QUOTE =
+        write("convertQuote", Scope::QuotesWrite, Idempotency::Required, CommandKind::Order).unprocessable(WHY);
 }
 
 const QUOTES: Kind = Kind::new("quote", ProjectionId::Quotes, "/api/v1/quotes", "quotes");
@@ -115,6 +122,17 @@ pub struct ReservationData {
 }
 
 /// A quote.
+///
+/// | status | send | accept | reject | convert | replace, delete | by itself |
+/// |---|---|---|---|---|---|---|
+/// | `draft` (new quotes) | → `sent` | 409 | 409 | → `converted` | yes | → `expired` after `expires_at` |
+/// | `sent` | 409 | → `accepted` | → `rejected` (reservation released) | → `converted` | 409 | → `expired` after `expires_at` |
+/// | `accepted` | 409 | 409 | 409 | → `converted` | 409 | none |
+/// | `rejected`, `expired`, `converted` | 409 | 409 | 409 | 409 | 409 | none |
+///
+/// Every 409 is `STATE_CONFLICT` with the current state in its detail's metadata, and changes nothing.
+/// Converting creates an order (`converted_order_id`) and moves the quote's active reservation to it in
+/// the same transaction.
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
 pub struct QuoteData {
     /// Always `quote`.
@@ -145,6 +163,8 @@ pub struct QuoteData {
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+    /// The order the quote was converted into (null until it is `converted`).
+    pub converted_order_id: Nullable<Uuid>,
     /// Write answers only: true when this is the stored outcome of an earlier request with the same key
     /// and body.
     #[oai(skip_serializing_if_is_none)]
@@ -157,7 +177,7 @@ pub struct QuoteData {
     pub warnings: Option<Vec<StockWarning>>,
 }
 
-fn percent_text(hundredths: i64) -> String {
+pub(crate) fn percent_text(hundredths: i64) -> String {
     let (whole, fraction) = (hundredths / 100, hundredths % 100);
     if fraction == 0 {
         whole.to_string()
@@ -207,6 +227,7 @@ impl QuoteData {
             discount_amount: q.discount_amount.get(),
             total: q.total.get(),
             reservation: None.into(),
+            converted_order_id: q.converted_order_id.into(),
             created_at: ar_time(created_at),
             updated_at: ar_time(updated_at),
             idempotent_replay: None,
@@ -335,6 +356,7 @@ pub struct QuoteDeletedEnvelope {
 }
 
 responses! {
+    Converted: Created(RawJson<crate::http::orders::OrderEnvelope>) = 201, "The order made of the quote.";
     Created: Created(RawJson<QuoteEnvelope>) = 201, "The quote, a draft.";
     Single: Ok(RawJson<QuoteEnvelope>) = 200, "The quote.";
     Deleted: Ok(RawJson<QuoteDeletedEnvelope>) = 200, "The quote is gone and its reservation released.";
@@ -567,4 +589,109 @@ impl QuotesApi {
         };
         Ok(Deleted::Ok(RawJson::new(Style::a(&QuoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
     }
+
+    /// Send a quote
+    ///
+    /// Scope `quotes:write`; `Idempotency-Key` required. A `draft` becomes `sent` (it still expires
+    /// after `expires_at`); any other state is 409 `STATE_CONFLICT` naming it.
+    #[oai(path = "/quotes/:quote_id/send", method = "post", operation_id = "sendQuote")]
+    async fn send(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        quote_id: Path<String>,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(SEND_QUOTE, &state, &auth, &request_id)?;
+        moved(&call, &state, &version, key.0, &quote_id.0, |id| QuoteCommand::Send { id }).await
+    }
+
+    /// Accept a quote
+    ///
+    /// Scope `quotes:write`; `Idempotency-Key` required. A `sent` quote becomes `accepted` (its
+    /// reservation is kept); any other state is 409 `STATE_CONFLICT` naming it.
+    #[oai(path = "/quotes/:quote_id/accept", method = "post", operation_id = "acceptQuote")]
+    async fn accept(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        quote_id: Path<String>,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(ACCEPT_QUOTE, &state, &auth, &request_id)?;
+        moved(&call, &state, &version, key.0, &quote_id.0, |id| QuoteCommand::Accept { id }).await
+    }
+
+    /// Reject a quote
+    ///
+    /// Scope `quotes:write`; `Idempotency-Key` required. A `sent` quote becomes `rejected` and its
+    /// reservation is released; any other state is 409 `STATE_CONFLICT` naming it.
+    #[oai(path = "/quotes/:quote_id/reject", method = "post", operation_id = "rejectQuote")]
+    async fn reject(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        quote_id: Path<String>,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(REJECT_QUOTE, &state, &auth, &request_id)?;
+        moved(&call, &state, &version, key.0, &quote_id.0, |id| QuoteCommand::Reject { id }).await
+    }
+
+    /// Convert a quote into an order
+    ///
+    /// Scope `quotes:write`; `Idempotency-Key` required. A `draft`, `sent` or `accepted` quote becomes
+    /// `converted` and an `open` order is created of it (its customer, lines with their VAT-inclusive
+    /// prices, discounts and notes; `assigned_warehouse_id` the first line's warehouse), answered here.
+    /// The quote's active reservation becomes the order's in the same transaction (nothing is released
+    /// in between, so no other quote can take those units), held until the order is delivered, completed
+    /// or cancelled. Any other state is 409 `STATE_CONFLICT` naming it; an inactive customer is 404.
+    #[oai(path = "/quotes/:quote_id/convert", method = "post", operation_id = "convertQuote")]
+    async fn convert(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        quote_id: Path<String>,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<Converted, ApiError> {
+        let call = Call::new(CONVERT_QUOTE, &state, &auth, &request_id)?;
+        let quote_id = call.id(&QUOTES, &quote_id.0)?;
+        let text = quote_id.to_string();
+        let path = [text.as_str()];
+        // The order's id derives from the quote's: a quote makes one order, whatever the key.
+        let command = OrderCommand::Convert { id: Uuid::new_v5(&quote_id, b"order"), quote_id };
+        let body = orders::saved(&call, &state, Write::bare(key.0, &version, &path), command).await?;
+        Ok(Converted::Created(RawJson::new(body)))
+    }
+}
+
+/// Moves a quote between states and answers it as stored.
+async fn moved(
+    call: &Call<'_>,
+    state: &AppState,
+    version: &ServiceVersion,
+    key: Option<String>,
+    quote_id: &str,
+    command: impl FnOnce(Uuid) -> QuoteCommand,
+) -> Result<Single, ApiError> {
+    let id = call.id(&QUOTES, quote_id)?;
+    let path = [quote_id];
+    let body = saved(call, state, Write::bare(key, version, &path), command(id)).await?;
+    Ok(Single::Ok(RawJson::new(body)))
 }

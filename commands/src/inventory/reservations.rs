@@ -29,6 +29,14 @@ pub struct Wanted {
     pub lines: Vec<(ReservedLine, String)>,
 }
 
+/// What a command does to its owner's reservation: leave it as it is, or set it to what is wanted
+/// (`None` releases it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReservationChange {
+    Keep,
+    Set(Option<Wanted>),
+}
+
 /// A reservation's change, decided: the event to append with the owner's own (none when nothing
 /// changes) and the shortfalls the policy let through as warnings.
 #[derive(Debug, Default)]
@@ -150,6 +158,47 @@ pub async fn set(
     };
     let append = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
     Ok(Decided { append: Some(append), warnings, released: released && !current.is_empty() })
+}
+
+/// [`set`] for a [`ReservationChange`]: nothing for `Keep`.
+pub async fn change(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    owner: &ReservationOwner,
+    change: &ReservationChange,
+    today: Date,
+    policy: NegativeStock,
+    metadata: &Metadata,
+) -> Result<Decided, ExecuteError> {
+    match change {
+        ReservationChange::Keep => Ok(Decided::default()),
+        ReservationChange::Set(wanted) => set(conn, org_id, owner, wanted.as_ref(), today, policy, metadata).await,
+    }
+}
+
+/// Moves what `from` holds to `to`, which then holds `wanted`, in the caller's transaction: `from`'s
+/// reservation is released and `to`'s taken with the levels locked, so the units `from` held count as
+/// available to `to` and to nobody else (another transaction still sees them held until this one
+/// commits). Returns both changes to append.
+#[allow(clippy::too_many_arguments, reason = "the two owners beside `set`'s own arguments")]
+pub async fn transfer(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    from: &ReservationOwner,
+    to: &ReservationOwner,
+    wanted: Option<&Wanted>,
+    today: Date,
+    policy: NegativeStock,
+    metadata: &Metadata,
+) -> Result<(Decided, Decided), ExecuteError> {
+    if let Some(wanted) = wanted {
+        // Lock the levels first: nothing else may read them between the release and the new hold.
+        let keys = wanted.lines.iter().map(|(l, _)| (l.variant_id, l.warehouse_id));
+        levels::lock(conn, org_id, keys, today).await?;
+    }
+    let released = set(conn, org_id, from, None, today, NegativeStock::Allow, metadata).await?;
+    let taken = set(conn, org_id, to, wanted, today, policy, metadata).await?;
+    Ok((released, taken))
 }
 
 async fn insert_rows(

@@ -21,11 +21,11 @@ use crate::engine::{ExecuteError, NoFollowUps, WithId, append_together};
 use crate::lookups::load_products;
 use crate::reply::CommandReply;
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
-pub use events::catalogue::{OrderStatus, PurchaseOrderState as PurchaseOrder, Receipt};
 use events::catalogue::{
     PurchaseOrderClosed, PurchaseOrderCreated, PurchaseOrderEvent, PurchaseOrderReceived, StockLine, iso_date,
     iso_date_option,
 };
+pub use events::catalogue::{PurchaseOrderState as PurchaseOrder, PurchaseOrderStatus, Receipt};
 use events::domain::ExchangeRate;
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
@@ -53,23 +53,25 @@ impl Aggregate for PurchaseOrder {
         };
         match command {
             OrderCommand::Confirm { .. } => match order.status {
-                OrderStatus::Draft => Ok(vec![PurchaseOrderEvent::PurchaseOrderConfirmed]),
+                PurchaseOrderStatus::Draft => Ok(vec![PurchaseOrderEvent::PurchaseOrderConfirmed]),
                 _ => Err(refuse("confirmed", "a draft")),
             },
             OrderCommand::Close { reason, .. } => match order.status {
-                OrderStatus::Draft | OrderStatus::Confirmed | OrderStatus::PartiallyReceived => {
+                PurchaseOrderStatus::Draft
+                | PurchaseOrderStatus::Confirmed
+                | PurchaseOrderStatus::PartiallyReceived => {
                     Ok(vec![PurchaseOrderEvent::PurchaseOrderClosed(PurchaseOrderClosed { reason: reason.clone() })])
                 }
-                OrderStatus::Received | OrderStatus::Closed => {
+                PurchaseOrderStatus::Received | PurchaseOrderStatus::Closed => {
                     Err(refuse("closed", "a draft, confirmed or partially received order"))
                 }
             },
             OrderCommand::Reopen { .. } => match order.status {
-                OrderStatus::Closed => Ok(vec![PurchaseOrderEvent::PurchaseOrderReopened]),
+                PurchaseOrderStatus::Closed => Ok(vec![PurchaseOrderEvent::PurchaseOrderReopened]),
                 _ => Err(refuse("reopened", "a closed order")),
             },
             OrderCommand::Receive { .. } => match order.status {
-                OrderStatus::Confirmed | OrderStatus::PartiallyReceived => Ok(Vec::new()),
+                PurchaseOrderStatus::Confirmed | PurchaseOrderStatus::PartiallyReceived => Ok(Vec::new()),
                 _ => Err(refuse("received", "a confirmed or partially received order")),
             },
             OrderCommand::Create { .. } => {
@@ -421,19 +423,19 @@ mod tests {
         );
         let confirmed = PurchaseOrder::decide(Some(&draft), &OrderCommand::Confirm { id }).expect("confirmed");
         let mut state = PurchaseOrder::evolve(Some(draft), &confirmed[0], now).expect("state");
-        assert_eq!(state.status, OrderStatus::Confirmed);
+        assert_eq!(state.status, PurchaseOrderStatus::Confirmed);
         assert!(PurchaseOrder::decide(Some(&state), &OrderCommand::Confirm { id }).is_err(), "confirmed once");
         state = PurchaseOrder::evolve(Some(state), &received(&[(a, "15")]), now).expect("state");
-        assert_eq!(state.status, OrderStatus::PartiallyReceived);
+        assert_eq!(state.status, PurchaseOrderStatus::PartiallyReceived);
         assert_eq!(state.pending(), [(a, Quantity::ZERO), (b, "2.5".parse().expect("q"))]);
         let closed = PurchaseOrder::decide(Some(&state), &OrderCommand::Close { id, reason: None }).expect("closed");
         state = PurchaseOrder::evolve(Some(state), &closed[0], now).expect("state");
-        assert_eq!(state.status, OrderStatus::Closed);
+        assert_eq!(state.status, PurchaseOrderStatus::Closed);
         let reopened = PurchaseOrder::decide(Some(&state), &OrderCommand::Reopen { id }).expect("reopened");
         state = PurchaseOrder::evolve(Some(state), &reopened[0], now).expect("state");
-        assert_eq!(state.status, OrderStatus::PartiallyReceived, "back to where it was closed from");
+        assert_eq!(state.status, PurchaseOrderStatus::PartiallyReceived, "back to where it was closed from");
         state = PurchaseOrder::evolve(Some(state), &received(&[(b, "2.5")]), now).expect("state");
-        assert_eq!(state.status, OrderStatus::Received);
+        assert_eq!(state.status, PurchaseOrderStatus::Received);
         assert!(PurchaseOrder::decide(Some(&state), &OrderCommand::Close { id, reason: None }).is_err());
     }
 }

@@ -80,7 +80,10 @@ impl Document for Quotes {
         let mut facts = QuoteFacts { current, version, ..QuoteFacts::default() };
         let input = match command {
             QuoteCommand::Create { input, .. } | QuoteCommand::Replace { input, .. } => input,
-            QuoteCommand::Delete { .. } => return Ok(facts),
+            QuoteCommand::Delete { .. }
+            | QuoteCommand::Send { .. }
+            | QuoteCommand::Accept { .. }
+            | QuoteCommand::Reject { .. } => return Ok(facts),
         };
         facts.customer = load::<crate::contacts::Customer>(conn, org_id, input.customer_id)
             .await?
@@ -110,14 +113,14 @@ impl Document for Quotes {
         metadata: &Metadata,
     ) -> Result<CommandReply, ExecuteError> {
         let id = command.quote_id();
-        let QuoteDecision { mut event, wanted, warnings_allowed } = decision;
+        let QuoteDecision { mut event, reservation, warnings_allowed } = decision;
         if let QuoteEvent::QuoteCreated(state) = &mut event {
             state.number = next_number(conn, org_id).await?;
         }
         let owner = ReservationOwner { kind: "quote".into(), id };
         let today = ar_date(OffsetDateTime::now_utc());
         let policy = negative_stock_policy(conn, org_id).await?;
-        let decided = reservations::set(conn, org_id, &owner, wanted.as_ref(), today, policy, metadata).await?;
+        let decided = reservations::change(conn, org_id, &owner, &reservation, today, policy, metadata).await?;
         let warnings = if warnings_allowed { decided.warnings } else { Vec::new() };
         let created = facts.current.is_none();
         let next = fold_quote(facts.current, &event);
@@ -151,14 +154,19 @@ async fn next_number(conn: &mut PgConnection, org_id: Uuid) -> Result<i64, sqlx:
     .await
 }
 
-/// Keeps the sweeper's row of a draft quote that expires (none for any other).
-async fn track_expiry(
+/// Whether a quote in `status` still expires by itself.
+pub fn expires(status: QuoteStatus) -> bool {
+    matches!(status, QuoteStatus::Draft | QuoteStatus::Sent)
+}
+
+/// Keeps the sweeper's row of a draft or sent quote that expires (none for any other).
+pub async fn track_expiry(
     conn: &mut PgConnection,
     org_id: Uuid,
     id: Uuid,
     quote: Option<&QuoteState>,
 ) -> Result<(), sqlx::Error> {
-    match quote.filter(|q| q.status == QuoteStatus::Draft).and_then(|q| q.expires_at) {
+    match quote.filter(|q| expires(q.status)).and_then(|q| q.expires_at) {
         Some(expires_at) => {
             sqlx::query(
                 "insert into quote_expiries (org_id, quote_id, expires_at) values ($1, $2, $3)
@@ -181,7 +189,7 @@ async fn track_expiry(
     Ok(())
 }
 
-/// Expires the draft quotes whose `expires_at` is before `today` (the organization's date): one
+/// Expires the draft and sent quotes whose `expires_at` is before `today` (the organization's date): one
 /// `QuoteExpired` each and its reservation released, in one transaction per quote. Returns how many.
 pub async fn expire_due(pool: &PgPool, today: Date) -> Result<usize, ExecuteError> {
     let mut expired = 0;
@@ -197,7 +205,7 @@ pub async fn expire_due(pool: &PgPool, today: Date) -> Result<usize, ExecuteErro
         let (state, version, _) = load_quote(&mut tx, org_id, id).await?;
         let metadata = Metadata::system("quote_sweeper");
         let mut requests = Vec::new();
-        if state.as_ref().is_some_and(|q| q.status == QuoteStatus::Draft) {
+        if state.as_ref().is_some_and(|q| expires(q.status)) {
             let event = QuoteEvent::QuoteExpired(QuoteExpired { expired_on: today });
             let stream =
                 StreamRef { org_id, stream_type: QuoteEvent::STREAM_TYPE, stream_id: id, expected_version: version };

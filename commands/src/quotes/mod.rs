@@ -1,8 +1,17 @@
 //! Quotes (Style A, snake_case): created, replaced whole and deleted while `draft`, each with its
 //! canonical amounts (the tax engine's, on prices with VAT as the quote-type voucher 90 carries them)
 //! and, when asked, a stock reservation taken, adjusted or released in the same transaction through
-//! the reservations primitive. A quote past its `expires_at` becomes `expired` by itself (the sweeper,
+//! the reservations primitive. A draft is sent, a sent quote accepted or rejected (which releases its
+//! reservation); converting one into an order is the orders' command ([`convertible`] says when). A
+//! draft or sent quote past its `expires_at` becomes `expired` by itself (the sweeper,
 //! [`handler::expire_due`]) and its reservation is released.
+//!
+//! | from | send | accept | reject | convert | replace, delete | expiry |
+//! |---|---|---|---|---|---|---|
+//! | draft | sent | 409 | 409 | converted | yes | expired |
+//! | sent | 409 | accepted | rejected | converted | 409 | expired |
+//! | accepted | 409 | 409 | 409 | converted | 409 | no |
+//! | rejected, expired, converted | 409 | 409 | 409 | 409 | 409 | no |
 //!
 //! The domain has the document shape ([`crate::document`]): here the body's parsing, the facts a
 //! decision reads ([`QuoteFacts`]) and the pure [`decide`]; in `handler.rs` what loads the facts and
@@ -10,11 +19,11 @@
 
 mod handler;
 
-pub use handler::{Quotes, SWEEP_QUOTES, expire_due, load_quote, sweep_forever};
+pub use handler::{Quotes, SWEEP_QUOTES, expire_due, expires, load_quote, sweep_forever, track_expiry};
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::inventory::StockShortfall;
-use crate::inventory::reservations::Wanted;
+use crate::inventory::reservations::{ReservationChange, Wanted};
 use crate::lookups::VariantFacts;
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader};
@@ -85,12 +94,16 @@ pub enum QuoteCommand {
     Create { id: Uuid, input: QuoteInput },
     Replace { id: Uuid, input: QuoteInput },
     Delete { id: Uuid },
+    Send { id: Uuid },
+    Accept { id: Uuid },
+    Reject { id: Uuid },
 }
 
 impl QuoteCommand {
     pub fn quote_id(&self) -> Uuid {
         match self {
-            Self::Create { id, .. } | Self::Replace { id, .. } | Self::Delete { id } => *id,
+            Self::Create { id, .. } | Self::Replace { id, .. } => *id,
+            Self::Delete { id } | Self::Send { id } | Self::Accept { id } | Self::Reject { id } => *id,
         }
     }
 }
@@ -165,36 +178,7 @@ pub fn parse_quote(body: &Value, today: Date) -> Result<QuoteInput, Vec<FieldErr
         let quantity = line.required_quantity("quantity", true);
         let unit_price = line.required_cents("unit_price");
         let warehouse_id = line.optional_uuid("warehouse_id");
-        let discount = match line.value("discount") {
-            None => None,
-            Some(value) => {
-                let mut d = ObjectReader::new(value, &format!("items[{i}].discount"));
-                let amount = d.value("amount").and_then(|_| d.required_cents("amount"));
-                let percentage = match d.value("percentage") {
-                    None => None,
-                    Some(p) => match Percentage::parse(p) {
-                        Ok(p) => Some(i64::from(p.hundredths())),
-                        Err(error) => {
-                            d.reject("percentage", "out_of_range", error.to_string());
-                            None
-                        }
-                    },
-                };
-                let chosen = match (d.value("amount").is_some(), d.value("percentage").is_some()) {
-                    (true, true) => {
-                        d.reject("percentage", "both_discounts", "send either amount or percentage, not both");
-                        None
-                    }
-                    (false, false) => {
-                        d.reject("amount", "required", "a discount is an amount or a percentage");
-                        None
-                    }
-                    _ => amount.map(QuoteDiscount::Amount).or(percentage.map(QuoteDiscount::Percentage)),
-                };
-                line.errors.append(&mut d.errors);
-                chosen
-            }
-        };
+        let discount = read_discount(&mut line, &format!("items[{i}]"));
         r.errors.append(&mut line.errors);
         if let (Some(variant_id), Some(quantity), Some(unit_price)) = (variant_id, quantity, unit_price) {
             items.push(ItemInput { variant_id, quantity, unit_price, warehouse_id, discount });
@@ -211,6 +195,76 @@ pub fn parse_quote(body: &Value, today: Date) -> Result<QuoteInput, Vec<FieldErr
         reservation,
     };
     r.finish(input)
+}
+
+/// A line's `discount` (an `amount` in cents or a `percentage`, not both), its errors on `line`.
+/// Orders read their lines' discounts with it too.
+pub(crate) fn read_discount(line: &mut ObjectReader, path: &str) -> Option<QuoteDiscount> {
+    let value = line.value("discount")?;
+    let mut d = ObjectReader::new(value, &format!("{path}.discount"));
+    let amount = d.value("amount").and_then(|_| d.required_cents("amount"));
+    let percentage = match d.value("percentage") {
+        None => None,
+        Some(p) => match Percentage::parse(p) {
+            Ok(p) => Some(i64::from(p.hundredths())),
+            Err(error) => {
+                d.reject("percentage", "out_of_range", error.to_string());
+                None
+            }
+        },
+    };
+    let chosen = match (d.value("amount").is_some(), d.value("percentage").is_some()) {
+        (true, true) => {
+            d.reject("percentage", "both_discounts", "send either amount or percentage, not both");
+            None
+        }
+        (false, false) => {
+            d.reject("amount", "required", "a discount is an amount or a percentage");
+            None
+        }
+        _ => amount.map(QuoteDiscount::Amount).or(percentage.map(QuoteDiscount::Percentage)),
+    };
+    line.errors.append(&mut d.errors);
+    chosen
+}
+
+/// The tax engine's line of a stored line (`field` names its discount in errors).
+pub(crate) fn tax_line(
+    quantity: events::domain::Quantity,
+    unit_price: Cents,
+    vat_code: i32,
+    discount: Option<QuoteDiscount>,
+    field: &str,
+) -> Result<tax::Line, FieldError> {
+    let discount = match discount {
+        None => None,
+        Some(QuoteDiscount::Amount(a)) => Some(tax::Discount::Fixed(a)),
+        Some(QuoteDiscount::Percentage(h)) => Some(tax::Discount::Percentage(
+            Percentage::from_hundredths(h)
+                .map_err(|e| FieldError::new(format!("{field}.discount.percentage"), "out_of_range", e.to_string()))?,
+        )),
+    };
+    Ok(tax::Line { quantity, unit_price, vat_code, discount })
+}
+
+/// The tax engine's amounts of a document's lines, its errors named by field (`lines` is the name of
+/// the lines' array: `items` on quotes, `lines` on orders).
+pub(crate) fn amounts(
+    basis: PriceBasis,
+    lines: &[tax::Line],
+    global_discount: Option<Cents>,
+    array: &str,
+) -> Result<tax::Computed, Rejection> {
+    let adjustments =
+        tax::Adjustments { global_discount: global_discount.map(tax::Discount::Fixed), ..tax::Adjustments::default() };
+    tax::compute(basis, lines, &adjustments).map_err(|e| {
+        let field = match e {
+            tax::TaxError::LineDiscountTooLarge { line, .. } => format!("{array}[{line}].discount.amount"),
+            tax::TaxError::GlobalDiscountTooLarge { .. } => "global_discount_amount".to_owned(),
+            _ => array.to_owned(),
+        };
+        Rejection::Invalid { errors: vec![FieldError::new(field, "invalid_value", e.to_string())] }
+    })
 }
 
 fn not_draft(status: QuoteStatus) -> Rejection {
@@ -237,13 +291,43 @@ pub struct QuoteFacts {
     pub warehouses: BTreeMap<Uuid, bool>,
 }
 
-/// What a quote command decided: its event (a new quote's number is assigned when it is written), the
-/// stock it wants reserved (none: release any), and whether stock shortfalls are answered as warnings.
+/// What a quote command decided: its event (a new quote's number is assigned when it is written), what
+/// becomes of its reservation, and whether stock shortfalls are answered as warnings.
 #[derive(Debug, Clone)]
 pub struct QuoteDecision {
     pub event: QuoteEvent,
-    pub wanted: Option<Wanted>,
+    pub reservation: ReservationChange,
     pub warnings_allowed: bool,
+}
+
+/// Whether a quote may be converted into an order: a draft, sent or accepted one.
+pub fn convertible(quote: &QuoteState) -> Result<(), Rejection> {
+    match quote.status {
+        QuoteStatus::Draft | QuoteStatus::Sent | QuoteStatus::Accepted => Ok(()),
+        other => Err(Rejection::state_conflict(
+            "QUOTE_NOT_CONVERTIBLE",
+            other.as_str(),
+            format!("the quote is {}: only a draft, sent or accepted quote is converted", other.as_str()),
+        )),
+    }
+}
+
+/// A move between quote states: the state it needs, the event, and what becomes of the reservation.
+fn transition(
+    quote: &QuoteState,
+    from: QuoteStatus,
+    (event, verb): (QuoteEvent, &str),
+    reservation: ReservationChange,
+) -> Result<QuoteDecision, Rejection> {
+    if quote.status != from {
+        let (current, needed) = (quote.status.as_str(), from.as_str());
+        return Err(Rejection::state_conflict(
+            "QUOTE_STATE_CONFLICT",
+            current,
+            format!("the quote is {current}: only a {needed} quote is {verb}"),
+        ));
+    }
+    Ok(QuoteDecision { event, reservation, warnings_allowed: false })
 }
 
 /// Decides a quote command against the facts: pure.
@@ -253,12 +337,29 @@ pub fn decide(command: &QuoteCommand, facts: &QuoteFacts) -> Result<QuoteDecisio
         (QuoteCommand::Create { .. }, Some(_)) => {
             Err(Rejection::conflict("ALREADY_EXISTS", "the quote already exists"))
         }
-        (QuoteCommand::Replace { .. } | QuoteCommand::Delete { .. }, None) => Err(Rejection::not_found("quote")),
+        (
+            QuoteCommand::Replace { .. }
+            | QuoteCommand::Delete { .. }
+            | QuoteCommand::Send { .. }
+            | QuoteCommand::Accept { .. }
+            | QuoteCommand::Reject { .. },
+            None,
+        ) => Err(Rejection::not_found("quote")),
+        (QuoteCommand::Send { .. }, Some(q)) => {
+            transition(q, QuoteStatus::Draft, (QuoteEvent::QuoteSent, "sent"), ReservationChange::Keep)
+        }
+        (QuoteCommand::Accept { .. }, Some(q)) => {
+            transition(q, QuoteStatus::Sent, (QuoteEvent::QuoteAccepted, "accepted"), ReservationChange::Keep)
+        }
+        (QuoteCommand::Reject { .. }, Some(q)) => {
+            transition(q, QuoteStatus::Sent, (QuoteEvent::QuoteRejected, "rejected"), ReservationChange::Set(None))
+        }
         (QuoteCommand::Replace { .. } | QuoteCommand::Delete { .. }, Some(q)) if q.status != QuoteStatus::Draft => {
             Err(not_draft(q.status))
         }
         (QuoteCommand::Delete { .. }, Some(_)) => {
-            Ok(QuoteDecision { event: QuoteEvent::QuoteDeleted, wanted: None, warnings_allowed: false })
+            let reservation = ReservationChange::Set(None);
+            Ok(QuoteDecision { event: QuoteEvent::QuoteDeleted, reservation, warnings_allowed: false })
         }
         (QuoteCommand::Create { input, .. } | QuoteCommand::Replace { input, .. }, _) => {
             let number = current.as_ref().map_or(0, |q| q.number);
@@ -267,11 +368,10 @@ pub fn decide(command: &QuoteCommand, facts: &QuoteFacts) -> Result<QuoteDecisio
                 None => QuoteEvent::QuoteCreated(Box::new(state)),
                 Some(_) => QuoteEvent::QuoteReplaced(Box::new(state)),
             };
-            Ok(QuoteDecision { event, wanted, warnings_allowed: true })
+            Ok(QuoteDecision { event, reservation: ReservationChange::Set(wanted), warnings_allowed: true })
         }
     }
 }
-
 
 /// Checks a quote's references against the facts, prices it and says what it reserves.
 fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteState, Option<Wanted>), Rejection> {
@@ -331,34 +431,13 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
     let mut lines = Vec::with_capacity(input.items.len());
     let mut errors = Vec::new();
     for (i, (item, code)) in input.items.iter().zip(&codes).enumerate() {
-        let discount = match item.discount {
-            None => Ok(None),
-            Some(QuoteDiscount::Amount(a)) => Ok(Some(tax::Discount::Fixed(a))),
-            Some(QuoteDiscount::Percentage(h)) => Percentage::from_hundredths(h)
-                .map(|p| Some(tax::Discount::Percentage(p)))
-                .map_err(|e| FieldError::new(format!("items[{i}].discount.percentage"), "out_of_range", e.to_string())),
-        };
-        match discount {
-            Ok(discount) => lines.push(tax::Line {
-                quantity: item.quantity,
-                unit_price: item.unit_price,
-                vat_code: *code,
-                discount,
-            }),
+        match tax_line(item.quantity, item.unit_price, *code, item.discount, &format!("items[{i}]")) {
+            Ok(line) => lines.push(line),
             Err(error) => errors.push(error),
         }
     }
-    let global_discount = input.global_discount_amount.map(tax::Discount::Fixed);
     reject_fields(errors)?;
-    let adjustments = tax::Adjustments { global_discount, ..tax::Adjustments::default() };
-    let computed = tax::compute(PriceBasis::Gross, &lines, &adjustments).map_err(|e| {
-        let field = match e {
-            tax::TaxError::LineDiscountTooLarge { line, .. } => format!("items[{line}].discount.amount"),
-            tax::TaxError::GlobalDiscountTooLarge { .. } => "global_discount_amount".to_owned(),
-            _ => "items".to_owned(),
-        };
-        Rejection::Invalid { errors: vec![FieldError::new(field, "invalid_value", e.to_string())] }
-    })?;
+    let computed = amounts(PriceBasis::Gross, &lines, input.global_discount_amount, "items")?;
     let state = QuoteState {
         number,
         status: QuoteStatus::Draft,
@@ -387,6 +466,7 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
         tax_amount: computed.tax_amount,
         discount_amount: computed.discount_amount,
         total: computed.total,
+        converted_order_id: None,
     };
     let wanted = match (&input.reservation, reserved.is_empty()) {
         (Some(QuoteReservation { enabled: true, reserved_through_date: Some(through) }), false) => {
@@ -480,7 +560,7 @@ mod tests {
         // 2 × 12.10 = 24.20, less 10% = 21.78, less 1.00 global = 20.78 (VAT included at 21%).
         assert_eq!((state.total.get(), state.discount_amount.get(), state.customer_name.as_str()), (2078, 342, "Ana"));
         assert_eq!(state.subtotal.checked_add(state.tax_amount), Some(state.total));
-        let wanted = decision.wanted.expect("a reservation");
+        let ReservationChange::Set(Some(wanted)) = decision.reservation else { panic!("a reservation") };
         assert_eq!(wanted.reserved_through, time::macros::date!(2026 - 11 - 30));
         assert_eq!(wanted.lines.len(), 1);
         assert!(decision.warnings_allowed);

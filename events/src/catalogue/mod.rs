@@ -85,6 +85,7 @@ macro_rules! catalogue {
 catalogue! {
     customer,
     metafield,
+    order,
     organization,
     price_list,
     product,

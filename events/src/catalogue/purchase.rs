@@ -126,7 +126,7 @@ pub enum PurchaseOrderEvent {
 /// Where a purchase order stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum OrderStatus {
+pub enum PurchaseOrderStatus {
     Draft,
     Confirmed,
     PartiallyReceived,
@@ -134,7 +134,7 @@ pub enum OrderStatus {
     Closed,
 }
 
-impl OrderStatus {
+impl PurchaseOrderStatus {
     pub const NAMES: &[&str] = &["draft", "confirmed", "partially_received", "received", "closed"];
 
     pub fn as_str(self) -> &'static str {
@@ -167,7 +167,7 @@ pub struct Receipt {
 pub struct PurchaseOrderState {
     pub id: Uuid,
     pub number: i64,
-    pub status: OrderStatus,
+    pub status: PurchaseOrderStatus,
     pub supplier_id: Uuid,
     pub warehouse_id: Uuid,
     pub voucher_type: i32,
@@ -180,7 +180,7 @@ pub struct PurchaseOrderState {
     pub amounts: PurchaseAmounts,
     pub receipts: Vec<Receipt>,
     /// The state a closed order returns to when reopened.
-    pub closed_from: Option<OrderStatus>,
+    pub closed_from: Option<PurchaseOrderStatus>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
@@ -232,7 +232,7 @@ impl PurchaseOrderState {
             (_, PurchaseOrderEvent::PurchaseOrderCreated(created)) => Some(PurchaseOrderState {
                 id: Uuid::nil(),
                 number: created.number,
-                status: OrderStatus::Draft,
+                status: PurchaseOrderStatus::Draft,
                 supplier_id: created.supplier_id,
                 warehouse_id: created.warehouse_id,
                 voucher_type: created.voucher_type,
@@ -249,7 +249,7 @@ impl PurchaseOrderState {
             }),
             (None, _) => None,
             (Some(order), PurchaseOrderEvent::PurchaseOrderConfirmed) => {
-                Some(PurchaseOrderState { status: OrderStatus::Confirmed, updated_at: at, ..order })
+                Some(PurchaseOrderState { status: PurchaseOrderStatus::Confirmed, updated_at: at, ..order })
             }
             (Some(mut order), PurchaseOrderEvent::PurchaseOrderReceived(received)) => {
                 order.receipts.push(Receipt {
@@ -261,19 +261,22 @@ impl PurchaseOrderState {
                     notes: received.notes.clone(),
                     created_at: at,
                 });
-                order.status =
-                    if order.fully_received() { OrderStatus::Received } else { OrderStatus::PartiallyReceived };
+                order.status = if order.fully_received() {
+                    PurchaseOrderStatus::Received
+                } else {
+                    PurchaseOrderStatus::PartiallyReceived
+                };
                 order.updated_at = at;
                 Some(order)
             }
             (Some(order), PurchaseOrderEvent::PurchaseOrderClosed(_)) => Some(PurchaseOrderState {
                 closed_from: Some(order.status),
-                status: OrderStatus::Closed,
+                status: PurchaseOrderStatus::Closed,
                 updated_at: at,
                 ..order
             }),
             (Some(order), PurchaseOrderEvent::PurchaseOrderReopened) => Some(PurchaseOrderState {
-                status: order.closed_from.unwrap_or(OrderStatus::Draft),
+                status: order.closed_from.unwrap_or(PurchaseOrderStatus::Draft),
                 closed_from: None,
                 updated_at: at,
                 ..order

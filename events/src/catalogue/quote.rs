@@ -1,6 +1,7 @@
 //! Events of quotes (stream type `quote`): created and replaced whole (each event carries the quote's
-//! whole state), deleted, and expired by the sweeper once `expires_at` has passed. A quote's stock
-//! reservation lives in its own stream (`stock_reservation`) and changes in the same transactions.
+//! whole state), deleted, sent, accepted, rejected, converted into an order, and expired by the
+//! sweeper once `expires_at` has passed. A quote's stock reservation lives in its own stream
+//! (`stock_reservation`) and changes in the same transactions.
 
 use super::stock::{iso_date, iso_date_option};
 use crate::domain::{Cents, Quantity};
@@ -8,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
 
-/// Where a quote stands: `draft` when created; `expired` by itself once `expires_at` has passed.
+/// Where a quote stands: `draft` when created; `sent`, then `accepted` or `rejected`, by its
+/// operations; `converted` once an order was made of it; `expired` by itself once `expires_at` has
+/// passed (a draft or a sent quote).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QuoteStatus {
@@ -81,6 +84,16 @@ pub struct QuoteState {
     pub tax_amount: Cents,
     pub discount_amount: Cents,
     pub total: Cents,
+    /// The order made of the quote (absent until it is converted; absent in events stored before
+    /// conversions existed, which is the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converted_order_id: Option<Uuid>,
+}
+
+/// The order a quote was converted into.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuoteConverted {
+    pub order_id: Uuid,
 }
 
 /// When a quote passed its expiry date.
@@ -96,9 +109,24 @@ pub enum QuoteEvent {
     QuoteReplaced(Box<QuoteState>),
     QuoteDeleted,
     QuoteExpired(QuoteExpired),
+    QuoteSent,
+    QuoteAccepted,
+    QuoteRejected,
+    QuoteConverted(QuoteConverted),
 }
 
-payloads!(QuoteEvent, "quote", QuoteCreated(Box), QuoteReplaced(Box), QuoteDeleted, QuoteExpired(_));
+payloads!(
+    QuoteEvent,
+    "quote",
+    QuoteCreated(Box),
+    QuoteReplaced(Box),
+    QuoteDeleted,
+    QuoteExpired(_),
+    QuoteSent,
+    QuoteAccepted,
+    QuoteRejected,
+    QuoteConverted(_),
+);
 
 /// A quote's state after `event` (none once deleted): the fold both sides share.
 pub fn fold_quote(state: Option<QuoteState>, event: &QuoteEvent) -> Option<QuoteState> {
@@ -106,5 +134,11 @@ pub fn fold_quote(state: Option<QuoteState>, event: &QuoteEvent) -> Option<Quote
         (_, QuoteEvent::QuoteCreated(q) | QuoteEvent::QuoteReplaced(q)) => Some((**q).clone()),
         (_, QuoteEvent::QuoteDeleted) => None,
         (state, QuoteEvent::QuoteExpired(_)) => state.map(|q| QuoteState { status: QuoteStatus::Expired, ..q }),
+        (state, QuoteEvent::QuoteSent) => state.map(|q| QuoteState { status: QuoteStatus::Sent, ..q }),
+        (state, QuoteEvent::QuoteAccepted) => state.map(|q| QuoteState { status: QuoteStatus::Accepted, ..q }),
+        (state, QuoteEvent::QuoteRejected) => state.map(|q| QuoteState { status: QuoteStatus::Rejected, ..q }),
+        (state, QuoteEvent::QuoteConverted(c)) => {
+            state.map(|q| QuoteState { status: QuoteStatus::Converted, converted_order_id: Some(c.order_id), ..q })
+        }
     }
 }

@@ -88,6 +88,9 @@ pub fn public_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, Projecti
     if event.stream_type == events::catalogue::SaleEvent::STREAM_TYPE {
         return sale_events(event);
     }
+    if event.stream_type == events::catalogue::OrderEvent::STREAM_TYPE {
+        return order_events(event);
+    }
     if event.stream_type != ProductEvent::STREAM_TYPE {
         return Ok(Vec::new());
     }
@@ -123,6 +126,23 @@ pub fn public_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, Projecti
             })
             .collect(),
     })
+}
+
+/// `order.*` for an order's event (see `OrderEvent::public_name`), each with the order's public object.
+fn order_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, ProjectionError> {
+    use events::catalogue::{OrderEvent, public_order};
+    let decoded: OrderEvent = crate::decode(event)?;
+    Ok(decoded
+        .public_name()
+        .map(|name| PublicEvent {
+            id: event.event_id,
+            event_type: name.into(),
+            created: created_at(event),
+            object: public_order(event.stream_id, decoded.state()),
+            test: false,
+        })
+        .into_iter()
+        .collect())
 }
 
 /// `sale.created` for a recorded sale (credit notes included, `document_kind` `credit_note`) and

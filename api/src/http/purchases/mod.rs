@@ -39,7 +39,7 @@ use crate::http::shared_operations::operations;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
-use commands::purchases::orders::{OrderCommand, OrderStatus, parse_order, parse_receipt};
+use commands::purchases::orders::{OrderCommand, PurchaseOrderStatus, parse_order, parse_receipt};
 use commands::purchases::{Mode, PurchaseCommand, PurchaseOutcome, parse_purchase};
 use data::Key;
 use events::domain::Scope;
@@ -95,7 +95,7 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Query {
         operation: "listPurchaseOrders",
         parameter: "status",
-        schema: || serde_json::json!({ "type": "string", "enum": OrderStatus::NAMES }),
+        schema: || serde_json::json!({ "type": "string", "enum": PurchaseOrderStatus::NAMES }),
     },
 ];
 
@@ -258,7 +258,7 @@ impl PurchasesApi {
     ) -> Result<OrderList, ApiError> {
         let call = Call::new(LIST_PURCHASE_ORDERS, &state, &auth, &request_id)?;
         let supplier = id_filter(supplier_id.0, "supplier_id")?;
-        let status = one_of(status.0, "status", OrderStatus::NAMES)?;
+        let status = one_of(status.0, "status", PurchaseOrderStatus::NAMES)?;
         let bound = format!("purchase_orders{:?}", (&supplier, &status));
         let params = PageParams::new(limit, cursor, page);
         let body = call

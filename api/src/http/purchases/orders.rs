@@ -15,7 +15,7 @@ use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{Style, ar_time};
 use crate::state::AppState;
 use commands::protocol::Command;
-use commands::purchases::orders::{OrderStatus, PurchaseOrder};
+use commands::purchases::orders::{PurchaseOrder, PurchaseOrderStatus};
 use commands::tags::Taggable;
 use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
@@ -72,14 +72,14 @@ pub enum OrderState {
     Closed,
 }
 
-impl From<OrderStatus> for OrderState {
-    fn from(s: OrderStatus) -> Self {
+impl From<PurchaseOrderStatus> for OrderState {
+    fn from(s: PurchaseOrderStatus) -> Self {
         match s {
-            OrderStatus::Draft => Self::Draft,
-            OrderStatus::Confirmed => Self::Confirmed,
-            OrderStatus::PartiallyReceived => Self::PartiallyReceived,
-            OrderStatus::Received => Self::Received,
-            OrderStatus::Closed => Self::Closed,
+            PurchaseOrderStatus::Draft => Self::Draft,
+            PurchaseOrderStatus::Confirmed => Self::Confirmed,
+            PurchaseOrderStatus::PartiallyReceived => Self::PartiallyReceived,
+            PurchaseOrderStatus::Received => Self::Received,
+            PurchaseOrderStatus::Closed => Self::Closed,
         }
     }
 }

@@ -1,0 +1,616 @@
+//! Orders (Style A, snake_case, `object: "order"`): created for the service's own channel or by
+//! converting a quote (`POST /api/v1/quotes/{quote_id}/convert`, in `quotes.rs`), read, listed, edited
+//! (notes alone, or the structure against `expected_updated_at`), cancelled and completed. Amounts are
+//! canonical; a reservation holds what is still to deliver.
+
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
+use crate::http::error::ApiError;
+use crate::http::idempotency;
+use crate::http::inventory::StockWarning;
+use crate::http::list::ListEnvelope;
+use crate::http::operations::{Idempotency, InputRule};
+use crate::http::presence::{Nullable, Optional};
+use crate::http::quotes::{QuoteDiscountData, QuoteDiscountInput, percent_text};
+use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
+use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, rules};
+use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
+use crate::http::shared_operations::operations;
+use crate::http::shared_responses::responses;
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use commands::inventory::reservations::reservation_id;
+use commands::orders::{OrderCommand, OrderOutcome, READ_ONLY, net_of, parse_order, parse_patch};
+use commands::protocol::{Command, CommandKind};
+use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus, QuoteDiscount, ar_date};
+use events::domain::{Quantity, Scope};
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{Enum, Object, OpenApi};
+use projections::ProjectionId;
+use projections::orders::{self as read, OrderFilter, OrderRow};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::Arc;
+use time::{Date, OffsetDateTime, UtcOffset};
+use uuid::Uuid;
+
+const WHY: &str = "The organization blocks negative stock and the reservation asks for more than is available \
+                   (`INSUFFICIENT_STOCK`, one detail per short line), or a line would drop below what was \
+                   already delivered or billed (`PRECONDITION_FAILED`, naming the line); nothing was saved";
+
+operations! {
+    OrdersApi, INPUT_RULES;
+    LIST_ORDERS = read("listOrders", Some(Scope::OrdersRead));
+    GET_ORDER = read("getOrder", Some(Scope::OrdersRead));
+    CREATE_ORDER =
+        write("createOrder", Scope::OrdersWrite, Idempotency::Required, CommandKind::Order).unprocessable(WHY);
+    UPDATE_ORDER =
+        write("updateOrder", Scope::OrdersWrite, Idempotency::Optional, CommandKind::Order).unprocessable(WHY);
+    CANCEL_ORDER = write("cancelOrder", Scope::OrdersWrite, Idempotency::Required, CommandKind::Order);
+    COMPLETE_ORDER = write("completeOrder", Scope::OrdersWrite, Idempotency::Required, CommandKind::Order);
+}
+
+pub(crate) const ORDERS: Kind = Kind::new("order", ProjectionId::Orders, "/api/v1/orders", "orders");
+
+/// `open`, `completed` or `cancelled`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum OrderStatusData {
+    Open,
+    Completed,
+    Cancelled,
+}
+
+impl From<OrderStatus> for OrderStatusData {
+    fn from(s: OrderStatus) -> Self {
+        match s {
+            OrderStatus::Open => Self::Open,
+            OrderStatus::Completed => Self::Completed,
+            OrderStatus::Cancelled => Self::Cancelled,
+        }
+    }
+}
+
+/// `unfulfilled`, `partially_fulfilled` or `fulfilled`, from the delivered quantities.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum FulfillmentStatusData {
+    Unfulfilled,
+    PartiallyFulfilled,
+    Fulfilled,
+}
+
+impl From<FulfillmentStatus> for FulfillmentStatusData {
+    fn from(s: FulfillmentStatus) -> Self {
+        match s {
+            FulfillmentStatus::Unfulfilled => Self::Unfulfilled,
+            FulfillmentStatus::PartiallyFulfilled => Self::PartiallyFulfilled,
+            FulfillmentStatus::Fulfilled => Self::Fulfilled,
+        }
+    }
+}
+
+/// An order line.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct SalesOrderLineData {
+    /// Stable across edits: a structural edit names the lines it keeps by it.
+    pub id: Uuid,
+    /// The product variant (null on a free-text line).
+    pub product_id: Nullable<Uuid>,
+    /// The free text of a line without a product (null otherwise).
+    pub name: Nullable<String>,
+    pub quantity: QuantityText,
+    /// Cents, net of VAT (also when the order was made with VAT-inclusive prices: send it back as read).
+    pub unit_price: i64,
+    pub tax_rate_id: i32,
+    /// The warehouse the line's goods leave from (the order's `assigned_warehouse_id` unless a
+    /// converted quote named another).
+    pub warehouse_id: Nullable<Uuid>,
+    pub discount: Nullable<QuoteDiscountData>,
+    /// Held for the line now, out of what is still to deliver.
+    pub reserved: QuantityText,
+    pub delivered: QuantityText,
+    pub billed: QuantityText,
+}
+
+/// An order.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct OrderData {
+    /// Always `order`.
+    pub object: String,
+    pub id: Uuid,
+    /// Gap-free per organization, from 1.
+    pub number: i64,
+    /// `PED-00000042`.
+    pub formatted_number: String,
+    pub status: OrderStatusData,
+    pub fulfillment_status: FulfillmentStatusData,
+    pub customer_id: Uuid,
+    pub customer_name: String,
+    pub assigned_warehouse_id: Nullable<Uuid>,
+    pub delivery_method: Nullable<String>,
+    pub notes: Nullable<String>,
+    pub global_discount_amount: Nullable<i64>,
+    pub lines: Vec<SalesOrderLineData>,
+    /// Whether the order was made with VAT-inclusive prices (a converted quote's); `unit_price` is net
+    /// either way and the amounts are computed on the prices as made.
+    pub prices_include_tax: bool,
+    pub subtotal: i64,
+    pub tax_amount: i64,
+    pub discount_amount: i64,
+    pub total: i64,
+    /// The quote the order was converted from.
+    pub quote_id: Nullable<Uuid>,
+    /// Whether the order holds stock for what is still to deliver.
+    pub reserving: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Send it back as `expected_updated_at` in a structural edit.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+    /// Write answers only: true when this is the stored outcome of an earlier request with the same key
+    /// and body.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_replay: Option<bool>,
+    /// Write answers only: reserved lines that asked for more than was available (negative stock
+    /// allowed).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<StockWarning>>,
+}
+
+impl OrderData {
+    fn from_state(
+        id: Uuid,
+        o: &OrderState,
+        reserved: &mut HashMap<(Uuid, Uuid), i64>,
+        created_at: OffsetDateTime,
+        updated_at: OffsetDateTime,
+    ) -> Self {
+        let lines = o
+            .lines
+            .iter()
+            .map(|l| {
+                let warehouse = l.warehouse_id.or(o.assigned_warehouse_id);
+                // What the reservation holds for the line's product and warehouse, line by line.
+                let held = match (l.variant_id, warehouse) {
+                    (Some(v), Some(w)) => {
+                        let left = reserved.entry((v, w)).or_default();
+                        let take = (*left).min(l.pending().thousandths()).max(0);
+                        *left -= take;
+                        take
+                    }
+                    _ => 0,
+                };
+                SalesOrderLineData {
+                    id: l.id,
+                    product_id: l.variant_id.into(),
+                    name: l.name.clone().into(),
+                    quantity: l.quantity.into(),
+                    unit_price: if o.prices_include_tax {
+                        net_of(l.unit_price, l.tax_rate_id).get()
+                    } else {
+                        l.unit_price.get()
+                    },
+                    tax_rate_id: l.tax_rate_id,
+                    warehouse_id: warehouse.into(),
+                    discount: l.discount.map(discount_data).into(),
+                    reserved: Quantity::from_thousandths(held).unwrap_or_default().into(),
+                    delivered: l.delivered.into(),
+                    billed: l.billed.into(),
+                }
+            })
+            .collect();
+        Self {
+            object: "order".into(),
+            id,
+            number: o.number,
+            formatted_number: format!("PED-{:08}", o.number),
+            status: o.status.into(),
+            fulfillment_status: o.fulfillment_status.into(),
+            customer_id: o.customer_id,
+            customer_name: o.customer_name.clone(),
+            assigned_warehouse_id: o.assigned_warehouse_id.into(),
+            delivery_method: o.delivery_method.clone().into(),
+            notes: o.notes.clone().into(),
+            global_discount_amount: o.global_discount_amount.map(events::domain::Cents::get).into(),
+            lines,
+            prices_include_tax: o.prices_include_tax,
+            subtotal: o.subtotal.get(),
+            tax_amount: o.tax_amount.get(),
+            discount_amount: o.discount_amount.get(),
+            total: o.total.get(),
+            quote_id: o.quote_id.into(),
+            reserving: o.reservation.as_ref().is_some_and(|r| r.enabled),
+            created_at: ar_time(created_at),
+            updated_at: ar_time(updated_at),
+            idempotent_replay: None,
+            warnings: None,
+        }
+    }
+}
+
+fn discount_data(d: QuoteDiscount) -> QuoteDiscountData {
+    match d {
+        QuoteDiscount::Amount(a) => QuoteDiscountData { amount: Some(a.get()), percentage: None },
+        QuoteDiscount::Percentage(p) => QuoteDiscountData { amount: None, percentage: Some(percent_text(p)) },
+    }
+}
+
+/// What the active reservations of orders `ids` hold, by order and (product, warehouse), from the
+/// inventory read model in one query.
+async fn held(
+    state: &AppState,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, HashMap<(Uuid, Uuid), i64>>, ApiError> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let today = ar_date(OffsetDateTime::now_utc());
+    let owners: HashMap<Uuid, Uuid> = ids.iter().map(|id| (reservation_id(*id), *id)).collect();
+    let reservations: Vec<Uuid> = owners.keys().copied().collect();
+    let mut held: HashMap<Uuid, HashMap<(Uuid, Uuid), i64>> = HashMap::new();
+    for (reservation, variant, warehouse, quantity, _) in
+        projections::quotes::reservations(&state.pool, org_id, &reservations, today).await?
+    {
+        if let Some(order) = owners.get(&reservation) {
+            *held.entry(*order).or_default().entry((variant, warehouse)).or_default() += quantity;
+        }
+    }
+    Ok(held)
+}
+
+/// Stored orders with what their reservations hold (read for all of them at once).
+async fn render_rows(state: &AppState, org_id: Uuid, rows: Vec<OrderRow>) -> Result<Vec<OrderData>, ApiError> {
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let mut held = held(state, org_id, &ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let mut reserved = held.remove(&row.id).unwrap_or_default();
+            OrderData::from_state(row.id, &row.order, &mut reserved, row.created_at, row.updated_at)
+        })
+        .collect())
+}
+
+/// A line of an order body: a product or free text.
+#[derive(Debug, Object)]
+pub struct OrderLineInput {
+    /// Structural edits: the `id` of an existing line to keep (omitted: a new line; existing lines
+    /// left out are removed, unless delivered or billed).
+    pub id: Optional<Uuid>,
+    /// An active product variant of the organization; or send `name` for a free-text line.
+    pub product_id: Optional<Uuid>,
+    /// The text of a line without a product.
+    pub name: Optional<Blank<200>>,
+    pub quantity: QuantityIn<true>,
+    /// Cents, net of VAT.
+    pub unit_price: Cents,
+    /// A VAT rate code (`GET /api/v1/tax-rates`); default: the product's, or 5 (21%) on free text.
+    pub tax_rate_id: Optional<i32>,
+    /// Either an `amount` (cents) or a `percentage` (0 to 100, decimals allowed), not both.
+    pub discount: Optional<QuoteDiscountInput>,
+}
+
+/// Whether and until when stock is held for the order.
+#[derive(Debug, Object)]
+pub struct OrderReservationInput {
+    pub enabled: Optional<bool>,
+    /// Today's Argentine date or later; omitted: held until the order is delivered, completed or
+    /// cancelled.
+    pub reserved_through_date: Optional<Date>,
+}
+
+/// A new order. The read-only fields and unknown fields are refused.
+#[derive(Debug, Object)]
+pub struct OrderInput {
+    /// An active customer of the organization.
+    pub customer_id: Uuid,
+    /// At least one line, at most 200.
+    #[oai(validator(min_items = 1, max_items = 200))]
+    pub lines: Vec<OrderLineInput>,
+    /// An active warehouse of the organization: where the physical lines leave from (required to
+    /// reserve).
+    pub assigned_warehouse_id: Optional<Uuid>,
+    pub delivery_method: Optional<Blank<100>>,
+    pub notes: Optional<Blank<2000>>,
+    /// Cents, off the total.
+    pub global_discount_amount: Optional<Cents>,
+    /// Omitted: no reservation.
+    pub reservation: Optional<OrderReservationInput>,
+}
+
+/// An order edit. A body with only `notes` edits the notes (`""` clears them) and needs no key. Any
+/// other field makes it a structural edit, which needs the complete `lines`, `assigned_warehouse_id`,
+/// `expected_updated_at` and an `Idempotency-Key`; omitted optional fields keep their value, `0`
+/// clears the global discount and `""` the notes or the delivery method.
+#[derive(Debug, Object)]
+pub struct OrderEditInput {
+    pub notes: Optional<Blank<2000>>,
+    /// Structural edits: every line the order keeps or gains.
+    #[oai(validator(min_items = 1, max_items = 200))]
+    pub lines: Option<Vec<OrderLineInput>>,
+    /// Structural edits: pending work and its reservation move to it.
+    pub assigned_warehouse_id: Option<Uuid>,
+    pub delivery_method: Optional<Blank<100>>,
+    pub global_discount_amount: Optional<Cents>,
+    /// Structural edits: the `updated_at` of the order as read; another value is 409 `CONFLICT`.
+    pub expected_updated_at: Option<OffsetDateTime>,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct OrderEnvelope {
+    pub request_id: String,
+    pub data: OrderData,
+}
+
+responses! {
+    Created: Created(RawJson<OrderEnvelope>) = 201, "The order, open.";
+    Single: Ok(RawJson<OrderEnvelope>) = 200, "The order.";
+    Orders: Ok(RawJson<ListEnvelope<OrderData>>) = 200, "A page of orders, newest first.";
+}
+
+type Key = Header<Option<String>>;
+
+/// A line discount is an amount or a percentage, not both; a line is a product or free text; the
+/// read-only fields are refused.
+fn order_shapes() -> serde_json::Value {
+    serde_json::json!({ "allOf": [
+        rules::refused(READ_ONLY),
+        { "properties": { "lines": { "items": { "oneOf": [
+            { "required": ["product_id"], "not": { "required": ["name"] } },
+            { "required": ["name"], "not": { "required": ["product_id"] } },
+        ] } } } },
+    ] })
+}
+
+pub struct OrdersApi;
+
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Body { schema: "OrderInput", rule: order_shapes },
+    InputRule::Closed { schema: "OrderInput" },
+    InputRule::Closed { schema: "OrderEditInput" },
+    InputRule::Closed { schema: "OrderLineInput" },
+    InputRule::Query { operation: "listOrders", parameter: "customer_id", schema: uuid_schema },
+    InputRule::Query { operation: "listOrders", parameter: "created_from", schema: date_schema },
+    InputRule::Query { operation: "listOrders", parameter: "created_to", schema: date_schema },
+    InputRule::Query {
+        operation: "listOrders",
+        parameter: "status",
+        schema: || serde_json::json!({ "type": "string", "enum": OrderStatus::NAMES }),
+    },
+    InputRule::Query {
+        operation: "listOrders",
+        parameter: "fulfillment_status",
+        schema: || serde_json::json!({ "type": "string", "enum": FulfillmentStatus::NAMES }),
+    },
+];
+
+/// Sends an order command and answers the order as it decided, once the read side has it.
+pub(crate) async fn saved(
+    call: &Call<'_>,
+    state: &AppState,
+    write: Write<'_>,
+    command: OrderCommand,
+) -> Result<bytes::Bytes, ApiError> {
+    let accepted = call.dispatch(write, Command::Order(command)).await?;
+    for projection in [ProjectionId::Orders, ProjectionId::Inventory, ProjectionId::Quotes] {
+        state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
+    }
+    let replayed = accepted.replayed;
+    let outcome: OrderOutcome = decode_state(accepted.state, "order")?;
+    let org_id = call.org_id();
+    let mut reserved = held(state, org_id, &[outcome.id]).await?.remove(&outcome.id).unwrap_or_default();
+    // Write answers show the order as stored by this request (a replay shows the original).
+    let row = read::get(&state.pool, org_id, outcome.id).await?;
+    let created_at = row.as_ref().map_or(outcome.at, |r| r.created_at);
+    let updated_at = row.as_ref().filter(|_| !replayed).map_or(outcome.at, |r| r.updated_at);
+    let mut data = OrderData::from_state(outcome.id, &outcome.order, &mut reserved, created_at, updated_at);
+    data.idempotent_replay = Some(replayed);
+    data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
+    Ok(Style::a(&OrderEnvelope { request_id: call.request_id.to_owned(), data }))
+}
+
+/// The start of `date` in UTC-3.
+fn day_start(date: Date) -> OffsetDateTime {
+    date.midnight().assume_offset(UtcOffset::from_hms(-3, 0, 0).unwrap_or(UtcOffset::UTC))
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Orders")]
+impl OrdersApi {
+    /// List orders
+    ///
+    /// Scope `orders:read`. Newest first (`created_at`, then `id`); `status`, `fulfillment_status` and
+    /// `customer_id` filter; `created_from` and `created_to` (inclusive, Argentine dates) bound the
+    /// creation date.
+    #[oai(path = "/orders", method = "get", operation_id = "listOrders")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        status: Query<Option<String>>,
+        fulfillment_status: Query<Option<String>>,
+        customer_id: Query<Option<String>>,
+        created_from: Query<Option<String>>,
+        created_to: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Orders, ApiError> {
+        let call = Call::new(LIST_ORDERS, &state, &auth, &request_id)?;
+        let mut filters = Filters::default();
+        let filter = OrderFilter {
+            status: filters.one_of(status.0, "status", OrderStatus::NAMES),
+            fulfillment_status: filters.one_of(fulfillment_status.0, "fulfillment_status", FulfillmentStatus::NAMES),
+            customer_id: filters.id(customer_id.0, "customer_id"),
+            created_from: filters.date(created_from.0, "created_from").map(day_start),
+            created_to: filters.date(created_to.0, "created_to").and_then(|d| d.next_day()).map(day_start),
+        };
+        filters.check()?;
+        let bound = format!("orders{filter:?}");
+        let params = PageParams::new(limit, cursor, page);
+        let body = call
+            .cursor_list(
+                params,
+                ORDERS.list.bound(&bound),
+                async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+                |row: &OrderRow| (row.created_at, row.id),
+                async |rows| render_rows(&state, call.org_id(), rows).await,
+            )
+            .await?;
+        Ok(Orders::Ok(RawJson::new(body)))
+    }
+
+    /// Create an order
+    ///
+    /// Scope `orders:write`; `Idempotency-Key` required (a retry with the same key and body answers the
+    /// stored order with `idempotent_replay: true`; another body is 409 `IDEMPOTENCY_CONFLICT`). For the
+    /// service's own channel: lines of products or free text with net unit prices, line and global
+    /// discounts as on quotes, amounts from the tax engine. A new order is `open` and `unfulfilled`
+    /// with a gap-free `number`. With `reservation.enabled`, what is to deliver of every physical line
+    /// is held in `assigned_warehouse_id` in the same transaction: shortfalls are `warnings` when the
+    /// organization allows negative stock and 422 with nothing saved when it blocks it.
+    ///
+    /// States: `open` → `completed` (`POST .../complete`, or by itself once every line is fully
+    /// delivered and billed) or `cancelled` (`POST .../cancel`, while nothing was delivered or billed).
+    /// Only an open order is edited, cancelled or completed; anything else is 409 `STATE_CONFLICT`
+    /// naming the current state. Both ends release what is still reserved.
+    #[oai(path = "/orders", method = "post", operation_id = "createOrder")]
+    async fn create(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<OrderInput>,
+    ) -> Result<Created, ApiError> {
+        let call = Call::new(CREATE_ORDER, &state, &auth, &request_id)?;
+        let input = parse_order(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+        let command = OrderCommand::Create { id: Uuid::now_v7(), input };
+        let body = saved(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+        Ok(Created::Created(RawJson::new(body)))
+    }
+
+    /// Get an order
+    ///
+    /// Scope `orders:read`. With its lines (what each has reserved, delivered and billed), amounts and
+    /// `updated_at` (what a structural edit sends back as `expected_updated_at`).
+    #[oai(path = "/orders/:order_id", method = "get", operation_id = "getOrder")]
+    async fn get(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        order_id: Path<String>,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(GET_ORDER, &state, &auth, &request_id)?;
+        let body = call
+            .get(&ORDERS, &order_id.0, async |id| {
+                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
+                Ok(Some(Style::a(&OrderEnvelope { request_id: request_id.0.clone(), data })))
+            })
+            .await?;
+        Ok(Single::Ok(RawJson::new(body)))
+    }
+
+    /// Edit an order
+    ///
+    /// Scope `orders:write`. A body with only `notes` edits them (`""` clears) and needs no key. A
+    /// structural edit sends the complete `lines` (existing ones by `id`, with the net `unit_price` as
+    /// read), `assigned_warehouse_id`, `expected_updated_at` equal to the order's `updated_at`, and an
+    /// `Idempotency-Key` (400 without either); a stale `expected_updated_at` is 409 `CONFLICT` with
+    /// nothing written. A line may not drop below what was delivered or billed, nor may such a line be
+    /// removed (422 `PRECONDITION_FAILED` naming it). The reservation follows the new lines and
+    /// warehouse in the same transaction. Omitted optional fields keep their value; `0` clears the
+    /// global discount and `""` the notes or the delivery method. A completed or cancelled order is 409
+    /// `STATE_CONFLICT`.
+    #[oai(path = "/orders/:order_id", method = "patch", operation_id = "updateOrder")]
+    #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
+    async fn update(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        order_id: Path<String>,
+        /// Required on structural edits; a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<OrderEditInput>,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(UPDATE_ORDER, &state, &auth, &request_id)?;
+        let id = call.id(&ORDERS, &order_id.0)?;
+        let command = match parse_patch(&body.value).map_err(ApiError::validation)? {
+            Err(notes) => OrderCommand::EditNotes { id, notes },
+            Ok(edit) => {
+                if key.0.is_none() {
+                    return Err(idempotency::key_required());
+                }
+                OrderCommand::Edit { id, edit }
+            }
+        };
+        let path = [order_id.0.as_str()];
+        let body = saved(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+        Ok(Single::Ok(RawJson::new(body)))
+    }
+
+    /// Cancel an order
+    ///
+    /// Scope `orders:write`; `Idempotency-Key` required. An open order of which nothing was delivered or
+    /// billed becomes `cancelled` and its reservation is released; otherwise 409 `STATE_CONFLICT`.
+    #[oai(path = "/orders/:order_id/cancel", method = "post", operation_id = "cancelOrder")]
+    async fn cancel(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        order_id: Path<String>,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(CANCEL_ORDER, &state, &auth, &request_id)?;
+        let id = call.id(&ORDERS, &order_id.0)?;
+        let path = [order_id.0.as_str()];
+        let body = saved(&call, &state, Write::bare(key.0, &version, &path), OrderCommand::Cancel { id }).await?;
+        Ok(Single::Ok(RawJson::new(body)))
+    }
+
+    /// Complete an order
+    ///
+    /// Scope `orders:write`; `Idempotency-Key` required. Closes an open order early: it becomes
+    /// `completed` and what it still holds is released; a closed order is 409 `STATE_CONFLICT`.
+    #[oai(path = "/orders/:order_id/complete", method = "post", operation_id = "completeOrder")]
+    async fn complete(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        order_id: Path<String>,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+    ) -> Result<Single, ApiError> {
+        let call = Call::new(COMPLETE_ORDER, &state, &auth, &request_id)?;
+        let id = call.id(&ORDERS, &order_id.0)?;
+        let path = [order_id.0.as_str()];
+        let body = saved(&call, &state, Write::bare(key.0, &version, &path), OrderCommand::Complete { id }).await?;
+        Ok(Single::Ok(RawJson::new(body)))
+    }
+}

@@ -1,0 +1,301 @@
+//! Orders: the quote lifecycle up to conversion (the reservation moving to the order, also under a
+//! race), orders of the service's own channel, notes and structural edits (stale versions, concurrent
+//! edits, what a line keeps), cancel and complete, lists and bad input.
+
+use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, items, json, seeded, style_a};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const QUOTES: &str = "/api/v1/quotes";
+const ORDERS: &str = "/api/v1/orders";
+
+async fn customer(app: &TestApp, name: &str) -> String {
+    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+async fn warehouse(app: &TestApp) -> String {
+    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
+}
+
+async fn product(app: &TestApp, sku: &str, warehouse: &str, stock: i64) -> String {
+    let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 12100,
+        "warehouseStocks": [{ "warehouseId": warehouse, "quantity": stock }] });
+    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+fn today() -> String {
+    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
+}
+
+/// (reserved, available) of a product's one level.
+async fn level(app: &TestApp, product: &str) -> (String, String) {
+    let body = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
+    let row = &items(&body)[0];
+    (row["reserved"].as_str().expect("reserved").to_owned(), row["available"].as_str().expect("available").to_owned())
+}
+
+async fn patch(app: &TestApp, id: &str, key: Option<&str>, body: &Value) -> reqwest::Response {
+    let mut request = app.client.patch(format!("{}{ORDERS}/{id}", app.base)).bearer_auth(&app.api_key).json(body);
+    if let Some(key) = key {
+        request = request.header("Idempotency-Key", key);
+    }
+    request.send().await.expect("sent")
+}
+
+async fn act(app: &TestApp, path: &str) -> reqwest::Response {
+    app.client
+        .post(format!("{}{path}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", Uuid::now_v7().to_string())
+        .send()
+        .await
+        .expect("sent")
+}
+
+fn quote_body(customer: &str, product: &str, warehouse: &str, quantity: i64) -> Value {
+    json!({ "customer_id": customer, "reservation": { "enabled": true, "reserved_through_date": today() },
+        "items": [{ "product_id": product, "quantity": quantity, "unit_price": 12100, "warehouse_id": warehouse }] })
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_quote_is_sent_accepted_and_converted_with_its_reservation_moving_to_the_order(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let ana = customer(&app, "Ana Pérez").await;
+    let mate = product(&app, "MATE", &main, 10).await;
+    let quote = style_a(app.post_keyed(QUOTES, &quote_body(&ana, &mate, &main, 4)).await, 201).await["data"].clone();
+    let id = quote["id"].as_str().expect("id").to_owned();
+    assert_eq!(quote["converted_order_id"], Value::Null);
+
+    // Only a sent quote is accepted or rejected; each refusal names the current state and changes nothing.
+    let early = error(act(&app, &format!("{QUOTES}/{id}/accept")).await, 409, "business_error").await;
+    assert_eq!(early["error"]["code"], "STATE_CONFLICT");
+    assert_eq!(early["error"]["details"][0]["metadata"]["current_state"], "draft");
+    let sent = style_a(act(&app, &format!("{QUOTES}/{id}/send")).await, 200).await["data"].clone();
+    assert_eq!(sent["status"], "sent");
+    let again = error(act(&app, &format!("{QUOTES}/{id}/send")).await, 409, "business_error").await;
+    assert_eq!(again["error"]["details"][0]["metadata"]["current_state"], "sent");
+    let accepted = style_a(act(&app, &format!("{QUOTES}/{id}/accept")).await, 200).await["data"].clone();
+    assert_eq!(accepted["status"], "accepted");
+    assert_eq!(accepted["reservation"]["lines"][0]["quantity"], "4", "accepting keeps the reservation");
+    assert_eq!(level(&app, &mate).await, ("4".to_owned(), "6".to_owned()));
+
+    let order = style_a(act(&app, &format!("{QUOTES}/{id}/convert")).await, 201).await["data"].clone();
+    assert_eq!((order["object"].as_str(), order["status"].as_str()), (Some("order"), Some("open")));
+    assert_eq!(order["fulfillment_status"], "unfulfilled");
+    assert_eq!(order["quote_id"], id.as_str());
+    assert_eq!(order["number"], 1);
+    assert_eq!(order["prices_include_tax"], true);
+    assert_eq!(order["total"], 4 * 12100, "the quote's VAT-inclusive total, exactly");
+    assert_eq!(order["lines"][0]["unit_price"], 10000, "net of 21% VAT");
+    assert_eq!(order["lines"][0]["reserved"], "4");
+    assert_eq!(order["assigned_warehouse_id"], main.as_str());
+    assert_eq!(level(&app, &mate).await, ("4".to_owned(), "6".to_owned()), "the units moved, none were freed");
+    let owners: Vec<String> = sqlx::query_scalar(
+        "select distinct data->'owner'->>'kind' from events
+         where stream_type = 'stock_reservation' and event_type = 'StockReserved'",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("owners");
+    assert_eq!(owners.len(), 2, "the quote's reservation, then the order's: {owners:?}");
+    let held: Vec<(String, i64)> = sqlx::query_as("select reservation_id::text, quantity from stock_reservations")
+        .fetch_all(&app.pool)
+        .await
+        .expect("rows");
+    assert_eq!(held.len(), 1, "only the order holds stock now: {held:?}");
+
+    let converted = style_a(app.get(&format!("{QUOTES}/{id}")).await, 200).await["data"].clone();
+    assert_eq!(converted["status"], "converted");
+    assert_eq!(converted["converted_order_id"], order["id"]);
+    assert_eq!(converted["reservation"], Value::Null);
+    let twice = error(act(&app, &format!("{QUOTES}/{id}/convert")).await, 409, "business_error").await;
+    assert_eq!(twice["error"]["code"], "STATE_CONFLICT");
+    assert_eq!(twice["error"]["details"][0]["metadata"]["current_state"], "converted");
+    let read = style_a(app.get(&format!("{ORDERS}/{}", order["id"].as_str().expect("id"))).await, 200).await;
+    assert_eq!(read["data"]["lines"], order["lines"]);
+
+    // A rejected quote releases what it held.
+    let other = style_a(app.post_keyed(QUOTES, &quote_body(&ana, &mate, &main, 2)).await, 201).await["data"].clone();
+    let other = other["id"].as_str().expect("id").to_owned();
+    style_a(act(&app, &format!("{QUOTES}/{other}/send")).await, 200).await;
+    assert_eq!(level(&app, &mate).await, ("6".to_owned(), "4".to_owned()));
+    let rejected = style_a(act(&app, &format!("{QUOTES}/{other}/reject")).await, 200).await["data"].clone();
+    assert_eq!((rejected["status"].as_str(), &rejected["reservation"]), (Some("rejected"), &Value::Null));
+    assert_eq!(level(&app, &mate).await, ("4".to_owned(), "6".to_owned()));
+    let refused = error(act(&app, &format!("{QUOTES}/{other}/convert")).await, 409, "business_error").await;
+    assert_eq!(refused["error"]["details"][0]["metadata"]["current_state"], "rejected");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn converting_a_quote_keeps_its_last_units_while_other_quotes_race_for_them(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let ana = customer(&app, "Ana").await;
+    let last = product(&app, "ULTIMOS", &main, 5).await;
+    app.negative_stock("block").await;
+    let quote = style_a(app.post_keyed(QUOTES, &quote_body(&ana, &last, &main, 5)).await, 201).await["data"].clone();
+    let id = quote["id"].as_str().expect("id").to_owned();
+    let racer = quote_body(&ana, &last, &main, 1);
+    let convert = async { act(&app, &format!("{QUOTES}/{id}/convert")).await.status().as_u16() };
+    let racers =
+        futures::future::join_all((0..10).map(|_| async { app.post_keyed(QUOTES, &racer).await.status().as_u16() }));
+    let (converted, raced) = tokio::join!(convert, racers);
+    assert_eq!(converted, 201);
+    assert!(raced.iter().all(|s| *s == 422), "no other quote took a unit: {raced:?}");
+    assert_eq!(level(&app, &last).await, ("5".to_owned(), "0".to_owned()));
+    let held: Vec<(String, i64)> = sqlx::query_as(
+        "select r.kind, s.quantity from stock_reservations s
+         join (select distinct stream_id, data->'owner'->>'kind' as kind from events
+               where stream_type = 'stock_reservation' and data->'owner' is not null) r on r.stream_id = s.reservation_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("rows");
+    assert_eq!(held, [("order".to_owned(), 5000)], "exactly those 5, held by the order");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn an_order_is_created_edited_and_closed(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let second = json(app.post(WAREHOUSES, &json!({ "name": "Depósito 2" })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let ana = customer(&app, "Ana").await;
+    let mate = product(&app, "MATE", &main, 10).await;
+    let body = json!({ "customer_id": ana, "assigned_warehouse_id": main, "delivery_method": "envío",
+        "notes": "tocar timbre", "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 3, "unit_price": 10000, "discount": { "percentage": 10 } },
+                  { "name": "Flete", "quantity": 1, "unit_price": 2000, "tax_rate_id": 4 }] });
+    let key = Uuid::now_v7().to_string();
+    let order = style_a(app.post_key(ORDERS, &key, &body).await, 201).await["data"].clone();
+    let id = order["id"].as_str().expect("id").to_owned();
+    // 27,000 at 21% and 2,000 at 10.5%: 29,000 net, 5,670 + 210 VAT.
+    assert_eq!((order["subtotal"].as_i64(), order["tax_amount"].as_i64()), (Some(29000), Some(5880)));
+    assert_eq!(order["total"], 34880);
+    assert_eq!(order["formatted_number"], "PED-00000001");
+    assert_eq!(order["lines"][1]["name"], "Flete");
+    assert_eq!(order["lines"][1]["reserved"], "0");
+    assert_eq!(level(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+    let replay = style_a(app.post_key(ORDERS, &key, &body).await, 201).await["data"].clone();
+    assert_eq!((replay["id"].as_str(), replay["idempotent_replay"].as_bool()), (Some(id.as_str()), Some(true)));
+
+    // Notes alone: the historical contract, no key.
+    let noted =
+        style_a(patch(&app, &id, None, &json!({ "notes": "dejar en portería" })).await, 200).await["data"].clone();
+    assert_eq!(noted["notes"], "dejar en portería");
+    let updated_at = noted["updated_at"].as_str().expect("updated_at").to_owned();
+
+    // A structural edit needs its version and a key.
+    let lines = json!([{ "id": order["lines"][0]["id"], "product_id": mate, "quantity": 5, "unit_price": 10000 }]);
+    let edit = json!({ "lines": lines, "assigned_warehouse_id": second, "expected_updated_at": updated_at });
+    let missing = error(patch(&app, &id, None, &edit).await, 400, "idempotency_error").await;
+    assert_eq!(missing["error"]["code"], "IDEMPOTENCY_KEY_REQUIRED");
+    let unversioned = json!({ "lines": lines, "assigned_warehouse_id": second });
+    let refused = error(patch(&app, &id, Some("k-1"), &unversioned).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["expected_updated_at"]);
+
+    // Two edits against the same version: one wins, the other is 409 and writes nothing.
+    let before = app.event_count().await;
+    let (key_a, key_b) = (Uuid::now_v7().to_string(), Uuid::now_v7().to_string());
+    let (a, b) = tokio::join!(patch(&app, &id, Some(&key_a), &edit), patch(&app, &id, Some(&key_b), &edit));
+    let mut statuses = [a.status().as_u16(), b.status().as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 409]);
+    let edited = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
+    assert_eq!(edited["lines"].as_array().map(Vec::len), Some(1), "the free-text line was removed");
+    assert_eq!(edited["lines"][0]["id"], order["lines"][0]["id"], "the kept line keeps its id");
+    assert_eq!(edited["lines"][0]["discount"], Value::Null);
+    assert_eq!(edited["assigned_warehouse_id"], second.as_str());
+    assert_eq!(edited["notes"], "dejar en portería", "omitted: kept");
+    assert_eq!(edited["delivery_method"], "envío");
+    assert_eq!(edited["total"], 60500);
+    assert!(app.event_count().await > before);
+    // The reservation moved to the new warehouse (which has no stock: the policy allows it, with warnings).
+    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    assert_eq!(edited["lines"][0]["reserved"], "5");
+
+    // `""` clears the notes; `0` the global discount.
+    let clear = json!({ "lines": [{ "id": order["lines"][0]["id"], "product_id": mate, "quantity": 5, "unit_price": 10000 }],
+        "assigned_warehouse_id": main, "notes": "", "global_discount_amount": 0,
+        "expected_updated_at": edited["updated_at"] });
+    let cleared = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &clear).await, 200).await["data"].clone();
+    assert_eq!((&cleared["notes"], &cleared["global_discount_amount"]), (&Value::Null, &Value::Null));
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "5".to_owned()));
+
+    // Completing releases what is held; a closed order changes no more.
+    let completed = style_a(act(&app, &format!("{ORDERS}/{id}/complete")).await, 200).await["data"].clone();
+    assert_eq!(completed["status"], "completed");
+    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    let closed = error(act(&app, &format!("{ORDERS}/{id}/cancel")).await, 409, "business_error").await;
+    assert_eq!(closed["error"]["details"][0]["metadata"]["current_state"], "completed");
+    let closed = error(patch(&app, &id, None, &json!({ "notes": "x" })).await, 409, "business_error").await;
+    assert_eq!(closed["error"]["code"], "STATE_CONFLICT");
+
+    // Cancelling an untouched order releases its reservation.
+    let other = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
+    assert_eq!(other["number"], 2);
+    assert_eq!(level(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+    let other_id = other["id"].as_str().expect("id");
+    let cancelled = style_a(act(&app, &format!("{ORDERS}/{other_id}/cancel")).await, 200).await["data"].clone();
+    assert_eq!(cancelled["status"], "cancelled");
+    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+
+    // Lists filter by status and customer.
+    let open = json(app.get(&format!("{ORDERS}?status=cancelled")).await, 200).await;
+    assert_eq!(items(&open).len(), 1);
+    assert_eq!(items(&open)[0]["id"], other["id"]);
+    let all = json(app.get(&format!("{ORDERS}?customer_id={ana}&created_from={}", today())).await, 200).await;
+    assert_eq!(items(&all).len(), 2);
+    let bad = error(app.get(&format!("{ORDERS}?fulfillment_status=lost")).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&bad), ["fulfillment_status"]);
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn bad_orders_are_refused_and_write_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let ana = customer(&app, "Ana").await;
+    let mate = product(&app, "MATE", &main, 1).await;
+    let unknown = json!({ "customer_id": ana, "colour": "red", "total": 1,
+        "lines": [{ "product_id": mate, "quantity": 1, "unit_price": 1, "delivered": 1 }] });
+    let refused = error(app.post_keyed(ORDERS, &unknown).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["colour", "total", "lines[0].delivered"]);
+    let (_, other_key) = app.other_org().await;
+    let foreign = json(
+        app.request(Method::POST, "/api/v1/customers", Some(&other_key), Some(&json!({ "name": "Ajena" }))).await,
+        201,
+    )
+    .await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let missing = json!({ "customer_id": foreign, "assigned_warehouse_id": Uuid::now_v7(),
+        "lines": [{ "product_id": Uuid::now_v7(), "quantity": 1, "unit_price": 1 }] });
+    let not_found = error(app.post_keyed(ORDERS, &missing).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&not_found), ["customer_id", "assigned_warehouse_id", "lines[0].product_id"]);
+    app.negative_stock("block").await;
+    let short = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 2, "unit_price": 1 }] });
+    let business = error(app.post_keyed(ORDERS, &short).await, 422, "business_error").await;
+    assert_eq!(business["error"]["code"], "INSUFFICIENT_STOCK");
+    let orders: i64 =
+        sqlx::query_scalar("select count(*) from events where stream_type in ('order', 'stock_reservation')")
+            .fetch_one(&app.pool)
+            .await
+            .expect("count");
+    assert_eq!(orders, 0, "nothing written");
+    let numbered: Option<i64> = sqlx::query_scalar("select last from document_numbers where series = 'order'")
+        .fetch_optional(&app.pool)
+        .await
+        .expect("numbers");
+    assert_eq!(numbered, None, "no number was spent");
+    error(app.get(&format!("{ORDERS}/{}", Uuid::now_v7())).await, 404, "invalid_request_error").await;
+}

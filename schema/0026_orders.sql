@@ -1,0 +1,15 @@
+-- Orders: the read model the `orders` projection folds, a whole state per order beside the columns its
+-- list filters on. Orders are never removed (cancelled ones stay, `status` says so).
+create table orders_view (
+    org_id             uuid        not null,
+    id                 uuid        not null,
+    number             bigint      not null,
+    customer_id        uuid        not null,
+    status             text        not null,
+    fulfillment_status text        not null,
+    doc                jsonb       not null,
+    created_at         timestamptz not null,
+    updated_at         timestamptz not null,
+    primary key (org_id, id)
+);
+create index orders_view_recent on orders_view (org_id, created_at desc, id desc);
