@@ -105,57 +105,71 @@ pub struct CabRequest {
     pub voucher_type: i32,
 }
 
-/// `FECAEDetRequest`: one voucher.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DetRequest {
-    /// 1 products, 2 services, 3 both.
-    #[serde(rename = "Concepto")]
-    pub concept: i32,
-    #[serde(rename = "DocTipo")]
-    pub doc_type: i32,
-    #[serde(rename = "DocNro")]
-    pub doc_number: i64,
-    #[serde(rename = "CbteDesde")]
-    pub number_from: i64,
-    #[serde(rename = "CbteHasta")]
-    pub number_to: i64,
-    /// Absent means the day it is sent.
-    #[serde(rename = "CbteFch", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub date: Option<Date>,
-    #[serde(rename = "ImpTotal")]
-    pub total: Amount,
-    /// Not taxed.
-    #[serde(rename = "ImpTotConc")]
-    pub non_taxed: Amount,
-    /// Taxed net.
-    #[serde(rename = "ImpNeto")]
-    pub net: Amount,
-    #[serde(rename = "ImpOpEx")]
-    pub exempt: Amount,
-    /// Other taxes.
-    #[serde(rename = "ImpTrib")]
-    pub other_taxes: Amount,
-    #[serde(rename = "ImpIVA")]
-    pub vat: Amount,
-    #[serde(rename = "FchServDesde", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub service_from: Option<Date>,
-    #[serde(rename = "FchServHasta", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub service_to: Option<Date>,
-    #[serde(rename = "FchVtoPago", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub payment_due: Option<Date>,
-    #[serde(rename = "MonId")]
-    pub currency: String,
-    #[serde(rename = "MonCotiz", default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<Rate>,
-    /// Mandatory since RG 5616; its absence is an observation (10246), not a rejection.
-    #[serde(rename = "CondicionIVAReceptorId", default, skip_serializing_if = "Option::is_none")]
-    pub receiver_vat_condition: Option<i32>,
-    #[serde(rename = "CbtesAsoc", default, skip_serializing_if = "Vec::is_empty")]
-    pub associated: Vec<AssociatedVoucher>,
-    #[serde(rename = "Tributos", default, skip_serializing_if = "Vec::is_empty")]
-    pub other_tax_lines: Vec<OtherTax>,
-    #[serde(rename = "Iva", default, skip_serializing_if = "Vec::is_empty")]
-    pub vat_lines: Vec<VatRate>,
+/// Writes a struct of the fields of a voucher as `FECAEDetRequest` states them, in its order, followed by
+/// the struct's own: [`DetRequest`] is those alone, [`StoredDetail`] (`ResultGet`) repeats them with
+/// what the authority adds. They repeat them rather than flattening a `DetRequest`, since a flattened
+/// struct cannot read exact decimals; this is their one list.
+macro_rules! voucher_fields {
+    ($(#[$meta:meta])* pub struct $name:ident { $($own:tt)* }) => {
+        $(#[$meta])*
+        pub struct $name {
+            /// 1 products, 2 services, 3 both.
+            #[serde(rename = "Concepto")]
+            pub concept: i32,
+            #[serde(rename = "DocTipo")]
+            pub doc_type: i32,
+            #[serde(rename = "DocNro")]
+            pub doc_number: i64,
+            #[serde(rename = "CbteDesde")]
+            pub number_from: i64,
+            #[serde(rename = "CbteHasta")]
+            pub number_to: i64,
+            /// Absent means the day it is sent.
+            #[serde(rename = "CbteFch", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+            pub date: Option<Date>,
+            #[serde(rename = "ImpTotal")]
+            pub total: Amount,
+            /// Not taxed.
+            #[serde(rename = "ImpTotConc")]
+            pub non_taxed: Amount,
+            /// Taxed net.
+            #[serde(rename = "ImpNeto")]
+            pub net: Amount,
+            #[serde(rename = "ImpOpEx")]
+            pub exempt: Amount,
+            /// Other taxes.
+            #[serde(rename = "ImpTrib")]
+            pub other_taxes: Amount,
+            #[serde(rename = "ImpIVA")]
+            pub vat: Amount,
+            #[serde(rename = "FchServDesde", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+            pub service_from: Option<Date>,
+            #[serde(rename = "FchServHasta", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+            pub service_to: Option<Date>,
+            #[serde(rename = "FchVtoPago", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+            pub payment_due: Option<Date>,
+            #[serde(rename = "MonId")]
+            pub currency: String,
+            #[serde(rename = "MonCotiz", default, skip_serializing_if = "Option::is_none")]
+            pub rate: Option<Rate>,
+            /// Mandatory since RG 5616; its absence is an observation (10246), not a rejection.
+            #[serde(rename = "CondicionIVAReceptorId", default, skip_serializing_if = "Option::is_none")]
+            pub receiver_vat_condition: Option<i32>,
+            #[serde(rename = "CbtesAsoc", default, skip_serializing_if = "Vec::is_empty")]
+            pub associated: Vec<AssociatedVoucher>,
+            #[serde(rename = "Tributos", default, skip_serializing_if = "Vec::is_empty")]
+            pub other_tax_lines: Vec<OtherTax>,
+            #[serde(rename = "Iva", default, skip_serializing_if = "Vec::is_empty")]
+            pub vat_lines: Vec<VatRate>,
+            $($own)*
+        }
+    };
+}
+
+voucher_fields! {
+    /// `FECAEDetRequest`: one voucher.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct DetRequest {}
 }
 
 /// `AlicIva`: the VAT of one rate.
@@ -293,71 +307,30 @@ pub struct ConsultResponse {
     pub events: Vec<Message>,
 }
 
-/// `FECompConsResponse` (`ResultGet`): a stored voucher as it was authorized. Its fields repeat
-/// [`DetRequest`]'s rather than flattening it, since a flattened struct cannot read exact decimals.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredDetail {
-    #[serde(rename = "Concepto")]
-    pub concept: i32,
-    #[serde(rename = "DocTipo")]
-    pub doc_type: i32,
-    #[serde(rename = "DocNro")]
-    pub doc_number: i64,
-    #[serde(rename = "CbteDesde")]
-    pub number_from: i64,
-    #[serde(rename = "CbteHasta")]
-    pub number_to: i64,
-    #[serde(rename = "CbteFch", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub date: Option<Date>,
-    #[serde(rename = "ImpTotal")]
-    pub total: Amount,
-    #[serde(rename = "ImpTotConc")]
-    pub non_taxed: Amount,
-    #[serde(rename = "ImpNeto")]
-    pub net: Amount,
-    #[serde(rename = "ImpOpEx")]
-    pub exempt: Amount,
-    #[serde(rename = "ImpTrib")]
-    pub other_taxes: Amount,
-    #[serde(rename = "ImpIVA")]
-    pub vat: Amount,
-    #[serde(rename = "FchServDesde", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub service_from: Option<Date>,
-    #[serde(rename = "FchServHasta", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub service_to: Option<Date>,
-    #[serde(rename = "FchVtoPago", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub payment_due: Option<Date>,
-    #[serde(rename = "MonId")]
-    pub currency: String,
-    #[serde(rename = "MonCotiz", default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<Rate>,
-    #[serde(rename = "CondicionIVAReceptorId", default, skip_serializing_if = "Option::is_none")]
-    pub receiver_vat_condition: Option<i32>,
-    #[serde(rename = "CbtesAsoc", default, skip_serializing_if = "Vec::is_empty")]
-    pub associated: Vec<AssociatedVoucher>,
-    #[serde(rename = "Tributos", default, skip_serializing_if = "Vec::is_empty")]
-    pub other_tax_lines: Vec<OtherTax>,
-    #[serde(rename = "Iva", default, skip_serializing_if = "Vec::is_empty")]
-    pub vat_lines: Vec<VatRate>,
-    #[serde(rename = "Resultado")]
-    pub result: String,
-    /// The CAE.
-    #[serde(rename = "CodAutorizacion")]
-    pub authorization_code: String,
-    /// `CAE` (or `CAEA` for the contingency regime).
-    #[serde(rename = "EmisionTipo")]
-    pub emission_type: String,
-    /// The CAE's expiry.
-    #[serde(rename = "FchVto", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub authorization_due: Option<Date>,
-    #[serde(rename = "FchProceso", default)]
-    pub processed_at: String,
-    #[serde(rename = "Observaciones", default, skip_serializing_if = "Vec::is_empty")]
-    pub observations: Vec<Message>,
-    #[serde(rename = "PtoVta")]
-    pub point_of_sale: i32,
-    #[serde(rename = "CbteTipo")]
-    pub voucher_type: i32,
+voucher_fields! {
+    /// `FECompConsResponse` (`ResultGet`): a stored voucher as it was authorized.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct StoredDetail {
+        #[serde(rename = "Resultado")]
+        pub result: String,
+        /// The CAE.
+        #[serde(rename = "CodAutorizacion")]
+        pub authorization_code: String,
+        /// `CAE` (or `CAEA` for the contingency regime).
+        #[serde(rename = "EmisionTipo")]
+        pub emission_type: String,
+        /// The CAE's expiry.
+        #[serde(rename = "FchVto", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+        pub authorization_due: Option<Date>,
+        #[serde(rename = "FchProceso", default)]
+        pub processed_at: String,
+        #[serde(rename = "Observaciones", default, skip_serializing_if = "Vec::is_empty")]
+        pub observations: Vec<Message>,
+        #[serde(rename = "PtoVta")]
+        pub point_of_sale: i32,
+        #[serde(rename = "CbteTipo")]
+        pub voucher_type: i32,
+    }
 }
 
 impl StoredDetail {
