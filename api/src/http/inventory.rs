@@ -4,13 +4,13 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Limit, QuantityIn, QuantityText};
+use crate::http::routes_group::routes;
+use crate::http::schema::{Blank, QuantityIn, QuantityText};
 use crate::http::shared_filters::{Filters, binding, date_schema, id_filter, search, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
@@ -18,6 +18,7 @@ use crate::http::shared_responses::responses;
 use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
+use bytes::Bytes;
 use commands::inventory::{
     MovementOutcome, MovementType, StockShortfall, TransferOutcome, parse_movement, parse_transfer,
 };
@@ -27,7 +28,7 @@ use events::catalogue::{STOCK_CAUSES, StockLine, ar_date};
 use events::domain::{Quantity, Scope};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{Enum, Object, OpenApi};
+use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::inventory::{self as read, LevelFilter, LevelRow, MovementFilter, MovementRow, TransferRow};
 use serde::{Deserialize, Serialize};
@@ -438,220 +439,202 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Query { operation: "listStockTransfers", parameter: "warehouse_id", schema: uuid_schema },
 ];
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Inventory")]
-impl InventoryApi {
-    /// List stock levels
-    ///
-    /// Scope `inventory:read`. One row per variant and warehouse that ever held stock, ordered by variant
-    /// then warehouse. `query` matches the product's name or SKU; `below_minimum=true` keeps the rows
-    /// whose available stock is under the product's `stockMinimum` (false: the others).
-    #[oai(path = "/inventory", method = "get", operation_id = "listInventory")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        warehouse_id: Query<Option<String>>,
-        product_id: Query<Option<String>>,
-        query: Query<Option<String>>,
-        below_minimum: Query<Option<bool>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Levels, ApiError> {
-        let call = Call::new(LIST_INVENTORY, &state, &auth, &request_id)?;
-        let filter = LevelFilter {
-            warehouse_id: id_filter(warehouse_id.0, "warehouse_id")?,
-            variant_id: id_filter(product_id.0, "product_id")?,
-            query: search(query.0),
-            below_minimum: below_minimum.0,
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Inventory")]
+    InventoryApi {
+        /// Record a stock movement
+        ///
+        /// Scope `inventory:write`; `Idempotency-Key` required (a replay with the same key and body answers
+        /// the recorded movement with `idempotent_replay: true`). `in` adds, `out` takes and `count` sets
+        /// on-hand to the counted quantities, in one warehouse, all lines or none. A line that takes more than
+        /// is available (on hand − active reservations) is a warning when the organization allows negative
+        /// stock, and a 422 with nothing written when it blocks it.
+        #[oai(path = "/stock-movements", method = "post", operation_id = "createStockMovement")]
+        async fn create_movement(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<StockMovementInput>,
+        ) -> Result<MovementCreated, ApiError> {
+            let call = Call::new(CREATE_STOCK_MOVEMENT, &state, &auth, &request_id)?;
+            let command = parse_movement(&body.value, today()).map_err(ApiError::validation)?;
+            let write = Write::json(key.0, &version, &[], &body);
+            let body = call
+                .write(&INVENTORY, write, Command::StockMovement(command), |accepted| {
+                    let outcome: MovementOutcome = decode_state(accepted.state, "stock movement")?;
+                    let data = StockMovementData::from_outcome(outcome, accepted.replayed);
+                    Ok(Style::a(&StockMovementEnvelope { request_id: request_id.0.clone(), data }))
+                })
+                .await?;
+            Ok(MovementCreated::Created(RawJson::new(body)))
+        }
+
+        /// Transfer stock between warehouses
+        ///
+        /// Scope `transfers:write`; `Idempotency-Key` optional (without one, a repeated request transfers
+        /// again). Moves every line from the origin to the destination, all or nothing; a combo moves its
+        /// components (its quantity, a whole number, times each component's), and the answer lists what
+        /// moved per variant. Shortfalls at the origin follow the organization's negative-stock policy.
+        #[oai(path = "/stock-transfers", method = "post", operation_id = "createStockTransfer")]
+        async fn create_transfer(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Optional: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<StockTransferInput>,
+        ) -> Result<TransferCreated, ApiError> {
+            let call = Call::new(CREATE_STOCK_TRANSFER, &state, &auth, &request_id)?;
+            let command = parse_transfer(&body.value, today()).map_err(ApiError::validation)?;
+            let write = Write::json(key.0, &version, &[], &body);
+            let body = call
+                .write_then_read(&TRANSFERS, write, Command::StockTransfer(command), async |accepted| {
+                    let outcome: TransferOutcome = decode_state(accepted.state, "stock transfer")?;
+                    let mut data = StockTransferData::from_outcome(outcome, accepted.replayed);
+                    data.tags = tags_of_one(&state, call.org_id(), Taggable::StockTransfer, data.id).await?;
+                    Ok(Style::a(&StockTransferEnvelope { request_id: request_id.0.clone(), data }))
+                })
+                .await?;
+            Ok(TransferCreated::Created(RawJson::new(body)))
+        }
+
+        /// Get a stock transfer
+        ///
+        /// Scope `transfers:read`.
+        #[oai(path = "/stock-transfers/:transfer_id", method = "get", operation_id = "getStockTransfer")]
+        async fn get_transfer(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            transfer_id: Path<String>,
+        ) -> Result<Transfer, ApiError> {
+            let call = Call::new(GET_STOCK_TRANSFER, &state, &auth, &request_id)?;
+            let body = call
+                .get(&TRANSFERS, &transfer_id.0, async |id| {
+                    let Some(row) = read::transfer(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                    let tags = tags_of_one(&state, call.org_id(), Taggable::StockTransfer, id).await?;
+                    let data = StockTransferData::from_row(row, tags)?;
+                    Ok(Some(Style::a(&StockTransferEnvelope { request_id: request_id.0.clone(), data })))
+                })
+                .await?;
+            Ok(Transfer::Ok(RawJson::new(body)))
+        }
+    }
+    cursor_lists: {
+        /// List stock levels
+        ///
+        /// Scope `inventory:read`. One row per variant and warehouse that ever held stock, ordered by variant
+        /// then warehouse. `query` matches the product's name or SKU; `below_minimum=true` keeps the rows
+        /// whose available stock is under the product's `stockMinimum` (false: the others).
+        list("/inventory", "listInventory") -> Levels = LIST_INVENTORY, levels {
+            warehouse_id: Query<Option<String>>,
+            product_id: Query<Option<String>>,
+            query: Query<Option<String>>,
+            below_minimum: Query<Option<bool>>,
         };
-        let bound =
-            binding("inventory", &[&filter.warehouse_id, &filter.variant_id, &filter.query, &filter.below_minimum]);
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                INVENTORY.list.bound(&bound),
-                async |after, n| Ok(read::levels(&state.pool, call.org_id(), &filter, today(), after, n).await?),
-                |row: &LevelRow| (row.variant_id, row.warehouse_id),
-                async |rows| Ok(rows.into_iter().map(InventoryData::from_row).collect()),
-            )
-            .await?;
-        Ok(Levels::Ok(RawJson::new(body)))
-    }
 
-    /// List the inventory ledger
-    ///
-    /// Scope `inventory:read`. One row per change of on-hand, oldest first, with its cause and the on-hand
-    /// it left. `date_from` and `date_to` (inclusive) filter on `occurred_on`.
-    #[oai(path = "/inventory/movements", method = "get", operation_id = "listInventoryMovements")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn ledger(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        product_id: Query<Option<String>>,
-        warehouse_id: Query<Option<String>>,
-        cause_type: Query<Option<String>>,
-        date_from: Query<Option<String>>,
-        date_to: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Ledger, ApiError> {
-        let call = Call::new(LIST_INVENTORY_MOVEMENTS, &state, &auth, &request_id)?;
-        let mut filters = Filters::default();
-        let filter = MovementFilter {
-            variant_id: filters.id(product_id.0, "product_id"),
-            warehouse_id: filters.id(warehouse_id.0, "warehouse_id"),
-            date_from: filters.date(date_from.0, "date_from"),
-            date_to: filters.date(date_to.0, "date_to"),
-            cause_type: filters.one_of(cause_type.0, "cause_type", &STOCK_CAUSES),
+        /// List the inventory ledger
+        ///
+        /// Scope `inventory:read`. One row per change of on-hand, oldest first, with its cause and the on-hand
+        /// it left. `date_from` and `date_to` (inclusive) filter on `occurred_on`.
+        ledger("/inventory/movements", "listInventoryMovements") -> Ledger = LIST_INVENTORY_MOVEMENTS, ledger {
+            product_id: Query<Option<String>>,
+            warehouse_id: Query<Option<String>>,
+            cause_type: Query<Option<String>>,
+            date_from: Query<Option<String>>,
+            date_to: Query<Option<String>>,
         };
-        filters.check()?;
-        let bound = binding(
-            "inventory_movements",
-            &[&filter.variant_id, &filter.warehouse_id, &filter.cause_type, &filter.date_from, &filter.date_to],
-        );
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                ListAt { url: "/api/v1/inventory/movements", binding: &bound },
-                async |after, n| Ok(read::movements(&state.pool, call.org_id(), &filter, after, n).await?),
-                |row: &MovementRow| row.seq,
-                async |rows| Ok(rows.into_iter().map(InventoryMovementData::from_row).collect()),
-            )
-            .await?;
-        Ok(Ledger::Ok(RawJson::new(body)))
-    }
 
-    /// Record a stock movement
-    ///
-    /// Scope `inventory:write`; `Idempotency-Key` required (a replay with the same key and body answers
-    /// the recorded movement with `idempotent_replay: true`). `in` adds, `out` takes and `count` sets
-    /// on-hand to the counted quantities, in one warehouse, all lines or none. A line that takes more than
-    /// is available (on hand − active reservations) is a warning when the organization allows negative
-    /// stock, and a 422 with nothing written when it blocks it.
-    #[oai(path = "/stock-movements", method = "post", operation_id = "createStockMovement")]
-    async fn create_movement(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<StockMovementInput>,
-    ) -> Result<MovementCreated, ApiError> {
-        let call = Call::new(CREATE_STOCK_MOVEMENT, &state, &auth, &request_id)?;
-        let command = parse_movement(&body.value, today()).map_err(ApiError::validation)?;
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = call
-            .write(&INVENTORY, write, Command::StockMovement(command), |accepted| {
-                let outcome: MovementOutcome = decode_state(accepted.state, "stock movement")?;
-                let data = StockMovementData::from_outcome(outcome, accepted.replayed);
-                Ok(Style::a(&StockMovementEnvelope { request_id: request_id.0.clone(), data }))
-            })
-            .await?;
-        Ok(MovementCreated::Created(RawJson::new(body)))
+        /// List stock transfers
+        ///
+        /// Scope `transfers:read`. Oldest first; `warehouse_id` keeps transfers from or to that warehouse.
+        list_transfers("/stock-transfers", "listStockTransfers") -> Transfers = LIST_STOCK_TRANSFERS, transfers {
+            warehouse_id: Query<Option<String>>,
+        };
     }
+}
 
-    /// List stock transfers
-    ///
-    /// Scope `transfers:read`. Oldest first; `warehouse_id` keeps transfers from or to that warehouse.
-    #[oai(path = "/stock-transfers", method = "get", operation_id = "listStockTransfers")]
-    async fn list_transfers(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        warehouse_id: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Transfers, ApiError> {
-        let call = Call::new(LIST_STOCK_TRANSFERS, &state, &auth, &request_id)?;
-        let warehouse = id_filter(warehouse_id.0, "warehouse_id")?;
-        let bound = binding(TRANSFERS.list.binding, &[&warehouse]);
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                TRANSFERS.list.bound(&bound),
-                async |after, n| Ok(read::transfers(&state.pool, call.org_id(), warehouse, after, n).await?),
-                |row: &TransferRow| row.id,
-                async |rows| {
-                    let rows = tagged(&state, call.org_id(), Taggable::StockTransfer, rows, |r| r.id).await?;
-                    rows.into_iter().map(|(row, tags)| StockTransferData::from_row(row, tags)).collect()
-                },
-            )
-            .await?;
-        Ok(Transfers::Ok(RawJson::new(body)))
-    }
+/// A page of stock levels, by variant then warehouse.
+async fn levels(
+    call: &Call<'_>,
+    params: PageParams,
+    warehouse_id: Option<String>,
+    product_id: Option<String>,
+    query: Option<String>,
+    below_minimum: Option<bool>,
+) -> Result<Bytes, ApiError> {
+    let filter = LevelFilter {
+        warehouse_id: id_filter(warehouse_id, "warehouse_id")?,
+        variant_id: id_filter(product_id, "product_id")?,
+        query: search(query),
+        below_minimum,
+    };
+    let bound = binding("inventory", &[&filter.warehouse_id, &filter.variant_id, &filter.query, &filter.below_minimum]);
+    call.cursor_list(
+        params,
+        INVENTORY.list.bound(&bound),
+        async |after, n| Ok(read::levels(&call.state.pool, call.org_id(), &filter, today(), after, n).await?),
+        |row: &LevelRow| (row.variant_id, row.warehouse_id),
+        async |rows| Ok(rows.into_iter().map(InventoryData::from_row).collect()),
+    )
+    .await
+}
 
-    /// Transfer stock between warehouses
-    ///
-    /// Scope `transfers:write`; `Idempotency-Key` optional (without one, a repeated request transfers
-    /// again). Moves every line from the origin to the destination, all or nothing; a combo moves its
-    /// components (its quantity, a whole number, times each component's), and the answer lists what
-    /// moved per variant. Shortfalls at the origin follow the organization's negative-stock policy.
-    #[oai(path = "/stock-transfers", method = "post", operation_id = "createStockTransfer")]
-    async fn create_transfer(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<StockTransferInput>,
-    ) -> Result<TransferCreated, ApiError> {
-        let call = Call::new(CREATE_STOCK_TRANSFER, &state, &auth, &request_id)?;
-        let command = parse_transfer(&body.value, today()).map_err(ApiError::validation)?;
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = call
-            .write_then_read(&TRANSFERS, write, Command::StockTransfer(command), async |accepted| {
-                let outcome: TransferOutcome = decode_state(accepted.state, "stock transfer")?;
-                let mut data = StockTransferData::from_outcome(outcome, accepted.replayed);
-                data.tags = tags_of_one(&state, call.org_id(), Taggable::StockTransfer, data.id).await?;
-                Ok(Style::a(&StockTransferEnvelope { request_id: request_id.0.clone(), data }))
-            })
-            .await?;
-        Ok(TransferCreated::Created(RawJson::new(body)))
-    }
+/// A page of the ledger, oldest first.
+async fn ledger(
+    call: &Call<'_>,
+    params: PageParams,
+    product_id: Option<String>,
+    warehouse_id: Option<String>,
+    cause_type: Option<String>,
+    date_from: Option<String>,
+    date_to: Option<String>,
+) -> Result<Bytes, ApiError> {
+    let mut filters = Filters::default();
+    let filter = MovementFilter {
+        variant_id: filters.id(product_id, "product_id"),
+        warehouse_id: filters.id(warehouse_id, "warehouse_id"),
+        date_from: filters.date(date_from, "date_from"),
+        date_to: filters.date(date_to, "date_to"),
+        cause_type: filters.one_of(cause_type, "cause_type", &STOCK_CAUSES),
+    };
+    filters.check()?;
+    let bound = binding(
+        "inventory_movements",
+        &[&filter.variant_id, &filter.warehouse_id, &filter.cause_type, &filter.date_from, &filter.date_to],
+    );
+    call.cursor_list(
+        params,
+        ListAt { url: "/api/v1/inventory/movements", binding: &bound },
+        async |after, n| Ok(read::movements(&call.state.pool, call.org_id(), &filter, after, n).await?),
+        |row: &MovementRow| row.seq,
+        async |rows| Ok(rows.into_iter().map(InventoryMovementData::from_row).collect()),
+    )
+    .await
+}
 
-    /// Get a stock transfer
-    ///
-    /// Scope `transfers:read`.
-    #[oai(path = "/stock-transfers/:transfer_id", method = "get", operation_id = "getStockTransfer")]
-    async fn get_transfer(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        transfer_id: Path<String>,
-    ) -> Result<Transfer, ApiError> {
-        let call = Call::new(GET_STOCK_TRANSFER, &state, &auth, &request_id)?;
-        let body = call
-            .get(&TRANSFERS, &transfer_id.0, async |id| {
-                let Some(row) = read::transfer(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                let tags = tags_of_one(&state, call.org_id(), Taggable::StockTransfer, id).await?;
-                let data = StockTransferData::from_row(row, tags)?;
-                Ok(Some(Style::a(&StockTransferEnvelope { request_id: request_id.0.clone(), data })))
-            })
-            .await?;
-        Ok(Transfer::Ok(RawJson::new(body)))
-    }
+/// A page of stock transfers, oldest first.
+async fn transfers(call: &Call<'_>, params: PageParams, warehouse_id: Option<String>) -> Result<Bytes, ApiError> {
+    let warehouse = id_filter(warehouse_id, "warehouse_id")?;
+    let bound = binding(TRANSFERS.list.binding, &[&warehouse]);
+    call.cursor_list(
+        params,
+        TRANSFERS.list.bound(&bound),
+        async |after, n| Ok(read::transfers(&call.state.pool, call.org_id(), warehouse, after, n).await?),
+        |row: &TransferRow| row.id,
+        async |rows| {
+            let rows = tagged(call.state, call.org_id(), Taggable::StockTransfer, rows, |r| r.id).await?;
+            rows.into_iter().map(|(row, tags)| StockTransferData::from_row(row, tags)).collect()
+        },
+    )
+    .await
 }

@@ -12,6 +12,7 @@ use crate::http::operations::Idempotency;
 use crate::http::operations::InputRule;
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
+use crate::http::routes_group::routes;
 use crate::http::schema::rules;
 use crate::http::schema::{AutomaticPricingMode, Blank, Cents, Limit, Percent, Text};
 use crate::http::shared_operations::operations;
@@ -27,7 +28,7 @@ use events::domain::Scope;
 use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Object, OpenApi};
+use poem_openapi::{ApiResponse, Object};
 use projections::ProjectionId;
 use projections::price_lists::{self as read, PriceInput, PriceListRow, Provenance};
 use serde::Serialize;
@@ -418,202 +419,193 @@ const INPUT_RULES: &[InputRule] = &[
     },
 ];
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::PriceLists")]
-impl PriceListsApi {
-    /// List price lists
-    ///
-    /// Scope `price_lists:read`. A cursor list in creation order.
-    #[oai(path = "/price-lists", method = "get", operation_id = "listPriceLists")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Lists, ApiError> {
-        let call = Call::new(LIST_PRICE_LISTS, &state, &auth, &request_id)?;
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                PRICE_LISTS.list,
-                async |after, n| Ok(read::list(&state.pool, call.org_id(), after, n).await?),
-                |row: &PriceListRow| row.id,
-                async |rows| Ok(rows.iter().map(PriceListData::from_row).collect()),
-            )
-            .await?;
-        Ok(Lists::Ok(RawJson::new(body)))
-    }
+/// A page of price lists, in creation order.
+async fn list_price_lists(call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiError> {
+    call.cursor_list(
+        params,
+        PRICE_LISTS.list,
+        async |after, n| Ok(read::list(&call.state.pool, call.org_id(), after, n).await?),
+        |row: &PriceListRow| row.id,
+        async |rows| Ok(rows.iter().map(PriceListData::from_row).collect()),
+    )
+    .await
+}
 
-    /// Create a price list
-    ///
-    /// Scope `price_lists:write`. Explicit prices must name variants of the organization.
-    #[oai(path = "/price-lists", method = "post", operation_id = "createPriceList")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<PriceListInput>,
-    ) -> Result<Created, ApiError> {
-        let call = Call::new(CREATE_PRICE_LIST, &state, &auth, &request_id)?;
-        let body = write(&call, key.0, &version, None, &body).await?;
-        Ok(Created::Created(RawJson::new(body)))
-    }
-
-    /// Get a price list
-    ///
-    /// Scope `price_lists:read`. Carries a weak `ETag`; sending it back as `If-None-Match` answers 304
-    /// with no body while neither the list nor any price under it changed.
-    #[oai(path = "/price-lists/:price_list_id", method = "get", operation_id = "getPriceList")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        price_list_id: Path<String>,
-        #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
-    ) -> Result<Detail, ApiError> {
-        let call = Call::new(GET_PRICE_LIST, &state, &auth, &request_id)?;
-        let row = price_list(&call, &price_list_id.0).await?;
-        let etag = weak_etag(&[&row.id.to_string(), &row.pricing_revision()]);
-        if unchanged(if_none_match.0.as_deref(), &etag) {
-            return Ok(Detail::NotModified(etag));
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::PriceLists")]
+    PriceListsApi {
+        /// Create a price list
+        ///
+        /// Scope `price_lists:write`. Explicit prices must name variants of the organization.
+        #[oai(path = "/price-lists", method = "post", operation_id = "createPriceList")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Optional: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<PriceListInput>,
+        ) -> Result<Created, ApiError> {
+            let call = Call::new(CREATE_PRICE_LIST, &state, &auth, &request_id)?;
+            let body = write(&call, key.0, &version, None, &body).await?;
+            Ok(Created::Created(RawJson::new(body)))
         }
-        let body = PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) };
-        Ok(Detail::Ok(RawJson::new(Style::a(&body)), etag))
-    }
 
-    /// Replace a price list
-    ///
-    /// Scope `price_lists:write`. States the whole list, explicit prices included.
-    #[oai(path = "/price-lists/:price_list_id", method = "put", operation_id = "replacePriceList")]
-    async fn replace(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        price_list_id: Path<String>,
-        #[oai(name = "Idempotency-Key")] key: Key,
-        body: JsonBody<PriceListInput>,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(REPLACE_PRICE_LIST, &state, &auth, &request_id)?;
-        let body = write(&call, key.0, &version, Some(price_list_id.0.as_str()), &body).await?;
-        Ok(Single::Ok(RawJson::new(body)))
-    }
-
-    /// List a price list's prices
-    ///
-    /// Scope `price_lists:read`. Every variant of the organization with its price under the list, in
-    /// variant order; `is_active` keeps active (`true`) or inactive (`false`) variants only (both when
-    /// omitted). Cursors are bound to `pricing_revision`: once it moves, a cursor answers 409
-    /// `PRICE_LIST_PRICES_CHANGED` and the client restarts without one. The first page carries a weak
-    /// `ETag`; sending it back as `If-None-Match` answers 304 with no body while nothing changed.
-    #[oai(path = "/price-lists/:price_list_id/prices", method = "get", operation_id = "listPriceListPrices")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn prices(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        price_list_id: Path<String>,
-        /// `true` or `false`.
-        is_active: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-        #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
-    ) -> Result<Prices, ApiError> {
-        let call = Call::new(LIST_PRICE_LIST_PRICES, &state, &auth, &request_id)?;
-        let active = match is_active.0.as_deref() {
-            None => None,
-            Some("true") => Some(true),
-            Some("false") => Some(false),
-            Some(_) => {
-                return Err(ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid")
-                    .with_detail(Some("is_active"), "invalid_value", "must be true or false"));
+        /// Get a price list
+        ///
+        /// Scope `price_lists:read`. Carries a weak `ETag`; sending it back as `If-None-Match` answers 304
+        /// with no body while neither the list nor any price under it changed.
+        #[oai(path = "/price-lists/:price_list_id", method = "get", operation_id = "getPriceList")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            price_list_id: Path<String>,
+            #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
+        ) -> Result<Detail, ApiError> {
+            let call = Call::new(GET_PRICE_LIST, &state, &auth, &request_id)?;
+            let row = price_list(&call, &price_list_id.0).await?;
+            let etag = weak_etag(&[&row.id.to_string(), &row.pricing_revision()]);
+            if unchanged(if_none_match.0.as_deref(), &etag) {
+                return Ok(Detail::NotModified(etag));
             }
-        };
-        let list = price_list(&call, &price_list_id.0).await?;
-        let url = format!("{}/{}/prices", PRICE_LISTS.list.url, list.id);
-        // Cursors are bound to the filter as well as the list.
-        let binding = format!("{url}?is_active={active:?}");
-        let paging = call.page(PageParams::new(limit, cursor, page), &binding)?;
-        let revision = list.pricing_revision();
-        // A position is `{revision}/{product id}`: a cursor of another revision would page prices that moved.
-        let after = match paging.after() {
-            None => None,
-            Some(position) => {
-                let (issued_at, after) = position.split_once('/').unwrap_or_default();
-                if issued_at != revision {
-                    return Err(changed_prices());
+            let body = PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) };
+            Ok(Detail::Ok(RawJson::new(Style::a(&body)), etag))
+        }
+
+        /// Replace a price list
+        ///
+        /// Scope `price_lists:write`. States the whole list, explicit prices included.
+        #[oai(path = "/price-lists/:price_list_id", method = "put", operation_id = "replacePriceList")]
+        async fn replace(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            price_list_id: Path<String>,
+            #[oai(name = "Idempotency-Key")] key: Key,
+            body: JsonBody<PriceListInput>,
+        ) -> Result<Single, ApiError> {
+            let call = Call::new(REPLACE_PRICE_LIST, &state, &auth, &request_id)?;
+            let body = write(&call, key.0, &version, Some(price_list_id.0.as_str()), &body).await?;
+            Ok(Single::Ok(RawJson::new(body)))
+        }
+
+        /// List a price list's prices
+        ///
+        /// Scope `price_lists:read`. Every variant of the organization with its price under the list, in
+        /// variant order; `is_active` keeps active (`true`) or inactive (`false`) variants only (both when
+        /// omitted). Cursors are bound to `pricing_revision`: once it moves, a cursor answers 409
+        /// `PRICE_LIST_PRICES_CHANGED` and the client restarts without one. The first page carries a weak
+        /// `ETag`; sending it back as `If-None-Match` answers 304 with no body while nothing changed.
+        #[oai(path = "/price-lists/:price_list_id/prices", method = "get", operation_id = "listPriceListPrices")]
+        #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+        async fn prices(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            price_list_id: Path<String>,
+            /// `true` or `false`.
+            is_active: Query<Option<String>>,
+            /// 1 to 100, default 50.
+            limit: Query<Option<Limit>>,
+            /// The `next_cursor` of the previous page.
+            cursor: Query<Option<String>>,
+            page: PageParam,
+            #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
+        ) -> Result<Prices, ApiError> {
+            let call = Call::new(LIST_PRICE_LIST_PRICES, &state, &auth, &request_id)?;
+            let active = match is_active.0.as_deref() {
+                None => None,
+                Some("true") => Some(true),
+                Some("false") => Some(false),
+                Some(_) => {
+                    return Err(ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid")
+                        .with_detail(Some("is_active"), "invalid_value", "must be true or false"));
                 }
-                Some(parse_id(after, "cursor")?)
+            };
+            let list = price_list(&call, &price_list_id.0).await?;
+            let url = format!("{}/{}/prices", PRICE_LISTS.list.url, list.id);
+            // Cursors are bound to the filter as well as the list.
+            let binding = format!("{url}?is_active={active:?}");
+            let paging = call.page(PageParams::new(limit, cursor, page), &binding)?;
+            let revision = list.pricing_revision();
+            // A position is `{revision}/{product id}`: a cursor of another revision would page prices that moved.
+            let after = match paging.after() {
+                None => None,
+                Some(position) => {
+                    let (issued_at, after) = position.split_once('/').unwrap_or_default();
+                    if issued_at != revision {
+                        return Err(changed_prices());
+                    }
+                    Some(parse_id(after, "cursor")?)
+                }
+            };
+            // Only the first page has a validator: a later one is named by its cursor, bound to the revision.
+            let etag =
+                after.is_none().then(|| weak_etag(&[&url, &format!("{active:?}"), &paging.limit().to_string(), &revision]));
+            if let Some(etag) = &etag
+                && unchanged(if_none_match.0.as_deref(), etag)
+            {
+                return Ok(Prices::NotModified(etag.clone()));
             }
-        };
-        // Only the first page has a validator: a later one is named by its cursor, bound to the revision.
-        let etag =
-            after.is_none().then(|| weak_etag(&[&url, &format!("{active:?}"), &paging.limit().to_string(), &revision]));
-        if let Some(etag) = &etag
-            && unchanged(if_none_match.0.as_deref(), etag)
-        {
-            return Ok(Prices::NotModified(etag.clone()));
+            let mut inputs =
+                read::price_inputs(&state.pool, call.org_id(), list.id, active, after, paging.fetch_size()).await?;
+            let next_cursor = paging.finish(&mut inputs, |i| format!("{revision}/{}", i.product_id));
+            let has_more = next_cursor.is_some();
+            let body = PricesEnvelope {
+                request_id: call.request_id.to_owned(),
+                object: "list".into(),
+                url,
+                data: inputs.iter().map(|input| PriceEntryData::new(&list, input)).collect(),
+                has_more,
+                next_cursor: next_cursor.into(),
+                pricing_revision: revision,
+            };
+            Ok(Prices::Ok(RawJson::new(Style::a(&body)), etag))
         }
-        let mut inputs =
-            read::price_inputs(&state.pool, call.org_id(), list.id, active, after, paging.fetch_size()).await?;
-        let next_cursor = paging.finish(&mut inputs, |i| format!("{revision}/{}", i.product_id));
-        let has_more = next_cursor.is_some();
-        let body = PricesEnvelope {
-            request_id: call.request_id.to_owned(),
-            object: "list".into(),
-            url,
-            data: inputs.iter().map(|input| PriceEntryData::new(&list, input)).collect(),
-            has_more,
-            next_cursor: next_cursor.into(),
-            pricing_revision: revision,
-        };
-        Ok(Prices::Ok(RawJson::new(Style::a(&body)), etag))
-    }
 
-    /// Get a variant's price under a price list
-    ///
-    /// Scope `price_lists:read`. Carries a weak `ETag`; sending it back as `If-None-Match` answers 304
-    /// with no body while the price is unchanged.
-    #[oai(path = "/price-lists/:price_list_id/prices/:product_id", method = "get", operation_id = "getPriceListPrice")]
-    async fn price(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        price_list_id: Path<String>,
-        product_id: Path<String>,
-        #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
-    ) -> Result<Price, ApiError> {
-        let call = Call::new(GET_PRICE_LIST_PRICE, &state, &auth, &request_id)?;
-        let list = price_list(&call, &price_list_id.0).await?;
-        let input = call
-            .find(&PRODUCTS, &product_id.0, async |product_id| {
-                Ok(read::price_input(&state.pool, call.org_id(), list.id, product_id).await?)
-            })
-            .await?;
-        let entry = PriceEntryData::new(&list, &input);
-        let etag = weak_etag(&[&list.id.to_string(), &input.product_id.to_string(), &entry.pricing_revision]);
-        if unchanged(if_none_match.0.as_deref(), &etag) {
-            return Ok(Price::NotModified(etag));
+        /// Get a variant's price under a price list
+        ///
+        /// Scope `price_lists:read`. Carries a weak `ETag`; sending it back as `If-None-Match` answers 304
+        /// with no body while the price is unchanged.
+        #[oai(path = "/price-lists/:price_list_id/prices/:product_id", method = "get", operation_id = "getPriceListPrice")]
+        async fn price(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            price_list_id: Path<String>,
+            product_id: Path<String>,
+            #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
+        ) -> Result<Price, ApiError> {
+            let call = Call::new(GET_PRICE_LIST_PRICE, &state, &auth, &request_id)?;
+            let list = price_list(&call, &price_list_id.0).await?;
+            let input = call
+                .find(&PRODUCTS, &product_id.0, async |product_id| {
+                    Ok(read::price_input(&state.pool, call.org_id(), list.id, product_id).await?)
+                })
+                .await?;
+            let entry = PriceEntryData::new(&list, &input);
+            let etag = weak_etag(&[&list.id.to_string(), &input.product_id.to_string(), &entry.pricing_revision]);
+            if unchanged(if_none_match.0.as_deref(), &etag) {
+                return Ok(Price::NotModified(etag));
+            }
+            let body = PriceEntryEnvelope { request_id: call.request_id.to_owned(), data: entry };
+            Ok(Price::Ok(RawJson::new(Style::a(&body)), etag))
         }
-        let body = PriceEntryEnvelope { request_id: call.request_id.to_owned(), data: entry };
-        Ok(Price::Ok(RawJson::new(Style::a(&body)), etag))
+    }
+    cursor_lists: {
+        /// List price lists
+        ///
+        /// Scope `price_lists:read`. A cursor list in creation order.
+        list("/price-lists", "listPriceLists") -> Lists = LIST_PRICE_LISTS, list_price_lists {};
     }
 }
 

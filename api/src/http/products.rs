@@ -3,7 +3,6 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::kinds::PRODUCTS;
 use crate::http::list::ListEnvelope;
@@ -12,10 +11,11 @@ use crate::http::operations::InputRule;
 use crate::http::presence::{Nullable, Optional, Sparse};
 use crate::http::price_lists::applied_price;
 use crate::http::resource::{Call, PageParams, Write, decode_state};
+use crate::http::routes_group::routes;
 use crate::http::schema::rules;
 use crate::http::schema::{
-    AdjustmentTarget, Blank, Cents, Currency, Int, Limit, MetafieldKey, MetafieldValue, Percent, ProductType,
-    QuantityIn, Text, VatCode,
+    AdjustmentTarget, Blank, Cents, Currency, Int, MetafieldKey, MetafieldValue, Percent, ProductType, QuantityIn,
+    Text, VatCode,
 };
 use crate::http::shared_filters::{id_filter, search};
 use crate::http::shared_operations::operations;
@@ -24,6 +24,7 @@ use crate::http::shared_responses::responses;
 use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
+use bytes::Bytes;
 use commands::products::{
     Product, ProductCommand, parse_bulk_adjustment, parse_create, parse_metafield_patch, parse_replace,
 };
@@ -33,7 +34,7 @@ use events::catalogue::{Metafield, OptionValue, vat_percentage};
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Object, OpenApi};
+use poem_openapi::{ApiResponse, Object};
 use projections::ProjectionId;
 use projections::products::{self as read, ProductRow};
 use serde::Serialize;
@@ -607,237 +608,234 @@ const INPUT_RULES: &[InputRule] = &[
     },
 ];
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
-impl ProductsApi {
-    /// Create a product
-    ///
-    /// Scope `products:write`; `Idempotency-Key` required. A single product, or a matrix of up to 250
-    /// variants over 1 to 3 options. SKUs are unique per organization and within the request; option
-    /// combinations are unique. A rejected request creates nothing.
-    #[oai(path = "/products", method = "post", operation_id = "createProduct")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the same product.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<ProductInput>,
-    ) -> Result<CreateResponse, ApiError> {
-        let call = Call::new(CREATE_PRODUCT, &state, &auth, &request_id)?;
-        let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
-        let stocked = !opening_stock.is_empty();
-        let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = call
-            .write_then_read(&PRODUCTS, write, command, async |accepted| {
-                // Opening stock is read through the inventory: readable there too once this answers.
-                if stocked {
-                    let key = accepted.key_for(ProjectionId::Inventory);
-                    state.await_read(ProjectionId::Inventory, call.principal, key).await?;
-                }
-                let product: Product = decode_state(accepted.state, "product")?;
-                let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
-                let detail = readable(&state, call.org_id(), first).await?;
-                let variants = product
-                    .group
-                    .variants
-                    .iter()
-                    .map(|v| CreatedVariant {
-                        id: v.id,
-                        sku: v.sku.clone(),
-                        option_values: option_values(&v.option_values),
-                    })
-                    .collect();
-                let data = ProductCreatedData { product: detail, variants };
-                Ok(Style::b(&ProductCreatedEnvelope { success: true, data }))
-            })
-            .await?;
-        Ok(CreateResponse::Created(RawJson::new(body)))
-    }
-
-    /// Set custom fields
-    ///
-    /// Scope `products:write`. `entries` maps keys to a string (assigns) or null (deletes); an empty
-    /// string is refused. Custom fields belong to the variant's group. A key with a definition is
-    /// validated against it. No webhook event follows custom field changes.
-    #[oai(path = "/products/:product_id/metafields", method = "patch", operation_id = "patchProductMetafields")]
-    async fn patch_metafields(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        product_id: Path<String>,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<MetafieldPatchInput>,
-    ) -> Result<ReadResponse, ApiError> {
-        let call = Call::new(PATCH_PRODUCT_METAFIELDS, &state, &auth, &request_id)?;
-        let variant_id = PRODUCTS.id(&product_id.0)?;
-        let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
-        let command = ProductCommand::SetMetafields { variant_id, assign, delete };
-        update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
-    }
-
-    /// Adjust costs or prices in bulk
-    ///
-    /// Scope `products:write`; `Idempotency-Key` required. Changes `target` (`cost` or `price`) of every
-    /// variant matching all the given filters, by a percentage or a fixed amount, in one atomic
-    /// operation; each changed variant gets a `product.updated` event. Answers with a summary once the
-    /// products read the new amounts.
-    #[oai(path = "/products/bulk-adjustments", method = "post", operation_id = "createBulkAdjustment")]
-    async fn bulk_adjust(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome and adjusts nothing more.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<BulkAdjustmentInput>,
-    ) -> Result<BulkAdjusted, ApiError> {
-        let call = Call::new(CREATE_BULK_ADJUSTMENT, &state, &auth, &request_id)?;
-        let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
-        let command = Command::BulkAdjustProducts(adjustment);
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = call
-            .write(&PRODUCTS, write, command, |accepted| {
-                let data: BulkAdjustmentData = decode_state(accepted.state, "bulk adjustment summary")?;
-                Ok(Style::a(&BulkAdjustmentEnvelope { request_id: request_id.0.clone(), data }))
-            })
-            .await?;
-        Ok(BulkAdjusted::Ok(RawJson::new(body)))
-    }
-
-    /// Replace a product variant
-    ///
-    /// Scope `products:write`. Replaces this variant's fields and the fields its group shares (which
-    /// change for every variant of the group). `metafields` are refused here.
-    #[oai(path = "/products/:product_id", method = "put", operation_id = "replaceProduct")]
-    async fn replace(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        product_id: Path<String>,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<ProductReplaceInput>,
-    ) -> Result<ReadResponse, ApiError> {
-        let call = Call::new(REPLACE_PRODUCT, &state, &auth, &request_id)?;
-        let variant_id = PRODUCTS.id(&product_id.0)?;
-        let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
-        let command = ProductCommand::Replace { variant_id, shared, variant };
-        update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
-    }
-
-    /// Get a product variant
-    ///
-    /// Scope `products:read`. Includes `metafields`. `priceListId` (an active price list of the
-    /// organization, else 404) prices the variant under that list: `effectivePrice`, `priceSource` and
-    /// `appliedPriceList` describe it.
-    #[oai(path = "/products/:product_id", method = "get", operation_id = "getProduct")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        product_id: Path<String>,
-        #[oai(name = "priceListId")] price_list_id: Query<Option<String>>,
-    ) -> Result<ReadResponse, ApiError> {
-        let call = Call::new(GET_PRODUCT, &state, &auth, &request_id)?;
-        if let Some(list) = price_list_id.0 {
-            // Priced under a list: not cached, since the price follows the list as well as the product.
-            let id = PRODUCTS.id(&product_id.0)?;
-            let (list, listed) = applied_price(&state, call.org_id(), &list, id).await?;
-            let mut data = readable(&state, call.org_id(), id).await?;
-            data.effective_price = listed.as_ref().map(|l| l.unit_price).into();
-            data.price_source = match listed.map(|l| l.provenance) {
-                Some(projections::price_lists::Provenance::Automatic) => "automatic",
-                Some(projections::price_lists::Provenance::Manual) => "manual",
-                None => "unavailable",
-            }
-            .into();
-            data.applied_price_list = Some(AppliedPriceList {
-                id: list.id,
-                name: list.name,
-                is_automatic: list.is_automatic,
-                automatic_pricing_mode: list.automatic_pricing_mode.into(),
-                adjustment_percentage: list.adjustment_hundredths.map(events::catalogue::percentage_text).into(),
-                tax_inclusive: list.tax_inclusive,
-            })
-            .into();
-            return Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data }))));
-        }
-        let bytes = call
-            .get(&PRODUCTS, &product_id.0, async |id| {
-                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                let mut data = ProductData::from_row(row, true);
-                data.tags = tags_of_one(&state, call.org_id(), Taggable::Product, id).await?;
-                Ok(Some(Style::b(&ProductEnvelope { success: true, data })))
-            })
-            .await?;
-        Ok(ReadResponse::Ok(RawJson::new(bytes)))
-    }
-
-    /// List product variants
-    ///
-    /// Scope `products:read`. A cursor list in creation order. `query` matches name, SKU or barcode;
-    /// `default_supplier_id` keeps one supplier's products; `fields` (comma-separated) narrows each item.
-    /// Lists never include metafields.
-    #[oai(path = "/products", method = "get", operation_id = "listProducts")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        query: Query<Option<String>>,
-        default_supplier_id: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        /// Comma-separated field names; `tags` appears only when named.
-        fields: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<ListResponse, ApiError> {
-        let call = Call::new(LIST_PRODUCTS, &state, &auth, &request_id)?;
-        let fields = parse_fields(fields.0)?;
-        let supplier = id_filter(default_supplier_id.0, "default_supplier_id")?;
-        let search = search(query.0);
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                PRODUCTS.list,
-                async |after, n| {
-                    Ok(read::list(&state.pool, call.org_id(), search.as_deref(), supplier, after, n).await?)
-                },
-                |row: &ProductRow| row.id,
-                async |rows| {
-                    let rows = tagged(&state, call.org_id(), Taggable::Product, rows, |r| r.id).await?;
-                    Ok(rows
-                        .into_iter()
-                        .map(|(row, tags)| {
-                            let product = ProductData { tags, ..ProductData::from_row(row, false) };
-                            let mut item = serde_json::to_value(product).unwrap_or_default();
-                            if let (Some(names), Some(object)) = (&fields, item.as_object_mut()) {
-                                object.retain(|key, _| key == "id" || names.iter().any(|n| n == key));
-                            }
-                            item
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
+    ProductsApi {
+        /// Create a product
+        ///
+        /// Scope `products:write`; `Idempotency-Key` required. A single product, or a matrix of up to 250
+        /// variants over 1 to 3 options. SKUs are unique per organization and within the request; option
+        /// combinations are unique. A rejected request creates nothing.
+        #[oai(path = "/products", method = "post", operation_id = "createProduct")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the same product.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<ProductInput>,
+        ) -> Result<CreateResponse, ApiError> {
+            let call = Call::new(CREATE_PRODUCT, &state, &auth, &request_id)?;
+            let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
+            let stocked = !opening_stock.is_empty();
+            let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
+            let write = Write::json(key.0, &version, &[], &body);
+            let body = call
+                .write_then_read(&PRODUCTS, write, command, async |accepted| {
+                    // Opening stock is read through the inventory: readable there too once this answers.
+                    if stocked {
+                        let key = accepted.key_for(ProjectionId::Inventory);
+                        state.await_read(ProjectionId::Inventory, call.principal, key).await?;
+                    }
+                    let product: Product = decode_state(accepted.state, "product")?;
+                    let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
+                    let detail = readable(&state, call.org_id(), first).await?;
+                    let variants = product
+                        .group
+                        .variants
+                        .iter()
+                        .map(|v| CreatedVariant {
+                            id: v.id,
+                            sku: v.sku.clone(),
+                            option_values: option_values(&v.option_values),
                         })
-                        .collect::<Vec<Value>>())
-                },
-            )
-            .await?;
-        Ok(ListResponse::Ok(RawJson::new(body)))
+                        .collect();
+                    let data = ProductCreatedData { product: detail, variants };
+                    Ok(Style::b(&ProductCreatedEnvelope { success: true, data }))
+                })
+                .await?;
+            Ok(CreateResponse::Created(RawJson::new(body)))
+        }
+
+        /// Set custom fields
+        ///
+        /// Scope `products:write`. `entries` maps keys to a string (assigns) or null (deletes); an empty
+        /// string is refused. Custom fields belong to the variant's group. A key with a definition is
+        /// validated against it. No webhook event follows custom field changes.
+        #[oai(path = "/products/:product_id/metafields", method = "patch", operation_id = "patchProductMetafields")]
+        async fn patch_metafields(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            product_id: Path<String>,
+            /// Optional: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<MetafieldPatchInput>,
+        ) -> Result<ReadResponse, ApiError> {
+            let call = Call::new(PATCH_PRODUCT_METAFIELDS, &state, &auth, &request_id)?;
+            let variant_id = PRODUCTS.id(&product_id.0)?;
+            let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
+            let command = ProductCommand::SetMetafields { variant_id, assign, delete };
+            update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
+        }
+
+        /// Adjust costs or prices in bulk
+        ///
+        /// Scope `products:write`; `Idempotency-Key` required. Changes `target` (`cost` or `price`) of every
+        /// variant matching all the given filters, by a percentage or a fixed amount, in one atomic
+        /// operation; each changed variant gets a `product.updated` event. Answers with a summary once the
+        /// products read the new amounts.
+        #[oai(path = "/products/bulk-adjustments", method = "post", operation_id = "createBulkAdjustment")]
+        async fn bulk_adjust(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome and adjusts nothing more.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<BulkAdjustmentInput>,
+        ) -> Result<BulkAdjusted, ApiError> {
+            let call = Call::new(CREATE_BULK_ADJUSTMENT, &state, &auth, &request_id)?;
+            let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
+            let command = Command::BulkAdjustProducts(adjustment);
+            let write = Write::json(key.0, &version, &[], &body);
+            let body = call
+                .write(&PRODUCTS, write, command, |accepted| {
+                    let data: BulkAdjustmentData = decode_state(accepted.state, "bulk adjustment summary")?;
+                    Ok(Style::a(&BulkAdjustmentEnvelope { request_id: request_id.0.clone(), data }))
+                })
+                .await?;
+            Ok(BulkAdjusted::Ok(RawJson::new(body)))
+        }
+
+        /// Replace a product variant
+        ///
+        /// Scope `products:write`. Replaces this variant's fields and the fields its group shares (which
+        /// change for every variant of the group). `metafields` are refused here.
+        #[oai(path = "/products/:product_id", method = "put", operation_id = "replaceProduct")]
+        async fn replace(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            product_id: Path<String>,
+            /// Optional: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<ProductReplaceInput>,
+        ) -> Result<ReadResponse, ApiError> {
+            let call = Call::new(REPLACE_PRODUCT, &state, &auth, &request_id)?;
+            let variant_id = PRODUCTS.id(&product_id.0)?;
+            let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
+            let command = ProductCommand::Replace { variant_id, shared, variant };
+            update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
+        }
+
+        /// Get a product variant
+        ///
+        /// Scope `products:read`. Includes `metafields`. `priceListId` (an active price list of the
+        /// organization, else 404) prices the variant under that list: `effectivePrice`, `priceSource` and
+        /// `appliedPriceList` describe it.
+        #[oai(path = "/products/:product_id", method = "get", operation_id = "getProduct")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            product_id: Path<String>,
+            #[oai(name = "priceListId")] price_list_id: Query<Option<String>>,
+        ) -> Result<ReadResponse, ApiError> {
+            let call = Call::new(GET_PRODUCT, &state, &auth, &request_id)?;
+            if let Some(list) = price_list_id.0 {
+                // Priced under a list: not cached, since the price follows the list as well as the product.
+                let id = PRODUCTS.id(&product_id.0)?;
+                let (list, listed) = applied_price(&state, call.org_id(), &list, id).await?;
+                let mut data = readable(&state, call.org_id(), id).await?;
+                data.effective_price = listed.as_ref().map(|l| l.unit_price).into();
+                data.price_source = match listed.map(|l| l.provenance) {
+                    Some(projections::price_lists::Provenance::Automatic) => "automatic",
+                    Some(projections::price_lists::Provenance::Manual) => "manual",
+                    None => "unavailable",
+                }
+                .into();
+                data.applied_price_list = Some(AppliedPriceList {
+                    id: list.id,
+                    name: list.name,
+                    is_automatic: list.is_automatic,
+                    automatic_pricing_mode: list.automatic_pricing_mode.into(),
+                    adjustment_percentage: list.adjustment_hundredths.map(events::catalogue::percentage_text).into(),
+                    tax_inclusive: list.tax_inclusive,
+                })
+                .into();
+                return Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data }))));
+            }
+            let bytes = call
+                .get(&PRODUCTS, &product_id.0, async |id| {
+                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                    let mut data = ProductData::from_row(row, true);
+                    data.tags = tags_of_one(&state, call.org_id(), Taggable::Product, id).await?;
+                    Ok(Some(Style::b(&ProductEnvelope { success: true, data })))
+                })
+                .await?;
+            Ok(ReadResponse::Ok(RawJson::new(bytes)))
+        }
+
     }
+    cursor_lists: {
+        /// List product variants
+        ///
+        /// Scope `products:read`. A cursor list in creation order. `query` matches name, SKU or barcode;
+        /// `default_supplier_id` keeps one supplier's products; `fields` (comma-separated) narrows each item.
+        /// Lists never include metafields.
+        list("/products", "listProducts") -> ListResponse = LIST_PRODUCTS, products {
+            query: Query<Option<String>>,
+            default_supplier_id: Query<Option<String>>,
+        } then {
+            /// Comma-separated field names; `tags` appears only when named.
+            fields: Query<Option<String>>,
+        };
+    }
+}
+
+/// A page of product variants in creation order, each narrowed to `fields` when named.
+async fn products(
+    call: &Call<'_>,
+    params: PageParams,
+    query: Option<String>,
+    default_supplier_id: Option<String>,
+    fields: Option<String>,
+) -> Result<Bytes, ApiError> {
+    let fields = parse_fields(fields)?;
+    let supplier = id_filter(default_supplier_id, "default_supplier_id")?;
+    let search = search(query);
+    call.cursor_list(
+        params,
+        PRODUCTS.list,
+        async |after, n| Ok(read::list(&call.state.pool, call.org_id(), search.as_deref(), supplier, after, n).await?),
+        |row: &ProductRow| row.id,
+        async |rows| {
+            let rows = tagged(call.state, call.org_id(), Taggable::Product, rows, |r| r.id).await?;
+            Ok(rows
+                .into_iter()
+                .map(|(row, tags)| {
+                    let product = ProductData { tags, ..ProductData::from_row(row, false) };
+                    let mut item = serde_json::to_value(product).unwrap_or_default();
+                    if let (Some(names), Some(object)) = (&fields, item.as_object_mut()) {
+                        object.retain(|key, _| key == "id" || names.iter().any(|n| n == key));
+                    }
+                    item
+                })
+                .collect::<Vec<Value>>())
+        },
+    )
+    .await
 }

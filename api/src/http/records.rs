@@ -6,7 +6,7 @@ use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
-use crate::http::envelopes::{page_params, Created, CursorList, PageList, Pages, Pagination, Single, StyleB};
+use crate::http::envelopes::{Created, CursorList, PageList, Pages, Pagination, Single, StyleB, page_params};
 use crate::http::error::ApiError;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation};
@@ -14,21 +14,21 @@ use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write};
 use crate::http::routes_group::api_group;
 use crate::http::schema::{Blank, FeePercentage, Limit, PageNumber, Text};
-use crate::http::{ar_time, ApiTags, RequestId, ServiceVersion, Style};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
-use commands::protocol::{Command, CommandKind};
-use commands::records::{parse_category, parse_payment_method, parse_warehouse, Record, RecordCommand};
 use commands::FieldError;
+use commands::protocol::{Command, CommandKind};
+use commands::records::{Record, RecordCommand, parse_category, parse_payment_method, parse_warehouse};
 use events::catalogue::{
     CategoryEvent, CategoryFields, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent, PointOfSaleFields,
     RecordEvent, WarehouseEvent, WarehouseFields,
 };
 use events::domain::Scope;
 use poem::web::Data;
+use poem_openapi::Object;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
-use poem_openapi::Object;
 use projections::records::{self as read, PageQuery, RecordRow, RecordsProjection, SortBy};
 use serde::{Serialize, Serializer};
 use serde_json::Value;

@@ -3,21 +3,19 @@
 use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::RawJson;
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind, PageParams};
-use crate::http::schema::Limit;
+use crate::http::routes_group::routes;
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use poem::web::Data;
-use poem_openapi::param::Query;
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
-use poem_openapi::{Enum, Object, OpenApi};
+use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use serde::Serialize;
 use std::sync::Arc;
@@ -181,127 +179,111 @@ const ORGANIZATION: Kind =
 
 pub struct ReferenceApi;
 
-#[OpenApi(prefix_path = "/api/v1")]
-impl ReferenceApi {
-    /// The organization
-    ///
-    /// Any valid credential may read it: the recommended first call to check credentials.
-    #[oai(path = "/organization", method = "get", operation_id = "getOrganization", tag = "ApiTags::Organization")]
-    async fn organization(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-    ) -> Result<OrganizationResponse, ApiError> {
-        let call = Call::new(GET_ORGANIZATION, &state, &auth, &request_id)?;
-        let data = call
-            .cached(&ORGANIZATION, call.org_id(), async |org| {
-                let Some(row) = projections::organizations::get(&state.pool, org).await? else { return Ok(None) };
-                let data = OrganizationData {
-                    object: "organization".into(),
-                    id: row.id,
-                    name: row.name,
-                    slug: row.slug,
-                    tax_id_type: row.tax_id.as_ref().map(|_| "CUIL/CUIT".to_owned()).into(),
-                    legal_name: row.legal_name.into(),
-                    logo_url: None.into(),
-                    tax_id: row.tax_id.into(),
-                    tax_category: row.tax_category.into(),
-                    person_type: None.into(),
-                    address: None.into(),
-                    apartment: None.into(),
-                    city: None.into(),
-                    province_id: None.into(),
-                    postal_code: None.into(),
-                    phone: None.into(),
-                    email: None.into(),
-                    rounding_preference: None.into(),
-                    country: row.country,
-                    default_currency: "PES".into(),
-                    timezone: "UTC-3".into(),
-                    created_at: ar_time(row.created_at),
-                    updated_at: ar_time(row.updated_at),
-                };
-                Ok(Some(Style::a(&data)))
-            })
-            .await?;
-        // The cached part is `data`; the envelope carries this request's id.
-        let mut body = Vec::with_capacity(data.len() + 64);
-        body.extend_from_slice(b"{\"request_id\":");
-        body.extend_from_slice(&serde_json::to_vec(&request_id.0).unwrap_or_default());
-        body.extend_from_slice(b",\"data\":");
-        body.extend_from_slice(&data);
-        body.push(b'}');
-        Ok(OrganizationResponse::Ok(RawJson::new(body.into())))
-    }
+routes! {
+    #[OpenApi(prefix_path = "/api/v1")]
+    ReferenceApi {
+        /// The organization
+        ///
+        /// Any valid credential may read it: the recommended first call to check credentials.
+        #[oai(path = "/organization", method = "get", operation_id = "getOrganization", tag = "ApiTags::Organization")]
+        async fn organization(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+        ) -> Result<OrganizationResponse, ApiError> {
+            let call = Call::new(GET_ORGANIZATION, &state, &auth, &request_id)?;
+            let data = call
+                .cached(&ORGANIZATION, call.org_id(), async |org| {
+                    let Some(row) = projections::organizations::get(&state.pool, org).await? else { return Ok(None) };
+                    let data = OrganizationData {
+                        object: "organization".into(),
+                        id: row.id,
+                        name: row.name,
+                        slug: row.slug,
+                        tax_id_type: row.tax_id.as_ref().map(|_| "CUIL/CUIT".to_owned()).into(),
+                        legal_name: row.legal_name.into(),
+                        logo_url: None.into(),
+                        tax_id: row.tax_id.into(),
+                        tax_category: row.tax_category.into(),
+                        person_type: None.into(),
+                        address: None.into(),
+                        apartment: None.into(),
+                        city: None.into(),
+                        province_id: None.into(),
+                        postal_code: None.into(),
+                        phone: None.into(),
+                        email: None.into(),
+                        rounding_preference: None.into(),
+                        country: row.country,
+                        default_currency: "PES".into(),
+                        timezone: "UTC-3".into(),
+                        created_at: ar_time(row.created_at),
+                        updated_at: ar_time(row.updated_at),
+                    };
+                    Ok(Some(Style::a(&data)))
+                })
+                .await?;
+            // The cached part is `data`; the envelope carries this request's id.
+            let mut body = Vec::with_capacity(data.len() + 64);
+            body.extend_from_slice(b"{\"request_id\":");
+            body.extend_from_slice(&serde_json::to_vec(&request_id.0).unwrap_or_default());
+            body.extend_from_slice(b",\"data\":");
+            body.extend_from_slice(&data);
+            body.push(b'}');
+            Ok(OrganizationResponse::Ok(RawJson::new(body.into())))
+        }
 
-    /// Tax rates
-    ///
-    /// The VAT rates of the tax authority, by code. Any valid credential.
-    #[oai(path = "/tax-rates", method = "get", operation_id = "listTaxRates", tag = "ApiTags::Reference")]
-    async fn tax_rates(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<TaxRatesResponse, ApiError> {
-        let call = Call::new(LIST_TAX_RATES, &state, &auth, &request_id)?;
-        let url = "/api/v1/tax-rates";
-        let items = events::catalogue::VAT_RATES
-            .iter()
-            .map(|(code, hundredths, description)| {
-                let item = TaxRateReference {
-                    object: "tax_rate_reference".into(),
-                    code: *code,
-                    percentage: *hundredths as f64 / 100.0,
-                    description: (*description).into(),
-                };
-                (*code, item)
-            })
-            .collect();
-        let params = PageParams::new(limit, cursor, page);
-        Ok(TaxRatesResponse::Ok(RawJson::new(static_page(&call, url, items, params)?)))
     }
+    cursor_lists: {
+        /// Tax rates
+        ///
+        /// The VAT rates of the tax authority, by code. Any valid credential.
+        tax_rates("/tax-rates", "listTaxRates", tag = "ApiTags::Reference")
+            -> TaxRatesResponse = LIST_TAX_RATES, tax_rates {};
 
-    /// Voucher types
-    ///
-    /// The voucher types of the tax authority plus code 90 (quote-type voucher). Any valid credential.
-    #[oai(path = "/voucher-types", method = "get", operation_id = "listVoucherTypes", tag = "ApiTags::Reference")]
-    async fn voucher_types(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<VoucherTypesResponse, ApiError> {
-        let call = Call::new(LIST_VOUCHER_TYPES, &state, &auth, &request_id)?;
-        let url = "/api/v1/voucher-types";
-        let items = VOUCHER_TYPES
-            .iter()
-            .map(|(code, abbreviation, kind, letter, description)| {
-                let item = VoucherTypeReference {
-                    object: "voucher_type_reference".into(),
-                    code: *code,
-                    abbreviation: (*abbreviation).into(),
-                    document_kind: *kind,
-                    letter: (*letter).into(),
-                    description: (*description).into(),
-                };
-                (*code, item)
-            })
-            .collect();
-        let params = PageParams::new(limit, cursor, page);
-        Ok(VoucherTypesResponse::Ok(RawJson::new(static_page(&call, url, items, params)?)))
+        /// Voucher types
+        ///
+        /// The voucher types of the tax authority plus code 90 (quote-type voucher). Any valid credential.
+        voucher_types("/voucher-types", "listVoucherTypes", tag = "ApiTags::Reference")
+            -> VoucherTypesResponse = LIST_VOUCHER_TYPES, voucher_types {};
     }
+}
+
+/// The VAT rates by code.
+async fn tax_rates(call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiError> {
+    let items = events::catalogue::VAT_RATES
+        .iter()
+        .map(|(code, hundredths, description)| {
+            let item = TaxRateReference {
+                object: "tax_rate_reference".into(),
+                code: *code,
+                percentage: *hundredths as f64 / 100.0,
+                description: (*description).into(),
+            };
+            (*code, item)
+        })
+        .collect();
+    static_page(call, "/api/v1/tax-rates", items, params)
+}
+
+/// The voucher types by code.
+async fn voucher_types(call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiError> {
+    let items = VOUCHER_TYPES
+        .iter()
+        .map(|(code, abbreviation, kind, letter, description)| {
+            let item = VoucherTypeReference {
+                object: "voucher_type_reference".into(),
+                code: *code,
+                abbreviation: (*abbreviation).into(),
+                document_kind: *kind,
+                letter: (*letter).into(),
+                description: (*description).into(),
+            };
+            (*code, item)
+        })
+        .collect();
+    static_page(call, "/api/v1/voucher-types", items, params)
 }
 
 #[cfg(test)]

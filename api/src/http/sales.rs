@@ -5,13 +5,13 @@
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::documents::link;
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Cents, Int, Limit, NonNegative, Percent, QuantityIn, QuantityText, VatCode};
+use crate::http::routes_group::routes;
+use crate::http::schema::{Blank, Cents, Int, NonNegative, Percent, QuantityIn, QuantityText, VatCode};
 use crate::http::shared_filters::{Filters, date_schema, search, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
@@ -19,6 +19,7 @@ use crate::http::shared_responses::responses;
 use crate::http::tags::TagData;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
+use bytes::Bytes;
 use commands::protocol::{Command, CommandKind};
 use commands::sales::{InvoiceCommand, SaleCommand, SaleOutcome, formatted_number, parse_sale};
 use commands::tags::Taggable;
@@ -26,7 +27,7 @@ use events::catalogue::{FiscalStatus, SaleRecorded, ar_date};
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{ApiResponse, Enum, Object, OpenApi};
+use poem_openapi::{ApiResponse, Enum, Object};
 use projections::ProjectionId;
 use projections::documents::{DocumentState, OwnerKind, store};
 use projections::sales::{self as read, SaleFilter, SaleRow};
@@ -569,190 +570,191 @@ const INPUT_RULES: &[InputRule] = &[
     },
 ];
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Sales")]
-impl SalesApi {
-    /// List sales
-    ///
-    /// Scope `sales:read`. A cursor list, oldest first. `date_from`/`date_to` (inclusive) filter on the
-    /// invoice date; `status` on the fiscal status; `query` matches the customer's name, the formatted
-    /// number or the integration id. Imported sales are found here (by `integration_source` and
-    /// `query`) and invoiced with `POST /api/v1/sales/{sale_id}/invoice`.
-    #[oai(path = "/sales", method = "get", operation_id = "listSales")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        customer_id: Query<Option<String>>,
-        date_from: Query<Option<String>>,
-        date_to: Query<Option<String>>,
-        status: Query<Option<String>>,
-        integration_source: Query<Option<String>>,
-        query: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<SaleList, ApiError> {
-        let call = Call::new(LIST_SALES, &state, &auth, &request_id)?;
-        let mut filters = Filters::default();
-        let filter = SaleFilter {
-            customer_id: filters.id(customer_id.0, "customer_id"),
-            date_from: filters.date(date_from.0, "date_from"),
-            date_to: filters.date(date_to.0, "date_to"),
-            status: filters.one_of(status.0, "status", FiscalStatus::NAMES),
-            integration_source: search(integration_source.0),
-            query: search(query.0),
-        };
-        filters.check()?;
-        let bound = format!(
-            "sales{:?}",
-            (
-                &filter.customer_id,
-                &filter.date_from,
-                &filter.date_to,
-                &filter.status,
-                &filter.integration_source,
-                &filter.query
-            )
-        );
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                SALES.list.bound(&bound),
-                async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
-                |row: &SaleRow| row.id,
-                async |rows| render_rows(&state, call.org_id(), rows).await,
-            )
-            .await?;
-        Ok(SaleList::Ok(RawJson::new(body)))
-    }
-
-    /// Create a sale
-    ///
-    /// Scope `sales:write`; `Idempotency-Key` required (the contract version is part of the claim: one
-    /// key used across the historical and dated contracts is 409 `IDEMPOTENCY_CONFLICT`; a retry returns
-    /// the stored sale without recomputing it). The amounts are the canonical ones (the tax engine's).
-    /// Lines with a product move its stock (combos their components) under the organization's
-    /// negative-stock policy; free-text lines move nothing. A fiscal voucher at an electronic point of
-    /// sale is authorized by the tax authority now (unless `invoice` is false): approved, the sale is
-    /// `issued` with the authority's number and CAE; refused for good, 422 and nothing is recorded;
-    /// unavailable or unanswered, the sale is created `deferred` and authorized in the background.
-    /// Quote-type vouchers (90) and manual points of sale get the service's gap-free numbers.
-    #[oai(path = "/sales", method = "post", operation_id = "createSale")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key, body and `Service-Version` returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<SaleInput>,
-    ) -> Result<SaleCreated, ApiError> {
-        let call = Call::new(CREATE_SALE, &state, &auth, &request_id)?;
-        let today = ar_date(OffsetDateTime::now_utc());
-        let input = parse_sale(&body.value, version.0.as_deref(), today).map_err(ApiError::validation)?;
-        let historical = !input.is_dated();
-        let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input });
-        let write = Write::json(key.0, &version, &[], &body);
-        let accepted = call.dispatch(write, command).await?;
-        for projection in [ProjectionId::Sales, ProjectionId::Inventory] {
-            state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Sales")]
+    SalesApi {
+        /// Create a sale
+        ///
+        /// Scope `sales:write`; `Idempotency-Key` required (the contract version is part of the claim: one
+        /// key used across the historical and dated contracts is 409 `IDEMPOTENCY_CONFLICT`; a retry returns
+        /// the stored sale without recomputing it). The amounts are the canonical ones (the tax engine's).
+        /// Lines with a product move its stock (combos their components) under the organization's
+        /// negative-stock policy; free-text lines move nothing. A fiscal voucher at an electronic point of
+        /// sale is authorized by the tax authority now (unless `invoice` is false): approved, the sale is
+        /// `issued` with the authority's number and CAE; refused for good, 422 and nothing is recorded;
+        /// unavailable or unanswered, the sale is created `deferred` and authorized in the background.
+        /// Quote-type vouchers (90) and manual points of sale get the service's gap-free numbers.
+        #[oai(path = "/sales", method = "post", operation_id = "createSale")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key, body and `Service-Version` returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<SaleInput>,
+        ) -> Result<SaleCreated, ApiError> {
+            let call = Call::new(CREATE_SALE, &state, &auth, &request_id)?;
+            let today = ar_date(OffsetDateTime::now_utc());
+            let input = parse_sale(&body.value, version.0.as_deref(), today).map_err(ApiError::validation)?;
+            let historical = !input.is_dated();
+            let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input });
+            let write = Write::json(key.0, &version, &[], &body);
+            let accepted = call.dispatch(write, command).await?;
+            for projection in [ProjectionId::Sales, ProjectionId::Inventory] {
+                state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
+            }
+            let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
+            let mut sale = SaleData::from_sale(outcome.id, &outcome.sale, outcome.created_at, outcome.created_at);
+            sale.document = document_of(&state, call.org_id(), outcome.id).await?;
+            let data = SaleCreatedData {
+                sale,
+                warnings: outcome.warnings.into_iter().map(Into::into).collect(),
+                idempotent_replay: accepted.replayed,
+            };
+            let body = Style::b(&SaleCreatedEnvelope { success: true, data });
+            Ok(SaleCreated::Created(RawJson::new(body), historical.then(|| "true".to_owned())))
         }
-        let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
-        let mut sale = SaleData::from_sale(outcome.id, &outcome.sale, outcome.created_at, outcome.created_at);
-        sale.document = document_of(&state, call.org_id(), outcome.id).await?;
-        let data = SaleCreatedData {
-            sale,
-            warnings: outcome.warnings.into_iter().map(Into::into).collect(),
-            idempotent_replay: accepted.replayed,
-        };
-        let body = Style::b(&SaleCreatedEnvelope { success: true, data });
-        Ok(SaleCreated::Created(RawJson::new(body), historical.then(|| "true".to_owned())))
-    }
 
-    /// Get a sale
-    ///
-    /// Scope `sales:read`. `document.file` tells whether its PDF can be downloaded (`url` only when
-    /// `ready`).
-    #[oai(path = "/sales/:sale_id", method = "get", operation_id = "getSale")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        sale_id: Path<String>,
-    ) -> Result<SaleRead, ApiError> {
-        let call = Call::new(GET_SALE, &state, &auth, &request_id)?;
-        let body = call
-            .get(&SALES, &sale_id.0, async |id| {
-                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
-                Ok(Some(Style::b(&SaleEnvelope { success: true, data })))
+        /// Get a sale
+        ///
+        /// Scope `sales:read`. `document.file` tells whether its PDF can be downloaded (`url` only when
+        /// `ready`).
+        #[oai(path = "/sales/:sale_id", method = "get", operation_id = "getSale")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            sale_id: Path<String>,
+        ) -> Result<SaleRead, ApiError> {
+            let call = Call::new(GET_SALE, &state, &auth, &request_id)?;
+            let body = call
+                .get(&SALES, &sale_id.0, async |id| {
+                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                    let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
+                    Ok(Some(Style::b(&SaleEnvelope { success: true, data })))
+                })
+                .await?;
+            Ok(SaleRead::Ok(RawJson::new(body)))
+        }
+
+        /// Invoice a sale
+        ///
+        /// Scope `sales:write`; `Idempotency-Key` optional. Authorizes an existing sale that is not
+        /// invoiced yet (recorded with `invoice: false`, imported, or deferred): 200 `issued`; 202
+        /// `deferred` (not yet: it is retried in the background; read the sale before retrying); 409 when it
+        /// is already invoiced (and the key is not a replay); 422 `PRECONDITION_FAILED` for a final
+        /// rejection or a missing fiscal profile. Invoicing never creates another sale.
+        #[oai(path = "/sales/:sale_id/invoice", method = "post", operation_id = "invoiceSale")]
+        async fn invoice(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            sale_id: Path<String>,
+            /// Optional: a retry with the same key returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+        ) -> Result<Invoiced, ApiError> {
+            let call = Call::new(INVOICE_SALE, &state, &auth, &request_id)?;
+            let id = call.id(&SALES, &sale_id.0)?;
+            let path = [sale_id.0.as_str()];
+            let accepted = call
+                .dispatch(Write::bare(key.0, &version, &path), Command::InvoiceSale(InvoiceCommand { sale_id: id }))
+                .await?;
+            state.await_read(ProjectionId::Sales, call.principal, accepted.key_for(ProjectionId::Sales)).await?;
+            let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
+            let row = read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("sale"))?;
+            let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
+            let body = Style::b(&SaleEnvelope { success: true, data });
+            Ok(match outcome.sale.fiscal.status {
+                FiscalStatus::Issued => Invoiced::Issued(RawJson::new(body)),
+                _ => Invoiced::Deferred(RawJson::new(body)),
             })
-            .await?;
-        Ok(SaleRead::Ok(RawJson::new(body)))
-    }
-
-    /// Invoice a sale
-    ///
-    /// Scope `sales:write`; `Idempotency-Key` optional. Authorizes an existing sale that is not
-    /// invoiced yet (recorded with `invoice: false`, imported, or deferred): 200 `issued`; 202
-    /// `deferred` (not yet: it is retried in the background; read the sale before retrying); 409 when it
-    /// is already invoiced (and the key is not a replay); 422 `PRECONDITION_FAILED` for a final
-    /// rejection or a missing fiscal profile. Invoicing never creates another sale.
-    #[oai(path = "/sales/:sale_id/invoice", method = "post", operation_id = "invoiceSale")]
-    async fn invoice(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        sale_id: Path<String>,
-        /// Optional: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Invoiced, ApiError> {
-        let call = Call::new(INVOICE_SALE, &state, &auth, &request_id)?;
-        let id = call.id(&SALES, &sale_id.0)?;
-        let path = [sale_id.0.as_str()];
-        let accepted = call
-            .dispatch(Write::bare(key.0, &version, &path), Command::InvoiceSale(InvoiceCommand { sale_id: id }))
-            .await?;
-        state.await_read(ProjectionId::Sales, call.principal, accepted.key_for(ProjectionId::Sales)).await?;
-        let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
-        let row = read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("sale"))?;
-        let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
-        let body = Style::b(&SaleEnvelope { success: true, data });
-        Ok(match outcome.sale.fiscal.status {
-            FiscalStatus::Issued => Invoiced::Issued(RawJson::new(body)),
-            _ => Invoiced::Deferred(RawJson::new(body)),
-        })
-    }
-
-    /// Download a sale's PDF
-    ///
-    /// Scope `sales:read`. The stable, authenticated path to the sale's PDF: 302 to a signed link,
-    /// `/documents/{token}`, valid five minutes and served without a credential (do not store it; an
-    /// expired or altered link answers 403); 404 while the document is not ready.
-    #[oai(path = "/sales/:sale_id/document", method = "get", operation_id = "getSaleDocument")]
-    async fn document(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        sale_id: Path<String>,
-    ) -> Result<DocumentRedirect, ApiError> {
-        let call = Call::new(GET_SALE_DOCUMENT, &state, &auth, &request_id)?;
-        let id = call.id(&SALES, &sale_id.0)?;
-        if read::get(&state.pool, call.org_id(), id).await?.is_none() {
-            return Err(ApiError::not_found("sale"));
         }
-        Ok(DocumentRedirect::Found(link(&state, call.org_id(), OwnerKind::Sale, id).await?))
+
+        /// Download a sale's PDF
+        ///
+        /// Scope `sales:read`. The stable, authenticated path to the sale's PDF: 302 to a signed link,
+        /// `/documents/{token}`, valid five minutes and served without a credential (do not store it; an
+        /// expired or altered link answers 403); 404 while the document is not ready.
+        #[oai(path = "/sales/:sale_id/document", method = "get", operation_id = "getSaleDocument")]
+        async fn document(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            sale_id: Path<String>,
+        ) -> Result<DocumentRedirect, ApiError> {
+            let call = Call::new(GET_SALE_DOCUMENT, &state, &auth, &request_id)?;
+            let id = call.id(&SALES, &sale_id.0)?;
+            if read::get(&state.pool, call.org_id(), id).await?.is_none() {
+                return Err(ApiError::not_found("sale"));
+            }
+            Ok(DocumentRedirect::Found(link(&state, call.org_id(), OwnerKind::Sale, id).await?))
+        }
     }
+    cursor_lists: {
+        /// List sales
+        ///
+        /// Scope `sales:read`. A cursor list, oldest first. `date_from`/`date_to` (inclusive) filter on the
+        /// invoice date; `status` on the fiscal status; `query` matches the customer's name, the formatted
+        /// number or the integration id. Imported sales are found here (by `integration_source` and
+        /// `query`) and invoiced with `POST /api/v1/sales/{sale_id}/invoice`.
+        list("/sales", "listSales") -> SaleList = LIST_SALES, sales {
+            customer_id: Query<Option<String>>,
+            date_from: Query<Option<String>>,
+            date_to: Query<Option<String>>,
+            status: Query<Option<String>>,
+            integration_source: Query<Option<String>>,
+            query: Query<Option<String>>,
+        };
+    }
+}
+
+/// A page of sales, oldest first.
+#[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+async fn sales(
+    call: &Call<'_>,
+    params: PageParams,
+    customer_id: Option<String>,
+    date_from: Option<String>,
+    date_to: Option<String>,
+    status: Option<String>,
+    integration_source: Option<String>,
+    query: Option<String>,
+) -> Result<Bytes, ApiError> {
+    let mut filters = Filters::default();
+    let filter = SaleFilter {
+        customer_id: filters.id(customer_id, "customer_id"),
+        date_from: filters.date(date_from, "date_from"),
+        date_to: filters.date(date_to, "date_to"),
+        status: filters.one_of(status, "status", FiscalStatus::NAMES),
+        integration_source: search(integration_source),
+        query: search(query),
+    };
+    filters.check()?;
+    let bound = format!(
+        "sales{:?}",
+        (
+            &filter.customer_id,
+            &filter.date_from,
+            &filter.date_to,
+            &filter.status,
+            &filter.integration_source,
+            &filter.query
+        )
+    );
+    call.cursor_list(
+        params,
+        SALES.list.bound(&bound),
+        async |after, n| Ok(read::list(&call.state.pool, call.org_id(), &filter, after, n).await?),
+        |row: &SaleRow| row.id,
+        async |rows| render_rows(call.state, call.org_id(), rows).await,
+    )
+    .await
 }

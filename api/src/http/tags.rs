@@ -2,27 +2,27 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{decode_state, Call, Kind, ListAt, PageParams, Write};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::routes_group::api_group;
 use crate::http::schema::rules;
-use crate::http::schema::{Color, Limit, Text};
+use crate::http::schema::{Color, Text};
 use crate::http::shared_responses::responses;
-use crate::http::{ar_time, ApiTags, RequestId, ServiceVersion, Style};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
+use bytes::Bytes;
 use commands::protocol::{Command, CommandKind};
-use commands::tags::{parse_apply, parse_create, parse_update, Tag, TagCommand, Taggable};
+use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse_update};
 use events::domain::Scope;
 use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::Object;
-use projections::tags::{self as read, TagRow};
+use poem_openapi::param::{Header, Path, Query};
 use projections::ProjectionId;
+use projections::tags::{self as read, TagRow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -234,14 +234,16 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Body { schema: "ApplyInput", rule: applies_a_tag },
 ];
 
-/// The tags API: the routes of tags themselves (`operations` and `routes`, written out) and one apply
-/// route per taggable kind, each a row of `apply`: its doc (summary, blank line, description), method
-/// name, path, `operationId`, the write scope it needs and the `Taggable` it names. Writes the
-/// `Operations` and the `#[OpenApi]` impl, so a row is the whole route.
+/// The tags API: the routes of tags themselves (`operations` and `routes`, written out; their list a
+/// row of `cursor_lists`, as `routes!` reads it) and one apply route per taggable kind, each a row of
+/// `apply`: its doc (summary, blank line, description), method name, path, `operationId`, the write
+/// scope it needs and the `Taggable` it names. Writes the `Operations` and the `#[OpenApi]` impl, so a
+/// row is the whole route.
 macro_rules! tags_api {
     (
         operations: [$($operation:ident),* $(,)?];
         routes: { $($route:tt)* }
+        cursor_lists: { $($lists:tt)* }
         apply: {
             $(
                 $(#[doc = $doc:tt])*
@@ -274,44 +276,27 @@ macro_rules! tags_api {
                     }
                 )*
             }
+            cursor_lists: { $($lists)* }
         }
     };
+}
+
+/// A page of tags in creation order, the archived ones only when asked for.
+async fn tags(call: &Call<'_>, params: PageParams, include_archived: Option<bool>) -> Result<Bytes, ApiError> {
+    let include_archived = include_archived.unwrap_or(false);
+    call.cursor_list(
+        params,
+        TAGS.list,
+        async |after, n| Ok(read::list(&call.state.pool, call.org_id(), include_archived, after, n).await?),
+        |row: &TagRow| row.id,
+        async |rows| Ok(rows.into_iter().map(TagData::from_row).collect()),
+    )
+    .await
 }
 
 tags_api! {
     operations: [LIST_TAGS, CREATE_TAG, GET_TAG, UPDATE_TAG];
     routes: {
-        /// List tags
-        ///
-        /// Scope `tags:read`. A cursor list in creation order; archived tags only with `include_archived=true`.
-        #[oai(path = "/tags", method = "get", operation_id = "listTags")]
-        async fn list(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            include_archived: Query<Option<bool>>,
-            /// 1 to 100, default 50.
-            limit: Query<Option<Limit>>,
-            /// The `next_cursor` of the previous page.
-            cursor: Query<Option<String>>,
-            page: PageParam,
-        ) -> Result<Tags, ApiError> {
-            let call = Call::new(LIST_TAGS, &state, &auth, &request_id)?;
-            let include_archived = include_archived.0.unwrap_or(false);
-            let params = PageParams::new(limit, cursor, page);
-            let body = call
-                .cursor_list(
-                    params,
-                    TAGS.list,
-                    async |after, n| Ok(read::list(&state.pool, call.org_id(), include_archived, after, n).await?),
-                    |row: &TagRow| row.id,
-                    async |rows| Ok(rows.into_iter().map(TagData::from_row).collect()),
-                )
-                .await?;
-            Ok(Tags::Ok(RawJson::new(body)))
-        }
-
         /// Create a tag
         ///
         /// Scope `tags:write`. Names are unique in the organization (ignoring case).
@@ -385,6 +370,12 @@ tags_api! {
                 .await?;
             Ok(Single::Ok(RawJson::new(body)))
         }
+    }
+    cursor_lists: {
+        /// List tags
+        ///
+        /// Scope `tags:read`. A cursor list in creation order; archived tags only with `include_archived=true`.
+        list("/tags", "listTags") -> Tags = LIST_TAGS, tags { include_archived: Query<Option<bool>> };
     }
     apply: {
         /// Tag customers

@@ -3,29 +3,28 @@
 
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
 use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::Nullable;
-use crate::http::resource::{decode_state, Call, Kind, ListAt, PageParams, Write};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::routes_group::api_group;
 use crate::http::schema::rules;
-use crate::http::schema::{HttpsUrl, Limit, SubscribableEvent, Text, WebhookApiVersion};
+use crate::http::schema::{HttpsUrl, SubscribableEvent, Text, WebhookApiVersion};
 use crate::http::shared_responses::responses;
-use crate::http::{ar_time, ApiTags, RequestId, ServiceVersion, Style};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::protocol::{Command, CommandKind};
-use commands::webhooks::{parse_changes, parse_create, scopes_for, EndpointChanges, WebhookCommand, WebhookEndpoint};
+use commands::webhooks::{EndpointChanges, WebhookCommand, WebhookEndpoint, parse_changes, parse_create, scopes_for};
 use events::catalogue::PUBLIC_EVENT_TYPES;
 use events::domain::Scope;
 use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::Object;
-use projections::webhooks::{self as read, AttemptRow, DeliveryRow, EndpointRow};
+use poem_openapi::param::{Header, Path};
 use projections::ProjectionId;
+use projections::webhooks::{self as read, AttemptRow, DeliveryRow, EndpointRow};
 use serde::Serialize;
 use std::sync::Arc;
 use time::OffsetDateTime;
@@ -308,7 +307,8 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Body { schema: "WebhookEndpointPatch", rule: || rules::refused(&["status", "signing_secret", "id"]) },
 ];
 
-/// The webhooks API: the routes written out (`operations` and `routes`), and the lifecycle routes that
+/// The webhooks API: the routes written out (`operations` and `routes`), the cursor lists (rows of
+/// `cursor_lists`, as `routes!` reads them), and the lifecycle routes that
 /// run one command on the endpoint in the path, each a row of `lifecycle`: its doc (summary, blank
 /// line, description), method name, path, `operationId`, response, the block making its command from
 /// the call and the endpoint's id as given, and the closure answering with the endpoint it left. Writes
@@ -317,6 +317,7 @@ macro_rules! webhooks_api {
     (
         operations: [$($operation:ident),* $(,)?];
         routes: { $($route:tt)* }
+        cursor_lists: { $($lists:tt)* }
         lifecycle: {
             $(
                 $(#[doc = $doc:tt])*
@@ -356,8 +357,47 @@ macro_rules! webhooks_api {
                     }
                 )*
             }
+            cursor_lists: { $($lists)* }
         }
     };
+}
+
+/// A page of the endpoints visible to the credential, oldest first.
+async fn endpoints(call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiError> {
+    let owner = owner(call.principal);
+    call.cursor_list(
+        params,
+        ENDPOINTS.list,
+        async |after, n| Ok(read::list(&call.state.pool, call.org_id(), owner, after, n).await?),
+        |row: &EndpointRow| row.id,
+        async |rows| Ok(rows.into_iter().map(from_row).collect()),
+    )
+    .await
+}
+
+/// A page of a visible endpoint's deliveries, newest first.
+async fn deliveries(call: &Call<'_>, params: PageParams, id: String) -> Result<Bytes, ApiError> {
+    let endpoint = visible(call, &id).await?;
+    let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
+    call.cursor_list(
+        params,
+        ListAt { url: &url, binding: &url },
+        // Newest first: the cursor's id is where the next, older, page ends. Each delivery travels
+        // with its attempts, so cutting the page keeps them together.
+        async |before, n| {
+            let (rows, attempts) = read::deliveries(&call.state.pool, endpoint.id, before, n).await?;
+            Ok(rows
+                .into_iter()
+                .map(|row| {
+                    let own = attempts.iter().filter(|a| a.delivery_id == row.id).cloned().collect();
+                    (row, own)
+                })
+                .collect())
+        },
+        |(row, _): &(DeliveryRow, Vec<AttemptRow>)| row.id,
+        async |rows| Ok(rows.into_iter().map(delivery_data).collect()),
+    )
+    .await
 }
 
 webhooks_api! {
@@ -425,36 +465,6 @@ webhooks_api! {
             Ok(Endpoint::Ok(RawJson::new(body)))
         }
 
-        /// List webhook endpoints
-        ///
-        /// The endpoints visible to the credential (a delegated grant sees only its own).
-        #[oai(path = "/webhook-endpoints", method = "get", operation_id = "listWebhookEndpoints")]
-        async fn list(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            /// 1 to 100, default 50.
-            limit: Query<Option<Limit>>,
-            /// The `next_cursor` of the previous page.
-            cursor: Query<Option<String>>,
-            page: PageParam,
-        ) -> Result<Endpoints, ApiError> {
-            let call = Call::new(LIST_WEBHOOK_ENDPOINTS, &state, &auth, &request_id)?;
-            let owner = owner(call.principal);
-            let params = PageParams::new(limit, cursor, page);
-            let body = call
-                .cursor_list(
-                    params,
-                    ENDPOINTS.list,
-                    async |after, n| Ok(read::list(&state.pool, call.org_id(), owner, after, n).await?),
-                    |row: &EndpointRow| row.id,
-                    async |rows| Ok(rows.into_iter().map(from_row).collect()),
-                )
-                .await?;
-            Ok(Endpoints::Ok(RawJson::new(body)))
-        }
-
         /// Get a webhook endpoint
         ///
         /// Never includes the signing secret.
@@ -469,50 +479,6 @@ webhooks_api! {
             let call = Call::new(GET_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
             let row = visible(&call, &id.0).await?;
             Ok(Endpoint::Ok(RawJson::new(envelope(call.request_id, from_row(row)))))
-        }
-
-        /// List an endpoint's deliveries
-        ///
-        /// The delivery history, newest first: each event's id and type, every attempt (time, status code
-        /// or failure), and the final state.
-        #[oai(path = "/webhook-endpoints/:id/deliveries", method = "get", operation_id = "listWebhookDeliveries")]
-        async fn deliveries(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            id: Path<String>,
-            /// 1 to 100, default 50.
-            limit: Query<Option<Limit>>,
-            /// The `next_cursor` of the previous page.
-            cursor: Query<Option<String>>,
-            page: PageParam,
-        ) -> Result<Deliveries, ApiError> {
-            let call = Call::new(LIST_WEBHOOK_DELIVERIES, &state, &auth, &request_id)?;
-            let endpoint = visible(&call, &id.0).await?;
-            let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
-            let params = PageParams::new(limit, cursor, page);
-            let body = call
-                .cursor_list(
-                    params,
-                    ListAt { url: &url, binding: &url },
-                    // Newest first: the cursor's id is where the next, older, page ends. Each delivery travels
-                    // with its attempts, so cutting the page keeps them together.
-                    async |before, n| {
-                        let (rows, attempts) = read::deliveries(&state.pool, endpoint.id, before, n).await?;
-                        Ok(rows
-                            .into_iter()
-                            .map(|row| {
-                                let own = attempts.iter().filter(|a| a.delivery_id == row.id).cloned().collect();
-                                (row, own)
-                            })
-                            .collect())
-                    },
-                    |(row, _): &(DeliveryRow, Vec<AttemptRow>)| row.id,
-                    async |rows| Ok(rows.into_iter().map(delivery_data).collect()),
-                )
-                .await?;
-            Ok(Deliveries::Ok(RawJson::new(body)))
         }
 
         /// Webhook event types
@@ -541,6 +507,19 @@ webhooks_api! {
             let body = ListEnvelope::new(call.request_id.to_owned(), "/api/v1/webhook-event-types", data, false, None);
             Ok(EventTypes::Ok(RawJson::new(Style::a(&body))))
         }
+    }
+    cursor_lists: {
+        /// List webhook endpoints
+        ///
+        /// The endpoints visible to the credential (a delegated grant sees only its own).
+        list("/webhook-endpoints", "listWebhookEndpoints") -> Endpoints = LIST_WEBHOOK_ENDPOINTS, endpoints {};
+
+        /// List an endpoint's deliveries
+        ///
+        /// The delivery history, newest first: each event's id and type, every attempt (time, status code
+        /// or failure), and the final state.
+        deliveries("/webhook-endpoints/:id/deliveries", "listWebhookDeliveries")
+            -> Deliveries = LIST_WEBHOOK_DELIVERIES, deliveries { id: Path<String> };
     }
     lifecycle: {
         /// Pause a webhook endpoint
