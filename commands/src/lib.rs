@@ -75,4 +75,7 @@ registry::commands! {
     mod orders {
         Order => Orders,
     }
+    mod delivery_notes {
+        DeliveryNote => DeliveryNotes,
+    }
 }

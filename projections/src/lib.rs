@@ -372,6 +372,7 @@ projections! {
     mod sales { Sales = "sales" => SalesProjection, }
     mod quotes { Quotes = "quotes" => QuotesProjection, }
     mod orders { Orders = "orders" => OrdersProjection, }
+    mod delivery_notes { DeliveryNotes = "delivery_notes" => DeliveryNotesProjection, }
     mod webhooks { Webhooks = "webhooks" => WebhooksProjection::default(), }
 }
 

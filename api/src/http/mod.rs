@@ -68,6 +68,8 @@ pub enum ApiTags {
     /// Orders: converted from quotes or created for the service's own channel, edited, cancelled and
     /// completed (Style A objects).
     Orders,
+    /// Delivery notes (remitos): from scratch, for a sale or for an order (Style A objects).
+    DeliveryNotes,
     /// Sales: both creation contracts, invoicing with the tax authority, PDF vouchers (Style B objects).
     Sales,
     /// Product categories (Style B objects and page list).
@@ -211,6 +213,7 @@ apis! {
     mod sales { SalesApi }
     mod quotes { QuotesApi }
     mod orders { OrdersApi }
+    mod delivery_notes { DeliveryNotesApi }
     mod reference { ReferenceApi }
     mod webhooks { WebhooksApi }
     mod v2 { V2Api }

@@ -84,6 +84,7 @@ macro_rules! catalogue {
 
 catalogue! {
     customer,
+    delivery_note,
     metafield,
     order,
     organization,

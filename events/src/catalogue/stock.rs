@@ -222,6 +222,7 @@ stock_moving! {
     super::PurchaseEvent,
     super::PurchaseOrderEvent,
     super::SaleEvent,
+    super::DeliveryNoteEvent,
 }
 
 impl MovesStock for StockMovementEvent {

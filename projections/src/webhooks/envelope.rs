@@ -91,6 +91,9 @@ pub fn public_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, Projecti
     if event.stream_type == events::catalogue::OrderEvent::STREAM_TYPE {
         return order_events(event);
     }
+    if event.stream_type == events::catalogue::DeliveryNoteEvent::STREAM_TYPE {
+        return fulfillment_events(event);
+    }
     if event.stream_type != ProductEvent::STREAM_TYPE {
         return Ok(Vec::new());
     }
@@ -143,6 +146,24 @@ fn order_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, ProjectionErr
         })
         .into_iter()
         .collect())
+}
+
+/// `fulfillment.created` for a delivery note of an order, with the note's public object.
+fn fulfillment_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, ProjectionError> {
+    use events::catalogue::{DeliveryNoteEvent, DeliveryOrigin, public_delivery_note};
+    let decoded: DeliveryNoteEvent = crate::decode(event)?;
+    Ok(match &decoded {
+        DeliveryNoteEvent::DeliveryNoteCreated(note) if matches!(note.origin, DeliveryOrigin::Order { .. }) => {
+            vec![PublicEvent {
+                id: event.event_id,
+                event_type: "fulfillment.created".into(),
+                created: created_at(event),
+                object: public_delivery_note(event.stream_id, note),
+                test: false,
+            }]
+        }
+        DeliveryNoteEvent::DeliveryNoteCreated(_) | DeliveryNoteEvent::DeliveryNoteDeleted(_) => Vec::new(),
+    })
 }
 
 /// `sale.created` for a recorded sale (credit notes included, `document_kind` `credit_note`) and

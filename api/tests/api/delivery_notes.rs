@@ -1,0 +1,235 @@
+//! Delivery notes: from scratch (stock leaves), for a sale (nothing moves, one per sale), for an order
+//! (partial deliveries consuming its reservation and raising `delivered`), numbering, replays, deletes
+//! that restore exactly what a note did, and bad input.
+
+use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, items, json, seeded, style_a};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+const NOTES: &str = "/api/v1/delivery-notes";
+const ORDERS: &str = "/api/v1/orders";
+
+async fn customer(app: &TestApp, name: &str) -> String {
+    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+async fn warehouse(app: &TestApp) -> String {
+    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
+}
+
+async fn point_of_sale(app: &TestApp) -> String {
+    seeded(app, "/api/v1/points-of-sale", "Punto de venta 1").await["id"].as_str().expect("id").to_owned()
+}
+
+async fn product(app: &TestApp, sku: &str, warehouse: &str, stock: i64) -> String {
+    let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 12100,
+        "warehouseStocks": [{ "warehouseId": warehouse, "quantity": stock }] });
+    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+/// (on hand, reserved) of a product's one level.
+async fn level(app: &TestApp, product: &str) -> (String, String) {
+    let body = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
+    let row = &items(&body)[0];
+    (row["on_hand"].as_str().expect("on_hand").to_owned(), row["reserved"].as_str().expect("reserved").to_owned())
+}
+
+async fn delete(app: &TestApp, id: &str, key: &str) -> reqwest::Response {
+    app.client
+        .delete(format!("{}{NOTES}/{id}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", key)
+        .send()
+        .await
+        .expect("sent")
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_custom_note_moves_stock_is_numbered_replayed_and_restored_when_deleted(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana Pérez").await;
+    let mate = product(&app, "MATE", &main, 10).await;
+    let body = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
+        "warehouse_id": main, "notes": "entregar por la tarde",
+        "items": [{ "product_id": mate, "quantity": 3 }, { "is_custom": true, "name": "Folletos", "quantity": 10 }] });
+    let key = Uuid::now_v7().to_string();
+    let note = style_a(app.post_key(NOTES, &key, &body).await, 201).await["data"].clone();
+    assert_eq!((note["object"].as_str(), note["number"].as_i64()), (Some("delivery_note"), Some(1)));
+    assert_eq!(note["formatted_number"], "R-0001-00000001");
+    assert_eq!(note["origin"], json!({ "type": "custom" }));
+    assert_eq!(note["lines"][0]["name"], "Producto MATE");
+    assert_eq!(
+        note["lines"][1],
+        json!({ "product_id": null, "name": "Folletos", "quantity": "10", "order_line_id": null })
+    );
+    assert!(note["lines"][0].get("unit_price").is_none(), "a remito shows no prices");
+    assert_eq!(level(&app, &mate).await, ("7".to_owned(), "0".to_owned()));
+    let id = note["id"].as_str().expect("id").to_owned();
+    let ledger =
+        json(app.get(&format!("/api/v1/inventory/movements?product_id={mate}&cause_type=delivery_note")).await, 200)
+            .await;
+    assert_eq!(items(&ledger)[0]["cause_id"], id.as_str());
+
+    // The same key and body replays; another body under it is a conflict.
+    let replay = style_a(app.post_key(NOTES, &key, &body).await, 201).await["data"].clone();
+    assert_eq!((replay["id"].as_str(), replay["idempotent_replay"].as_bool()), (Some(id.as_str()), Some(true)));
+    let mut other = body.clone();
+    other["notes"] = json!("otra");
+    let conflict = error(app.post_key(NOTES, &key, &other).await, 409, "idempotency_error").await;
+    assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT");
+    let second = style_a(app.post_keyed(NOTES, &body).await, 201).await["data"].clone();
+    assert_eq!(second["number"], 2);
+    assert_eq!(level(&app, &mate).await, ("4".to_owned(), "0".to_owned()));
+
+    // Deleting restores exactly what the note moved; its number is not reused, and a replay of its key
+    // makes no new note.
+    let deleted = style_a(delete(&app, &id, &Uuid::now_v7().to_string()).await, 200).await["data"].clone();
+    assert_eq!(deleted["deleted"], true);
+    assert_eq!(level(&app, &mate).await, ("7".to_owned(), "0".to_owned()));
+    error(app.get(&format!("{NOTES}/{id}")).await, 404, "invalid_request_error").await;
+    error(delete(&app, &id, &Uuid::now_v7().to_string()).await, 404, "invalid_request_error").await;
+    let gone = error(app.post_key(NOTES, &key, &body).await, 409, "business_error").await;
+    assert_eq!(gone["error"]["code"], "STATE_CONFLICT");
+    assert_eq!(level(&app, &mate).await, ("7".to_owned(), "0".to_owned()), "no new note moved stock");
+    let third = style_a(app.post_keyed(NOTES, &body).await, 201).await["data"].clone();
+    assert_eq!(third["number"], 3, "numbers are never reused");
+    let listed = json(app.get(&format!("{NOTES}?customer_id={ana}")).await, 200).await;
+    assert_eq!(items(&listed).len(), 2, "deleted notes are not listed");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_note_for_a_sale_moves_nothing_and_a_sale_has_one(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let mate = product(&app, "MATE", &main, 10).await;
+    let sale = json!({ "voucherType": 90, "pointOfSaleId": pos, "invoiceDate": events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string(),
+        "total": 24200, "items": [{ "productId": mate, "quantity": 2, "unitPrice": 12100, "warehouseId": main }] });
+    let sold = json(app.post_keyed("/api/v1/sales", &sale).await, 201).await["data"].clone();
+    let sale_id = sold["id"].as_str().expect("id").to_owned();
+    assert_eq!(level(&app, &mate).await, ("8".to_owned(), "0".to_owned()));
+    let body = json!({ "origin": { "type": "sale", "sale_id": sale_id }, "point_of_sale_id": pos });
+    let note = style_a(app.post_keyed(NOTES, &body).await, 201).await["data"].clone();
+    assert_eq!(note["origin"], json!({ "type": "sale", "sale_id": sale_id }));
+    assert_eq!(note["lines"][0]["quantity"], "2");
+    assert_eq!(note["warehouse_id"], Value::Null);
+    assert_eq!(level(&app, &mate).await, ("8".to_owned(), "0".to_owned()), "the sale already moved it");
+    let again = error(app.post_keyed(NOTES, &body).await, 409, "business_error").await;
+    assert_eq!(again["error"]["code"], "STATE_CONFLICT");
+    let items_sent = json!({ "origin": { "type": "sale", "sale_id": sale_id }, "point_of_sale_id": pos,
+        "items": [{ "product_id": mate, "quantity": 1 }] });
+    let refused = error(app.post_keyed(NOTES, &items_sent).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items"]);
+    let unknown = json!({ "origin": { "type": "sale", "sale_id": Uuid::now_v7() }, "point_of_sale_id": pos });
+    error(app.post_keyed(NOTES, &unknown).await, 404, "invalid_request_error").await;
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn notes_for_an_order_deliver_it_in_parts_consuming_its_reservation(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana").await;
+    let mate = product(&app, "MATE", &main, 10).await;
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 10000 }, { "name": "Flete", "quantity": 1, "unit_price": 500 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let order_id = order["id"].as_str().expect("id").to_owned();
+    let (line, freight) = (order["lines"][0]["id"].clone(), order["lines"][1]["id"].clone());
+    assert_eq!(level(&app, &mate).await, ("10".to_owned(), "5".to_owned()));
+
+    let too_much = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos,
+        "items": [{ "order_line_id": line, "quantity": 6 }] });
+    let refused = error(app.post_keyed(NOTES, &too_much).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["details"][0]["field"], "items[0].quantity");
+
+    let part = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos,
+        "items": [{ "order_line_id": line, "quantity": 2 }] });
+    let first = style_a(app.post_keyed(NOTES, &part).await, 201).await["data"].clone();
+    assert_eq!(first["lines"][0]["order_line_id"], line);
+    assert_eq!(level(&app, &mate).await, ("8".to_owned(), "3".to_owned()), "the reservation shrank as much as left");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["fulfillment_status"], "partially_fulfilled");
+    assert_eq!((read["lines"][0]["delivered"].as_str(), read["lines"][0]["reserved"].as_str()), (Some("2"), Some("3")));
+
+    // No items: everything left, the free-text line included.
+    let rest = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos });
+    let second = style_a(app.post_keyed(NOTES, &rest).await, 201).await["data"].clone();
+    assert_eq!(second["lines"].as_array().map(Vec::len), Some(2));
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["fulfillment_status"], "fulfilled");
+    assert_eq!(read["lines"][1]["delivered"], "1");
+    assert_eq!(read["lines"][1]["id"], freight);
+    let nothing = error(app.post_keyed(NOTES, &rest).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&nothing), ["items"]);
+    let listed = json(app.get(&format!("{NOTES}?order_id={order_id}")).await, 200).await;
+    assert_eq!(items(&listed).len(), 2);
+
+    // Deleting the second note puts its stock, its `delivered` and its reservation back.
+    let second_id = second["id"].as_str().expect("id");
+    style_a(delete(&app, second_id, &Uuid::now_v7().to_string()).await, 200).await;
+    assert_eq!(level(&app, &mate).await, ("8".to_owned(), "3".to_owned()));
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["fulfillment_status"], "partially_fulfilled");
+    assert_eq!(read["lines"][0]["delivered"], "2");
+    // A line may no longer drop below what was delivered.
+    let edit = json!({ "lines": [{ "id": line, "product_id": mate, "quantity": 1, "unit_price": 10000 }],
+        "assigned_warehouse_id": main, "expected_updated_at": read["updated_at"] });
+    let response = app
+        .client
+        .request(Method::PATCH, format!("{}{ORDERS}/{order_id}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", Uuid::now_v7().to_string())
+        .json(&edit)
+        .send()
+        .await
+        .expect("sent");
+    let below = error(response, 422, "business_error").await;
+    assert_eq!(below["error"]["details"][0]["field"], "lines[0].quantity");
+    let cancel = app
+        .client
+        .post(format!("{}{ORDERS}/{order_id}/cancel", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", Uuid::now_v7().to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(error(cancel, 409, "business_error").await["error"]["code"], "STATE_CONFLICT");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana").await;
+    let mate = product(&app, "MATE", &main, 1).await;
+    let unknown = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos, "colour": 1,
+        "items": [{ "quantity": 1 }, { "is_custom": true, "quantity": 1 }] });
+    let refused = error(app.post_keyed(NOTES, &unknown).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["colour", "items[0].product_id", "items[1].name"]);
+    let missing = json!({ "origin": { "type": "custom" }, "customer_id": Uuid::now_v7(), "point_of_sale_id": Uuid::now_v7(),
+        "warehouse_id": Uuid::now_v7(), "items": [{ "product_id": Uuid::now_v7(), "quantity": 1 }] });
+    let not_found = error(app.post_keyed(NOTES, &missing).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&not_found), ["point_of_sale_id", "customer_id", "warehouse_id", "items[0].product_id"]);
+    app.negative_stock("block").await;
+    let short = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
+        "items": [{ "product_id": mate, "quantity": 2 }] });
+    let business = error(app.post_keyed(NOTES, &short).await, 422, "business_error").await;
+    assert_eq!(business["error"]["code"], "INSUFFICIENT_STOCK");
+    let written: i64 = sqlx::query_scalar("select count(*) from events where stream_type = 'delivery_note'")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(written, 0, "nothing written");
+    let numbered: Option<i64> =
+        sqlx::query_scalar("select max(last) from document_numbers where series like 'delivery_note:%'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("numbers");
+    assert_eq!(numbered, None, "no number was spent");
+}

@@ -1,0 +1,118 @@
+//! The delivery notes read model (`delivery_notes_view`): each note's whole state (every note event
+//! carries it), kept when the note is deleted (`deleted`), with the columns its list filters on.
+
+use crate::{Folded, Target};
+use events::RecordedEvent;
+use events::catalogue::{DeliveryNoteEvent, DeliveryNoteState, DeliveryOrigin};
+use serde_json::Value;
+use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+pub const TABLE: &str = "delivery_notes_view";
+
+pub struct DeliveryNotesProjection;
+
+projection!(DeliveryNotesProjection { id: DeliveryNotes, tables: &[TABLE], folds: [DeliveryNoteEvent] });
+
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
+    let table = target.table(TABLE);
+    for event in events {
+        let decoded: DeliveryNoteEvent = crate::decode(event)?;
+        let (note, deleted) = match &decoded {
+            DeliveryNoteEvent::DeliveryNoteCreated(note) => (&**note, false),
+            DeliveryNoteEvent::DeliveryNoteDeleted(deleted) => (&deleted.note, true),
+        };
+        let origin_id = match note.origin {
+            DeliveryOrigin::Custom => None,
+            DeliveryOrigin::Sale { sale_id } => Some(sale_id),
+            DeliveryOrigin::Order { order_id } => Some(order_id),
+        };
+        let sql = format!(
+            "insert into {table} (org_id, id, origin_type, origin_id, point_of_sale_id, number, customer_id, deleted,
+                                  doc, created_at, updated_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
+             on conflict (org_id, id) do update set deleted = excluded.deleted, doc = excluded.doc,
+                 updated_at = excluded.updated_at"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(event.org_id)
+            .bind(event.stream_id)
+            .bind(note.origin.as_str())
+            .bind(origin_id)
+            .bind(note.point_of_sale_id)
+            .bind(note.number)
+            .bind(note.customer_id)
+            .bind(deleted)
+            .bind(serde_json::to_value(note).unwrap_or_default())
+            .bind(event.recorded_at)
+            .execute(&mut *conn)
+            .await?;
+    }
+    // Delivery note reads are not cached.
+    Ok(Vec::new())
+}
+
+/// A delivery note as stored for reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoteRow {
+    pub id: Uuid,
+    pub note: DeliveryNoteState,
+    pub deleted: bool,
+    pub created_at: OffsetDateTime,
+    pub updated_at: OffsetDateTime,
+}
+
+type Tuple = (Uuid, Value, bool, OffsetDateTime, OffsetDateTime);
+
+fn row((id, doc, deleted, created_at, updated_at): Tuple) -> Result<NoteRow, sqlx::Error> {
+    let note = crate::from_doc(doc)?;
+    Ok(NoteRow { id, note, deleted, created_at, updated_at })
+}
+
+/// A note, deleted or not.
+pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<NoteRow>, sqlx::Error> {
+    let found: Option<Tuple> = sqlx::query_as(
+        "select id, doc, deleted, created_at, updated_at from delivery_notes_view where org_id = $1 and id = $2",
+    )
+    .bind(org_id)
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    found.map(row).transpose()
+}
+
+/// What the delivery note list filters on (each `None`: any).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct NoteFilter {
+    pub origin_type: Option<String>,
+    pub origin_id: Option<Uuid>,
+    pub customer_id: Option<Uuid>,
+}
+
+/// Up to `limit` notes that are not deleted after `after` (created at, id), newest first.
+pub async fn list(
+    pool: &PgPool,
+    org_id: Uuid,
+    filter: &NoteFilter,
+    after: Option<(OffsetDateTime, Uuid)>,
+    limit: i64,
+) -> Result<Vec<NoteRow>, sqlx::Error> {
+    let rows: Vec<Tuple> = sqlx::query_as(
+        "select id, doc, deleted, created_at, updated_at from delivery_notes_view
+         where org_id = $1 and not deleted and ($2::text is null or origin_type = $2)
+           and ($3::uuid is null or origin_id = $3) and ($4::uuid is null or customer_id = $4)
+           and ($5::timestamptz is null or (created_at, id) < ($5, $6))
+         order by created_at desc, id desc limit $7",
+    )
+    .bind(org_id)
+    .bind(filter.origin_type.as_deref())
+    .bind(filter.origin_id)
+    .bind(filter.customer_id)
+    .bind(after.map(|a| a.0))
+    .bind(after.map(|a| a.1))
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter().map(row).collect()
+}
