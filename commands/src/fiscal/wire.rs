@@ -108,9 +108,10 @@ pub struct CabRequest {
 /// Writes a struct of the fields of a voucher as `FECAEDetRequest` states them, in its order, followed by
 /// the struct's own: [`DetRequest`] is those alone, [`StoredDetail`] (`ResultGet`) repeats them with
 /// what the authority adds. They repeat them rather than flattening a `DetRequest`, since a flattened
-/// struct cannot read exact decimals; this is their one list.
+/// struct cannot read exact decimals; this is their one list. With `identity:` only the fields that
+/// name the voucher (concept to date), which [`DetResponse`] repeats before its outcome.
 macro_rules! voucher_fields {
-    ($(#[$meta:meta])* pub struct $name:ident { $($own:tt)* }) => {
+    (identity: $(#[$meta:meta])* pub struct $name:ident { $($own:tt)* }) => {
         $(#[$meta])*
         pub struct $name {
             /// 1 products, 2 services, 3 both.
@@ -124,44 +125,53 @@ macro_rules! voucher_fields {
             pub number_from: i64,
             #[serde(rename = "CbteHasta")]
             pub number_to: i64,
-            /// Absent means the day it is sent.
+            /// Absent from a request means the day it is sent.
             #[serde(rename = "CbteFch", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
             pub date: Option<Date>,
-            #[serde(rename = "ImpTotal")]
-            pub total: Amount,
-            /// Not taxed.
-            #[serde(rename = "ImpTotConc")]
-            pub non_taxed: Amount,
-            /// Taxed net.
-            #[serde(rename = "ImpNeto")]
-            pub net: Amount,
-            #[serde(rename = "ImpOpEx")]
-            pub exempt: Amount,
-            /// Other taxes.
-            #[serde(rename = "ImpTrib")]
-            pub other_taxes: Amount,
-            #[serde(rename = "ImpIVA")]
-            pub vat: Amount,
-            #[serde(rename = "FchServDesde", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-            pub service_from: Option<Date>,
-            #[serde(rename = "FchServHasta", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-            pub service_to: Option<Date>,
-            #[serde(rename = "FchVtoPago", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-            pub payment_due: Option<Date>,
-            #[serde(rename = "MonId")]
-            pub currency: String,
-            #[serde(rename = "MonCotiz", default, skip_serializing_if = "Option::is_none")]
-            pub rate: Option<Rate>,
-            /// Mandatory since RG 5616; its absence is an observation (10246), not a rejection.
-            #[serde(rename = "CondicionIVAReceptorId", default, skip_serializing_if = "Option::is_none")]
-            pub receiver_vat_condition: Option<i32>,
-            #[serde(rename = "CbtesAsoc", default, skip_serializing_if = "Vec::is_empty")]
-            pub associated: Vec<AssociatedVoucher>,
-            #[serde(rename = "Tributos", default, skip_serializing_if = "Vec::is_empty")]
-            pub other_tax_lines: Vec<OtherTax>,
-            #[serde(rename = "Iva", default, skip_serializing_if = "Vec::is_empty")]
-            pub vat_lines: Vec<VatRate>,
             $($own)*
+        }
+    };
+    ($(#[$meta:meta])* pub struct $name:ident { $($own:tt)* }) => {
+        voucher_fields! {
+            identity:
+            $(#[$meta])*
+            pub struct $name {
+                #[serde(rename = "ImpTotal")]
+                pub total: Amount,
+                /// Not taxed.
+                #[serde(rename = "ImpTotConc")]
+                pub non_taxed: Amount,
+                /// Taxed net.
+                #[serde(rename = "ImpNeto")]
+                pub net: Amount,
+                #[serde(rename = "ImpOpEx")]
+                pub exempt: Amount,
+                /// Other taxes.
+                #[serde(rename = "ImpTrib")]
+                pub other_taxes: Amount,
+                #[serde(rename = "ImpIVA")]
+                pub vat: Amount,
+                #[serde(rename = "FchServDesde", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+                pub service_from: Option<Date>,
+                #[serde(rename = "FchServHasta", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+                pub service_to: Option<Date>,
+                #[serde(rename = "FchVtoPago", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+                pub payment_due: Option<Date>,
+                #[serde(rename = "MonId")]
+                pub currency: String,
+                #[serde(rename = "MonCotiz", default, skip_serializing_if = "Option::is_none")]
+                pub rate: Option<Rate>,
+                /// Mandatory since RG 5616; its absence is an observation (10246), not a rejection.
+                #[serde(rename = "CondicionIVAReceptorId", default, skip_serializing_if = "Option::is_none")]
+                pub receiver_vat_condition: Option<i32>,
+                #[serde(rename = "CbtesAsoc", default, skip_serializing_if = "Vec::is_empty")]
+                pub associated: Vec<AssociatedVoucher>,
+                #[serde(rename = "Tributos", default, skip_serializing_if = "Vec::is_empty")]
+                pub other_tax_lines: Vec<OtherTax>,
+                #[serde(rename = "Iva", default, skip_serializing_if = "Vec::is_empty")]
+                pub vat_lines: Vec<VatRate>,
+                $($own)*
+            }
         }
     };
 }
@@ -250,30 +260,21 @@ pub struct CabResponse {
     pub reprocessed: String,
 }
 
-/// `FECAEDetResponse`: the outcome of one voucher.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DetResponse {
-    #[serde(rename = "Concepto")]
-    pub concept: i32,
-    #[serde(rename = "DocTipo")]
-    pub doc_type: i32,
-    #[serde(rename = "DocNro")]
-    pub doc_number: i64,
-    #[serde(rename = "CbteDesde")]
-    pub number_from: i64,
-    #[serde(rename = "CbteHasta")]
-    pub number_to: i64,
-    #[serde(rename = "CbteFch", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub date: Option<Date>,
-    #[serde(rename = "Resultado")]
-    pub result: String,
-    #[serde(rename = "Observaciones", default, skip_serializing_if = "Vec::is_empty")]
-    pub observations: Vec<Message>,
-    /// Empty when rejected.
-    #[serde(rename = "CAE", default)]
-    pub cae: String,
-    #[serde(rename = "CAEFchVto", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
-    pub cae_due: Option<Date>,
+voucher_fields! {
+    identity:
+    /// `FECAEDetResponse`: the outcome of one voucher.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct DetResponse {
+        #[serde(rename = "Resultado")]
+        pub result: String,
+        #[serde(rename = "Observaciones", default, skip_serializing_if = "Vec::is_empty")]
+        pub observations: Vec<Message>,
+        /// Empty when rejected.
+        #[serde(rename = "CAE", default)]
+        pub cae: String,
+        #[serde(rename = "CAEFchVto", default, with = "yyyymmdd_opt", skip_serializing_if = "Option::is_none")]
+        pub cae_due: Option<Date>,
+    }
 }
 
 /// `FECompConsultar`'s request.
