@@ -76,6 +76,15 @@ struct Claimed {
     attempts: i32,
 }
 
+impl Claimed {
+    /// `set` (an `update documents set …` from `$4` on) of this document's row, its owner bound as `$1`
+    /// to `$3`: the caller binds the rest.
+    fn update(&self, set: &str) -> sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        let sql = format!("{set} where org_id = $1 and owner_kind = $2 and owner_id = $3");
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(self.org).bind(&self.kind).bind(self.id)
+    }
+}
+
 /// Claims up to `config.batch` due documents, renders them and records each outcome, all in one
 /// transaction that holds their rows. Returns how many were claimed.
 pub async fn render_due(pool: &PgPool, config: &WorkerConfig) -> Result<usize, sqlx::Error> {
@@ -109,18 +118,15 @@ pub async fn render_due(pool: &PgPool, config: &WorkerConfig) -> Result<usize, s
         let attempt = document.attempts.saturating_add(1);
         match outcome {
             Ok(pdf) => {
-                sqlx::query(
-                    "update documents set state = 'ready', content = $4, attempts = $5, last_error = null,
-                            rendered_at = now(), updated_at = now()
-                      where org_id = $1 and owner_kind = $2 and owner_id = $3",
-                )
-                .bind(document.org)
-                .bind(&document.kind)
-                .bind(document.id)
-                .bind(pdf)
-                .bind(attempt)
-                .execute(&mut *tx)
-                .await?;
+                document
+                    .update(
+                        "update documents set state = 'ready', content = $4, attempts = $5, last_error = null,
+                                rendered_at = now(), updated_at = now()",
+                    )
+                    .bind(pdf)
+                    .bind(attempt)
+                    .execute(&mut *tx)
+                    .await?;
             }
             Err(error) => {
                 let (state, wait) = config.after_failure(attempt);
@@ -132,20 +138,17 @@ pub async fn render_due(pool: &PgPool, config: &WorkerConfig) -> Result<usize, s
                     %error,
                     "document rendering failed"
                 );
-                sqlx::query(
-                    "update documents set state = $4, attempts = $5, last_error = $6, updated_at = now(),
-                            next_attempt_at = now() + make_interval(secs => $7::float8 / 1000)
-                      where org_id = $1 and owner_kind = $2 and owner_id = $3",
-                )
-                .bind(document.org)
-                .bind(&document.kind)
-                .bind(document.id)
-                .bind(state)
-                .bind(attempt)
-                .bind(&error)
-                .bind(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX))
-                .execute(&mut *tx)
-                .await?;
+                document
+                    .update(
+                        "update documents set state = $4, attempts = $5, last_error = $6, updated_at = now(),
+                                next_attempt_at = now() + make_interval(secs => $7::float8 / 1000)",
+                    )
+                    .bind(state)
+                    .bind(attempt)
+                    .bind(&error)
+                    .bind(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX))
+                    .execute(&mut *tx)
+                    .await?;
             }
         }
     }
