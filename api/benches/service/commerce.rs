@@ -138,6 +138,7 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
     let supplier = supplier["data"]["id"].as_str().expect("supplier id").to_owned();
     let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
         let (auth, addr, products) = (auth.to_owned(), setup.http_addr.clone(), products.clone());
+        let (supplier, warehouse) = (supplier.clone(), warehouse.clone());
         Arc::new(move |n| {
             let lines: Vec<serde_json::Value> = (0..3)
                 .map(|j| {
@@ -196,6 +197,7 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
     let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
         let (auth, addr, products) = (auth.to_owned(), setup.http_addr.clone(), products.clone());
         let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+        let point = point.clone();
         Arc::new(move |n| {
             let lines: Vec<serde_json::Value> = (0..3)
                 .map(|j| {
@@ -220,6 +222,67 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
             "sales/s",
             creates,
             0.3,
+            &cpu,
+        );
+    }
+
+    // Delivery notes for orders of five lines: 64 open orders that reserve their lines, each note
+    // delivering one unit of every line of one of them (consuming that much of its reservation).
+    if phase("delivery_notes") {
+        let customer: serde_json::Value = client
+            .post(format!("{base}/api/v1/customers"))
+            .header("authorization", auth)
+            .json(&serde_json::json!({"name": "Cliente de pedidos"}))
+            .send()
+            .await
+            .expect("customer")
+            .json()
+            .await
+            .expect("json");
+        let customer = customer["data"]["id"].as_str().expect("customer id").to_owned();
+        let mut orders = Vec::new();
+        for n in 0..64usize {
+            let lines: Vec<serde_json::Value> = (0..5)
+                .map(|j| serde_json::json!({"product_id": products[(n * 5 + j) % products.len()], "quantity": 100_000, "unit_price": 1000}))
+                .collect();
+            let order: serde_json::Value = client
+                .post(format!("{base}/api/v1/orders"))
+                .header("authorization", auth)
+                .header("idempotency-key", format!("bench-order-{n}"))
+                .json(&serde_json::json!({"customer_id": customer, "assigned_warehouse_id": warehouse,
+                    "reservation": {"enabled": true}, "lines": lines}))
+                .send()
+                .await
+                .expect("order")
+                .json()
+                .await
+                .expect("json");
+            let id = order["data"]["id"].as_str().expect("order id").to_owned();
+            let items: Vec<serde_json::Value> = order["data"]["lines"]
+                .as_array()
+                .expect("lines")
+                .iter()
+                .map(|l| serde_json::json!({"order_line_id": l["id"], "quantity": 1}))
+                .collect();
+            let body = serde_json::json!({"origin": {"type": "order", "order_id": id}, "point_of_sale_id": point,
+                "items": items});
+            orders.push(Bytes::from(body.to_string()));
+        }
+        let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+            let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
+            Arc::new(move |n| {
+                keyed_post(&addr, &auth, "/api/v1/delivery-notes", n, "note", &orders[n as usize % orders.len()])
+            })
+        };
+        let cpu = cpu_times();
+        let notes = load(setup, make, 201).await;
+        let cpu = cpu_line(&cpu, notes.count, "note", true);
+        print_against_creates(
+            "delivery notes: POST /api/v1/delivery-notes for orders of 5 lines (stock, reservation, order, read-your-writes)",
+            &notes,
+            "notes/s",
+            creates,
+            0.4,
             &cpu,
         );
     }
