@@ -28,7 +28,7 @@ macro_rules! api_group {
     };
 }
 
-/// `routes! { #[OpenApi(..)] Api { routes written out } cursor_lists: { rows } }`: the `#[OpenApi]` impl
+/// `routes! { #[OpenApi(..)] Api { routes written out } cursor_lists: { rows } v2_pages: { rows } }`: the `#[OpenApi]` impl
 /// of `Api`, with a route per cursor-list row. A row is the list's doc (summary, blank line,
 /// description), then
 /// `method("/path", "operationId"[, tag = "Tag"]) -> Answer = OPERATION, serve { params } [then { params }];`:
@@ -38,6 +38,13 @@ macro_rules! api_group {
 /// `then` params after those, and the undocumented `page`. It opens a [`Call`] for `OPERATION` and
 /// answers `Answer::Ok` with the page `serve(&call, page_params, params…)` writes, each parameter passed
 /// as received (its `.0`).
+///
+///
+/// And a route per `v2_pages` row, `method("/path", "operationId", tag = "Tag") -> Answer = OPERATION,
+/// serve { params };`: a v2 page list, whose parameters are the caller's credential, `page` and `limit`
+/// as every v2 page list documents them, then the `params`. It opens a [`Call`] for `OPERATION`, reads
+/// the page and its size (a bad one answers 400 before any filter is read) and answers what
+/// `serve(&call, page, limit, params…)` does.
 ///
 /// [`Call`]: crate::http::resource::Call
 macro_rules! routes {
@@ -52,6 +59,15 @@ macro_rules! routes {
                         $($(#[$($param_meta:tt)*])* $param:ident: $param_in:ident<$param_ty:ty>),* $(,)?
                     }
                     $(then { $($(#[$($after_meta:tt)*])* $after:ident: $after_in:ident<$after_ty:ty>),* $(,)? })?;
+            )*
+        })?
+        $(v2_pages: {
+            $(
+                $(#[doc = $v2_doc:tt])*
+                $v2_method:ident($v2_path:literal, $v2_id:literal, tag = $v2_tag:literal)
+                    -> $v2_answer:ty = $v2_operation:ident, $v2_serve:ident {
+                        $($(#[$($v2_param_meta:tt)*])* $v2_param:ident: $v2_param_in:ident<$v2_param_ty:ty>),* $(,)?
+                    };
             )*
         })?
     ) => {
@@ -80,6 +96,27 @@ macro_rules! routes {
                     let params = $crate::http::resource::PageParams::new(limit, cursor, page);
                     let body = $serve(&call, params, $($param.0,)* $($($after.0,)*)?).await?;
                     Ok($answer::Ok($crate::http::body::RawJson::new(body)))
+                }
+            )*)?
+
+            $($(
+                $(#[doc = $v2_doc])*
+                #[oai(path = $v2_path, method = "get", operation_id = $v2_id, tag = $v2_tag)]
+                #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+                async fn $v2_method(
+                    &self,
+                    auth: $crate::http::auth::Auth,
+                    state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
+                    request_id: $crate::http::RequestId,
+                    /// Page number, from 1 (default 1).
+                    page: ::poem_openapi::param::Query<Option<$crate::http::schema::PageNumber>>,
+                    /// 1 to 100, default 20.
+                    limit: ::poem_openapi::param::Query<Option<$crate::http::schema::Limit>>,
+                    $($(#[$($v2_param_meta)*])* $v2_param: $v2_param_in<$v2_param_ty>,)*
+                ) -> Result<$v2_answer, $crate::http::error::ApiError> {
+                    let call = $crate::http::resource::Call::new($v2_operation, &state, &auth, &request_id)?;
+                    let (page, limit) = $crate::http::shared_pages::v2_page_params(page, limit)?;
+                    $v2_serve(&call, page, limit, $($v2_param.0),*).await
                 }
             )*)?
         }

@@ -18,11 +18,11 @@ use crate::http::purchases::{
 use crate::http::records::{WarehouseData, record_page};
 use crate::http::resource::Call;
 use crate::http::resource::{Write, decode_state};
+use crate::http::routes_group::routes;
 use crate::http::schema::Text;
-use crate::http::schema::{Limit, PageNumber};
 use crate::http::shared_filters::{date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
-use crate::http::shared_pages::{tagged, v2_envelope, v2_page, v2_page_params};
+use crate::http::shared_pages::{tagged, v2_envelope, v2_page};
 use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, Style};
 use crate::http::{ServiceVersion, idempotency, shared_filters};
@@ -33,7 +33,6 @@ use commands::tags::Taggable;
 use events::catalogue::WarehouseEvent;
 use events::domain::Scope;
 use poem::web::Data;
-use poem_openapi::OpenApi;
 use poem_openapi::param::Query;
 use poem_openapi::param::{Header, Path};
 use poem_openapi::{ApiResponse, Enum, Object};
@@ -186,232 +185,224 @@ responses! {
 
 pub struct V2Api;
 
-#[OpenApi(prefix_path = "/api/v2")]
-impl V2Api {
-    /// List warehouses (v2)
-    ///
-    /// Discovery for purchases that receive stock: a page list, by name.
-    #[oai(path = "/warehouses", method = "get", operation_id = "v2ListWarehouses", tag = "ApiTags::V2")]
-    async fn list_warehouses(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// Page number, from 1 (default 1).
-        page: Query<Option<PageNumber>>,
-        /// 1 to 100, default 20.
-        limit: Query<Option<Limit>>,
-        /// Only warehouses whose name contains this text (case-insensitive).
-        search: Query<Option<String>>,
-    ) -> Result<V2Pages<WarehouseData>, ApiError> {
-        let call = Call::new(V2_LIST_WAREHOUSES, &state, &auth, &request_id)?;
-        let (page, limit) = v2_page_params(page, limit)?;
-        let search = shared_filters::search(search.0);
-        let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
-        let (data, pagination) = record_page::<WarehouseEvent>(&call, &query).await?;
-        Ok(V2Pages::Ok(RawJson::new(v2_envelope(&call, data, pagination))))
-    }
-
-    /// List suppliers (v2)
-    ///
-    /// Discovery for purchases: a page list by name; `search` matches the name or tax id.
-    #[oai(path = "/suppliers", method = "get", operation_id = "v2ListSuppliers", tag = "ApiTags::V2")]
-    async fn list_suppliers(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// Page number, from 1 (default 1).
-        page: Query<Option<PageNumber>>,
-        /// 1 to 100, default 20.
-        limit: Query<Option<Limit>>,
-        search: Query<Option<String>>,
-    ) -> Result<V2Pages<ContactData>, ApiError> {
-        let call = Call::new(V2_LIST_SUPPLIERS, &state, &auth, &request_id)?;
-        let (page, limit) = v2_page_params(page, limit)?;
-        let search = shared_filters::search(search.0);
-        let table = projections::customers::SUPPLIERS_TABLE;
-        let (rows, total) =
-            projections::customers::page(&state.pool, table, call.org_id(), search.as_deref(), page, limit).await?;
-        let rows = tagged(&state, call.org_id(), Taggable::Supplier, rows, |r| r.id).await?;
-        let data = rows.into_iter().map(|(row, tags)| ContactData { tags, ..ContactData::from_row(row) }).collect();
-        Ok(V2Pages::Ok(RawJson::new(v2_page(&call, data, page, limit, total))))
-    }
-
-    /// List products (v2)
-    ///
-    /// Discovery for purchases: a page list of variants by name; `search` matches the name, SKU or barcode.
-    #[oai(path = "/products", method = "get", operation_id = "v2ListProducts", tag = "ApiTags::V2")]
-    async fn list_products(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// Page number, from 1 (default 1).
-        page: Query<Option<PageNumber>>,
-        /// 1 to 100, default 20.
-        limit: Query<Option<Limit>>,
-        search: Query<Option<String>>,
-    ) -> Result<V2Pages<ProductData>, ApiError> {
-        let call = Call::new(V2_LIST_PRODUCTS, &state, &auth, &request_id)?;
-        let (page, limit) = v2_page_params(page, limit)?;
-        let search = shared_filters::search(search.0);
-        let (rows, total) =
-            projections::products::page(&state.pool, call.org_id(), search.as_deref(), page, limit).await?;
-        let rows = tagged(&state, call.org_id(), Taggable::Product, rows, |r| r.id).await?;
-        let data =
-            rows.into_iter().map(|(row, tags)| ProductData { tags, ..ProductData::from_row(row, false) }).collect();
-        Ok(V2Pages::Ok(RawJson::new(v2_page(&call, data, page, limit, total))))
-    }
-
-    /// List purchases (v2)
-    ///
-    /// A page list, newest first; `supplierId`, `dateFrom` and `dateTo` (inclusive, on the invoice date)
-    /// and `search` (the supplier invoice number or the supplier's name) filter it.
-    #[oai(path = "/purchases", method = "get", operation_id = "v2ListPurchases", tag = "ApiTags::V2")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_purchases(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        /// Page number, from 1 (default 1).
-        page: Query<Option<PageNumber>>,
-        /// 1 to 100, default 20.
-        limit: Query<Option<Limit>>,
-        #[oai(name = "supplierId")] supplier_id: Query<Option<String>>,
-        #[oai(name = "dateFrom")] date_from: Query<Option<String>>,
-        #[oai(name = "dateTo")] date_to: Query<Option<String>>,
-        search: Query<Option<String>>,
-    ) -> Result<V2Pages<PurchaseData>, ApiError> {
-        let call = Call::new(V2_LIST_PURCHASES, &state, &auth, &request_id)?;
-        let (page, limit) = v2_page_params(page, limit)?;
-        let mut filter = purchase_filter(supplier_id.0, date_from.0, date_to.0, search.0).map_err(|mut e| {
-            for detail in &mut e.body.details {
-                detail.field = detail.field.as_deref().map(crate::http::purchases::camel_parameter);
-            }
-            e
-        })?;
-        filter.query = filter.query.take();
-        let (rows, total) = projections::purchases::page(&state.pool, call.org_id(), &filter, page, limit).await?;
-        let data = render_purchases(&state, call.org_id(), rows).await?;
-        Ok(V2Pages::Ok(RawJson::new(v2_page(&call, data, page, limit, total))))
-    }
-
-    /// Get a purchase (v2)
-    #[oai(path = "/purchases/:purchaseId", method = "get", operation_id = "v2GetPurchase", tag = "ApiTags::V2")]
-    async fn get_purchase(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        #[oai(name = "purchaseId")] purchase_id: Path<String>,
-    ) -> Result<V2PurchaseRead, ApiError> {
-        let call = Call::new(V2_GET_PURCHASE, &state, &auth, &request_id)?;
-        let id = call.id(&PURCHASES, &purchase_id.0)?;
-        let row = projections::purchases::get(&state.pool, call.org_id(), id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("purchase"))?;
-        let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
-        Ok(V2PurchaseRead::Ok(RawJson::new(Style::a(&V2Single { request_id: request_id.0, success: true, data }))))
-    }
-
-    /// Preview or commit a purchase (v2)
-    ///
-    /// `mode: preview` assesses the purchase and writes nothing: the answer (200) is the normalized
-    /// purchase, its projected effects and `blockingIssues` (empty means a commit can proceed).
-    /// `mode: commit` needs an `Idempotency-Key` (reuse it when retrying after a timeout) and records the
-    /// purchase (201); with blocking issues it answers 422 `PRECONDITION_FAILED` (`retryable` false, one
-    /// detail per blocker) and writes nothing. A commit identical to a clean preview records exactly what
-    /// the preview showed.
-    #[oai(path = "/purchases", method = "post", operation_id = "v2CreatePurchase", tag = "ApiTags::V2")]
-    async fn create_purchase(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required for `commit`; not used by `preview`.
-        #[oai(name = "Idempotency-Key")]
-        key: Header<Option<String>>,
-        body: JsonBody<V2PurchaseRequest>,
-    ) -> Result<V2PurchaseAnswer, ApiError> {
-        let call = Call::new(V2_CREATE_PURCHASE, &state, &auth, &request_id)?;
-        let mut reader = commands::validate::ObjectReader::new(&body.value, "");
-        let mode = match reader.optional_enum("mode", &["preview", "commit"]).as_deref() {
-            Some("commit") => Some(Mode::Commit),
-            Some(_) => Some(Mode::Preview),
-            None => {
-                if reader.value("mode").is_none() {
-                    reader.reject("mode", "required", "is required: preview or commit");
-                }
-                None
-            }
-        };
-        let client = reader.value("client").cloned();
-        if let Some(value) = &client {
-            reader.errors.extend(client_errors(value));
+routes! {
+    #[OpenApi(prefix_path = "/api/v2")]
+    V2Api {
+        /// Get a purchase (v2)
+        #[oai(path = "/purchases/:purchaseId", method = "get", operation_id = "v2GetPurchase", tag = "ApiTags::V2")]
+        async fn get_purchase(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            #[oai(name = "purchaseId")] purchase_id: Path<String>,
+        ) -> Result<V2PurchaseRead, ApiError> {
+            let call = Call::new(V2_GET_PURCHASE, &state, &auth, &request_id)?;
+            let id = call.id(&PURCHASES, &purchase_id.0)?;
+            let row = projections::purchases::get(&state.pool, call.org_id(), id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("purchase"))?;
+            let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
+            Ok(V2PurchaseRead::Ok(RawJson::new(Style::a(&V2Single { request_id: request_id.0, success: true, data }))))
         }
-        let input = match reader.value("input") {
-            Some(input) => match parse_purchase(input, today()) {
-                Ok(parsed) => Some(parsed),
-                Err(errors) => {
-                    reader.errors.extend(errors.into_iter().map(|mut e| {
-                        e.field = format!("input.{}", e.field);
-                        e
-                    }));
+
+        /// Preview or commit a purchase (v2)
+        ///
+        /// `mode: preview` assesses the purchase and writes nothing: the answer (200) is the normalized
+        /// purchase, its projected effects and `blockingIssues` (empty means a commit can proceed).
+        /// `mode: commit` needs an `Idempotency-Key` (reuse it when retrying after a timeout) and records the
+        /// purchase (201); with blocking issues it answers 422 `PRECONDITION_FAILED` (`retryable` false, one
+        /// detail per blocker) and writes nothing. A commit identical to a clean preview records exactly what
+        /// the preview showed.
+        #[oai(path = "/purchases", method = "post", operation_id = "v2CreatePurchase", tag = "ApiTags::V2")]
+        async fn create_purchase(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required for `commit`; not used by `preview`.
+            #[oai(name = "Idempotency-Key")]
+            key: Header<Option<String>>,
+            body: JsonBody<V2PurchaseRequest>,
+        ) -> Result<V2PurchaseAnswer, ApiError> {
+            let call = Call::new(V2_CREATE_PURCHASE, &state, &auth, &request_id)?;
+            let mut reader = commands::validate::ObjectReader::new(&body.value, "");
+            let mode = match reader.optional_enum("mode", &["preview", "commit"]).as_deref() {
+                Some("commit") => Some(Mode::Commit),
+                Some(_) => Some(Mode::Preview),
+                None => {
+                    if reader.value("mode").is_none() {
+                        reader.reject("mode", "required", "is required: preview or commit");
+                    }
                     None
                 }
-            },
-            None => {
-                reader.reject("input", "required", "is required");
-                None
+            };
+            let client = reader.value("client").cloned();
+            if let Some(value) = &client {
+                reader.errors.extend(client_errors(value));
             }
-        };
-        let (mode, input) = reader.finish((mode, input)).map_err(ApiError::validation)?;
-        let (Some(mode), Some(input)) = (mode, input) else { return Err(ApiError::internal()) };
-        // A commit needs a key; a key sent with a preview must still be a valid one (it is not used).
-        idempotency::claim(key.0.clone(), mode == Mode::Commit, V2_CREATE_PURCHASE.id(), &[], None, None)?;
-        let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode, input });
-        let key = if mode == Mode::Commit { key.0 } else { None };
-        let accepted = call.dispatch(Write::json(key, &version, &[], &body), command).await.map_err(|mut error| {
-            // Blockers name input fields; under v2 every field of the body is under `input`.
-            if error.body.code == "PRECONDITION_FAILED" {
-                for detail in &mut error.body.details {
-                    detail.field = detail.field.as_deref().map(|f| format!("input.{f}"));
+            let input = match reader.value("input") {
+                Some(input) => match parse_purchase(input, today()) {
+                    Ok(parsed) => Some(parsed),
+                    Err(errors) => {
+                        reader.errors.extend(errors.into_iter().map(|mut e| {
+                            e.field = format!("input.{}", e.field);
+                            e
+                        }));
+                        None
+                    }
+                },
+                None => {
+                    reader.reject("input", "required", "is required");
+                    None
                 }
+            };
+            let (mode, input) = reader.finish((mode, input)).map_err(ApiError::validation)?;
+            let (Some(mode), Some(input)) = (mode, input) else { return Err(ApiError::internal()) };
+            // A commit needs a key; a key sent with a preview must still be a valid one (it is not used).
+            idempotency::claim(key.0.clone(), mode == Mode::Commit, V2_CREATE_PURCHASE.id(), &[], None, None)?;
+            let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode, input });
+            let key = if mode == Mode::Commit { key.0 } else { None };
+            let accepted = call.dispatch(Write::json(key, &version, &[], &body), command).await.map_err(|mut error| {
+                // Blockers name input fields; under v2 every field of the body is under `input`.
+                if error.body.code == "PRECONDITION_FAILED" {
+                    for detail in &mut error.body.details {
+                        detail.field = detail.field.as_deref().map(|f| format!("input.{f}"));
+                    }
+                }
+                error
+            })?;
+            for projection in [ProjectionId::Purchases, ProjectionId::Inventory, ProjectionId::Products] {
+                state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
             }
-            error
-        })?;
-        for projection in [ProjectionId::Purchases, ProjectionId::Inventory, ProjectionId::Products] {
-            state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
+            let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
+            let names = outcome_names(&state, call.org_id(), &outcome).await?;
+            let (normalized, effects) = normalized_and_effects(&outcome, &names);
+            let purchase = match outcome.id {
+                Some(id) => {
+                    let row = projections::purchases::get(&state.pool, call.org_id(), id)
+                        .await?
+                        .ok_or_else(|| ApiError::not_found("purchase"))?;
+                    Some(render_purchases(&state, call.org_id(), vec![row]).await?.remove(0))
+                }
+                None => None,
+            };
+            let data = V2PurchaseResult {
+                mode: if mode == Mode::Commit { PurchaseMode::Commit } else { PurchaseMode::Preview },
+                purchase,
+                normalized_purchase: normalized,
+                projected_effects: effects,
+                warnings: outcome.warnings.into_iter().map(Into::into).collect(),
+                blocking_issues: outcome.blocking_issues.into_iter().map(Into::into).collect(),
+                idempotent_replay: accepted.replayed,
+                client,
+            };
+            let body = Style::a(&V2Single { request_id: request_id.0, success: true, data });
+            Ok(match mode {
+                Mode::Commit => V2PurchaseAnswer::Committed(RawJson::new(body)),
+                Mode::Preview => V2PurchaseAnswer::Previewed(RawJson::new(body)),
+            })
         }
-        let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
-        let names = outcome_names(&state, call.org_id(), &outcome).await?;
-        let (normalized, effects) = normalized_and_effects(&outcome, &names);
-        let purchase = match outcome.id {
-            Some(id) => {
-                let row = projections::purchases::get(&state.pool, call.org_id(), id)
-                    .await?
-                    .ok_or_else(|| ApiError::not_found("purchase"))?;
-                Some(render_purchases(&state, call.org_id(), vec![row]).await?.remove(0))
-            }
-            None => None,
-        };
-        let data = V2PurchaseResult {
-            mode: if mode == Mode::Commit { PurchaseMode::Commit } else { PurchaseMode::Preview },
-            purchase,
-            normalized_purchase: normalized,
-            projected_effects: effects,
-            warnings: outcome.warnings.into_iter().map(Into::into).collect(),
-            blocking_issues: outcome.blocking_issues.into_iter().map(Into::into).collect(),
-            idempotent_replay: accepted.replayed,
-            client,
-        };
-        let body = Style::a(&V2Single { request_id: request_id.0, success: true, data });
-        Ok(match mode {
-            Mode::Commit => V2PurchaseAnswer::Committed(RawJson::new(body)),
-            Mode::Preview => V2PurchaseAnswer::Previewed(RawJson::new(body)),
-        })
     }
+    v2_pages: {
+        /// List warehouses (v2)
+        ///
+        /// Discovery for purchases that receive stock: a page list, by name.
+        list_warehouses("/warehouses", "v2ListWarehouses", tag = "ApiTags::V2")
+            -> V2Pages<WarehouseData> = V2_LIST_WAREHOUSES, warehouses {
+            /// Only warehouses whose name contains this text (case-insensitive).
+            search: Query<Option<String>>,
+        };
+
+        /// List suppliers (v2)
+        ///
+        /// Discovery for purchases: a page list by name; `search` matches the name or tax id.
+        list_suppliers("/suppliers", "v2ListSuppliers", tag = "ApiTags::V2")
+            -> V2Pages<ContactData> = V2_LIST_SUPPLIERS, suppliers { search: Query<Option<String>> };
+
+        /// List products (v2)
+        ///
+        /// Discovery for purchases: a page list of variants by name; `search` matches the name, SKU or barcode.
+        list_products("/products", "v2ListProducts", tag = "ApiTags::V2")
+            -> V2Pages<ProductData> = V2_LIST_PRODUCTS, products { search: Query<Option<String>> };
+
+        /// List purchases (v2)
+        ///
+        /// A page list, newest first; `supplierId`, `dateFrom` and `dateTo` (inclusive, on the invoice date)
+        /// and `search` (the supplier invoice number or the supplier's name) filter it.
+        list_purchases("/purchases", "v2ListPurchases", tag = "ApiTags::V2")
+            -> V2Pages<PurchaseData> = V2_LIST_PURCHASES, purchases {
+            #[oai(name = "supplierId")] supplier_id: Query<Option<String>>,
+            #[oai(name = "dateFrom")] date_from: Query<Option<String>>,
+            #[oai(name = "dateTo")] date_to: Query<Option<String>>,
+            search: Query<Option<String>>,
+        };
+    }
+}
+
+/// A page of warehouses by name.
+async fn warehouses(
+    call: &Call<'_>,
+    page: i64,
+    limit: i64,
+    search: Option<String>,
+) -> Result<V2Pages<WarehouseData>, ApiError> {
+    let search = shared_filters::search(search);
+    let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
+    let (data, pagination) = record_page::<WarehouseEvent>(call, &query).await?;
+    Ok(V2Pages::Ok(RawJson::new(v2_envelope(call, data, pagination))))
+}
+
+/// A page of suppliers by name, with their tags.
+async fn suppliers(
+    call: &Call<'_>,
+    page: i64,
+    limit: i64,
+    search: Option<String>,
+) -> Result<V2Pages<ContactData>, ApiError> {
+    let search = shared_filters::search(search);
+    let table = projections::customers::SUPPLIERS_TABLE;
+    let (rows, total) =
+        projections::customers::page(&call.state.pool, table, call.org_id(), search.as_deref(), page, limit).await?;
+    let rows = tagged(call.state, call.org_id(), Taggable::Supplier, rows, |r| r.id).await?;
+    let data = rows.into_iter().map(|(row, tags)| ContactData { tags, ..ContactData::from_row(row) }).collect();
+    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total))))
+}
+
+/// A page of product variants by name, with their tags.
+async fn products(
+    call: &Call<'_>,
+    page: i64,
+    limit: i64,
+    search: Option<String>,
+) -> Result<V2Pages<ProductData>, ApiError> {
+    let search = shared_filters::search(search);
+    let (rows, total) =
+        projections::products::page(&call.state.pool, call.org_id(), search.as_deref(), page, limit).await?;
+    let rows = tagged(call.state, call.org_id(), Taggable::Product, rows, |r| r.id).await?;
+    let data = rows.into_iter().map(|(row, tags)| ProductData { tags, ..ProductData::from_row(row, false) }).collect();
+    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total))))
+}
+
+/// A page of purchases, newest first; the filters' errors name them as v2 spells them.
+async fn purchases(
+    call: &Call<'_>,
+    page: i64,
+    limit: i64,
+    supplier_id: Option<String>,
+    date_from: Option<String>,
+    date_to: Option<String>,
+    search: Option<String>,
+) -> Result<V2Pages<PurchaseData>, ApiError> {
+    let mut filter = purchase_filter(supplier_id, date_from, date_to, search).map_err(|mut e| {
+        for detail in &mut e.body.details {
+            detail.field = detail.field.as_deref().map(crate::http::purchases::camel_parameter);
+        }
+        e
+    })?;
+    filter.query = filter.query.take();
+    let (rows, total) = projections::purchases::page(&call.state.pool, call.org_id(), &filter, page, limit).await?;
+    let data = render_purchases(call.state, call.org_id(), rows).await?;
+    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total))))
 }
