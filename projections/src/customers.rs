@@ -1,14 +1,10 @@
 //! The contacts read models: one row per customer (`customers_view`) or supplier (`suppliers_view`),
 //! for their details and lists. Both kinds share one shape and one projection type.
 
-use crate::{
-    CacheKey, CacheResource, Folded, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold,
-    StreamType, Target, json_fold, latest_rows,
-};
+use crate::{CacheResource, ProjectionError, ProjectionId, json_fold, latest_rows};
 use events::RecordedEvent;
 use events::catalogue::{CustomerEvent, CustomerFields, RecordEvent, SupplierEvent};
-use futures::future::BoxFuture;
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 use std::marker::PhantomData;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -18,56 +14,36 @@ pub const SUPPLIERS_TABLE: &str = "suppliers_view";
 
 /// One kind of contact: its projection, table and cached resource. It folds the aggregate whose events
 /// are `E`.
-pub struct ContactsProjection<E> {
-    id: ProjectionId,
-    tables: &'static [&'static str],
-    resource: CacheResource,
-    _kind: PhantomData<fn() -> E>,
-}
+pub type ContactsProjection<E> = json_fold::Table<ContactRows<E>>;
 
 pub type CustomersProjection = ContactsProjection<CustomerEvent>;
 
-pub const CUSTOMERS: ContactsProjection<CustomerEvent> = ContactsProjection {
-    id: ProjectionId::Customers,
-    tables: &[TABLE],
-    resource: CacheResource::Customer,
-    _kind: PhantomData,
-};
+pub const CUSTOMERS: ContactsProjection<CustomerEvent> =
+    json_fold::Table::new(ProjectionId::Customers, &[TABLE], CacheResource::Customer);
 
-pub const SUPPLIERS: ContactsProjection<SupplierEvent> = ContactsProjection {
-    id: ProjectionId::Suppliers,
-    tables: &[SUPPLIERS_TABLE],
-    resource: CacheResource::Supplier,
-    _kind: PhantomData,
-};
+pub const SUPPLIERS: ContactsProjection<SupplierEvent> =
+    json_fold::Table::new(ProjectionId::Suppliers, &[SUPPLIERS_TABLE], CacheResource::Supplier);
 
-impl<E> Projection for ContactsProjection<E>
+/// The rows of the contacts whose events are `E`.
+pub struct ContactRows<E>(PhantomData<fn() -> E>);
+
+impl<E> json_fold::Rows for ContactRows<E>
 where
-    E: RecordEvent<Fields = CustomerFields> + Send + Sync + 'static,
+    E: RecordEvent<Fields = CustomerFields>,
 {
-    fn id(&self) -> ProjectionId {
-        self.id
+    type Event = E;
+    type Row = CustomerRow;
+
+    fn fold(events: &[RecordedEvent]) -> Result<Vec<CustomerRow>, ProjectionError> {
+        fold::<E>(events)
     }
 
-    fn tables(&self) -> &'static [&'static str] {
-        self.tables
+    fn upsert_sql(table: &str) -> String {
+        upsert_sql(table)
     }
 
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<E>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Folded> {
-        Box::pin(apply::<E>(conn, target, self.tables[0], self.resource, events))
-    }
-
-    fn rendered(&self) -> Option<&dyn RenderedFold> {
-        Some(self)
+    fn key(row: &CustomerRow) -> (Uuid, Uuid) {
+        (row.org_id, row.id)
     }
 }
 
@@ -165,39 +141,6 @@ fn upsert_sql(table: &str) -> String {
              postal_code = excluded.postal_code, updated_at = excluded.updated_at,
              default_account_id = excluded.default_account_id"
     )
-}
-
-fn stale(resource: CacheResource, rows: &[CustomerRow]) -> Vec<CacheKey> {
-    rows.iter().map(|r| CacheKey { resource, org_id: r.org_id, id: r.id }).collect()
-}
-
-async fn apply<E: RecordEvent<Fields = CustomerFields>>(
-    conn: &mut PgConnection,
-    target: Target,
-    table: &str,
-    resource: CacheResource,
-    events: &[RecordedEvent],
-) -> Folded {
-    let rows = fold::<E>(events)?;
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    json_fold::run(conn, upsert_sql(&target.table(table)), &rows).await?;
-    Ok(stale(resource, &rows))
-}
-
-impl<E> RenderedFold for ContactsProjection<E>
-where
-    E: RecordEvent<Fields = CustomerFields> + Send + Sync + 'static,
-{
-    fn prepare(&self) -> Vec<String> {
-        vec![json_fold::prepare(self.tables[0], &upsert_sql(self.tables[0]))]
-    }
-
-    fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
-        let rows = fold::<E>(events)?;
-        json_fold::render(self.tables[0], &rows, stale(self.resource, &rows))
-    }
 }
 
 const COLUMNS: &str = "org_id, id, name, email, phone, tax_id, tax_id_type, tax_category, person_type, country, \

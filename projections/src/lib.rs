@@ -124,9 +124,16 @@ pub trait RenderedFold: Send + Sync {
 /// `$1::json` share these: the same SQL is prepared as `<table>_fold` for rendered live batches and
 /// bound as a parameter for rebuilds.
 pub mod json_fold {
-    use super::{CacheKey, ProjectionError, Rendered, sql_literal};
+    use super::{
+        CacheKey, CacheResource, Folded, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold,
+        StreamType, Target, sql_literal,
+    };
+    use events::{EventPayload, RecordedEvent};
+    use futures::future::BoxFuture;
     use serde::Serialize;
     use sqlx::PgConnection;
+    use std::marker::PhantomData;
+    use uuid::Uuid;
 
     /// The batch's rows as the JSON array the folds read.
     pub fn rows_json<T: Serialize>(rows: &[T]) -> Result<String, ProjectionError> {
@@ -157,6 +164,94 @@ pub mod json_fold {
     pub async fn run<T: Serialize>(conn: &mut PgConnection, upsert: String, rows: &[T]) -> Result<(), ProjectionError> {
         sqlx::query(sqlx::AssertSqlSafe(upsert)).bind(rows_json(rows)?).execute(conn).await?;
         Ok(())
+    }
+
+    /// What a read model of one table, one row per stream of one aggregate, written by one upsert,
+    /// states of its rows; [`Table`] is the projection that folds them.
+    pub trait Rows: Send + Sync + 'static {
+        /// The events of the aggregate it folds.
+        type Event: EventPayload;
+        type Row: Serialize + Send + Sync;
+
+        /// A batch's rows, one per stream (later events win).
+        fn fold(events: &[RecordedEvent]) -> Result<Vec<Self::Row>, ProjectionError>;
+
+        /// The upsert of a batch of rows into `table`, read as a JSON array from `$1`.
+        fn upsert_sql(table: &str) -> String;
+
+        /// The organization and id of the resource a row is: its cached read goes stale.
+        fn key(row: &Self::Row) -> (Uuid, Uuid);
+    }
+
+    /// The projection of one table whose rows `R` states, with its id and cached resource.
+    pub struct Table<R> {
+        pub id: ProjectionId,
+        /// The read table (a one-element list, as [`Projection::tables`] wants).
+        pub table: &'static [&'static str],
+        pub resource: CacheResource,
+        rows: PhantomData<fn() -> R>,
+    }
+
+    impl<R: Rows> Table<R> {
+        pub const fn new(id: ProjectionId, table: &'static [&'static str], resource: CacheResource) -> Self {
+            Table { id, table, resource, rows: PhantomData }
+        }
+
+        pub fn table_name(&self) -> &'static str {
+            self.table[0]
+        }
+
+        fn stale(&self, rows: &[R::Row]) -> Vec<CacheKey> {
+            let resource = self.resource;
+            rows.iter().map(R::key).map(|(org_id, id)| CacheKey { resource, org_id, id }).collect()
+        }
+
+        async fn apply_batch(&self, conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
+            let rows = R::fold(events)?;
+            if rows.is_empty() {
+                return Ok(Vec::new());
+            }
+            run(conn, R::upsert_sql(&target.table(self.table_name())), &rows).await?;
+            Ok(self.stale(&rows))
+        }
+    }
+
+    impl<R: Rows> Projection for Table<R> {
+        fn id(&self) -> ProjectionId {
+            self.id
+        }
+
+        fn tables(&self) -> &'static [&'static str] {
+            self.table
+        }
+
+        fn folds(&self) -> Folds {
+            Folds::Only(const { &[StreamType::of::<R::Event>()] })
+        }
+
+        fn apply<'a>(
+            &'a self,
+            conn: &'a mut PgConnection,
+            target: Target,
+            events: &'a [RecordedEvent],
+        ) -> BoxFuture<'a, Folded> {
+            Box::pin(self.apply_batch(conn, target, events))
+        }
+
+        fn rendered(&self) -> Option<&dyn RenderedFold> {
+            Some(self)
+        }
+    }
+
+    impl<R: Rows> RenderedFold for Table<R> {
+        fn prepare(&self) -> Vec<String> {
+            vec![prepare(self.table_name(), &R::upsert_sql(self.table_name()))]
+        }
+
+        fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
+            let rows = R::fold(events)?;
+            render(self.table_name(), &rows, self.stale(&rows))
+        }
     }
 }
 

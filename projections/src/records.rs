@@ -1,90 +1,40 @@
 //! Read models of the configuration resources (payment methods, warehouses, categories, points of
 //! sale): the stored fields as a document, plus the columns lists filter and sort on.
 
-use crate::{
-    CacheKey, CacheResource, Folded, Folds, Projection, ProjectionError, ProjectionId, Rendered, RenderedFold,
-    StreamType, Target, json_fold, latest_rows,
-};
+use crate::{CacheResource, ProjectionError, ProjectionId, json_fold, latest_rows};
 use events::RecordedEvent;
 use events::catalogue::{
     CategoryEvent, MetafieldDefinitionEvent, PaymentMethodEvent, PointOfSaleEvent, RecordEvent, WarehouseEvent,
 };
-use futures::future::BoxFuture;
 use serde_json::Value;
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 use std::marker::PhantomData;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// One configuration resource's read model. It folds the aggregate whose events are `E`.
-pub struct RecordsProjection<E> {
-    pub id: ProjectionId,
-    /// The read table (a one-element list, as [`Projection::tables`] wants).
-    pub table: &'static [&'static str],
-    pub resource: CacheResource,
-    _event: PhantomData<fn() -> E>,
-}
+pub type RecordsProjection<E> = json_fold::Table<RecordRows<E>>;
 
-pub const PAYMENT_METHODS: RecordsProjection<PaymentMethodEvent> = RecordsProjection {
-    id: ProjectionId::PaymentMethods,
-    table: &["payment_methods_view"],
-    resource: CacheResource::PaymentMethod,
-    _event: PhantomData,
-};
-pub const WAREHOUSES: RecordsProjection<WarehouseEvent> = RecordsProjection {
-    id: ProjectionId::Warehouses,
-    table: &["warehouses_view"],
-    resource: CacheResource::Warehouse,
-    _event: PhantomData,
-};
-pub const CATEGORIES: RecordsProjection<CategoryEvent> = RecordsProjection {
-    id: ProjectionId::Categories,
-    table: &["categories_view"],
-    resource: CacheResource::Category,
-    _event: PhantomData,
-};
-pub const METAFIELD_DEFINITIONS: RecordsProjection<MetafieldDefinitionEvent> = RecordsProjection {
-    id: ProjectionId::MetafieldDefinitions,
-    table: &["metafield_definitions_view"],
-    resource: CacheResource::MetafieldDefinition,
-    _event: PhantomData,
-};
-pub const POINTS_OF_SALE: RecordsProjection<PointOfSaleEvent> = RecordsProjection {
-    id: ProjectionId::PointsOfSale,
-    table: &["points_of_sale_view"],
-    resource: CacheResource::PointOfSale,
-    _event: PhantomData,
-};
+/// The rows of the records whose events are `E`: the stored fields as a document.
+pub struct RecordRows<E>(PhantomData<fn() -> E>);
 
-impl<E: RecordEvent> Projection for RecordsProjection<E> {
-    fn id(&self) -> ProjectionId {
-        self.id
-    }
+pub const PAYMENT_METHODS: RecordsProjection<PaymentMethodEvent> =
+    json_fold::Table::new(ProjectionId::PaymentMethods, &["payment_methods_view"], CacheResource::PaymentMethod);
+pub const WAREHOUSES: RecordsProjection<WarehouseEvent> =
+    json_fold::Table::new(ProjectionId::Warehouses, &["warehouses_view"], CacheResource::Warehouse);
+pub const CATEGORIES: RecordsProjection<CategoryEvent> =
+    json_fold::Table::new(ProjectionId::Categories, &["categories_view"], CacheResource::Category);
+pub const METAFIELD_DEFINITIONS: RecordsProjection<MetafieldDefinitionEvent> = json_fold::Table::new(
+    ProjectionId::MetafieldDefinitions,
+    &["metafield_definitions_view"],
+    CacheResource::MetafieldDefinition,
+);
+pub const POINTS_OF_SALE: RecordsProjection<PointOfSaleEvent> =
+    json_fold::Table::new(ProjectionId::PointsOfSale, &["points_of_sale_view"], CacheResource::PointOfSale);
 
-    fn tables(&self) -> &'static [&'static str] {
-        self.table
-    }
-
-    fn folds(&self) -> Folds {
-        Folds::Only(const { &[StreamType::of::<E>()] })
-    }
-
-    fn apply<'a>(
-        &'a self,
-        conn: &'a mut PgConnection,
-        target: Target,
-        events: &'a [RecordedEvent],
-    ) -> BoxFuture<'a, Folded> {
-        Box::pin(self.apply_batch(conn, target, events))
-    }
-
-    fn rendered(&self) -> Option<&dyn RenderedFold> {
-        Some(self)
-    }
-}
-
+/// A record as the fold writes it.
 #[derive(serde::Serialize)]
-struct Row {
+pub struct RecordDoc {
     org_id: Uuid,
     id: Uuid,
     doc: Value,
@@ -105,46 +55,29 @@ fn upsert_sql(table: &str) -> String {
     )
 }
 
-impl<E: RecordEvent> RecordsProjection<E> {
-    pub fn table_name(&self) -> &'static str {
-        self.table[0]
-    }
+impl<E: RecordEvent> json_fold::Rows for RecordRows<E> {
+    type Event = E;
+    type Row = RecordDoc;
 
     /// The last state of each record in the batch (later events win), in order of first appearance.
-    fn fold(&self, events: &[RecordedEvent]) -> Result<Vec<Row>, ProjectionError> {
+    fn fold(events: &[RecordedEvent]) -> Result<Vec<RecordDoc>, ProjectionError> {
         let rows = events
             .iter()
             .map(|event| {
                 let decoded: E = crate::decode(event)?;
                 let doc = serde_json::to_value(decoded.fields()).unwrap_or(Value::Null);
-                Ok(Row { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at })
+                Ok(RecordDoc { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at })
             })
             .collect::<Result<Vec<_>, ProjectionError>>()?;
         Ok(latest_rows(rows, |r| (r.org_id, r.id), |_, later| later))
     }
 
-    fn stale(&self, rows: &[Row]) -> Vec<CacheKey> {
-        rows.iter().map(|r| CacheKey { resource: self.resource, org_id: r.org_id, id: r.id }).collect()
+    fn upsert_sql(table: &str) -> String {
+        upsert_sql(table)
     }
 
-    async fn apply_batch(&self, conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
-        let rows = self.fold(events)?;
-        if rows.is_empty() {
-            return Ok(Vec::new());
-        }
-        json_fold::run(conn, upsert_sql(&target.table(self.table[0])), &rows).await?;
-        Ok(self.stale(&rows))
-    }
-}
-
-impl<E: RecordEvent> RenderedFold for RecordsProjection<E> {
-    fn prepare(&self) -> Vec<String> {
-        vec![json_fold::prepare(self.table[0], &upsert_sql(self.table[0]))]
-    }
-
-    fn render(&self, events: &[RecordedEvent]) -> Result<Rendered, ProjectionError> {
-        let rows = self.fold(events)?;
-        json_fold::render(self.table[0], &rows, self.stale(&rows))
+    fn key(row: &RecordDoc) -> (Uuid, Uuid) {
+        (row.org_id, row.id)
     }
 }
 
