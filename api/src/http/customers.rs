@@ -4,7 +4,6 @@
 use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
@@ -12,10 +11,11 @@ use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
 use crate::http::routes_group::api_group;
-use crate::http::schema::{Blank, Email, Limit, PersonType, ProvinceCode, TaxCategory, TaxId, TaxIdType, Text};
+use crate::http::schema::{Blank, Email, PersonType, ProvinceCode, TaxCategory, TaxId, TaxIdType, Text};
 use crate::http::schema::{rules, trimmed};
+use crate::http::shared_pages::tagged;
 use crate::http::shared_responses::responses;
-use crate::http::tags::{TagData, tags_of, tags_of_one};
+use crate::http::tags::{TagData, tags_of_one};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -26,7 +26,7 @@ use events::catalogue::CustomerFields;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::{Header, Path};
 use projections::ProjectionId;
 use projections::customers::{self as read, CustomerRow};
 use serde::Serialize;
@@ -310,35 +310,18 @@ async fn get(
     Ok(ReadResponse::Ok(RawJson::new(bytes)))
 }
 
-async fn list(
-    contacts: &Contacts,
-    auth: Auth,
-    state: &AppState,
-    request_id: RequestId,
-    params: PageParams,
-) -> Result<ListResponse, ApiError> {
-    let call = Call::new(contacts.list, state, &auth, &request_id)?;
-    let body = call
-        .cursor_list(
-            params,
-            contacts.kind.list,
-            async |after, n| Ok(read::list(&state.pool, contacts.table, call.org_id(), after, n).await?),
-            |row: &CustomerRow| row.id,
-            async |rows| {
-                let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-                let mut tags = tags_of(state, call.org_id(), contacts.taggable, &ids).await?;
-                Ok(rows
-                    .into_iter()
-                    .map(|row| {
-                        let mut data = ContactData::from_row(row);
-                        data.tags = tags.remove(&data.id).unwrap_or_default();
-                        data
-                    })
-                    .collect())
-            },
-        )
-        .await?;
-    Ok(ListResponse::Ok(RawJson::new(body)))
+async fn list(contacts: &Contacts, call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiError> {
+    call.cursor_list(
+        params,
+        contacts.kind.list,
+        async |after, n| Ok(read::list(&call.state.pool, contacts.table, call.org_id(), after, n).await?),
+        |row: &CustomerRow| row.id,
+        async |rows| {
+            let rows = tagged(call.state, call.org_id(), contacts.taggable, rows, |r| r.id).await?;
+            Ok(rows.into_iter().map(|(row, tags)| ContactData { tags, ..ContactData::from_row(row) }).collect())
+        },
+    )
+    .await
 }
 
 /// A `taxId` follows its `taxIdType`: 7 or 8 digits for `DNI`, a CUIT (11 digits, one of the CUIT
@@ -427,23 +410,17 @@ macro_rules! contacts_api {
                 ) -> Result<ReadResponse, ApiError> {
                     get(&$contacts, auth, &state, request_id, $param).await
                 }
-
+            }
+            cursor_lists: {
                 $(#[doc = $list_doc])*
-                #[oai(path = $list_path, method = "get", operation_id = $list_id)]
-                async fn list(
-                    &self,
-                    auth: Auth,
-                    state: Data<&Arc<AppState>>,
-                    request_id: RequestId,
-                    /// 1 to 100, default 50.
-                    limit: Query<Option<Limit>>,
-                    /// The `next_cursor` of the previous page.
-                    cursor: Query<Option<String>>,
-                    page: PageParam,
-                ) -> Result<ListResponse, ApiError> {
-                    let params = PageParams::new(limit, cursor, page);
-                    list(&$contacts, auth, &state, request_id, params).await
-                }
+                list($list_path, $list_id) -> ListResponse = $contacts.list, $api::list_page {};
+            }
+        }
+
+        impl $api {
+            /// A page of this kind's contacts.
+            async fn list_page(call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiError> {
+                list(&$contacts, call, params).await
             }
         }
     )*};

@@ -55,7 +55,7 @@ macro_rules! routes {
             $(
                 $(#[doc = $doc:tt])*
                 $method:ident($path:literal, $id:literal $(, tag = $tag:literal)?)
-                    -> $answer:ident = $operation:ident, $serve:ident {
+                    -> $answer:ident = $operation:expr, $serve:path {
                         $($(#[$($param_meta:tt)*])* $param:ident: $param_in:ident<$param_ty:ty>),* $(,)?
                     }
                     $(then { $($(#[$($after_meta:tt)*])* $after:ident: $after_in:ident<$after_ty:ty>),* $(,)? })?;
