@@ -111,7 +111,8 @@ pub struct SalesOrderLineData {
     /// converted quote named another).
     pub warehouse_id: Nullable<Uuid>,
     pub discount: Nullable<QuoteDiscountData>,
-    /// Held for the line now, out of what is still to deliver.
+    /// Held for the line now, out of what has neither been delivered nor billed (a unit leaves the
+    /// warehouse once, with its delivery note or its sale, whichever comes first).
     pub reserved: QuantityText,
     pub delivered: QuantityText,
     pub billed: QuantityText,
@@ -181,7 +182,7 @@ impl OrderData {
                 let held = match (l.variant_id, warehouse) {
                     (Some(v), Some(w)) => {
                         let left = reserved.entry((v, w)).or_default();
-                        let take = (*left).min(l.pending().thousandths()).max(0);
+                        let take = (*left).min(l.unmoved().thousandths()).max(0);
                         *left -= take;
                         take
                     }

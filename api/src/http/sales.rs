@@ -107,6 +107,8 @@ pub struct SaleItemData {
     pub net: i64,
     pub vat: i64,
     pub total: i64,
+    /// The order line it bills (null otherwise).
+    pub order_line_id: Nullable<Uuid>,
 }
 
 /// VAT by rate code.
@@ -239,6 +241,8 @@ pub struct SaleData {
     pub fiscal: SaleFiscalData,
     /// The sale a credit or debit note corrects.
     pub associated_sale_id: Nullable<Uuid>,
+    /// The order it bills (null otherwise).
+    pub order_id: Nullable<Uuid>,
     pub document: SaleDocumentData,
     pub tags: Vec<TagData>,
     #[serde(with = "time::serde::rfc3339")]
@@ -321,6 +325,7 @@ impl SaleData {
                     net: l.net.get(),
                     vat: l.vat.get(),
                     total: l.total.get(),
+                    order_line_id: l.order_line_id.into(),
                 })
                 .collect(),
             vat_breakdown: sale
@@ -345,6 +350,7 @@ impl SaleData {
                 rejection: sale.fiscal.rejection.iter().map(|(code, message)| format!("{code}: {message}")).collect(),
             },
             associated_sale_id: sale.associated_sale_id.into(),
+            order_id: sale.order_id.into(),
             document: SaleDocumentData { file: FileData { state: FileState::Missing, url: None } },
             tags: Vec::new(),
             created_at: ar_time(created_at),
@@ -404,6 +410,11 @@ pub struct SaleItemInput {
     pub unit_cost: Optional<Cents>,
     /// 0 to 100, two decimals at most.
     pub discount_percentage: Optional<Percent<0, 100>>,
+    /// With the sale's `orderId`: the order line it bills (`order_line_id` is read too). Its billed
+    /// quantity rises (a credit note lowers it) and never passes the ordered quantity (422 naming the
+    /// item); the stock moves only for what the order's deliveries have not moved already, consuming
+    /// the order's reservation.
+    pub order_line_id: Optional<Uuid>,
 }
 
 /// A payment received with the sale.
@@ -478,6 +489,9 @@ pub struct SaleInput {
     pub invoice: Optional<bool>,
     /// Required for credit and debit notes (3, 8, 13...): the sale they correct.
     pub associated_sale_id: Optional<Uuid>,
+    /// An order of the organization the sale bills (`order_id` is read too): open, unless the sale is a
+    /// credit note, which lowers what its lines billed. Its items name the lines by `orderLineId`.
+    pub order_id: Optional<Uuid>,
 }
 
 #[derive(Debug, Serialize, Object)]

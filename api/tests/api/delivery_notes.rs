@@ -233,3 +233,78 @@ async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
             .expect("numbers");
     assert_eq!(numbered, None, "no number was spent");
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let change = commands::organization::SettingsChange {
+        tax_id: Some("20267565393".into()),
+        tax_category: Some("Responsable Inscripto".into()),
+        legal_name: Some("Almacén de Prueba SRL".into()),
+        ..Default::default()
+    };
+    commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("fiscal profile");
+    let ana = customer(&app, "Ana").await;
+    let mate = product(&app, "MATE", &main, 10).await;
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let sale = |quantity: i64, voucher: i64, spelling: bool| {
+        let mut body = json!({ "voucherType": voucher, "pointOfSaleId": pos, "invoiceDate": today,
+            "customerId": ana, "invoice": false, "items": [{ "productId": mate, "quantity": quantity, "unitPrice": 1210, "orderLineId": line }] });
+        // Both spellings are read.
+        if spelling {
+            body["order_id"] = json!(order_id);
+        } else {
+            body["orderId"] = json!(order_id);
+        }
+        body
+    };
+
+    // Billing 2 before any delivery: those 2 leave with the sale, out of the order's reservation.
+    let sold = json(app.post_keyed("/api/v1/sales", &sale(2, 6, false)).await, 201).await["data"].clone();
+    assert_eq!((sold["orderId"].as_str(), &sold["items"][0]["orderLineId"]), (Some(order_id.as_str()), &line));
+    assert_eq!(level(&app, &mate).await, ("8".to_owned(), "3".to_owned()));
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["lines"][0]["billed"].as_str(), read["lines"][0]["reserved"].as_str()), (Some("2"), Some("3")));
+
+    // Billing past the ordered quantity is refused and writes nothing.
+    let before = app.event_count().await;
+    let over = error(app.post_keyed("/api/v1/sales", &sale(4, 6, true)).await, 422, "business_error").await;
+    assert_eq!(over["error"]["details"][0]["field"], "items[0].quantity");
+    assert_eq!(app.event_count().await, before);
+
+    // Delivering all 5: only the 3 the sale did not take leave now.
+    let rest = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos });
+    style_a(app.post_keyed(NOTES, &rest).await, 201).await;
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
+
+    // Billing the other 3 moves nothing more, and completes the order (all delivered and billed).
+    json(app.post_keyed("/api/v1/sales", &sale(3, 6, true)).await, 201).await;
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["status"].as_str(), read["fulfillment_status"].as_str()), (Some("completed"), Some("fulfilled")));
+    let closed = error(app.post_keyed("/api/v1/sales", &sale(1, 6, false)).await, 409, "business_error").await;
+    assert_eq!(closed["error"]["details"][0]["metadata"]["current_state"], "completed");
+
+    // A credit note lowers what was billed; the goods were delivered, so no stock comes back.
+    let mut credit = sale(1, 8, false);
+    credit["associatedSaleId"] = sold["id"].clone();
+    json(app.post_keyed("/api/v1/sales", &credit).await, 201).await;
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["billed"], "4");
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
+
+    // A line of another order, or a line without its order, is refused.
+    let mut foreign = sale(1, 6, false);
+    foreign["items"][0]["orderLineId"] = json!(Uuid::now_v7());
+    let refused = error(app.post_keyed("/api/v1/sales", &foreign).await, 409, "business_error").await;
+    assert_eq!(refused["error"]["code"], "STATE_CONFLICT", "the order is completed: checked first");
+    let mut orphan = sale(1, 6, false);
+    orphan.as_object_mut().expect("object").remove("orderId");
+    let refused = error(app.post_keyed("/api/v1/sales", &orphan).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[0].orderLineId"]);
+}

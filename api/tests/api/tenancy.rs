@@ -24,6 +24,8 @@ fn valid_body(segment: &str, path: &str) -> Value {
         "quotes" => json!({"customer_id": "00000000-0000-7000-8000-000000000000",
             "items": [{"product_id": "00000000-0000-7000-8000-000000000000", "quantity": 1, "unit_price": 1}]}),
         "webhook-endpoints" => json!({"label": "Intruso"}),
+        // A notes-only edit (the other order writes take no body).
+        "orders" => json!({"notes": "Intruso"}),
         "products" => json!({"name": "Intruso", "sku": "INTRUSO", "price": 1}),
         _ => json!({"name": "Intruso"}),
     }
@@ -94,6 +96,14 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
     let quote = json!({"customer_id": ids["customers"], "items": [{"product_id": ids["products"], "quantity": 1, "unit_price": 100}]});
     let quote = json(app.post_keyed("/api/v1/quotes", &quote).await, 201).await;
     ids.insert("quotes", quote["data"]["id"].as_str().expect("id").to_owned());
+    let order =
+        json!({"customer_id": ids["customers"], "lines": [{"name": "Flete", "quantity": 1, "unit_price": 100}]});
+    let order = json(app.post_keyed("/api/v1/orders", &order).await, 201).await;
+    ids.insert("orders", order["data"]["id"].as_str().expect("id").to_owned());
+    let note = json!({"origin": {"type": "custom"}, "customer_id": ids["customers"], "point_of_sale_id": pos,
+        "warehouse_id": ids["warehouses"], "items": [{"is_custom": true, "name": "Folletos", "quantity": 1}]});
+    let note = json(app.post_keyed("/api/v1/delivery-notes", &note).await, 201).await;
+    ids.insert("delivery-notes", note["data"]["id"].as_str().expect("id").to_owned());
 
     let spec = json(app.request(Method::GET, "/openapi.json", None, None).await, 200).await;
     let before = app.event_count().await;

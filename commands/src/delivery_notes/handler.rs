@@ -86,6 +86,9 @@ impl Document for DeliveryNotes {
                     && let DeliveryOrigin::Order { order_id } = note.origin
                 {
                     let (order, version, _) = load_order(conn, org_id, order_id).await?;
+                    let variants: Vec<Uuid> =
+                        order.iter().flat_map(|o| o.lines.iter().filter_map(|l| l.variant_id)).collect();
+                    facts.components = combo_components(conn, org_id, &variants).await?;
                     facts.order = order.map(|o| (o, version));
                 }
                 return Ok(facts);

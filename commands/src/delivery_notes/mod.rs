@@ -12,7 +12,7 @@ mod handler;
 pub use handler::DeliveryNotes;
 
 use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
-use crate::inventory::reservations::{ReservationChange, Wanted};
+use crate::inventory::reservations::ReservationChange;
 use crate::inventory::{Move, WantedMove, expand_combos};
 use crate::lookups::VariantFacts;
 use crate::orders::{settled, wanted};
@@ -265,7 +265,7 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
         changes: Vec::new(),
     };
     let mut order_change = None;
-    let mut stocked: Vec<(StockLine, String)> = Vec::new();
+    let mut stocked: Vec<(StockLine, Uuid, String)> = Vec::new();
     match &input.origin {
         DeliveryOrigin::Custom => {
             match (&facts.customer, input.customer_id) {
@@ -287,9 +287,9 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                     None => item.name.clone().unwrap_or_default(),
                     Some(variant) => match facts.products.get(&variant).filter(|(f, _)| f.is_active) {
                         Some((fact, name)) => {
-                            if fact.product_type != "service" {
+                            if let (true, Some(w)) = (fact.product_type != "service", note.warehouse_id) {
                                 let line = StockLine { variant_id: variant, quantity: item.quantity };
-                                stocked.push((line, format!("items[{i}].quantity")));
+                                stocked.push((line, w, format!("items[{i}].quantity")));
                             }
                             item.name.clone().unwrap_or_else(|| name.clone())
                         }
@@ -384,16 +384,22 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                     });
                     continue;
                 }
+                // A unit leaves once: with its delivery, unless its bill already took it.
+                let moved_before = line.moved();
                 line.delivered = line.delivered.checked_add(quantity).unwrap_or(line.quantity);
+                let leaving = line.moved().checked_sub(moved_before).unwrap_or_default();
                 let line_warehouse = line.warehouse_id.or(warehouse);
-                if let (Some(variant), true) = (
+                if let (Some(variant), true, true) = (
                     line.variant_id,
                     line.physical || facts.components.contains_key(&line.variant_id.unwrap_or_default()),
+                    leaving.is_positive(),
                 ) {
                     match line_warehouse {
-                        Some(_) => {
-                            stocked.push((StockLine { variant_id: variant, quantity }, format!("items[{i}].quantity")))
-                        }
+                        Some(w) => stocked.push((
+                            StockLine { variant_id: variant, quantity: leaving },
+                            w,
+                            format!("items[{i}].quantity"),
+                        )),
                         None => errors.push(FieldError::new(
                             "warehouse_id",
                             "required",
@@ -431,27 +437,25 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
         }
     }
     reject_fields(errors)?;
-    let moves = take_moves(&stocked, note.warehouse_id, &facts.components)?;
+    let moves = take_moves(&stocked, &facts.components)?;
     if moves.is_empty() {
         note.warehouse_id = note.warehouse_id.filter(|_| matches!(note.origin, DeliveryOrigin::Custom));
     }
     Ok(NoteDecision { note, deleted: false, moves, order: order_change })
 }
 
-/// The takes of `stocked` lines from `warehouse`, combos as their components.
+/// The takes of `stocked` lines from their warehouses, combos as their components.
 fn take_moves(
-    stocked: &[(StockLine, String)],
-    warehouse: Option<Uuid>,
+    stocked: &[(StockLine, Uuid, String)],
     components: &BTreeMap<Uuid, Vec<StockLine>>,
 ) -> Result<Vec<WantedMove>, Rejection> {
-    let Some(warehouse) = warehouse else { return Ok(Vec::new()) };
     let mut moves = Vec::new();
-    for (line, field) in stocked {
+    for (line, warehouse, field) in stocked {
         let expanded = expand_combos(std::slice::from_ref(line), components, "items")
             .map_err(|errors| Rejection::Invalid { errors })?;
         for part in expanded {
             moves.push(WantedMove {
-                key: (part.variant_id, warehouse),
+                key: (part.variant_id, *warehouse),
                 action: Move::Take(part.quantity),
                 field: field.clone(),
             });
@@ -460,35 +464,43 @@ fn take_moves(
     Ok(moves)
 }
 
+/// A note's delete: the stock it moved back (for an order, what leaves the order's lines unmoved
+/// again: a unit its bill took stays out), and the order's `delivered` and reservation restored.
 fn delete(note: &DeliveryNoteState, facts: &NoteFacts) -> Result<NoteDecision, Rejection> {
-    let moves = note
-        .changes
-        .iter()
-        .map(|c| WantedMove {
-            key: (c.variant_id, c.warehouse_id),
-            action: if c.quantity.is_negative() {
-                Move::Add(Quantity::ZERO.checked_sub(c.quantity).unwrap_or_default())
-            } else {
-                Move::Take(c.quantity)
-            },
-            field: "id".into(),
+    let add = |key, quantity| WantedMove { key, action: Move::Add(quantity), field: "id".into() };
+    let (DeliveryOrigin::Order { .. }, Some((order, _))) = (&note.origin, &facts.order) else {
+        let moves = note
+            .changes
+            .iter()
+            .map(|c| add((c.variant_id, c.warehouse_id), Quantity::ZERO.checked_sub(c.quantity).unwrap_or_default()))
+            .collect();
+        return Ok(NoteDecision { note: note.clone(), deleted: true, moves, order: None });
+    };
+    let mut next = order.clone();
+    let mut back: Vec<(StockLine, Uuid, String)> = Vec::new();
+    for delivered in &note.lines {
+        let Some(line) = next.lines.iter_mut().find(|l| Some(l.id) == delivered.order_line_id) else { continue };
+        let moved_before = line.moved();
+        line.delivered =
+            line.delivered.checked_sub(delivered.quantity).filter(|q| !q.is_negative()).unwrap_or_default();
+        let returning = moved_before.checked_sub(line.moved()).unwrap_or_default();
+        let stocked = line.physical || line.variant_id.is_some_and(|v| facts.components.contains_key(&v));
+        let warehouse = line.warehouse_id.or(order.assigned_warehouse_id).or(note.warehouse_id);
+        if let (Some(variant), Some(warehouse), true, true) =
+            (line.variant_id, warehouse, stocked, returning.is_positive())
+        {
+            back.push((StockLine { variant_id: variant, quantity: returning }, warehouse, "id".into()));
+        }
+    }
+    let moves = take_moves(&back, &facts.components)?
+        .into_iter()
+        .map(|m| match m.action {
+            Move::Take(quantity) => add(m.key, quantity),
+            Move::Add(_) | Move::Set(_) => m,
         })
         .collect();
-    let order = match (&note.origin, &facts.order) {
-        (DeliveryOrigin::Order { .. }, Some((order, _))) => {
-            let mut next = order.clone();
-            for delivered in &note.lines {
-                if let Some(line) = next.lines.iter_mut().find(|l| Some(l.id) == delivered.order_line_id) {
-                    line.delivered =
-                        line.delivered.checked_sub(delivered.quantity).filter(|q| !q.is_negative()).unwrap_or_default();
-                }
-            }
-            let (events, after) = settled(order, next);
-            // Only an open order holds stock again.
-            let wanted: Option<Wanted> = wanted(&after)?;
-            Some((events, ReservationChange::Set(wanted)))
-        }
-        _ => None,
-    };
-    Ok(NoteDecision { note: note.clone(), deleted: true, moves, order })
+    let (events, after) = settled(order, next);
+    // Only an open order holds stock again.
+    let reservation = ReservationChange::Set(wanted(&after)?);
+    Ok(NoteDecision { note: note.clone(), deleted: true, moves, order: Some((events, reservation)) })
 }

@@ -404,8 +404,8 @@ fn priced(mut order: OrderState) -> Result<OrderState, Rejection> {
     Ok(order)
 }
 
-/// What the order wants reserved: what is still to deliver of its physical lines, in each line's
-/// warehouse, while it is open and asks for a reservation.
+/// What the order wants reserved: what has not left yet (neither delivered nor billed) of its
+/// physical lines, in each line's warehouse, while it is open and asks for a reservation.
 pub fn wanted(order: &OrderState) -> Result<Option<Wanted>, Rejection> {
     let Some(OrderReservation { enabled: true, reserved_through_date }) = &order.reservation else { return Ok(None) };
     if order.status != OrderStatus::Open {
@@ -415,13 +415,13 @@ pub fn wanted(order: &OrderState) -> Result<Option<Wanted>, Rejection> {
     let mut errors = Vec::new();
     for (i, line) in order.lines.iter().enumerate() {
         let (Some(variant_id), true) = (line.variant_id, line.physical) else { continue };
-        let pending = line.pending();
-        if pending == Quantity::ZERO {
+        let unmoved = line.unmoved();
+        if unmoved == Quantity::ZERO {
             continue;
         }
         match line.warehouse_id.or(order.assigned_warehouse_id) {
             Some(warehouse_id) => lines
-                .push((ReservedLine { variant_id, warehouse_id, quantity: pending }, format!("lines[{i}].quantity"))),
+                .push((ReservedLine { variant_id, warehouse_id, quantity: unmoved }, format!("lines[{i}].quantity"))),
             None => errors.push(FieldError::new(
                 "assigned_warehouse_id",
                 "required",

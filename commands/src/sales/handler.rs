@@ -8,15 +8,15 @@ use super::{InvoiceCommand, OrgFacts, SaleCommand, SaleDecision, SaleFacts, fisc
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;
 use crate::document::{Document, run_document};
-use crate::engine::{ExecuteError, append_together, load};
+use crate::engine::{ExecuteError, append_together, append_typed, load};
 use crate::fiscal::Issuer;
 use crate::handler::{Batching, Commit, handler};
-use crate::inventory::levels;
 use crate::inventory::{NegativeStock, StockShortfall, apply_policy, combo_components, plan};
+use crate::inventory::{levels, reservations};
 use crate::lookups::{active, load_products};
 use crate::records::{PaymentMethod, Warehouse};
 use crate::reply::CommandReply;
-use events::catalogue::{FiscalStatus, SaleEvent, SaleRecorded, ar_date};
+use events::catalogue::{FiscalStatus, OrderEvent, ReservationOwner, SaleEvent, SaleRecorded, ar_date};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use serde::{Deserialize, Serialize};
@@ -146,6 +146,13 @@ impl Document for Sales {
             Some(id) => invoicing::load_sale(conn, org_id, id).await?,
             None => None,
         };
+        let order = match input.order_id {
+            Some(id) => {
+                let (order, version, _) = crate::orders::load_order(conn, org_id, id).await?;
+                order.map(|o| (o, version))
+            }
+            None => None,
+        };
         let combos: Vec<Uuid> = products.iter().filter(|(_, f)| f.product_type == "combo").map(|(id, _)| *id).collect();
         let components =
             if combos.is_empty() { BTreeMap::new() } else { combo_components(conn, org_id, &combos).await? };
@@ -160,6 +167,7 @@ impl Document for Sales {
             payment_methods,
             associated,
             components,
+            order,
         })
     }
 
@@ -176,8 +184,26 @@ impl Document for Sales {
         metadata: &Metadata,
     ) -> Result<CommandReply, ExecuteError> {
         let input = &command.input;
-        let SaleDecision { mut sale, moves, fiscal_voucher, letter } = decision;
+        let SaleDecision { mut sale, moves, fiscal_voucher, letter, order } = decision;
         let today = ar_date(OffsetDateTime::now_utc());
+        // The billed order's reservation first: the units it held are the ones that leave.
+        let mut requests = Vec::new();
+        if let (Some((events, reservation)), Some(order_id), Some((_, version))) =
+            (&order, input.order_id, &facts.order)
+        {
+            let owner = ReservationOwner { kind: "order".into(), id: order_id };
+            let decided =
+                reservations::change(conn, org_id, &owner, reservation, today, NegativeStock::Allow, metadata).await?;
+            let stream = StreamRef {
+                org_id,
+                stream_type: OrderEvent::STREAM_TYPE,
+                stream_id: order_id,
+                expected_version: *version,
+            };
+            let events = events.iter().map(EventPayload::to_new_event).collect();
+            requests.push(AppendRequest { stream, events, metadata: metadata.clone() });
+            requests.extend(decided.append);
+        }
         let mut locked = levels::lock(conn, org_id, moves.iter().map(|m| m.key), today).await?;
         let (changes, shortfalls) = plan(&mut locked, &moves)?;
         let warnings = apply_policy(facts.org.negative_stock, shortfalls)?;
@@ -218,11 +244,12 @@ impl Document for Sales {
         let event = SaleEvent::SaleRecorded(Box::new(sale.clone()));
         let stream =
             StreamRef { org_id, stream_type: SaleEvent::STREAM_TYPE, stream_id: command.id, expected_version: 0 };
-        let request = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
-        let key = append_together(conn, &[request], command.id).await?;
+        requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+        // A sale billing an order writes three stream types: the reply names each one's last key.
+        let (key, keys) = append_typed(conn, &requests, command.id).await?;
         let outcome = SaleOutcome { id: command.id, sale, warnings, created_at: OffsetDateTime::now_utc() };
         let state = serde_json::to_value(outcome).unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created: true, state, replayed: false, keys: Vec::new() })
+        Ok(CommandReply::Accepted { commit: key, created: true, state, replayed: false, keys })
     }
 }
 

@@ -17,13 +17,15 @@ pub use handler::{InvoiceSales, SaleOutcome, Sales};
 
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;
+use crate::inventory::reservations::ReservationChange;
 use crate::inventory::{Move, NegativeStock, WantedMove, expand_combos};
 use crate::lookups::{Groups, VariantFacts};
+use crate::orders::{settled, wanted};
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
 use events::catalogue::{
-    FiscalStatus, SaleCustomer, SaleFiscal, SaleLine, SalePayment, SaleRecorded, SaleVat, StockLine, iso_date,
-    iso_date_option,
+    FiscalStatus, OrderEvent, OrderState, OrderStatus, SaleCustomer, SaleFiscal, SaleLine, SalePayment, SaleRecorded,
+    SaleVat, StockLine, iso_date, iso_date_option,
 };
 use events::domain::{Cents, Percentage, Quantity};
 use serde::{Deserialize, Serialize};
@@ -94,9 +96,19 @@ const KNOWN_DATED: &[&str] = &[
     "total",
     "invoice",
     "associatedSaleId",
+    "orderId",
 ];
-const KNOWN_ITEM: &[&str] =
-    &["productId", "warehouseId", "name", "quantity", "unitPrice", "taxRateId", "unitCost", "discountPercentage"];
+const KNOWN_ITEM: &[&str] = &[
+    "productId",
+    "warehouseId",
+    "name",
+    "quantity",
+    "unitPrice",
+    "taxRateId",
+    "unitCost",
+    "discountPercentage",
+    "orderLineId",
+];
 const KNOWN_PAYMENT: &[&str] = &["methodId", "amount", "description", "reference", "registerId", "safeId"];
 
 /// A line as sent.
@@ -111,6 +123,9 @@ pub struct LineInput {
     pub unit_cost: Option<Cents>,
     /// Hundredths of a percent.
     pub discount_hundredths: Option<i64>,
+    /// The line of the sale's order it bills.
+    #[serde(default)]
+    pub order_line_id: Option<Uuid>,
 }
 
 /// A payment as sent.
@@ -163,6 +178,9 @@ pub struct SaleInput {
     /// Ask the authority for authorization now (default true); false records it as not invoiced.
     pub invoice: bool,
     pub associated_sale_id: Option<Uuid>,
+    /// The order it bills (its items name the lines by `orderLineId`).
+    #[serde(default)]
+    pub order_id: Option<Uuid>,
 }
 
 impl SaleInput {
@@ -286,6 +304,7 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
         }
         let unit_cost = line.value("unitCost").and_then(|_| line.required_cents("unitCost"));
         let discount_hundredths = percentage(&mut line, "discountPercentage");
+        let order_line_id = line.optional_uuid("orderLineId");
         r.errors.append(&mut line.errors);
         if let (Some(quantity), Some(unit_price)) = (quantity, unit_price) {
             items.push(LineInput {
@@ -297,6 +316,7 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
                 tax_rate_id,
                 unit_cost,
                 discount_hundredths,
+                order_line_id,
             });
         }
     }
@@ -350,6 +370,17 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
     let integration_id = r.optional_str("integrationId", 100);
     let invoice = r.optional_bool("invoice").unwrap_or(true);
     let associated_sale_id = r.optional_uuid("associatedSaleId");
+    let order_id = r.optional_uuid("orderId");
+    if order_id.is_none() && !r.has("orderId") {
+        for (i, item) in items.iter().enumerate().filter(|(_, item)| item.order_line_id.is_some()) {
+            let _ = item;
+            r.errors.push(FieldError::new(
+                format!("items[{i}].orderLineId"),
+                "requires_order",
+                "name the sale's orderId",
+            ));
+        }
+    }
     if let Some((kind, _)) = voucher_type.and_then(voucher_kind)
         && matches!(kind, "credit_note" | "debit_note")
         && associated_sale_id.is_none()
@@ -378,6 +409,7 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
         integration_id,
         invoice,
         associated_sale_id,
+        order_id,
     };
     r.finish(input)
 }
@@ -483,6 +515,8 @@ pub struct SaleFacts {
     pub associated: Option<(SaleRecorded, i32)>,
     /// The components of every combo the sale names.
     pub components: BTreeMap<Uuid, Vec<StockLine>>,
+    /// The order the sale bills, with its stream version.
+    pub order: Option<(OrderState, i32)>,
 }
 
 /// What a sale command decided: the sale as it is recorded (its stock changes, number and fiscal state
@@ -493,6 +527,85 @@ pub struct SaleDecision {
     pub moves: Vec<WantedMove>,
     pub fiscal_voucher: bool,
     pub letter: Option<&'static str>,
+    /// The billed order's events and its reservation as the sale leaves it.
+    pub order: Option<(Vec<OrderEvent>, ReservationChange)>,
+}
+
+/// What billing an order does: per sale line, how much of it leaves the warehouse (a unit leaves
+/// once, with its delivery or its bill), and the order's events and reservation.
+struct Billed {
+    leaving: Vec<Quantity>,
+    order: (Vec<OrderEvent>, ReservationChange),
+}
+
+/// Bills the sale's order (a credit note unbills it): each line naming an order line raises (lowers)
+/// its `billed`, never past the ordered quantity (nor below zero): 422 naming the item.
+fn bill_order(
+    input: &SaleInput,
+    kind: &str,
+    facts: &SaleFacts,
+    errors: &mut Vec<FieldError>,
+) -> Result<Option<Billed>, Rejection> {
+    let Some(order_id) = input.order_id else { return Ok(None) };
+    let Some((order, _)) = &facts.order else {
+        errors.push(not_found("orderId", "order"));
+        return Ok(None);
+    };
+    let credit = kind == "credit_note";
+    if !credit && order.status != OrderStatus::Open {
+        let current = order.status.as_str();
+        return Err(Rejection::state_conflict(
+            "ORDER_NOT_OPEN",
+            current,
+            format!("the order is {current}: only an open order is billed"),
+        ));
+    }
+    let mut next = order.clone();
+    let mut leaving = Vec::with_capacity(input.items.len());
+    let mut over = Vec::new();
+    for (i, item) in input.items.iter().enumerate() {
+        let Some(line_id) = item.order_line_id else {
+            leaving.push(item.quantity);
+            continue;
+        };
+        let Some(line) = next.lines.iter_mut().find(|l| l.id == line_id) else {
+            errors.push(FieldError::new(format!("items[{i}].orderLineId"), "not_found", "the order has no such line"));
+            leaving.push(Quantity::ZERO);
+            continue;
+        };
+        let moved_before = line.moved();
+        let billed =
+            if credit { line.billed.checked_sub(item.quantity) } else { line.billed.checked_add(item.quantity) };
+        match billed.filter(|b| !b.is_negative() && *b <= line.quantity) {
+            Some(billed) => line.billed = billed,
+            None => {
+                let (left, what) = if credit { (line.billed, "billed") } else { (line.unbilled(), "left to bill") };
+                over.push(BusinessDetail {
+                    field: Some(format!("items[{i}].quantity")),
+                    code: "EXCEEDS_ORDERED".into(),
+                    message: format!("order line {line_id} has {left} {what}"),
+                    metadata: BTreeMap::from([
+                        ("order_line_id".to_owned(), serde_json::json!(line_id)),
+                        ("available_quantity".to_owned(), serde_json::json!(left.to_string())),
+                    ]),
+                });
+                leaving.push(Quantity::ZERO);
+                continue;
+            }
+        }
+        let moved =
+            if credit { moved_before.checked_sub(line.moved()) } else { line.moved().checked_sub(moved_before) };
+        leaving.push(moved.unwrap_or_default());
+    }
+    if !over.is_empty() {
+        return Err(Rejection::Unprocessable {
+            code: "PRECONDITION_FAILED".into(),
+            message: format!("the sale bills order {order_id} past what it ordered; nothing was recorded"),
+            details: over,
+        });
+    }
+    let (events, after) = settled(order, next);
+    Ok(Some(Billed { leaving, order: (events, ReservationChange::Set(wanted(&after)?)) }))
 }
 
 fn not_found(field: impl Into<String>, what: &str) -> FieldError {
@@ -561,6 +674,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
     if input.associated_sale_id.is_some() && facts.associated.is_none() {
         errors.push(FieldError::new("associatedSaleId", "not_found", "no sale of this organization has this id"));
     }
+    let billed = bill_order(input, kind, facts, &mut errors)?;
     if !errors.is_empty() {
         return Err(Rejection::Invalid { errors });
     }
@@ -609,8 +723,10 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
     let mut wanted: BTreeMap<Uuid, Vec<StockLine>> = BTreeMap::new();
     let mut fields: HashMap<(Uuid, Uuid), String> = HashMap::new();
     for (i, (item, warehouse, _, _)) in lines.iter().enumerate() {
-        if let (Some(warehouse), Some(variant)) = (warehouse, item.variant_id) {
-            wanted.entry(*warehouse).or_default().push(StockLine { variant_id: variant, quantity: item.quantity });
+        // A line of an order moves only what its delivery has not taken already.
+        let quantity = billed.as_ref().and_then(|b| b.leaving.get(i).copied()).unwrap_or(item.quantity);
+        if let (Some(warehouse), Some(variant), true) = (warehouse, item.variant_id, quantity.is_positive()) {
+            wanted.entry(*warehouse).or_default().push(StockLine { variant_id: variant, quantity });
             fields.entry((variant, *warehouse)).or_insert_with(|| format!("items[{i}].quantity"));
         }
     }
@@ -659,6 +775,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
             net: amounts.net,
             vat: amounts.vat,
             total: amounts.total,
+            order_line_id: item.order_line_id,
         })
         .collect();
     let concept = input.concept.unwrap_or_else(|| {
@@ -725,11 +842,13 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         integration_id: input.integration_id.clone(),
         associated_sale_id: input.associated_sale_id,
         changes: Vec::new(),
+        order_id: input.order_id,
         fiscal: fiscal(FiscalStatus::NotInvoiced),
     };
 
     let fiscal_voucher = letter.is_some() && electronic;
-    Ok(SaleDecision { sale, moves, fiscal_voucher, letter })
+    let order = billed.map(|b| b.order);
+    Ok(SaleDecision { sale, moves, fiscal_voucher, letter, order })
 }
 
 #[cfg(test)]
@@ -813,6 +932,7 @@ mod tests {
             payment_methods: BTreeMap::new(),
             associated: None,
             components: BTreeMap::new(),
+            order: None,
         }
     }
 

@@ -92,11 +92,32 @@ pub struct OrderLine {
 impl OrderLine {
     /// What is still to deliver.
     pub fn pending(&self) -> Quantity {
-        self.quantity.checked_sub(self.delivered).filter(|q| *q > Quantity::ZERO).unwrap_or(Quantity::ZERO)
+        left(self.quantity, self.delivered)
+    }
+
+    /// What is still to bill.
+    pub fn unbilled(&self) -> Quantity {
+        left(self.quantity, self.billed)
+    }
+
+    /// How much of the line's stock has left: a unit leaves once, with its delivery or its bill,
+    /// whichever comes first.
+    pub fn moved(&self) -> Quantity {
+        self.delivered.max(self.billed)
+    }
+
+    /// What has not left yet: what the order's reservation holds for the line.
+    pub fn unmoved(&self) -> Quantity {
+        left(self.quantity, self.moved())
     }
 }
 
-/// The order's reservation: held while the order is open, through `reserved_through_date` when one
+/// `total` less `done`, never below zero.
+fn left(total: Quantity, done: Quantity) -> Quantity {
+    total.checked_sub(done).filter(|q| *q > Quantity::ZERO).unwrap_or(Quantity::ZERO)
+}
+
+/// The order's reservation of what has not left yet: held while the order is open, through `reserved_through_date` when one
 /// was given (none: until the order is delivered, completed or cancelled).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderReservation {

@@ -77,6 +77,9 @@ pub struct SaleLine {
     pub net: Cents,
     pub vat: Cents,
     pub total: Cents,
+    /// The order line it bills (absent otherwise, and in sales stored before orders existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_line_id: Option<Uuid>,
 }
 
 /// VAT by rate code.
@@ -168,6 +171,9 @@ pub struct SaleRecorded {
     /// The sale a credit or debit note corrects.
     pub associated_sale_id: Option<Uuid>,
     pub changes: Vec<StockChange>,
+    /// The order it bills (absent otherwise, and in sales stored before orders existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_id: Option<Uuid>,
     pub fiscal: SaleFiscal,
 }
 
