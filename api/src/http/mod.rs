@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod body;
 pub mod cursor;
+pub mod discounts;
 pub mod document;
 pub mod documents;
 pub mod envelopes;

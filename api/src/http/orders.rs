@@ -5,6 +5,7 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::discounts::{QuoteDiscountData, QuoteDiscountInput};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
@@ -12,7 +13,6 @@ use crate::http::inventory::StockWarning;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::quotes::{QuoteDiscountData, QuoteDiscountInput, percent_text};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
 use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, rules};
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
@@ -23,7 +23,7 @@ use crate::state::AppState;
 use commands::inventory::reservations::reservation_id;
 use commands::orders::{OrderCommand, OrderOutcome, READ_ONLY, net_of, parse_order, parse_patch};
 use commands::protocol::{Command, CommandKind};
-use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus, QuoteDiscount, ar_date};
+use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus, ar_date};
 use events::domain::{Quantity, Scope};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -200,7 +200,7 @@ impl OrderData {
                     },
                     tax_rate_id: l.tax_rate_id,
                     warehouse_id: warehouse.into(),
-                    discount: l.discount.map(discount_data).into(),
+                    discount: l.discount.map(QuoteDiscountData::from).into(),
                     reserved: Quantity::from_thousandths(held).unwrap_or_default().into(),
                     delivered: l.delivered.into(),
                     billed: l.billed.into(),
@@ -233,13 +233,6 @@ impl OrderData {
             idempotent_replay: None,
             warnings: None,
         }
-    }
-}
-
-fn discount_data(d: QuoteDiscount) -> QuoteDiscountData {
-    match d {
-        QuoteDiscount::Amount(a) => QuoteDiscountData { amount: Some(a.get()), percentage: None },
-        QuoteDiscount::Percentage(p) => QuoteDiscountData { amount: None, percentage: Some(percent_text(p)) },
     }
 }
 

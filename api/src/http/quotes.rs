@@ -4,6 +4,7 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::discounts::{QuoteDiscountData, QuoteDiscountInput};
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
@@ -12,7 +13,7 @@ use crate::http::operations::{Idempotency, InputRule};
 use crate::http::orders;
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Cents, Limit, Percent, QuantityIn, QuantityText, rules};
+use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, rules};
 use crate::http::shared_filters::{id_filter, one_of, search};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
@@ -22,7 +23,7 @@ use commands::inventory::reservations::reservation_id;
 use commands::orders::OrderCommand;
 use commands::protocol::{Command, CommandKind};
 use commands::quotes::{QuoteCommand, QuoteOutcome, READ_ONLY, parse_quote};
-use events::catalogue::{QuoteDiscount, QuoteState, QuoteStatus, ar_date};
+use events::catalogue::{QuoteState, QuoteStatus, ar_date};
 use events::domain::{Quantity, Scope};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -80,18 +81,6 @@ impl From<QuoteStatus> for QuoteStatusData {
             QuoteStatus::Converted => Self::Converted,
         }
     }
-}
-
-/// A line's discount: `amount` (cents) or `percentage`.
-#[derive(Debug, Clone, Serialize, Deserialize, Object)]
-pub struct QuoteDiscountData {
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub amount: Option<i64>,
-    /// Decimal text (`"12.5"`).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub percentage: Option<String>,
 }
 
 /// A stored line: what was sent (lines carry no computed amounts).
@@ -177,15 +166,6 @@ pub struct QuoteData {
     pub warnings: Option<Vec<StockWarning>>,
 }
 
-pub(crate) fn percent_text(hundredths: i64) -> String {
-    let (whole, fraction) = (hundredths / 100, hundredths % 100);
-    if fraction == 0 {
-        whole.to_string()
-    } else {
-        format!("{whole}.{}", format!("{fraction:02}").trim_end_matches('0'))
-    }
-}
-
 impl QuoteData {
     fn from_state(id: Uuid, q: &QuoteState, created_at: OffsetDateTime, updated_at: OffsetDateTime) -> Self {
         Self {
@@ -205,15 +185,7 @@ impl QuoteData {
                     unit_price: l.unit_price.get(),
                     tax_rate_id: l.tax_rate_id,
                     warehouse_id: l.warehouse_id.into(),
-                    discount: l
-                        .discount
-                        .map(|d| match d {
-                            QuoteDiscount::Amount(a) => QuoteDiscountData { amount: Some(a.get()), percentage: None },
-                            QuoteDiscount::Percentage(p) => {
-                                QuoteDiscountData { amount: None, percentage: Some(percent_text(p)) }
-                            }
-                        })
-                        .into(),
+                    discount: l.discount.map(QuoteDiscountData::from).into(),
                 })
                 .collect(),
             items_count: q.items.len() as i64,
@@ -292,12 +264,6 @@ pub struct QuoteLineInput {
     pub warehouse_id: Optional<Uuid>,
     /// Either an `amount` (cents) or a `percentage` (0 to 100, decimals allowed), not both.
     pub discount: Optional<QuoteDiscountInput>,
-}
-
-#[derive(Debug, Object)]
-pub struct QuoteDiscountInput {
-    pub amount: Option<Cents>,
-    pub percentage: Option<Percent<0, 100>>,
 }
 
 /// Whether and until when stock is held for the quote.

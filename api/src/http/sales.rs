@@ -4,6 +4,7 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::discounts::percent_text;
 use crate::http::documents::link;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
@@ -255,15 +256,6 @@ pub struct SaleData {
 pub struct SalePointOfSale {
     pub id: Uuid,
     pub number: i32,
-}
-
-fn percent_text(hundredths: i64) -> String {
-    let (whole, fraction) = (hundredths / 100, hundredths % 100);
-    if fraction == 0 {
-        format!("{whole}")
-    } else {
-        format!("{whole}.{}", format!("{fraction:02}").trim_end_matches('0'))
-    }
 }
 
 impl SaleData {
