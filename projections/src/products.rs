@@ -225,6 +225,44 @@ pub async fn names(
     Ok(rows.into_iter().map(|(id, name, sku)| (id, (name, sku))).collect())
 }
 
+/// One component of a combo: a variant of another product, named as this read model names it, and
+/// how many units one combo holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Component {
+    pub product_id: Uuid,
+    pub name: String,
+    pub quantity: events::domain::Quantity,
+}
+
+/// The components of the organization's product group `group_id` (empty unless it is a combo), in the
+/// order the combo lists them. They are read from the group's latest event, which carries the group's
+/// whole state (this read model keeps no copy of them, so nothing here needs a rebuild): never older
+/// than the group's rows.
+pub async fn components(pool: &PgPool, org_id: Uuid, group_id: Uuid) -> Result<Vec<Component>, sqlx::Error> {
+    let latest: Option<Option<Json<Vec<events::catalogue::ComboComponent>>>> = sqlx::query_scalar(
+        "select (data->'shared'->'components')::jsonb from events
+         where org_id = $1 and stream_type = 'product' and stream_id = $2 order by version desc limit 1",
+    )
+    .bind(org_id)
+    .bind(group_id)
+    .fetch_optional(pool)
+    .await?;
+    let listed = latest.flatten().map(|Json(listed)| listed).unwrap_or_default();
+    if listed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = listed.iter().map(|c| c.variant_id).collect();
+    let named = names(pool, org_id, &ids).await?;
+    Ok(listed
+        .into_iter()
+        .map(|c| Component {
+            product_id: c.variant_id,
+            name: named.get(&c.variant_id).map(|(name, _)| name.clone()).unwrap_or_default(),
+            quantity: c.quantity,
+        })
+        .collect())
+}
+
 /// One numbered page of an organization's variants, by name then id, optionally matching `query` in
 /// the name, SKU or barcode; and how many match in all.
 pub async fn page(

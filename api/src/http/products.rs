@@ -233,6 +233,11 @@ pub struct ProductData {
     pub stock_minimum: Nullable<i64>,
     pub default_supplier: Nullable<NamedRef>,
     pub product_type: String,
+    /// A combo's components, in the order it lists them (`productType` `combo`; moving the combo moves
+    /// these, times its quantity); an empty list for any other product. Detail only (lists never
+    /// include them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub components: Option<Vec<ComponentData>>,
     pub is_active: bool,
     /// Automatic margin pricing: when set (decimal text, for example `"40"`), every variant's price is
     /// its cost plus this percentage, recalculated whenever the cost changes.
@@ -260,6 +265,19 @@ pub struct ProductData {
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,
+}
+
+/// One component of a combo.
+#[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[serde(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase")]
+pub struct ComponentData {
+    /// The component's variant id.
+    pub product_id: Uuid,
+    /// The component's name.
+    pub name: String,
+    /// How many units one combo holds, as decimal text (for example `"0.5"`).
+    pub quantity: String,
 }
 
 /// The price list a product read was priced under.
@@ -353,6 +371,7 @@ impl ProductData {
                 .map(|id| NamedRef { id, name: row.default_supplier_name.unwrap_or_default() })
                 .into(),
             product_type: row.product_type,
+            components: None,
             is_active: row.is_active,
             markup_percentage: row.markup_hundredths.map(events::catalogue::percentage_text).into(),
             organization_slug: row.organization_slug,
@@ -428,8 +447,21 @@ async fn update_variant(call: &Call<'_>, write: Write<'_>, command: ProductComma
 async fn readable(state: &AppState, org_id: Uuid, id: Uuid) -> Result<ProductData, ApiError> {
     let row = read::get(&state.pool, org_id, id).await?.ok_or_else(|| ApiError::not_found(PRODUCTS.label))?;
     let mut data = ProductData::from_row(row, true);
+    data.components = Some(components(state, org_id, &data).await?);
     data.tags = tags_of_one(state, org_id, Taggable::Product, id).await?;
     Ok(data)
+}
+
+/// The detail's `components`: a combo's, read with its group; none for any other product.
+async fn components(state: &AppState, org_id: Uuid, product: &ProductData) -> Result<Vec<ComponentData>, ApiError> {
+    if product.product_type != "combo" {
+        return Ok(Vec::new());
+    }
+    Ok(read::components(&state.pool, org_id, product.variant_group_id)
+        .await?
+        .into_iter()
+        .map(|c| ComponentData { product_id: c.product_id, name: c.name, quantity: c.quantity.to_string() })
+        .collect())
 }
 
 type Key = Header<Option<String>>;
@@ -782,6 +814,7 @@ routes! {
                 .get(&PRODUCTS, &product_id.0, async |id| {
                     let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
                     let mut data = ProductData::from_row(row, true);
+                    data.components = Some(components(&state, call.org_id(), &data).await?);
                     data.tags = tags_of_one(&state, call.org_id(), Taggable::Product, id).await?;
                     Ok(Some(Style::b(&ProductEnvelope { success: true, data })))
                 })

@@ -308,3 +308,48 @@ async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPoo
     let refused = error(app.post_keyed("/api/v1/sales", &orphan).await, 400, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["items[0].orderLineId"]);
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_custom_note_for_a_combo_moves_its_components_and_deleting_it_restores_them(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana Pérez").await;
+    let mate = product(&app, "MATE", &main, 10).await;
+    let bombilla = product(&app, "BOMBILLA", &main, 10).await;
+    let yerba = product(&app, "YERBA", &main, 10).await;
+    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
+        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": "0.5" }] });
+    let combo =
+        json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+
+    let body = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
+        "warehouse_id": main, "items": [{ "product_id": combo, "quantity": 3 }] });
+    let note = style_a(app.post_keyed(NOTES, &body).await, 201).await["data"].clone();
+    assert_eq!(note["lines"][0]["product_id"], combo.as_str());
+    assert_eq!(note["lines"][0]["quantity"], "3");
+    // Each component falls by its quantity in one combo times the combo's quantity.
+    assert_eq!(level(&app, &mate).await, ("4".to_owned(), "0".to_owned()), "10 - 2 × 3");
+    assert_eq!(level(&app, &bombilla).await, ("8.5".to_owned(), "0".to_owned()), "10 - 0.5 × 3");
+    assert_eq!(level(&app, &yerba).await, ("10".to_owned(), "0".to_owned()), "not a component");
+    let inventory = style_a(app.get(&format!("/api/v1/inventory?product_id={combo}")).await, 200).await;
+    assert!(items(&inventory).is_empty(), "a combo holds no stock of its own");
+    let id = note["id"].as_str().expect("id").to_owned();
+    for component in [&mate, &bombilla] {
+        let ledger = json(
+            app.get(&format!("/api/v1/inventory/movements?product_id={component}&cause_type=delivery_note")).await,
+            200,
+        )
+        .await;
+        assert_eq!(items(&ledger).len(), 1, "one change of {component}");
+        assert_eq!(items(&ledger)[0]["cause_id"], id.as_str());
+    }
+
+    // Deleting the note gives back exactly what it took from each component, and nothing to the combo.
+    let deleted = style_a(delete(&app, &id, &Uuid::now_v7().to_string()).await, 200).await["data"].clone();
+    assert_eq!(deleted["deleted"], true);
+    assert_eq!(level(&app, &mate).await, ("10".to_owned(), "0".to_owned()));
+    assert_eq!(level(&app, &bombilla).await, ("10".to_owned(), "0".to_owned()));
+    assert_eq!(level(&app, &yerba).await, ("10".to_owned(), "0".to_owned()));
+    let inventory = style_a(app.get(&format!("/api/v1/inventory?product_id={combo}")).await, 200).await;
+    assert!(items(&inventory).is_empty(), "the delete gave the combo no stock");
+}

@@ -477,3 +477,38 @@ async fn products_are_readable_while_the_organizations_projection_lags(pool: PgP
     assert_eq!(read["data"]["sku"], "LAG-1");
     assert_eq!(json(app.get("/api/v1/products").await, 200).await["data"].as_array().map(Vec::len), Some(1));
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_combo_detail_lists_its_components(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let single = |sku: &str, name: &str| json!({"name": name, "sku": sku, "price": 1000});
+    let mate = json(create(&app, &single("MATE", "Mate de calabaza")).await, 201).await["data"]["id"].clone();
+    let bombilla = json(create(&app, &single("BOMBILLA", "Bombilla de alpaca")).await, 201).await["data"]["id"].clone();
+    let kit = json!({"name": "Kit matero", "sku": "KIT", "price": 3000, "productType": "combo",
+        "components": [{"productId": mate, "quantity": 2}, {"productId": bombilla, "quantity": "0.5"}]});
+    let created = json(create(&app, &kit).await, 201).await;
+    let listed = json!([
+        {"productId": mate, "name": "Mate de calabaza", "quantity": "2"},
+        {"productId": bombilla, "name": "Bombilla de alpaca", "quantity": "0.5"},
+    ]);
+    assert_eq!(created["data"]["components"], listed, "the creation answers with the detail");
+    let id = created["data"]["id"].as_str().expect("id").to_owned();
+    let detail = json(app.get(&format!("/api/v1/products/{id}")).await, 200).await;
+    assert_eq!(detail["data"]["productType"], "combo");
+    assert_eq!(detail["data"]["components"], listed);
+
+    // Any other product's detail has none; lists never carry them.
+    let other = json(app.get(&format!("/api/v1/products/{}", mate.as_str().expect("id"))).await, 200).await;
+    assert_eq!(other["data"]["components"], json!([]));
+    let list = json(app.get("/api/v1/products").await, 200).await;
+    assert!(list["data"].as_array().expect("data").iter().all(|p| p.get("components").is_none()));
+
+    // A replace that changes the components shows the new ones.
+    let replaced = json!({"name": "Kit matero", "sku": "KIT", "price": 3000, "productType": "combo",
+        "components": [{"productId": bombilla, "quantity": 3}]});
+    let answer = json(app.put(&format!("/api/v1/products/{id}"), &replaced).await, 200).await;
+    let now = json!([{"productId": bombilla, "name": "Bombilla de alpaca", "quantity": "3"}]);
+    assert_eq!(answer["data"]["components"], now);
+    let detail = json(app.get(&format!("/api/v1/products/{id}")).await, 200).await;
+    assert_eq!(detail["data"]["components"], now);
+}
