@@ -464,6 +464,29 @@ fn take_moves(
     Ok(moves)
 }
 
+/// The warehouse `note` took `variant` from (a combo's first component stands for it), as its
+/// recorded changes say: the one warehouse it took that variant from, or `line_warehouse` among
+/// several; none when it took none of it.
+fn taken_from(
+    note: &DeliveryNoteState,
+    variant: Uuid,
+    line_warehouse: Option<Uuid>,
+    components: &BTreeMap<Uuid, Vec<StockLine>>,
+) -> Option<Uuid> {
+    let stocked = components.get(&variant).and_then(|c| c.first()).map_or(variant, |c| c.variant_id);
+    let taken: std::collections::BTreeSet<Uuid> = note
+        .changes
+        .iter()
+        .filter(|c| c.variant_id == stocked && c.quantity.is_negative())
+        .map(|c| c.warehouse_id)
+        .collect();
+    match (taken.len(), line_warehouse) {
+        (1, _) => taken.first().copied(),
+        (_, Some(w)) if taken.contains(&w) => Some(w),
+        _ => None,
+    }
+}
+
 /// A note's delete: the stock it moved back (for an order, what leaves the order's lines unmoved
 /// again: a unit its bill took stays out), and the order's `delivered` and reservation restored.
 fn delete(note: &DeliveryNoteState, facts: &NoteFacts) -> Result<NoteDecision, Rejection> {
@@ -485,7 +508,10 @@ fn delete(note: &DeliveryNoteState, facts: &NoteFacts) -> Result<NoteDecision, R
             line.delivered.checked_sub(delivered.quantity).filter(|q| !q.is_negative()).unwrap_or_default();
         let returning = moved_before.checked_sub(line.moved()).unwrap_or_default();
         let stocked = line.physical || line.variant_id.is_some_and(|v| facts.components.contains_key(&v));
-        let warehouse = line.warehouse_id.or(order.assigned_warehouse_id).or(note.warehouse_id);
+        // Back where the note took it from, even if the order's warehouse changed since.
+        let fallback = line.warehouse_id.or(note.warehouse_id).or(order.assigned_warehouse_id);
+        let warehouse = line.variant_id.and_then(|v| taken_from(note, v, line.warehouse_id, &facts.components));
+        let warehouse = warehouse.or(fallback);
         if let (Some(variant), Some(warehouse), true, true) =
             (line.variant_id, warehouse, stocked, returning.is_positive())
         {

@@ -137,20 +137,24 @@ impl Document for Sales {
         };
         let variants: Vec<Uuid> = input.items.iter().filter_map(|i| i.variant_id).collect();
         let (products, groups) = load_products(conn, org_id, &variants).await?;
-        let default_warehouse = crate::records::current_defaults(conn, org_id, "warehouse").await?.first().copied();
-        let named: Vec<Uuid> = input.items.iter().filter_map(|i| i.warehouse_id).chain(default_warehouse).collect();
-        let warehouses = active::<Warehouse>(conn, org_id, &named, |w| w.fields.is_active).await?;
-        let methods: Vec<Uuid> = input.payments.iter().map(|p| p.method_id).collect();
-        let payment_methods = active::<PaymentMethod>(conn, org_id, &methods, |m| m.fields.is_active).await?;
-        let associated = match input.associated_sale_id {
-            Some(id) => invoicing::load_sale(conn, org_id, id).await?,
-            None => None,
-        };
         let order = match input.order_id {
             Some(id) => {
                 let (order, version, _) = crate::orders::load_order(conn, org_id, id).await?;
                 order.map(|o| (o, version))
             }
+            None => None,
+        };
+        let default_warehouse = crate::records::current_defaults(conn, org_id, "warehouse").await?.first().copied();
+        // A billed order line leaves from its own warehouse (see `decide`): checked like any other.
+        let of_order =
+            order.iter().flat_map(|(o, _)| o.lines.iter().filter_map(|l| l.warehouse_id.or(o.assigned_warehouse_id)));
+        let named: Vec<Uuid> =
+            input.items.iter().filter_map(|i| i.warehouse_id).chain(of_order).chain(default_warehouse).collect();
+        let warehouses = active::<Warehouse>(conn, org_id, &named, |w| w.fields.is_active).await?;
+        let methods: Vec<Uuid> = input.payments.iter().map(|p| p.method_id).collect();
+        let payment_methods = active::<PaymentMethod>(conn, org_id, &methods, |m| m.fields.is_active).await?;
+        let associated = match input.associated_sale_id {
+            Some(id) => invoicing::load_sale(conn, org_id, id).await?,
             None => None,
         };
         let combos: Vec<Uuid> = products.iter().filter(|(_, f)| f.product_type == "combo").map(|(id, _)| *id).collect();

@@ -642,7 +642,15 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
             errors.push(not_found(format!("items[{i}].productId"), "product"));
         }
         let stocked = fact.is_some_and(|f| f.product_type != "service");
-        let warehouse = if stocked { item.warehouse_id.or(facts.default_warehouse) } else { item.warehouse_id };
+        // A line billing an order line leaves from where the order holds it (the line's warehouse, or
+        // the order's), so the units its reservation held are the ones that leave.
+        let of_order = item.order_line_id.and_then(|line_id| {
+            let (order, _) = facts.order.as_ref()?;
+            let line = order.lines.iter().find(|l| l.id == line_id)?;
+            line.warehouse_id.or(order.assigned_warehouse_id)
+        });
+        let warehouse =
+            if stocked { item.warehouse_id.or(of_order).or(facts.default_warehouse) } else { item.warehouse_id };
         if let Some(w) = warehouse {
             let usable = facts.warehouses.get(&w).copied().unwrap_or(false);
             if !usable {
