@@ -1,8 +1,10 @@
 //! Delivery notes (remitos; Style A, snake_case, `object: "delivery_note"`): created from scratch, for
-//! a sale or for an order (each with an `Idempotency-Key`), read, listed and deleted.
+//! a sale or for an order (each with an `Idempotency-Key`), read, listed and deleted, and the signed
+//! download of the printed remito (its PDF, without prices).
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
+use crate::http::documents::link;
 use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
@@ -26,6 +28,7 @@ use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{Enum, Object, OpenApi};
 use projections::ProjectionId;
 use projections::delivery_notes::{self as read, NoteFilter, NoteRow};
+use projections::documents::OwnerKind;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use time::{Date, OffsetDateTime};
@@ -42,6 +45,7 @@ operations! {
     CREATE_NOTE = write("createDeliveryNote", Scope::SalesWrite, Idempotency::Required, CommandKind::DeliveryNote)
         .unprocessable(WHY);
     DELETE_NOTE = write("deleteDeliveryNote", Scope::SalesWrite, Idempotency::Required, CommandKind::DeliveryNote);
+    GET_NOTE_DOCUMENT = read("getDeliveryNoteDocument", Some(Scope::SalesRead));
 }
 
 const NOTES: Kind = Kind::new("delivery_note", ProjectionId::DeliveryNotes, "/api/v1/delivery-notes", "delivery_notes");
@@ -234,6 +238,8 @@ responses! {
     Single: Ok(RawJson<DeliveryNoteEnvelope>) = 200, "The delivery note.";
     Deleted: Ok(RawJson<DeliveryNoteDeletedEnvelope>) = 200, "The note is deleted and what it moved restored.";
     Notes: Ok(RawJson<ListEnvelope<DeliveryNoteData>>) = 200, "A page of delivery notes, newest first.";
+    DocumentRedirect: Found(#[oai(header = "Location")] String) =
+        302, "A signed link to the PDF, valid five minutes (see the description).";
 }
 
 type Key = Header<Option<String>>;
@@ -404,5 +410,32 @@ impl DeliveryNotesApi {
         let data =
             DeliveryNoteDeletedData { object: "delivery_note".into(), id, deleted: true, idempotent_replay: replayed };
         Ok(Deleted::Ok(RawJson::new(Style::a(&DeliveryNoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
+    }
+
+    /// Download a delivery note's PDF
+    ///
+    /// Scope `sales:read`. The stable, authenticated path to the printed remito (the issuer, the
+    /// customer, the formatted number, the date and each line's name and quantity; no prices): 302 to
+    /// a signed link, `/documents/{token}`, valid five minutes and served without a credential (do not
+    /// store it; an expired or altered link answers 403); 404 while the document is not ready. A deleted
+    /// note is 404.
+    #[oai(
+        path = "/delivery-notes/:delivery_note_id/document",
+        method = "get",
+        operation_id = "getDeliveryNoteDocument"
+    )]
+    async fn document(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        delivery_note_id: Path<String>,
+    ) -> Result<DocumentRedirect, ApiError> {
+        let call = Call::new(GET_NOTE_DOCUMENT, &state, &auth, &request_id)?;
+        let id = call.id(&NOTES, &delivery_note_id.0)?;
+        if read::get(&state.pool, call.org_id(), id).await?.is_none_or(|r| r.deleted) {
+            return Err(ApiError::not_found("delivery_note"));
+        }
+        Ok(DocumentRedirect::Found(link(&state, call.org_id(), OwnerKind::DeliveryNote, id).await?))
     }
 }

@@ -4,10 +4,10 @@
 //!
 //! What a token holds and how it is signed and checked live in `links.rs`; this module serves them.
 //!
-//! The authenticated document routes of sales and purchases answer 302 to [`signed_path`] (see
-//! [`link`]); this route is deliberately left out of the OpenAPI document, which describes the
-//! authenticated API under `/api/` (a route there without a credential would also break the rule that
-//! every operation names its scope). Those operations describe it in their text instead:
+//! The authenticated document routes of sales, purchases and delivery notes answer 302 to
+//! [`signed_path`] (see [`link`]); this route is deliberately left out of the OpenAPI document, which
+//! describes the authenticated API under `/api/` (a route there without a credential would also break
+//! the rule that every operation names its scope). Those operations describe it in their text instead:
 //! [`DOWNLOAD_DESCRIPTION`].
 
 use crate::http::error::{ApiError, ErrorType};

@@ -353,3 +353,51 @@ async fn a_custom_note_for_a_combo_moves_its_components_and_deleting_it_restores
     let inventory = style_a(app.get(&format!("/api/v1/inventory?product_id={combo}")).await, 200).await;
     assert!(items(&inventory).is_empty(), "the delete gave the combo no stock");
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_note_prints_as_a_remito_without_prices_behind_a_signed_link(pool: PgPool) {
+    use std::time::Duration;
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana Pérez").await;
+    // Priced at 12100 cents: "121,00" must not be printed.
+    let mate = product(&app, "MATE", &main, 10).await;
+    let body = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
+        "warehouse_id": main, "items": [{ "product_id": mate, "quantity": 2.5 }] });
+    let note = style_a(app.post_keyed(NOTES, &body).await, 201).await["data"].clone();
+    let id = note["id"].as_str().expect("id").to_owned();
+    let path = format!("{NOTES}/{id}/document");
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let location = crate::helpers::eventually(Duration::from_secs(20), "the delivery note's PDF", || async {
+        let answer =
+            no_redirects.get(format!("{}{path}", app.base)).bearer_auth(&app.api_key).send().await.expect("sent");
+        if answer.status().as_u16() == 404 {
+            let body: Value = answer.json().await.expect("an error");
+            assert_eq!(body["error"]["code"], "DOCUMENT_NOT_READY", "{body}");
+            return None;
+        }
+        assert_eq!(answer.status().as_u16(), 302);
+        answer.headers().get("location").and_then(|l| l.to_str().ok()).map(str::to_owned)
+    })
+    .await;
+    assert!(location.starts_with("/documents/"), "{location}");
+    let pdf = app.client.get(format!("{}{location}", app.base)).send().await.expect("sent");
+    assert_eq!(pdf.status().as_u16(), 200);
+    assert_eq!(pdf.headers().get("content-type").and_then(|c| c.to_str().ok()), Some("application/pdf"));
+    let bytes = pdf.bytes().await.expect("pdf");
+    let text = pdf_extract::extract_text_from_mem(&bytes).expect("readable PDF");
+    assert!(text.contains("R-0001-00000001"), "the number is printed: {text}");
+    assert!(text.contains("Almacén de Prueba"), "the issuer is printed: {text}");
+    assert!(text.contains("Ana Pérez"), "the customer is printed: {text}");
+    assert!(text.contains("Producto MATE"), "the line's name is printed: {text}");
+    assert!(text.contains("2,5"), "the line's quantity is printed: {text}");
+    assert!(!text.contains("121,00") && !text.contains('$'), "no price is printed: {text}");
+
+    // Another organization's key finds nothing; a deleted note's document is gone.
+    let (_, other_key) = app.other_org().await;
+    error(app.request(Method::GET, &path, Some(&other_key), None).await, 404, "invalid_request_error").await;
+    style_a(delete(&app, &id, &Uuid::now_v7().to_string()).await, 200).await;
+    let gone =
+        error(app.request(Method::GET, &path, Some(&app.api_key), None).await, 404, "invalid_request_error").await;
+    assert_ne!(gone["error"]["code"], "DOCUMENT_NOT_READY", "{gone}");
+}

@@ -1,10 +1,12 @@
-//! Printed documents (sale vouchers, credit notes, purchases): what a document shows, the tax
-//! authority's QR code, and the Argentine number formats; the renderer, the Postgres store and the
-//! worker that renders pending documents live in the submodules.
+//! Printed documents (sale vouchers, credit notes, purchases, delivery notes): what a document
+//! shows, the tax authority's QR code, and the Argentine number formats; the renderer, the Postgres
+//! store, the worker that renders pending documents and what delivery notes print live in the
+//! submodules.
 //!
 //! A [`VoucherDocument`] is everything printed, already computed: the renderer decides layout only,
 //! never amounts. It is stored as JSON (the store's `input`), so its wire form is kept stable.
 
+pub mod delivery_notes;
 pub mod render;
 pub mod store;
 pub mod vouchers;
@@ -29,15 +31,17 @@ use time::Date;
 pub enum OwnerKind {
     Sale,
     Purchase,
+    DeliveryNote,
 }
 
 impl OwnerKind {
-    pub const ALL: [OwnerKind; 2] = [OwnerKind::Sale, OwnerKind::Purchase];
+    pub const ALL: [OwnerKind; 3] = [OwnerKind::Sale, OwnerKind::Purchase, OwnerKind::DeliveryNote];
 
     pub fn as_str(self) -> &'static str {
         match self {
             OwnerKind::Sale => "sale",
             OwnerKind::Purchase => "purchase",
+            OwnerKind::DeliveryNote => "delivery_note",
         }
     }
 }

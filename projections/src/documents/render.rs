@@ -1,5 +1,6 @@
-//! The voucher renderer: a [`VoucherDocument`] to an A4 PDF, pure and synchronous (the worker runs
-//! it on a blocking thread, since it is CPU work).
+//! The voucher renderer: a [`VoucherDocument`] (or a [`DeliveryNoteDocument`], laid out the same way
+//! without prices) to an A4 PDF, pure and synchronous (the worker runs it on a blocking thread, since
+//! it is CPU work).
 //!
 //! Layout comes first, as drawing operations per page, so every page can say "Página i de n";
 //! krilla then writes them. Text is shaped with rustybuzz against the embedded DejaVu Sans
@@ -8,7 +9,9 @@
 //! measured is exactly what is drawn, and every Spanish character (á, ñ, º, ü) has its glyph. The
 //! QR code is drawn as vector squares, so it stays sharp at any zoom.
 
-use super::{Authorization, Party, QR_URL_PREFIX, VoucherDocument, argentine_decimal, money, qr_url};
+use super::delivery_notes::DeliveryNoteDocument;
+use super::{Authorization, DocumentLine, Party, QR_URL_PREFIX, VoucherDocument, argentine_decimal, money, qr_url};
+use events::domain::Cents;
 use krilla::Document;
 use krilla::color::luma;
 use krilla::geom::{PathBuilder, Point, Rect, Transform};
@@ -61,8 +64,71 @@ pub enum RenderError {
 pub fn render_pdf(doc: &VoucherDocument) -> Result<Vec<u8>, RenderError> {
     check(doc)?;
     let fonts = FONTS.as_ref().ok_or(RenderError::Font)?;
-    let pages = layout(doc, fonts)?;
-    draw(doc, fonts, &pages)
+    let kind = Kind::Voucher { number: doc.number_text() };
+    let pages = layout(doc, &kind, fonts)?;
+    draw(doc, &kind, fonts, &pages)
+}
+
+/// Renders a delivery note (remito) as an A4 PDF: a voucher's head, receiver, lines and notes, each
+/// line with its description and quantity only; no prices, amounts or totals.
+pub fn render_delivery_note_pdf(note: &DeliveryNoteDocument) -> Result<Vec<u8>, RenderError> {
+    note.check()?;
+    let fonts = FONTS.as_ref().ok_or(RenderError::Font)?;
+    // The layout's input; what it would print of prices is never drawn for a delivery note.
+    let doc = VoucherDocument {
+        title: "REMITO".into(),
+        letter: None,
+        voucher_code: None,
+        point_of_sale: note.point_of_sale,
+        number: note.number,
+        date: note.date,
+        issuer: note.issuer.clone(),
+        receiver: note.receiver.clone(),
+        lines: note
+            .lines
+            .iter()
+            .map(|l| DocumentLine {
+                description: l.description.clone(),
+                quantity: l.quantity.clone(),
+                unit_price_cents: Cents::ZERO,
+                discount: None,
+                vat_label: None,
+                amount_cents: Cents::ZERO,
+            })
+            .collect(),
+        vat_breakdown: Vec::new(),
+        subtotal_cents: Cents::ZERO,
+        tax_cents: Cents::ZERO,
+        total_cents: Cents::ZERO,
+        currency: "PES".into(),
+        exchange_rate: None,
+        authorization: None,
+        notes: note.notes.clone(),
+        reference: None,
+    };
+    let kind = Kind::DeliveryNote { number: note.number_text() };
+    let pages = layout(&doc, &kind, fonts)?;
+    draw(&doc, &kind, fonts, &pages)
+}
+
+/// What is being printed, with its number as printed.
+enum Kind {
+    /// Prices, amounts and totals.
+    Voucher { number: String },
+    /// Descriptions and quantities only.
+    DeliveryNote { number: String },
+}
+
+impl Kind {
+    fn number(&self) -> &str {
+        match self {
+            Kind::Voucher { number } | Kind::DeliveryNote { number } => number,
+        }
+    }
+
+    fn priced(&self) -> bool {
+        matches!(self, Kind::Voucher { .. })
+    }
 }
 
 /// What cannot be printed faithfully is refused rather than printed wrong.
@@ -232,6 +298,7 @@ enum Op {
 /// The pages being laid out and where the next content goes.
 struct Layout<'a> {
     doc: &'a VoucherDocument,
+    kind: &'a Kind,
     fonts: &'a Fonts,
     pages: Vec<Vec<Op>>,
     y: f32,
@@ -310,16 +377,18 @@ impl Layout<'_> {
 
     fn doc_name(&self) -> String {
         let letter = self.doc.letter.as_deref().map(|l| format!(" {l}")).unwrap_or_default();
-        format!("{}{letter} Nº {}", self.doc.title, self.doc.number_text())
+        format!("{}{letter} Nº {}", self.doc.title, self.kind.number())
     }
 }
 
-fn layout(doc: &VoucherDocument, fonts: &Fonts) -> Result<Vec<Vec<Op>>, RenderError> {
-    let mut layout = Layout { doc, fonts, pages: vec![Vec::new()], y: MARGIN };
+fn layout(doc: &VoucherDocument, kind: &Kind, fonts: &Fonts) -> Result<Vec<Vec<Op>>, RenderError> {
+    let mut layout = Layout { doc, kind, fonts, pages: vec![Vec::new()], y: MARGIN };
     header(&mut layout);
     receiver(&mut layout);
     lines_table(&mut layout);
-    summary(&mut layout);
+    if kind.priced() {
+        summary(&mut layout);
+    }
     notes(&mut layout);
     if let Some(authorization) = &doc.authorization {
         authorized(&mut layout, authorization)?;
@@ -356,14 +425,22 @@ fn header(l: &mut Layout) {
     }
 
     let mut right = l.paragraph(rx, top + 26.0, rw, 15.0, Weight::Bold, &doc.title) + 2.0;
-    l.text(rx, right, 11.0, Weight::Bold, &format!("Nº {}", doc.number_text()));
+    l.text(rx, right, 11.0, Weight::Bold, &format!("Nº {}", l.kind.number()));
     right += 16.0;
-    l.text(rx, right, BODY, Weight::Regular, &format!("Punto de venta: {:05}", doc.point_of_sale));
+    let point_of_sale = match l.kind {
+        Kind::Voucher { .. } => format!("{:05}", doc.point_of_sale),
+        Kind::DeliveryNote { .. } => format!("{:04}", doc.point_of_sale),
+    };
+    l.text(rx, right, BODY, Weight::Regular, &format!("Punto de venta: {point_of_sale}"));
     right += LINE;
     l.text(rx, right, BODY, Weight::Regular, &format!("Comprobante Nº: {:08}", doc.number));
     right += LINE;
     l.text(rx, right, BODY, Weight::Regular, &format!("Fecha de emisión: {}", date_text(doc.date)));
     right += LINE;
+    if !l.kind.priced() {
+        l.text(rx, right, BODY, Weight::Regular, "Documento no válido como factura");
+        right += LINE;
+    }
     if let Some(tax_id) = &doc.issuer.tax_id {
         l.text(rx, right, BODY, Weight::Regular, &format!("CUIT: {}", tax_id_text(tax_id)));
         right += LINE;
@@ -432,6 +509,11 @@ fn table_head(l: &mut Layout) {
     l.fill(LEFT, y, RIGHT - LEFT, 16.0, 225);
     let base = y + 11.0;
     l.text(COL_DESC, base, 8.0, Weight::Bold, "Descripción");
+    if !l.kind.priced() {
+        l.text_right(COL_AMOUNT, base, 8.0, Weight::Bold, "Cantidad");
+        l.y = y + 18.0;
+        return;
+    }
     for (right, title) in [
         (COL_QTY, "Cantidad"),
         (COL_UNIT, "Precio unit."),
@@ -447,8 +529,10 @@ fn table_head(l: &mut Layout) {
 fn lines_table(l: &mut Layout) {
     let doc = l.doc;
     table_head(l);
+    // A delivery note's description runs up to its quantity, the one number it prints.
+    let description_end = if l.kind.priced() { COL_DESC_END } else { COL_AMOUNT - 80.0 };
     for line in &doc.lines {
-        let description = l.fonts.wrap(&line.description, BODY, Weight::Regular, COL_DESC_END - COL_DESC);
+        let description = l.fonts.wrap(&line.description, BODY, Weight::Regular, description_end - COL_DESC);
         let height = description.len() as f32 * LINE + 5.0;
         if l.y + height > BOTTOM {
             l.continuation_page();
@@ -457,6 +541,12 @@ fn lines_table(l: &mut Layout) {
         let base = l.y + 9.0;
         for (i, text) in description.iter().enumerate() {
             l.text(COL_DESC, base + i as f32 * LINE, BODY, Weight::Regular, text);
+        }
+        if !l.kind.priced() {
+            l.text_right(COL_AMOUNT, base, BODY, Weight::Regular, &argentine_decimal(&line.quantity));
+            l.y += height;
+            l.line(LEFT, l.y - 2.0, RIGHT, l.y - 2.0, 200);
+            continue;
         }
         l.text_right(COL_QTY, base, BODY, Weight::Regular, &argentine_decimal(&line.quantity));
         l.text_right(COL_UNIT, base, BODY, Weight::Regular, &super::amount(line.unit_price_cents.get().into()));
@@ -639,12 +729,12 @@ fn mask_penalty(dark: &[bool], width: usize) -> u16 {
     score.wrapping_add(ratio.abs_diff(100) as u16)
 }
 
-fn draw(doc: &VoucherDocument, fonts: &Fonts, pages: &[Vec<Op>]) -> Result<Vec<u8>, RenderError> {
+fn draw(doc: &VoucherDocument, kind: &Kind, fonts: &Fonts, pages: &[Vec<Op>]) -> Result<Vec<u8>, RenderError> {
     let mut document = Document::new();
     let letter = doc.letter.as_deref().map(|l| format!(" {l}")).unwrap_or_default();
     document.set_metadata(
         Metadata::new()
-            .title(format!("{}{letter} {}", doc.title, doc.number_text()))
+            .title(format!("{}{letter} {}", doc.title, kind.number()))
             .creator("backoffice".to_owned())
             .language("es-AR".to_owned()),
     );
@@ -932,5 +1022,51 @@ pub(crate) mod tests {
         assert_eq!(tax_id_text("30-71234567-8"), "30-71234567-8");
         assert_eq!(tax_id_text("12345678"), "12345678");
         assert_eq!(date_text(time::macros::date!(2026 - 01 - 05)), "05/01/2026");
+    }
+
+    #[test]
+    fn a_delivery_note_prints_names_and_quantities_and_no_prices() {
+        use crate::documents::delivery_notes::{DeliveredLine, DeliveryNoteDocument};
+        let voucher = sample();
+        let mut note = DeliveryNoteDocument {
+            point_of_sale: 3,
+            number: 42,
+            date: voucher.date,
+            issuer: voucher.issuer,
+            receiver: voucher.receiver,
+            lines: vec![
+                DeliveredLine { description: "Yerba mate orgánica 1 kg".into(), quantity: "2.5".into() },
+                DeliveredLine { description: "Señalador de cortesía".into(), quantity: "1000".into() },
+            ],
+            notes: Some("Entregar por la tarde".into()),
+        };
+        let pdf = render_delivery_note_pdf(&note).expect("renders");
+        assert!(pdf.starts_with(b"%PDF-"));
+        let text = text_of(&pdf);
+        for printed in [
+            "REMITO",
+            "Nº R-0003-00000042",
+            "Punto de venta: 0003",
+            "Fecha de emisión: 20/08/2026",
+            "Documento no válido como factura",
+            "Almacén de Prueba S.R.L.",
+            "José Peñalver Muñoz",
+            "Yerba mate orgánica 1 kg 2,5",
+            "Señalador de cortesía 1.000",
+            "Entregar por la tarde",
+            "Página 1 de 1",
+        ] {
+            assert!(text.contains(printed), "{printed:?} in {text}");
+        }
+        for absent in ["$", "Precio", "Importe", "Total", "IVA 21"] {
+            assert!(!text.contains(absent), "{absent:?} in {text}");
+        }
+        assert_eq!(note.file_name(), "remito-r-0003-00000042.pdf");
+
+        note.point_of_sale = 10_000;
+        assert!(matches!(render_delivery_note_pdf(&note), Err(RenderError::Invalid(_))));
+        note.point_of_sale = 1;
+        note.number = 100_000_000;
+        assert!(matches!(render_delivery_note_pdf(&note), Err(RenderError::Invalid(_))));
     }
 }

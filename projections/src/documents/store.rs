@@ -41,6 +41,19 @@ impl DocumentState {
     }
 }
 
+/// What the store keeps as a document's input: a [`VoucherDocument`] or a
+/// [`DeliveryNoteDocument`](super::delivery_notes::DeliveryNoteDocument), as JSON, with its download's
+/// file name.
+pub trait Printable: Serialize + Sync {
+    fn file_name(&self) -> String;
+}
+
+impl Printable for VoucherDocument {
+    fn file_name(&self) -> String {
+        VoucherDocument::file_name(self)
+    }
+}
+
 /// A rendered document, ready for download.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadyDocument {
@@ -59,7 +72,7 @@ pub async fn request(
     org: Uuid,
     kind: OwnerKind,
     id: Uuid,
-    input: &VoucherDocument,
+    input: &impl Printable,
 ) -> Result<bool, sqlx::Error> {
     let queued: Option<bool> = sqlx::query_scalar(
         "insert into documents (org_id, owner_kind, owner_id, input, file_name)

@@ -9,7 +9,8 @@
 //! cannot print: the slow retries make a release that fixes the renderer heal every failed document
 //! without an operator, and a new input (a corrected owner) is rendered at once.
 
-use super::{VoucherDocument, render_pdf};
+use super::delivery_notes::{self, DeliveryNoteDocument};
+use super::{OwnerKind, VoucherDocument, render::render_delivery_note_pdf, render_pdf};
 use sqlx::PgPool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,9 +56,13 @@ pub async fn run(pool: PgPool, wake: Arc<Notify>) {
     run_with(pool, wake, WorkerConfig::default()).await
 }
 
-/// [`run`] with another configuration.
+/// [`run`] with another configuration. Each round first asks for the documents of the delivery
+/// notes created since the last (see [`delivery_notes::request_created`]), then renders.
 pub async fn run_with(pool: PgPool, wake: Arc<Notify>, config: WorkerConfig) {
     loop {
+        if let Err(error) = delivery_notes::request_created(&pool).await {
+            tracing::warn!(%error, "cannot ask for the documents of new delivery notes");
+        }
         match render_due(&pool, &config).await {
             // More may be due right away.
             Ok(rendered) if rendered > 0 => continue,
@@ -108,8 +113,8 @@ pub async fn render_due(pool: &PgPool, config: &WorkerConfig) -> Result<usize, s
         .map(|(org, kind, id, input, attempts)| Claimed { org, kind, id, input, attempts })
         .collect();
     let renderings = claimed.iter().map(|document| {
-        let input = document.input.clone();
-        tokio::task::spawn_blocking(move || render_stored(&input))
+        let (kind, input) = (document.kind.clone(), document.input.clone());
+        tokio::task::spawn_blocking(move || render_stored(&kind, &input))
     });
     let outcomes = futures::future::join_all(renderings).await;
     let count = claimed.len();
@@ -156,11 +161,15 @@ pub async fn render_due(pool: &PgPool, config: &WorkerConfig) -> Result<usize, s
     Ok(count)
 }
 
-/// Renders a stored input; the error is what `last_error` keeps.
-fn render_stored(input: &str) -> Result<Vec<u8>, String> {
-    let document: VoucherDocument =
-        serde_json::from_str(input).map_err(|error| format!("the stored input cannot be read: {error}"))?;
-    render_pdf(&document).map_err(|error| error.to_string())
+/// Renders a stored input of an owner of `kind`; the error is what `last_error` keeps.
+fn render_stored(kind: &str, input: &str) -> Result<Vec<u8>, String> {
+    let unreadable = |error: serde_json::Error| format!("the stored input cannot be read: {error}");
+    let rendered = if kind == OwnerKind::DeliveryNote.as_str() {
+        render_delivery_note_pdf(&serde_json::from_str::<DeliveryNoteDocument>(input).map_err(unreadable)?)
+    } else {
+        render_pdf(&serde_json::from_str::<VoucherDocument>(input).map_err(unreadable)?)
+    };
+    rendered.map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
