@@ -11,13 +11,17 @@ schema language:
   components, product ids of price-list prices and of stock movement lines, tags both added and
   removed;
 - comparisons with the clock, between sibling fields or with computed amounts: business dates not
-  after today (stock movements, purchases, receipts, sales), a transfer's two different warehouses, a
+  after today (stock movements, purchases, receipts, sales), reservations not before today (quotes,
+  orders), a transfer's two different warehouses, a
   service period's order, a sale's payments and fixed discount within its total;
 - a line's amount, its quantity times its unit price or cost (times the exchange rate of a purchase in
   another currency), within the range of money (a product of sibling fields): lines are kept under
   10^9 cents each so that no document's totals overflow;
-- a v2 purchase `commit` carries an `Idempotency-Key`, which a `preview` does not need (a header
-  required by the value of a body field);
+- a v2 purchase `commit` carries an `Idempotency-Key`, which a `preview` does not need, and so does a
+  structural order edit, which a notes-only one does not (a header required by a body's fields);
+- fields required or refused by a sibling's value: a delivery note's origin type decides its other
+  fields and its items' shape; a structural order edit needs its lines, warehouse and version; a
+  sale item bills an order line only under the sale's `orderId`;
 - a matrix product's `optionValues` name exactly its `options` (a reference between sibling fields);
 - a CUIT's check digit (a checksum);
 - the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0).
@@ -210,6 +214,12 @@ def _repair_sale(body):
     # A fixed global discount no larger than the lines (a comparison with a computed amount).
     if body.get("discountType") == "fixed" and isinstance(body.get("discountValue"), int):
         body["discountValue"] = 0
+    # An item bills an order line of the sale's order (a reference from an item to a parent field).
+    if body.get("orderId") is None and body.get("order_id") is None:
+        for item in body.get("items") or []:
+            if isinstance(item, dict):
+                item.pop("orderLineId", None)
+                item.pop("order_line_id", None)
 
 
 def _repair_purchase(body):
@@ -251,7 +261,72 @@ def _repair_quote(body):
         reservation["enabled"] = False
 
 
+def _repair_order(body):
+    _bound_lines(body.get("lines"), ("unit_price",))
+    # A reservation runs from today on (a comparison with the clock).
+    reservation = body.get("reservation")
+    if isinstance(reservation, dict) and isinstance(reservation.get("reserved_through_date"), str):
+        reservation["reserved_through_date"] = "2099-01-01"
+
+
+def _repair_order_edit(body):
+    _bound_lines(body.get("lines"), ("unit_price",))
+    # Any field but `notes` makes a structural edit, which needs the whole lines, the warehouse and
+    # the version it edits (fields required by a sibling's presence).
+    if any(key != "notes" for key in body):
+        if not isinstance(body.get("lines"), list) or not body["lines"]:
+            body["lines"] = [{"name": "Artículo", "quantity": "1", "unit_price": 100}]
+        if body.get("assigned_warehouse_id") is None:
+            body["assigned_warehouse_id"] = str(uuid.uuid4())
+        if body.get("expected_updated_at") is None:
+            body["expected_updated_at"] = "2026-01-02T10:00:00-03:00"
+    elif "notes" not in body:
+        body["notes"] = ""
+
+
+def _repair_delivery_note(body):
+    # What a note carries depends on its origin's type (fields required or refused by a sibling's value).
+    origin = body.get("origin")
+    kind = origin.get("type") if isinstance(origin, dict) else None
+    for origin_kind, field in (("sale", "sale_id"), ("order", "order_id")):
+        if kind == origin_kind and origin.get(field) is None:
+            origin[field] = str(uuid.uuid4())
+    if kind == "sale":
+        for field in ("items", "warehouse_id", "customer_id"):
+            body.pop(field, None)
+    if kind == "custom":
+        if body.get("customer_id") is None:
+            body["customer_id"] = str(uuid.uuid4())
+        if not isinstance(body.get("items"), list) or not body["items"]:
+            body["items"] = [{"is_custom": True, "name": "Artículo", "quantity": "1"}]
+    if kind == "order" and body.get("items") in ([], None):
+        body.pop("items", None)
+    items = body.get("items")
+    if not isinstance(items, list):
+        return
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if kind == "custom":
+            item.pop("order_line_id", None)
+            if item.get("product_id") is None:
+                item.pop("product_id", None)
+                item["is_custom"] = True
+                if not (isinstance(item.get("name"), str) and item["name"].strip()):
+                    item["name"] = "Artículo"
+            else:
+                item.pop("is_custom", None)
+        elif kind == "order":
+            for field in ("product_id", "is_custom", "name"):
+                item.pop(field, None)
+            if item.get("order_line_id") is None:
+                item["order_line_id"] = str(uuid.uuid4())
+
+
 REPAIRS = {
+    "createOrder": _repair_order,
+    "updateOrder": _repair_order_edit,
+    "createDeliveryNote": _repair_delivery_note,
     "createQuote": _repair_quote,
     "replaceQuote": _repair_quote,
     "createSale": _repair_sale,
@@ -287,6 +362,8 @@ def map_case(ctx, case):
     if repair and _positive(case) and isinstance(case.body, dict):
         repair(case.body)
         commit = operation_id == "v2CreatePurchase" and case.body.get("mode") == "commit"
+        # A structural order edit needs a key (a header required by the body's fields).
+        commit = commit or (operation_id == "updateOrder" and any(k != "notes" for k in case.body))
         if commit and not any(h.lower() == "idempotency-key" for h in case.headers or {}):
             case.headers = {**(case.headers or {}), "Idempotency-Key": f"contract-{uuid.uuid4().hex}"}
     return case

@@ -48,6 +48,19 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             .bind(event.recorded_at)
             .execute(&mut *conn)
             .await?;
+        // A new note gets its printed remito (asking again with the same content changes nothing).
+        if let DeliveryNoteEvent::DeliveryNoteCreated(note) = &decoded {
+            let issuer = crate::documents::vouchers::issuer(conn, event.org_id).await?;
+            let document = crate::documents::delivery_notes::DeliveryNoteDocument::of(note, &issuer);
+            crate::documents::store::request(
+                conn,
+                event.org_id,
+                crate::documents::OwnerKind::DeliveryNote,
+                event.stream_id,
+                &document,
+            )
+            .await?;
+        }
     }
     // Delivery note reads are not cached.
     Ok(Vec::new())

@@ -14,7 +14,7 @@ use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, rules};
+use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, Text, rules};
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
@@ -282,7 +282,7 @@ pub struct OrderLineInput {
     /// An active product variant of the organization; or send `name` for a free-text line.
     pub product_id: Optional<Uuid>,
     /// The text of a line without a product.
-    pub name: Optional<Blank<200>>,
+    pub name: Optional<Text<200>>,
     pub quantity: QuantityIn<true>,
     /// Cents, net of VAT.
     pub unit_price: Cents,

@@ -208,7 +208,8 @@ fn read_lines(r: &mut ObjectReader, body_lines: &[Value]) -> Vec<LineInput> {
         refuse_unknown(&mut line, item, KNOWN_LINE, READ_ONLY_LINE, "an order line");
         let id = line.optional_uuid("id");
         let variant_id = line.optional_uuid("product_id");
-        let name = line.optional_str("name", 200);
+        // A free-text line says what it is.
+        let name = line.has("name").then(|| line.required_str("name", 1, 200)).filter(|n| !n.is_empty());
         match (line.has("product_id"), line.has("name")) {
             (true, true) => line.reject("name", "both_kinds", "a line names a product or free text, not both"),
             (false, false) => line.reject("product_id", "required", "a line names a product_id or a name"),

@@ -9,7 +9,7 @@
 //! cannot print: the slow retries make a release that fixes the renderer heal every failed document
 //! without an operator, and a new input (a corrected owner) is rendered at once.
 
-use super::delivery_notes::{self, DeliveryNoteDocument};
+use super::delivery_notes::DeliveryNoteDocument;
 use super::{OwnerKind, VoucherDocument, render::render_delivery_note_pdf, render_pdf};
 use sqlx::PgPool;
 use std::sync::Arc;
@@ -56,13 +56,9 @@ pub async fn run(pool: PgPool, wake: Arc<Notify>) {
     run_with(pool, wake, WorkerConfig::default()).await
 }
 
-/// [`run`] with another configuration. Each round first asks for the documents of the delivery
-/// notes created since the last (see [`delivery_notes::request_created`]), then renders.
+/// [`run`] with another configuration.
 pub async fn run_with(pool: PgPool, wake: Arc<Notify>, config: WorkerConfig) {
     loop {
-        if let Err(error) = delivery_notes::request_created(&pool).await {
-            tracing::warn!(%error, "cannot ask for the documents of new delivery notes");
-        }
         match render_due(&pool, &config).await {
             // More may be due right away.
             Ok(rendered) if rendered > 0 => continue,
