@@ -299,11 +299,13 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                         }
                     },
                 };
+                let moved = item.variant_id.is_some_and(|v| stocked.iter().any(|(l, _, _)| l.variant_id == v));
                 note.lines.push(DeliveryLine {
                     variant_id: item.variant_id,
                     name,
                     quantity: item.quantity,
                     order_line_id: None,
+                    warehouse_id: note.warehouse_id.filter(|_| moved),
                 });
             }
         }
@@ -322,6 +324,7 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                     name: l.name.clone(),
                     quantity: l.quantity,
                     order_line_id: None,
+                    warehouse_id: None,
                 })
                 .collect();
         }
@@ -389,11 +392,10 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                 line.delivered = line.delivered.checked_add(quantity).unwrap_or(line.quantity);
                 let leaving = line.moved().checked_sub(moved_before).unwrap_or_default();
                 let line_warehouse = line.warehouse_id.or(warehouse);
-                if let (Some(variant), true, true) = (
-                    line.variant_id,
-                    line.physical || facts.components.contains_key(&line.variant_id.unwrap_or_default()),
-                    leaving.is_positive(),
-                ) {
+                let moved_now = line.variant_id.is_some()
+                    && (line.physical || facts.components.contains_key(&line.variant_id.unwrap_or_default()))
+                    && leaving.is_positive();
+                if let (Some(variant), true) = (line.variant_id, moved_now) {
                     match line_warehouse {
                         Some(w) => stocked.push((
                             StockLine { variant_id: variant, quantity: leaving },
@@ -416,6 +418,7 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                         .unwrap_or_default(),
                     quantity,
                     order_line_id: Some(line.id),
+                    warehouse_id: line_warehouse.filter(|_| moved_now),
                 });
             }
             reject_fields(errors.clone())?;
@@ -510,7 +513,10 @@ fn delete(note: &DeliveryNoteState, facts: &NoteFacts) -> Result<NoteDecision, R
         let stocked = line.physical || line.variant_id.is_some_and(|v| facts.components.contains_key(&v));
         // Back where the note took it from, even if the order's warehouse changed since.
         let fallback = line.warehouse_id.or(note.warehouse_id).or(order.assigned_warehouse_id);
-        let warehouse = line.variant_id.and_then(|v| taken_from(note, v, line.warehouse_id, &facts.components));
+        // The line's own record first (notes record where each line's stock left from).
+        let warehouse = delivered
+            .warehouse_id
+            .or_else(|| line.variant_id.and_then(|v| taken_from(note, v, line.warehouse_id, &facts.components)));
         let warehouse = warehouse.or(fallback);
         if let (Some(variant), Some(warehouse), true, true) =
             (line.variant_id, warehouse, stocked, returning.is_positive())

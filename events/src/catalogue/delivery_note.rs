@@ -43,6 +43,9 @@ pub struct DeliveryLine {
     pub quantity: Quantity,
     /// The order line it delivers (origin `order`).
     pub order_line_id: Option<Uuid>,
+    /// Where its stock left from (none when it moved none), so a delete puts it back there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warehouse_id: Option<Uuid>,
 }
 
 /// A delivery note's whole state.
