@@ -153,6 +153,19 @@ pub async fn load_stream(
     Ok(events.into_iter().filter(|event| event.org_id == org_id).collect())
 }
 
+/// The last event of one stream of one organization (none for an empty or foreign stream): all a
+/// load needs of a stream whose every event carries its whole state, however long the stream grew.
+pub async fn load_latest(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    stream_id: Uuid,
+) -> Result<Option<RecordedEvent>, sqlx::Error> {
+    // The stream id alone in the condition, as in `load_stream`.
+    let sql = format!("select {EVENT_COLUMNS} from events e where e.stream_id = $1 order by e.version desc limit 1");
+    let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(stream_id).fetch_optional(conn).await?;
+    Ok(row.as_ref().map(event_from_row).transpose()?.filter(|event| event.org_id == org_id))
+}
+
 /// One line of `events export`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ExportedEvent {

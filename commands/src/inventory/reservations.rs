@@ -224,13 +224,14 @@ async fn insert_rows(
 }
 
 async fn stream_version(conn: &mut PgConnection, org_id: Uuid, stream: Uuid) -> Result<i32, sqlx::Error> {
-    let version: Option<i32> =
-        sqlx::query_scalar("select max(version) from events where org_id = $1 and stream_id = $2")
-            .bind(org_id)
+    // The stream id alone in the condition, so the `(stream_id, version)` index is the only plan (see
+    // `events::store::load_stream`); the organization is checked on the row.
+    let last: Option<(Uuid, i32)> =
+        sqlx::query_as("select org_id, version from events where stream_id = $1 order by version desc limit 1")
             .bind(stream)
-            .fetch_one(conn)
+            .fetch_optional(conn)
             .await?;
-    Ok(version.unwrap_or(0))
+    Ok(last.filter(|(org, _)| *org == org_id).map_or(0, |(_, version)| version))
 }
 
 /// The active reservation `owner` holds (none when released, expired or never taken), as stored.

@@ -21,25 +21,21 @@ use sqlx::PgConnection;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// The order's state, its stream version and when its last event was recorded.
+/// The order's state, its stream version and when its last event was recorded: every order event
+/// carries the whole order, so the last one is all a load reads (an order's stream grows with every
+/// delivery and bill).
 pub async fn load_order(
     conn: &mut PgConnection,
     org_id: Uuid,
     id: Uuid,
 ) -> Result<(Option<OrderState>, i32, Option<OffsetDateTime>), ExecuteError> {
-    let stored = events::store::load_stream(conn, org_id, id).await?;
-    let (mut state, mut version, mut at) = (None, 0, None);
-    for event in stored {
-        if event.stream_type != OrderEvent::STREAM_TYPE {
-            return Ok((None, 0, None));
-        }
-        let decoded = OrderEvent::decode(&event.event_type, event.schema_version, event.data)
-            .map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
-        state = fold_order(state, &decoded);
-        version = event.version;
-        at = Some(event.recorded_at);
+    let Some(event) = events::store::load_latest(conn, org_id, id).await? else { return Ok((None, 0, None)) };
+    if event.stream_type != OrderEvent::STREAM_TYPE {
+        return Ok((None, 0, None));
     }
-    Ok((state, version, at))
+    let decoded = OrderEvent::decode(&event.event_type, event.schema_version, event.data)
+        .map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
+    Ok((fold_order(None, &decoded), event.version, Some(event.recorded_at)))
 }
 
 /// Orders (`POST /api/v1/orders`, `PATCH`, cancel, complete, and the conversion of a quote).
