@@ -14,7 +14,7 @@ use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, Text, rules};
+use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, Text, VatCode, rules};
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
@@ -280,14 +280,14 @@ pub struct OrderLineInput {
     /// left out are removed, unless delivered or billed).
     pub id: Optional<Uuid>,
     /// An active product variant of the organization; or send `name` for a free-text line.
-    pub product_id: Optional<Uuid>,
+    pub product_id: Option<Uuid>,
     /// The text of a line without a product.
-    pub name: Optional<Text<200>>,
+    pub name: Option<Text<200>>,
     pub quantity: QuantityIn<true>,
     /// Cents, net of VAT.
     pub unit_price: Cents,
     /// A VAT rate code (`GET /api/v1/tax-rates`); default: the product's, or 5 (21%) on free text.
-    pub tax_rate_id: Optional<i32>,
+    pub tax_rate_id: Optional<VatCode>,
     /// Either an `amount` (cents) or a `percentage` (0 to 100, decimals allowed), not both.
     pub discount: Optional<QuoteDiscountInput>,
 }

@@ -207,6 +207,11 @@ fn read_lines(r: &mut ObjectReader, body_lines: &[Value]) -> Vec<LineInput> {
         let mut line = ObjectReader::new(item, &path);
         refuse_unknown(&mut line, item, KNOWN_LINE, READ_ONLY_LINE, "an order line");
         let id = line.optional_uuid("id");
+        // A line is a product or free text: neither is ever null.
+        let null = |line: &ObjectReader, field: &str| line.has(field) && line.value(field).is_none();
+        if null(&line, "product_id") {
+            line.reject("product_id", "invalid_type", "must not be null: omit it");
+        }
         let variant_id = line.optional_uuid("product_id");
         // A free-text line says what it is.
         let name = line.has("name").then(|| line.required_str("name", 1, 200)).filter(|n| !n.is_empty());
