@@ -263,6 +263,11 @@ def _repair_quote(body):
 
 def _repair_order(body):
     _bound_lines(body.get("lines"), ("unit_price",))
+    # A line's `id` names an existing line in an edit; a new order's lines have none (the line object
+    # serves both operations).
+    for line in body.get("lines") or []:
+        if isinstance(line, dict):
+            line.pop("id", None)
     # A reservation runs from today on (a comparison with the clock).
     reservation = body.get("reservation")
     if isinstance(reservation, dict) and isinstance(reservation.get("reserved_through_date"), str):
