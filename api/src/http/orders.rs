@@ -357,17 +357,29 @@ type Key = Header<Option<String>>;
 fn order_shapes() -> serde_json::Value {
     serde_json::json!({ "allOf": [
         rules::refused(READ_ONLY),
-        { "properties": { "lines": { "items": { "oneOf": [
+        line_shapes(),
+    ] })
+}
+
+/// A line is a product or free text, and its discount an amount or a percentage, not both.
+fn line_shapes() -> serde_json::Value {
+    serde_json::json!({ "properties": { "lines": { "items": {
+        "oneOf": [
             { "required": ["product_id"], "not": { "required": ["name"] } },
             { "required": ["name"], "not": { "required": ["product_id"] } },
-        ] } } } },
-    ] })
+        ],
+        "properties": { "discount": { "anyOf": [
+            { "required": ["amount"], "not": { "required": ["percentage"] } },
+            { "required": ["percentage"], "not": { "required": ["amount"] } },
+        ] } },
+    } } } })
 }
 
 pub struct OrdersApi;
 
 const INPUT_RULES: &[InputRule] = &[
     InputRule::Body { schema: "OrderInput", rule: order_shapes },
+    InputRule::Body { schema: "OrderEditInput", rule: line_shapes },
     InputRule::Closed { schema: "OrderInput" },
     InputRule::Closed { schema: "OrderEditInput" },
     InputRule::Closed { schema: "OrderLineInput" },
