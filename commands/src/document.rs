@@ -51,6 +51,19 @@ pub trait Document {
     ) -> impl Future<Output = Result<CommandReply, ExecuteError>> + Send;
 }
 
+/// The next number of `series` in the organization (`document_numbers`): gap-free, since a refused
+/// command rolls it back with its transaction, and never given back.
+pub async fn next_number(conn: &mut PgConnection, org_id: Uuid, series: &str) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "insert into document_numbers (org_id, series, last) values ($1, $2, 1)
+         on conflict (org_id, series) do update set last = document_numbers.last + 1 returning last",
+    )
+    .bind(org_id)
+    .bind(series)
+    .fetch_one(conn)
+    .await
+}
+
 /// Runs a document command: load, decide, write.
 pub async fn run_document<D: Document>(
     command: &D::Command,

@@ -5,7 +5,7 @@
 
 use super::{NoteCommand, NoteDecision, NoteFacts, NoteOutcome};
 use crate::aggregate::Rejection;
-use crate::document::{Document, run_document};
+use crate::document::{Document, next_number, run_document};
 use crate::engine::{ExecuteError, append_typed, load};
 use crate::handler::{Batching, Commit, handler};
 use crate::inventory::reservations;
@@ -216,7 +216,8 @@ impl Document for DeliveryNotes {
                     .into());
                 }
             }
-            note.number = next_number(conn, org_id, note.point_of_sale_id).await?;
+            // Per point of sale, never given back by a delete.
+            note.number = next_number(conn, org_id, &format!("delivery_note:{}", note.point_of_sale_id)).await?;
             note.changes = changes;
             DeliveryNoteEvent::DeliveryNoteCreated(Box::new(note.clone()))
         };
@@ -239,17 +240,4 @@ fn order_id(note: &DeliveryNoteState) -> Uuid {
         DeliveryOrigin::Order { order_id } => order_id,
         DeliveryOrigin::Custom | DeliveryOrigin::Sale { .. } => Uuid::nil(),
     }
-}
-
-/// The next delivery note number of a point of sale: gap-free, since a refused command rolls it back,
-/// and never reused, since a delete does not give it back.
-async fn next_number(conn: &mut PgConnection, org_id: Uuid, point_of_sale: Uuid) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "insert into document_numbers (org_id, series, last) values ($1, $2, 1)
-         on conflict (org_id, series) do update set last = document_numbers.last + 1 returning last",
-    )
-    .bind(org_id)
-    .bind(format!("delivery_note:{point_of_sale}"))
-    .fetch_one(conn)
-    .await
 }

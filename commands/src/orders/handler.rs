@@ -5,7 +5,7 @@
 
 use super::{OrderCommand, OrderDecision, OrderFacts, OrderOutcome};
 use crate::aggregate::Rejection;
-use crate::document::{Document, run_document};
+use crate::document::{Document, next_number, run_document};
 use crate::engine::{Conn, ExecuteError, Sink, append_typed, load};
 use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::inventory::negative_stock_policy;
@@ -140,7 +140,7 @@ impl Document for Orders {
         let id = command.order_id();
         let OrderDecision { mut events, quote_event, reservation } = decision;
         if let Some(OrderEvent::OrderCreated(state)) = events.first_mut() {
-            state.number = next_number(conn, org_id).await?;
+            state.number = next_number(conn, org_id, "order").await?;
         }
         let owner = ReservationOwner { kind: "order".into(), id };
         let today = ar_date(OffsetDateTime::now_utc());
@@ -193,15 +193,4 @@ impl Document for Orders {
         let state = serde_json::to_value(outcome).unwrap_or_default();
         Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
     }
-}
-
-/// The next order number of the organization: gap-free, since a refused command rolls it back.
-async fn next_number(conn: &mut PgConnection, org_id: Uuid) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "insert into document_numbers (org_id, series, last) values ($1, 'order', 1)
-         on conflict (org_id, series) do update set last = document_numbers.last + 1 returning last",
-    )
-    .bind(org_id)
-    .fetch_one(conn)
-    .await
 }

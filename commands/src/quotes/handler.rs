@@ -4,7 +4,7 @@
 
 use super::{QuoteCommand, QuoteDecision, QuoteFacts, QuoteOutcome};
 use crate::aggregate::Rejection;
-use crate::document::{Document, run_document};
+use crate::document::{Document, next_number, run_document};
 use crate::engine::{Conn, ExecuteError, Sink, append_typed, load};
 use crate::handler::{Batching, Commit, Handler, Job, Together};
 use crate::inventory::negative_stock_policy;
@@ -115,7 +115,7 @@ impl Document for Quotes {
         let id = command.quote_id();
         let QuoteDecision { mut event, reservation, warnings_allowed } = decision;
         if let QuoteEvent::QuoteCreated(state) = &mut event {
-            state.number = next_number(conn, org_id).await?;
+            state.number = next_number(conn, org_id, "quote").await?;
         }
         let owner = ReservationOwner { kind: "quote".into(), id };
         let today = ar_date(OffsetDateTime::now_utc());
@@ -141,17 +141,6 @@ impl Document for Quotes {
         let state = serde_json::to_value(outcome).unwrap_or_default();
         Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
     }
-}
-
-/// The next quote number of the organization: gap-free, since a refused command rolls it back.
-async fn next_number(conn: &mut PgConnection, org_id: Uuid) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar(
-        "insert into document_numbers (org_id, series, last) values ($1, 'quote', 1)
-         on conflict (org_id, series) do update set last = document_numbers.last + 1 returning last",
-    )
-    .bind(org_id)
-    .fetch_one(conn)
-    .await
 }
 
 /// Whether a quote in `status` still expires by itself.

@@ -7,7 +7,7 @@ use super::invoicing::{self, Outcome, issuer_may_issue};
 use super::{InvoiceCommand, OrgFacts, SaleCommand, SaleDecision, SaleFacts, fiscal};
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;
-use crate::document::{Document, run_document};
+use crate::document::{Document, next_number, run_document};
 use crate::engine::{ExecuteError, append_together, append_typed, load};
 use crate::fiscal::Issuer;
 use crate::handler::{Batching, Commit, handler};
@@ -217,14 +217,7 @@ impl Document for Sales {
         // Numbering and authorization.
         if !fiscal_voucher {
             let series = format!("sale:{}:{}", input.point_of_sale_id, input.voucher_type);
-            let number: i64 = sqlx::query_scalar(
-                "insert into document_numbers (org_id, series, last) values ($1, $2, 1)
-                 on conflict (org_id, series) do update set last = document_numbers.last + 1 returning last",
-            )
-            .bind(org_id)
-            .bind(&series)
-            .fetch_one(&mut *conn)
-            .await?;
+            let number = next_number(conn, org_id, &series).await?;
             sale.number = Some(number);
             sale.fiscal = fiscal(FiscalStatus::Internal);
         } else if input.invoice {
