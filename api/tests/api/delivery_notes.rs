@@ -216,6 +216,12 @@ async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
         "warehouse_id": Uuid::now_v7(), "items": [{ "product_id": Uuid::now_v7(), "quantity": 1 }] });
     let not_found = error(app.post_keyed(NOTES, &missing).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&not_found), ["point_of_sale_id", "customer_id", "warehouse_id", "items[0].product_id"]);
+    // Ours but inactive: a closed warehouse and a discontinued product are unknown to a note.
+    let (shut, off) = crate::orders::inactive(&app).await;
+    let closed = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
+        "warehouse_id": shut, "items": [{ "product_id": off, "quantity": 1 }] });
+    let not_found = error(app.post_keyed(NOTES, &closed).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&not_found), ["warehouse_id", "items[0].product_id"]);
     app.negative_stock("block").await;
     let short = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
         "items": [{ "product_id": mate, "quantity": 2 }] });

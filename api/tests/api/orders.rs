@@ -57,6 +57,20 @@ async fn act(app: &TestApp, path: &str) -> reqwest::Response {
         .expect("sent")
 }
 
+/// An inactive warehouse and an inactive product of the organization.
+pub async fn inactive(app: &TestApp) -> (String, String) {
+    let shut = json(app.post(WAREHOUSES, &json!({ "name": "Depósito Cerrado" })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let closed = json!({ "name": "Depósito Cerrado", "isActive": false });
+    json(app.put(&format!("{WAREHOUSES}/{shut}"), &closed).await, 200).await;
+    let off = product(app, "OFF", &shut, 0).await;
+    let retired = json!({ "name": "Producto OFF", "sku": "OFF", "price": 12100, "isActive": false });
+    json(app.put(&format!("/api/v1/products/{off}"), &retired).await, 200).await;
+    (shut, off)
+}
+
 fn quote_body(customer: &str, product: &str, warehouse: &str, quantity: i64) -> Value {
     json!({ "customer_id": customer, "reservation": { "enabled": true, "reserved_through_date": today() },
         "items": [{ "product_id": product, "quantity": quantity, "unit_price": 12100, "warehouse_id": warehouse }] })
@@ -281,6 +295,12 @@ async fn bad_orders_are_refused_and_write_nothing(pool: PgPool) {
         "lines": [{ "product_id": Uuid::now_v7(), "quantity": 1, "unit_price": 1 }] });
     let not_found = error(app.post_keyed(ORDERS, &missing).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&not_found), ["customer_id", "assigned_warehouse_id", "lines[0].product_id"]);
+    // Ours but inactive: a closed warehouse and a discontinued product are unknown to an order.
+    let (shut, off) = inactive(&app).await;
+    let closed = json!({ "customer_id": ana, "assigned_warehouse_id": shut,
+        "lines": [{ "product_id": off, "quantity": 1, "unit_price": 1 }] });
+    let not_found = error(app.post_keyed(ORDERS, &closed).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&not_found), ["assigned_warehouse_id", "lines[0].product_id"]);
     app.negative_stock("block").await;
     let short = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
         "lines": [{ "product_id": mate, "quantity": 2, "unit_price": 1 }] });

@@ -155,7 +155,7 @@ impl Document for DeliveryNotes {
         let policy = negative_stock_policy(conn, org_id).await?;
         let mut requests = Vec::new();
         // The order's reservation first: the units it held are the ones that leave (or come back).
-        if let (Some((events, reservation)), Some((state, version))) = (&order, &facts.order) {
+        if let (Some((events, reservation)), Some((_, version))) = (&order, &facts.order) {
             let owner = ReservationOwner { kind: "order".into(), id: order_id(&note) };
             let decided = reservations::change(
                 conn,
@@ -167,7 +167,6 @@ impl Document for DeliveryNotes {
                 metadata,
             )
             .await?;
-            let _ = state;
             let stream = StreamRef {
                 org_id,
                 stream_type: OrderEvent::STREAM_TYPE,

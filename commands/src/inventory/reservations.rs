@@ -131,15 +131,17 @@ pub async fn set(
     if unchanged {
         return Ok(Decided { append: None, warnings, released: false });
     }
-    sqlx::query("delete from stock_reservations where org_id = $1 and reservation_id = $2")
-        .bind(org_id)
-        .bind(reservation)
-        .execute(&mut *conn)
-        .await?;
     let event = match (current.is_empty(), next.is_empty(), through) {
-        (_, true, _) | (_, _, None) => StockReservationEvent::ReservationReleased,
+        (_, true, _) | (_, _, None) => {
+            sqlx::query("delete from stock_reservations where org_id = $1 and reservation_id = $2")
+                .bind(org_id)
+                .bind(reservation)
+                .execute(&mut *conn)
+                .await?;
+            StockReservationEvent::ReservationReleased
+        }
         (empty, false, Some(reserved_through)) => {
-            insert_rows(conn, org_id, reservation, &next, reserved_through).await?;
+            write_rows(conn, org_id, reservation, &next, reserved_through).await?;
             let state = Reservation { owner: owner.clone(), reserved_through, lines: next };
             if empty {
                 StockReservationEvent::StockReserved(state)
@@ -201,21 +203,39 @@ pub async fn transfer(
     Ok((released, taken))
 }
 
-async fn insert_rows(
+/// Makes the reservation's rows exactly `lines`: rows no longer held go, the others are updated in place
+/// where they changed and inserted where new. A reservation adjusted on every delivery would otherwise
+/// leave a dead row per level and delivery, which every level's reserved sum then steps over.
+async fn write_rows(
     conn: &mut PgConnection,
     org_id: Uuid,
     reservation: Uuid,
     lines: &[ReservedLine],
     through: Date,
 ) -> Result<(), sqlx::Error> {
+    let variants: Vec<Uuid> = lines.iter().map(|l| l.variant_id).collect();
+    let warehouses: Vec<Uuid> = lines.iter().map(|l| l.warehouse_id).collect();
     sqlx::query(
-        "insert into stock_reservations (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
-         select $1, $2, v, w, q, $6 from unnest($3::uuid[], $4::uuid[], $5::bigint[]) as t(v, w, q)",
+        "delete from stock_reservations r where r.org_id = $1 and r.reservation_id = $2
+           and (r.variant_id, r.warehouse_id) not in (select * from unnest($3::uuid[], $4::uuid[]))",
     )
     .bind(org_id)
     .bind(reservation)
-    .bind(lines.iter().map(|l| l.variant_id).collect::<Vec<_>>())
-    .bind(lines.iter().map(|l| l.warehouse_id).collect::<Vec<_>>())
+    .bind(&variants)
+    .bind(&warehouses)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "insert into stock_reservations as r (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
+         select $1, $2, v, w, q, $6 from unnest($3::uuid[], $4::uuid[], $5::bigint[]) as t(v, w, q)
+         on conflict (org_id, reservation_id, variant_id, warehouse_id) do update
+             set quantity = excluded.quantity, reserved_through = excluded.reserved_through
+             where (r.quantity, r.reserved_through) is distinct from (excluded.quantity, excluded.reserved_through)",
+    )
+    .bind(org_id)
+    .bind(reservation)
+    .bind(&variants)
+    .bind(&warehouses)
     .bind(lines.iter().map(|l| l.quantity.thousandths()).collect::<Vec<_>>())
     .bind(through)
     .execute(conn)
