@@ -11,14 +11,17 @@ schema language:
   components, product ids of price-list prices and of stock movement lines, tags both added and
   removed;
 - comparisons with the clock, between sibling fields or with computed amounts: business dates not
-  after today (stock movements, purchases, receipts, sales), reservations not before today (quotes,
-  orders), a transfer's two different warehouses, a
+  after today (stock movements, purchases, receipts, sales, funds transfers), reservations not before
+  today (quotes, orders), a stock transfer's two different warehouses, a funds transfer's two different
+  locations, a
   service period's order, a sale's payments and fixed discount within its total;
 - a line's amount, its quantity times its unit price or cost (times the exchange rate of a purchase in
   another currency), within the range of money (a product of sibling fields): lines are kept under
   10^9 cents each so that no document's totals overflow;
 - a v2 purchase `commit` carries an `Idempotency-Key`, which a `preview` does not need, and so does a
   structural order edit, which a notes-only one does not (a header required by a body's fields);
+- a manual treasury movement's counterparts: one `account_id` (cost centers at the root) or `lines`
+  (cost centers on each) adding up to the amount, and distributions within it (sums of sibling fields);
 - fields required or refused by a sibling's value: a delivery note's origin type decides its other
   fields and its items' shape; a structural order edit needs its lines, warehouse and version; a
   sale item bills an order line only under the sale's `orderId`;
@@ -177,6 +180,44 @@ def _repair_stock_transfer(body):
     if isinstance(origin, str) and origin == body.get("destination_warehouse_id"):
         # Two different warehouses (a comparison between sibling fields).
         body["destination_warehouse_id"] = "00000000-0000-7000-8000-000000000001" if origin[-1] != "1" else "00000000-0000-7000-8000-000000000002"
+
+
+def _repair_funds_transfer(body):
+    # The business date may not be later than today, and the two endpoints differ (sibling fields).
+    if isinstance(body.get("occurred_on"), str):
+        body["occurred_on"] = "2026-01-02"
+    source, destination = body.get("source"), body.get("destination")
+    if isinstance(source, dict) and source == destination and isinstance(destination.get("balance_id"), str):
+        last = destination["balance_id"][-1]
+        destination["balance_id"] = destination["balance_id"][:-1] + ("1" if last != "1" else "2")
+
+
+def _repair_treasury_movement(body):
+    # One counterpart account (cost centers at the root) or lines (cost centers on each line) adding up
+    # to the amount; distributions within the amount; a business date not after today.
+    if isinstance(body.get("occurred_on"), str):
+        body["occurred_on"] = "2026-01-02"
+    lines = body.get("lines")
+    if isinstance(lines, list) and lines:
+        body.pop("account_id", None)
+        for field in ("cost_center1_id", "cost_center2_id", "cost_center3_id"):
+            body.pop(field, None)
+        amounts = [l.get("amount") for l in lines if isinstance(l, dict)]
+        if len(amounts) == len(lines) and all(isinstance(a, int) for a in amounts):
+            body["amount"] = sum(amounts)
+            if body["amount"] > 10**12:
+                for line in lines:
+                    line["amount"] = 1
+                body["amount"] = len(lines)
+    else:
+        body.pop("lines", None)
+        if not isinstance(body.get("account_id"), str):
+            body["account_id"] = str(uuid.uuid4())
+    shares = body.get("distributions")
+    if isinstance(shares, list) and isinstance(body.get("amount"), int):
+        total = sum(s.get("amount_cents", 0) for s in shares if isinstance(s, dict) and isinstance(s.get("amount_cents"), int))
+        if total > body["amount"]:
+            body["distributions"] = []
 
 
 LINE_CENTS = 10**9
@@ -343,6 +384,9 @@ REPAIRS = {
     "applyPurchaseOrderTags": _repair_tags,
     "createStockMovement": _repair_stock_movement,
     "createStockTransfer": _repair_stock_transfer,
+    "createFundsTransfer": _repair_funds_transfer,
+    "createTreasuryMovement": _repair_treasury_movement,
+    "replaceTreasuryMovement": _repair_treasury_movement,
     "applyStockTransferTags": _repair_tags,
     "patchProductMetafields": _repair_metafield_entries,
     "createCustomer": _repair_contact,

@@ -5,6 +5,8 @@ use crate::fiscal_simulator;
 use crate::roles::{self, ProjectionSet, Roles, Settings};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
+use commands::treasury::admin::{self as treasury, NewLocation};
+use events::catalogue::{Currency, LocationKind, LocationStatus};
 use events::chain::{self, Verification};
 use projections::Partition;
 use std::io::Write;
@@ -162,6 +164,85 @@ pub enum AdminCommand {
         #[arg(long, default_value = "electronic", value_parser = ["electronic", "manual"])]
         kind: String,
     },
+    /// Open a bank account (with a new ledger account of its name, unless one is given); prints its id.
+    CreateBankAccount {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        bank: String,
+        #[arg(long)]
+        name: String,
+        /// `PES` or `DOL`.
+        #[arg(long, default_value = "PES", value_parser = ["PES", "DOL"])]
+        currency: String,
+        /// The 22-digit CBU (both check digits are verified).
+        #[arg(long)]
+        cbu: Option<String>,
+        #[arg(long)]
+        alias: Option<String>,
+        /// The account issues checks.
+        #[arg(long)]
+        checkbook: bool,
+        /// An active ledger account of the organization in the same currency.
+        #[arg(long)]
+        ledger_account: Option<Uuid>,
+    },
+    /// Open a cash register; prints its id.
+    CreateCashRegister(CashLocationArgs),
+    /// Open a safe; prints its id.
+    CreateSafe(CashLocationArgs),
+    /// Activate or deactivate a bank account, cash register or safe.
+    SetLocationStatus {
+        #[arg(long)]
+        org: Uuid,
+        /// `bank_account`, `cash_register` or `safe`.
+        #[arg(long, value_parser = ["bank_account", "cash_register", "safe"])]
+        balance_type: String,
+        #[arg(long)]
+        id: Uuid,
+        #[arg(long, value_parser = ["active", "inactive"])]
+        status: String,
+    },
+    /// Open a ledger account of the organization's chart; prints its id.
+    CreateLedgerAccount {
+        #[arg(long)]
+        org: Uuid,
+        /// Unique in the organization, e.g. `1.1.2.05`.
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value = "PES", value_parser = ["PES", "DOL"])]
+        currency: String,
+    },
+    /// Open a cost center; prints its id.
+    CreateCostCenter {
+        #[arg(long)]
+        org: Uuid,
+        #[arg(long)]
+        code: String,
+        #[arg(long)]
+        name: String,
+    },
+    /// Load central-bank rates from a CSV file (`date,currency,rate` per line; see the README).
+    LoadRates {
+        /// The file to read.
+        file: std::path::PathBuf,
+    },
+}
+
+/// A cash register or safe as the operator opens it.
+#[derive(Debug, Args)]
+pub struct CashLocationArgs {
+    #[arg(long)]
+    pub org: Uuid,
+    #[arg(long)]
+    pub name: String,
+    #[arg(long, default_value = "PES", value_parser = ["PES", "DOL"])]
+    pub currency: String,
+    /// An active ledger account of the organization in the same currency.
+    #[arg(long)]
+    pub ledger_account: Option<Uuid>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -302,6 +383,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
+fn currency_arg(text: &str) -> anyhow::Result<Currency> {
+    Currency::parse(text).with_context(|| format!("{text} is not PES or DOL"))
+}
+
+fn cash_location(kind: LocationKind, args: &CashLocationArgs) -> anyhow::Result<NewLocation> {
+    Ok(NewLocation {
+        kind,
+        name: args.name.clone(),
+        currency: currency_arg(&args.currency)?,
+        bank: None,
+        account_number: None,
+        alias: None,
+        uses_checkbook: false,
+        ledger_account_id: args.ledger_account,
+    })
+}
+
 async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result<i32> {
     use commands::organization::{self as admin, Delegation, RateLimits};
     let pool = roles::connect_database(settings).await?;
@@ -350,6 +448,50 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
         AdminCommand::CreatePointOfSale { org, number, name, kind } => {
             let id = admin::create_point_of_sale(&pool, org, number, name.as_deref(), &kind).await?;
             (serde_json::json!({ "point_of_sale_id": id, "number": number, "kind": kind }), None)
+        }
+        AdminCommand::CreateBankAccount { org, bank, name, currency, cbu, alias, checkbook, ledger_account } => {
+            let new = NewLocation {
+                kind: LocationKind::BankAccount,
+                name,
+                currency: currency_arg(&currency)?,
+                bank: Some(bank),
+                account_number: cbu,
+                alias,
+                uses_checkbook: checkbook,
+                ledger_account_id: ledger_account,
+            };
+            let id = treasury::create_location(&pool, org, new).await?;
+            (serde_json::json!({ "bank_account_id": id }), None)
+        }
+        AdminCommand::CreateCashRegister(args) => {
+            let id =
+                treasury::create_location(&pool, args.org, cash_location(LocationKind::CashRegister, &args)?).await?;
+            (serde_json::json!({ "cash_register_id": id }), None)
+        }
+        AdminCommand::CreateSafe(args) => {
+            let id = treasury::create_location(&pool, args.org, cash_location(LocationKind::Safe, &args)?).await?;
+            (serde_json::json!({ "safe_id": id }), None)
+        }
+        AdminCommand::SetLocationStatus { org, balance_type, id, status } => {
+            let kind = LocationKind::parse(&balance_type).context("balance_type")?;
+            let status = if status == "active" { LocationStatus::Active } else { LocationStatus::Inactive };
+            treasury::set_location_status(&pool, org, kind, id, status).await?;
+            (serde_json::json!({ "balance_type": kind, "balance_id": id, "status": status }), None)
+        }
+        AdminCommand::CreateLedgerAccount { org, code, name, currency } => {
+            let id = treasury::create_ledger_account(&pool, org, &code, &name, currency_arg(&currency)?).await?;
+            (serde_json::json!({ "ledger_account_id": id }), None)
+        }
+        AdminCommand::CreateCostCenter { org, code, name } => {
+            let id = treasury::create_cost_center(&pool, org, &code, &name).await?;
+            (serde_json::json!({ "cost_center_id": id }), None)
+        }
+        AdminCommand::LoadRates { file } => {
+            let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+            let rows = treasury::parse_rates(&text)?;
+            eprintln!("load-rates: {} rates read from {}", rows.len(), file.display());
+            let loaded = treasury::load_rates(&pool, &rows).await?;
+            (serde_json::to_value(loaded)?, None)
         }
     };
     announce(settings, changed_org).await;

@@ -78,4 +78,8 @@ registry::commands! {
     mod delivery_notes {
         DeliveryNote => DeliveryNotes,
     }
+    mod treasury {
+        FundsTransfer => FundsTransfers,
+        TreasuryMovement => ManualMovements,
+    }
 }

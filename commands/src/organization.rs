@@ -107,7 +107,7 @@ pub fn parse_scopes(scopes: &[String]) -> Result<Vec<String>, AdminError> {
     Ok(parsed)
 }
 
-async fn organization_version(conn: &mut PgConnection, org_id: Uuid) -> Result<i32, AdminError> {
+pub(crate) async fn organization_version(conn: &mut PgConnection, org_id: Uuid) -> Result<i32, AdminError> {
     let version: Option<i32> =
         sqlx::query_scalar("select max(version) from events where stream_id = $1 and org_id = $1")
             .bind(org_id)

@@ -450,6 +450,35 @@ pub fn is_valid_cuit(digits: &str) -> bool {
     check == d[10]
 }
 
+/// What an edit does to an optional field: keeps it (omitted), clears it (`0`, `""` or null) or sets
+/// it. (An `Option<Option<T>>` would not survive the wire: serde reads `Some(None)` back as `None`.)
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldEdit<T> {
+    Keep,
+    Clear,
+    Set(T),
+}
+
+impl<T: Clone> FieldEdit<T> {
+    pub fn of(sent: Option<Option<T>>) -> Self {
+        match sent {
+            None => Self::Keep,
+            Some(None) => Self::Clear,
+            Some(Some(value)) => Self::Set(value),
+        }
+    }
+
+    /// The field's value after the edit.
+    pub fn apply(&self, current: &Option<T>) -> Option<T> {
+        match self {
+            Self::Keep => current.clone(),
+            Self::Clear => None,
+            Self::Set(value) => Some(value.clone()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -468,6 +468,7 @@ projections! {
     mod quotes { Quotes = "quotes" => QuotesProjection, }
     mod orders { Orders = "orders" => OrdersProjection, }
     mod delivery_notes { DeliveryNotes = "delivery_notes" => DeliveryNotesProjection, }
+    mod treasury { Treasury = "treasury" => TreasuryProjection, }
     mod webhooks { Webhooks = "webhooks" => WebhooksProjection::default(), }
 }
 

@@ -9,7 +9,7 @@ use hyper::Request;
 use std::sync::Arc;
 
 /// A JSON POST carrying a fresh `Idempotency-Key` (every commercial write takes one).
-fn keyed_post(addr: &str, auth: &str, path: &str, n: u64, run: &str, body: &Bytes) -> Request<Full<Bytes>> {
+pub fn keyed_post(addr: &str, auth: &str, path: &str, n: u64, run: &str, body: &Bytes) -> Request<Full<Bytes>> {
     Request::post(format!("http://{addr}{path}"))
         .header("host", addr)
         .header("authorization", auth)
@@ -20,7 +20,7 @@ fn keyed_post(addr: &str, auth: &str, path: &str, n: u64, run: &str, body: &Byte
 }
 
 /// Prints one commercial phase beside the customer-create rate of the same run, with its target ratio.
-fn print_against_creates(title: &str, phase: &Load, unit: &str, creates: f64, target: f64, cpu: &str) {
+pub fn print_against_creates(title: &str, phase: &Load, unit: &str, creates: f64, target: f64, cpu: &str) {
     println!("{title}");
     println!(
         "  service : {:>10.0} {unit}  p50 {:.2} ms  p99 {:.2} ms  errors {}",
@@ -285,5 +285,9 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
             0.4,
             &cpu,
         );
+    }
+
+    if phase("transfers") {
+        crate::treasury::transfers(setup, auth, creates).await;
     }
 }

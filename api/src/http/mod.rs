@@ -71,6 +71,9 @@ pub enum ApiTags {
     Orders,
     /// Delivery notes (remitos): from scratch, for a sale or for an order (Style A objects).
     DeliveryNotes,
+    /// Treasury: bank accounts, cash registers and safes, their balances and movements, funds transfers
+    /// (Style A objects).
+    Treasury,
     /// Sales: both creation contracts, invoicing with the tax authority, PDF vouchers (Style B objects).
     Sales,
     /// Product categories (Style B objects and page list).
@@ -177,17 +180,23 @@ impl RequestId {
     }
 }
 
-/// The API groups served, written once: the type of the tuple and its value.
+/// `(A, (B, (C, D)))` for `A, B, C, D`: the groups served as nested pairs (poem-openapi implements its
+/// trait for tuples of up to sixteen), in order. Written for types and for values alike.
+macro_rules! nested {
+    ($last:path) => { $last };
+    ($first:path, $($rest:path),+) => { ($first, nested!($($rest),+)) };
+}
+
 /// Every API group served, by the module that holds it, in the order the document lists them. The list
 /// declares the modules; a new domain's routes are one entry.
 macro_rules! apis {
     ($(mod $module:ident { $($api:ident),+ $(,)? })+) => {
         $(pub mod $module;)+
 
-        type Apis = ($($($module::$api,)+)+);
+        type Apis = nested!($($($module::$api),+),+);
 
         fn apis() -> Apis {
-            ($($($module::$api,)+)+)
+            nested!($($($module::$api),+),+)
         }
 
         /// The operations of every API group served.
@@ -215,6 +224,7 @@ apis! {
     mod quotes { QuotesApi }
     mod orders { OrdersApi }
     mod delivery_notes { DeliveryNotesApi }
+    mod treasury { TreasuryApi }
     mod reference { ReferenceApi }
     mod webhooks { WebhooksApi }
     mod v2 { V2Api }

@@ -13,7 +13,17 @@ use std::collections::HashMap;
 use uuid::Uuid;
 
 /// A body valid for the write routes taking an id under `segment`, so only tenancy can make them fail.
-fn valid_body(segment: &str, path: &str) -> Value {
+fn valid_body(segment: &str, path: &str, method: &Method) -> Value {
+    if segment == "treasury" {
+        // A manual movement's replacement, or its deletion (the version read, alone).
+        return if *method == Method::DELETE {
+            json!({"updated_at": "2026-01-02T10:00:00-03:00"})
+        } else {
+            json!({"balance_type": "cash_register", "balance_id": "00000000-0000-7000-8000-000000000000",
+                "direction": "income", "amount": 1, "occurred_on": "2026-01-02",
+                "account_id": "00000000-0000-7000-8000-000000000000", "updated_at": "2026-01-02T10:00:00-03:00"})
+        };
+    }
     if path.ends_with("/metafields") {
         return json!({"entries": {"nota": "x"}});
     }
@@ -104,6 +114,19 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
         "warehouse_id": ids["warehouses"], "items": [{"is_custom": true, "name": "Folletos", "quantity": 1}]});
     let note = json(app.post_keyed("/api/v1/delivery-notes", &note).await, 201).await;
     ids.insert("delivery-notes", note["data"]["id"].as_str().expect("id").to_owned());
+    use events::catalogue::{Currency, LocationKind};
+    let org = app.org_id;
+    let bank = crate::treasury::open(&app, org, LocationKind::BankAccount, "Banco", Currency::Pes).await;
+    ids.insert("bank-accounts", bank);
+    let register = crate::treasury::open(&app, org, LocationKind::CashRegister, "Caja", Currency::Pes).await;
+    let safe = crate::treasury::open(&app, org, LocationKind::Safe, "Tesoro", Currency::Pes).await;
+    let moved = crate::treasury::transfer(("cash_register", &register), ("safe", &safe), 100, "2026-01-02");
+    let moved = json(app.post_keyed("/api/v1/funds-transfers", &moved).await, 201).await;
+    ids.insert("funds-transfers", moved["data"]["id"].as_str().expect("id").to_owned());
+    let movement = moved["data"]["accounting_effects"][0]["treasury_movement_id"].as_str().expect("movement");
+    ids.insert("treasury", movement.to_owned());
+    ids.insert("cash-registers", register);
+    ids.insert("safes", safe);
 
     let spec = json(app.request(Method::GET, "/openapi.json", None, None).await, 200).await;
     let before = app.event_count().await;
@@ -128,7 +151,7 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
             .join("/");
         for method in operations.as_object().expect("operations").keys() {
             let method: Method = method.to_uppercase().parse().expect("method");
-            let body = (method != Method::GET).then(|| valid_body(segment, path));
+            let body = (method != Method::GET).then(|| valid_body(segment, path, &method));
             let send = |path: String| {
                 let mut request =
                     app.client.request(method.clone(), format!("{}{path}", app.base)).bearer_auth(&intruder);

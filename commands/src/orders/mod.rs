@@ -23,7 +23,7 @@ use crate::inventory::reservations::{ReservationChange, Wanted};
 use crate::lookups::VariantFacts;
 use crate::quotes::{amounts, read_discount, tax_line};
 use crate::tax::PriceBasis;
-use crate::validate::{FieldError, ObjectReader};
+use crate::validate::{FieldEdit, FieldError, ObjectReader};
 use events::catalogue::{
     FulfillmentStatus, OrderEvent, OrderLine, OrderReservation, OrderState, OrderStatus, QuoteDiscount, QuoteState,
     ReservedLine, vat_hundredths,
@@ -95,35 +95,6 @@ pub struct OrderInput {
     pub notes: Option<String>,
     pub global_discount_amount: Option<Cents>,
     pub reservation: Option<OrderReservation>,
-}
-
-/// What an edit does to an optional field: keeps it (omitted), clears it (`0`, `""` or null) or sets
-/// it. (An `Option<Option<T>>` would not survive the wire: serde reads `Some(None)` back as `None`.)
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldEdit<T> {
-    Keep,
-    Clear,
-    Set(T),
-}
-
-impl<T: Clone> FieldEdit<T> {
-    fn of(sent: Option<Option<T>>) -> Self {
-        match sent {
-            None => Self::Keep,
-            Some(None) => Self::Clear,
-            Some(Some(value)) => Self::Set(value),
-        }
-    }
-
-    /// The field's value after the edit.
-    pub fn apply(&self, current: &Option<T>) -> Option<T> {
-        match self {
-            Self::Keep => current.clone(),
-            Self::Clear => None,
-            Self::Set(value) => Some(value.clone()),
-        }
-    }
 }
 
 /// A structural edit: the complete lines and warehouse, and optional fields.

@@ -96,6 +96,7 @@ catalogue! {
     sale,
     stock,
     tag,
+    treasury,
     vat,
     webhook,
 }

@@ -1,0 +1,100 @@
+//! The treasury phase (`BENCH_PHASES=transfers`): funds transfers beside the customer creates of the
+//! same run, then the balances read with a ledger of a million movements, now and as of a past instant.
+
+use crate::commerce::{keyed_post, print_against_creates};
+use crate::cpu::{cpu_line, cpu_times};
+use crate::harness::{Setup, backoffice, load, psql};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::Request;
+use std::sync::Arc;
+
+/// Lines the balances read is measured over.
+const LEDGER_LINES: i64 = 1_000_000;
+
+fn open(setup: &Setup, org: &str, what: &str, name: &str) -> String {
+    let out = backoffice(setup, &["admin", what, "--org", org, "--name", name]);
+    let created: serde_json::Value = serde_json::from_str(&out).expect("created json");
+    created.as_object().and_then(|o| o.values().next()).and_then(|v| v.as_str()).expect("an id").to_owned()
+}
+
+pub async fn transfers(setup: &Setup, auth: &str, creates: f64) {
+    let org = psql(&setup.database_url, "select id from organizations order by created_at limit 1");
+    // Sixteen registers and sixteen safes: each connection moves money between its own pair, so the
+    // phase measures the path rather than one location's contention (the tests race one register).
+    let pairs: Vec<(String, String)> = (0..16)
+        .map(|n| {
+            (
+                open(setup, &org, "create-cash-register", &format!("Caja {n}")),
+                open(setup, &org, "create-safe", &format!("Tesoro {n}")),
+            )
+        })
+        .collect();
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let bodies: Vec<Bytes> = pairs
+        .iter()
+        .map(|(register, safe)| {
+            let body = serde_json::json!({ "source": { "balance_type": "cash_register", "balance_id": register },
+                "destination": { "balance_type": "safe", "balance_id": safe }, "amount": 1_000, "occurred_on": today });
+            Bytes::from(body.to_string())
+        })
+        .collect();
+    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+        let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
+        Arc::new(move |n| {
+            keyed_post(&addr, &auth, "/api/v1/funds-transfers", n, "transfer", &bodies[n as usize % bodies.len()])
+        })
+    };
+    let cpu = cpu_times();
+    let moved = load(setup, make, 201).await;
+    let cpu = cpu_line(&cpu, moved.count, "transfer", true);
+    print_against_creates(
+        "funds transfers: POST /api/v1/funds-transfers between peso locations (one balanced entry, read-your-writes)",
+        &moved,
+        "transfers/s",
+        creates,
+        0.5,
+        &cpu,
+    );
+
+    // A ledger of a million lines over the 32 locations, written straight into the journal's read table
+    // with the running figures the projection keeps (posting them through the API would take the
+    // phase's whole budget many times over); the read is what is measured.
+    let before = psql(&setup.database_url, "select to_char(now() - interval '1 hour', 'YYYY-MM-DD\"T\"HH24:MI:SSOF')");
+    psql(
+        &setup.database_url,
+        &format!(
+            "insert into journal_lines (org_id, location_kind, location_id, recorded_at, position, line_no, entry_id,
+                                        functional, native, created_by, running_functional, running_native, running_gaps)
+             select l.org_id, l.kind, l.id, now() - interval '2 hours' + s.n * interval '1 millisecond',
+                    -s.n, 0, gen_random_uuid(), 100, 100, null,
+                    100 * row_number() over (partition by l.kind, l.id order by s.n),
+                    100 * row_number() over (partition by l.kind, l.id order by s.n), 0
+             from generate_series(1, {LEDGER_LINES}) as s(n)
+             join (select org_id, kind, id, row_number() over (order by kind, id) - 1 as k,
+                          count(*) over () as total
+                   from treasury_locations_view) l on s.n % l.total = l.k;
+             analyze journal_lines"
+        ),
+    );
+    let lines = psql(&setup.database_url, "select count(*) from journal_lines");
+    for (what, query) in
+        [("now", String::new()), ("as_of an hour ago", format!("?as_of={}", before.replace('+', "%2B")))]
+    {
+        let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+            let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
+            Arc::new(move |_| {
+                Request::get(format!("http://{addr}/api/v1/treasury/balances{query}"))
+                    .header("host", &addr)
+                    .header("authorization", &auth)
+                    .body(Full::new(Bytes::new()))
+                    .expect("request")
+            })
+        };
+        let reads = load(setup, make, 200).await;
+        println!(
+            "balances ({what}, {lines} ledger lines over 32 locations): {:.0} reads/s  p50 {:.2} ms  p99 {:.2} ms  errors {} (target p99 < 20 ms)",
+            reads.rate, reads.p50_ms, reads.p99_ms, reads.errors
+        );
+    }
+}

@@ -1,0 +1,1533 @@
+//! Treasury (Style A, snake_case): bank accounts, cash registers and safes (read-only; operators set
+//! them up), their balances now or as of any instant, the movements of each, and funds transfers
+//! between them. What a credential sees: an API key, the organization; a delegated token with assigned
+//! registers or safes, only those; with `own` visibility, only what its user created.
+
+use crate::http::auth::{Auth, Principal};
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
+use crate::http::error::ApiError;
+use crate::http::list::ListEnvelope;
+use crate::http::operations::{Idempotency, InputRule};
+use crate::http::presence::{Nullable, Optional};
+use crate::http::resource::{Call, Kind, PageParams, Position, Write, decode_state};
+use crate::http::schema::{Blank, ExchangeRateIn, Int, Limit};
+use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
+use crate::http::shared_operations::operations;
+use crate::http::shared_responses::responses;
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use commands::protocol::{Command, CommandKind};
+use commands::treasury::movements::{MovementCommand, MovementOutcome, parse_deletion, parse_movement};
+use commands::treasury::{TransferCommand, TransferOutcome, parse_transfer};
+use events::catalogue::{AR_OFFSET, FundsTransfer, LocationKind, LocationRef, LocationStatus, MovementType};
+use events::domain::Scope;
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{Enum, Object, OpenApi};
+use projections::ProjectionId;
+use projections::treasury::{
+    self as read, BalanceRow, DatedKey, LocationFilter, LocationRow, ManualDoc, MovementFilter, MovementRow,
+    TransferFilter, TransferRow, Visibility,
+};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use time::format_description::well_known::Rfc3339;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+operations! {
+    TreasuryApi, INPUT_RULES;
+    LIST_BANK_ACCOUNTS = read("listBankAccounts", Some(Scope::TreasuryRead));
+    GET_BANK_ACCOUNT = read("getBankAccount", Some(Scope::TreasuryRead));
+    LIST_CASH_REGISTERS = read("listCashRegisters", Some(Scope::TreasuryRead));
+    GET_CASH_REGISTER = read("getCashRegister", Some(Scope::TreasuryRead));
+    LIST_SAFES = read("listSafes", Some(Scope::TreasuryRead));
+    GET_SAFE = read("getSafe", Some(Scope::TreasuryRead));
+    LIST_BALANCES = read("listTreasuryBalances", Some(Scope::TreasuryRead));
+    LIST_MOVEMENTS = read("listTreasuryMovements", Some(Scope::TreasuryRead));
+    GET_MOVEMENT = read("getTreasuryMovement", Some(Scope::TreasuryRead));
+    LIST_TRANSFERS = read("listFundsTransfers", Some(Scope::TreasuryRead));
+    GET_TRANSFER = read("getFundsTransfer", Some(Scope::TreasuryRead));
+    CREATE_MOVEMENT = write("createTreasuryMovement", Scope::TreasuryWrite, Idempotency::Required, CommandKind::TreasuryMovement)
+        .unprocessable(MOVEMENT_WHY);
+    REPLACE_MOVEMENT = write("replaceTreasuryMovement", Scope::TreasuryWrite, Idempotency::Required, CommandKind::TreasuryMovement)
+        .unprocessable(MOVEMENT_WHY);
+    DELETE_MOVEMENT = write("deleteTreasuryMovement", Scope::TreasuryWrite, Idempotency::Required, CommandKind::TreasuryMovement);
+    CREATE_TRANSFER = write("createFundsTransfer", Scope::TreasuryWrite, Idempotency::Required, CommandKind::FundsTransfer)
+        .unprocessable("The date is after today (UTC-3) (`FUTURE_DATE`), an endpoint is a dollar location \
+                        (`UNSUPPORTED_CURRENCY`), or an endpoint has no ledger account (`LEDGER_NOT_CONFIGURED`); \
+                        nothing was saved");
+}
+
+const MOVEMENT_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`), the location is in dollars \
+                            (`UNSUPPORTED_CURRENCY`: not supported yet) or has no ledger account \
+                            (`LEDGER_NOT_CONFIGURED`); nothing was saved";
+
+const BANK_ACCOUNTS: Kind = Kind::new("bank_account", ProjectionId::Treasury, "/api/v1/bank-accounts", "bank_accounts");
+const CASH_REGISTERS: Kind =
+    Kind::new("cash_register", ProjectionId::Treasury, "/api/v1/cash-registers", "cash_registers");
+const SAFES: Kind = Kind::new("safe", ProjectionId::Treasury, "/api/v1/safes", "safes");
+const BALANCES: Kind =
+    Kind::new("treasury_balance", ProjectionId::Treasury, "/api/v1/treasury/balances", "treasury_balances");
+const MOVEMENTS: Kind =
+    Kind::new("treasury_movement", ProjectionId::Treasury, "/api/v1/treasury/movements", "treasury_movements");
+const TRANSFERS: Kind =
+    Kind::new("funds_transfer", ProjectionId::Treasury, "/api/v1/funds-transfers", "funds_transfers");
+
+/// `bank_account`, `cash_register` or `safe`: the kind of a treasury location (`balance_type`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum BalanceType {
+    BankAccount,
+    CashRegister,
+    Safe,
+}
+
+impl From<LocationKind> for BalanceType {
+    fn from(kind: LocationKind) -> Self {
+        match kind {
+            LocationKind::BankAccount => Self::BankAccount,
+            LocationKind::CashRegister => Self::CashRegister,
+            LocationKind::Safe => Self::Safe,
+        }
+    }
+}
+
+/// `PES` (pesos) or `DOL` (dollars).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+pub enum LocationCurrency {
+    #[oai(rename = "PES")]
+    #[serde(rename = "PES")]
+    Pes,
+    #[oai(rename = "DOL")]
+    #[serde(rename = "DOL")]
+    Dol,
+}
+
+impl From<events::catalogue::Currency> for LocationCurrency {
+    fn from(currency: events::catalogue::Currency) -> Self {
+        match currency {
+            events::catalogue::Currency::Pes => Self::Pes,
+            events::catalogue::Currency::Dol => Self::Dol,
+        }
+    }
+}
+
+/// `active` or `inactive` (an inactive location takes no movements).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum LocationStatusData {
+    Active,
+    Inactive,
+}
+
+impl From<LocationStatus> for LocationStatusData {
+    fn from(status: LocationStatus) -> Self {
+        match status {
+            LocationStatus::Active => Self::Active,
+            LocationStatus::Inactive => Self::Inactive,
+        }
+    }
+}
+
+/// A bank account's safe configuration: no ledger account, organization or balance.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct BankAccountData {
+    /// Always `bank_account`.
+    pub object: String,
+    pub id: Uuid,
+    pub bank: String,
+    pub name: String,
+    pub currency: LocationCurrency,
+    /// The 22-digit CBU.
+    pub account_number: Nullable<String>,
+    pub alias: Nullable<String>,
+    /// Whether the account issues checks.
+    pub uses_checkbook: bool,
+    pub status: LocationStatusData,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+/// A cash register or a safe.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct CashLocationData {
+    /// `cash_register` or `safe`.
+    pub object: String,
+    pub id: Uuid,
+    pub name: String,
+    pub currency: LocationCurrency,
+    pub status: LocationStatusData,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+fn bank_account(row: &LocationRow) -> BankAccountData {
+    let l = &row.location;
+    BankAccountData {
+        object: "bank_account".into(),
+        id: row.id,
+        bank: l.bank.clone().unwrap_or_default(),
+        name: l.name.clone(),
+        currency: l.currency.into(),
+        account_number: l.account_number.clone().into(),
+        alias: l.alias.clone().into(),
+        uses_checkbook: l.uses_checkbook,
+        status: l.status.into(),
+        created_at: ar_time(row.created_at),
+        updated_at: ar_time(row.updated_at),
+    }
+}
+
+fn cash_location(row: &LocationRow) -> CashLocationData {
+    let l = &row.location;
+    CashLocationData {
+        object: l.kind.as_str().into(),
+        id: row.id,
+        name: l.name.clone(),
+        currency: l.currency.into(),
+        status: l.status.into(),
+        created_at: ar_time(row.created_at),
+        updated_at: ar_time(row.updated_at),
+    }
+}
+
+/// `exact` (every line carries its native amount), `derived` (not used by this version) or
+/// `unavailable` (some line of a dollar location lacks its dollars: `native_amount` is null).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum NativeQuality {
+    Exact,
+    Derived,
+    Unavailable,
+}
+
+/// `organization`, or `own`: the sum counts only movements the delegated user created.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum VisibilityScope {
+    Organization,
+    Own,
+}
+
+/// A location's balance, from the ledger.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct BalanceData {
+    /// Always `treasury_balance`.
+    pub object: String,
+    pub balance_type: BalanceType,
+    /// With `balance_type`, the location's identity (one id may name a register and a safe).
+    pub balance_id: Uuid,
+    pub name: String,
+    /// The location's currency.
+    pub currency: LocationCurrency,
+    pub status: LocationStatusData,
+    /// Integer minor units in `currency`; null when the history lacks evidence.
+    pub native_amount: Nullable<i64>,
+    /// Integer cents of `functional_currency`: for a dollar location, the pesos its dollars were
+    /// recorded at (carrying value).
+    pub functional_amount: i64,
+    /// Always `ARS`.
+    pub functional_currency: String,
+    pub native_amount_quality: NativeQuality,
+    /// Facts needing review: lines of this location whose native amount is unknown.
+    pub anomaly_count: i64,
+    pub visibility_scope: VisibilityScope,
+}
+
+fn balance(row: &BalanceRow, scope: VisibilityScope) -> BalanceData {
+    BalanceData {
+        object: "treasury_balance".into(),
+        balance_type: row.at.kind.into(),
+        balance_id: row.at.id,
+        name: row.location.name.clone(),
+        currency: row.location.currency.into(),
+        status: row.location.status.into(),
+        native_amount: row.native.map(i64::from).into(),
+        functional_amount: row.functional.into(),
+        functional_currency: "ARS".into(),
+        native_amount_quality: if row.native.is_some() { NativeQuality::Exact } else { NativeQuality::Unavailable },
+        anomaly_count: row.anomalies,
+        visibility_scope: scope,
+    }
+}
+
+/// The rate a functional amount came from.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct RateData {
+    /// Pesos per unit, exact decimal text (`"1"` for pesos).
+    pub value: String,
+    #[serde(with = "events::catalogue::iso_date")]
+    pub rate_date: Date,
+    /// `functional_currency` (a peso amount, one to one), `manual` or `central_bank`.
+    pub source: String,
+}
+
+/// A movement: one ledger line of a location, as it stands.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct MovementData {
+    /// Always `treasury_movement`.
+    pub object: String,
+    /// The ledger line, while the movement exists: use it to reconcile a local copy.
+    pub id: Uuid,
+    /// The movement (a transfer's effect: the id its `accounting_effects` name).
+    pub treasury_movement_id: Uuid,
+    pub balance_type: BalanceType,
+    pub balance_id: Uuid,
+    pub currency: LocationCurrency,
+    /// `transfer_out` or `transfer_in` (a funds transfer's effects at its source and destination).
+    pub movement_type: String,
+    /// Integer minor units in `currency` (null when unknown).
+    pub native_amount: Nullable<i64>,
+    /// Integer cents ARS: positive increases the balance, negative reduces it.
+    pub functional_amount: i64,
+    /// `rate`, `carrying_value` or `legacy_unknown`.
+    pub functional_amount_origin: String,
+    /// Present when the origin is `rate`.
+    pub rate: Nullable<RateData>,
+    /// The operating date.
+    #[serde(with = "events::catalogue::iso_date")]
+    pub occurred_on: Date,
+    /// The transfer it belongs to (null otherwise).
+    pub funds_transfer_id: Nullable<Uuid>,
+    /// When it was persisted.
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Manual movements: `income` or `expense`.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    /// Manual movements: the amount as sent (integer minor units in `currency`).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amount: Option<i64>,
+    /// Manual movements: the counterpart account when there are no `lines`.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<Nullable<Uuid>>,
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<Nullable<String>>,
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contact_id: Option<Nullable<Uuid>>,
+    /// Manual movements without `lines`: the cost centers of the single counterpart.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_center1_id: Option<Nullable<Uuid>>,
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_center2_id: Option<Nullable<Uuid>>,
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_center3_id: Option<Nullable<Uuid>>,
+    /// Manual movements: the itemized counterparts (empty when one `account_id` was sent).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<Vec<CounterLineData>>,
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributions: Option<Vec<DistributionData>>,
+    /// Manual movements: pesos per dollar of a dollar movement (null on peso locations).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchange_rate: Option<Nullable<String>>,
+    /// `manual` or `central_bank` (null on peso locations).
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchange_rate_source: Option<Nullable<String>>,
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchange_rate_date: Option<Nullable<Date>>,
+    /// Integer cents ARS: positive a gain, negative a loss, zero none (always zero on peso locations);
+    /// null for old entries without a counterpart rate.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exchange_difference_amount: Option<Nullable<i64>>,
+    /// Manual movements: send it back in a `PUT` or `DELETE` body.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none", with = "optional_rfc3339")]
+    pub updated_at: Option<OffsetDateTime>,
+}
+
+mod optional_rfc3339 {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use time::OffsetDateTime;
+
+    pub fn serialize<S: Serializer>(at: &Option<OffsetDateTime>, serializer: S) -> Result<S::Ok, S::Error> {
+        match at {
+            Some(at) => time::serde::rfc3339::serialize(at, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<OffsetDateTime>, D::Error> {
+        Option::<String>::deserialize(deserializer)?
+            .map(|text| {
+                OffsetDateTime::parse(&text, &time::format_description::well_known::Rfc3339)
+                    .map_err(serde::de::Error::custom)
+            })
+            .transpose()
+    }
+}
+
+/// A counterpart line of a manual movement.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct CounterLineData {
+    pub account_id: Uuid,
+    /// Integer minor units in the movement's currency.
+    pub amount: i64,
+    pub cost_center1_id: Nullable<Uuid>,
+    pub cost_center2_id: Nullable<Uuid>,
+    pub cost_center3_id: Nullable<Uuid>,
+}
+
+/// A share of a manual movement assigned to a cost center.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct DistributionData {
+    pub cost_center1_id: Uuid,
+    /// Integer minor units in the account's currency.
+    pub amount_cents: i64,
+}
+
+/// A manual movement's own fields on its row (`manual`: what the movement says; `None`: a transfer's
+/// effect, which has none of them).
+fn with_manual(mut data: MovementData, manual: Option<&ManualDoc>) -> MovementData {
+    let Some(m) = manual else { return data };
+    let single = (!m.itemized).then(|| m.counterparts.first()).flatten();
+    data.direction = Some(m.direction.as_str().to_owned());
+    data.amount = Some(m.amount.into());
+    data.account_id = Some(single.map(|c| c.account_id).into());
+    data.note = Some(m.note.clone().into());
+    data.contact_id = Some(m.contact_id.into());
+    data.cost_center1_id = Some(single.and_then(|c| c.cost_center1_id).into());
+    data.cost_center2_id = Some(single.and_then(|c| c.cost_center2_id).into());
+    data.cost_center3_id = Some(single.and_then(|c| c.cost_center3_id).into());
+    data.lines = Some(if m.itemized {
+        m.counterparts
+            .iter()
+            .map(|c| CounterLineData {
+                account_id: c.account_id,
+                amount: c.amount.into(),
+                cost_center1_id: c.cost_center1_id.into(),
+                cost_center2_id: c.cost_center2_id.into(),
+                cost_center3_id: c.cost_center3_id.into(),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    });
+    data.distributions = Some(
+        m.distributions
+            .iter()
+            .map(|d| DistributionData { cost_center1_id: d.cost_center1_id, amount_cents: d.amount_cents.into() })
+            .collect(),
+    );
+    data.exchange_rate = Some(Nullable(None));
+    data.exchange_rate_source = Some(Nullable(None));
+    data.exchange_rate_date = Some(Nullable(None));
+    data.exchange_difference_amount = Some(Nullable(Some(0)));
+    data.updated_at = Some(ar_time(m.updated_at));
+    data
+}
+
+fn movement(row: &MovementRow) -> MovementData {
+    let m = &row.movement;
+    let data = MovementData {
+        object: "treasury_movement".into(),
+        id: m.id,
+        treasury_movement_id: m.treasury_movement_id,
+        balance_type: m.balance_type.into(),
+        balance_id: m.balance_id,
+        currency: m.currency.into(),
+        movement_type: m.movement_type.clone(),
+        native_amount: m.native_amount.map(i64::from).into(),
+        functional_amount: m.functional_amount.into(),
+        functional_amount_origin: m.functional_amount_origin.clone(),
+        rate: m
+            .rate
+            .as_ref()
+            .map(|r| RateData { value: r.value.clone(), rate_date: r.rate_date, source: r.source.clone() })
+            .into(),
+        occurred_on: m.occurred_on,
+        funds_transfer_id: m.funds_transfer_id.into(),
+        created_at: ar_time(row.created_at),
+        direction: None,
+        amount: None,
+        account_id: None,
+        note: None,
+        contact_id: None,
+        cost_center1_id: None,
+        cost_center2_id: None,
+        cost_center3_id: None,
+        lines: None,
+        distributions: None,
+        exchange_rate: None,
+        exchange_rate_source: None,
+        exchange_rate_date: None,
+        exchange_difference_amount: None,
+        updated_at: None,
+    };
+    with_manual(data, m.manual.as_ref())
+}
+
+/// A transfer's endpoint.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct EndpointData {
+    pub balance_type: BalanceType,
+    pub balance_id: Uuid,
+}
+
+impl From<LocationRef> for EndpointData {
+    fn from(at: LocationRef) -> Self {
+        Self { balance_type: at.kind.into(), balance_id: at.id }
+    }
+}
+
+/// One side of a transfer in the ledger: the source's first (negative), then the destination's.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct AccountingEffectData {
+    /// The movement's id in the movements list.
+    pub treasury_movement_id: Uuid,
+    pub balance_type: BalanceType,
+    pub balance_id: Uuid,
+    /// Integer cents ARS: negative at the source, positive at the destination; the two sum to zero.
+    pub amount: i64,
+}
+
+/// Money moved between two peso locations. A transfer has no status and is never updated, cancelled
+/// or deleted.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct FundsTransferData {
+    /// Always `funds_transfer`.
+    pub object: String,
+    pub id: Uuid,
+    pub source: EndpointData,
+    pub destination: EndpointData,
+    /// Integer cents ARS.
+    pub amount: i64,
+    /// The business date (Argentine calendar).
+    #[serde(with = "events::catalogue::iso_date")]
+    pub occurred_on: Date,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// Detail and creation only: the two effects, source first.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accounting_effects: Option<Vec<AccountingEffectData>>,
+    /// Creation only: true when this is the stored outcome of an earlier request with the same key and
+    /// body.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_replay: Option<bool>,
+}
+
+fn effects(transfer: &FundsTransfer) -> Vec<AccountingEffectData> {
+    transfer
+        .entry
+        .lines
+        .iter()
+        .filter_map(|line| {
+            let side = line.location?;
+            Some(AccountingEffectData {
+                treasury_movement_id: side.movement_id,
+                balance_type: side.location.kind.into(),
+                balance_id: side.location.id,
+                amount: line.functional.into(),
+            })
+        })
+        .collect()
+}
+
+fn transfer_data(id: Uuid, transfer: &FundsTransfer, created_at: OffsetDateTime, detail: bool) -> FundsTransferData {
+    FundsTransferData {
+        object: "funds_transfer".into(),
+        id,
+        source: transfer.source.into(),
+        destination: transfer.destination.into(),
+        amount: transfer.amount.into(),
+        occurred_on: transfer.occurred_on,
+        created_at: ar_time(created_at),
+        accounting_effects: detail.then(|| effects(transfer)),
+        idempotent_replay: None,
+    }
+}
+
+fn transfer_row(row: &TransferRow, detail: bool) -> Result<FundsTransferData, ApiError> {
+    let doc: TransferDoc = decode_state(row.doc.clone(), "funds_transfer")?;
+    Ok(FundsTransferData {
+        object: "funds_transfer".into(),
+        id: row.id,
+        source: doc.source.into(),
+        destination: doc.destination.into(),
+        amount: doc.amount,
+        occurred_on: row.occurred_on,
+        created_at: ar_time(row.created_at),
+        accounting_effects: detail.then(|| {
+            doc.accounting_effects
+                .iter()
+                .map(|e| AccountingEffectData {
+                    treasury_movement_id: e.treasury_movement_id,
+                    balance_type: e.balance_type.into(),
+                    balance_id: e.balance_id,
+                    amount: e.amount,
+                })
+                .collect()
+        }),
+        idempotent_replay: None,
+    })
+}
+
+/// A transfer as its read model stores it.
+#[derive(Debug, Deserialize)]
+struct TransferDoc {
+    source: LocationRef,
+    destination: LocationRef,
+    amount: i64,
+    accounting_effects: Vec<EffectDoc>,
+}
+
+#[derive(Debug, Deserialize)]
+struct EffectDoc {
+    treasury_movement_id: Uuid,
+    balance_type: LocationKind,
+    balance_id: Uuid,
+    amount: i64,
+}
+
+/// A transfer's endpoint as sent.
+#[derive(Debug, Object)]
+pub struct EndpointInput {
+    pub balance_type: BalanceType,
+    /// A location of the organization the credential sees.
+    pub balance_id: Uuid,
+}
+
+/// A funds transfer. `currency` must not be sent (a transfer is in pesos); unknown fields are refused.
+#[derive(Debug, Object)]
+pub struct FundsTransferInput {
+    pub source: EndpointInput,
+    /// Another location than the source.
+    pub destination: EndpointInput,
+    /// Integer cents ARS, at least 1.
+    pub amount: Int<1, 1_000_000_000_000>,
+    /// The business date, `YYYY-MM-DD` (Argentine calendar), not after today.
+    pub occurred_on: Date,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct BankAccountEnvelope {
+    pub request_id: String,
+    pub data: BankAccountData,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct CashLocationEnvelope {
+    pub request_id: String,
+    pub data: CashLocationData,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct MovementEnvelope {
+    pub request_id: String,
+    pub data: MovementData,
+}
+
+/// A counterpart line as sent.
+#[derive(Debug, Object)]
+pub struct CounterLineInput {
+    /// An active ledger account of the organization.
+    pub account_id: Uuid,
+    /// Integer minor units in the location's currency, at least 1.
+    pub amount: Int<1, 1_000_000_000_000>,
+    pub cost_center1_id: Optional<Uuid>,
+    pub cost_center2_id: Optional<Uuid>,
+    pub cost_center3_id: Optional<Uuid>,
+}
+
+/// A distribution as sent.
+#[derive(Debug, Object)]
+pub struct DistributionInput {
+    /// An active cost center of the organization.
+    pub cost_center1_id: Uuid,
+    /// Integer minor units in the location's currency, at least 1.
+    pub amount_cents: Int<1, 1_000_000_000_000>,
+}
+
+/// `income` or `expense`.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, Enum)]
+#[serde(rename_all = "snake_case")]
+#[oai(rename_all = "snake_case")]
+pub enum DirectionInput {
+    Income,
+    Expense,
+}
+
+/// A manual movement: one counterpart `account_id` (cost centers at the root) or `lines` (cost centers
+/// on each line), not both. Unknown fields are refused.
+#[derive(Debug, Object)]
+pub struct MovementInput {
+    pub balance_type: BalanceType,
+    /// A location of the organization the credential sees.
+    pub balance_id: Uuid,
+    pub direction: DirectionInput,
+    /// Integer minor units in the location's currency, at least 1.
+    pub amount: Int<1, 1_000_000_000_000>,
+    /// The operating date, `YYYY-MM-DD`, not after today (UTC-3).
+    pub occurred_on: Date,
+    pub account_id: Optional<Uuid>,
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub lines: Optional<Vec<CounterLineInput>>,
+    pub cost_center1_id: Optional<Uuid>,
+    pub cost_center2_id: Optional<Uuid>,
+    pub cost_center3_id: Optional<Uuid>,
+    #[oai(validator(max_items = 100))]
+    pub distributions: Optional<Vec<DistributionInput>>,
+    pub note: Optional<Blank<2000>>,
+    /// A customer or supplier of the organization; null clears it on a replacement, omitted keeps it.
+    pub contact_id: Optional<Nullable<Uuid>>,
+    /// Dollar locations only (400 on a peso location).
+    pub exchange_rate: Optional<ExchangeRateIn>,
+}
+
+/// A manual movement's replacement: the whole movement and the `updated_at` of the detail read.
+#[derive(Debug, Object)]
+pub struct MovementReplacement {
+    pub balance_type: BalanceType,
+    pub balance_id: Uuid,
+    pub direction: DirectionInput,
+    pub amount: Int<1, 1_000_000_000_000>,
+    pub occurred_on: Date,
+    pub account_id: Optional<Uuid>,
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub lines: Optional<Vec<CounterLineInput>>,
+    pub cost_center1_id: Optional<Uuid>,
+    pub cost_center2_id: Optional<Uuid>,
+    pub cost_center3_id: Optional<Uuid>,
+    #[oai(validator(max_items = 100))]
+    pub distributions: Optional<Vec<DistributionInput>>,
+    pub note: Optional<Blank<2000>>,
+    pub contact_id: Optional<Nullable<Uuid>>,
+    pub exchange_rate: Optional<ExchangeRateIn>,
+    /// The `updated_at` of the detail read (RFC 3339).
+    pub updated_at: OffsetDateTime,
+}
+
+/// A manual movement's deletion: the `updated_at` of the detail read, and nothing else.
+#[derive(Debug, Object)]
+pub struct MovementDeletion {
+    pub updated_at: OffsetDateTime,
+}
+
+/// What deleting a movement did.
+#[derive(Debug, Serialize, Object)]
+pub struct MovementDeletedData {
+    /// Always `treasury_movement`.
+    pub object: String,
+    pub id: Uuid,
+    /// Always true.
+    pub deleted: bool,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct MovementDeletedEnvelope {
+    pub request_id: String,
+    pub data: MovementDeletedData,
+}
+
+#[derive(Debug, Serialize, Object)]
+pub struct FundsTransferEnvelope {
+    pub request_id: String,
+    pub data: FundsTransferData,
+}
+
+responses! {
+    BankAccounts: Ok(RawJson<ListEnvelope<BankAccountData>>) = 200, "A page of bank accounts.";
+    BankAccount: Ok(RawJson<BankAccountEnvelope>) = 200, "The bank account.";
+    CashLocations: Ok(RawJson<ListEnvelope<CashLocationData>>) = 200, "A page of locations.";
+    CashLocation: Ok(RawJson<CashLocationEnvelope>) = 200, "The location.";
+    Balances: Ok(RawJson<ListEnvelope<BalanceData>>) = 200, "A page of balances, by `balance_type` then `balance_id`.";
+    Movements: Ok(RawJson<ListEnvelope<MovementData>>) = 200, "A page of movements, newest first.";
+    Movement: Ok(RawJson<MovementEnvelope>) = 200, "The movement.";
+    Transfers: Ok(RawJson<ListEnvelope<FundsTransferData>>) = 200, "A page of funds transfers, newest first.";
+    Transfer: Ok(RawJson<FundsTransferEnvelope>) = 200, "The funds transfer with its accounting effects.";
+    TransferCreated: Created(RawJson<FundsTransferEnvelope>) = 201, "The funds transfer with its accounting effects.";
+    MovementCreated: Created(RawJson<MovementEnvelope>) = 201, "The manual movement.";
+    MovementDeleted: Ok(RawJson<MovementDeletedEnvelope>) = 200, "The movement is deleted and its entry reversed.";
+}
+
+type Key = Header<Option<String>>;
+
+pub struct TreasuryApi;
+
+fn status_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "enum": LocationStatus::NAMES })
+}
+
+fn balance_type_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "enum": LocationKind::NAMES })
+}
+
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Closed { schema: "FundsTransferInput" },
+    InputRule::Closed { schema: "EndpointInput" },
+    InputRule::Closed { schema: "MovementInput" },
+    InputRule::Closed { schema: "MovementReplacement" },
+    InputRule::Closed { schema: "MovementDeletion" },
+    InputRule::Closed { schema: "CounterLineInput" },
+    InputRule::Closed { schema: "DistributionInput" },
+    InputRule::Query { operation: "listBankAccounts", parameter: "status", schema: status_schema },
+    InputRule::Query {
+        operation: "listBankAccounts",
+        parameter: "currency",
+        schema: || serde_json::json!({ "type": "string", "enum": events::catalogue::Currency::NAMES }),
+    },
+    InputRule::Query { operation: "listCashRegisters", parameter: "status", schema: status_schema },
+    InputRule::Query { operation: "listSafes", parameter: "status", schema: status_schema },
+    InputRule::Query {
+        operation: "listTreasuryBalances",
+        parameter: "as_of",
+        schema: || serde_json::json!({ "anyOf": [{ "type": "string", "format": "date" }, { "type": "string", "format": "date-time" }] }),
+    },
+    InputRule::Query { operation: "listTreasuryBalances", parameter: "balance_type", schema: balance_type_schema },
+    InputRule::Query { operation: "listTreasuryBalances", parameter: "balance_id", schema: uuid_schema },
+    InputRule::Query { operation: "listTreasuryBalances", parameter: "status", schema: status_schema },
+    InputRule::Query { operation: "listTreasuryMovements", parameter: "balance_type", schema: balance_type_schema },
+    InputRule::Query { operation: "listTreasuryMovements", parameter: "balance_id", schema: uuid_schema },
+    InputRule::Query {
+        operation: "listTreasuryMovements",
+        parameter: "movement_type",
+        schema: || serde_json::json!({ "type": "string", "enum": MovementType::NAMES }),
+    },
+    InputRule::Query { operation: "listTreasuryMovements", parameter: "date_from", schema: date_schema },
+    InputRule::Query { operation: "listTreasuryMovements", parameter: "date_to", schema: date_schema },
+    InputRule::Query { operation: "listFundsTransfers", parameter: "balance_type", schema: balance_type_schema },
+    InputRule::Query { operation: "listFundsTransfers", parameter: "balance_id", schema: uuid_schema },
+    InputRule::Query { operation: "listFundsTransfers", parameter: "date_from", schema: date_schema },
+    InputRule::Query { operation: "listFundsTransfers", parameter: "date_to", schema: date_schema },
+];
+
+/// What `principal` sees of the treasury.
+fn visibility(principal: &Principal) -> Visibility {
+    let Some(delegation) = &principal.delegation else { return Visibility::default() };
+    let assigned: Vec<LocationRef> = delegation
+        .registers
+        .iter()
+        .map(|id| LocationRef { kind: LocationKind::CashRegister, id: *id })
+        .chain(delegation.safes.iter().map(|id| LocationRef { kind: LocationKind::Safe, id: *id }))
+        .collect();
+    Visibility {
+        locations: (!assigned.is_empty()).then_some(assigned),
+        own: (delegation.visibility == "own").then(|| delegation.user.clone()),
+    }
+}
+
+/// The key of a list of locations: the kind, then the id.
+impl Position for LocationRef {
+    fn write(&self) -> String {
+        format!("{}/{}", self.kind.as_str(), self.id)
+    }
+
+    fn read(text: &str) -> Result<Self, ApiError> {
+        let invalid = || ApiError::invalid_request("INVALID_CURSOR", "the cursor is not valid for this list");
+        let (kind, id) = text.split_once('/').ok_or_else(invalid)?;
+        let kind = LocationKind::parse(kind).ok_or_else(invalid)?;
+        Ok(LocationRef { kind, id: Uuid::parse_str(id).map_err(|_| invalid())? })
+    }
+}
+
+/// The key of a list newest first by business date: the date, the persistence time, the id.
+#[derive(Debug, Clone, Copy)]
+struct Dated(DatedKey);
+
+impl Position for Dated {
+    fn write(&self) -> String {
+        let (date, at, id) = self.0;
+        format!("{date}/{}/{id}", at.format(&Rfc3339).unwrap_or_default())
+    }
+
+    fn read(text: &str) -> Result<Self, ApiError> {
+        let invalid = || ApiError::invalid_request("INVALID_CURSOR", "the cursor is not valid for this list");
+        let mut parts = text.splitn(3, '/');
+        let (Some(date), Some(at), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(invalid());
+        };
+        let date =
+            Date::parse(date, &time::macros::format_description!("[year]-[month]-[day]")).map_err(|_| invalid())?;
+        let at = OffsetDateTime::parse(at, &Rfc3339).map_err(|_| invalid())?;
+        Ok(Dated((date, at, Uuid::parse_str(id).map_err(|_| invalid())?)))
+    }
+}
+
+/// `balance_type` and `balance_id`: the location filter (the spec sends them together; either alone
+/// narrows by what it names).
+fn location_filter(
+    filters: &mut Filters,
+    balance_type: Option<String>,
+    balance_id: Option<String>,
+) -> (Option<LocationKind>, Option<Uuid>) {
+    let kind = filters.one_of(balance_type.clone(), "balance_type", LocationKind::NAMES);
+    let id = filters.id(balance_id.clone(), "balance_id");
+    (kind.as_deref().and_then(LocationKind::parse), id)
+}
+
+/// `as_of`: a date (the end of that day in UTC-3) or an RFC 3339 timestamp.
+fn as_of(text: Option<String>) -> Result<Option<OffsetDateTime>, ApiError> {
+    let Some(text) = text else { return Ok(None) };
+    if let Ok(at) = OffsetDateTime::parse(&text, &Rfc3339) {
+        return Ok(Some(at));
+    }
+    let date = Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]")).map_err(|_| {
+        ApiError::invalid_request("INVALID_PARAMETER", "as_of must be a date (YYYY-MM-DD) or an RFC 3339 timestamp")
+            .with_detail(Some("as_of"), "invalid_format", "a date or an RFC 3339 timestamp")
+    })?;
+    let end = date.next_day().map(|d| d.midnight().assume_offset(AR_OFFSET) - time::Duration::microseconds(1));
+    Ok(Some(end.unwrap_or(OffsetDateTime::now_utc())))
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Treasury")]
+impl TreasuryApi {
+    /// List bank accounts
+    ///
+    /// Scope `treasury:read`. Their safe configuration only (no ledger account, organization or
+    /// balance), by id; `status` and `currency` (`PES`, `DOL`) filter. A delegated token with assigned
+    /// registers or safes sees no bank account.
+    #[oai(path = "/bank-accounts", method = "get", operation_id = "listBankAccounts")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list_bank_accounts(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        status: Query<Option<String>>,
+        currency: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<BankAccounts, ApiError> {
+        let call = Call::new(LIST_BANK_ACCOUNTS, &state, &auth, &request_id)?;
+        let mut filters = Filters::default();
+        let filter = LocationFilter {
+            kind: Some(LocationKind::BankAccount),
+            id: None,
+            status: filters.one_of(status.0, "status", LocationStatus::NAMES),
+            currency: filters.one_of(currency.0, "currency", events::catalogue::Currency::NAMES),
+        };
+        filters.check()?;
+        let seen = visibility(call.principal);
+        let bound = format!("bank_accounts{filter:?}{seen:?}");
+        let body = call
+            .cursor_list(
+                PageParams::new(limit, cursor, page),
+                BANK_ACCOUNTS.list.bound(&bound),
+                async |after: Option<LocationRef>, n| {
+                    let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
+                    Ok(read::locations(&state.pool, call.org_id(), &filter, &seen, after, n).await?)
+                },
+                |row: &LocationRow| LocationRef { kind: row.location.kind, id: row.id },
+                async |rows| Ok(rows.iter().map(bank_account).collect()),
+            )
+            .await?;
+        Ok(BankAccounts::Ok(RawJson::new(body)))
+    }
+
+    /// Get a bank account
+    ///
+    /// Scope `treasury:read`. Its safe configuration only.
+    #[oai(path = "/bank-accounts/:bank_account_id", method = "get", operation_id = "getBankAccount")]
+    async fn get_bank_account(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        bank_account_id: Path<String>,
+    ) -> Result<BankAccount, ApiError> {
+        let call = Call::new(GET_BANK_ACCOUNT, &state, &auth, &request_id)?;
+        let body = call
+            .get(&BANK_ACCOUNTS, &bank_account_id.0, async |id| {
+                let at = LocationRef { kind: LocationKind::BankAccount, id };
+                if !visibility(call.principal).sees(at) {
+                    return Ok(None);
+                }
+                let Some(row) = read::location(&state.pool, call.org_id(), at).await? else { return Ok(None) };
+                let data = bank_account(&row);
+                Ok(Some(Style::a(&BankAccountEnvelope { request_id: request_id.0.clone(), data })))
+            })
+            .await?;
+        Ok(BankAccount::Ok(RawJson::new(body)))
+    }
+
+    /// List cash registers
+    ///
+    /// Scope `treasury:read`. By id; `status` filters. A delegated token with assigned registers or
+    /// safes sees only its registers.
+    #[oai(path = "/cash-registers", method = "get", operation_id = "listCashRegisters")]
+    async fn list_cash_registers(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        status: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<CashLocations, ApiError> {
+        let call = Call::new(LIST_CASH_REGISTERS, &state, &auth, &request_id)?;
+        list_cash(
+            &call,
+            &state,
+            &CASH_REGISTERS,
+            LocationKind::CashRegister,
+            status.0,
+            PageParams::new(limit, cursor, page),
+        )
+        .await
+    }
+
+    /// Get a cash register
+    ///
+    /// Scope `treasury:read`.
+    #[oai(path = "/cash-registers/:cash_register_id", method = "get", operation_id = "getCashRegister")]
+    async fn get_cash_register(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        cash_register_id: Path<String>,
+    ) -> Result<CashLocation, ApiError> {
+        let call = Call::new(GET_CASH_REGISTER, &state, &auth, &request_id)?;
+        get_cash(&call, &state, &CASH_REGISTERS, LocationKind::CashRegister, &cash_register_id.0).await
+    }
+
+    /// List safes
+    ///
+    /// Scope `treasury:read`. By id; `status` filters. A delegated token with assigned registers or
+    /// safes sees only its safes.
+    #[oai(path = "/safes", method = "get", operation_id = "listSafes")]
+    async fn list_safes(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        status: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<CashLocations, ApiError> {
+        let call = Call::new(LIST_SAFES, &state, &auth, &request_id)?;
+        list_cash(&call, &state, &SAFES, LocationKind::Safe, status.0, PageParams::new(limit, cursor, page)).await
+    }
+
+    /// Get a safe
+    ///
+    /// Scope `treasury:read`.
+    #[oai(path = "/safes/:safe_id", method = "get", operation_id = "getSafe")]
+    async fn get_safe(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        safe_id: Path<String>,
+    ) -> Result<CashLocation, ApiError> {
+        let call = Call::new(GET_SAFE, &state, &auth, &request_id)?;
+        get_cash(&call, &state, &SAFES, LocationKind::Safe, &safe_id.0).await
+    }
+
+    /// List treasury balances
+    ///
+    /// Scope `treasury:read`. One entry per location (`balance_type`: `bank_account`, `cash_register`
+    /// or `safe`), by `balance_type` then `balance_id`, computed from the ledger: `functional_amount`
+    /// is the sum of the location's ledger lines in pesos; `native_amount` the same in the location's
+    /// currency. `balance_type`, `balance_id` (sent together), `status` filter. `as_of` answers the
+    /// balances at a past point from history: a date means the end of that day in UTC-3; a timestamp
+    /// (RFC 3339) that instant; every ledger line recorded by then counts. With `own` visibility
+    /// (`visibility_scope: "own"`) only the lines the delegated user created count.
+    #[oai(path = "/treasury/balances", method = "get", operation_id = "listTreasuryBalances")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list_balances(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        balance_type: Query<Option<String>>,
+        balance_id: Query<Option<String>>,
+        status: Query<Option<String>>,
+        /// A date (`YYYY-MM-DD`: the end of that day in UTC-3) or an RFC 3339 timestamp.
+        as_of: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Balances, ApiError> {
+        let call = Call::new(LIST_BALANCES, &state, &auth, &request_id)?;
+        let mut filters = Filters::default();
+        let (kind, id) = location_filter(&mut filters, balance_type.0, balance_id.0);
+        let filter = LocationFilter {
+            kind,
+            id,
+            status: filters.one_of(status.0, "status", LocationStatus::NAMES),
+            currency: None,
+        };
+        let at = filters.keep(self::as_of(as_of.0));
+        filters.check()?;
+        let seen = visibility(call.principal);
+        let scope = if seen.own.is_some() { VisibilityScope::Own } else { VisibilityScope::Organization };
+        let bound = format!("treasury_balances{filter:?}{seen:?}{at:?}");
+        let body = call
+            .cursor_list(
+                PageParams::new(limit, cursor, page),
+                BALANCES.list.bound(&bound),
+                async |after: Option<LocationRef>, n| {
+                    let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
+                    Ok(read::balances(&state.pool, call.org_id(), &filter, &seen, at, after, n).await?)
+                },
+                |row: &BalanceRow| row.at,
+                async |rows| Ok(rows.iter().map(|row| balance(row, scope)).collect()),
+            )
+            .await?;
+        Ok(Balances::Ok(RawJson::new(body)))
+    }
+
+    /// List treasury movements
+    ///
+    /// Scope `treasury:read`. One row per ledger line of a location, as movements stand, newest first
+    /// (`occurred_on`, `created_at`, `id`). `balance_type` with `balance_id`, `movement_type`
+    /// (`transfer_out`, `transfer_in`) and `date_from`/`date_to` (inclusive operating dates) filter.
+    #[oai(path = "/treasury/movements", method = "get", operation_id = "listTreasuryMovements")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list_movements(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        balance_type: Query<Option<String>>,
+        balance_id: Query<Option<String>>,
+        movement_type: Query<Option<String>>,
+        date_from: Query<Option<String>>,
+        date_to: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Movements, ApiError> {
+        let call = Call::new(LIST_MOVEMENTS, &state, &auth, &request_id)?;
+        let mut filters = Filters::default();
+        let (kind, id) = location_filter(&mut filters, balance_type.0, balance_id.0);
+        let filter = MovementFilter {
+            kind,
+            id,
+            movement_type: filters.one_of(movement_type.0, "movement_type", MovementType::NAMES),
+            date_from: filters.date(date_from.0, "date_from"),
+            date_to: filters.date(date_to.0, "date_to"),
+        };
+        filters.check()?;
+        let seen = visibility(call.principal);
+        let bound = format!("treasury_movements{filter:?}{seen:?}");
+        let body = call
+            .cursor_list(
+                PageParams::new(limit, cursor, page),
+                MOVEMENTS.list.bound(&bound),
+                async |after: Option<Dated>, n| {
+                    Ok(read::movements(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
+                },
+                |row: &MovementRow| Dated((row.movement.occurred_on, row.created_at, row.movement.id)),
+                async |rows| Ok(rows.iter().map(movement).collect()),
+            )
+            .await?;
+        Ok(Movements::Ok(RawJson::new(body)))
+    }
+
+    /// Get a treasury movement
+    ///
+    /// Scope `treasury:read`. By its `treasury_movement_id` (or the `id` of its ledger line).
+    #[oai(path = "/treasury/movements/:treasury_movement_id", method = "get", operation_id = "getTreasuryMovement")]
+    async fn get_movement(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        treasury_movement_id: Path<String>,
+    ) -> Result<Movement, ApiError> {
+        let call = Call::new(GET_MOVEMENT, &state, &auth, &request_id)?;
+        let body = call
+            .get(&MOVEMENTS, &treasury_movement_id.0, async |id| {
+                let seen = visibility(call.principal);
+                let Some(row) = read::movement(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
+                let data = movement(&row);
+                Ok(Some(Style::a(&MovementEnvelope { request_id: request_id.0.clone(), data })))
+            })
+            .await?;
+        Ok(Movement::Ok(RawJson::new(body)))
+    }
+
+    /// Record a manual movement
+    ///
+    /// Scope `treasury:write`; `Idempotency-Key` required. An income or an expense of `amount` on one
+    /// location (`balance_type`, `balance_id`), against one counterpart `account_id` (its cost centers
+    /// at the root: `cost_center1_id` to `cost_center3_id`) or itemized `lines` (cost centers on each
+    /// line, never at the root; their amounts add up to `amount`), with optional cost-center
+    /// `distributions` (not more than `amount` in all), `note` and `contact_id` (a customer or
+    /// supplier). One balanced ledger entry. `exchange_rate` on a peso location is 400; dollar
+    /// locations are not supported yet (422 `UNSUPPORTED_CURRENCY`). A missing or hidden location,
+    /// account, cost center or contact is 404; an inactive one 409. The same key and body return the
+    /// stored result, even after a later edit or delete.
+    #[oai(path = "/treasury/movements", method = "post", operation_id = "createTreasuryMovement")]
+    async fn create_movement(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<MovementInput>,
+    ) -> Result<MovementCreated, ApiError> {
+        let call = Call::new(CREATE_MOVEMENT, &state, &auth, &request_id)?;
+        let (input, _) = parse_movement(&body.value, false).map_err(ApiError::validation)?;
+        let seen = visibility(call.principal);
+        seen_or_404(&seen, input.location)?;
+        let created_by = call.principal.delegation.as_ref().map(|d| d.user.clone());
+        let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by };
+        let data = write_movement(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+        Ok(MovementCreated::Created(RawJson::new(Style::a(&MovementEnvelope {
+            request_id: request_id.0.clone(),
+            data: data.ok_or_else(ApiError::internal)?,
+        }))))
+    }
+
+    /// Replace a manual movement
+    ///
+    /// Scope `treasury:write`; `Idempotency-Key` required. The whole movement, as on creation, plus the
+    /// `updated_at` of the detail you read (missing: 400; the movement changed since: 409 `CONFLICT`,
+    /// nothing replaced). Omitting `note`, `lines` or `distributions` clears them; omitting
+    /// `contact_id` keeps the contact (null clears it). The previous version's entry is reversed and
+    /// the new one posted; the movement keeps its `treasury_movement_id`, its row gets a new `id`.
+    /// Transfers' effects are not manual movements (404).
+    #[oai(path = "/treasury/movements/:treasury_movement_id", method = "put", operation_id = "replaceTreasuryMovement")]
+    async fn replace_movement(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        treasury_movement_id: Path<String>,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<MovementReplacement>,
+    ) -> Result<Movement, ApiError> {
+        let call = Call::new(REPLACE_MOVEMENT, &state, &auth, &request_id)?;
+        let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
+        let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
+        let seen = visibility(call.principal);
+        seen_or_404(&seen, input.location)?;
+        manual_or_404(&state, &call, id, &seen).await?;
+        let updated_at = updated_at.ok_or_else(ApiError::internal)?;
+        let path = [treasury_movement_id.0.as_str()];
+        let command = MovementCommand::Replace { id, input, updated_at };
+        let data = write_movement(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+        Ok(Movement::Ok(RawJson::new(Style::a(&MovementEnvelope {
+            request_id: request_id.0.clone(),
+            data: data.ok_or_else(ApiError::internal)?,
+        }))))
+    }
+
+    /// Delete a manual movement
+    ///
+    /// Scope `treasury:write`; `Idempotency-Key` required. The body is the `updated_at` of the detail
+    /// you read, and only that (missing: 400; the movement changed since: 409 `CONFLICT`, nothing
+    /// deleted). Its entry is reversed; it leaves the movements list.
+    #[oai(
+        path = "/treasury/movements/:treasury_movement_id",
+        method = "delete",
+        operation_id = "deleteTreasuryMovement"
+    )]
+    async fn delete_movement(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        treasury_movement_id: Path<String>,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<MovementDeletion>,
+    ) -> Result<MovementDeleted, ApiError> {
+        let call = Call::new(DELETE_MOVEMENT, &state, &auth, &request_id)?;
+        let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
+        let updated_at = parse_deletion(&body.value).map_err(ApiError::validation)?;
+        manual_or_404(&state, &call, id, &visibility(call.principal)).await?;
+        let path = [treasury_movement_id.0.as_str()];
+        let command = MovementCommand::Delete { id, updated_at };
+        write_movement(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+        let data = MovementDeletedData { object: "treasury_movement".into(), id, deleted: true };
+        Ok(MovementDeleted::Ok(RawJson::new(Style::a(&MovementDeletedEnvelope {
+            request_id: request_id.0.clone(),
+            data,
+        }))))
+    }
+
+    /// List funds transfers
+    ///
+    /// Scope `treasury:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending), without
+    /// `accounting_effects`. `date_from`/`date_to` (inclusive) and `balance_type` with `balance_id` (sent
+    /// together: either endpoint) filter. A delegated token sees a transfer only when it sees both
+    /// endpoints, and with `own` visibility only the transfers its user made.
+    #[oai(path = "/funds-transfers", method = "get", operation_id = "listFundsTransfers")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list_transfers(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        date_from: Query<Option<String>>,
+        date_to: Query<Option<String>>,
+        balance_type: Query<Option<String>>,
+        balance_id: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Transfers, ApiError> {
+        let call = Call::new(LIST_TRANSFERS, &state, &auth, &request_id)?;
+        let mut filters = Filters::default();
+        let (kind, id) = location_filter(&mut filters, balance_type.0, balance_id.0);
+        let filter = TransferFilter {
+            kind,
+            id,
+            date_from: filters.date(date_from.0, "date_from"),
+            date_to: filters.date(date_to.0, "date_to"),
+        };
+        filters.check()?;
+        let seen = visibility(call.principal);
+        let bound = format!("funds_transfers{filter:?}{seen:?}");
+        let body = call
+            .cursor_list(
+                PageParams::new(limit, cursor, page),
+                TRANSFERS.list.bound(&bound),
+                async |after: Option<Dated>, n| {
+                    Ok(read::transfers(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
+                },
+                |row: &TransferRow| Dated((row.occurred_on, row.created_at, row.id)),
+                async |rows| rows.iter().map(|row| transfer_row(row, false)).collect(),
+            )
+            .await?;
+        Ok(Transfers::Ok(RawJson::new(body)))
+    }
+
+    /// Get a funds transfer
+    ///
+    /// Scope `treasury:read`. With its two `accounting_effects`, source first.
+    #[oai(path = "/funds-transfers/:funds_transfer_id", method = "get", operation_id = "getFundsTransfer")]
+    async fn get_transfer(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        funds_transfer_id: Path<String>,
+    ) -> Result<Transfer, ApiError> {
+        let call = Call::new(GET_TRANSFER, &state, &auth, &request_id)?;
+        let body = call
+            .get(&TRANSFERS, &funds_transfer_id.0, async |id| {
+                let seen = visibility(call.principal);
+                let Some(row) = read::transfer(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
+                let data = transfer_row(&row, true)?;
+                Ok(Some(Style::a(&FundsTransferEnvelope { request_id: request_id.0.clone(), data })))
+            })
+            .await?;
+        Ok(Transfer::Ok(RawJson::new(body)))
+    }
+
+    /// Create a funds transfer
+    ///
+    /// Scope `treasury:write`; `Idempotency-Key` required. Moves `amount` (cents ARS) from `source` to
+    /// `destination` in one transaction: the transfer, a negative effect at the source, a positive one
+    /// at the destination and one balanced ledger entry. The source may go negative (there is no
+    /// insufficient-funds error). The same key and body return the same transfer without moving money
+    /// again; another body under the key is 409 `IDEMPOTENCY_CONFLICT`. A missing, hidden or
+    /// foreign endpoint is 404; an inactive endpoint or linked ledger account is 409 `STATE_CONFLICT`;
+    /// a date after today (UTC-3), a dollar or mixed transfer, or an endpoint without ledger
+    /// configuration is 422. `currency` must not be sent (400). Transfers have no status and are never
+    /// updated, cancelled or deleted.
+    #[oai(path = "/funds-transfers", method = "post", operation_id = "createFundsTransfer")]
+    async fn create_transfer(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<FundsTransferInput>,
+    ) -> Result<TransferCreated, ApiError> {
+        let call = Call::new(CREATE_TRANSFER, &state, &auth, &request_id)?;
+        let input = parse_transfer(&body.value).map_err(ApiError::validation)?;
+        let seen = visibility(call.principal);
+        let hidden: Vec<_> = [("source", input.source), ("destination", input.destination)]
+            .into_iter()
+            .filter(|(_, at)| !seen.sees(*at))
+            .collect();
+        if let Some((side, _)) = hidden.first() {
+            return Err(ApiError::not_found("location").with_detail(
+                Some(&format!("{side}.balance_id")),
+                "not_found",
+                "no location this credential sees has this id",
+            ));
+        }
+        let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
+        let command = TransferCommand::Create { id: Uuid::now_v7(), input, created_by };
+        let accepted = call.dispatch(Write::json(key.0, &version, &[], &body), Command::FundsTransfer(command)).await?;
+        state.await_read(ProjectionId::Treasury, call.principal, accepted.key_for(ProjectionId::Treasury)).await?;
+        let replayed = accepted.replayed;
+        let outcome: TransferOutcome = decode_state(accepted.state, "funds_transfer")?;
+        let created_at = match read::transfer(&state.pool, call.org_id(), outcome.id, &Visibility::default()).await? {
+            Some(row) => row.created_at,
+            None => outcome.at,
+        };
+        let mut data = transfer_data(outcome.id, &outcome.transfer, created_at, true);
+        data.idempotent_replay = Some(replayed);
+        Ok(TransferCreated::Created(RawJson::new(Style::a(&FundsTransferEnvelope {
+            request_id: request_id.0.clone(),
+            data,
+        }))))
+    }
+}
+
+/// A location the credential does not see is unknown to it.
+fn seen_or_404(seen: &Visibility, at: LocationRef) -> Result<(), ApiError> {
+    if seen.sees(at) {
+        return Ok(());
+    }
+    Err(ApiError::not_found("location").with_detail(
+        Some("balance_id"),
+        "not_found",
+        "no location this credential sees has this id",
+    ))
+}
+
+/// A manual movement the credential sees (not a transfer's effect), or 404. A movement deleted since
+/// is left to the command, which refuses it the same way unless this is the replay of its deletion.
+async fn manual_or_404(state: &AppState, call: &Call<'_>, id: Uuid, seen: &Visibility) -> Result<(), ApiError> {
+    match read::movement(&state.pool, call.org_id(), id, seen).await? {
+        Some(row) if row.movement.manual.is_none() || row.movement.treasury_movement_id != id => {
+            Err(ApiError::not_found("treasury_movement"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Sends a movement command, waits until reads show it, and answers the movement as the command left
+/// it (a replay: as the first request did).
+async fn write_movement(
+    call: &Call<'_>,
+    state: &AppState,
+    write: Write<'_>,
+    command: MovementCommand,
+) -> Result<Option<MovementData>, ApiError> {
+    let accepted = call.dispatch(write, Command::TreasuryMovement(command)).await?;
+    state.await_read(ProjectionId::Treasury, call.principal, accepted.key_for(ProjectionId::Treasury)).await?;
+    let outcome: MovementOutcome = decode_state(accepted.state, "treasury_movement")?;
+    let Some(movement) = &outcome.movement else { return Ok(None) };
+    let Some(doc) = read::manual_doc(movement, outcome.currency, outcome.updated_at) else { return Ok(None) };
+    Ok(Some(self::movement(&MovementRow { movement: doc, created_at: outcome.created_at })))
+}
+
+async fn list_cash(
+    call: &Call<'_>,
+    state: &AppState,
+    kind: &Kind,
+    location: LocationKind,
+    status: Option<String>,
+    params: PageParams,
+) -> Result<CashLocations, ApiError> {
+    let mut filters = Filters::default();
+    let filter = LocationFilter {
+        kind: Some(location),
+        id: None,
+        status: filters.one_of(status, "status", LocationStatus::NAMES),
+        currency: None,
+    };
+    filters.check()?;
+    let seen = visibility(call.principal);
+    let bound = format!("{}{filter:?}{seen:?}", location.as_str());
+    let body = call
+        .cursor_list(
+            params,
+            kind.list.bound(&bound),
+            async |after: Option<LocationRef>, n| {
+                let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
+                Ok(read::locations(&state.pool, call.org_id(), &filter, &seen, after, n).await?)
+            },
+            |row: &LocationRow| LocationRef { kind: row.location.kind, id: row.id },
+            async |rows| Ok(rows.iter().map(cash_location).collect()),
+        )
+        .await?;
+    Ok(CashLocations::Ok(RawJson::new(body)))
+}
+
+async fn get_cash(
+    call: &Call<'_>,
+    state: &AppState,
+    kind: &Kind,
+    location: LocationKind,
+    id: &str,
+) -> Result<CashLocation, ApiError> {
+    let body = call
+        .get(kind, id, async |id| {
+            let at = LocationRef { kind: location, id };
+            if !visibility(call.principal).sees(at) {
+                return Ok(None);
+            }
+            let Some(row) = read::location(&state.pool, call.org_id(), at).await? else { return Ok(None) };
+            let data = cash_location(&row);
+            Ok(Some(Style::a(&CashLocationEnvelope { request_id: call.request_id.to_owned(), data })))
+        })
+        .await?;
+    Ok(CashLocation::Ok(RawJson::new(body)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_of_is_a_date_in_utc_minus_three_or_an_instant() {
+        let end = as_of(Some("2026-03-02".into())).expect("valid").expect("some");
+        assert_eq!(end.to_offset(AR_OFFSET).date().to_string(), "2026-03-02");
+        assert_eq!((end + time::Duration::microseconds(1)).to_offset(AR_OFFSET).time(), time::Time::MIDNIGHT);
+        let at = as_of(Some("2026-03-02T10:00:00Z".into())).expect("valid").expect("some");
+        assert_eq!(at.unix_timestamp(), 1_772_445_600);
+        assert!(as_of(Some("yesterday".into())).is_err());
+    }
+
+    #[test]
+    fn cursors_read_back_what_they_wrote() {
+        let at = LocationRef { kind: LocationKind::Safe, id: Uuid::now_v7() };
+        assert_eq!(LocationRef::read(&at.write()).expect("valid"), at);
+        let date = Date::from_calendar_date(2026, time::Month::March, 2).expect("date");
+        let key = Dated((date, OffsetDateTime::UNIX_EPOCH, Uuid::now_v7()));
+        assert_eq!(Dated::read(&key.write()).expect("valid").0, key.0);
+        assert!(Dated::read("2026-03-02/x").is_err());
+    }
+}

@@ -1,0 +1,518 @@
+//! Treasury: locations set up by operators and read without their ledger account, funds transfers as
+//! one balanced entry (replayed, raced, refused), balances now and as of earlier instants, movements,
+//! and what delegated tokens see.
+
+use crate::helpers::{TestApp, detail_fields, error, eventually, items, json};
+use commands::organization::{Delegation, create_delegated_token};
+use commands::treasury::admin::{
+    NewLocation, create_cost_center, create_ledger_account, create_location, set_location_status,
+};
+use events::catalogue::{Currency, LocationKind, LocationStatus};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use uuid::Uuid;
+
+const TRANSFERS: &str = "/api/v1/funds-transfers";
+const BALANCES: &str = "/api/v1/treasury/balances";
+const CBU: &str = "2850590940090418135201";
+
+pub async fn open(app: &TestApp, org: Uuid, kind: LocationKind, name: &str, currency: Currency) -> String {
+    let bank = kind == LocationKind::BankAccount;
+    let new = NewLocation {
+        kind,
+        name: name.into(),
+        currency,
+        bank: bank.then(|| "Banco Nación".into()),
+        account_number: bank.then(|| CBU.into()),
+        alias: bank.then(|| "MATE.CEBADO.SOL".into()),
+        uses_checkbook: bank,
+        ledger_account_id: None,
+    };
+    let id = create_location(&app.pool, org, new).await.expect("opened");
+    // Operators write outside the API: their locations reach the read side asynchronously.
+    eventually(Duration::from_secs(15), "the location is readable", || async {
+        let row: Option<String> =
+            sqlx::query_scalar("select status from treasury_locations_view where org_id = $1 and id = $2")
+                .bind(org)
+                .bind(id)
+                .fetch_optional(&app.pool)
+                .await
+                .expect("read");
+        row.map(|_| ())
+    })
+    .await;
+    id.to_string()
+}
+
+/// Sets a location's status and waits until the read side shows it.
+async fn set_status(app: &TestApp, kind: LocationKind, id: &str, status: LocationStatus) {
+    let id: Uuid = id.parse().expect("id");
+    set_location_status(&app.pool, app.org_id, kind, id, status).await.expect("status set");
+    eventually(Duration::from_secs(15), "the status is readable", || async {
+        let row: Option<String> =
+            sqlx::query_scalar("select status from treasury_locations_view where org_id = $1 and id = $2")
+                .bind(app.org_id)
+                .bind(id)
+                .fetch_optional(&app.pool)
+                .await
+                .expect("read");
+        row.filter(|s| s == status.as_str()).map(|_| ())
+    })
+    .await;
+}
+
+pub fn transfer(from: (&str, &str), to: (&str, &str), amount: i64, on: &str) -> Value {
+    json!({ "source": { "balance_type": from.0, "balance_id": from.1 },
+        "destination": { "balance_type": to.0, "balance_id": to.1 }, "amount": amount, "occurred_on": on })
+}
+
+fn today() -> String {
+    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
+}
+
+/// Every balance the credential sees, by `balance_type/balance_id`: (functional, native).
+async fn balances(app: &TestApp, query: &str, key: &str) -> BTreeMap<String, (i64, Option<i64>)> {
+    let body = json(app.request(Method::GET, &format!("{BALANCES}{query}"), Some(key), None).await, 200).await;
+    items(&body)
+        .iter()
+        .map(|b| {
+            let at = format!("{}/{}", b["balance_type"].as_str().expect("type"), b["balance_id"].as_str().expect("id"));
+            (at, (b["functional_amount"].as_i64().expect("functional"), b["native_amount"].as_i64()))
+        })
+        .collect()
+}
+
+async fn transfer_events(app: &TestApp) -> Vec<Value> {
+    sqlx::query_scalar("select data from events where stream_type = 'funds_transfer' order by position")
+        .fetch_all(&app.pool)
+        .await
+        .expect("events")
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn locations_are_set_up_by_operators_and_read_without_their_ledger_account(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta corriente", Currency::Pes).await;
+    let dollars = open(&app, app.org_id, LocationKind::BankAccount, "Caja de ahorro USD", Currency::Dol).await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    open(&app, app.org_id, LocationKind::Safe, "Tesoro", Currency::Pes).await;
+    let account = json(app.get(&format!("/api/v1/bank-accounts/{bank}")).await, 200).await;
+    let data = &account["data"];
+    assert_eq!(data["object"], "bank_account");
+    assert_eq!((data["bank"].as_str(), data["account_number"].as_str()), (Some("Banco Nación"), Some(CBU)));
+    assert_eq!((data["currency"].as_str(), data["status"].as_str()), (Some("PES"), Some("active")));
+    assert_eq!(data["uses_checkbook"], true);
+    let keys: Vec<&str> = data.as_object().expect("object").keys().map(String::as_str).collect();
+    for hidden in ["ledger_account_id", "organization_id", "balance", "org_id"] {
+        assert!(!keys.contains(&hidden), "{hidden} is not shown");
+    }
+    let usd = json(app.get("/api/v1/bank-accounts?currency=DOL").await, 200).await;
+    assert_eq!(items(&usd).iter().map(|a| a["id"].as_str().expect("id")).collect::<Vec<_>>(), [dollars.as_str()]);
+    set_status(&app, LocationKind::BankAccount, &dollars, LocationStatus::Inactive).await;
+    let inactive = json(app.get("/api/v1/bank-accounts?status=inactive").await, 200).await;
+    assert_eq!(items(&inactive).len(), 1);
+    let registers = json(app.get("/api/v1/cash-registers").await, 200).await;
+    assert_eq!(items(&registers)[0]["id"], register.as_str());
+    assert_eq!(items(&registers)[0]["object"], "cash_register");
+    let safes = json(app.get("/api/v1/safes").await, 200).await;
+    assert_eq!(items(&safes).len(), 1);
+    // A register's id is no safe, and another organization's location is unknown here.
+    error(app.get(&format!("/api/v1/safes/{register}")).await, 404, "invalid_request_error").await;
+    let (other, other_key) = app.other_org().await;
+    let theirs = open(&app, other, LocationKind::BankAccount, "Ajena", Currency::Pes).await;
+    error(app.get(&format!("/api/v1/bank-accounts/{theirs}")).await, 404, "invalid_request_error").await;
+    let theirs_seen = json(app.request(Method::GET, "/api/v1/bank-accounts", Some(&other_key), None).await, 200).await;
+    assert_eq!(items(&theirs_seen).len(), 1);
+    // Operators' mistakes: a wrong CBU check digit, bank details on a register, a foreign ledger account.
+    let mut wrong = NewLocation {
+        kind: LocationKind::BankAccount,
+        name: "Mal".into(),
+        currency: Currency::Pes,
+        bank: Some("Banco".into()),
+        account_number: Some("2850590940090418135202".into()),
+        alias: None,
+        uses_checkbook: false,
+        ledger_account_id: None,
+    };
+    assert!(create_location(&app.pool, app.org_id, wrong.clone()).await.is_err(), "check digit");
+    wrong.account_number = None;
+    wrong.ledger_account_id =
+        Some(create_ledger_account(&app.pool, other, "9.9", "Ajena", Currency::Pes).await.expect("account"));
+    assert!(create_location(&app.pool, app.org_id, wrong.clone()).await.is_err(), "foreign account");
+    wrong.kind = LocationKind::CashRegister;
+    wrong.ledger_account_id = None;
+    assert!(create_location(&app.pool, app.org_id, wrong).await.is_err(), "bank details on a register");
+    create_cost_center(&app.pool, app.org_id, "CC-1", "Ventas").await.expect("cost center");
+    assert!(create_cost_center(&app.pool, app.org_id, "CC-1", "Otra").await.is_err(), "codes are unique");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_transfer_moves_pesos_in_one_balanced_entry_and_is_replayed_not_repeated(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let safe = open(&app, app.org_id, LocationKind::Safe, "Tesoro", Currency::Pes).await;
+    let body = transfer(("cash_register", &register), ("safe", &safe), 12_345, &today());
+    let created = json(app.post_key(TRANSFERS, "move-1", &body).await, 201).await;
+    let data = &created["data"];
+    assert_eq!((data["object"].as_str(), data["idempotent_replay"].as_bool()), (Some("funds_transfer"), Some(false)));
+    let effects = data["accounting_effects"].as_array().expect("effects");
+    assert_eq!(effects.len(), 2);
+    assert_eq!(
+        (effects[0]["balance_id"].as_str(), effects[0]["amount"].as_i64()),
+        (Some(register.as_str()), Some(-12_345))
+    );
+    assert_eq!((effects[1]["balance_id"].as_str(), effects[1]["amount"].as_i64()), (Some(safe.as_str()), Some(12_345)));
+    // The source may go negative; both balances come from the ledger.
+    let now = balances(&app, "", &app.api_key).await;
+    assert_eq!(now[&format!("cash_register/{register}")], (-12_345, Some(-12_345)));
+    assert_eq!(now[&format!("safe/{safe}")], (12_345, Some(12_345)));
+    // Each effect is a movement of the list, by the same id.
+    let movements =
+        json(app.get(&format!("/api/v1/treasury/movements?balance_type=safe&balance_id={safe}")).await, 200).await;
+    let rows = items(&movements);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["treasury_movement_id"], effects[1]["treasury_movement_id"]);
+    assert_eq!(
+        (rows[0]["movement_type"].as_str(), rows[0]["functional_amount"].as_i64()),
+        (Some("transfer_in"), Some(12_345))
+    );
+    let one = json(
+        app.get(&format!("/api/v1/treasury/movements/{}", effects[0]["treasury_movement_id"].as_str().expect("id")))
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(one["data"]["movement_type"], "transfer_out");
+    // A replay answers the same transfer and moves nothing again; another body under the key is refused.
+    let replay = json(app.post_key(TRANSFERS, "move-1", &body).await, 201).await;
+    assert_eq!(
+        (replay["data"]["id"].clone(), replay["data"]["idempotent_replay"].as_bool()),
+        (data["id"].clone(), Some(true))
+    );
+    let other = transfer(("cash_register", &register), ("safe", &safe), 1, &today());
+    let conflict = error(app.post_key(TRANSFERS, "move-1", &other).await, 409, "idempotency_error").await;
+    assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT");
+    assert_eq!(balances(&app, "", &app.api_key).await, now, "nothing moved twice");
+    let stored = transfer_events(&app).await;
+    assert_eq!(stored.len(), 1);
+    let lines = stored[0]["entry"]["lines"].as_array().expect("lines");
+    assert_eq!(lines.iter().map(|l| l["functional"].as_i64().expect("amount")).sum::<i64>(), 0, "balanced");
+    // The list omits the effects; the detail has them.
+    let list = json(app.get(TRANSFERS).await, 200).await;
+    assert!(items(&list)[0].get("accounting_effects").is_none());
+    let detail = json(app.get(&format!("{TRANSFERS}/{}", data["id"].as_str().expect("id"))).await, 200).await;
+    assert_eq!(detail["data"]["accounting_effects"], data["accounting_effects"]);
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn bad_transfers_are_refused_and_write_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let safe = open(&app, app.org_id, LocationKind::Safe, "Tesoro", Currency::Pes).await;
+    let dollars = open(&app, app.org_id, LocationKind::BankAccount, "USD", Currency::Dol).await;
+    let shut = open(&app, app.org_id, LocationKind::Safe, "Cerrado", Currency::Pes).await;
+    set_status(&app, LocationKind::Safe, &shut, LocationStatus::Inactive).await;
+    let (other, _) = app.other_org().await;
+    let theirs = open(&app, other, LocationKind::Safe, "Ajeno", Currency::Pes).await;
+    let good = transfer(("cash_register", &register), ("safe", &safe), 100, &today());
+    let mut extra = good.clone();
+    extra["currency"] = json!("PES");
+    extra["colour"] = json!("red");
+    let refused = error(app.post_keyed(TRANSFERS, &extra).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["colour", "currency"]);
+    for amount in [json!(0), json!(-5), json!(1_000_000_000_001_i64), json!(1.5), json!("100")] {
+        let mut bad = good.clone();
+        bad["amount"] = amount;
+        let refused = error(app.post_keyed(TRANSFERS, &bad).await, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), ["amount"]);
+    }
+    let missing = transfer(("cash_register", &register), ("safe", &theirs), 100, &today());
+    let not_found = error(app.post_keyed(TRANSFERS, &missing).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&not_found), ["destination.balance_id"]);
+    let wrong_kind = transfer(("safe", &register), ("cash_register", &safe), 100, &today());
+    error(app.post_keyed(TRANSFERS, &wrong_kind).await, 404, "invalid_request_error").await;
+    let inactive = transfer(("cash_register", &register), ("safe", &shut), 100, &today());
+    let conflict = error(app.post_keyed(TRANSFERS, &inactive).await, 409, "business_error").await;
+    assert_eq!(conflict["error"]["code"], "STATE_CONFLICT");
+    let tomorrow = (events::catalogue::ar_date(time::OffsetDateTime::now_utc()) + time::Duration::days(1)).to_string();
+    let future = transfer(("cash_register", &register), ("safe", &safe), 100, &tomorrow);
+    assert_eq!(
+        error(app.post_keyed(TRANSFERS, &future).await, 422, "business_error").await["error"]["code"],
+        "FUTURE_DATE"
+    );
+    let usd = transfer(("cash_register", &register), ("bank_account", &dollars), 100, &today());
+    assert_eq!(
+        error(app.post_keyed(TRANSFERS, &usd).await, 422, "business_error").await["error"]["code"],
+        "UNSUPPORTED_CURRENCY"
+    );
+    assert!(transfer_events(&app).await.is_empty(), "nothing written");
+    let journal: i64 =
+        sqlx::query_scalar("select count(*) from journal_lines").fetch_one(&app.pool).await.expect("count");
+    assert_eq!(journal, 0);
+    // Lists refuse bad dates and kinds.
+    for query in ["?date_from=yesterday", "?balance_type=vault"] {
+        error(app.get(&format!("{TRANSFERS}{query}")).await, 400, "invalid_request_error").await;
+    }
+    error(app.get(&format!("{BALANCES}?as_of=soon")).await, 400, "invalid_request_error").await;
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn balances_as_of_any_earlier_instant_are_what_they_were_then(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let places = [
+        ("cash_register", open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await),
+        ("cash_register", open(&app, app.org_id, LocationKind::CashRegister, "Caja 2", Currency::Pes).await),
+        ("safe", open(&app, app.org_id, LocationKind::Safe, "Tesoro", Currency::Pes).await),
+        ("bank_account", open(&app, app.org_id, LocationKind::BankAccount, "Banco", Currency::Pes).await),
+    ];
+    let mut seed = 0x9E37_79B9_u64;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut history = Vec::new();
+    for step in 0..24 {
+        let from = next(4) as usize;
+        let to = (from + 1 + next(3) as usize) % 4;
+        let amount = 1 + next(50_000) as i64;
+        let body = transfer((places[from].0, &places[from].1), (places[to].0, &places[to].1), amount, &today());
+        json(app.post_key(TRANSFERS, &format!("step-{step}"), &body).await, 201).await;
+        let now = balances(&app, "", &app.api_key).await;
+        assert_eq!(now.values().map(|(f, _)| f).sum::<i64>(), 0, "money only moves between locations");
+        history.push((time::OffsetDateTime::now_utc(), now));
+    }
+    let first = history[0].0 - time::Duration::seconds(60);
+    let before = balances(&app, &format!("?as_of={}", rfc3339(first)), &app.api_key).await;
+    assert!(before.values().all(|b| *b == (0, Some(0))), "nothing before the first transfer");
+    for (at, expected) in &history {
+        assert_eq!(&balances(&app, &format!("?as_of={}", rfc3339(*at)), &app.api_key).await, expected);
+    }
+    let end_of_today = balances(&app, &format!("?as_of={}", today()), &app.api_key).await;
+    assert_eq!(&end_of_today, &history.last().expect("steps").1);
+}
+
+fn rfc3339(at: time::OffsetDateTime) -> String {
+    at.format(&time::format_description::well_known::Rfc3339).expect("format").replace('+', "%2B")
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn fifty_concurrent_transfers_out_of_one_register_are_each_one_entry(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let safes = [
+        open(&app, app.org_id, LocationKind::Safe, "Tesoro A", Currency::Pes).await,
+        open(&app, app.org_id, LocationKind::Safe, "Tesoro B", Currency::Pes).await,
+    ];
+    let sends = (0..50).map(|n| {
+        let body = transfer(("cash_register", &register), ("safe", &safes[n % 2]), 100 + n as i64, &today());
+        let app = &app;
+        async move { app.post_key(TRANSFERS, &format!("race-{n}"), &body).await.status().as_u16() }
+    });
+    let statuses = futures::future::join_all(sends).await;
+    assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
+    let now = balances(&app, "", &app.api_key).await;
+    let total: i64 = (0..50).map(|n| 100 + n).sum();
+    let to_a: i64 = (0..50).filter(|n| n % 2 == 0).map(|n| 100 + n).sum();
+    assert_eq!(now[&format!("cash_register/{register}")].0, -total);
+    assert_eq!(now[&format!("safe/{}", safes[0])].0, to_a);
+    assert_eq!(now[&format!("safe/{}", safes[1])].0, total - to_a);
+    let stored = transfer_events(&app).await;
+    assert_eq!(stored.len(), 50, "one entry each");
+    for data in stored {
+        let sum: i64 = data["entry"]["lines"]
+            .as_array()
+            .expect("lines")
+            .iter()
+            .map(|l| l["functional"].as_i64().expect("amount"))
+            .sum();
+        assert_eq!(sum, 0);
+    }
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_movements(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
+    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
+    let safe = open(&app, app.org_id, LocationKind::Safe, "Tesoro", Currency::Pes).await;
+    let scopes = ["treasury:read".to_owned(), "treasury:write".to_owned()];
+    let delegation = Delegation {
+        user: "ana".into(),
+        visibility: "own".into(),
+        registers: vec![mine.parse().expect("id")],
+        safes: vec![safe.parse().expect("id")],
+    };
+    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    // The organization's key moves money between the register Ana does not see and the safe.
+    json(app.post_keyed(TRANSFERS, &transfer(("cash_register", &other), ("safe", &safe), 700, &today())).await, 201)
+        .await;
+    let ana_moves = transfer(("cash_register", &mine), ("safe", &safe), 300, &today());
+    let answer = app
+        .client
+        .post(format!("{}{TRANSFERS}", app.base))
+        .bearer_auth(&ana)
+        .header("Idempotency-Key", "ana-1")
+        .json(&ana_moves)
+        .send()
+        .await
+        .expect("sent");
+    let created = json(answer, 201).await;
+    let seen = balances(&app, "", &ana).await;
+    assert_eq!(seen.len(), 2, "her register and her safe: {seen:?}");
+    assert_eq!(seen[&format!("cash_register/{mine}")], (-300, Some(-300)));
+    assert_eq!(seen[&format!("safe/{safe}")], (300, Some(300)), "only what she made counts");
+    let scope = json(app.request(Method::GET, BALANCES, Some(&ana), None).await, 200).await;
+    assert!(items(&scope).iter().all(|b| b["visibility_scope"] == "own"));
+    let organization = balances(&app, "", &app.api_key).await;
+    assert_eq!(organization[&format!("safe/{safe}")], (1_000, Some(1_000)));
+    let listed = json(app.request(Method::GET, TRANSFERS, Some(&ana), None).await, 200).await;
+    assert_eq!(items(&listed).len(), 1);
+    assert_eq!(items(&listed)[0]["id"], created["data"]["id"]);
+    // A location she does not see is unknown to her, to read or to move from.
+    let hidden = format!("/api/v1/cash-registers/{other}");
+    error(app.request(Method::GET, &hidden, Some(&ana), None).await, 404, "invalid_request_error").await;
+    let sneaky = transfer(("cash_register", &other), ("safe", &safe), 1, &today());
+    let answer = app
+        .client
+        .post(format!("{}{TRANSFERS}", app.base))
+        .bearer_auth(&ana)
+        .header("Idempotency-Key", "ana-2")
+        .json(&sneaky)
+        .send()
+        .await
+        .expect("sent");
+    let refused = error(answer, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["source.balance_id"]);
+    let banks = json(app.request(Method::GET, "/api/v1/bank-accounts", Some(&ana), None).await, 200).await;
+    assert!(items(&banks).is_empty());
+}
+
+const MOVEMENTS: &str = "/api/v1/treasury/movements";
+
+async fn send(app: &TestApp, method: Method, path: &str, key: &str, body: &Value) -> reqwest::Response {
+    app.client
+        .request(method, format!("{}{path}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", key)
+        .json(body)
+        .send()
+        .await
+        .expect("sent")
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn manual_movements_follow_the_spec_rules(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let expenses =
+        create_ledger_account(&app.pool, app.org_id, "5.1.1", "Gastos", Currency::Pes).await.expect("account");
+    let rent = create_ledger_account(&app.pool, app.org_id, "5.1.2", "Alquiler", Currency::Pes).await.expect("account");
+    let center = create_cost_center(&app.pool, app.org_id, "CC-1", "Ventas").await.expect("center");
+    let customer =
+        json(app.post("/api/v1/customers", &json!({ "name": "Ana" })).await, 201).await["data"]["id"].clone();
+    let body = json!({ "balance_type": "cash_register", "balance_id": register, "direction": "expense", "amount": 1_000,
+        "occurred_on": today(), "account_id": expenses, "cost_center1_id": center, "note": "Librería",
+        "contact_id": customer, "distributions": [{ "cost_center1_id": center, "amount_cents": 1_000 }] });
+    let created = json(send(&app, Method::POST, MOVEMENTS, "manual-1", &body).await, 201).await["data"].clone();
+    let id = created["treasury_movement_id"].as_str().expect("id").to_owned();
+    assert_eq!(
+        (created["movement_type"].as_str(), created["functional_amount"].as_i64()),
+        (Some("manual_expense"), Some(-1_000))
+    );
+    assert_eq!(
+        (created["note"].as_str(), created["cost_center1_id"].as_str()),
+        (Some("Librería"), Some(center.to_string().as_str()))
+    );
+    assert_eq!(created["lines"], json!([]));
+    assert_eq!(
+        (created["exchange_rate"].clone(), created["exchange_difference_amount"].as_i64()),
+        (Value::Null, Some(0))
+    );
+    let detail = json(app.get(&format!("{MOVEMENTS}/{id}")).await, 200).await["data"].clone();
+    assert_eq!(detail, created, "the detail is what the write answered");
+    assert_eq!(balances(&app, "", &app.api_key).await[&format!("cash_register/{register}")], (-1_000, Some(-1_000)));
+    // Rule 2: with lines, cost centers go on each line; rule 6: no exchange rate on pesos.
+    let mut rooted = body.clone();
+    rooted.as_object_mut().expect("object").remove("account_id");
+    rooted["lines"] = json!([{ "account_id": expenses, "amount": 1_000 }]);
+    let refused =
+        error(send(&app, Method::POST, MOVEMENTS, "manual-2", &rooted).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["cost_center1_id"]);
+    let mut rated = body.clone();
+    rated["exchange_rate"] = json!("1050.5");
+    let refused =
+        error(send(&app, Method::POST, MOVEMENTS, "manual-3", &rated).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["exchange_rate"]);
+    let (other, _) = app.other_org().await;
+    let theirs = create_cost_center(&app.pool, other, "CC-X", "Ajeno").await.expect("center");
+    let mut foreign = body.clone();
+    foreign["cost_center1_id"] = json!(theirs);
+    let refused =
+        error(send(&app, Method::POST, MOVEMENTS, "manual-4", &foreign).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["cost_center1_id"]);
+    // Rule 3: the version read goes in the body; missing is 400, stale is 409, and neither changes anything.
+    let path = format!("{MOVEMENTS}/{id}");
+    let replacement = json!({ "balance_type": "cash_register", "balance_id": register, "direction": "expense",
+        "amount": 700, "occurred_on": today(), "lines": [{ "account_id": expenses, "amount": 500, "cost_center1_id": center },
+        { "account_id": rent, "amount": 200 }] });
+    let missing =
+        error(send(&app, Method::PUT, &path, "edit-1", &replacement).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&missing), ["updated_at"]);
+    let mut stale = replacement.clone();
+    stale["updated_at"] = json!("2026-01-01T00:00:00-03:00");
+    error(send(&app, Method::PUT, &path, "edit-2", &stale).await, 409, "business_error").await;
+    assert_eq!(json(app.get(&path).await, 200).await["data"], created, "nothing replaced");
+    // Rule 1: a whole replacement; the note is cleared, the contact kept, the movement keeps its id.
+    let mut current = replacement.clone();
+    current["updated_at"] = created["updated_at"].clone();
+    let replaced = json(send(&app, Method::PUT, &path, "edit-3", &current).await, 200).await["data"].clone();
+    assert_eq!(replaced["treasury_movement_id"], created["treasury_movement_id"]);
+    assert_ne!(replaced["id"], created["id"], "a new ledger line");
+    assert_eq!((replaced["note"].clone(), replaced["contact_id"].clone()), (Value::Null, customer.clone()));
+    assert_eq!(replaced["distributions"], json!([]), "omitted distributions are cleared");
+    assert_eq!(replaced["lines"].as_array().expect("lines").len(), 2);
+    assert_eq!(replaced["cost_center1_id"], Value::Null);
+    assert_eq!(balances(&app, "", &app.api_key).await[&format!("cash_register/{register}")], (-700, Some(-700)));
+    // Rule 4: the first request's key answers what it stored, after the edit.
+    let replay = json(send(&app, Method::POST, MOVEMENTS, "manual-1", &body).await, 201).await["data"].clone();
+    assert_eq!(replay, created);
+    // Deletion: `updated_at` alone, current.
+    error(send(&app, Method::DELETE, &path, "delete-1", &json!({})).await, 400, "invalid_request_error").await;
+    let extra = json!({ "updated_at": replaced["updated_at"], "note": "x" });
+    error(send(&app, Method::DELETE, &path, "delete-2", &extra).await, 400, "invalid_request_error").await;
+    error(
+        send(&app, Method::DELETE, &path, "delete-3", &json!({ "updated_at": created["updated_at"] })).await,
+        409,
+        "business_error",
+    )
+    .await;
+    let gone = json!({ "updated_at": replaced["updated_at"] });
+    let deleted = json(send(&app, Method::DELETE, &path, "delete-4", &gone).await, 200).await;
+    assert_eq!(deleted["data"]["deleted"], true);
+    error(app.get(&path).await, 404, "invalid_request_error").await;
+    assert_eq!(balances(&app, "", &app.api_key).await[&format!("cash_register/{register}")], (0, Some(0)));
+    let replay = json(send(&app, Method::PUT, &path, "edit-3", &current).await, 200).await["data"].clone();
+    assert_eq!(replay, replaced, "the edit's key answers what it stored, after the delete");
+    // Every entry the movement posted is balanced: the first, its reversal and the new one, and the last reversal.
+    let stored: Vec<Value> =
+        sqlx::query_scalar("select data from events where stream_type = 'treasury_movement' order by position")
+            .fetch_all(&app.pool)
+            .await
+            .expect("events");
+    let mut entries = Vec::new();
+    for data in &stored {
+        for key in ["entry", "reversal"] {
+            for entry in [&data[key], &data["movement"][key]] {
+                if let Some(lines) = entry["lines"].as_array() {
+                    entries.push(lines.iter().map(|l| l["functional"].as_i64().expect("amount")).sum::<i64>());
+                }
+            }
+        }
+    }
+    assert_eq!(entries, [0, 0, 0, 0], "four balanced entries");
+}

@@ -1,0 +1,269 @@
+//! How the workers run funds transfers: the document shape ([`crate::document`]) with the facts loaded
+//! from the write model (both endpoints with their ledger accounts, whether the transfer exists) and the
+//! decision appended as one event carrying its balanced entry. Balances are folds of the journal, so a
+//! transfer locks nothing: fifty transfers out of one register commit side by side.
+
+use super::movements::{MovementCommand, MovementFacts, MovementOutcome};
+use super::{LocationFacts, TransferCommand, TransferFacts, TransferOutcome};
+use crate::aggregate::Rejection;
+use crate::document::{Document, run_document};
+use crate::engine::{ExecuteError, append_typed};
+use crate::handler::{Batching, Commit, handler};
+use crate::reply::CommandReply;
+use events::catalogue::{Currency, FundsTransferEvent, LocationRef, LocationStatus, TreasuryMovementEvent, ar_date};
+use events::store::{AppendRequest, StreamRef};
+use events::{EventPayload, Metadata};
+use sqlx::PgConnection;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A location of the organization with its ledger account, as commands see them.
+pub async fn load_location(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    at: LocationRef,
+) -> Result<Option<LocationFacts>, ExecuteError> {
+    let row: Option<(String, String, Uuid, Option<bool>)> = sqlx::query_as(
+        "select l.currency, l.status, l.ledger_account_id, a.is_active
+         from treasury_locations l left join ledger_accounts a on a.org_id = l.org_id and a.id = l.ledger_account_id
+         where l.org_id = $1 and l.kind = $2 and l.id = $3",
+    )
+    .bind(org_id)
+    .bind(at.kind.as_str())
+    .bind(at.id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.map(|(currency, status, ledger_account_id, account_active)| LocationFacts {
+        currency: Currency::parse(&currency).unwrap_or(Currency::Pes),
+        status: if status == "active" { LocationStatus::Active } else { LocationStatus::Inactive },
+        ledger_account_id,
+        account_active,
+    }))
+}
+
+/// Funds transfers (`POST /api/v1/funds-transfers`).
+pub struct FundsTransfers;
+
+handler! {
+    impl Handler for FundsTransfers {
+        type Command = TransferCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[];
+
+        stream_id(command) {
+            command.transfer_id()
+        }
+
+        /// Checked in `run`: the endpoints are facts of the decision.
+        check_references in run;
+
+        run_on(command, conn, org_id, metadata) {
+            run_document::<Self>(command, conn, org_id, metadata).await
+        }
+    }
+}
+
+impl Document for FundsTransfers {
+    type Command = TransferCommand;
+    type Facts = TransferFacts;
+    type Decision = events::catalogue::FundsTransfer;
+
+    async fn load(
+        command: &TransferCommand,
+        conn: &mut PgConnection,
+        org_id: Uuid,
+    ) -> Result<TransferFacts, ExecuteError> {
+        let TransferCommand::Create { id, input, .. } = command;
+        let exists: bool = sqlx::query_scalar("select exists(select 1 from events where stream_id = $1)")
+            .bind(id)
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(TransferFacts {
+            exists,
+            source: load_location(conn, org_id, input.source).await?,
+            destination: load_location(conn, org_id, input.destination).await?,
+            today: Some(ar_date(OffsetDateTime::now_utc())),
+        })
+    }
+
+    fn decide(command: &TransferCommand, facts: &TransferFacts) -> Result<Self::Decision, Rejection> {
+        super::decide(command, facts)
+    }
+
+    async fn write(
+        command: &TransferCommand,
+        _facts: TransferFacts,
+        transfer: Self::Decision,
+        conn: &mut PgConnection,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        let id = command.transfer_id();
+        let event = FundsTransferEvent::FundsTransferred(Box::new(transfer.clone()));
+        let stream =
+            StreamRef { org_id, stream_type: FundsTransferEvent::STREAM_TYPE, stream_id: id, expected_version: 0 };
+        let request = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
+        let (key, keys) = append_typed(conn, &[request], id).await?;
+        let outcome = TransferOutcome { id, transfer, at: OffsetDateTime::now_utc() };
+        let state = serde_json::to_value(outcome).unwrap_or_default();
+        Ok(CommandReply::Accepted { commit: key, created: true, state, replayed: false, keys })
+    }
+}
+
+/// A manual movement as its stream stands: the current version (none when deleted or new), whether it
+/// was deleted, how many entries it has posted, its stream version and when its last event was recorded.
+pub async fn load_movement(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    id: Uuid,
+) -> Result<(MovementFacts, usize, i32), ExecuteError> {
+    let mut facts = MovementFacts::default();
+    let (mut posted, mut version) = (0, 0);
+    for event in events::store::load_stream(conn, org_id, id).await? {
+        if event.stream_type != TreasuryMovementEvent::STREAM_TYPE {
+            return Err(Rejection::not_found("treasury_movement").into());
+        }
+        let decoded = TreasuryMovementEvent::decode(&event.event_type, event.schema_version, event.data)
+            .map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
+        match decoded {
+            TreasuryMovementEvent::ManualMovementRecorded(movement) => {
+                facts.current = Some(*movement);
+                posted += 1;
+            }
+            TreasuryMovementEvent::ManualMovementReplaced(replaced) => {
+                facts.current = Some(replaced.movement);
+                posted += 2;
+            }
+            TreasuryMovementEvent::ManualMovementDeleted(_) => {
+                facts.current = None;
+                facts.deleted = true;
+                posted += 1;
+            }
+        }
+        version = event.version;
+        facts.created_at.get_or_insert(event.recorded_at);
+        facts.updated_at = Some(event.recorded_at);
+    }
+    Ok((facts, posted, version))
+}
+
+/// Whether each id is an account (or cost center) of the organization, and active.
+async fn actives(
+    conn: &mut PgConnection,
+    table: &str,
+    org_id: Uuid,
+    ids: Vec<Uuid>,
+) -> Result<std::collections::BTreeMap<Uuid, bool>, ExecuteError> {
+    if ids.is_empty() {
+        return Ok(Default::default());
+    }
+    // `table` is one of this file's two constants.
+    let sql = format!("select id, is_active from {table} where org_id = $1 and id = any($2)");
+    let rows: Vec<(Uuid, bool)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(ids).fetch_all(&mut *conn).await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Manual movements (`POST`, `PUT` and `DELETE /api/v1/treasury/movements`).
+pub struct ManualMovements;
+
+handler! {
+    impl Handler for ManualMovements {
+        type Command = MovementCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[];
+
+        stream_id(command) {
+            command.movement_id()
+        }
+
+        /// Checked in `run`: the location, accounts and cost centers are facts of the decision.
+        check_references in run;
+
+        run_on(command, conn, org_id, metadata) {
+            run_document::<Self>(command, conn, org_id, metadata).await
+        }
+    }
+}
+
+impl Document for ManualMovements {
+    type Command = MovementCommand;
+    type Facts = (MovementFacts, usize, i32);
+    type Decision = TreasuryMovementEvent;
+
+    async fn load(
+        command: &MovementCommand,
+        conn: &mut PgConnection,
+        org_id: Uuid,
+    ) -> Result<Self::Facts, ExecuteError> {
+        let (mut facts, posted, version) = load_movement(conn, org_id, command.movement_id()).await?;
+        facts.today = Some(ar_date(OffsetDateTime::now_utc()));
+        let input = match command {
+            MovementCommand::Record { input, .. } | MovementCommand::Replace { input, .. } => input,
+            MovementCommand::Delete { .. } => return Ok((facts, posted, version)),
+        };
+        facts.location = load_location(conn, org_id, input.location).await?;
+        let accounts = input.counterparts.iter().map(|c| c.account_id).collect();
+        facts.accounts = actives(conn, "ledger_accounts", org_id, accounts).await?;
+        let centers = input
+            .counterparts
+            .iter()
+            .flat_map(|c| [c.cost_center1_id, c.cost_center2_id, c.cost_center3_id])
+            .flatten()
+            .chain(input.distributions.iter().map(|d| d.cost_center1_id))
+            .collect();
+        facts.cost_centers = actives(conn, "cost_centers", org_id, centers).await?;
+        let current = facts.current.as_ref().and_then(|m| m.contact_id);
+        if let Some(contact) = input.contact_id.apply(&current) {
+            facts.contact_known = sqlx::query_scalar(
+                "select exists(select 1 from events where stream_id = $1 and org_id = $2
+                               and stream_type in ('customer', 'supplier'))",
+            )
+            .bind(contact)
+            .bind(org_id)
+            .fetch_one(&mut *conn)
+            .await?;
+        }
+        Ok((facts, posted, version))
+    }
+
+    fn decide(command: &MovementCommand, (facts, posted, _): &Self::Facts) -> Result<Self::Decision, Rejection> {
+        super::movements::decide(command, facts, *posted)
+    }
+
+    async fn write(
+        command: &MovementCommand,
+        (facts, _, version): Self::Facts,
+        event: Self::Decision,
+        conn: &mut PgConnection,
+        org_id: Uuid,
+        metadata: &Metadata,
+    ) -> Result<CommandReply, ExecuteError> {
+        let id = command.movement_id();
+        let movement = match &event {
+            TreasuryMovementEvent::ManualMovementRecorded(movement) => Some((**movement).clone()),
+            TreasuryMovementEvent::ManualMovementReplaced(replaced) => Some(replaced.movement.clone()),
+            TreasuryMovementEvent::ManualMovementDeleted(_) => None,
+        };
+        let created = matches!(event, TreasuryMovementEvent::ManualMovementRecorded(_));
+        let stream = StreamRef {
+            org_id,
+            stream_type: TreasuryMovementEvent::STREAM_TYPE,
+            stream_id: id,
+            expected_version: version,
+        };
+        let request = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
+        let (key, keys) = append_typed(conn, &[request], id).await?;
+        // The events' recorded time is the transaction's.
+        let now: OffsetDateTime = sqlx::query_scalar("select now()").fetch_one(&mut *conn).await?;
+        let currency = facts.location.map_or(Currency::Pes, |l| l.currency);
+        let created_at = facts.created_at.unwrap_or(now);
+        let outcome = MovementOutcome { id, movement, currency, created_at, updated_at: now };
+        let state = serde_json::to_value(outcome).unwrap_or_default();
+        Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
+    }
+}

@@ -1,0 +1,603 @@
+//! Manual movements: an income or an expense on one location against its counterparts (one ledger
+//! account with the cost centers at the root, or itemized `lines` with the cost centers on each), with
+//! cost-center `distributions`, a `note` and a `contact_id`. A replacement (`PUT`) and a delete carry the
+//! `updated_at` they read; each posts the entry undoing the version it replaces, so the journal is never
+//! edited. Here the bodies' parsing, the facts and the pure decision; the handler loads and appends.
+//!
+//! Dollar locations are refused for now (`UNSUPPORTED_CURRENCY`): their carrying value, the
+//! central-bank rates and the exchange difference come with the next step of the treasury.
+
+use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
+use crate::validate::{FieldEdit, FieldError, ObjectReader};
+use events::catalogue::{
+    CounterLine, Currency, Direction, Distribution, JournalEntry, JournalLine, LocationKind, LocationLine, LocationRef,
+    LocationStatus, ManualMovement, ManualMovementDeletion, ManualMovementReplacement, MovementType,
+    TreasuryMovementEvent,
+};
+use events::domain::Cents;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use time::format_description::well_known::Rfc3339;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+use super::LocationFacts;
+
+/// The most counterpart lines or distributions one movement has.
+pub const MAX_LINES: usize = 100;
+
+const KNOWN: &[&str] = &[
+    "balance_type",
+    "balance_id",
+    "direction",
+    "amount",
+    "occurred_on",
+    "account_id",
+    "lines",
+    "cost_center1_id",
+    "cost_center2_id",
+    "cost_center3_id",
+    "distributions",
+    "note",
+    "contact_id",
+    "exchange_rate",
+];
+const KNOWN_LINE: &[&str] = &["account_id", "amount", "cost_center1_id", "cost_center2_id", "cost_center3_id"];
+const KNOWN_DISTRIBUTION: &[&str] = &["cost_center1_id", "amount_cents"];
+
+/// A manual movement as sent (by `POST`, or by `PUT` with its `updated_at`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovementInput {
+    pub location: LocationRef,
+    pub direction: Direction,
+    pub amount: Cents,
+    #[serde(with = "events::catalogue::iso_date")]
+    pub occurred_on: Date,
+    pub counterparts: Vec<CounterLine>,
+    pub itemized: bool,
+    pub distributions: Vec<Distribution>,
+    pub note: Option<String>,
+    /// Omitted on a replacement: the contact is kept.
+    pub contact_id: FieldEdit<Uuid>,
+    /// Whether `exchange_rate` was sent (refused on a peso location).
+    pub exchange_rate_sent: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum MovementCommand {
+    Record {
+        id: Uuid,
+        input: MovementInput,
+        created_by: Option<String>,
+    },
+    Replace {
+        id: Uuid,
+        input: MovementInput,
+        #[serde(with = "time::serde::rfc3339")]
+        updated_at: OffsetDateTime,
+    },
+    Delete {
+        id: Uuid,
+        #[serde(with = "time::serde::rfc3339")]
+        updated_at: OffsetDateTime,
+    },
+}
+
+impl MovementCommand {
+    pub fn movement_id(&self) -> Uuid {
+        match self {
+            Self::Record { id, .. } | Self::Replace { id, .. } | Self::Delete { id, .. } => *id,
+        }
+    }
+}
+
+/// What the workers answer: the movement as this command left it (none once deleted), with its
+/// location's currency and its times, so a replay answers exactly what the first request did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovementOutcome {
+    pub id: Uuid,
+    pub movement: Option<ManualMovement>,
+    pub currency: Currency,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    /// The recorded time of the event this command appended.
+    #[serde(with = "time::serde::rfc3339")]
+    pub updated_at: OffsetDateTime,
+}
+
+fn optional_cost_centers(r: &mut ObjectReader<'_>) -> [Option<Uuid>; 3] {
+    [r.optional_uuid("cost_center1_id"), r.optional_uuid("cost_center2_id"), r.optional_uuid("cost_center3_id")]
+}
+
+fn refuse_unknown(r: &mut ObjectReader<'_>, value: &Value, known: &[&str], what: &str) {
+    if let Some(object) = value.as_object() {
+        for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
+            r.reject(key, "unknown_field", format!("is not a field of {what}"));
+        }
+    }
+}
+
+fn positive_cents(r: &mut ObjectReader<'_>, name: &str) -> Option<Cents> {
+    let cents = r.required_cents(name);
+    if cents == Some(Cents::ZERO) {
+        r.reject(name, "out_of_range", "must be at least 1");
+        return None;
+    }
+    cents
+}
+
+/// `updated_at` of a `PUT` or `DELETE` body: required, an RFC 3339 timestamp.
+pub fn parse_updated_at(r: &mut ObjectReader<'_>) -> Option<OffsetDateTime> {
+    match r.value("updated_at") {
+        None | Some(Value::Null) => {
+            r.reject("updated_at", "required", "send the updated_at of the detail you read");
+            None
+        }
+        Some(Value::String(text)) => OffsetDateTime::parse(text, &Rfc3339).ok().or_else(|| {
+            r.reject("updated_at", "invalid_format", "must be an RFC 3339 timestamp");
+            None
+        }),
+        Some(_) => {
+            r.reject("updated_at", "invalid_type", "must be an RFC 3339 timestamp");
+            None
+        }
+    }
+}
+
+/// Parses a movement's body (`with_updated_at`: a `PUT`'s, which also carries `updated_at`); every bad
+/// field is named at once.
+pub fn parse_movement(
+    body: &Value,
+    with_updated_at: bool,
+) -> Result<(MovementInput, Option<OffsetDateTime>), Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    if let Some(object) = body.as_object() {
+        for key in object.keys().filter(|k| !(KNOWN.contains(&k.as_str()) || with_updated_at && *k == "updated_at")) {
+            r.reject(key, "unknown_field", "is not a field of a treasury movement");
+        }
+    }
+    let updated_at = if with_updated_at { parse_updated_at(&mut r) } else { None };
+    let kind = r.required_str("balance_type", 1, 20);
+    let kind = match (kind.as_str(), LocationKind::parse(&kind)) {
+        ("", _) => None,
+        (_, None) => {
+            r.reject("balance_type", "invalid_value", format!("must be one of: {}", LocationKind::NAMES.join(", ")));
+            None
+        }
+        (_, found) => found,
+    };
+    let id = r.required_uuid("balance_id");
+    let direction = r.required_str("direction", 1, 10);
+    let direction = match direction.as_str() {
+        "income" => Some(Direction::Income),
+        "expense" => Some(Direction::Expense),
+        "" => None,
+        _ => {
+            r.reject("direction", "invalid_value", "must be one of: income, expense");
+            None
+        }
+    };
+    let amount = positive_cents(&mut r, "amount");
+    let occurred_on = r.required_date("occurred_on");
+    let root_centers = optional_cost_centers(&mut r);
+    let mut counterparts = Vec::new();
+    // Null is as good as absent, for the counterparts as for every optional field.
+    let itemized = r.value("lines").is_some();
+    match (r.value("account_id").is_some(), itemized) {
+        (true, true) => r.reject("lines", "both_kinds", "send one account_id or lines, not both"),
+        (false, false) => r.reject("account_id", "required", "send the counterpart account_id, or lines"),
+        (true, false) => {
+            if let (Some(account_id), Some(amount)) = (r.required_uuid("account_id"), amount) {
+                let [cost_center1_id, cost_center2_id, cost_center3_id] = root_centers;
+                counterparts.push(CounterLine {
+                    account_id,
+                    amount,
+                    cost_center1_id,
+                    cost_center2_id,
+                    cost_center3_id,
+                });
+            }
+        }
+        (false, true) => {
+            if root_centers.iter().any(Option::is_some) {
+                r.reject("cost_center1_id", "not_allowed", "with lines, cost centers go on each line");
+            }
+            for (i, line) in r.required_array("lines", 1, MAX_LINES).iter().enumerate() {
+                let mut l = ObjectReader::new(line, &format!("lines[{i}]"));
+                refuse_unknown(&mut l, line, KNOWN_LINE, "a counterpart line");
+                let account_id = l.required_uuid("account_id");
+                let line_amount = positive_cents(&mut l, "amount");
+                let [cost_center1_id, cost_center2_id, cost_center3_id] = optional_cost_centers(&mut l);
+                r.errors.append(&mut l.errors);
+                if let (Some(account_id), Some(amount)) = (account_id, line_amount) {
+                    counterparts.push(CounterLine {
+                        account_id,
+                        amount,
+                        cost_center1_id,
+                        cost_center2_id,
+                        cost_center3_id,
+                    });
+                }
+            }
+            let sum = Cents::checked_sum(counterparts.iter().map(|l| l.amount));
+            if amount.is_some()
+                && counterparts.len() == r.value("lines").and_then(Value::as_array).map_or(0, Vec::len)
+                && sum != amount
+            {
+                r.reject("lines", "unbalanced", "the lines' amounts must add up to the movement's amount");
+            }
+        }
+    }
+    let mut distributions = Vec::new();
+    if r.value("distributions").is_some() {
+        for (i, share) in r.required_array("distributions", 0, MAX_LINES).iter().enumerate() {
+            let mut d = ObjectReader::new(share, &format!("distributions[{i}]"));
+            refuse_unknown(&mut d, share, KNOWN_DISTRIBUTION, "a distribution");
+            let center = d.required_uuid("cost_center1_id");
+            let cents = positive_cents(&mut d, "amount_cents");
+            r.errors.append(&mut d.errors);
+            if let (Some(cost_center1_id), Some(amount_cents)) = (center, cents) {
+                distributions.push(Distribution { cost_center1_id, amount_cents });
+            }
+        }
+        let sum = Cents::checked_sum(distributions.iter().map(|d| d.amount_cents));
+        if !distributions.is_empty() && amount.is_some() && sum.zip(amount).is_some_and(|(s, a)| s > a) {
+            r.reject("distributions", "out_of_range", "the distributions may not pass the movement's amount");
+        }
+    }
+    let note = r.optional_str("note", 2000);
+    // Omitted keeps the contact on a replacement; null clears it.
+    let contact_id = match body.get("contact_id") {
+        None => FieldEdit::Keep,
+        Some(Value::Null) => FieldEdit::Clear,
+        Some(_) => r.optional_uuid("contact_id").map_or(FieldEdit::Keep, FieldEdit::Set),
+    };
+    let exchange_rate_sent = r.value("exchange_rate").is_some();
+    if let Some(value) = r.value("exchange_rate")
+        && !value.is_null()
+        && events::domain::ExchangeRate::parse(value).is_err()
+    {
+        r.reject("exchange_rate", "invalid_format", "pesos per unit: a positive decimal of up to six places");
+    }
+    let (Some(kind), Some(id), Some(direction), Some(amount), Some(occurred_on)) =
+        (kind, id, direction, amount, occurred_on)
+    else {
+        return Err(r.errors);
+    };
+    let input = MovementInput {
+        location: LocationRef { kind, id },
+        direction,
+        amount,
+        occurred_on,
+        counterparts,
+        itemized,
+        distributions,
+        note,
+        contact_id,
+        exchange_rate_sent,
+    };
+    r.finish((input, updated_at))
+}
+
+/// A `DELETE` body: `updated_at` and nothing else.
+pub fn parse_deletion(body: &Value) -> Result<OffsetDateTime, Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    refuse_unknown(&mut r, body, &["updated_at"], "a movement's deletion");
+    let updated_at = parse_updated_at(&mut r);
+    match updated_at {
+        Some(at) => r.finish(at),
+        None => Err(r.errors),
+    }
+}
+
+/// What a movement's decision reads.
+#[derive(Debug, Clone, Default)]
+pub struct MovementFacts {
+    /// The movement as it stands (none when new or deleted), whether it was deleted, and when its last
+    /// event was recorded.
+    pub current: Option<ManualMovement>,
+    pub deleted: bool,
+    pub updated_at: Option<OffsetDateTime>,
+    /// When its first event was recorded.
+    pub created_at: Option<OffsetDateTime>,
+    pub location: Option<LocationFacts>,
+    /// Each counterpart account named: whether it is active.
+    pub accounts: BTreeMap<Uuid, bool>,
+    /// Each cost center named: whether it is active.
+    pub cost_centers: BTreeMap<Uuid, bool>,
+    /// Whether the contact named (when one is) is a customer or supplier of the organization.
+    pub contact_known: bool,
+    pub today: Option<Date>,
+}
+
+fn unprocessable(code: &str, field: &str, message: &str) -> Rejection {
+    Rejection::Unprocessable {
+        code: code.into(),
+        message: message.into(),
+        details: vec![BusinessDetail {
+            field: Some(field.into()),
+            code: code.into(),
+            message: message.into(),
+            metadata: Default::default(),
+        }],
+    }
+}
+
+/// The entry of a version: the location's line (its own line id, new with every version) and the
+/// counterparts' opposite lines.
+fn entry(id: Uuid, input: &MovementInput, location: LocationFacts, entry_id: Uuid) -> JournalEntry {
+    let sign = |cents: Cents| if input.direction == Direction::Income { cents } else { -cents };
+    let movement_type =
+        if input.direction == Direction::Income { MovementType::ManualIncome } else { MovementType::ManualExpense };
+    let mut lines = vec![JournalLine {
+        account_id: location.ledger_account_id,
+        functional: sign(input.amount),
+        native: None,
+        location: Some(LocationLine {
+            location: input.location,
+            movement_id: id,
+            movement_type,
+            line_id: Some(entry_id),
+        }),
+    }];
+    lines.extend(input.counterparts.iter().map(|c| JournalLine {
+        account_id: c.account_id,
+        functional: -sign(c.amount),
+        native: None,
+        location: None,
+    }));
+    JournalEntry { id: entry_id, occurred_on: input.occurred_on, lines }
+}
+
+/// Checks a version against the facts and makes it.
+fn version(
+    id: Uuid,
+    input: &MovementInput,
+    facts: &MovementFacts,
+    entry_id: Uuid,
+    created_by: Option<String>,
+    contact_id: Option<Uuid>,
+) -> Result<ManualMovement, Rejection> {
+    let Some(location) = facts.location else {
+        return Err(Rejection::Invalid {
+            errors: vec![FieldError::new("balance_id", "not_found", "no location of this organization has this id")],
+        });
+    };
+    let mut missing = Vec::new();
+    for (i, line) in input.counterparts.iter().enumerate() {
+        let field = if input.itemized { format!("lines[{i}].account_id") } else { "account_id".to_owned() };
+        if !facts.accounts.contains_key(&line.account_id) {
+            missing.push(FieldError::new(field, "not_found", "no ledger account of this organization has this id"));
+        }
+        let centers = [line.cost_center1_id, line.cost_center2_id, line.cost_center3_id];
+        for (n, center) in centers.iter().enumerate() {
+            if let Some(center) = center
+                && !facts.cost_centers.contains_key(center)
+            {
+                let field = if input.itemized {
+                    format!("lines[{i}].cost_center{}_id", n + 1)
+                } else {
+                    format!("cost_center{}_id", n + 1)
+                };
+                missing.push(FieldError::new(field, "not_found", "no cost center of this organization has this id"));
+            }
+        }
+    }
+    for (i, share) in input.distributions.iter().enumerate() {
+        if !facts.cost_centers.contains_key(&share.cost_center1_id) {
+            missing.push(FieldError::new(
+                format!("distributions[{i}].cost_center1_id"),
+                "not_found",
+                "no cost center of this organization has this id",
+            ));
+        }
+    }
+    if contact_id.is_some() && !facts.contact_known {
+        missing.push(FieldError::new(
+            "contact_id",
+            "not_found",
+            "no customer or supplier of this organization has this id",
+        ));
+    }
+    reject_fields(missing)?;
+    if input.exchange_rate_sent && location.currency == Currency::Pes {
+        return Err(Rejection::Invalid {
+            errors: vec![FieldError::new("exchange_rate", "not_allowed", "a peso location takes no exchange_rate")],
+        });
+    }
+    if location.status == LocationStatus::Inactive {
+        return Err(Rejection::state_conflict("LOCATION_INACTIVE", "inactive", "the location takes no movements"));
+    }
+    let inactive = facts.accounts.values().chain(facts.cost_centers.values()).any(|active| !active);
+    if location.account_active == Some(false) || inactive {
+        return Err(Rejection::state_conflict(
+            "LEDGER_ACCOUNT_INACTIVE",
+            "inactive",
+            "a ledger account or cost center of the movement is inactive",
+        ));
+    }
+    if location.account_active.is_none() {
+        return Err(unprocessable(
+            "LEDGER_NOT_CONFIGURED",
+            "balance_id",
+            "the location has no ledger account to post to",
+        ));
+    }
+    if location.currency != Currency::Pes {
+        return Err(unprocessable(
+            "UNSUPPORTED_CURRENCY",
+            "balance_id",
+            "manual movements on dollar locations are not supported yet",
+        ));
+    }
+    if facts.today.is_none_or(|today| input.occurred_on > today) {
+        return Err(unprocessable("FUTURE_DATE", "occurred_on", "a movement cannot happen after today (UTC-3)"));
+    }
+    Ok(ManualMovement {
+        location: input.location,
+        direction: input.direction,
+        amount: input.amount,
+        occurred_on: input.occurred_on,
+        counterparts: input.counterparts.clone(),
+        itemized: input.itemized,
+        distributions: input.distributions.clone(),
+        note: input.note.clone(),
+        contact_id,
+        created_by,
+        entry: entry(id, input, location, entry_id),
+    })
+}
+
+/// The id of a movement's `n`th entry (0: recorded; then one per replacement or deletion): derived,
+/// so a retried command names the same entries.
+pub fn entry_id(movement: Uuid, n: usize) -> Uuid {
+    Uuid::new_v5(&movement, format!("entry-{n}").as_bytes())
+}
+
+/// The event a command records, given the facts and how many entries the movement has posted.
+pub fn decide(
+    command: &MovementCommand,
+    facts: &MovementFacts,
+    posted: usize,
+) -> Result<TreasuryMovementEvent, Rejection> {
+    let stale = |updated_at: &OffsetDateTime| facts.updated_at != Some(*updated_at);
+    let conflict = || {
+        Rejection::conflict(
+            "CONFLICT",
+            "the movement changed since updated_at: read the detail again and resend with its updated_at",
+        )
+    };
+    match (command, &facts.current) {
+        (MovementCommand::Record { .. }, _) if facts.updated_at.is_some() => {
+            Err(Rejection::conflict("ALREADY_EXISTS", "the movement already exists"))
+        }
+        (MovementCommand::Record { id, input, created_by }, _) => {
+            let contact = input.contact_id.apply(&None);
+            let movement = version(*id, input, facts, entry_id(*id, 0), created_by.clone(), contact)?;
+            Ok(TreasuryMovementEvent::ManualMovementRecorded(Box::new(movement)))
+        }
+        (MovementCommand::Replace { .. } | MovementCommand::Delete { .. }, None) => {
+            Err(Rejection::not_found("treasury_movement"))
+        }
+        (MovementCommand::Replace { id, input, updated_at }, Some(current)) => {
+            if stale(updated_at) {
+                return Err(conflict());
+            }
+            let contact = input.contact_id.apply(&current.contact_id);
+            let reversal = current.entry.reversal(entry_id(*id, posted), input.occurred_on);
+            let movement = version(*id, input, facts, entry_id(*id, posted + 1), current.created_by.clone(), contact)?;
+            Ok(TreasuryMovementEvent::ManualMovementReplaced(Box::new(ManualMovementReplacement {
+                reversal,
+                movement,
+            })))
+        }
+        (MovementCommand::Delete { id, updated_at }, Some(current)) => {
+            if stale(updated_at) {
+                return Err(conflict());
+            }
+            let reversal = current.entry.reversal(entry_id(*id, posted), facts.today.unwrap_or(current.occurred_on));
+            Ok(TreasuryMovementEvent::ManualMovementDeleted(Box::new(ManualMovementDeletion {
+                reversal,
+                location: current.location,
+            })))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn facts(account: Uuid) -> MovementFacts {
+        MovementFacts {
+            location: Some(LocationFacts {
+                currency: Currency::Pes,
+                status: LocationStatus::Active,
+                ledger_account_id: Uuid::from_u128(1),
+                account_active: Some(true),
+            }),
+            accounts: BTreeMap::from([(account, true)]),
+            today: Some(Date::from_calendar_date(2026, time::Month::March, 2).expect("date")),
+            ..MovementFacts::default()
+        }
+    }
+
+    #[test]
+    fn an_expense_posts_the_location_out_and_its_counterparts_in() {
+        let (register, account) = (Uuid::now_v7(), Uuid::now_v7());
+        let body = json!({ "balance_type": "cash_register", "balance_id": register, "direction": "expense",
+            "amount": 1_000, "occurred_on": "2026-03-01", "lines": [{ "account_id": account, "amount": 600 },
+            { "account_id": account, "amount": 400, "cost_center1_id": Uuid::now_v7() }] });
+        let (input, _) = parse_movement(&body, false).expect("valid");
+        let mut facts = facts(account);
+        let center = input.counterparts[1].cost_center1_id.expect("center");
+        let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by: None };
+        assert!(matches!(decide(&command, &facts, 0), Err(Rejection::Invalid { .. })), "unknown cost center");
+        facts.cost_centers.insert(center, true);
+        let TreasuryMovementEvent::ManualMovementRecorded(movement) = decide(&command, &facts, 0).expect("decided")
+        else {
+            panic!("recorded")
+        };
+        assert!(movement.entry.is_balanced());
+        let amounts: Vec<i64> = movement.entry.lines.iter().map(|l| l.functional.get()).collect();
+        assert_eq!(amounts, [-1_000, 600, 400]);
+    }
+
+    #[test]
+    fn bodies_follow_the_rules_of_the_spec() {
+        let id = Uuid::now_v7();
+        let bad = json!({ "balance_type": "safe", "balance_id": id, "direction": "sideways", "amount": 10,
+            "occurred_on": "2026-03-01", "cost_center1_id": id, "lines": [{ "account_id": id, "amount": 5 }], "extra": 1 });
+        let fields: Vec<String> =
+            parse_movement(&bad, false).expect_err("invalid").into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["extra", "direction", "cost_center1_id", "lines"]);
+        let no_version = json!({ "balance_type": "safe", "balance_id": id, "direction": "income", "amount": 10,
+            "occurred_on": "2026-03-01", "account_id": id });
+        let fields: Vec<String> =
+            parse_movement(&no_version, true).expect_err("missing").into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["updated_at"]);
+        let nulls = json!({ "balance_type": "safe", "balance_id": id, "direction": "income", "amount": 10,
+            "occurred_on": "2026-03-01", "account_id": id, "lines": null, "distributions": null, "contact_id": null,
+            "exchange_rate": null });
+        let (input, _) = parse_movement(&nulls, false).expect("null is as good as absent");
+        assert_eq!((input.contact_id, input.exchange_rate_sent, input.itemized), (FieldEdit::Clear, false, false));
+        assert!(parse_deletion(&json!({})).is_err());
+        assert!(parse_deletion(&json!({ "updated_at": "2026-03-01T10:00:00-03:00", "note": "x" })).is_err());
+    }
+
+    #[test]
+    fn a_stale_replacement_or_deletion_is_refused_and_a_current_one_reverses_the_last_entry() {
+        let (register, account, id) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let body = json!({ "balance_type": "cash_register", "balance_id": register, "direction": "income",
+            "amount": 500, "occurred_on": "2026-03-01", "account_id": account, "contact_id": Uuid::now_v7() });
+        let (input, _) = parse_movement(&body, false).expect("valid");
+        let mut facts = facts(account);
+        facts.contact_known = true;
+        let record = MovementCommand::Record { id, input: input.clone(), created_by: Some("ana".into()) };
+        let TreasuryMovementEvent::ManualMovementRecorded(first) = decide(&record, &facts, 0).expect("recorded") else {
+            panic!("recorded")
+        };
+        let read = OffsetDateTime::UNIX_EPOCH;
+        facts.current = Some(*first.clone());
+        facts.updated_at = Some(read);
+        let mut again = input.clone();
+        again.contact_id = FieldEdit::Keep;
+        again.amount = Cents::of(700);
+        again.counterparts[0].amount = Cents::of(700);
+        let stale = MovementCommand::Replace { id, input: again.clone(), updated_at: read + time::Duration::SECOND };
+        assert!(matches!(decide(&stale, &facts, 1), Err(Rejection::Conflict { .. })));
+        let replace = MovementCommand::Replace { id, input: again, updated_at: read };
+        let TreasuryMovementEvent::ManualMovementReplaced(replaced) = decide(&replace, &facts, 1).expect("replaced")
+        else {
+            panic!("replaced")
+        };
+        assert_eq!(replaced.reversal.lines[0].functional, Cents::of(-500), "the first version undone");
+        assert_eq!(replaced.movement.entry.lines[0].functional, Cents::of(700));
+        assert_eq!(replaced.movement.contact_id, first.contact_id, "an omitted contact is kept");
+        assert_eq!(replaced.movement.created_by.as_deref(), Some("ana"));
+        assert_ne!(replaced.reversal.id, replaced.movement.entry.id);
+    }
+}
