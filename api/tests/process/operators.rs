@@ -82,3 +82,104 @@ async fn a_rebuild_under_traffic_keeps_every_read(pool: PgPool) {
     crate::helpers::assert_nothing_lost_or_doubled(&pool, &deployment, &key, &acked).await;
     deployment.delete_stream().await;
 }
+
+/// Runs an operator command; answers its JSON, or its stderr when it fails.
+fn admin(deployment: &Deployment, args: &[&str]) -> Result<Value, String> {
+    let output = deployment.run(args);
+    if output.status.success() {
+        Ok(serde_json::from_slice(&output.stdout).expect("the command prints JSON"))
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn operators_set_up_the_treasury_and_load_rates(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    let (org, _) = create_org(&deployment, "Tesorería");
+    let org = org.to_string();
+    let bank = admin(
+        &deployment,
+        &[
+            "admin",
+            "create-bank-account",
+            "--org",
+            &org,
+            "--bank",
+            "Banco Nación",
+            "--name",
+            "Cuenta corriente",
+            "--cbu",
+            "2850590940090418135201",
+            "--alias",
+            "MATE.CEBADO.SOL",
+            "--checkbook",
+        ],
+    )
+    .expect("a bank account");
+    assert!(bank["bank_account_id"].as_str().is_some());
+    let wrong = admin(
+        &deployment,
+        &[
+            "admin",
+            "create-bank-account",
+            "--org",
+            &org,
+            "--bank",
+            "B",
+            "--name",
+            "Mal",
+            "--cbu",
+            "2850590940090418135202",
+        ],
+    );
+    assert!(wrong.expect_err("refused").contains("check digits"));
+    let account = admin(
+        &deployment,
+        &["admin", "create-ledger-account", "--org", &org, "--code", "1.1.9", "--name", "Caja chica"],
+    )
+    .expect("an account");
+    let account = account["ledger_account_id"].as_str().expect("id").to_owned();
+    let register = admin(
+        &deployment,
+        &["admin", "create-cash-register", "--org", &org, "--name", "Caja 1", "--ledger-account", &account],
+    )
+    .expect("a register");
+    let register = register["cash_register_id"].as_str().expect("id").to_owned();
+    admin(&deployment, &["admin", "create-safe", "--org", &org, "--name", "Tesoro"]).expect("a safe");
+    admin(&deployment, &["admin", "create-cost-center", "--org", &org, "--code", "CC-1", "--name", "Ventas"])
+        .expect("a center");
+    let status = admin(
+        &deployment,
+        &[
+            "admin",
+            "set-location-status",
+            "--org",
+            &org,
+            "--balance-type",
+            "cash_register",
+            "--id",
+            &register,
+            "--status",
+            "inactive",
+        ],
+    )
+    .expect("deactivated");
+    assert_eq!(status["status"], "inactive");
+    let stored: String = sqlx::query_scalar("select status from treasury_locations where id = $1")
+        .bind(register.parse::<uuid::Uuid>().expect("uuid"))
+        .fetch_one(&pool)
+        .await
+        .expect("the write model");
+    assert_eq!(stored, "inactive");
+    let file = std::env::temp_dir().join(format!("rates-{org}.csv"));
+    std::fs::write(&file, "date,currency,rate\n2026-03-02,DOL,1050.25\n2026-03-03,DOL,1051\n").expect("written");
+    let path = file.to_str().expect("path");
+    let first = admin(&deployment, &["admin", "load-rates", path]).expect("loaded");
+    assert_eq!((first["inserted"].as_u64(), first["unchanged"].as_u64()), (Some(2), Some(0)));
+    let again = admin(&deployment, &["admin", "load-rates", path]).expect("loaded again");
+    assert_eq!((again["inserted"].as_u64(), again["unchanged"].as_u64()), (Some(0), Some(2)), "idempotent");
+    std::fs::write(&file, "2026-03-02,DOL,1050.25\n2026-03-04,EUR,1\n").expect("written");
+    assert!(admin(&deployment, &["admin", "load-rates", path]).expect_err("refused").contains("lines 2"));
+    let _ = std::fs::remove_file(&file);
+}
