@@ -60,7 +60,10 @@ pub async fn transfers(setup: &Setup, auth: &str, creates: f64) {
     // A ledger of a million lines over the 32 locations, written straight into the journal's read table
     // with the running figures the projection keeps (posting them through the API would take the
     // phase's whole budget many times over); the read is what is measured.
-    let before = psql(&setup.database_url, "select to_char(now() - interval '1 hour', 'YYYY-MM-DD\"T\"HH24:MI:SSOF')");
+    let before = psql(
+        &setup.database_url,
+        "select to_char((now() - interval '1 hour') at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+    );
     psql(
         &setup.database_url,
         &format!(
@@ -78,9 +81,7 @@ pub async fn transfers(setup: &Setup, auth: &str, creates: f64) {
         ),
     );
     let lines = psql(&setup.database_url, "select count(*) from journal_lines");
-    for (what, query) in
-        [("now", String::new()), ("as_of an hour ago", format!("?as_of={}", before.replace('+', "%2B")))]
-    {
+    for (what, query) in [("now", String::new()), ("as_of an hour ago", format!("?as_of={before}"))] {
         let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
             let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
             Arc::new(move |_| {
