@@ -18,6 +18,7 @@ use events::domain::Cents;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
+use std::collections::HashMap;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -35,6 +36,7 @@ projection!(TreasuryProjection {
 });
 
 async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
+    let mut currencies = Currencies::default();
     for event in events {
         if event.stream_type == <TreasuryLocationEvent as events::EventPayload>::STREAM_TYPE {
             match crate::decode::<TreasuryLocationEvent>(event)? {
@@ -56,23 +58,33 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             }
         } else if event.stream_type == <FundsTransferEvent as events::EventPayload>::STREAM_TYPE {
             let FundsTransferEvent::FundsTransferred(transfer) = crate::decode::<FundsTransferEvent>(event)?;
-            transferred(conn, target, event, &transfer).await?;
+            transferred(conn, target, &mut currencies, event, &transfer).await?;
         } else {
             match crate::decode::<TreasuryMovementEvent>(event)? {
                 TreasuryMovementEvent::ManualMovementRecorded(movement) => {
-                    post_entry(conn, target, event, &movement.entry, 0, movement.created_by.as_deref()).await?;
-                    manual_row(conn, target, event, &movement, event.recorded_at).await?;
+                    post_entry(
+                        conn,
+                        target,
+                        &mut currencies,
+                        event,
+                        &movement.entry,
+                        0,
+                        movement.created_by.as_deref(),
+                    )
+                    .await?;
+                    manual_row(conn, target, &mut currencies, event, &movement, event.recorded_at).await?;
                 }
                 TreasuryMovementEvent::ManualMovementReplaced(replaced) => {
                     let by = replaced.movement.created_by.as_deref();
-                    post_entry(conn, target, event, &replaced.reversal, 0, by).await?;
+                    post_entry(conn, target, &mut currencies, event, &replaced.reversal, 0, by).await?;
                     let created_at = remove_rows(conn, target, event).await?.unwrap_or(event.recorded_at);
-                    post_entry(conn, target, event, &replaced.movement.entry, REPLACEMENT_LINES, by).await?;
-                    manual_row(conn, target, event, &replaced.movement, created_at).await?;
+                    post_entry(conn, target, &mut currencies, event, &replaced.movement.entry, REPLACEMENT_LINES, by)
+                        .await?;
+                    manual_row(conn, target, &mut currencies, event, &replaced.movement, created_at).await?;
                 }
                 TreasuryMovementEvent::ManualMovementDeleted(deleted) => {
                     let by = created_by(conn, target, event).await?;
-                    post_entry(conn, target, event, &deleted.reversal, 0, by.as_deref()).await?;
+                    post_entry(conn, target, &mut currencies, event, &deleted.reversal, 0, by.as_deref()).await?;
                     remove_rows(conn, target, event).await?;
                 }
             }
@@ -130,8 +142,15 @@ async fn post(
     created_by: Option<&str>,
 ) -> Result<(), crate::ProjectionError> {
     let journal = target.table(JOURNAL);
-    let insert = format!(
-        "insert into {journal} (org_id, location_kind, location_id, recorded_at, position, line_no, entry_id, functional,
+    // One statement: the lines recorded after this one move by its amounts (the update cannot see the
+    // new row, and the insert reads the figures before this line, which the update leaves alone).
+    let sql = format!(
+        "with later as (
+             update {journal} set running_functional = running_functional + $8, running_native = running_native + $9,
+                 running_gaps = running_gaps + case when $9::bigint is null then 1 else 0 end
+             where org_id = $1 and location_kind = $2 and location_id = $3
+               and (recorded_at, position, line_no) > ($4, $5, $6))
+         insert into {journal} (org_id, location_kind, location_id, recorded_at, position, line_no, entry_id, functional,
                                 native, created_by, running_functional, running_native, running_gaps)
          select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $8 + coalesce(p.running_functional, 0),
                 case when $9::bigint is null or (p.found and p.running_native is null) then null
@@ -144,7 +163,7 @@ async fn post(
                and (j.recorded_at, j.position, j.line_no) < ($4, $5, $6)
              order by j.recorded_at desc, j.position desc, j.line_no desc limit 1) p on true"
     );
-    sqlx::query(sqlx::AssertSqlSafe(insert))
+    sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(event.org_id)
         .bind(at.kind.as_str())
         .bind(at.id)
@@ -157,22 +176,6 @@ async fn post(
         .bind(created_by)
         .execute(&mut *conn)
         .await?;
-    let later = format!(
-        "update {journal} set running_functional = running_functional + $4, running_native = running_native + $5,
-             running_gaps = running_gaps + case when $5::bigint is null then 1 else 0 end
-         where org_id = $1 and location_kind = $2 and location_id = $3 and (recorded_at, position, line_no) > ($6, $7, $8)"
-    );
-    sqlx::query(sqlx::AssertSqlSafe(later))
-        .bind(event.org_id)
-        .bind(at.kind.as_str())
-        .bind(at.id)
-        .bind(functional)
-        .bind(native)
-        .bind(event.recorded_at)
-        .bind(event.position)
-        .bind(line_no)
-        .execute(&mut *conn)
-        .await?;
     Ok(())
 }
 
@@ -183,6 +186,7 @@ const REPLACEMENT_LINES: i32 = 10_000;
 async fn post_entry(
     conn: &mut PgConnection,
     target: Target,
+    currencies: &mut Currencies,
     event: &RecordedEvent,
     entry: &events::catalogue::JournalEntry,
     first: i32,
@@ -190,7 +194,7 @@ async fn post_entry(
 ) -> Result<(), crate::ProjectionError> {
     for (n, line) in entry.lines.iter().enumerate() {
         let Some(side) = line.location else { continue };
-        let currency = currency_of(conn, target, event.org_id, side.location).await?;
+        let currency = currencies.of(conn, target, event.org_id, side.location).await?;
         let line_no = first + i32::try_from(n).unwrap_or(i32::MAX - first);
         post(
             conn,
@@ -280,12 +284,13 @@ pub fn manual_doc(movement: &ManualMovement, currency: Currency, updated_at: Off
 async fn manual_row(
     conn: &mut PgConnection,
     target: Target,
+    currencies: &mut Currencies,
     event: &RecordedEvent,
     movement: &ManualMovement,
     created_at: OffsetDateTime,
 ) -> Result<(), crate::ProjectionError> {
     let Some(side) = movement.entry.lines.iter().find_map(|l| l.location) else { return Ok(()) };
-    let currency = currency_of(conn, target, event.org_id, side.location).await?;
+    let currency = currencies.of(conn, target, event.org_id, side.location).await?;
     let Some(doc) = manual_doc(movement, currency, event.recorded_at) else { return Ok(()) };
     let sql = format!(
         "insert into {} (org_id, id, treasury_movement_id, location_kind, location_id, movement_type, occurred_on,
@@ -309,32 +314,46 @@ async fn manual_row(
     Ok(())
 }
 
-async fn currency_of(
-    conn: &mut PgConnection,
-    target: Target,
-    org_id: Uuid,
-    at: LocationRef,
-) -> Result<Currency, sqlx::Error> {
-    let sql = format!("select currency from {} where org_id = $1 and kind = $2 and id = $3", target.table(LOCATIONS));
-    let currency: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(org_id)
-        .bind(at.kind.as_str())
-        .bind(at.id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    Ok(currency.as_deref().and_then(Currency::parse).unwrap_or(Currency::Pes))
+/// The locations' currencies a batch has read (a location's currency never changes).
+#[derive(Default)]
+struct Currencies(HashMap<(Uuid, LocationRef), Currency>);
+
+impl Currencies {
+    async fn of(
+        &mut self,
+        conn: &mut PgConnection,
+        target: Target,
+        org_id: Uuid,
+        at: LocationRef,
+    ) -> Result<Currency, sqlx::Error> {
+        if let Some(currency) = self.0.get(&(org_id, at)) {
+            return Ok(*currency);
+        }
+        let sql =
+            format!("select currency from {} where org_id = $1 and kind = $2 and id = $3", target.table(LOCATIONS));
+        let currency: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(org_id)
+            .bind(at.kind.as_str())
+            .bind(at.id)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let currency = currency.as_deref().and_then(Currency::parse).unwrap_or(Currency::Pes);
+        self.0.insert((org_id, at), currency);
+        Ok(currency)
+    }
 }
 
 async fn transferred(
     conn: &mut PgConnection,
     target: Target,
+    currencies: &mut Currencies,
     event: &RecordedEvent,
     transfer: &FundsTransfer,
 ) -> Result<(), crate::ProjectionError> {
     let mut effects = Vec::new();
     for (n, line) in transfer.entry.lines.iter().enumerate() {
         let Some(side) = line.location else { continue };
-        let currency = currency_of(conn, target, event.org_id, side.location).await?;
+        let currency = currencies.of(conn, target, event.org_id, side.location).await?;
         let native = native_of(line, currency);
         let created_by = transfer.created_by.as_deref();
         let line_no = i32::try_from(n).unwrap_or(i32::MAX);
