@@ -513,3 +513,24 @@ pub async fn transfers(
         .await?;
     Ok(rows.into_iter().map(transfer_row).collect())
 }
+
+/// The active reservations `reservation_ids` (of quotes, orders), as this read model holds them, in one
+/// query: per line its reservation, product, warehouse, quantity and the date it is held through, by
+/// reservation and then by product and warehouse.
+pub async fn active_reservations(
+    pool: &PgPool,
+    org_id: Uuid,
+    reservation_ids: &[Uuid],
+    today: time::Date,
+) -> Result<Vec<(Uuid, Uuid, Uuid, i64, time::Date)>, sqlx::Error> {
+    sqlx::query_as(
+        "select reservation_id, variant_id, warehouse_id, quantity, reserved_through from inventory_reservations
+         where org_id = $1 and reservation_id = any($2) and reserved_through >= $3
+         order by reservation_id, variant_id, warehouse_id",
+    )
+    .bind(org_id)
+    .bind(reservation_ids)
+    .bind(today)
+    .fetch_all(pool)
+    .await
+}

@@ -120,24 +120,3 @@ pub async fn list(
     .await?;
     rows.into_iter().map(row).collect()
 }
-
-/// The active reservations of some quotes, as the inventory read model holds them, in one query: per
-/// line its reservation, product, warehouse, quantity and the date it is held through, by reservation
-/// and then by product and warehouse.
-pub async fn reservations(
-    pool: &PgPool,
-    org_id: Uuid,
-    reservation_ids: &[Uuid],
-    today: time::Date,
-) -> Result<Vec<(Uuid, Uuid, Uuid, i64, time::Date)>, sqlx::Error> {
-    sqlx::query_as(
-        "select reservation_id, variant_id, warehouse_id, quantity, reserved_through from inventory_reservations
-         where org_id = $1 and reservation_id = any($2) and reserved_through >= $3
-         order by reservation_id, variant_id, warehouse_id",
-    )
-    .bind(org_id)
-    .bind(reservation_ids)
-    .bind(today)
-    .fetch_all(pool)
-    .await
-}

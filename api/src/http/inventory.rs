@@ -638,3 +638,33 @@ async fn transfers(call: &Call<'_>, params: PageParams, warehouse_id: Option<Str
     )
     .await
 }
+
+/// A line an owner's active reservation holds: product, warehouse, quantity and the date it holds
+/// through.
+pub type HeldLine = (Uuid, Uuid, Quantity, Date);
+
+/// What the active reservations of owners `ids` (quotes, orders) hold, by owner, from the inventory
+/// read model in one query, each owner's lines by product and warehouse.
+pub async fn held_by_owner(
+    state: &AppState,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, Vec<HeldLine>>, ApiError> {
+    let mut held: std::collections::HashMap<Uuid, Vec<HeldLine>> = std::collections::HashMap::new();
+    if ids.is_empty() {
+        return Ok(held);
+    }
+    let today = ar_date(OffsetDateTime::now_utc());
+    let owners: std::collections::HashMap<Uuid, Uuid> =
+        ids.iter().map(|id| (commands::inventory::reservations::reservation_id(*id), *id)).collect();
+    let reservations: Vec<Uuid> = owners.keys().copied().collect();
+    for (reservation, variant, warehouse, quantity, through) in
+        read::active_reservations(&state.pool, org_id, &reservations, today).await?
+    {
+        if let Some(owner) = owners.get(&reservation) {
+            let quantity = Quantity::from_thousandths(quantity).unwrap_or_default();
+            held.entry(*owner).or_default().push((variant, warehouse, quantity, through));
+        }
+    }
+    Ok(held)
+}

@@ -20,7 +20,6 @@ use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
-use commands::inventory::reservations::reservation_id;
 use commands::orders::{OrderCommand, OrderOutcome, READ_ONLY, net_of, parse_order, parse_patch};
 use commands::protocol::{Command, CommandKind};
 use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus, ar_date};
@@ -236,28 +235,23 @@ impl OrderData {
     }
 }
 
-/// What the active reservations of orders `ids` hold, by order and (product, warehouse), from the
-/// inventory read model in one query.
+/// What the active reservations of orders `ids` hold, by order and (product, warehouse), in thousandths.
 async fn held(
     state: &AppState,
     org_id: Uuid,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, HashMap<(Uuid, Uuid), i64>>, ApiError> {
-    if ids.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let today = ar_date(OffsetDateTime::now_utc());
-    let owners: HashMap<Uuid, Uuid> = ids.iter().map(|id| (reservation_id(*id), *id)).collect();
-    let reservations: Vec<Uuid> = owners.keys().copied().collect();
-    let mut held: HashMap<Uuid, HashMap<(Uuid, Uuid), i64>> = HashMap::new();
-    for (reservation, variant, warehouse, quantity, _) in
-        projections::quotes::reservations(&state.pool, org_id, &reservations, today).await?
-    {
-        if let Some(order) = owners.get(&reservation) {
-            *held.entry(*order).or_default().entry((variant, warehouse)).or_default() += quantity;
-        }
-    }
-    Ok(held)
+    let held = crate::http::inventory::held_by_owner(state, org_id, ids).await?;
+    Ok(held
+        .into_iter()
+        .map(|(order, lines)| {
+            let mut by_level: HashMap<(Uuid, Uuid), i64> = HashMap::new();
+            for (variant, warehouse, quantity, _) in lines {
+                *by_level.entry((variant, warehouse)).or_default() += quantity.thousandths();
+            }
+            (order, by_level)
+        })
+        .collect())
 }
 
 /// Stored orders with what their reservations hold (read for all of them at once).

@@ -19,12 +19,11 @@ use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
-use commands::inventory::reservations::reservation_id;
 use commands::orders::OrderCommand;
 use commands::protocol::{Command, CommandKind};
 use commands::quotes::{QuoteCommand, QuoteOutcome, READ_ONLY, parse_quote};
 use events::catalogue::{QuoteState, QuoteStatus, ar_date};
-use events::domain::{Quantity, Scope};
+use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{Enum, Object, OpenApi};
@@ -208,34 +207,29 @@ impl QuoteData {
     }
 }
 
-/// The active reservations of quotes `ids`, from the inventory read model in one query, by quote.
+/// The active reservations of quotes `ids`, by quote (the first line of each tells through when it
+/// holds).
 async fn active_reservations(
     state: &AppState,
     org_id: Uuid,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, ReservationData>, ApiError> {
-    if ids.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let today = ar_date(OffsetDateTime::now_utc());
-    let quotes: HashMap<Uuid, Uuid> = ids.iter().map(|id| (reservation_id(*id), *id)).collect();
-    let reservations: Vec<Uuid> = quotes.keys().copied().collect();
-    let mut active: HashMap<Uuid, ReservationData> = HashMap::new();
-    for (reservation, variant, warehouse, quantity, through) in
-        read::reservations(&state.pool, org_id, &reservations, today).await?
-    {
-        let Some(quote) = quotes.get(&reservation) else { continue };
-        // The first line of each reservation (by product and warehouse) tells through when it holds.
-        let held = active
-            .entry(*quote)
-            .or_insert_with(|| ReservationData { reserved_through_date: through, lines: Vec::new() });
-        held.lines.push(ReservedLineData {
-            product_id: variant,
-            warehouse_id: warehouse,
-            quantity: Quantity::from_thousandths(quantity).unwrap_or_default().into(),
-        });
-    }
-    Ok(active)
+    let held = crate::http::inventory::held_by_owner(state, org_id, ids).await?;
+    Ok(held
+        .into_iter()
+        .filter_map(|(quote, lines)| {
+            let through = lines.first()?.3;
+            let lines = lines
+                .into_iter()
+                .map(|(product_id, warehouse_id, quantity, _)| ReservedLineData {
+                    product_id,
+                    warehouse_id,
+                    quantity: quantity.into(),
+                })
+                .collect();
+            Some((quote, ReservationData { reserved_through_date: through, lines }))
+        })
+        .collect())
 }
 
 /// Stored quotes with their active reservations (read for all of them at once).
