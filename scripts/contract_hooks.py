@@ -27,6 +27,8 @@ schema language:
   sale item bills an order line only under the sale's `orderId`;
 - a matrix product's `optionValues` name exactly its `options` (a reference between sibling fields);
 - a CUIT's check digit (a checksum);
+- the historical sale contract's snake_case spellings of its camelCase fields (an extra property
+  spelled like a field is that field): valid sale cases keep to the documented spellings;
 - the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0).
 
 Schema-valid cases (positive mode) are repaired to respect these rules; schema-invalid ones are left
@@ -240,7 +242,22 @@ def _bound_lines(lines, price_keys, rate=1.0):
                 line[key] = min(price, int(LINE_CENTS / rate))
 
 
+def _snake_aliases_dropped(body):
+    # The historical sale contract reads every field in its snake_case spelling too (`order_id` is
+    # `orderId`), which the camelCase schema cannot state: an extra property spelled like a field is
+    # that field, held to its rules. Valid cases keep to the documented spellings.
+    for key in [k for k in body if "_" in k and any(c.isalpha() for c in k)]:
+        body.pop(key, None)
+
+
 def _repair_sale(body):
+    _snake_aliases_dropped(body)
+    for item in body.get("items") or []:
+        if isinstance(item, dict):
+            _snake_aliases_dropped(item)
+    for payment in body.get("paymentMethods") or []:
+        if isinstance(payment, dict):
+            _snake_aliases_dropped(payment)
     _bound_lines(body.get("items"), ("unitPrice", "unit_price"))
     # A business date is not after today, and a service period does not end before it starts.
     for field in ("invoiceDate", "invoice_date"):
