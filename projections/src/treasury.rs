@@ -594,7 +594,10 @@ pub async fn balances(
     limit: i64,
 ) -> Result<Vec<BalanceRow>, sqlx::Error> {
     let (kinds, ids) = visibility.kinds_and_ids();
-    let rows: Vec<BalanceTuple> = sqlx::query_as(
+    // With `as_of`, the bound is written into the statement, so each location's index descent starts
+    // at that instant instead of stepping back over every later line.
+    let bound = if as_of.is_some() { "and j.recorded_at <= $10" } else { "and $10::timestamptz is null" };
+    let rows: Vec<BalanceTuple> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "select l.kind, l.id, l.doc, b.functional, b.native, coalesce(b.found, false), coalesce(b.anomalies, 0)
          from treasury_locations_view l
          left join lateral (
@@ -602,15 +605,15 @@ pub async fn balances(
                     j.running_gaps as anomalies
              from journal_lines j
              where $11::text is null and j.org_id = l.org_id and j.location_kind = l.kind and j.location_id = l.id
-               and ($10::timestamptz is null or j.recorded_at <= $10)
+               {bound}
              order by j.recorded_at desc, j.position desc, j.line_no desc limit 1
          ) b on $11::text is null
          where l.org_id = $1 and ($2::text is null or l.kind = $2) and ($3::uuid is null or l.id = $3)
            and ($4::text is null or l.status = $4) and ($5::text is null or l.currency = $5)
            and ($6::text[] is null or (l.kind, l.id) in (select * from unnest($6::text[], $7::uuid[])))
            and ($8::text is null or (l.kind, l.id) > ($8, $9))
-         order by l.kind, l.id limit $12",
-    )
+         order by l.kind, l.id limit $12"
+    )))
     .bind(org_id)
     .bind(filter.kind.map(LocationKind::as_str))
     .bind(filter.id)
