@@ -292,6 +292,19 @@ async fn manual_row(
     let Some(side) = movement.entry.lines.iter().find_map(|l| l.location) else { return Ok(()) };
     let currency = currencies.of(conn, target, event.org_id, side.location).await?;
     let Some(doc) = manual_doc(movement, currency, event.recorded_at) else { return Ok(()) };
+    insert_movement(conn, target, event.org_id, &doc, movement.created_by.as_deref(), created_at).await?;
+    Ok(())
+}
+
+/// A movement's row in the movements view.
+async fn insert_movement(
+    conn: &mut PgConnection,
+    target: Target,
+    org_id: Uuid,
+    doc: &MovementDoc,
+    created_by: Option<&str>,
+    created_at: OffsetDateTime,
+) -> Result<(), sqlx::Error> {
     let sql = format!(
         "insert into {} (org_id, id, treasury_movement_id, location_kind, location_id, movement_type, occurred_on,
                          created_by, doc, created_at)
@@ -299,15 +312,15 @@ async fn manual_row(
         target.table(MOVEMENTS)
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(event.org_id)
+        .bind(org_id)
         .bind(doc.id)
         .bind(doc.treasury_movement_id)
-        .bind(side.location.kind.as_str())
-        .bind(side.location.id)
+        .bind(doc.balance_type.as_str())
+        .bind(doc.balance_id)
         .bind(&doc.movement_type)
-        .bind(movement.occurred_on)
-        .bind(movement.created_by.as_deref())
-        .bind(serde_json::to_value(&doc).unwrap_or_default())
+        .bind(doc.occurred_on)
+        .bind(created_by)
+        .bind(serde_json::to_value(doc).unwrap_or_default())
         .bind(created_at)
         .execute(&mut *conn)
         .await?;
@@ -378,25 +391,7 @@ async fn transferred(
             funds_transfer_id: Some(event.stream_id),
             manual: None,
         };
-        let sql = format!(
-            "insert into {} (org_id, id, treasury_movement_id, location_kind, location_id, movement_type, occurred_on,
-                             created_by, doc, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            target.table(MOVEMENTS)
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(event.org_id)
-            .bind(movement.id)
-            .bind(movement.treasury_movement_id)
-            .bind(side.location.kind.as_str())
-            .bind(side.location.id)
-            .bind(&movement.movement_type)
-            .bind(transfer.occurred_on)
-            .bind(created_by)
-            .bind(serde_json::to_value(&movement).unwrap_or_default())
-            .bind(event.recorded_at)
-            .execute(&mut *conn)
-            .await?;
+        insert_movement(conn, target, event.org_id, &movement, created_by, event.recorded_at).await?;
         effects.push(json!({ "treasury_movement_id": side.movement_id, "balance_type": side.location.kind,
             "balance_id": side.location.id, "amount": line.functional }));
     }
