@@ -147,6 +147,9 @@ pub enum AdminCommand {
         /// Whether prices sent with the historical sale contract include VAT.
         #[arg(long)]
         prices_include_tax: Option<bool>,
+        /// The peso ledger account a dollar expense books its exchange difference to; empty clears it.
+        #[arg(long)]
+        exchange_difference_account: Option<String>,
     },
     /// Rebuild the stock write model (levels and reservations) from the event store and print what
     /// changed; stock commands wait while it runs.
@@ -433,8 +436,23 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
                 Some(org),
             )
         }
-        AdminCommand::UpdateOrg { org, negative_stock, tax_id, tax_category, legal_name, prices_include_tax } => {
-            let change = admin::SettingsChange { negative_stock, legal_name, tax_id, tax_category, prices_include_tax };
+        AdminCommand::UpdateOrg {
+            org,
+            negative_stock,
+            tax_id,
+            tax_category,
+            legal_name,
+            prices_include_tax,
+            exchange_difference_account,
+        } => {
+            let change = admin::SettingsChange {
+                negative_stock,
+                legal_name,
+                tax_id,
+                tax_category,
+                prices_include_tax,
+                exchange_difference_account,
+            };
             let view = admin::update_organization(&pool, org, change).await?;
             (serde_json::to_value(view)?, Some(org))
         }

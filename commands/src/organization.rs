@@ -439,6 +439,8 @@ pub struct SettingsChange {
     pub tax_id: Option<String>,
     pub tax_category: Option<String>,
     pub prices_include_tax: Option<bool>,
+    /// The id of the peso ledger account exchange differences are booked to; empty clears it.
+    pub exchange_difference_account: Option<String>,
 }
 
 /// The tax categories an issuer may have (they decide the voucher letters it issues).
@@ -456,7 +458,8 @@ pub struct OrganizationAdminView {
     pub settings: OrganizationSettings,
 }
 
-type SettingsRow = (String, String, i32, i32, String, Option<String>, Option<String>, Option<String>, bool);
+type SettingsRow =
+    (String, String, i32, i32, String, Option<String>, Option<String>, Option<String>, bool, Option<Uuid>);
 
 /// Changes an organization's settings (one `SettingsChanged` event with the whole set, none when
 /// nothing changes) and returns the organization as operators see it.
@@ -468,20 +471,45 @@ pub async fn update_organization(
     let mut tx = pool.begin().await?;
     let row: Option<SettingsRow> = sqlx::query_as(
         "select name, slug, rate_limit_per_minute, rate_limit_per_hour, negative_stock, legal_name, tax_id,
-                tax_category, prices_include_tax
+                tax_category, prices_include_tax, exchange_difference_account_id
          from organizations where id = $1 for update",
     )
     .bind(org_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (name, slug, per_minute, per_hour, negative_stock, legal_name, tax_id, tax_category, prices_include_tax) =
-        row.ok_or(AdminError::UnknownOrganization(org_id))?;
-    let current = OrganizationSettings { negative_stock, legal_name, tax_id, tax_category, prices_include_tax };
-    let next = apply_settings(&current, change)?;
+    let (
+        name,
+        slug,
+        per_minute,
+        per_hour,
+        negative_stock,
+        legal_name,
+        tax_id,
+        tax_category,
+        prices_include_tax,
+        exchange_difference_account_id,
+    ) = row.ok_or(AdminError::UnknownOrganization(org_id))?;
+    let current = OrganizationSettings {
+        negative_stock,
+        legal_name,
+        tax_id,
+        tax_category,
+        prices_include_tax,
+        exchange_difference_account_id,
+    };
+    let account = match change.exchange_difference_account.as_deref().map(str::trim) {
+        None => None,
+        Some("") => Some(None),
+        Some(text) => Some(Some(exchange_difference_account(&mut tx, org_id, text).await?)),
+    };
+    let mut next = apply_settings(&current, change)?;
+    if let Some(account) = account {
+        next.exchange_difference_account_id = account;
+    }
     if next != current {
         sqlx::query(
             "update organizations set negative_stock = $2, legal_name = $3, tax_id = $4, tax_category = $5,
-                    prices_include_tax = $6
+                    prices_include_tax = $6, exchange_difference_account_id = $7
              where id = $1",
         )
         .bind(org_id)
@@ -490,6 +518,7 @@ pub async fn update_organization(
         .bind(&next.tax_id)
         .bind(&next.tax_category)
         .bind(next.prices_include_tax)
+        .bind(next.exchange_difference_account_id)
         .execute(&mut *tx)
         .await?;
         append_to_organization(&mut tx, org_id, &[OrganizationEvent::SettingsChanged(next.clone())]).await?;
@@ -503,6 +532,27 @@ pub async fn update_organization(
         rate_limit_per_hour: per_hour,
         settings: next,
     })
+}
+
+/// The account `text` names, when it is an active peso ledger account of the organization.
+async fn exchange_difference_account(conn: &mut PgConnection, org_id: Uuid, text: &str) -> Result<Uuid, AdminError> {
+    let id: Uuid = text.parse().map_err(|_| {
+        AdminError::Invalid(format!("--exchange-difference-account must be a ledger account id, not {text:?}"))
+    })?;
+    let found: Option<(bool, String)> =
+        sqlx::query_as("select is_active, currency from ledger_accounts where org_id = $1 and id = $2")
+            .bind(org_id)
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    match found {
+        None => Err(AdminError::Invalid(format!("the organization has no ledger account {id}"))),
+        Some((false, _)) => Err(AdminError::Invalid(format!("the ledger account {id} is inactive"))),
+        Some((true, currency)) if currency != "PES" => Err(AdminError::Invalid(format!(
+            "the ledger account {id} is in {currency}: exchange differences are pesos"
+        ))),
+        Some(_) => Ok(id),
+    }
 }
 
 /// The settings after `change`, each value checked.

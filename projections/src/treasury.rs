@@ -11,8 +11,8 @@
 use crate::{Folded, Target};
 use events::RecordedEvent;
 use events::catalogue::{
-    CounterLine, Currency, Direction, Distribution, FundsTransfer, FundsTransferEvent, JournalLine, LocationKind,
-    LocationRef, ManualMovement, TreasuryLocation, TreasuryLocationEvent, TreasuryMovementEvent,
+    AppliedRate, CounterLine, Currency, Direction, Distribution, FundsTransfer, FundsTransferEvent, JournalLine,
+    LocationKind, LocationRef, ManualMovement, TreasuryLocation, TreasuryLocationEvent, TreasuryMovementEvent,
 };
 use events::domain::Cents;
 use serde::{Deserialize, Serialize};
@@ -247,10 +247,26 @@ async fn created_by(
     Ok(found.flatten())
 }
 
-/// The row of a manual movement's current version (its location's line).
-/// The row a manual movement's version shows: its location's line with the movement's own fields.
+/// The row a manual movement's version shows: its location's line with the movement's own fields. A
+/// peso line is at the rate of one; a dollar income at the movement's rate; a dollar expense at the
+/// dollars' carrying value; a dollar line without its dollars (an entry from before dollars were
+/// recorded) is of unknown origin.
 pub fn manual_doc(movement: &ManualMovement, currency: Currency, updated_at: OffsetDateTime) -> Option<MovementDoc> {
     let (line, side) = movement.entry.lines.iter().find_map(|l| l.location.map(|side| (l, side)))?;
+    let peso = RateDoc { value: "1".into(), rate_date: movement.occurred_on, source: "functional_currency".into() };
+    let (origin, rate) = match (currency, movement.rate, line.native) {
+        (Currency::Pes, _, _) => ("rate", Some(peso)),
+        (Currency::Dol, Some(_), Some(_)) if movement.direction == Direction::Expense => ("carrying_value", None),
+        (Currency::Dol, Some(rate), Some(_)) => (
+            "rate",
+            Some(RateDoc {
+                value: rate.value.to_string(),
+                rate_date: rate.rate_date,
+                source: rate.source.as_str().to_owned(),
+            }),
+        ),
+        (Currency::Dol, _, _) => ("legacy_unknown", None),
+    };
     Some(MovementDoc {
         id: side.row_id(),
         treasury_movement_id: side.movement_id,
@@ -260,12 +276,8 @@ pub fn manual_doc(movement: &ManualMovement, currency: Currency, updated_at: Off
         movement_type: side.movement_type.as_str().to_owned(),
         native_amount: native_of(line, currency),
         functional_amount: line.functional,
-        functional_amount_origin: "rate".into(),
-        rate: Some(RateDoc {
-            value: "1".into(),
-            rate_date: movement.occurred_on,
-            source: "functional_currency".into(),
-        }),
+        functional_amount_origin: origin.into(),
+        rate,
         occurred_on: movement.occurred_on,
         funds_transfer_id: None,
         manual: Some(ManualDoc {
@@ -276,6 +288,8 @@ pub fn manual_doc(movement: &ManualMovement, currency: Currency, updated_at: Off
             itemized: movement.itemized,
             counterparts: movement.counterparts.clone(),
             distributions: movement.distributions.clone(),
+            rate: movement.rate,
+            exchange_difference: movement.exchange_difference,
             updated_at,
         }),
     })
@@ -461,6 +475,12 @@ pub struct ManualDoc {
     pub itemized: bool,
     pub counterparts: Vec<CounterLine>,
     pub distributions: Vec<Distribution>,
+    /// A dollar movement's rate and exchange difference (none on a peso location, or for an entry
+    /// from before dollars were recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<AppliedRate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_difference: Option<Cents>,
     /// The recorded time of the movement's last event: what a `PUT` or `DELETE` sends back.
     #[serde(with = "time::serde::rfc3339")]
     pub updated_at: OffsetDateTime,

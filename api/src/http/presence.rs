@@ -190,6 +190,21 @@ pub mod date_nullable {
     }
 }
 
+/// An optional field's `Nullable<Date>` (skipped when absent) as `YYYY-MM-DD` or `null`.
+pub mod optional_date_nullable {
+    use super::Nullable;
+    use serde::{Deserializer, Serializer};
+    use time::Date;
+
+    pub fn serialize<S: Serializer>(value: &Option<Nullable<Date>>, serializer: S) -> Result<S::Ok, S::Error> {
+        events::catalogue::iso_date_option::serialize(&value.as_ref().and_then(|v| v.0), serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Nullable<Date>>, D::Error> {
+        super::date_nullable::deserialize(deserializer).map(Some)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorType};
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
@@ -22,6 +22,7 @@ use commands::treasury::movements::{MovementCommand, MovementOutcome, parse_dele
 use commands::treasury::{TransferCommand, TransferOutcome, parse_transfer};
 use events::catalogue::{AR_OFFSET, FundsTransfer, LocationKind, LocationRef, LocationStatus, MovementType};
 use events::domain::Scope;
+use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{Enum, Object, OpenApi};
@@ -46,7 +47,10 @@ operations! {
     GET_SAFE = read("getSafe", Some(Scope::TreasuryRead));
     LIST_BALANCES = read("listTreasuryBalances", Some(Scope::TreasuryRead));
     LIST_MOVEMENTS = read("listTreasuryMovements", Some(Scope::TreasuryRead));
-    GET_MOVEMENT = read("getTreasuryMovement", Some(Scope::TreasuryRead));
+    GET_MOVEMENT = read("getTreasuryMovement", Some(Scope::TreasuryRead))
+        .unprocessable("A dollar movement recorded before complete amounts (its dollars or their pesos unknown: \
+                        `functional_amount_origin` `legacy_unknown`) has no detail (`INCOMPLETE_AMOUNTS`); \
+                        it still shows in the list");
     LIST_TRANSFERS = read("listFundsTransfers", Some(Scope::TreasuryRead));
     GET_TRANSFER = read("getFundsTransfer", Some(Scope::TreasuryRead));
     CREATE_MOVEMENT = write("createTreasuryMovement", Scope::TreasuryWrite, Idempotency::Required, CommandKind::TreasuryMovement)
@@ -60,9 +64,13 @@ operations! {
                         nothing was saved");
 }
 
-const MOVEMENT_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`), the location is in dollars \
-                            (`UNSUPPORTED_CURRENCY`: not supported yet) or has no ledger account \
-                            (`LEDGER_NOT_CONFIGURED`); nothing was saved";
+const MOVEMENT_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the location has no ledger \
+                            account (`LEDGER_NOT_CONFIGURED`); a dollar movement has no rate (none sent and \
+                            no central-bank rate loaded for its date or earlier: `EXCHANGE_RATE_NOT_FOUND`), \
+                            or has an exchange difference and the organization no exchange-difference \
+                            account (`EXCHANGE_DIFFERENCE_ACCOUNT_MISSING`); a dollar ledger account is a \
+                            counterpart of a peso location (`CURRENCY_MISMATCH`); or a peso amount passes \
+                            the integer limit (`OUT_OF_RANGE`). Nothing was saved";
 
 const BANK_ACCOUNTS: Kind = Kind::new("bank_account", ProjectionId::Treasury, "/api/v1/bank-accounts", "bank_accounts");
 const CASH_REGISTERS: Kind =
@@ -346,7 +354,7 @@ pub struct MovementData {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exchange_rate_source: Option<Nullable<String>>,
     #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::http::presence::optional_date_nullable")]
     pub exchange_rate_date: Option<Nullable<Date>>,
     /// Integer cents ARS: positive a gain, negative a loss, zero none (always zero on peso locations);
     /// null for old entries without a counterpart rate.
@@ -401,7 +409,7 @@ pub struct DistributionData {
 
 /// A manual movement's own fields on its row (`manual`: what the movement says; `None`: a transfer's
 /// effect, which has none of them).
-fn with_manual(mut data: MovementData, manual: Option<&ManualDoc>) -> MovementData {
+fn with_manual(mut data: MovementData, manual: Option<&ManualDoc>, dollars: bool) -> MovementData {
     let Some(m) = manual else { return data };
     let single = (!m.itemized).then(|| m.counterparts.first()).flatten();
     data.direction = Some(m.direction.as_str().to_owned());
@@ -432,10 +440,11 @@ fn with_manual(mut data: MovementData, manual: Option<&ManualDoc>) -> MovementDa
             .map(|d| DistributionData { cost_center1_id: d.cost_center1_id, amount_cents: d.amount_cents.into() })
             .collect(),
     );
-    data.exchange_rate = Some(Nullable(None));
-    data.exchange_rate_source = Some(Nullable(None));
-    data.exchange_rate_date = Some(Nullable(None));
-    data.exchange_difference_amount = Some(Nullable(Some(0)));
+    data.exchange_rate = Some(m.rate.map(|r| r.value.to_string()).into());
+    data.exchange_rate_source = Some(m.rate.map(|r| r.source.as_str().to_owned()).into());
+    data.exchange_rate_date = Some(m.rate.map(|r| r.rate_date).into());
+    data.exchange_difference_amount =
+        Some(if dollars { m.exchange_difference.map(i64::from).into() } else { Nullable(Some(0)) });
     data.updated_at = Some(ar_time(m.updated_at));
     data
 }
@@ -477,7 +486,7 @@ fn movement(row: &MovementRow) -> MovementData {
         exchange_difference_amount: None,
         updated_at: None,
     };
-    with_manual(data, m.manual.as_ref())
+    with_manual(data, m.manual.as_ref(), m.currency == events::catalogue::Currency::Dol)
 }
 
 /// A transfer's endpoint.
@@ -695,8 +704,10 @@ pub struct MovementInput {
     pub note: Optional<Blank<2000>>,
     /// A customer or supplier of the organization; null clears it on a replacement, omitted keeps it.
     pub contact_id: Optional<Nullable<Uuid>>,
-    /// Dollar locations only (400 on a peso location).
-    pub exchange_rate: Optional<ExchangeRateIn>,
+    /// Dollar locations only (400 on a peso location): pesos per dollar the counterparts are converted
+    /// at, recorded as `manual`. Omitted or null: the central bank's rate of `occurred_on` (or the latest
+    /// earlier one loaded; none at all is 422 `EXCHANGE_RATE_NOT_FOUND`).
+    pub exchange_rate: Optional<Nullable<ExchangeRateIn>>,
 }
 
 /// A manual movement's replacement: the whole movement and the `updated_at` of the detail read.
@@ -717,7 +728,11 @@ pub struct MovementReplacement {
     pub distributions: Optional<Vec<DistributionInput>>,
     pub note: Optional<Blank<2000>>,
     pub contact_id: Optional<Nullable<Uuid>>,
-    pub exchange_rate: Optional<ExchangeRateIn>,
+    /// Dollar locations only (400 on a peso location). With the same amount, date, location and
+    /// direction, omitted keeps the stored rate (an income also keeps it when the same rate is sent);
+    /// null takes the central bank's rate of the date; on an expense that changes any of those four,
+    /// omitted takes the central bank's rate again. Any other rate sent is recorded as `manual`.
+    pub exchange_rate: Optional<Nullable<ExchangeRateIn>>,
     /// The `updated_at` of the detail read (RFC 3339).
     pub updated_at: OffsetDateTime,
 }
@@ -1171,6 +1186,14 @@ impl TreasuryApi {
                 let seen = visibility(call.principal);
                 let Some(row) = read::movement(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
                 let data = movement(&row);
+                if matches!(data.currency, LocationCurrency::Dol) && data.functional_amount_origin == "legacy_unknown" {
+                    return Err(ApiError::new(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        ErrorType::BusinessError,
+                        "INCOMPLETE_AMOUNTS",
+                        "this dollar movement predates complete amounts: its dollars or their pesos are not recorded",
+                    ));
+                }
                 Ok(Some(Style::a(&MovementEnvelope { request_id: request_id.0.clone(), data })))
             })
             .await?;
@@ -1184,8 +1207,12 @@ impl TreasuryApi {
     /// at the root: `cost_center1_id` to `cost_center3_id`) or itemized `lines` (cost centers on each
     /// line, never at the root; their amounts add up to `amount`), with optional cost-center
     /// `distributions` (not more than `amount` in all), `note` and `contact_id` (a customer or
-    /// supplier). One balanced ledger entry. `exchange_rate` on a peso location is 400; dollar
-    /// locations are not supported yet (422 `UNSUPPORTED_CURRENCY`). A missing or hidden location,
+    /// supplier). One balanced ledger entry. On a dollar location the amounts are dollars: each
+    /// counterpart is converted at `exchange_rate` (or the central bank's rate of the date); an income
+    /// enters at the counterparts' pesos; an expense leaves at the dollars' carrying value (their share
+    /// of the pesos the location holds its dollars at) and the difference from the counterparts' pesos
+    /// is booked to the organization's exchange-difference account (`exchange_difference_amount`:
+    /// positive a gain, negative a loss). `exchange_rate` on a peso location is 400. A missing or hidden location,
     /// account, cost center or contact is 404; an inactive one 409. The same key and body return the
     /// stored result, even after a later edit or delete.
     #[oai(path = "/treasury/movements", method = "post", operation_id = "createTreasuryMovement")]

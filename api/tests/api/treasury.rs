@@ -516,3 +516,198 @@ async fn manual_movements_follow_the_spec_rules(pool: PgPool) {
     }
     assert_eq!(entries, [0, 0, 0, 0], "four balanced entries");
 }
+
+/// The balance of one location: (functional, native, quality, anomalies).
+async fn dollar_balance(app: &TestApp, id: &str) -> (i64, Option<i64>, String, i64) {
+    let query = format!("{BALANCES}?balance_type=bank_account&balance_id={id}");
+    let body = json(app.request(Method::GET, &query, Some(&app.api_key), None).await, 200).await;
+    let entry = &items(&body)[0];
+    (
+        entry["functional_amount"].as_i64().expect("pesos"),
+        entry["native_amount"].as_i64(),
+        entry["native_amount_quality"].as_str().expect("quality").to_owned(),
+        entry["anomaly_count"].as_i64().expect("anomalies"),
+    )
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn dollar_movements_carry_their_value_and_book_the_exchange_difference(pool: PgPool) {
+    use commands::treasury::admin::{load_rates, parse_rates};
+    let app = TestApp::spawn(pool).await;
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+    let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
+    let expenses = create_ledger_account(&app.pool, app.org_id, "5.1", "Gastos", Currency::Pes).await.expect("account");
+    let difference = create_ledger_account(&app.pool, app.org_id, "4.9", "Diferencia de cambio", Currency::Pes)
+        .await
+        .expect("account");
+    let rates = parse_rates("date,currency,rate\n2026-03-02,DOL,950\n2026-03-05,DOL,1000\n").expect("rates");
+    load_rates(&app.pool, &rates).await.expect("loaded");
+    let movement = |direction: &str, amount: i64, on: &str, account: Uuid| {
+        json!({ "balance_type": "bank_account", "balance_id": bank, "direction": direction, "amount": amount,
+            "occurred_on": on, "account_id": account })
+    };
+    // No rate loaded on or before March 1st: 422 naming the date, nothing written.
+    let early = movement("income", 20_000, "2026-03-01", income);
+    let refused = error(send(&app, Method::POST, MOVEMENTS, "usd-0", &early).await, 422, "business_error").await;
+    assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains("2026-03-01")), "{refused}");
+    // 200.00 dollars in on March 3rd, at the central bank's 950 of March 2nd: 190,000.00 pesos.
+    let body = movement("income", 20_000, "2026-03-03", income);
+    let first = json(send(&app, Method::POST, MOVEMENTS, "usd-1", &body).await, 201).await["data"].clone();
+    assert_eq!(
+        (first["native_amount"].as_i64(), first["functional_amount"].as_i64()),
+        (Some(20_000), Some(19_000_000))
+    );
+    assert_eq!(first["functional_amount_origin"], "rate");
+    assert_eq!(first["rate"], json!({ "value": "950", "rate_date": "2026-03-02", "source": "central_bank" }));
+    assert_eq!(
+        (first["exchange_rate"].as_str(), first["exchange_rate_source"].as_str(), first["exchange_rate_date"].as_str()),
+        (Some("950"), Some("central_bank"), Some("2026-03-02"))
+    );
+    assert_eq!(first["exchange_difference_amount"], 0);
+    // 50.00 out on March 6th at the central bank's 1,000: carried at 47,500.00, worth 50,000.00; the
+    // 2,500.00 gain needs the exchange-difference account, and without it nothing is written.
+    let spend = movement("expense", 5_000, "2026-03-06", expenses);
+    let refused = error(send(&app, Method::POST, MOVEMENTS, "usd-2", &spend).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "EXCHANGE_DIFFERENCE_ACCOUNT_MISSING");
+    assert_eq!(dollar_balance(&app, &bank).await, (19_000_000, Some(20_000), "exact".into(), 0));
+    let change = commands::organization::SettingsChange {
+        exchange_difference_account: Some(difference.to_string()),
+        ..Default::default()
+    };
+    commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("set");
+    let gain = json(send(&app, Method::POST, MOVEMENTS, "usd-3", &spend).await, 201).await["data"].clone();
+    assert_eq!((gain["native_amount"].as_i64(), gain["functional_amount"].as_i64()), (Some(-5_000), Some(-4_750_000)));
+    assert_eq!(
+        (gain["functional_amount_origin"].as_str(), gain["rate"].clone()),
+        (Some("carrying_value"), Value::Null)
+    );
+    assert_eq!(
+        (gain["exchange_rate"].as_str(), gain["exchange_difference_amount"].as_i64()),
+        (Some("1000"), Some(250_000))
+    );
+    // 50.00 more at a manual 900: carried at 47,500.00, worth 45,000.00, a loss of 2,500.00.
+    let mut at_900 = spend.clone();
+    at_900["exchange_rate"] = json!("900");
+    let loss = json(send(&app, Method::POST, MOVEMENTS, "usd-4", &at_900).await, 201).await["data"].clone();
+    assert_eq!(
+        (loss["functional_amount"].as_i64(), loss["exchange_difference_amount"].as_i64()),
+        (Some(-4_750_000), Some(-250_000))
+    );
+    assert_eq!(
+        (loss["exchange_rate_source"].as_str(), loss["exchange_rate_date"].as_str()),
+        (Some("manual"), Some("2026-03-06"))
+    );
+    assert_eq!(dollar_balance(&app, &bank).await, (9_500_000, Some(10_000), "exact".into(), 0));
+    // Rule 7: the same amount, date, account and direction with the rate omitted keep the manual 900;
+    // null returns to the central bank's rate of the date.
+    let path = format!("{MOVEMENTS}/{}", loss["treasury_movement_id"].as_str().expect("id"));
+    let mut same = spend.clone();
+    same["updated_at"] = loss["updated_at"].clone();
+    same["note"] = json!("Proveedor del exterior");
+    let kept = json(send(&app, Method::PUT, &path, "usd-5", &same).await, 200).await["data"].clone();
+    assert_eq!((kept["exchange_rate"].as_str(), kept["exchange_rate_source"].as_str()), (Some("900"), Some("manual")));
+    assert_eq!(kept["functional_amount"].as_i64(), Some(-4_750_000), "the same dollars, the same carrying value");
+    let mut central = same.clone();
+    central["updated_at"] = kept["updated_at"].clone();
+    central["exchange_rate"] = Value::Null;
+    let resolved = json(send(&app, Method::PUT, &path, "usd-6", &central).await, 200).await["data"].clone();
+    assert_eq!(
+        (
+            resolved["exchange_rate"].as_str(),
+            resolved["exchange_rate_source"].as_str(),
+            resolved["exchange_difference_amount"].as_i64()
+        ),
+        (Some("1000"), Some("central_bank"), Some(250_000))
+    );
+    assert_eq!(dollar_balance(&app, &bank).await, (9_500_000, Some(10_000), "exact".into(), 0));
+    // Every entry balances, the exchange difference on its account: +2,500.00 twice, as gains (credits).
+    let lines: Vec<(String, Option<String>)> = sqlx::query_as(
+        "select data::text, null::text from events where stream_type = 'treasury_movement' order by position",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("events");
+    let mut on_difference = 0;
+    for (data, _) in &lines {
+        let data: Value = serde_json::from_str(data).expect("json");
+        for entry in [&data["entry"], &data["reversal"], &data["movement"]["entry"]] {
+            let Some(lines) = entry["lines"].as_array() else { continue };
+            assert_eq!(lines.iter().map(|l| l["functional"].as_i64().expect("amount")).sum::<i64>(), 0);
+            on_difference += lines
+                .iter()
+                .filter(|l| l["account_id"] == json!(difference))
+                .map(|l| l["functional"].as_i64().expect("amount"))
+                .sum::<i64>();
+        }
+    }
+    assert_eq!(on_difference, -500_000, "two gains of 2,500.00 credited");
+    // Rule 8: an old dollar entry without its dollars is listed, counted as an anomaly, and has no detail.
+    legacy_dollar_income(&app, &bank, income).await;
+    let list = format!("{MOVEMENTS}?balance_type=bank_account&balance_id={bank}");
+    let old = eventually(Duration::from_secs(15), "the old entry is listed", || async {
+        let body = json(app.request(Method::GET, &list, Some(&app.api_key), None).await, 200).await;
+        items(&body).iter().find(|m| m["functional_amount_origin"] == "legacy_unknown").cloned()
+    })
+    .await;
+    assert_eq!((old["native_amount"].clone(), old["functional_amount"].as_i64()), (Value::Null, Some(100_000)));
+    let refused = error(
+        app.get(&format!("{MOVEMENTS}/{}", old["treasury_movement_id"].as_str().expect("id"))).await,
+        422,
+        "business_error",
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], "INCOMPLETE_AMOUNTS");
+    assert_eq!(dollar_balance(&app, &bank).await, (9_600_000, None, "unavailable".into(), 1));
+}
+
+/// Appends, as an import from an older system would, a dollar income whose line has no dollars.
+async fn legacy_dollar_income(app: &TestApp, bank: &str, account: Uuid) {
+    use events::catalogue::{
+        Direction, JournalEntry, JournalLine, LocationLine, LocationRef, ManualMovement, MovementType,
+        TreasuryMovementEvent,
+    };
+    use events::domain::Cents;
+    use events::{EventPayload, Metadata};
+    let (id, bank) = (Uuid::now_v7(), bank.parse().expect("id"));
+    let ledger: Uuid = sqlx::query_scalar("select ledger_account_id from treasury_locations where id = $1")
+        .bind(bank)
+        .fetch_one(&app.pool)
+        .await
+        .expect("ledger account");
+    let at = LocationRef { kind: LocationKind::BankAccount, id: bank };
+    let on = time::Date::from_calendar_date(2026, time::Month::March, 4).expect("date");
+    let side =
+        LocationLine { location: at, movement_id: id, movement_type: MovementType::ManualIncome, line_id: Some(id) };
+    let line =
+        |account_id, cents, location| JournalLine { account_id, functional: Cents::of(cents), native: None, location };
+    let movement = ManualMovement {
+        location: at,
+        direction: Direction::Income,
+        amount: Cents::of(100),
+        occurred_on: on,
+        counterparts: Vec::new(),
+        itemized: false,
+        distributions: Vec::new(),
+        note: None,
+        contact_id: None,
+        created_by: None,
+        rate: None,
+        exchange_difference: None,
+        entry: JournalEntry {
+            id,
+            occurred_on: on,
+            lines: vec![line(ledger, 100_000, Some(side)), line(account, -100_000, None)],
+        },
+    };
+    let event = TreasuryMovementEvent::ManualMovementRecorded(Box::new(movement));
+    let stream = events::store::StreamRef {
+        org_id: app.org_id,
+        stream_type: TreasuryMovementEvent::STREAM_TYPE,
+        stream_id: id,
+        expected_version: 0,
+    };
+    let mut conn = app.pool.acquire().await.expect("connection");
+    events::store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("import"))
+        .await
+        .expect("appended");
+}

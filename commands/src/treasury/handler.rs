@@ -3,18 +3,22 @@
 //! decision appended as one event carrying its balanced entry. Balances are folds of the journal, so a
 //! transfer locks nothing: fifty transfers out of one register commit side by side.
 
-use super::movements::{MovementCommand, MovementFacts, MovementOutcome};
+use super::movements::{Holding, MovementCommand, MovementFacts, MovementOutcome};
 use super::{LocationFacts, TransferCommand, TransferFacts, TransferOutcome};
 use crate::aggregate::Rejection;
 use crate::document::{Document, run_document};
 use crate::engine::{ExecuteError, append_typed};
 use crate::handler::{Batching, Commit, handler};
 use crate::reply::CommandReply;
-use events::catalogue::{Currency, FundsTransferEvent, LocationRef, LocationStatus, TreasuryMovementEvent, ar_date};
+use events::catalogue::{
+    Currency, FundsTransferEvent, JournalEntry, LocationRef, LocationStatus, TreasuryMovementEvent, ar_date,
+};
+use events::domain::{Cents, ExchangeRate};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
-use time::OffsetDateTime;
+use std::collections::BTreeMap;
+use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
 /// A location of the organization with its ledger account, as commands see them.
@@ -149,21 +153,105 @@ pub async fn load_movement(
     Ok((facts, posted, version))
 }
 
-/// Whether each id is an account (or cost center) of the organization, and active.
-async fn actives(
+/// Which of `ids` are ledger accounts of the organization: whether each is active, and its currency.
+pub async fn ledger_accounts(
     conn: &mut PgConnection,
-    table: &str,
     org_id: Uuid,
     ids: Vec<Uuid>,
-) -> Result<std::collections::BTreeMap<Uuid, bool>, ExecuteError> {
+) -> Result<BTreeMap<Uuid, (bool, Currency)>, ExecuteError> {
     if ids.is_empty() {
-        return Ok(Default::default());
+        return Ok(BTreeMap::new());
     }
-    // `table` is one of this file's two constants.
-    let sql = format!("select id, is_active from {table} where org_id = $1 and id = any($2)");
+    let rows: Vec<(Uuid, bool, String)> =
+        sqlx::query_as("select id, is_active, currency from ledger_accounts where org_id = $1 and id = any($2)")
+            .bind(org_id)
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, active, currency)| (id, (active, Currency::parse(&currency).unwrap_or(Currency::Pes))))
+        .collect())
+}
+
+/// Which of `ids` are cost centers of the organization, and whether each is active.
+pub async fn cost_centers(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    ids: Vec<Uuid>,
+) -> Result<BTreeMap<Uuid, bool>, ExecuteError> {
+    if ids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
     let rows: Vec<(Uuid, bool)> =
-        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(ids).fetch_all(&mut *conn).await?;
+        sqlx::query_as("select id, is_active from cost_centers where org_id = $1 and id = any($2)")
+            .bind(org_id)
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await?;
     Ok(rows.into_iter().collect())
+}
+
+/// A dollar location's holdings, locked until the transaction ends (a decision that leaves at
+/// carrying value reads them, and the append moves them).
+pub async fn lock_holding(conn: &mut PgConnection, org_id: Uuid, at: LocationRef) -> Result<Holding, ExecuteError> {
+    let row: Option<(Cents, Cents)> = sqlx::query_as(
+        "select native_balance, functional_balance from treasury_locations
+         where org_id = $1 and kind = $2 and id = $3 for update",
+    )
+    .bind(org_id)
+    .bind(at.kind.as_str())
+    .bind(at.id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.map_or_else(Holding::default, |(native, functional)| Holding { native, functional }))
+}
+
+/// The central bank's dollar rate of `on`, or the latest earlier one loaded: its date and value.
+pub async fn central_rate(conn: &mut PgConnection, on: Date) -> Result<Option<(Date, ExchangeRate)>, ExecuteError> {
+    let row: Option<(Date, String)> = sqlx::query_as(
+        "select rate_on, rate::text from exchange_rates where currency = 'DOL' and rate_on <= $1
+         order by rate_on desc limit 1",
+    )
+    .bind(on)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.and_then(|(date, rate)| rate.parse().ok().map(|rate| (date, rate))))
+}
+
+/// The organization's exchange-difference account, and whether it is active.
+pub async fn exchange_account(conn: &mut PgConnection, org_id: Uuid) -> Result<Option<(Uuid, bool)>, ExecuteError> {
+    let row: Option<(Option<Uuid>, Option<bool>)> = sqlx::query_as(
+        "select o.exchange_difference_account_id, a.is_active
+         from organizations o
+         left join ledger_accounts a on a.org_id = o.id and a.id = o.exchange_difference_account_id
+         where o.id = $1",
+    )
+    .bind(org_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.and_then(|(id, active)| id.map(|id| (id, active.unwrap_or(false)))))
+}
+
+/// Moves the holdings of the dollar locations `entries` post to (the lines of a location that carry
+/// dollars), in the transaction that appends them.
+pub async fn hold(conn: &mut PgConnection, org_id: Uuid, entries: &[&JournalEntry]) -> Result<(), ExecuteError> {
+    for line in entries.iter().flat_map(|entry| &entry.lines) {
+        let (Some(side), Some(native)) = (line.location, line.native) else { continue };
+        sqlx::query(
+            "update treasury_locations set native_balance = native_balance + $4,
+                    functional_balance = functional_balance + $5
+             where org_id = $1 and kind = $2 and id = $3",
+        )
+        .bind(org_id)
+        .bind(side.location.kind.as_str())
+        .bind(side.location.id)
+        .bind(native)
+        .bind(line.functional)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
 /// Manual movements (`POST`, `PUT` and `DELETE /api/v1/treasury/movements`).
@@ -207,8 +295,13 @@ impl Document for ManualMovements {
             MovementCommand::Delete { .. } => return Ok((facts, posted, version)),
         };
         facts.location = load_location(conn, org_id, input.location).await?;
+        if facts.location.is_some_and(|l| l.currency == Currency::Dol) {
+            facts.holding = lock_holding(conn, org_id, input.location).await?;
+            facts.central_rate = central_rate(conn, input.occurred_on).await?;
+            facts.exchange_account = exchange_account(conn, org_id).await?;
+        }
         let accounts = input.counterparts.iter().map(|c| c.account_id).collect();
-        facts.accounts = actives(conn, "ledger_accounts", org_id, accounts).await?;
+        facts.accounts = ledger_accounts(conn, org_id, accounts).await?;
         let centers = input
             .counterparts
             .iter()
@@ -216,7 +309,7 @@ impl Document for ManualMovements {
             .flatten()
             .chain(input.distributions.iter().map(|d| d.cost_center1_id))
             .collect();
-        facts.cost_centers = actives(conn, "cost_centers", org_id, centers).await?;
+        facts.cost_centers = cost_centers(conn, org_id, centers).await?;
         let current = facts.current.as_ref().and_then(|m| m.contact_id);
         if let Some(contact) = input.contact_id.apply(&current) {
             facts.contact_known = sqlx::query_scalar(
@@ -250,6 +343,14 @@ impl Document for ManualMovements {
             TreasuryMovementEvent::ManualMovementDeleted(_) => None,
         };
         let created = matches!(event, TreasuryMovementEvent::ManualMovementRecorded(_));
+        let entries = match &event {
+            TreasuryMovementEvent::ManualMovementRecorded(movement) => vec![&movement.entry],
+            TreasuryMovementEvent::ManualMovementReplaced(replaced) => {
+                vec![&replaced.reversal, &replaced.movement.entry]
+            }
+            TreasuryMovementEvent::ManualMovementDeleted(deleted) => vec![&deleted.reversal],
+        };
+        hold(conn, org_id, &entries).await?;
         let stream = StreamRef {
             org_id,
             stream_type: TreasuryMovementEvent::STREAM_TYPE,

@@ -4,17 +4,20 @@
 //! `updated_at` they read; each posts the entry undoing the version it replaces, so the journal is never
 //! edited. Here the bodies' parsing, the facts and the pure decision; the handler loads and appends.
 //!
-//! Dollar locations are refused for now (`UNSUPPORTED_CURRENCY`): their carrying value, the
-//! central-bank rates and the exchange difference come with the next step of the treasury.
+//! On a dollar location the amounts are dollars. Each counterpart is converted to pesos at the
+//! movement's rate (the one sent, or the central bank's of the date); an income enters at the
+//! counterparts' peso value, an expense leaves at the dollars' carrying value (their share of the peso
+//! value the location holds them at), and the difference is booked to the organization's
+//! exchange-difference account. [`resolve_rate`] keeps the spec's rules for a replacement's rate.
 
 use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
 use crate::validate::{FieldEdit, FieldError, ObjectReader};
 use events::catalogue::{
-    CounterLine, Currency, Direction, Distribution, JournalEntry, JournalLine, LocationKind, LocationLine, LocationRef,
-    LocationStatus, ManualMovement, ManualMovementDeletion, ManualMovementReplacement, MovementType,
-    TreasuryMovementEvent,
+    AppliedRate, CounterLine, Currency, Direction, Distribution, JournalEntry, JournalLine, LocationKind, LocationLine,
+    LocationRef, LocationStatus, ManualMovement, ManualMovementDeletion, ManualMovementReplacement, MovementType,
+    RateSource, TreasuryMovementEvent,
 };
-use events::domain::Cents;
+use events::domain::{Cents, ExchangeRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -60,8 +63,9 @@ pub struct MovementInput {
     pub note: Option<String>,
     /// Omitted on a replacement: the contact is kept.
     pub contact_id: FieldEdit<Uuid>,
-    /// Whether `exchange_rate` was sent (refused on a peso location).
-    pub exchange_rate_sent: bool,
+    /// Pesos per dollar: omitted (`Keep`: the stored rate where the rules keep it, else the central
+    /// bank's), null (`Clear`: the central bank's) or sent (refused on a peso location).
+    pub exchange_rate: FieldEdit<ExchangeRate>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,13 +258,17 @@ pub fn parse_movement(
         Some(Value::Null) => FieldEdit::Clear,
         Some(_) => r.optional_uuid("contact_id").map_or(FieldEdit::Keep, FieldEdit::Set),
     };
-    let exchange_rate_sent = r.value("exchange_rate").is_some();
-    if let Some(value) = r.value("exchange_rate")
-        && !value.is_null()
-        && events::domain::ExchangeRate::parse(value).is_err()
-    {
-        r.reject("exchange_rate", "invalid_format", "pesos per unit: a positive decimal of up to six places");
-    }
+    let exchange_rate = match body.get("exchange_rate") {
+        None => FieldEdit::Keep,
+        Some(Value::Null) => FieldEdit::Clear,
+        Some(value) => match ExchangeRate::parse(value) {
+            Ok(rate) => FieldEdit::Set(rate),
+            Err(_) => {
+                r.reject("exchange_rate", "invalid_format", "pesos per dollar: a positive decimal of up to six places");
+                FieldEdit::Keep
+            }
+        },
+    };
     let (Some(kind), Some(id), Some(direction), Some(amount), Some(occurred_on)) =
         (kind, id, direction, amount, occurred_on)
     else {
@@ -276,7 +284,7 @@ pub fn parse_movement(
         distributions,
         note,
         contact_id,
-        exchange_rate_sent,
+        exchange_rate,
     };
     r.finish((input, updated_at))
 }
@@ -303,13 +311,56 @@ pub struct MovementFacts {
     /// When its first event was recorded.
     pub created_at: Option<OffsetDateTime>,
     pub location: Option<LocationFacts>,
-    /// Each counterpart account named: whether it is active.
-    pub accounts: BTreeMap<Uuid, bool>,
+    /// A dollar location's holdings, locked until the movement commits.
+    pub holding: Holding,
+    /// The central bank's dollar rate of the movement's date, or the latest earlier one loaded (a dollar
+    /// location's): its date and value.
+    pub central_rate: Option<(Date, ExchangeRate)>,
+    /// The organization's exchange-difference account, and whether it is active.
+    pub exchange_account: Option<(Uuid, bool)>,
+    /// Each counterpart account named: whether it is active, and its currency.
+    pub accounts: BTreeMap<Uuid, (bool, Currency)>,
     /// Each cost center named: whether it is active.
     pub cost_centers: BTreeMap<Uuid, bool>,
     /// Whether the contact named (when one is) is a customer or supplier of the organization.
     pub contact_known: bool,
     pub today: Option<Date>,
+}
+
+/// A dollar location's holdings as the write model keeps them: its dollars and the pesos they are
+/// carried at (the sum of its lines' native and functional amounts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holding {
+    pub native: Cents,
+    pub functional: Cents,
+}
+
+impl Default for Holding {
+    fn default() -> Self {
+        Self { native: Cents::ZERO, functional: Cents::ZERO }
+    }
+}
+
+impl Holding {
+    /// The pesos `amount` dollars leave at: their share of the carrying value while the location holds
+    /// them, and any dollars beyond its holdings at `rate` (none when the share leaves the range).
+    pub fn carrying_value(self, amount: Cents, rate: ExchangeRate) -> Option<Cents> {
+        if self.native <= Cents::ZERO {
+            return rate.to_pesos(amount);
+        }
+        if amount <= self.native {
+            return self.functional.share(amount, self.native);
+        }
+        self.functional.checked_add(rate.to_pesos(amount.checked_sub(self.native)?)?)
+    }
+
+    /// The holdings without a line of the location (the version a replacement undoes).
+    fn without(self, line: &JournalLine) -> Option<Holding> {
+        Some(Holding {
+            native: self.native.checked_sub(line.native.unwrap_or(Cents::ZERO))?,
+            functional: self.functional.checked_sub(line.functional)?,
+        })
+    }
 }
 
 fn unprocessable(code: &str, field: &str, message: &str) -> Rejection {
@@ -325,16 +376,93 @@ fn unprocessable(code: &str, field: &str, message: &str) -> Rejection {
     }
 }
 
-/// The entry of a version: the location's line (its own line id, new with every version) and the
-/// counterparts' opposite lines.
-fn entry(id: Uuid, input: &MovementInput, location: LocationFacts, entry_id: Uuid) -> JournalEntry {
-    let sign = |cents: Cents| if input.direction == Direction::Income { cents } else { -cents };
-    let movement_type =
-        if input.direction == Direction::Income { MovementType::ManualIncome } else { MovementType::ManualExpense };
+fn too_large() -> Rejection {
+    unprocessable("OUT_OF_RANGE", "amount", "the movement's amount in pesos passes the integer limit")
+}
+
+/// The rate a dollar version converts at (spec, manual movement rule 7). The previous version's rate
+/// is kept when `exchange_rate` is omitted and the version moves the same dollars the same way (same
+/// location, date and direction, and for an expense the same amount), and for an income also when the
+/// same rate is sent; null, or an omitted rate on a changed version, takes the central bank's rate of
+/// the date; any other rate sent is recorded as manual.
+pub fn resolve_rate(
+    input: &MovementInput,
+    previous: Option<&ManualMovement>,
+    facts: &MovementFacts,
+) -> Result<AppliedRate, Rejection> {
+    let kept = previous
+        .filter(|p| {
+            p.location == input.location
+                && p.occurred_on == input.occurred_on
+                && p.direction == input.direction
+                && (input.direction == Direction::Income || p.amount == input.amount)
+        })
+        .and_then(|p| p.rate);
+    let central = || match facts.central_rate {
+        Some((rate_date, value)) => Ok(AppliedRate { value, source: RateSource::CentralBank, rate_date }),
+        None => Err(unprocessable(
+            "EXCHANGE_RATE_NOT_FOUND",
+            "occurred_on",
+            &format!(
+                "no central-bank dollar rate is loaded for {} or any earlier date: send exchange_rate",
+                input.occurred_on
+            ),
+        )),
+    };
+    match (&input.exchange_rate, kept) {
+        (FieldEdit::Keep, Some(rate)) => Ok(rate),
+        (FieldEdit::Set(value), Some(rate)) if input.direction == Direction::Income && rate.value == *value => Ok(rate),
+        (FieldEdit::Set(value), _) => {
+            Ok(AppliedRate { value: *value, source: RateSource::Manual, rate_date: input.occurred_on })
+        }
+        (FieldEdit::Keep | FieldEdit::Clear, _) => central(),
+    }
+}
+
+/// A version's entry and, on a dollar location, its exchange difference: the location's line (its own
+/// line id, new with every version), the counterparts' opposite lines, and on a dollar expense whose
+/// carrying value differs from the counterparts' pesos the difference's line.
+fn entry(
+    id: Uuid,
+    input: &MovementInput,
+    facts: &MovementFacts,
+    location: LocationFacts,
+    entry_id: Uuid,
+    dollars: Option<(AppliedRate, Holding)>,
+) -> Result<(JournalEntry, Option<Cents>), Rejection> {
+    let income = input.direction == Direction::Income;
+    let sign = |cents: Cents| if income { cents } else { -cents };
+    let movement_type = if income { MovementType::ManualIncome } else { MovementType::ManualExpense };
+    let mut counterparts = Vec::with_capacity(input.counterparts.len());
+    for c in &input.counterparts {
+        let pesos = match dollars {
+            Some((rate, _)) => rate.value.to_pesos(c.amount).ok_or_else(too_large)?,
+            None => c.amount,
+        };
+        let in_dollars = facts.accounts.get(&c.account_id).is_some_and(|(_, currency)| *currency == Currency::Dol);
+        counterparts.push(JournalLine {
+            account_id: c.account_id,
+            functional: -sign(pesos),
+            native: in_dollars.then(|| -sign(c.amount)),
+            location: None,
+        });
+    }
+    // The counterparts' pesos, signed as the location's line would be.
+    let converted = -Cents::checked_sum(counterparts.iter().map(|l| l.functional)).ok_or_else(too_large)?;
+    let (functional, difference) = match dollars {
+        None => (sign(input.amount), None),
+        Some(_) if income => (converted, Some(Cents::ZERO)),
+        Some((rate, holding)) => {
+            let carrying = holding.carrying_value(input.amount, rate.value).ok_or_else(too_large)?;
+            // An expense: the counterparts received `-converted` pesos of dollars carried at `carrying`.
+            let gain = (-converted).checked_sub(carrying).ok_or_else(too_large)?;
+            (-carrying, Some(gain))
+        }
+    };
     let mut lines = vec![JournalLine {
         account_id: location.ledger_account_id,
-        functional: sign(input.amount),
-        native: None,
+        functional,
+        native: dollars.map(|_| sign(input.amount)),
         location: Some(LocationLine {
             location: input.location,
             movement_id: id,
@@ -342,21 +470,39 @@ fn entry(id: Uuid, input: &MovementInput, location: LocationFacts, entry_id: Uui
             line_id: Some(entry_id),
         }),
     }];
-    lines.extend(input.counterparts.iter().map(|c| JournalLine {
-        account_id: c.account_id,
-        functional: -sign(c.amount),
-        native: None,
-        location: None,
-    }));
-    JournalEntry { id: entry_id, occurred_on: input.occurred_on, lines }
+    lines.extend(counterparts);
+    if let Some(gain) = difference.filter(|gain| *gain != Cents::ZERO) {
+        match facts.exchange_account {
+            None => {
+                return Err(unprocessable(
+                    "EXCHANGE_DIFFERENCE_ACCOUNT_MISSING",
+                    "exchange_rate",
+                    "the movement has an exchange difference and the organization has no exchange-difference \
+                     account: an operator sets it with admin update-org --exchange-difference-account",
+                ));
+            }
+            Some((_, false)) => {
+                return Err(Rejection::state_conflict(
+                    "LEDGER_ACCOUNT_INACTIVE",
+                    "inactive",
+                    "the organization's exchange-difference account is inactive",
+                ));
+            }
+            Some((account_id, true)) => {
+                lines.push(JournalLine { account_id, functional: -gain, native: None, location: None })
+            }
+        }
+    }
+    Ok((JournalEntry { id: entry_id, occurred_on: input.occurred_on, lines }, difference))
 }
 
-/// Checks a version against the facts and makes it.
+/// Checks a version against the facts and makes it (`previous`: the version a replacement undoes).
 fn version(
     id: Uuid,
     input: &MovementInput,
     facts: &MovementFacts,
     entry_id: Uuid,
+    previous: Option<&ManualMovement>,
     created_by: Option<String>,
     contact_id: Option<Uuid>,
 ) -> Result<ManualMovement, Rejection> {
@@ -402,7 +548,7 @@ fn version(
         ));
     }
     reject_fields(missing)?;
-    if input.exchange_rate_sent && location.currency == Currency::Pes {
+    if matches!(input.exchange_rate, FieldEdit::Set(_)) && location.currency == Currency::Pes {
         return Err(Rejection::Invalid {
             errors: vec![FieldError::new("exchange_rate", "not_allowed", "a peso location takes no exchange_rate")],
         });
@@ -410,7 +556,7 @@ fn version(
     if location.status == LocationStatus::Inactive {
         return Err(Rejection::state_conflict("LOCATION_INACTIVE", "inactive", "the location takes no movements"));
     }
-    let inactive = facts.accounts.values().chain(facts.cost_centers.values()).any(|active| !active);
+    let inactive = facts.accounts.values().map(|(active, _)| active).chain(facts.cost_centers.values()).any(|a| !a);
     if location.account_active == Some(false) || inactive {
         return Err(Rejection::state_conflict(
             "LEDGER_ACCOUNT_INACTIVE",
@@ -425,16 +571,29 @@ fn version(
             "the location has no ledger account to post to",
         ));
     }
-    if location.currency != Currency::Pes {
+    if location.currency == Currency::Pes && facts.accounts.values().any(|(_, currency)| *currency == Currency::Dol) {
         return Err(unprocessable(
-            "UNSUPPORTED_CURRENCY",
-            "balance_id",
-            "manual movements on dollar locations are not supported yet",
+            "CURRENCY_MISMATCH",
+            "account_id",
+            "a dollar ledger account takes dollars: post it from a dollar location",
         ));
     }
     if facts.today.is_none_or(|today| input.occurred_on > today) {
         return Err(unprocessable("FUTURE_DATE", "occurred_on", "a movement cannot happen after today (UTC-3)"));
     }
+    let dollars = match location.currency {
+        Currency::Pes => None,
+        Currency::Dol => {
+            let rate = resolve_rate(input, previous, facts)?;
+            // A replacement on the same location first gives back what the previous version moved.
+            let undone = previous.filter(|p| p.location == input.location).and_then(|p| {
+                p.entry.lines.iter().find(|l| l.location.is_some()).map(|line| facts.holding.without(line))
+            });
+            let holding = undone.unwrap_or(Some(facts.holding)).ok_or_else(too_large)?;
+            Some((rate, holding))
+        }
+    };
+    let (entry, exchange_difference) = entry(id, input, facts, location, entry_id, dollars)?;
     Ok(ManualMovement {
         location: input.location,
         direction: input.direction,
@@ -446,7 +605,9 @@ fn version(
         note: input.note.clone(),
         contact_id,
         created_by,
-        entry: entry(id, input, location, entry_id),
+        rate: dollars.map(|(rate, _)| rate),
+        exchange_difference,
+        entry,
     })
 }
 
@@ -475,7 +636,7 @@ pub fn decide(
         }
         (MovementCommand::Record { id, input, created_by }, _) => {
             let contact = input.contact_id.apply(&None);
-            let movement = version(*id, input, facts, entry_id(*id, 0), created_by.clone(), contact)?;
+            let movement = version(*id, input, facts, entry_id(*id, 0), None, created_by.clone(), contact)?;
             Ok(TreasuryMovementEvent::ManualMovementRecorded(Box::new(movement)))
         }
         (MovementCommand::Replace { .. } | MovementCommand::Delete { .. }, None) => {
@@ -487,7 +648,8 @@ pub fn decide(
             }
             let contact = input.contact_id.apply(&current.contact_id);
             let reversal = current.entry.reversal(entry_id(*id, posted), input.occurred_on);
-            let movement = version(*id, input, facts, entry_id(*id, posted + 1), current.created_by.clone(), contact)?;
+            let created_by = current.created_by.clone();
+            let movement = version(*id, input, facts, entry_id(*id, posted + 1), Some(current), created_by, contact)?;
             Ok(TreasuryMovementEvent::ManualMovementReplaced(Box::new(ManualMovementReplacement {
                 reversal,
                 movement,
@@ -519,7 +681,7 @@ mod tests {
                 ledger_account_id: Uuid::from_u128(1),
                 account_active: Some(true),
             }),
-            accounts: BTreeMap::from([(account, true)]),
+            accounts: BTreeMap::from([(account, (true, Currency::Pes))]),
             today: Some(Date::from_calendar_date(2026, time::Month::March, 2).expect("date")),
             ..MovementFacts::default()
         }
@@ -563,7 +725,10 @@ mod tests {
             "occurred_on": "2026-03-01", "account_id": id, "lines": null, "distributions": null, "contact_id": null,
             "exchange_rate": null });
         let (input, _) = parse_movement(&nulls, false).expect("null is as good as absent");
-        assert_eq!((input.contact_id, input.exchange_rate_sent, input.itemized), (FieldEdit::Clear, false, false));
+        assert_eq!(
+            (input.contact_id, input.exchange_rate, input.itemized),
+            (FieldEdit::Clear, FieldEdit::Clear, false)
+        );
         assert!(parse_deletion(&json!({})).is_err());
         assert!(parse_deletion(&json!({ "updated_at": "2026-03-01T10:00:00-03:00", "note": "x" })).is_err());
     }
@@ -599,5 +764,187 @@ mod tests {
         assert_eq!(replaced.movement.contact_id, first.contact_id, "an omitted contact is kept");
         assert_eq!(replaced.movement.created_by.as_deref(), Some("ana"));
         assert_ne!(replaced.reversal.id, replaced.movement.entry.id);
+    }
+
+    fn rate(text: &str) -> ExchangeRate {
+        text.parse().expect("rate")
+    }
+
+    fn day(n: u8) -> Date {
+        Date::from_calendar_date(2026, time::Month::March, n).expect("date")
+    }
+
+    /// A dollar bank account holding 200.00 dollars carried at 190,000.00 pesos (950 a dollar), the
+    /// central bank's rate of March 1st at 1,000, and an exchange-difference account.
+    fn dollar_facts(account: Uuid) -> MovementFacts {
+        let mut facts = facts(account);
+        if let Some(location) = facts.location.as_mut() {
+            location.currency = Currency::Dol;
+        }
+        facts.holding = Holding { native: Cents::of(20_000), functional: Cents::of(19_000_000) };
+        facts.central_rate = Some((day(1), rate("1000")));
+        facts.exchange_account = Some((Uuid::from_u128(9), true));
+        facts
+    }
+
+    fn dollar_body(account: Uuid, direction: &str, amount: i64, extra: Value) -> MovementInput {
+        let mut body = json!({ "balance_type": "bank_account", "balance_id": Uuid::from_u128(7),
+            "direction": direction, "amount": amount, "occurred_on": "2026-03-01", "account_id": account });
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            body.extend(extra.clone());
+        }
+        parse_movement(&body, false).expect("valid").0
+    }
+
+    fn recorded(input: MovementInput, facts: &MovementFacts) -> Result<ManualMovement, Rejection> {
+        let command = MovementCommand::Record { id: Uuid::from_u128(5), input, created_by: None };
+        match decide(&command, facts, 0)? {
+            TreasuryMovementEvent::ManualMovementRecorded(movement) => Ok(*movement),
+            other => panic!("recorded, not {other:?}"),
+        }
+    }
+
+    /// Each line's account, pesos and dollars.
+    fn lines(movement: &ManualMovement) -> Vec<(u128, i64, Option<i64>)> {
+        movement
+            .entry
+            .lines
+            .iter()
+            .map(|l| (l.account_id.as_u128(), l.functional.get(), l.native.map(Cents::get)))
+            .collect()
+    }
+
+    #[test]
+    fn a_dollar_income_enters_at_the_rate_of_its_date() {
+        let account = Uuid::from_u128(3);
+        let income = recorded(dollar_body(account, "income", 10_000, json!({})), &dollar_facts(account)).expect("ok");
+        // 100.00 dollars at the central bank's 1,000: 100,000.00 pesos, no exchange difference.
+        assert_eq!(lines(&income), [(1, 10_000_000, Some(10_000)), (3, -10_000_000, None)]);
+        assert_eq!(
+            income.rate,
+            Some(AppliedRate { value: rate("1000"), source: RateSource::CentralBank, rate_date: day(1) })
+        );
+        assert_eq!(income.exchange_difference, Some(Cents::ZERO));
+        let manual = recorded(
+            dollar_body(account, "income", 10_000, json!({ "exchange_rate": "1012.5" })),
+            &dollar_facts(account),
+        );
+        let manual = manual.expect("ok");
+        assert_eq!(lines(&manual)[0], (1, 10_125_000, Some(10_000)));
+        assert_eq!(manual.rate.map(|r| (r.source, r.rate_date)), Some((RateSource::Manual, day(1))));
+    }
+
+    #[test]
+    fn a_dollar_expense_leaves_at_carrying_value_and_books_the_difference() {
+        let account = Uuid::from_u128(3);
+        // 50.00 of 200.00 dollars carried at 190,000.00 leave at 47,500.00 pesos; at the rate of 1,000 the
+        // counterpart receives 50,000.00: a gain of 2,500.00, credited to the exchange-difference account.
+        let gain = recorded(dollar_body(account, "expense", 5_000, json!({})), &dollar_facts(account)).expect("ok");
+        assert_eq!(lines(&gain), [(1, -4_750_000, Some(-5_000)), (3, 5_000_000, None), (9, -250_000, None)]);
+        assert_eq!(gain.exchange_difference, Some(Cents::of(250_000)));
+        assert!(gain.entry.is_balanced());
+        // At a manual 900 the counterpart receives 45,000.00: a loss of 2,500.00, debited.
+        let loss =
+            recorded(dollar_body(account, "expense", 5_000, json!({ "exchange_rate": 900 })), &dollar_facts(account));
+        let loss = loss.expect("ok");
+        assert_eq!(lines(&loss), [(1, -4_750_000, Some(-5_000)), (3, 4_500_000, None), (9, 250_000, None)]);
+        assert_eq!(loss.exchange_difference, Some(Cents::of(-250_000)));
+        // At the carrying rate there is no difference, and no account is needed.
+        let mut facts = dollar_facts(account);
+        facts.exchange_account = None;
+        let even =
+            recorded(dollar_body(account, "expense", 5_000, json!({ "exchange_rate": 950 })), &facts).expect("ok");
+        assert_eq!(lines(&even), [(1, -4_750_000, Some(-5_000)), (3, 4_750_000, None)]);
+        // Any difference without the account is refused.
+        let refused = recorded(dollar_body(account, "expense", 5_000, json!({})), &facts).expect_err("no account");
+        assert!(
+            matches!(refused, Rejection::Unprocessable { ref code, .. } if code == "EXCHANGE_DIFFERENCE_ACCOUNT_MISSING")
+        );
+        // Dollars beyond the holdings leave at the rate: 200.00 at 190,000.00 and 50.00 more at 1,000.
+        let beyond = recorded(dollar_body(account, "expense", 25_000, json!({})), &dollar_facts(account)).expect("ok");
+        assert_eq!(lines(&beyond), [(1, -24_000_000, Some(-25_000)), (3, 25_000_000, None), (9, -1_000_000, None)]);
+    }
+
+    #[test]
+    fn dollars_need_a_rate_and_pesos_refuse_one() {
+        let account = Uuid::from_u128(3);
+        let mut facts = dollar_facts(account);
+        facts.central_rate = None;
+        let refused = recorded(dollar_body(account, "income", 100, json!({})), &facts).expect_err("no rate");
+        let Rejection::Unprocessable { code, details, .. } = refused else { panic!("422") };
+        assert_eq!(code, "EXCHANGE_RATE_NOT_FOUND");
+        assert!(details[0].message.contains("2026-03-01"), "names the date: {}", details[0].message);
+        assert!(recorded(dollar_body(account, "income", 100, json!({ "exchange_rate": "1" })), &facts).is_ok());
+        let pesos = facts_with_rate_on_pesos(account);
+        assert!(matches!(pesos, Err(Rejection::Invalid { ref errors }) if errors[0].field == "exchange_rate"));
+    }
+
+    fn facts_with_rate_on_pesos(account: Uuid) -> Result<ManualMovement, Rejection> {
+        recorded(dollar_body(account, "income", 100, json!({ "exchange_rate": "1000" })), &facts(account))
+    }
+
+    /// Replaces `previous` with `input` and answers the new version's rate.
+    fn replaced_rate(previous: &ManualMovement, input: MovementInput, facts: &MovementFacts) -> AppliedRate {
+        let mut facts = facts.clone();
+        facts.current = Some(previous.clone());
+        facts.updated_at = Some(OffsetDateTime::UNIX_EPOCH);
+        let command =
+            MovementCommand::Replace { id: Uuid::from_u128(5), input, updated_at: OffsetDateTime::UNIX_EPOCH };
+        match decide(&command, &facts, 1).expect("replaced") {
+            TreasuryMovementEvent::ManualMovementReplaced(replaced) => replaced.movement.rate.expect("a dollar rate"),
+            other => panic!("replaced, not {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_dollar_replacement_keeps_or_resolves_its_rate_as_the_spec_says() {
+        let account = Uuid::from_u128(3);
+        let mut facts = dollar_facts(account);
+        let sent = |direction, amount, extra| dollar_body(account, direction, amount, extra);
+        let expense = recorded(sent("expense", 5_000, json!({ "exchange_rate": 990 })), &facts).expect("ok");
+        // The central bank has since published 1,010 for that date.
+        facts.central_rate = Some((day(1), rate("1010")));
+        let manual_990 = AppliedRate { value: rate("990"), source: RateSource::Manual, rate_date: day(1) };
+        let central = AppliedRate { value: rate("1010"), source: RateSource::CentralBank, rate_date: day(1) };
+        // Unchanged amount, date, location and direction: omitted keeps the stored rate, null re-resolves.
+        assert_eq!(replaced_rate(&expense, sent("expense", 5_000, json!({ "note": "x" })), &facts), manual_990);
+        assert_eq!(replaced_rate(&expense, sent("expense", 5_000, json!({ "exchange_rate": null })), &facts), central);
+        // A changed amount on an expense: omitted re-resolves; sending the rate keeps it, as manual.
+        assert_eq!(replaced_rate(&expense, sent("expense", 6_000, json!({})), &facts), central);
+        assert_eq!(
+            replaced_rate(&expense, sent("expense", 6_000, json!({ "exchange_rate": "990" })), &facts),
+            manual_990
+        );
+        // An income at the central bank's rate keeps its origin and date when the amount changes and the
+        // rate is omitted or the same; another rate is manual.
+        facts.central_rate = Some((day(1), rate("1000")));
+        let income = recorded(sent("income", 5_000, json!({})), &facts).expect("ok");
+        let first = income.rate.expect("rate");
+        facts.central_rate = Some((day(1), rate("1010")));
+        assert_eq!(replaced_rate(&income, sent("income", 7_000, json!({})), &facts), first);
+        assert_eq!(replaced_rate(&income, sent("income", 7_000, json!({ "exchange_rate": "1000" })), &facts), first);
+        let other = replaced_rate(&income, sent("income", 7_000, json!({ "exchange_rate": "1005" })), &facts);
+        assert_eq!((other.value, other.source), (rate("1005"), RateSource::Manual));
+        assert_eq!(replaced_rate(&income, sent("income", 7_000, json!({ "exchange_rate": null })), &facts), central);
+    }
+
+    #[test]
+    fn a_replacement_on_the_same_location_first_gives_back_what_it_moved() {
+        let account = Uuid::from_u128(3);
+        let mut facts = dollar_facts(account);
+        let expense = recorded(dollar_body(account, "expense", 5_000, json!({})), &facts).expect("ok");
+        // The write model now holds 150.00 dollars at 142,500.00; replacing with 100.00 dollars values them
+        // against the 200.00 held before the first version: 95,000.00.
+        facts.holding = Holding { native: Cents::of(15_000), functional: Cents::of(14_250_000) };
+        facts.current = Some(expense);
+        facts.updated_at = Some(OffsetDateTime::UNIX_EPOCH);
+        let input = dollar_body(account, "expense", 10_000, json!({}));
+        let command =
+            MovementCommand::Replace { id: Uuid::from_u128(5), input, updated_at: OffsetDateTime::UNIX_EPOCH };
+        let TreasuryMovementEvent::ManualMovementReplaced(replaced) = decide(&command, &facts, 1).expect("ok") else {
+            panic!("replaced")
+        };
+        assert_eq!(replaced.reversal.lines[0].functional, Cents::of(4_750_000));
+        assert_eq!(lines(&replaced.movement)[0], (1, -9_500_000, Some(-10_000)));
     }
 }

@@ -80,6 +80,9 @@ pub struct OrganizationSettings {
     pub tax_category: Option<String>,
     /// Whether prices the historical sale contract receives include VAT.
     pub prices_include_tax: bool,
+    /// The peso ledger account a dollar expense books its exchange difference to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_difference_account_id: Option<Uuid>,
 }
 
 impl Default for OrganizationSettings {
@@ -90,6 +93,7 @@ impl Default for OrganizationSettings {
             tax_id: None,
             tax_category: None,
             prices_include_tax: true,
+            exchange_difference_account_id: None,
         }
     }
 }

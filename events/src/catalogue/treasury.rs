@@ -5,7 +5,7 @@
 //! lines of a location also naming it, so balances and movements are folds of these events alone.
 
 use super::stock::iso_date;
-use crate::domain::Cents;
+use crate::domain::{Cents, ExchangeRate};
 use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
@@ -295,6 +295,35 @@ pub struct Distribution {
     pub amount_cents: Cents,
 }
 
+/// Where a dollar movement's rate came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateSource {
+    /// The central bank's rate of the date (or the latest earlier one the operator loaded).
+    CentralBank,
+    /// The rate the request sent.
+    Manual,
+}
+
+impl RateSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::CentralBank => "central_bank",
+            Self::Manual => "manual",
+        }
+    }
+}
+
+/// The rate a dollar movement's counterparts were converted at: pesos per dollar, its source and the
+/// date it is the rate of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppliedRate {
+    pub value: ExchangeRate,
+    pub source: RateSource,
+    #[serde(with = "iso_date")]
+    pub rate_date: Date,
+}
+
 /// A manual income or expense on one location: its counterparts (itemized `lines`, or one account
 /// with the cost centers at the root) and the entry it posted.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -317,6 +346,14 @@ pub struct ManualMovement {
     /// The delegated user who made it (none for an API key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
+    /// A dollar movement's rate (none on a peso location).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<AppliedRate>,
+    /// A dollar movement's exchange difference in peso cents: the counterparts at the rate less the
+    /// dollars' carrying value (positive a gain, negative a loss; zero for an income). None on a peso
+    /// location.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_difference: Option<Cents>,
     pub entry: JournalEntry,
 }
 

@@ -99,6 +99,17 @@ impl Cents {
     pub fn checked_sum(amounts: impl IntoIterator<Item = Cents>) -> Option<Cents> {
         amounts.into_iter().try_fold(Cents::ZERO, Cents::checked_add)
     }
+
+    /// This amount's share `part / whole` (the peso value of some of a holding's dollars), rounded half
+    /// away from zero, or `None` when `whole` is not positive or the share leaves the range.
+    pub fn share(self, part: Cents, whole: Cents) -> Option<Cents> {
+        if whole.0 <= 0 {
+            return None;
+        }
+        let exact = i128::from(self.0) * i128::from(part.0);
+        let share = super::div_round_half_away(exact, i128::from(whole.0));
+        i64::try_from(share).ok().and_then(|s| Self::new(s).ok())
+    }
 }
 
 const EXPECTED: &str = "an integer number of cents";
@@ -185,6 +196,17 @@ impl sqlx::Decode<'_, sqlx::Postgres> for Cents {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_share_of_a_holding_rounds_half_away_from_zero() {
+        // 100,000.00 pesos carried by 100.00 dollars: 33.33 of them carry 33,330.00, 0.01 carries 10.00.
+        let carried = Cents::of(10_000_000);
+        assert_eq!(carried.share(Cents::of(3_333), Cents::of(10_000)), Some(Cents::of(3_333_000)));
+        assert_eq!(Cents::of(100).share(Cents::of(1), Cents::of(3)), Some(Cents::of(33)));
+        assert_eq!(Cents::of(200).share(Cents::of(1), Cents::of(3)), Some(Cents::of(67)));
+        assert_eq!(Cents::of(-200).share(Cents::of(1), Cents::of(3)), Some(Cents::of(-67)));
+        assert_eq!(carried.share(Cents::of(1), Cents::ZERO), None, "nothing held, no share");
+    }
 
     fn cents(value: i64) -> Cents {
         Cents::new(value).expect("in range")
