@@ -172,6 +172,20 @@ async fn operators_set_up_the_treasury_and_load_rates(pool: PgPool) {
         .await
         .expect("the write model");
     assert_eq!(stored, "inactive");
+    // The exchange-difference account: an active peso account of the organization, shown by update-org.
+    let dollars = admin(
+        &deployment,
+        &["admin", "create-ledger-account", "--org", &org, "--code", "1.1.8", "--name", "Dólares", "--currency", "DOL"],
+    )
+    .expect("an account");
+    let dollars = dollars["ledger_account_id"].as_str().expect("id").to_owned();
+    let set =
+        |id: &str| admin(&deployment, &["admin", "update-org", "--org", &org, "--exchange-difference-account", id]);
+    assert!(set(&dollars).expect_err("refused").contains("pesos"));
+    assert!(set(&uuid::Uuid::now_v7().to_string()).expect_err("refused").contains("no ledger account"));
+    let updated = set(&account).expect("set");
+    assert_eq!(updated["exchange_difference_account_id"].as_str(), Some(account.as_str()));
+    assert!(set("").expect("cleared").get("exchange_difference_account_id").is_none());
     let file = std::env::temp_dir().join(format!("rates-{org}.csv"));
     std::fs::write(&file, "date,currency,rate\n2026-03-02,DOL,1050.25\n2026-03-03,DOL,1051\n").expect("written");
     let path = file.to_str().expect("path");
