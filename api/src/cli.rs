@@ -150,6 +150,15 @@ pub enum AdminCommand {
         /// The peso ledger account a dollar expense books its exchange difference to; empty clears it.
         #[arg(long)]
         exchange_difference_account: Option<String>,
+        /// The peso ledger account customer payments credit (receivables); empty clears it.
+        #[arg(long)]
+        receivables_account: Option<String>,
+        /// The peso ledger account supplier payments debit (payables); empty clears it.
+        #[arg(long)]
+        payables_account: Option<String>,
+        /// The peso ledger account payment methods' fees are expensed to; empty clears it.
+        #[arg(long)]
+        payment_fees_account: Option<String>,
     },
     /// Rebuild the stock write model (levels and reservations) from the event store and print what
     /// changed; stock commands wait while it runs.
@@ -444,6 +453,9 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
             legal_name,
             prices_include_tax,
             exchange_difference_account,
+            receivables_account,
+            payables_account,
+            payment_fees_account,
         } => {
             let change = admin::SettingsChange {
                 negative_stock,
@@ -452,6 +464,9 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
                 tax_category,
                 prices_include_tax,
                 exchange_difference_account,
+                receivables_account,
+                payables_account,
+                payment_fees_account,
             };
             let view = admin::update_organization(&pool, org, change).await?;
             (serde_json::to_value(view)?, Some(org))

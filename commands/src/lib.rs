@@ -82,4 +82,8 @@ registry::commands! {
         FundsTransfer => FundsTransfers,
         TreasuryMovement => ManualMovements,
     }
+    mod payments {
+        CustomerPayment => CustomerPayments,
+        SupplierPayment => SupplierPayments,
+    }
 }

@@ -237,15 +237,35 @@ pub async fn create_organization_with(
         },
     )
     .await?;
-    for (code, account) in [("1.1.3", "Deudores por ventas"), ("2.1.1", "Proveedores"), ("1.1.1", "Caja")] {
+    // A starting chart of accounts; payments post to the first three until an operator names others.
+    let chart = [
+        ("1.1.3", "Deudores por ventas"),
+        ("2.1.1", "Proveedores"),
+        ("5.2.1", "Comisiones y gastos de cobro"),
+        ("1.1.1", "Caja"),
+    ];
+    let mut opened = Vec::new();
+    for (code, account) in chart {
+        let id = Uuid::now_v7();
         sqlx::query("insert into ledger_accounts (org_id, id, code, name) values ($1, $2, $3, $4)")
             .bind(org_id)
-            .bind(Uuid::now_v7())
+            .bind(id)
             .bind(code)
             .bind(account)
             .execute(&mut *tx)
             .await?;
+        opened.push(id);
     }
+    sqlx::query(
+        "update organizations set receivables_account_id = $2, payables_account_id = $3, payment_fees_account_id = $4
+         where id = $1",
+    )
+    .bind(org_id)
+    .bind(opened[0])
+    .bind(opened[1])
+    .bind(opened[2])
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(CreatedOrganization { organization_id: org_id, api_key: secret })
 }
@@ -441,6 +461,10 @@ pub struct SettingsChange {
     pub prices_include_tax: Option<bool>,
     /// The id of the peso ledger account exchange differences are booked to; empty clears it.
     pub exchange_difference_account: Option<String>,
+    /// The peso ledger accounts of receivables, payables and payment fees; empty clears each.
+    pub receivables_account: Option<String>,
+    pub payables_account: Option<String>,
+    pub payment_fees_account: Option<String>,
 }
 
 /// The tax categories an issuer may have (they decide the voucher letters it issues).
@@ -458,8 +482,21 @@ pub struct OrganizationAdminView {
     pub settings: OrganizationSettings,
 }
 
-type SettingsRow =
-    (String, String, i32, i32, String, Option<String>, Option<String>, Option<String>, bool, Option<Uuid>);
+type SettingsRow = (
+    String,
+    String,
+    i32,
+    i32,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    bool,
+    Option<Uuid>,
+    Option<Uuid>,
+    Option<Uuid>,
+    Option<Uuid>,
+);
 
 /// Changes an organization's settings (one `SettingsChanged` event with the whole set, none when
 /// nothing changes) and returns the organization as operators see it.
@@ -471,7 +508,8 @@ pub async fn update_organization(
     let mut tx = pool.begin().await?;
     let row: Option<SettingsRow> = sqlx::query_as(
         "select name, slug, rate_limit_per_minute, rate_limit_per_hour, negative_stock, legal_name, tax_id,
-                tax_category, prices_include_tax, exchange_difference_account_id
+                tax_category, prices_include_tax, exchange_difference_account_id, receivables_account_id,
+                payables_account_id, payment_fees_account_id
          from organizations where id = $1 for update",
     )
     .bind(org_id)
@@ -488,6 +526,9 @@ pub async fn update_organization(
         tax_category,
         prices_include_tax,
         exchange_difference_account_id,
+        receivables_account_id,
+        payables_account_id,
+        payment_fees_account_id,
     ) = row.ok_or(AdminError::UnknownOrganization(org_id))?;
     let current = OrganizationSettings {
         negative_stock,
@@ -496,20 +537,40 @@ pub async fn update_organization(
         tax_category,
         prices_include_tax,
         exchange_difference_account_id,
+        receivables_account_id,
+        payables_account_id,
+        payment_fees_account_id,
     };
-    let account = match change.exchange_difference_account.as_deref().map(str::trim) {
-        None => None,
-        Some("") => Some(None),
-        Some(text) => Some(Some(exchange_difference_account(&mut tx, org_id, text).await?)),
-    };
+    let mut accounts = Vec::new();
+    for (flag, text) in [
+        ("--exchange-difference-account", &change.exchange_difference_account),
+        ("--receivables-account", &change.receivables_account),
+        ("--payables-account", &change.payables_account),
+        ("--payment-fees-account", &change.payment_fees_account),
+    ] {
+        accounts.push(match text.as_deref().map(str::trim) {
+            None => None,
+            Some("") => Some(None),
+            Some(text) => Some(Some(peso_account(&mut tx, org_id, flag, text).await?)),
+        });
+    }
     let mut next = apply_settings(&current, change)?;
-    if let Some(account) = account {
-        next.exchange_difference_account_id = account;
+    let targets = [
+        &mut next.exchange_difference_account_id,
+        &mut next.receivables_account_id,
+        &mut next.payables_account_id,
+        &mut next.payment_fees_account_id,
+    ];
+    for (target, account) in targets.into_iter().zip(accounts) {
+        if let Some(account) = account {
+            *target = account;
+        }
     }
     if next != current {
         sqlx::query(
             "update organizations set negative_stock = $2, legal_name = $3, tax_id = $4, tax_category = $5,
-                    prices_include_tax = $6, exchange_difference_account_id = $7
+                    prices_include_tax = $6, exchange_difference_account_id = $7, receivables_account_id = $8,
+                    payables_account_id = $9, payment_fees_account_id = $10
              where id = $1",
         )
         .bind(org_id)
@@ -519,6 +580,9 @@ pub async fn update_organization(
         .bind(&next.tax_category)
         .bind(next.prices_include_tax)
         .bind(next.exchange_difference_account_id)
+        .bind(next.receivables_account_id)
+        .bind(next.payables_account_id)
+        .bind(next.payment_fees_account_id)
         .execute(&mut *tx)
         .await?;
         append_to_organization(&mut tx, org_id, &[OrganizationEvent::SettingsChanged(next.clone())]).await?;
@@ -534,11 +598,11 @@ pub async fn update_organization(
     })
 }
 
-/// The account `text` names, when it is an active peso ledger account of the organization.
-async fn exchange_difference_account(conn: &mut PgConnection, org_id: Uuid, text: &str) -> Result<Uuid, AdminError> {
-    let id: Uuid = text.parse().map_err(|_| {
-        AdminError::Invalid(format!("--exchange-difference-account must be a ledger account id, not {text:?}"))
-    })?;
+/// The account `text` (given with `flag`) names, when it is an active peso ledger account of the
+/// organization.
+async fn peso_account(conn: &mut PgConnection, org_id: Uuid, flag: &str, text: &str) -> Result<Uuid, AdminError> {
+    let id: Uuid =
+        text.parse().map_err(|_| AdminError::Invalid(format!("{flag} must be a ledger account id, not {text:?}")))?;
     let found: Option<(bool, String)> =
         sqlx::query_as("select is_active, currency from ledger_accounts where org_id = $1 and id = $2")
             .bind(org_id)
@@ -548,9 +612,9 @@ async fn exchange_difference_account(conn: &mut PgConnection, org_id: Uuid, text
     match found {
         None => Err(AdminError::Invalid(format!("the organization has no ledger account {id}"))),
         Some((false, _)) => Err(AdminError::Invalid(format!("the ledger account {id} is inactive"))),
-        Some((true, currency)) if currency != "PES" => Err(AdminError::Invalid(format!(
-            "the ledger account {id} is in {currency}: exchange differences are pesos"
-        ))),
+        Some((true, currency)) if currency != "PES" => {
+            Err(AdminError::Invalid(format!("the ledger account {id} is in {currency}: {flag} takes a peso account")))
+        }
         Some(_) => Ok(id),
     }
 }

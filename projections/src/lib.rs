@@ -469,6 +469,7 @@ projections! {
     mod orders { Orders = "orders" => OrdersProjection, }
     mod delivery_notes { DeliveryNotes = "delivery_notes" => DeliveryNotesProjection, }
     mod treasury { Treasury = "treasury" => TreasuryProjection, }
+    mod payments { Payments = "payments" => PaymentsProjection, }
     mod webhooks { Webhooks = "webhooks" => WebhooksProjection::default(), }
 }
 

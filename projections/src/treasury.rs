@@ -1,7 +1,8 @@
 //! The treasury read models: the locations (`treasury_locations_view`), every journal line of a location
 //! with the location's running balance after it (`journal_lines`: balances now and as of any instant),
 //! the movements as they stand (`treasury_movements_view`) and the funds transfers
-//! (`funds_transfers_view`). All of it folds from the locations' and the transfers' events.
+//! (`funds_transfers_view`). All of it folds from the locations', transfers', manual movements' and
+//! payments' events (a payment's lines are movements of its locations; a void removes them).
 //!
 //! Running balances follow the order entries were recorded in (`recorded_at`, then the commit order):
 //! a line recorded earlier than lines already folded (two transactions that began in one order and
@@ -11,7 +12,7 @@
 use crate::{Folded, Target};
 use events::RecordedEvent;
 use events::catalogue::{
-    AppliedRate, CounterLine, Currency, Direction, Distribution, FundsTransfer, FundsTransferEvent, JournalLine,
+    AppliedRate, CounterLine, Currency, CustomerPaymentEvent, PaymentFact, SupplierPaymentEvent, Direction, Distribution, FundsTransfer, FundsTransferEvent, JournalLine,
     LocationKind, LocationRef, ManualMovement, TreasuryLocation, TreasuryLocationEvent, TreasuryMovementEvent,
 };
 use events::domain::Cents;
@@ -32,7 +33,7 @@ pub struct TreasuryProjection;
 projection!(TreasuryProjection {
     id: Treasury,
     tables: &[LOCATIONS, JOURNAL, MOVEMENTS, TRANSFERS],
-    folds: [TreasuryLocationEvent, FundsTransferEvent, TreasuryMovementEvent]
+    folds: [TreasuryLocationEvent, FundsTransferEvent, TreasuryMovementEvent, CustomerPaymentEvent, SupplierPaymentEvent]
 });
 
 async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
@@ -59,6 +60,42 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         } else if event.stream_type == <FundsTransferEvent as events::EventPayload>::STREAM_TYPE {
             let FundsTransferEvent::FundsTransferred(transfer) = crate::decode::<FundsTransferEvent>(event)?;
             transferred(conn, target, &mut currencies, event, &transfer).await?;
+        } else if let Some(fact) = crate::payments::payment_fact(event)? {
+            match fact {
+                PaymentFact::Recorded(payment) => {
+                    let by = payment.created_by.as_deref();
+                    post_entry(conn, target, &mut currencies, event, &payment.entry, 0, by).await?;
+                    for line in &payment.entry.lines {
+                        let Some(side) = line.location else { continue };
+                        let currency = currencies.of(conn, target, event.org_id, side.location).await?;
+                        let doc = MovementDoc {
+                            id: side.row_id(),
+                            treasury_movement_id: side.movement_id,
+                            balance_type: side.location.kind,
+                            balance_id: side.location.id,
+                            currency,
+                            movement_type: side.movement_type.as_str().to_owned(),
+                            native_amount: native_of(line, currency),
+                            functional_amount: line.functional,
+                            functional_amount_origin: "rate".into(),
+                            rate: Some(RateDoc {
+                                value: "1".into(),
+                                rate_date: payment.occurred_on,
+                                source: "functional_currency".into(),
+                            }),
+                            occurred_on: payment.occurred_on,
+                            funds_transfer_id: None,
+                            manual: None,
+                        };
+                        insert_movement(conn, target, event.org_id, &doc, by, event.recorded_at).await?;
+                    }
+                }
+                PaymentFact::Voided(void) => {
+                    let by = created_by(conn, target, event).await?;
+                    post_entry(conn, target, &mut currencies, event, &void.reversal, 0, by.as_deref()).await?;
+                    remove_rows(conn, target, event).await?;
+                }
+            }
         } else {
             match crate::decode::<TreasuryMovementEvent>(event)? {
                 TreasuryMovementEvent::ManualMovementRecorded(movement) => {

@@ -13,11 +13,11 @@
 
 use events::EventPayload;
 use events::catalogue::{
-    CategoryEvent, CostCenterEvent, CustomerEvent, DeliveryNoteEvent, FundsTransferEvent, LedgerAccountEvent,
-    MetafieldDefinitionEvent, OrderEvent, OrganizationEvent, PaymentMethodEvent, PointOfSaleEvent, PriceListEvent,
-    ProductEvent, PurchaseEvent, PurchaseOrderEvent, QuoteEvent, SaleEvent, StockMovementEvent, StockReservationEvent,
-    StockTransferEvent, SupplierEvent, TagEvent, TreasuryLocationEvent, TreasuryMovementEvent, WarehouseEvent,
-    WebhookEndpointEvent,
+    CategoryEvent, CostCenterEvent, CustomerEvent, CustomerPaymentEvent, DeliveryNoteEvent, FundsTransferEvent,
+    LedgerAccountEvent, MetafieldDefinitionEvent, OrderEvent, OrganizationEvent, PaymentMethodEvent, PointOfSaleEvent,
+    PriceListEvent, ProductEvent, PurchaseEvent, PurchaseOrderEvent, QuoteEvent, SaleEvent, StockMovementEvent,
+    StockReservationEvent, StockTransferEvent, SupplierEvent, SupplierPaymentEvent, TagEvent, TreasuryLocationEvent,
+    TreasuryMovementEvent, WarehouseEvent, WebhookEndpointEvent,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -91,6 +91,8 @@ fn every_stored_event_decodes_and_encodes_back_to_what_was_stored() {
             CostCenterEvent::STREAM_TYPE => round_trip::<CostCenterEvent>(event),
             FundsTransferEvent::STREAM_TYPE => round_trip::<FundsTransferEvent>(event),
             TreasuryMovementEvent::STREAM_TYPE => round_trip::<TreasuryMovementEvent>(event),
+            CustomerPaymentEvent::STREAM_TYPE => round_trip::<CustomerPaymentEvent>(event),
+            SupplierPaymentEvent::STREAM_TYPE => round_trip::<SupplierPaymentEvent>(event),
             other => panic!("the fixture holds stream type {other}, which this test does not know"),
         };
         assert_eq!(
@@ -109,7 +111,7 @@ fn every_stored_event_decodes_and_encodes_back_to_what_was_stored() {
         );
         *per_type.entry(&event.stream_type).or_default() += 1;
     }
-    assert_eq!(per_type.len(), 26, "the fixture holds events of every aggregate: {per_type:?}");
+    assert_eq!(per_type.len(), 28, "the fixture holds events of every aggregate: {per_type:?}");
 }
 
 /// Every read table of every projection, each row as JSON, the rows in a stable order.

@@ -74,6 +74,9 @@ pub enum ApiTags {
     /// Treasury: bank accounts, cash registers and safes, their balances and movements, funds transfers
     /// (Style A objects).
     Treasury,
+    /// Customer and supplier payments with their allocations, posted through the treasury (Style A
+    /// objects).
+    Payments,
     /// Sales: both creation contracts, invoicing with the tax authority, PDF vouchers (Style B objects).
     Sales,
     /// Product categories (Style B objects and page list).
@@ -225,6 +228,7 @@ apis! {
     mod orders { OrdersApi }
     mod delivery_notes { DeliveryNotesApi }
     mod treasury { TreasuryApi }
+    mod payments { PaymentsApi }
     mod reference { ReferenceApi }
     mod webhooks { WebhooksApi }
     mod v2 { V2Api }

@@ -13,7 +13,7 @@ const SALES: &str = "/api/v1/sales";
 const ISSUER: &str = "20267565393";
 const DATED: &str = "2026-08-20";
 
-async fn fiscal_profile(app: &TestApp, category: &str) {
+pub async fn fiscal_profile(app: &TestApp, category: &str) {
     let change = commands::organization::SettingsChange {
         tax_id: Some(ISSUER.into()),
         tax_category: Some(category.into()),
@@ -23,7 +23,7 @@ async fn fiscal_profile(app: &TestApp, category: &str) {
     commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("fiscal profile");
 }
 
-async fn point_of_sale(app: &TestApp) -> String {
+pub async fn point_of_sale(app: &TestApp) -> String {
     seeded(app, "/api/v1/points-of-sale", "Punto de venta 1").await["id"].as_str().expect("id").to_owned()
 }
 
@@ -35,14 +35,14 @@ async fn product(app: &TestApp, sku: &str, price: i64, stock: Option<(&str, i64)
     json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
 }
 
-async fn registered_customer(app: &TestApp) -> String {
+pub async fn registered_customer(app: &TestApp) -> String {
     let body = json!({ "name": "Distribuidora Ñandú SA", "taxId": "20055361682", "taxIdType": "CUIL/CUIT",
         "taxCategory": "Responsable Inscripto" });
     json(app.post("/api/v1/customers", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
 }
 
 /// POSTs a sale with a fresh key, under the dated contract when `dated`.
-async fn sell(app: &TestApp, body: &Value, dated: bool) -> reqwest::Response {
+pub async fn sell(app: &TestApp, body: &Value, dated: bool) -> reqwest::Response {
     sell_with_key(app, body, dated, &Uuid::now_v7().to_string()).await
 }
 
@@ -161,7 +161,7 @@ fn today() -> String {
     events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
 }
 
-async fn payment_method(app: &TestApp) -> String {
+pub async fn payment_method(app: &TestApp) -> String {
     seeded(app, "/api/v1/payment-methods", "Efectivo").await["id"].as_str().expect("id").to_owned()
 }
 

@@ -36,6 +36,8 @@ fn valid_body(segment: &str, path: &str, method: &Method) -> Value {
         "webhook-endpoints" => json!({"label": "Intruso"}),
         // A notes-only edit (the other order writes take no body).
         "orders" => json!({"notes": "Intruso"}),
+        // A void takes an empty body.
+        "customer-payments" | "supplier-payments" => json!({}),
         "products" => json!({"name": "Intruso", "sku": "INTRUSO", "price": 1}),
         _ => json!({"name": "Intruso"}),
     }
@@ -125,6 +127,13 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
     ids.insert("funds-transfers", moved["data"]["id"].as_str().expect("id").to_owned());
     let movement = moved["data"]["accounting_effects"][0]["treasury_movement_id"].as_str().expect("movement");
     ids.insert("treasury", movement.to_owned());
+    for (segment, contact) in [("customer-payments", "customer_id"), ("supplier-payments", "supplier_id")] {
+        let owner = if contact == "customer_id" { &ids["customers"] } else { &ids["suppliers"] };
+        let payment = json!({ contact: owner, "occurred_on": "2026-01-02", "lines": [{ "payment_method_id":
+            ids["payment-methods"], "amount": 100, "balance_type": "cash_register", "balance_id": register }] });
+        let payment = json(app.post_keyed(&format!("/api/v1/{segment}"), &payment).await, 201).await;
+        ids.insert(segment, payment["data"]["id"].as_str().expect("id").to_owned());
+    }
     ids.insert("cash-registers", register);
     ids.insert("safes", safe);
 

@@ -181,7 +181,7 @@ async fn operators_set_up_the_treasury_and_load_rates(pool: PgPool) {
     let dollars = dollars["ledger_account_id"].as_str().expect("id").to_owned();
     let set =
         |id: &str| admin(&deployment, &["admin", "update-org", "--org", &org, "--exchange-difference-account", id]);
-    assert!(set(&dollars).expect_err("refused").contains("pesos"));
+    assert!(set(&dollars).expect_err("refused").contains("peso account"));
     assert!(set(&uuid::Uuid::now_v7().to_string()).expect_err("refused").contains("no ledger account"));
     let updated = set(&account).expect("set");
     assert_eq!(updated["exchange_difference_account_id"].as_str(), Some(account.as_str()));

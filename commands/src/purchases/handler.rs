@@ -166,6 +166,11 @@ impl Document for Purchases {
             vec![AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }];
         requests.extend(cost_appends(org_id, &updates, &facts.products, &facts.groups, metadata));
         let (key, keys) = append_typed(conn, &requests, command.id).await?;
+        // What the purchase leaves owed, in pesos, for supplier payments to settle.
+        let owed = normalized.amounts.total_ars;
+        let supplier = normalized.supplier_id;
+        crate::payments::open_document(conn, org_id, "purchase", command.id, supplier, owed, owed, normalized.due_date)
+            .await?;
         let outcome = PurchaseOutcome {
             id: Some(command.id),
             normalized,

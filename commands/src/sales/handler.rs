@@ -14,6 +14,7 @@ use crate::handler::{Batching, Commit, handler};
 use crate::inventory::{NegativeStock, StockShortfall, apply_policy, combo_components, plan};
 use crate::inventory::{levels, reservations};
 use crate::lookups::{active, load_products};
+use crate::payments;
 use crate::records::{PaymentMethod, Warehouse};
 use crate::reply::CommandReply;
 use events::catalogue::{FiscalStatus, OrderEvent, ReservationOwner, SaleEvent, SaleRecorded, ar_date};
@@ -244,6 +245,16 @@ impl Document for Sales {
         requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
         // A sale billing an order writes three stream types: the reply names each one's last key.
         let (key, keys) = append_typed(conn, &requests, command.id).await?;
+        // What the sale leaves owed, for payments to settle; a credit note lowers the sale it corrects.
+        match (sale.document_kind.as_str(), sale.associated_sale_id) {
+            ("invoice" | "debit_note", _) => {
+                let (customer, due_date) = (sale.customer.id, sale.due_date);
+                payments::open_document(conn, org_id, "sale", command.id, customer, sale.total, sale.balance, due_date)
+                    .await?;
+            }
+            ("credit_note", Some(corrected)) => payments::credit_sale(conn, org_id, corrected, sale.total).await?,
+            _ => {}
+        }
         let outcome = SaleOutcome { id: command.id, sale, warnings, created_at: OffsetDateTime::now_utc() };
         let state = serde_json::to_value(outcome).unwrap_or_default();
         Ok(CommandReply::Accepted { commit: key, created: true, state, replayed: false, keys })

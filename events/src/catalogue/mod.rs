@@ -88,6 +88,7 @@ catalogue! {
     metafield,
     order,
     organization,
+    payment,
     price_list,
     product,
     purchase,

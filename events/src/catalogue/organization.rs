@@ -83,6 +83,14 @@ pub struct OrganizationSettings {
     /// The peso ledger account a dollar expense books its exchange difference to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exchange_difference_account_id: Option<Uuid>,
+    /// The peso ledger accounts customer payments credit (receivables), supplier payments debit
+    /// (payables), and payment methods' fees are expensed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receivables_account_id: Option<Uuid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payables_account_id: Option<Uuid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payment_fees_account_id: Option<Uuid>,
 }
 
 impl Default for OrganizationSettings {
@@ -94,6 +102,9 @@ impl Default for OrganizationSettings {
             tax_category: None,
             prices_include_tax: true,
             exchange_difference_account_id: None,
+            receivables_account_id: None,
+            payables_account_id: None,
+            payment_fees_account_id: None,
         }
     }
 }

@@ -160,10 +160,13 @@ pub enum MovementType {
     TransferIn,
     ManualIncome,
     ManualExpense,
+    CustomerPayment,
+    SupplierPayment,
 }
 
 impl MovementType {
-    pub const NAMES: &[&str] = &["transfer_out", "transfer_in", "manual_income", "manual_expense"];
+    pub const NAMES: &[&str] =
+        &["transfer_out", "transfer_in", "manual_income", "manual_expense", "customer_payment", "supplier_payment"];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -171,6 +174,8 @@ impl MovementType {
             Self::TransferIn => "transfer_in",
             Self::ManualIncome => "manual_income",
             Self::ManualExpense => "manual_expense",
+            Self::CustomerPayment => "customer_payment",
+            Self::SupplierPayment => "supplier_payment",
         }
     }
 }

@@ -85,6 +85,10 @@ scopes! {
     InventoryRead => "inventory:read",
     /// Left open by the interface; for stock adjustments and movements.
     InventoryWrite => "inventory:write",
+    /// Left open by the interface ("scopes of payments: not shown"); customer and supplier payments.
+    PaymentsRead => "payments:read",
+    /// Left open by the interface; recording and voiding payments.
+    PaymentsWrite => "payments:write",
 }
 
 impl Scope {
@@ -180,7 +184,18 @@ mod tests {
         }
         let extra: Vec<&str> =
             Scope::ALL.iter().map(|s| s.as_str()).filter(|s| !NAMED_BY_THE_INTERFACE.contains(s)).collect();
-        assert_eq!(extra, ["orders:write", "tags:read", "tags:write", "inventory:read", "inventory:write"]);
+        assert_eq!(
+            extra,
+            [
+                "orders:write",
+                "tags:read",
+                "tags:write",
+                "inventory:read",
+                "inventory:write",
+                "payments:read",
+                "payments:write"
+            ]
+        );
     }
 
     #[test]

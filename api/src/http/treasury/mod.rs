@@ -160,7 +160,7 @@ const INPUT_RULES: &[InputRule] = &[
 ];
 
 /// What `principal` sees of the treasury.
-fn visibility(principal: &Principal) -> Visibility {
+pub(crate) fn visibility(principal: &Principal) -> Visibility {
     let Some(delegation) = &principal.delegation else { return Visibility::default() };
     let assigned: Vec<LocationRef> = delegation
         .registers
@@ -190,7 +190,7 @@ impl Position for LocationRef {
 
 /// The key of a list newest first by business date: the date, the persistence time, the id.
 #[derive(Debug, Clone, Copy)]
-struct Dated(DatedKey);
+pub(crate) struct Dated(pub(crate) DatedKey);
 
 impl Position for Dated {
     fn write(&self) -> String {

@@ -1,0 +1,616 @@
+//! Customer and supplier payments (Style A, snake_case): recorded with their lines and allocations,
+//! read, listed and voided. Each is one balanced journal entry through the treasury, so its lines show
+//! in the locations' movements and balances. What a credential sees: an API key, the organization; a
+//! delegated token with assigned registers or safes, the payments whose every line is in one of them
+//! (and it may only post to those); with `own` visibility, the payments its user recorded.
+
+use crate::http::auth::Auth;
+use crate::http::body::{JsonBody, RawJson};
+use crate::http::envelopes::PageParam;
+use crate::http::error::ApiError;
+use crate::http::list::ListEnvelope;
+use crate::http::operations::{Idempotency, InputRule};
+use crate::http::presence::{Nullable, Optional};
+use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
+use crate::http::schema::{Blank, ExchangeRateIn, Int, Limit};
+use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
+use crate::http::shared_operations::operations;
+use crate::http::shared_responses::responses;
+use crate::http::treasury::{BalanceType, Dated, visibility};
+use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::state::AppState;
+use commands::payments::{PaymentCommand, PaymentOutcome, names, parse_payment};
+use commands::protocol::{Command, CommandKind};
+use events::catalogue::{PaymentRecorded, PaymentSide};
+use events::domain::Scope;
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::{Object, OpenApi};
+use projections::ProjectionId;
+use projections::payments::{self as read, PaymentFilter, PaymentRow};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+operations! {
+    PaymentsApi, INPUT_RULES;
+    LIST_CUSTOMER_PAYMENTS = read("listCustomerPayments", Some(Scope::PaymentsRead));
+    GET_CUSTOMER_PAYMENT = read("getCustomerPayment", Some(Scope::PaymentsRead));
+    CREATE_CUSTOMER_PAYMENT = write("createCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment)
+        .unprocessable(RECORD_WHY);
+    VOID_CUSTOMER_PAYMENT = write("voidCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment);
+    LIST_SUPPLIER_PAYMENTS = read("listSupplierPayments", Some(Scope::PaymentsRead));
+    GET_SUPPLIER_PAYMENT = read("getSupplierPayment", Some(Scope::PaymentsRead));
+    CREATE_SUPPLIER_PAYMENT = write("createSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment)
+        .unprocessable(RECORD_WHY);
+    VOID_SUPPLIER_PAYMENT = write("voidSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment);
+}
+
+const RECORD_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the allocations add up to more than \
+                          the payment (`ALLOCATION_EXCEEDS_PAYMENT`) or one passes what its document still owes \
+                          (`ALLOCATION_EXCEEDS_BALANCE`, naming it); a line is in a dollar location \
+                          (`UNSUPPORTED_CURRENCY`: not supported yet); the organization has no receivables \
+                          (payables) account, a location no ledger account, or a fee no fees account \
+                          (`LEDGER_NOT_CONFIGURED`); or the total passes the integer limit (`OUT_OF_RANGE`). \
+                          Nothing was saved";
+
+const CUSTOMER_PAYMENTS: Kind =
+    Kind::new("customer_payment", ProjectionId::Payments, "/api/v1/customer-payments", "customer_payments");
+const SUPPLIER_PAYMENTS: Kind =
+    Kind::new("supplier_payment", ProjectionId::Payments, "/api/v1/supplier-payments", "supplier_payments");
+
+/// A line of a payment.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct PaymentLineData {
+    pub payment_method_id: Uuid,
+    /// Integer cents in the location's currency.
+    pub amount: i64,
+    pub balance_type: BalanceType,
+    pub balance_id: Uuid,
+    pub reference: Nullable<String>,
+    /// Integer cents ARS the payment method charged on this line (a customer's location receives
+    /// `amount - fee`; a supplier payment's location pays `amount + fee`).
+    pub fee: i64,
+}
+
+/// A share of a payment settling one document.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct AllocationData {
+    /// Customer payments: the sale settled.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sale_id: Option<Uuid>,
+    /// Supplier payments: the purchase settled.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub purchase_id: Option<Uuid>,
+    /// Integer cents ARS.
+    pub amount: i64,
+}
+
+/// A customer or supplier payment.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct PaymentData {
+    /// `customer_payment` or `supplier_payment`.
+    pub object: String,
+    pub id: Uuid,
+    /// Customer payments: who paid.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub customer_id: Option<Uuid>,
+    /// Supplier payments: who was paid.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub supplier_id: Option<Uuid>,
+    /// `posted`, or `voided` (its entry reversed and its allocations given back).
+    pub status: String,
+    /// The business date (Argentine calendar).
+    #[serde(with = "events::catalogue::iso_date")]
+    pub occurred_on: Date,
+    pub note: Nullable<String>,
+    /// Integer cents ARS: the sum of the lines.
+    pub amount: i64,
+    /// Integer cents ARS the payment methods charged.
+    pub fee_amount: i64,
+    pub lines: Vec<PaymentLineData>,
+    pub allocations: Vec<AllocationData>,
+    /// Integer cents ARS left on account: the amount less the allocations (zero once voided).
+    pub unallocated_amount: i64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub voided_at: Option<OffsetDateTime>,
+    /// Write responses only: true when the same key and body already completed.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_replay: Option<bool>,
+}
+
+fn payment_data(
+    side: PaymentSide,
+    id: Uuid,
+    payment: &PaymentRecorded,
+    created_at: OffsetDateTime,
+    voided_at: Option<OffsetDateTime>,
+) -> PaymentData {
+    let customer = side == PaymentSide::Customer;
+    let allocated: i64 = payment.allocations.iter().map(|a| a.amount.get()).sum();
+    PaymentData {
+        object: side.stream_type().to_owned(),
+        id,
+        customer_id: customer.then_some(payment.contact_id),
+        supplier_id: (!customer).then_some(payment.contact_id),
+        status: if voided_at.is_some() { "voided" } else { "posted" }.to_owned(),
+        occurred_on: payment.occurred_on,
+        note: payment.note.clone().into(),
+        amount: payment.total.get(),
+        fee_amount: payment.lines.iter().map(|l| l.fee.get()).sum(),
+        lines: payment
+            .lines
+            .iter()
+            .map(|l| PaymentLineData {
+                payment_method_id: l.method_id,
+                amount: l.amount.get(),
+                balance_type: l.location.kind.into(),
+                balance_id: l.location.id,
+                reference: l.reference.clone().into(),
+                fee: l.fee.get(),
+            })
+            .collect(),
+        allocations: payment
+            .allocations
+            .iter()
+            .map(|a| AllocationData {
+                sale_id: customer.then_some(a.document_id),
+                purchase_id: (!customer).then_some(a.document_id),
+                amount: a.amount.get(),
+            })
+            .collect(),
+        unallocated_amount: if voided_at.is_some() { 0 } else { payment.total.get() - allocated },
+        created_at: ar_time(created_at),
+        voided_at: voided_at.map(ar_time),
+        idempotent_replay: None,
+    }
+}
+
+fn row_data(side: PaymentSide, row: &PaymentRow) -> PaymentData {
+    payment_data(side, row.id, &row.doc.payment, row.created_at, row.doc.voided_at)
+}
+
+/// A payment line as sent.
+#[derive(Debug, Object)]
+pub struct PaymentLineInput {
+    /// An active payment method of the organization.
+    pub payment_method_id: Uuid,
+    /// Integer cents in the location's currency, at least 1.
+    pub amount: Int<1, 1_000_000_000_000>,
+    /// Where the money lands (customer) or leaves from (supplier).
+    pub balance_type: BalanceType,
+    /// A location of the organization the credential sees.
+    pub balance_id: Uuid,
+    /// Required when the payment method has `requiresReference`.
+    pub reference: Optional<Blank<100>>,
+    /// Dollar locations only (400 on a peso location); dollar lines are not supported yet (422).
+    pub exchange_rate: Optional<ExchangeRateIn>,
+}
+
+/// A share of a customer payment settling one of the customer's sales.
+#[derive(Debug, Object)]
+pub struct SaleAllocationInput {
+    pub sale_id: Uuid,
+    /// Integer cents ARS, at most what the sale still owes.
+    pub amount: Int<1, 1_000_000_000_000>,
+}
+
+/// A share of a supplier payment settling one of the supplier's purchases.
+#[derive(Debug, Object)]
+pub struct PurchaseAllocationInput {
+    pub purchase_id: Uuid,
+    /// Integer cents ARS, at most what the purchase still owes.
+    pub amount: Int<1, 1_000_000_000_000>,
+}
+
+/// A customer payment. Unknown fields are refused.
+#[derive(Debug, Object)]
+pub struct CustomerPaymentInput {
+    pub customer_id: Uuid,
+    /// The business date, `YYYY-MM-DD` (Argentine calendar), not after today.
+    pub occurred_on: Date,
+    pub note: Optional<Blank<2000>>,
+    /// One to 100 lines.
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub lines: Vec<PaymentLineInput>,
+    /// Sales of the customer it settles (in all, at most the payment; what is left stays on account). A
+    /// sale named twice takes the sum of its shares.
+    #[oai(validator(max_items = 100))]
+    pub allocations: Optional<Vec<SaleAllocationInput>>,
+}
+
+/// A supplier payment. Unknown fields are refused.
+#[derive(Debug, Object)]
+pub struct SupplierPaymentInput {
+    pub supplier_id: Uuid,
+    /// The business date, `YYYY-MM-DD` (Argentine calendar), not after today.
+    pub occurred_on: Date,
+    pub note: Optional<Blank<2000>>,
+    /// One to 100 lines.
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub lines: Vec<PaymentLineInput>,
+    /// Purchases from the supplier it settles (in all, at most the payment).
+    #[oai(validator(max_items = 100))]
+    pub allocations: Optional<Vec<PurchaseAllocationInput>>,
+}
+
+/// A void's body: empty.
+#[derive(Debug, Object)]
+pub struct PaymentVoidInput {}
+
+#[derive(Debug, Serialize, Object)]
+pub struct PaymentEnvelope {
+    pub request_id: String,
+    pub data: PaymentData,
+}
+
+responses! {
+    Payments: Ok(RawJson<ListEnvelope<PaymentData>>) = 200, "A page of payments, newest first.";
+    Payment: Ok(RawJson<PaymentEnvelope>) = 200, "The payment.";
+    PaymentCreated: Created(RawJson<PaymentEnvelope>) = 201, "The payment as recorded.";
+    PaymentVoided: Ok(RawJson<PaymentEnvelope>) = 200, "The payment, voided.";
+}
+
+type Key = Header<Option<String>>;
+
+pub struct PaymentsApi;
+
+fn status_schema() -> serde_json::Value {
+    serde_json::json!({ "type": "string", "enum": ["posted", "voided"] })
+}
+
+const INPUT_RULES: &[InputRule] = &[
+    InputRule::Closed { schema: "CustomerPaymentInput" },
+    InputRule::Closed { schema: "SupplierPaymentInput" },
+    InputRule::Closed { schema: "PaymentLineInput" },
+    InputRule::Closed { schema: "SaleAllocationInput" },
+    InputRule::Closed { schema: "PurchaseAllocationInput" },
+    InputRule::Closed { schema: "PaymentVoidInput" },
+    InputRule::Query { operation: "listCustomerPayments", parameter: "customer_id", schema: uuid_schema },
+    InputRule::Query { operation: "listCustomerPayments", parameter: "status", schema: status_schema },
+    InputRule::Query { operation: "listCustomerPayments", parameter: "date_from", schema: date_schema },
+    InputRule::Query { operation: "listCustomerPayments", parameter: "date_to", schema: date_schema },
+    InputRule::Query { operation: "listSupplierPayments", parameter: "supplier_id", schema: uuid_schema },
+    InputRule::Query { operation: "listSupplierPayments", parameter: "status", schema: status_schema },
+    InputRule::Query { operation: "listSupplierPayments", parameter: "date_from", schema: date_schema },
+    InputRule::Query { operation: "listSupplierPayments", parameter: "date_to", schema: date_schema },
+];
+
+fn kind(side: PaymentSide) -> &'static Kind {
+    match side {
+        PaymentSide::Customer => &CUSTOMER_PAYMENTS,
+        PaymentSide::Supplier => &SUPPLIER_PAYMENTS,
+    }
+}
+
+#[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+async fn list(
+    call: &Call<'_>,
+    state: &AppState,
+    side: PaymentSide,
+    contact_id: Option<String>,
+    status: Option<String>,
+    date_from: Option<String>,
+    date_to: Option<String>,
+    params: PageParams,
+) -> Result<bytes::Bytes, ApiError> {
+    let mut filters = Filters::default();
+    let (contact_field, _) = names(side);
+    let filter = PaymentFilter {
+        contact_id: filters.id(contact_id, contact_field),
+        status: filters.one_of(status, "status", &["posted", "voided"]),
+        date_from: filters.date(date_from, "date_from"),
+        date_to: filters.date(date_to, "date_to"),
+    };
+    filters.check()?;
+    let seen = visibility(call.principal);
+    let bound = format!("{}{filter:?}{seen:?}", side.stream_type());
+    call.cursor_list(
+        params,
+        kind(side).list.bound(&bound),
+        async |after: Option<Dated>, n| {
+            Ok(read::payments(&state.pool, call.org_id(), side, &filter, &seen, after.map(|a| a.0), n).await?)
+        },
+        |row: &PaymentRow| Dated((row.occurred_on, row.created_at, row.id)),
+        async |rows| Ok(rows.iter().map(|row| row_data(side, row)).collect()),
+    )
+    .await
+}
+
+async fn get(
+    call: &Call<'_>,
+    state: &AppState,
+    side: PaymentSide,
+    id: &str,
+    request_id: &str,
+) -> Result<bytes::Bytes, ApiError> {
+    call.get(kind(side), id, async |id| {
+        let seen = visibility(call.principal);
+        let Some(row) = read::payment(&state.pool, call.org_id(), side, id, &seen).await? else { return Ok(None) };
+        Ok(Some(Style::a(&PaymentEnvelope { request_id: request_id.to_owned(), data: row_data(side, &row) })))
+    })
+    .await
+}
+
+/// Sends a payment command, waits until reads show it, and answers the payment as the command left it.
+async fn write(
+    call: &Call<'_>,
+    state: &AppState,
+    write: Write<'_>,
+    command: PaymentCommand,
+    request_id: &str,
+) -> Result<bytes::Bytes, ApiError> {
+    let side = command.side();
+    let accepted = call.dispatch(write, command_of(command)).await?;
+    // The payment and its lines in the locations' movements and balances are read back at once.
+    for projection in [ProjectionId::Payments, ProjectionId::Treasury] {
+        state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
+    }
+    let replayed = accepted.replayed;
+    let outcome: PaymentOutcome = decode_state(accepted.state, side.stream_type())?;
+    let seen = projections::treasury::Visibility::default();
+    let row = read::payment(&state.pool, call.org_id(), side, outcome.id, &seen).await?;
+    let created_at = row.as_ref().map_or(outcome.at, |r| r.created_at);
+    let voided_at = outcome.voided.then(|| row.as_ref().and_then(|r| r.doc.voided_at).unwrap_or(outcome.at));
+    let mut data = payment_data(side, outcome.id, &outcome.payment, created_at, voided_at);
+    data.idempotent_replay = Some(replayed);
+    Ok(Style::a(&PaymentEnvelope { request_id: request_id.to_owned(), data }))
+}
+
+fn command_of(command: PaymentCommand) -> Command {
+    match command.side() {
+        PaymentSide::Customer => Command::CustomerPayment(command),
+        PaymentSide::Supplier => Command::SupplierPayment(command),
+    }
+}
+
+/// Records a payment: the body parsed, every line's location seen by the credential.
+async fn record(
+    call: &Call<'_>,
+    state: &AppState,
+    side: PaymentSide,
+    body: &serde_json::Value,
+    write_of: Write<'_>,
+    request_id: &str,
+) -> Result<bytes::Bytes, ApiError> {
+    let input = parse_payment(body, side).map_err(ApiError::validation)?;
+    let seen = visibility(call.principal);
+    if let Some(i) = input.lines.iter().position(|l| !seen.sees(l.location)) {
+        return Err(ApiError::not_found("location").with_detail(
+            Some(&format!("lines[{i}].balance_id")),
+            "not_found",
+            "no location this credential sees has this id",
+        ));
+    }
+    let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
+    let command = PaymentCommand::Record { side, id: Uuid::now_v7(), input, created_by };
+    write(call, state, write_of, command, request_id).await
+}
+
+/// Voids a payment the credential sees.
+async fn void(
+    call: &Call<'_>,
+    state: &AppState,
+    side: PaymentSide,
+    id: &str,
+    write_of: Write<'_>,
+    request_id: &str,
+) -> Result<bytes::Bytes, ApiError> {
+    let resource = side.stream_type();
+    let id = Uuid::parse_str(id).map_err(|_| ApiError::not_found(resource))?;
+    let seen = visibility(call.principal);
+    if read::payment(&state.pool, call.org_id(), side, id, &seen).await?.is_none() {
+        // Not yet projected, or not the credential's: the command decides (404 for a stranger).
+        let visible_to_all = read::payment(&state.pool, call.org_id(), side, id, &Default::default()).await?;
+        if visible_to_all.is_some() {
+            return Err(ApiError::not_found(resource));
+        }
+    }
+    write(call, state, write_of, PaymentCommand::Void { side, id }, request_id).await
+}
+
+#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Payments")]
+impl PaymentsApi {
+    /// List customer payments
+    ///
+    /// Scope `payments:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending);
+    /// `customer_id`, `status` (`posted`, `voided`) and `date_from`/`date_to` (inclusive) filter.
+    #[oai(path = "/customer-payments", method = "get", operation_id = "listCustomerPayments")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list_customer_payments(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        customer_id: Query<Option<String>>,
+        status: Query<Option<String>>,
+        date_from: Query<Option<String>>,
+        date_to: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Payments, ApiError> {
+        let call = Call::new(LIST_CUSTOMER_PAYMENTS, &state, &auth, &request_id)?;
+        let params = PageParams::new(limit, cursor, page);
+        let body =
+            list(&call, &state, PaymentSide::Customer, customer_id.0, status.0, date_from.0, date_to.0, params).await?;
+        Ok(Payments::Ok(RawJson::new(body)))
+    }
+
+    /// Get a customer payment
+    ///
+    /// Scope `payments:read`.
+    #[oai(path = "/customer-payments/:payment_id", method = "get", operation_id = "getCustomerPayment")]
+    async fn get_customer_payment(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        payment_id: Path<String>,
+    ) -> Result<Payment, ApiError> {
+        let call = Call::new(GET_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+        let body = get(&call, &state, PaymentSide::Customer, &payment_id.0, &request_id.0).await?;
+        Ok(Payment::Ok(RawJson::new(body)))
+    }
+
+    /// Record a customer payment
+    ///
+    /// Scope `payments:write`; `Idempotency-Key` required. Money a customer paid: one or more `lines`,
+    /// each a payment method, an amount and the register, safe or bank account it lands in (with a
+    /// `reference` when the method requires one), and `allocations` to the customer's sales (in all at
+    /// most the payment, each at most what its sale still owes; the rest stays on account). One balanced
+    /// ledger entry: each location receives its line less the method's fee (`feePercentage` of the
+    /// amount, half away from zero, plus `feeFixed` cents), the fees go to the organization's fees
+    /// account, and the customer's receivables are credited with the whole amount. A missing, hidden or
+    /// foreign customer, sale of another customer, location or payment method is 404; an inactive
+    /// location or method 409.
+    #[oai(path = "/customer-payments", method = "post", operation_id = "createCustomerPayment")]
+    async fn create_customer_payment(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<CustomerPaymentInput>,
+    ) -> Result<PaymentCreated, ApiError> {
+        let call = Call::new(CREATE_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+        let write_of = Write::json(key.0, &version, &[], &body);
+        let body = record(&call, &state, PaymentSide::Customer, &body.value, write_of, &request_id.0).await?;
+        Ok(PaymentCreated::Created(RawJson::new(body)))
+    }
+
+    /// Void a customer payment
+    ///
+    /// Scope `payments:write`; `Idempotency-Key` required. Posts the entry reversing the payment and
+    /// gives its allocations back to the sales; the payment stays, `voided`. Voiding a voided payment is
+    /// 409 `STATE_CONFLICT`.
+    #[oai(path = "/customer-payments/:payment_id/void", method = "post", operation_id = "voidCustomerPayment")]
+    #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+    async fn void_customer_payment(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        payment_id: Path<String>,
+        body: JsonBody<PaymentVoidInput>,
+    ) -> Result<PaymentVoided, ApiError> {
+        let call = Call::new(VOID_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+        let route = [payment_id.0.as_str()];
+        let write_of = Write::json(key.0, &version, &route, &body);
+        let body = void(&call, &state, PaymentSide::Customer, &payment_id.0, write_of, &request_id.0).await?;
+        Ok(PaymentVoided::Ok(RawJson::new(body)))
+    }
+
+    /// List supplier payments
+    ///
+    /// Scope `payments:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending);
+    /// `supplier_id`, `status` (`posted`, `voided`) and `date_from`/`date_to` (inclusive) filter.
+    #[oai(path = "/supplier-payments", method = "get", operation_id = "listSupplierPayments")]
+    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
+    async fn list_supplier_payments(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        supplier_id: Query<Option<String>>,
+        status: Query<Option<String>>,
+        date_from: Query<Option<String>>,
+        date_to: Query<Option<String>>,
+        /// 1 to 100, default 50.
+        limit: Query<Option<Limit>>,
+        /// The `next_cursor` of the previous page.
+        cursor: Query<Option<String>>,
+        page: PageParam,
+    ) -> Result<Payments, ApiError> {
+        let call = Call::new(LIST_SUPPLIER_PAYMENTS, &state, &auth, &request_id)?;
+        let params = PageParams::new(limit, cursor, page);
+        let body =
+            list(&call, &state, PaymentSide::Supplier, supplier_id.0, status.0, date_from.0, date_to.0, params).await?;
+        Ok(Payments::Ok(RawJson::new(body)))
+    }
+
+    /// Get a supplier payment
+    ///
+    /// Scope `payments:read`.
+    #[oai(path = "/supplier-payments/:payment_id", method = "get", operation_id = "getSupplierPayment")]
+    async fn get_supplier_payment(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        payment_id: Path<String>,
+    ) -> Result<Payment, ApiError> {
+        let call = Call::new(GET_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+        let body = get(&call, &state, PaymentSide::Supplier, &payment_id.0, &request_id.0).await?;
+        Ok(Payment::Ok(RawJson::new(body)))
+    }
+
+    /// Record a supplier payment
+    ///
+    /// Scope `payments:write`; `Idempotency-Key` required. Money paid to a supplier: one or more
+    /// `lines`, each a payment method, an amount and the register, safe or bank account it leaves from,
+    /// and `allocations` to the supplier's purchases (in all at most the payment, each at most what its
+    /// purchase still owes). One balanced ledger entry: each location pays its line plus the method's
+    /// fee, the fees go to the fees account, and the supplier's payables are debited with the amount.
+    /// A missing, hidden or foreign supplier, purchase of another supplier, location or payment method
+    /// is 404; an inactive location or method 409.
+    #[oai(path = "/supplier-payments", method = "post", operation_id = "createSupplierPayment")]
+    async fn create_supplier_payment(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        body: JsonBody<SupplierPaymentInput>,
+    ) -> Result<PaymentCreated, ApiError> {
+        let call = Call::new(CREATE_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+        let write_of = Write::json(key.0, &version, &[], &body);
+        let body = record(&call, &state, PaymentSide::Supplier, &body.value, write_of, &request_id.0).await?;
+        Ok(PaymentCreated::Created(RawJson::new(body)))
+    }
+
+    /// Void a supplier payment
+    ///
+    /// Scope `payments:write`; `Idempotency-Key` required. Posts the entry reversing the payment and
+    /// gives its allocations back to the purchases; voiding a voided payment is 409 `STATE_CONFLICT`.
+    #[oai(path = "/supplier-payments/:payment_id/void", method = "post", operation_id = "voidSupplierPayment")]
+    #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+    async fn void_supplier_payment(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        payment_id: Path<String>,
+        body: JsonBody<PaymentVoidInput>,
+    ) -> Result<PaymentVoided, ApiError> {
+        let call = Call::new(VOID_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+        let route = [payment_id.0.as_str()];
+        let write_of = Write::json(key.0, &version, &route, &body);
+        let body = void(&call, &state, PaymentSide::Supplier, &payment_id.0, write_of, &request_id.0).await?;
+        Ok(PaymentVoided::Ok(RawJson::new(body)))
+    }
+}

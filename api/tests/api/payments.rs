@@ -1,0 +1,199 @@
+//! Payments: customer and supplier payments posted through the treasury, allocated to sales, with
+//! payment methods' fees, voids, refusals that write nothing, and concurrent allocations that never pass
+//! what a sale owes.
+
+use crate::helpers::{TestApp, detail_fields, error, ids, items, json};
+use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
+use crate::treasury::open;
+use commands::treasury::admin::create_ledger_account;
+use events::catalogue::{Currency, LocationKind};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+const CUSTOMER_PAYMENTS: &str = "/api/v1/customer-payments";
+const SUPPLIER_PAYMENTS: &str = "/api/v1/supplier-payments";
+
+fn today() -> String {
+    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
+}
+
+async fn send(app: &TestApp, path: &str, key: &str, body: &Value) -> reqwest::Response {
+    app.client
+        .request(Method::POST, format!("{}{path}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Idempotency-Key", key)
+        .json(body)
+        .send()
+        .await
+        .expect("sent")
+}
+
+/// The register's balance in pesos.
+async fn balance(app: &TestApp, register: &str) -> i64 {
+    let path = format!("/api/v1/treasury/balances?balance_type=cash_register&balance_id={register}");
+    items(&json(app.get(&path).await, 200).await)[0]["functional_amount"].as_i64().expect("pesos")
+}
+
+/// Names other receivables, payables and fees accounts than the organization's starting ones.
+async fn accounts(app: &TestApp) {
+    let mut ids = Vec::new();
+    for (code, name) in [("1.3.1", "Deudores"), ("2.1.9", "Acreedores"), ("5.2.9", "Comisiones")] {
+        ids.push(create_ledger_account(&app.pool, app.org_id, code, name, Currency::Pes).await.expect("account"));
+    }
+    let change = commands::organization::SettingsChange {
+        receivables_account: Some(ids[0].to_string()),
+        payables_account: Some(ids[1].to_string()),
+        payment_fees_account: Some(ids[2].to_string()),
+        ..Default::default()
+    };
+    commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("accounts set");
+}
+
+/// A customer without a tax category (billed with B vouchers).
+async fn customer(app: &TestApp, name: &str) -> String {
+    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+/// A B invoice of `total` cents to `customer`.
+async fn invoice(app: &TestApp, pos: &str, customer: &str, total: i64) -> String {
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
+        "total": total, "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": total }] });
+    json(sell(app, &body, true).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+fn line(method: &str, amount: i64, register: &str) -> Value {
+    json!({ "payment_method_id": method, "amount": amount, "balance_type": "cash_register", "balance_id": register })
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    accounts(&app).await;
+    let (pos, customer, cash) =
+        (point_of_sale(&app).await, customer(&app, "Ana Ñandú").await, payment_method(&app).await);
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let card = json(
+        app.post_keyed(
+            "/api/v1/payment-methods",
+            &json!({ "name": "Tarjeta", "feePercentage": "3", "feeFixed": 100, "requiresReference": true }),
+        )
+        .await,
+        201,
+    )
+    .await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let sale = invoice(&app, &pos, &customer, 10_000).await;
+
+    // Half in cash, allocated to the sale.
+    let half = json!({ "customer_id": customer, "occurred_on": today(), "note": "Seña",
+        "lines": [line(&cash, 5_000, &register)], "allocations": [{ "sale_id": sale, "amount": 5_000 }] });
+    let first = json(send(&app, CUSTOMER_PAYMENTS, "pay-1", &half).await, 201).await["data"].clone();
+    assert_eq!(
+        (
+            first["object"].as_str(),
+            first["status"].as_str(),
+            first["amount"].as_i64(),
+            first["unallocated_amount"].as_i64()
+        ),
+        (Some("customer_payment"), Some("posted"), Some(5_000), Some(0))
+    );
+    assert_eq!(first["allocations"], json!([{ "sale_id": sale, "amount": 5_000 }]));
+    assert_eq!(balance(&app, &register).await, 5_000);
+    let replay = json(send(&app, CUSTOMER_PAYMENTS, "pay-1", &half).await, 201).await["data"].clone();
+    assert_eq!((replay["id"].clone(), replay["idempotent_replay"].clone()), (first["id"].clone(), json!(true)));
+    assert_eq!(balance(&app, &register).await, 5_000, "a replay moves no money");
+
+    // The other half by card: the reference is required; the fee (3% of 5,000.00 cents plus 100) is kept.
+    let mut by_card = json!({ "customer_id": customer, "occurred_on": today(),
+        "lines": [line(&card, 5_000, &register)], "allocations": [{ "sale_id": sale, "amount": 5_000 }] });
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "pay-2", &by_card).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["lines[0].reference"]);
+    by_card["lines"][0]["reference"] = json!("VISA 4242");
+    let second = json(send(&app, CUSTOMER_PAYMENTS, "pay-3", &by_card).await, 201).await["data"].clone();
+    assert_eq!((second["fee_amount"].as_i64(), second["lines"][0]["fee"].as_i64()), (Some(250), Some(250)));
+    assert_eq!(balance(&app, &register).await, 5_000 + 4_750, "the register receives the net");
+
+    // The sale owes nothing more: another allocation is refused and writes nothing.
+    let more = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 100, &register)],
+        "allocations": [{ "sale_id": sale, "amount": 100 }] });
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "pay-4", &more).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "ALLOCATION_EXCEEDS_BALANCE");
+    let mut over = more.clone();
+    over["allocations"][0]["amount"] = json!(200);
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "pay-5", &over).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "ALLOCATION_EXCEEDS_PAYMENT");
+    assert_eq!(balance(&app, &register).await, 9_750);
+
+    // A void reverses the card payment and gives its allocation back; a second void is a conflict.
+    let void_path = format!("{CUSTOMER_PAYMENTS}/{}/void", second["id"].as_str().expect("id"));
+    let voided = json(send(&app, &void_path, "void-1", &json!({})).await, 200).await["data"].clone();
+    assert_eq!((voided["status"].as_str(), voided["unallocated_amount"].as_i64()), (Some("voided"), Some(0)));
+    assert_eq!(balance(&app, &register).await, 5_000, "the register gives the card payment back");
+    error(send(&app, &void_path, "void-2", &json!({})).await, 409, "business_error").await;
+    let detail = json(app.get(&format!("{CUSTOMER_PAYMENTS}/{}", second["id"].as_str().expect("id"))).await, 200).await;
+    assert_eq!(detail["data"]["status"], "voided");
+    let listed = json(app.get(&format!("{CUSTOMER_PAYMENTS}?customer_id={customer}&status=posted")).await, 200).await;
+    assert_eq!(ids(&items(&listed)), [first["id"].as_str().expect("id")], "the voided one is not posted");
+
+    // Twenty payments race for the 5,000 cents the sale owes again: five of 1,000 fit, the rest are refused.
+    let mut racing = Vec::new();
+    for n in 0..20 {
+        let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 1_000, &register)],
+            "allocations": [{ "sale_id": sale, "amount": 1_000 }] });
+        let app = &app;
+        racing.push(async move { send(app, CUSTOMER_PAYMENTS, &format!("race-{n}"), &body).await.status().as_u16() });
+    }
+    let mut statuses = futures::future::join_all(racing).await;
+    statuses.sort_unstable();
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 5, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 422).count(), 15, "{statuses:?}");
+    assert_eq!(balance(&app, &register).await, 10_000);
+
+    // Refusals that name the field: another customer's sale, an unknown location, an amount of zero.
+    let other = json(app.post("/api/v1/customers", &json!({ "name": "Otro" })).await, 201).await["data"]["id"].clone();
+    let mut theirs = more.clone();
+    theirs["customer_id"] = other;
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "pay-6", &theirs).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["allocations[0].sale_id"]);
+    let nowhere = json!({ "customer_id": customer, "occurred_on": today(),
+        "lines": [line(&cash, 100, &uuid::Uuid::now_v7().to_string())] });
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "pay-7", &nowhere).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["lines[0].balance_id"]);
+    let zero = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 0, &register)] });
+    error(send(&app, CUSTOMER_PAYMENTS, "pay-8", &zero).await, 400, "invalid_request_error").await;
+    assert_eq!(balance(&app, &register).await, 10_000, "nothing written");
+
+    // A supplier payment leaves the register with its fee on top; the journal stays balanced.
+    let supplier = json(app.post_keyed("/api/v1/suppliers", &json!({ "name": "Molino SA" })).await, 201).await["data"]
+        ["id"]
+        .clone();
+    let pay_out = json!({ "supplier_id": supplier, "occurred_on": today(),
+        "lines": [{ "payment_method_id": card, "amount": 2_000, "balance_type": "cash_register",
+                    "balance_id": register, "reference": "TRF 1" }] });
+    let out = json(send(&app, SUPPLIER_PAYMENTS, "out-1", &pay_out).await, 201).await["data"].clone();
+    assert_eq!(
+        (out["object"].as_str(), out["supplier_id"].clone(), out["fee_amount"].as_i64()),
+        (Some("supplier_payment"), supplier, Some(160))
+    );
+    assert_eq!(balance(&app, &register).await, 10_000 - 2_160);
+    let stored: Vec<Value> = sqlx::query_scalar(
+        "select data from events where stream_type in ('customer_payment', 'supplier_payment') order by position",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("events");
+    for data in &stored {
+        for entry in [&data["entry"], &data["reversal"]] {
+            if let Some(lines) = entry["lines"].as_array() {
+                assert_eq!(lines.iter().map(|l| l["functional"].as_i64().expect("amount")).sum::<i64>(), 0, "{entry}");
+            }
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! How the workers run payments: the document shape ([`crate::document`]) with the facts loaded from
+//! the write model (the contact, the payment methods, the locations with their ledger accounts, the
+//! documents allocated to, locked in id order, and the organization's accounts) and the decision
+//! appended as one event carrying its balanced entry, with the documents' open balances moved in the
+//! same transaction.
+
+use super::{MethodFacts, PaymentCommand, PaymentFacts, PaymentOutcome};
+use crate::aggregate::Rejection;
+use crate::document::{Document, run_document};
+use crate::engine::{ExecuteError, append_typed};
+use crate::handler::{Batching, Commit, handler};
+use crate::records::PaymentMethod;
+use crate::reply::CommandReply;
+use events::catalogue::{
+    Allocation, CustomerPaymentEvent, PaymentFact, PaymentRecorded, PaymentSide, SupplierPaymentEvent, ar_date,
+};
+use events::domain::{Cents, Percentage};
+use events::store::{AppendRequest, StreamRef};
+use events::{EventPayload, Metadata};
+use sqlx::PgConnection;
+use std::collections::BTreeMap;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+/// Opens a document's row of what is still owed on it (`kind`: `sale` or `purchase`), in the
+/// transaction that records the document.
+#[allow(clippy::too_many_arguments, reason = "one row's columns")]
+pub async fn open_document(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    kind: &str,
+    id: Uuid,
+    contact_id: Uuid,
+    total: Cents,
+    due: Cents,
+    due_date: Option<Date>,
+) -> Result<(), ExecuteError> {
+    sqlx::query(
+        "insert into open_documents (org_id, kind, id, contact_id, total, due, due_date)
+         values ($1, $2, $3, $4, $5, $6, $7) on conflict do nothing",
+    )
+    .bind(org_id)
+    .bind(kind)
+    .bind(id)
+    .bind(contact_id)
+    .bind(total)
+    .bind(due.max(Cents::ZERO))
+    .bind(due_date)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Lowers what a sale owes by a credit note correcting it (what passes the sale's due stays on the
+/// customer's account).
+pub async fn credit_sale(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    sale_id: Uuid,
+    amount: Cents,
+) -> Result<(), ExecuteError> {
+    sqlx::query(
+        "update open_documents set due = greatest(0, due - $3) where org_id = $1 and kind = 'sale' and id = $2",
+    )
+    .bind(org_id)
+    .bind(sale_id)
+    .bind(amount)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// A payment's stream as it stands: the payment (none when new), whether it is voided, and its version.
+async fn load_payment(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    side: PaymentSide,
+    id: Uuid,
+) -> Result<(Option<PaymentRecorded>, bool, i32), ExecuteError> {
+    let (mut current, mut voided, mut version) = (None, false, 0);
+    for event in events::store::load_stream(conn, org_id, id).await? {
+        let fact: PaymentFact = match (side, event.stream_type.as_str()) {
+            (PaymentSide::Customer, CustomerPaymentEvent::STREAM_TYPE) => {
+                CustomerPaymentEvent::decode(&event.event_type, event.schema_version, event.data)
+                    .map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?
+                    .into()
+            }
+            (PaymentSide::Supplier, SupplierPaymentEvent::STREAM_TYPE) => {
+                SupplierPaymentEvent::decode(&event.event_type, event.schema_version, event.data)
+                    .map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?
+                    .into()
+            }
+            _ => return Err(Rejection::not_found("payment").into()),
+        };
+        match fact {
+            PaymentFact::Recorded(payment) => current = Some(*payment),
+            PaymentFact::Voided(_) => voided = true,
+        }
+        version = event.version;
+    }
+    Ok((current, voided, version))
+}
+
+/// A payment method as a payment reads it (none when it is not the organization's).
+async fn method(conn: &mut PgConnection, org_id: Uuid, id: Uuid) -> Result<Option<MethodFacts>, ExecuteError> {
+    let (state, _) = crate::engine::load::<PaymentMethod>(conn, org_id, id).await?;
+    Ok(state.map(|m| MethodFacts {
+        active: m.fields.is_active,
+        requires_reference: m.fields.requires_reference,
+        fee_percentage: m
+            .fields
+            .fee_percentage
+            .as_deref()
+            .and_then(|text| Percentage::parse(&serde_json::Value::String(text.to_owned())).ok()),
+        fee_fixed: m
+            .fields
+            .fee_fixed
+            .as_ref()
+            .and_then(serde_json::Number::as_f64)
+            .and_then(|cents| Cents::new(cents.round() as i64).ok())
+            .unwrap_or(Cents::ZERO),
+    }))
+}
+
+/// One of the organization's accounts (by its settings column) with whether it is active.
+async fn org_account(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    column: &str,
+) -> Result<Option<(Uuid, bool)>, ExecuteError> {
+    // `column` is one of this file's constants.
+    let sql = format!(
+        "select o.{column}, a.is_active from organizations o
+         left join ledger_accounts a on a.org_id = o.id and a.id = o.{column} where o.id = $1"
+    );
+    let row: Option<(Option<Uuid>, Option<bool>)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).fetch_optional(&mut *conn).await?;
+    Ok(row.and_then(|(id, active)| id.map(|id| (id, active.unwrap_or(false)))))
+}
+
+async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -> Result<PaymentFacts, ExecuteError> {
+    let side = command.side();
+    let (current, voided, _) = load_payment(conn, org_id, side, command.payment_id()).await?;
+    let mut facts =
+        PaymentFacts { current, voided, today: Some(ar_date(OffsetDateTime::now_utc())), ..Default::default() };
+    let input = match command {
+        PaymentCommand::Record { input, .. } => input,
+        PaymentCommand::Void { .. } => return Ok(facts),
+    };
+    let contact_type = if side == PaymentSide::Customer { "customer" } else { "supplier" };
+    facts.contact_known = sqlx::query_scalar(
+        "select exists(select 1 from events where stream_id = $1 and org_id = $2 and stream_type = $3)",
+    )
+    .bind(input.contact_id)
+    .bind(org_id)
+    .bind(contact_type)
+    .fetch_one(&mut *conn)
+    .await?;
+    for line in &input.lines {
+        if !facts.methods.contains_key(&line.method_id)
+            && let Some(found) = method(conn, org_id, line.method_id).await?
+        {
+            facts.methods.insert(line.method_id, found);
+        }
+        if !facts.locations.contains_key(&line.location)
+            && let Some(found) = crate::treasury::load_location(conn, org_id, line.location).await?
+        {
+            facts.locations.insert(line.location, found);
+        }
+    }
+    // Locked in id order, so payments settling the same documents queue instead of deadlocking.
+    let mut ids: Vec<Uuid> = input.allocations.iter().map(|a| a.document_id).collect();
+    ids.sort();
+    if !ids.is_empty() {
+        let rows: Vec<(Uuid, Uuid, Cents)> = sqlx::query_as(
+            "select id, contact_id, due from open_documents where org_id = $1 and kind = $2 and id = any($3)
+             order by id for update",
+        )
+        .bind(org_id)
+        .bind(side.document_kind())
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?;
+        facts.documents = rows.into_iter().map(|(id, contact, due)| (id, (contact, due))).collect::<BTreeMap<_, _>>();
+    }
+    let column = if side == PaymentSide::Customer { "receivables_account_id" } else { "payables_account_id" };
+    facts.contact_account = org_account(conn, org_id, column).await?;
+    facts.fees_account = org_account(conn, org_id, "payment_fees_account_id").await?;
+    Ok(facts)
+}
+
+/// Moves the open balances of the documents `allocations` settle (`sign` -1: settled; 1: given back).
+async fn settle(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    side: PaymentSide,
+    allocations: &[Allocation],
+    sign: i64,
+) -> Result<(), ExecuteError> {
+    for share in allocations {
+        sqlx::query("update open_documents set due = due + $4 where org_id = $1 and kind = $2 and id = $3")
+            .bind(org_id)
+            .bind(side.document_kind())
+            .bind(share.document_id)
+            .bind(share.amount.get() * sign)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn write(
+    command: &PaymentCommand,
+    facts: PaymentFacts,
+    fact: PaymentFact,
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    metadata: &Metadata,
+) -> Result<CommandReply, ExecuteError> {
+    let (id, side) = (command.payment_id(), command.side());
+    let (payment, voided, version) = match &fact {
+        PaymentFact::Recorded(payment) => {
+            settle(conn, org_id, side, &payment.allocations, -1).await?;
+            ((**payment).clone(), false, 0)
+        }
+        PaymentFact::Voided(void) => {
+            settle(conn, org_id, side, &void.allocations, 1).await?;
+            let current = facts.current.clone().ok_or_else(|| ExecuteError::from(Rejection::not_found("payment")))?;
+            (current, true, 1)
+        }
+    };
+    let stored = fact.stored(side);
+    let stream = StreamRef { org_id, stream_type: side.stream_type(), stream_id: id, expected_version: version };
+    let request = AppendRequest { stream, events: vec![stored.to_new_event()], metadata: metadata.clone() };
+    let (key, keys) = append_typed(conn, &[request], id).await?;
+    let outcome = PaymentOutcome { id, side, payment, voided, at: OffsetDateTime::now_utc() };
+    let state = serde_json::to_value(outcome).unwrap_or_default();
+    Ok(CommandReply::Accepted { commit: key, created: !voided, state, replayed: false, keys })
+}
+
+macro_rules! payment_handler {
+    ($name:ident, $doc:literal) => {
+        #[doc = $doc]
+        pub struct $name;
+
+        handler! {
+            impl Handler for $name {
+                type Command = PaymentCommand;
+                COMMIT: Commit::OwnTransaction,
+                BATCHING: Batching::Shared,
+                TOGETHER: None,
+                JOBS: &[];
+
+                stream_id(command) {
+                    command.payment_id()
+                }
+
+                /// Checked in `run`: the contact, methods, locations and documents are facts of the decision.
+                check_references in run;
+
+                run_on(command, conn, org_id, metadata) {
+                    run_document::<Self>(command, conn, org_id, metadata).await
+                }
+            }
+        }
+
+        impl Document for $name {
+            type Command = PaymentCommand;
+            type Facts = PaymentFacts;
+            type Decision = PaymentFact;
+
+            async fn load(
+                command: &PaymentCommand,
+                conn: &mut PgConnection,
+                org_id: Uuid,
+            ) -> Result<PaymentFacts, ExecuteError> {
+                load(command, conn, org_id).await
+            }
+
+            fn decide(command: &PaymentCommand, facts: &PaymentFacts) -> Result<PaymentFact, Rejection> {
+                super::decide(command, facts)
+            }
+
+            async fn write(
+                command: &PaymentCommand,
+                facts: PaymentFacts,
+                fact: PaymentFact,
+                conn: &mut PgConnection,
+                org_id: Uuid,
+                metadata: &Metadata,
+            ) -> Result<CommandReply, ExecuteError> {
+                write(command, facts, fact, conn, org_id, metadata).await
+            }
+        }
+    };
+}
+
+payment_handler!(CustomerPayments, "Customer payments (`/api/v1/customer-payments`).");
+payment_handler!(SupplierPayments, "Supplier payments (`/api/v1/supplier-payments`).");

@@ -1,0 +1,463 @@
+//! Customer and supplier payments: lines (a payment method, an amount, the location the money lands in
+//! or leaves from, a reference), allocations to the contact's documents, and one balanced journal
+//! entry posted through the treasury: each location against the contact's receivable (customer) or
+//! payable (supplier) account, and the payment methods' fees to the fees account. A customer's
+//! location receives the net of the fee; a supplier payment's location pays the fee on top. A void
+//! posts the reversing entry and gives the allocations back. Here the body's parsing, the facts and the
+//! pure decision; `handler.rs` loads, locks the documents settled, and appends.
+//!
+//! What each sale and purchase still owes is write model (`open_documents`, [`open_document`]): sales
+//! and purchases open their row in the transaction that records them, credit notes lower the sale they
+//! correct, and payments lock the rows they settle.
+
+mod handler;
+
+pub use handler::{CustomerPayments, SupplierPayments, credit_sale, open_document};
+
+use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
+use crate::validate::{FieldError, ObjectReader};
+use events::catalogue::{
+    Allocation, Currency, JournalEntry, JournalLine, LocationKind, LocationLine, LocationRef, LocationStatus,
+    MovementType, PaymentFact, PaymentLine, PaymentRecorded, PaymentSide, PaymentVoided,
+};
+use events::domain::{Cents, Percentage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use time::{Date, OffsetDateTime};
+use uuid::Uuid;
+
+/// The most lines or allocations one payment has.
+pub const MAX_LINES: usize = 100;
+
+const KNOWN_LINE: &[&str] =
+    &["payment_method_id", "amount", "balance_type", "balance_id", "reference", "exchange_rate"];
+
+/// A payment line as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineInput {
+    pub method_id: Uuid,
+    pub amount: Cents,
+    pub location: LocationRef,
+    pub reference: Option<String>,
+    /// Whether `exchange_rate` was sent (dollar locations only).
+    pub exchange_rate_sent: bool,
+}
+
+/// A payment as sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentInput {
+    pub contact_id: Uuid,
+    #[serde(with = "events::catalogue::iso_date")]
+    pub occurred_on: Date,
+    pub note: Option<String>,
+    pub lines: Vec<LineInput>,
+    pub allocations: Vec<Allocation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PaymentCommand {
+    /// `created_by`: the delegated user recording it (none for an API key).
+    Record {
+        side: PaymentSide,
+        id: Uuid,
+        input: PaymentInput,
+        created_by: Option<String>,
+    },
+    Void {
+        side: PaymentSide,
+        id: Uuid,
+    },
+}
+
+impl PaymentCommand {
+    pub fn payment_id(&self) -> Uuid {
+        match self {
+            Self::Record { id, .. } | Self::Void { id, .. } => *id,
+        }
+    }
+
+    pub fn side(&self) -> PaymentSide {
+        match self {
+            Self::Record { side, .. } | Self::Void { side, .. } => *side,
+        }
+    }
+}
+
+/// What the workers answer: the payment as this command left it, and whether it is voided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentOutcome {
+    pub id: Uuid,
+    pub side: PaymentSide,
+    pub payment: PaymentRecorded,
+    pub voided: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+/// The field naming the contact, and an allocation's document, on each side.
+pub fn names(side: PaymentSide) -> (&'static str, &'static str) {
+    match side {
+        PaymentSide::Customer => ("customer_id", "sale_id"),
+        PaymentSide::Supplier => ("supplier_id", "purchase_id"),
+    }
+}
+
+fn refuse_unknown(r: &mut ObjectReader<'_>, value: &Value, known: &[&str], what: &str) {
+    if let Some(object) = value.as_object() {
+        for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
+            r.reject(key, "unknown_field", format!("is not a field of {what}"));
+        }
+    }
+}
+
+fn positive_cents(r: &mut ObjectReader<'_>, name: &str) -> Option<Cents> {
+    let cents = r.required_cents(name);
+    if cents == Some(Cents::ZERO) {
+        r.reject(name, "out_of_range", "must be at least 1");
+        return None;
+    }
+    cents
+}
+
+/// Parses a payment's body (every bad field named at once).
+pub fn parse_payment(body: &Value, side: PaymentSide) -> Result<PaymentInput, Vec<FieldError>> {
+    let (contact_field, document_field) = names(side);
+    let mut r = ObjectReader::new(body, "");
+    let known = [contact_field, "occurred_on", "note", "lines", "allocations"];
+    refuse_unknown(&mut r, body, &known, "a payment");
+    let contact_id = r.required_uuid(contact_field);
+    let occurred_on = r.required_date("occurred_on");
+    let note = r.optional_str("note", 2000);
+    let mut lines = Vec::new();
+    for (i, line) in r.required_array("lines", 1, MAX_LINES).iter().enumerate() {
+        let mut l = ObjectReader::new(line, &format!("lines[{i}]"));
+        refuse_unknown(&mut l, line, KNOWN_LINE, "a payment line");
+        let method_id = l.required_uuid("payment_method_id");
+        let amount = positive_cents(&mut l, "amount");
+        let kind = l.required_str("balance_type", 1, 20);
+        let kind = match (kind.as_str(), LocationKind::parse(&kind)) {
+            ("", _) => None,
+            (_, None) => {
+                l.reject(
+                    "balance_type",
+                    "invalid_value",
+                    format!("must be one of: {}", LocationKind::NAMES.join(", ")),
+                );
+                None
+            }
+            (_, found) => found,
+        };
+        let location_id = l.required_uuid("balance_id");
+        let reference = l.optional_str("reference", 100);
+        let exchange_rate_sent = l.value("exchange_rate").is_some();
+        if let Some(value) = l.value("exchange_rate")
+            && events::domain::ExchangeRate::parse(value).is_err()
+        {
+            l.reject("exchange_rate", "invalid_format", "pesos per dollar: a positive decimal of up to six places");
+        }
+        r.errors.append(&mut l.errors);
+        if let (Some(method_id), Some(amount), Some(kind), Some(id)) = (method_id, amount, kind, location_id) {
+            let location = LocationRef { kind, id };
+            lines.push(LineInput { method_id, amount, location, reference, exchange_rate_sent });
+        }
+    }
+    let mut allocations = Vec::new();
+    if r.value("allocations").is_some() {
+        for (i, share) in r.required_array("allocations", 0, MAX_LINES).iter().enumerate() {
+            let mut a = ObjectReader::new(share, &format!("allocations[{i}]"));
+            refuse_unknown(&mut a, share, &[document_field, "amount"], "an allocation");
+            let document_id = a.required_uuid(document_field);
+            let amount = positive_cents(&mut a, "amount");
+            r.errors.append(&mut a.errors);
+            // A document named twice takes the sum of its shares.
+            if let (Some(document_id), Some(amount)) = (document_id, amount) {
+                match allocations.iter_mut().find(|a: &&mut Allocation| a.document_id == document_id) {
+                    Some(share) => match share.amount.checked_add(amount) {
+                        Some(sum) => share.amount = sum,
+                        None => r.reject(&format!("allocations[{i}].amount"), "out_of_range", "too large"),
+                    },
+                    None => allocations.push(Allocation { document_id, amount }),
+                }
+            }
+        }
+    }
+    let (Some(contact_id), Some(occurred_on)) = (contact_id, occurred_on) else {
+        return Err(r.errors);
+    };
+    r.finish(PaymentInput { contact_id, occurred_on, note, lines, allocations })
+}
+
+/// A payment method as a payment reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MethodFacts {
+    pub active: bool,
+    pub requires_reference: bool,
+    pub fee_percentage: Option<Percentage>,
+    /// Cents.
+    pub fee_fixed: Cents,
+}
+
+impl MethodFacts {
+    /// The fee on `amount` pesos: its percentage (half away from zero) plus the fixed fee.
+    pub fn fee(&self, amount: Cents) -> Option<Cents> {
+        let share = self.fee_percentage.map_or(Cents::ZERO, |p| p.apply_to(amount));
+        share.checked_add(self.fee_fixed)
+    }
+}
+
+/// What a payment's decision reads.
+#[derive(Debug, Clone, Default)]
+pub struct PaymentFacts {
+    /// The payment as recorded (none when new), and whether it is voided.
+    pub current: Option<PaymentRecorded>,
+    pub voided: bool,
+    /// Whether the contact is a customer (supplier) of the organization.
+    pub contact_known: bool,
+    pub methods: BTreeMap<Uuid, MethodFacts>,
+    pub locations: BTreeMap<LocationRef, super::treasury::LocationFacts>,
+    /// Each document allocated to: its contact and what it still owes (locked).
+    pub documents: BTreeMap<Uuid, (Uuid, Cents)>,
+    /// The contact's account (receivables or payables) and the fees account, each with whether it is
+    /// active.
+    pub contact_account: Option<(Uuid, bool)>,
+    pub fees_account: Option<(Uuid, bool)>,
+    pub today: Option<Date>,
+}
+
+fn unprocessable(code: &str, field: &str, message: &str) -> Rejection {
+    Rejection::Unprocessable {
+        code: code.into(),
+        message: message.into(),
+        details: vec![BusinessDetail {
+            field: Some(field.into()),
+            code: code.into(),
+            message: message.into(),
+            metadata: Default::default(),
+        }],
+    }
+}
+
+/// The id of a payment's `n`th location line (derived, so a retry names the same lines).
+pub fn line_id(payment: Uuid, n: usize) -> Uuid {
+    Uuid::new_v5(&payment, format!("line-{n}").as_bytes())
+}
+
+/// The id of a payment's reversing entry.
+pub fn reversal_id(payment: Uuid) -> Uuid {
+    Uuid::new_v5(&payment, b"void")
+}
+
+/// Checks a new payment against the facts and makes it.
+fn record(
+    side: PaymentSide,
+    id: Uuid,
+    input: &PaymentInput,
+    facts: &PaymentFacts,
+    created_by: Option<String>,
+) -> Result<PaymentRecorded, Rejection> {
+    let (contact_field, document_field) = names(side);
+    let mut missing = Vec::new();
+    if !facts.contact_known {
+        missing.push(FieldError::new(contact_field, "not_found", "no contact of this organization has this id"));
+    }
+    for (i, line) in input.lines.iter().enumerate() {
+        if !facts.methods.contains_key(&line.method_id) {
+            let field = format!("lines[{i}].payment_method_id");
+            missing.push(FieldError::new(field, "not_found", "no payment method of this organization has this id"));
+        }
+        if !facts.locations.contains_key(&line.location) {
+            let field = format!("lines[{i}].balance_id");
+            missing.push(FieldError::new(field, "not_found", "no location of this organization has this id"));
+        }
+    }
+    for (i, share) in input.allocations.iter().enumerate() {
+        let of_contact =
+            facts.documents.get(&share.document_id).is_some_and(|(contact, _)| *contact == input.contact_id);
+        if !of_contact {
+            let field = format!("allocations[{i}].{document_field}");
+            let what = side.document_kind();
+            missing.push(FieldError::new(field, "not_found", format!("no {what} of this {contact_field} has this id")));
+        }
+    }
+    reject_fields(missing)?;
+    let mut invalid = Vec::new();
+    for (i, line) in input.lines.iter().enumerate() {
+        let needs = facts.methods.get(&line.method_id).is_some_and(|m| m.requires_reference);
+        if needs && line.reference.as_deref().is_none_or(|r| r.trim().is_empty()) {
+            let field = format!("lines[{i}].reference");
+            invalid.push(FieldError::new(field, "required", "the payment method requires a reference"));
+        }
+        let pesos = facts.locations.get(&line.location).is_some_and(|l| l.currency == Currency::Pes);
+        if line.exchange_rate_sent && pesos {
+            let field = format!("lines[{i}].exchange_rate");
+            invalid.push(FieldError::new(field, "not_allowed", "a peso location takes no exchange_rate"));
+        }
+    }
+    if !invalid.is_empty() {
+        return Err(Rejection::Invalid { errors: invalid });
+    }
+    for (i, line) in input.lines.iter().enumerate() {
+        let location = facts.locations[&line.location];
+        if !facts.methods[&line.method_id].active {
+            return Err(Rejection::state_conflict(
+                "PAYMENT_METHOD_INACTIVE",
+                "inactive",
+                format!("the payment method of lines[{i}] is inactive"),
+            ));
+        }
+        if location.status == LocationStatus::Inactive || location.account_active == Some(false) {
+            return Err(Rejection::state_conflict(
+                "LOCATION_INACTIVE",
+                "inactive",
+                format!("the location of lines[{i}] or its ledger account is inactive"),
+            ));
+        }
+        if location.account_active.is_none() {
+            return Err(unprocessable(
+                "LEDGER_NOT_CONFIGURED",
+                &format!("lines[{i}].balance_id"),
+                "the location has no ledger account",
+            ));
+        }
+        if location.currency != Currency::Pes {
+            return Err(unprocessable(
+                "UNSUPPORTED_CURRENCY",
+                &format!("lines[{i}].balance_id"),
+                "payments into or out of dollar locations are not supported yet",
+            ));
+        }
+    }
+    if facts.today.is_none_or(|today| input.occurred_on > today) {
+        return Err(unprocessable("FUTURE_DATE", "occurred_on", "a payment cannot happen after today (UTC-3)"));
+    }
+    let too_large = || unprocessable("OUT_OF_RANGE", "lines", "the payment's total passes the integer limit");
+    let total = Cents::checked_sum(input.lines.iter().map(|l| l.amount)).ok_or_else(too_large)?;
+    let allocated = Cents::checked_sum(input.allocations.iter().map(|a| a.amount)).ok_or_else(too_large)?;
+    if allocated > total {
+        return Err(unprocessable(
+            "ALLOCATION_EXCEEDS_PAYMENT",
+            "allocations",
+            "the allocations add up to more than the payment",
+        ));
+    }
+    for (i, share) in input.allocations.iter().enumerate() {
+        let due = facts.documents[&share.document_id].1;
+        if share.amount > due {
+            return Err(unprocessable(
+                "ALLOCATION_EXCEEDS_BALANCE",
+                &format!("allocations[{i}].amount"),
+                &format!("the {} {} owes {} cents", side.document_kind(), share.document_id, due.get()),
+            ));
+        }
+    }
+    let (contact_account, fees_account) = match (facts.contact_account, facts.fees_account) {
+        (None, _) => {
+            let which = if side == PaymentSide::Customer { "--receivables-account" } else { "--payables-account" };
+            return Err(unprocessable(
+                "LEDGER_NOT_CONFIGURED",
+                contact_field,
+                &format!(
+                    "the organization has no account for this side: an operator sets it with admin update-org {which}"
+                ),
+            ));
+        }
+        (Some((_, false)), _) | (_, Some((_, false))) => {
+            return Err(Rejection::state_conflict(
+                "LEDGER_ACCOUNT_INACTIVE",
+                "inactive",
+                "the organization's receivables, payables or fees account is inactive",
+            ));
+        }
+        (Some((contact, true)), fees) => (contact, fees.map(|(id, _)| id)),
+    };
+    let movement_type =
+        if side == PaymentSide::Customer { MovementType::CustomerPayment } else { MovementType::SupplierPayment };
+    let money_in = side == PaymentSide::Customer;
+    let mut lines = Vec::with_capacity(input.lines.len());
+    let mut entry_lines = Vec::with_capacity(input.lines.len() + 2);
+    let mut fees = Cents::ZERO;
+    for (n, line) in input.lines.iter().enumerate() {
+        let fee = facts.methods[&line.method_id].fee(line.amount).ok_or_else(too_large)?;
+        fees = fees.checked_add(fee).ok_or_else(too_large)?;
+        // The customer's location receives the net; the supplier payment's location pays the fee on top.
+        let moved = if money_in { line.amount.checked_sub(fee) } else { line.amount.checked_add(fee).map(|c| -c) };
+        let moved = moved.ok_or_else(too_large)?;
+        let location = facts.locations[&line.location];
+        entry_lines.push(JournalLine {
+            account_id: location.ledger_account_id,
+            functional: moved,
+            native: None,
+            location: Some(LocationLine {
+                location: line.location,
+                movement_id: id,
+                movement_type,
+                line_id: Some(line_id(id, n)),
+            }),
+        });
+        lines.push(PaymentLine {
+            method_id: line.method_id,
+            amount: line.amount,
+            location: line.location,
+            reference: line.reference.clone(),
+            rate: None,
+            pesos: line.amount,
+            fee,
+        });
+    }
+    if fees != Cents::ZERO {
+        let Some(fees_account) = fees_account else {
+            return Err(unprocessable(
+                "LEDGER_NOT_CONFIGURED",
+                "lines",
+                "the payment methods charge a fee and the organization has no fees account: an operator sets it \
+                 with admin update-org --payment-fees-account",
+            ));
+        };
+        entry_lines.push(JournalLine { account_id: fees_account, functional: fees, native: None, location: None });
+    }
+    let contact_side = if money_in { -total } else { total };
+    entry_lines.push(JournalLine {
+        account_id: contact_account,
+        functional: contact_side,
+        native: None,
+        location: None,
+    });
+    Ok(PaymentRecorded {
+        contact_id: input.contact_id,
+        occurred_on: input.occurred_on,
+        note: input.note.clone(),
+        lines,
+        total,
+        allocations: input.allocations.clone(),
+        created_by,
+        entry: JournalEntry { id, occurred_on: input.occurred_on, lines: entry_lines },
+    })
+}
+
+/// The fact a command records.
+pub fn decide(command: &PaymentCommand, facts: &PaymentFacts) -> Result<PaymentFact, Rejection> {
+    match (command, &facts.current) {
+        (PaymentCommand::Record { .. }, Some(_)) => {
+            Err(Rejection::conflict("ALREADY_EXISTS", "the payment already exists"))
+        }
+        (PaymentCommand::Record { side, id, input, created_by }, None) => {
+            record(*side, *id, input, facts, created_by.clone()).map(|p| PaymentFact::Recorded(Box::new(p)))
+        }
+        (PaymentCommand::Void { .. }, None) => Err(Rejection::not_found("payment")),
+        (PaymentCommand::Void { .. }, Some(_)) if facts.voided => {
+            Err(Rejection::state_conflict("STATE_CONFLICT", "voided", "the payment is already voided"))
+        }
+        (PaymentCommand::Void { id, .. }, Some(current)) => {
+            let on = facts.today.unwrap_or(current.occurred_on).max(current.occurred_on);
+            Ok(PaymentFact::Voided(Box::new(PaymentVoided {
+                reversal: current.entry.reversal(reversal_id(*id), on),
+                allocations: current.allocations.clone(),
+            })))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,104 @@
+use super::*;
+use serde_json::json;
+
+fn facts(contact: Uuid, method: Uuid, register: LocationRef, sale: Uuid) -> PaymentFacts {
+    let card = MethodFacts {
+        active: true,
+        requires_reference: false,
+        fee_percentage: Some(Percentage::from_hundredths(250).expect("2.5%")),
+        fee_fixed: Cents::of(30),
+    };
+    let location = crate::treasury::LocationFacts {
+        currency: Currency::Pes,
+        status: LocationStatus::Active,
+        ledger_account_id: Uuid::from_u128(1),
+        account_active: Some(true),
+    };
+    PaymentFacts {
+        contact_known: true,
+        methods: BTreeMap::from([(method, card)]),
+        locations: BTreeMap::from([(register, location)]),
+        documents: BTreeMap::from([(sale, (contact, Cents::of(1_000)))]),
+        contact_account: Some((Uuid::from_u128(2), true)),
+        fees_account: Some((Uuid::from_u128(3), true)),
+        today: Some(Date::from_calendar_date(2026, time::Month::March, 2).expect("date")),
+        ..PaymentFacts::default()
+    }
+}
+
+fn body(contact: Uuid, method: Uuid, register: LocationRef, sale: Uuid, allocated: i64) -> Value {
+    json!({ "customer_id": contact, "occurred_on": "2026-03-01",
+        "lines": [{ "payment_method_id": method, "amount": 1_000, "balance_type": "cash_register", "balance_id": register.id }],
+        "allocations": [{ "sale_id": sale, "amount": allocated }] })
+}
+
+#[test]
+fn a_customer_payment_posts_the_net_to_the_location_and_the_fee_to_its_account() {
+    let (contact, method, sale) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let register = LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() };
+    let input = parse_payment(&body(contact, method, register, sale, 1_000), PaymentSide::Customer).expect("valid");
+    let command = PaymentCommand::Record { side: PaymentSide::Customer, id: Uuid::now_v7(), input, created_by: None };
+    let PaymentFact::Recorded(payment) = decide(&command, &facts(contact, method, register, sale)).expect("ok") else {
+        panic!("recorded")
+    };
+    // 2.5% of 1,000 cents is 25, plus 30 fixed: the register receives 945.
+    let lines: Vec<(u128, i64)> =
+        payment.entry.lines.iter().map(|l| (l.account_id.as_u128(), l.functional.get())).collect();
+    assert_eq!(lines, [(1, 945), (3, 55), (2, -1_000)]);
+    assert!(payment.entry.is_balanced());
+    let supplier = PaymentCommand::Record {
+        side: PaymentSide::Supplier,
+        id: Uuid::now_v7(),
+        input: parse_payment(
+            &json!({ "supplier_id": contact, "occurred_on": "2026-03-01", "lines": [{ "payment_method_id": method,
+                "amount": 1_000, "balance_type": "cash_register", "balance_id": register.id }] }),
+            PaymentSide::Supplier,
+        )
+        .expect("valid"),
+        created_by: None,
+    };
+    let PaymentFact::Recorded(paid) = decide(&supplier, &facts(contact, method, register, sale)).expect("ok") else {
+        panic!("recorded")
+    };
+    let lines: Vec<i64> = paid.entry.lines.iter().map(|l| l.functional.get()).collect();
+    assert_eq!(lines, [-1_055, 55, 1_000], "the location pays the fee on top");
+}
+
+#[test]
+fn allocations_stay_within_the_payment_and_what_each_document_owes() {
+    let (contact, method, sale) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let register = LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() };
+    let mut facts = facts(contact, method, register, sale);
+    facts.documents.insert(sale, (contact, Cents::of(400)));
+    let input = parse_payment(&body(contact, method, register, sale, 500), PaymentSide::Customer).expect("valid");
+    let command = PaymentCommand::Record { side: PaymentSide::Customer, id: Uuid::now_v7(), input, created_by: None };
+    let refused = decide(&command, &facts).expect_err("owes 400");
+    assert!(matches!(refused, Rejection::Unprocessable { ref code, .. } if code == "ALLOCATION_EXCEEDS_BALANCE"));
+    facts.documents.insert(sale, (Uuid::now_v7(), Cents::of(4_000)));
+    assert!(matches!(decide(&command, &facts), Err(Rejection::Invalid { .. })), "another customer's sale is unknown");
+    let fields: Vec<String> =
+        parse_payment(&json!({ "customer_id": contact, "lines": [], "purchase_id": 1 }), PaymentSide::Customer)
+            .expect_err("invalid")
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+    assert_eq!(fields, ["purchase_id", "occurred_on", "lines"]);
+}
+
+#[test]
+fn a_void_reverses_the_entry_and_gives_the_allocations_back_once() {
+    let (contact, method, sale) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let register = LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() };
+    let mut facts = facts(contact, method, register, sale);
+    let id = Uuid::now_v7();
+    let input = parse_payment(&body(contact, method, register, sale, 600), PaymentSide::Customer).expect("valid");
+    let record = PaymentCommand::Record { side: PaymentSide::Customer, id, input, created_by: None };
+    let PaymentFact::Recorded(payment) = decide(&record, &facts).expect("ok") else { panic!("recorded") };
+    facts.current = Some(*payment.clone());
+    let void = PaymentCommand::Void { side: PaymentSide::Customer, id };
+    let PaymentFact::Voided(voided) = decide(&void, &facts).expect("ok") else { panic!("voided") };
+    assert_eq!(voided.allocations, payment.allocations);
+    assert_eq!(voided.reversal.lines[0].functional, -payment.entry.lines[0].functional);
+    facts.voided = true;
+    assert!(matches!(decide(&void, &facts), Err(Rejection::StateConflict { .. })));
+}

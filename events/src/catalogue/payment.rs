@@ -1,0 +1,168 @@
+//! Events of payments: money a customer paid (stream type `customer_payment`) or the business paid a
+//! supplier (`supplier_payment`). A payment carries its lines (each a payment method, an amount and the
+//! location it lands in or leaves from), its allocations to the contact's documents, and the balanced
+//! journal entry it posted (the locations against the contact's receivable or payable account, and the
+//! payment methods' fees). A void posts the entry that reverses it and gives its allocations back;
+//! nothing is ever deleted.
+
+use super::stock::iso_date;
+use super::treasury::{AppliedRate, JournalEntry, LocationRef};
+use crate::domain::Cents;
+use serde::{Deserialize, Serialize};
+use time::Date;
+use uuid::Uuid;
+
+/// Who paid whom: a customer the business, or the business a supplier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentSide {
+    Customer,
+    Supplier,
+}
+
+impl PaymentSide {
+    /// The kind of document a payment of this side settles (`sale` or `purchase`).
+    pub fn document_kind(self) -> &'static str {
+        match self {
+            Self::Customer => "sale",
+            Self::Supplier => "purchase",
+        }
+    }
+
+    pub fn stream_type(self) -> &'static str {
+        match self {
+            Self::Customer => "customer_payment",
+            Self::Supplier => "supplier_payment",
+        }
+    }
+}
+
+/// One line of a payment: a payment method, the amount in the location's currency, the location, and
+/// the fee the method charged (pesos).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentLine {
+    pub method_id: Uuid,
+    pub amount: Cents,
+    pub location: LocationRef,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// A dollar line's rate (none in pesos).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<AppliedRate>,
+    /// The line's amount in pesos.
+    pub pesos: Cents,
+    /// The payment method's fee on this line, in pesos.
+    pub fee: Cents,
+}
+
+/// A share of a payment settling one document (a sale for a customer, a purchase for a supplier).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allocation {
+    pub document_id: Uuid,
+    /// Pesos.
+    pub amount: Cents,
+}
+
+/// A payment as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentRecorded {
+    pub contact_id: Uuid,
+    #[serde(with = "iso_date")]
+    pub occurred_on: Date,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub lines: Vec<PaymentLine>,
+    /// The sum of the lines in pesos: what the contact's account moves by.
+    pub total: Cents,
+    pub allocations: Vec<Allocation>,
+    /// The delegated user who recorded it (none for an API key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    pub entry: JournalEntry,
+}
+
+/// A voided payment: the entry undoing it (its allocations are given back).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentVoided {
+    pub reversal: JournalEntry,
+    /// The allocations given back.
+    pub allocations: Vec<Allocation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CustomerPaymentEvent {
+    CustomerPaymentRecorded(Box<PaymentRecorded>),
+    CustomerPaymentVoided(Box<PaymentVoided>),
+}
+
+payloads!(CustomerPaymentEvent, "customer_payment", CustomerPaymentRecorded(Box), CustomerPaymentVoided(Box));
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SupplierPaymentEvent {
+    SupplierPaymentRecorded(Box<PaymentRecorded>),
+    SupplierPaymentVoided(Box<PaymentVoided>),
+}
+
+payloads!(SupplierPaymentEvent, "supplier_payment", SupplierPaymentRecorded(Box), SupplierPaymentVoided(Box));
+
+/// What a payment event says, whichever side it is of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaymentFact {
+    Recorded(Box<PaymentRecorded>),
+    Voided(Box<PaymentVoided>),
+}
+
+impl From<CustomerPaymentEvent> for PaymentFact {
+    fn from(event: CustomerPaymentEvent) -> Self {
+        match event {
+            CustomerPaymentEvent::CustomerPaymentRecorded(p) => Self::Recorded(p),
+            CustomerPaymentEvent::CustomerPaymentVoided(v) => Self::Voided(v),
+        }
+    }
+}
+
+impl From<SupplierPaymentEvent> for PaymentFact {
+    fn from(event: SupplierPaymentEvent) -> Self {
+        match event {
+            SupplierPaymentEvent::SupplierPaymentRecorded(p) => Self::Recorded(p),
+            SupplierPaymentEvent::SupplierPaymentVoided(v) => Self::Voided(v),
+        }
+    }
+}
+
+impl PaymentFact {
+    /// The side's event of this fact.
+    pub fn stored(self, side: PaymentSide) -> StoredPayment {
+        match (side, self) {
+            (PaymentSide::Customer, Self::Recorded(p)) => {
+                StoredPayment::Customer(CustomerPaymentEvent::CustomerPaymentRecorded(p))
+            }
+            (PaymentSide::Customer, Self::Voided(v)) => {
+                StoredPayment::Customer(CustomerPaymentEvent::CustomerPaymentVoided(v))
+            }
+            (PaymentSide::Supplier, Self::Recorded(p)) => {
+                StoredPayment::Supplier(SupplierPaymentEvent::SupplierPaymentRecorded(p))
+            }
+            (PaymentSide::Supplier, Self::Voided(v)) => {
+                StoredPayment::Supplier(SupplierPaymentEvent::SupplierPaymentVoided(v))
+            }
+        }
+    }
+}
+
+/// A payment event of either side, as appended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredPayment {
+    Customer(CustomerPaymentEvent),
+    Supplier(SupplierPaymentEvent),
+}
+
+impl StoredPayment {
+    pub fn to_new_event(&self) -> crate::envelope::NewEvent {
+        use super::EventPayload;
+        match self {
+            Self::Customer(event) => event.to_new_event(),
+            Self::Supplier(event) => event.to_new_event(),
+        }
+    }
+}
