@@ -6,7 +6,7 @@
 //! local HTTPS receiver (throughput of the sender, and the p99 time from commit to delivery); the write
 //! path's CPU with the metrics recorder and without it. `BENCH_COMMERCE_ONLY`, `BENCH_STOCK_ONLY`,
 //! `BENCH_METRICS_ONLY`, `BENCH_WRITES_ONLY` (and others below) run one part; `BENCH_PHASES` (a comma
-//! list of `stock`, `contended`, `purchases`, `sales`, `delivery_notes`, `transfers`) narrows the commercial phases, e.g. to profile one.
+//! list of `stock`, `contended`, `purchases`, `sales`, `delivery_notes`, `transfers`, `payments`) narrows the commercial phases, e.g. to profile one.
 //!
 //! This file runs the phases in order (`main`); each lives in `service/`: `harness.rs` (settings, the
 //! service's process, the HTTP load, pgbench), `cpu.rs` (CPU per operation), and the phases

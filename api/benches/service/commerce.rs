@@ -290,4 +290,7 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
     if phase("transfers") {
         crate::treasury::transfers(setup, auth, creates).await;
     }
+    if phase("payments") {
+        crate::treasury::payments(setup, auth, creates).await;
+    }
 }

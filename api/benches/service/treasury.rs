@@ -99,3 +99,70 @@ pub async fn transfers(setup: &Setup, auth: &str, creates: f64) {
         );
     }
 }
+
+/// The payments phase (`BENCH_PHASES=payments`): customer payments of one line into a register, each
+/// allocated to one of sixteen open sales, beside the customer creates of the same run.
+pub async fn payments(setup: &Setup, auth: &str, creates: f64) {
+    let org = psql(&setup.database_url, "select id from organizations order by created_at limit 1");
+    let client = crate::harness::http_client();
+    let base = format!("http://{}", setup.http_addr);
+    let get = |path: &str| {
+        let request = client.get(format!("{base}{path}")).header("authorization", auth);
+        async move { request.send().await.expect("read").json::<serde_json::Value>().await.expect("json") }
+    };
+    let method = get("/api/v1/payment-methods").await["data"][0]["id"].as_str().expect("a payment method").to_owned();
+    let point = get("/api/v1/points-of-sale").await["data"][0]["id"].as_str().expect("a point of sale").to_owned();
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let mut bodies = Vec::new();
+    for n in 0..16 {
+        let register = open(setup, &org, "create-cash-register", &format!("Caja de cobro {n}"));
+        let customer: serde_json::Value = client
+            .post(format!("{base}/api/v1/customers"))
+            .header("authorization", auth)
+            .json(&serde_json::json!({ "name": format!("Cliente de cobro {n}") }))
+            .send()
+            .await
+            .expect("customer")
+            .json()
+            .await
+            .expect("json");
+        let customer = customer["data"]["id"].as_str().expect("customer id").to_owned();
+        // A sale that owes a million pesos: every payment of the phase settles a peso of one of them.
+        let sale: serde_json::Value = client
+            .post(format!("{base}/api/v1/sales"))
+            .header("authorization", auth)
+            .header("idempotency-key", format!("bench-payment-sale-{n}"))
+            .header("service-version", "2026-08-20")
+            .json(&serde_json::json!({ "voucherType": 6, "pointOfSaleId": point, "invoiceDate": today,
+                "customerId": customer, "total": 100_000_000,
+                "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": 100_000_000 }] }))
+            .send()
+            .await
+            .expect("sale")
+            .json()
+            .await
+            .expect("json");
+        let sale = sale["data"]["id"].as_str().expect("sale id").to_owned();
+        let body = serde_json::json!({ "customer_id": customer, "occurred_on": today,
+            "lines": [{ "payment_method_id": method, "amount": 100, "balance_type": "cash_register", "balance_id": register }],
+            "allocations": [{ "sale_id": sale, "amount": 100 }] });
+        bodies.push(Bytes::from(body.to_string()));
+    }
+    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+        let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
+        Arc::new(move |n| {
+            keyed_post(&addr, &auth, "/api/v1/customer-payments", n, "payment", &bodies[n as usize % bodies.len()])
+        })
+    };
+    let cpu = cpu_times();
+    let paid = load(setup, make, 201).await;
+    let cpu = cpu_line(&cpu, paid.count, "payment", true);
+    print_against_creates(
+        "customer payments: POST /api/v1/customer-payments, one line into a register and one allocation (read-your-writes)",
+        &paid,
+        "payments/s",
+        creates,
+        0.5,
+        &cpu,
+    );
+}
