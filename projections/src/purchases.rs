@@ -1,9 +1,11 @@
 //! The purchasing read model: purchases (`purchases_view`, the recorded event as a document beside the
 //! columns lists filter on) and purchase orders (`purchase_orders_view`, the order's state folded with
-//! the same fold the command side uses). Reads join suppliers for their names.
+//! the same fold the command side uses). Reads join suppliers for their names. A purchase also keeps what
+//! it still owes (`amount_due`), which supplier payments allocated to it lower and their voids give back.
 
 use crate::{Folded, ProjectionError, Target, contains_pattern};
-use events::catalogue::{PurchaseEvent, PurchaseOrderEvent, PurchaseOrderState};
+use events::catalogue::{PaymentFact, PurchaseEvent, PurchaseOrderEvent, PurchaseOrderState, SupplierPaymentEvent};
+use events::domain::Cents;
 use events::{EventPayload, RecordedEvent};
 use serde_json::Value;
 use sqlx::postgres::PgArguments;
@@ -19,18 +21,37 @@ pub struct PurchasesProjection;
 projection!(PurchasesProjection {
     id: Purchases,
     tables: &[PURCHASES, ORDERS],
-    folds: [PurchaseEvent, PurchaseOrderEvent],
+    folds: [PurchaseEvent, PurchaseOrderEvent, SupplierPaymentEvent],
 });
 
 async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let (purchases, orders) = (target.table(PURCHASES), target.table(ORDERS));
     for event in events {
+        // Supplier payments move what their purchases owe (allocations lower it, voids give it back).
+        if let Some(fact) = crate::payments::payment_fact(event)? {
+            let (allocations, sign) = match &fact {
+                PaymentFact::Recorded(payment) => (&payment.allocations, -1),
+                PaymentFact::Voided(void) => (&void.allocations, 1),
+            };
+            for share in allocations {
+                let sql = format!(
+                    "update {purchases} set amount_due = greatest(0, amount_due + $3) where org_id = $1 and id = $2"
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(share.document_id)
+                    .bind(sign * share.amount.get())
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            continue;
+        }
         if event.stream_type == PurchaseEvent::STREAM_TYPE {
             let PurchaseEvent::PurchaseRecorded(recorded) = crate::decode(event)?;
             let sql = format!(
                 "insert into {purchases} (org_id, id, supplier_id, voucher_type, supplier_invoice_number, invoice_date,
-                                          total_ars, doc, created_at)
-                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9) on conflict (org_id, id) do nothing"
+                                          total_ars, doc, created_at, amount_due)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $7) on conflict (org_id, id) do nothing"
             );
             sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(event.org_id)
@@ -126,6 +147,8 @@ pub struct PurchaseRow {
     pub id: Uuid,
     pub supplier_name: Option<String>,
     pub doc: Value,
+    /// What it still owes, in pesos: its total less the supplier payments allocated to it.
+    pub amount_due: Cents,
     pub created_at: OffsetDateTime,
 }
 
@@ -161,10 +184,10 @@ impl PurchaseFilter {
     }
 }
 
-type PurchaseTuple = (Uuid, Option<String>, Value, OffsetDateTime);
+type PurchaseTuple = (Uuid, Option<String>, Value, Cents, OffsetDateTime);
 
-fn purchase_row((id, supplier_name, doc, created_at): PurchaseTuple) -> PurchaseRow {
-    PurchaseRow { id, supplier_name, doc, created_at }
+fn purchase_row((id, supplier_name, doc, amount_due, created_at): PurchaseTuple) -> PurchaseRow {
+    PurchaseRow { id, supplier_name, doc, amount_due, created_at }
 }
 
 /// Up to `limit` purchases after `after`, oldest first.
@@ -176,7 +199,7 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<PurchaseRow>, sqlx::Error> {
     let sql = format!(
-        "select p.id, s.name, p.doc, p.created_at from {PURCHASES_WITH_SUPPLIERS}
+        "select p.id, s.name, p.doc, p.amount_due, p.created_at from {PURCHASES_WITH_SUPPLIERS}
          where {PURCHASE_FILTER} and ($6::uuid is null or p.id > $6) order by p.id limit $7"
     );
     let rows: Vec<PurchaseTuple> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?)
@@ -196,7 +219,7 @@ pub async fn page(
     limit: i64,
 ) -> Result<(Vec<PurchaseRow>, i64), sqlx::Error> {
     let sql = format!(
-        "select p.id, s.name, p.doc, p.created_at from {PURCHASES_WITH_SUPPLIERS}
+        "select p.id, s.name, p.doc, p.amount_due, p.created_at from {PURCHASES_WITH_SUPPLIERS}
          where {PURCHASE_FILTER} order by p.id desc limit $6 offset $7"
     );
     let rows: Vec<PurchaseTuple> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?)
@@ -212,7 +235,7 @@ pub async fn page(
 
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<PurchaseRow>, sqlx::Error> {
     let sql = format!(
-        "select p.id, s.name, p.doc, p.created_at from {PURCHASES_WITH_SUPPLIERS} where p.org_id = $1 and p.id = $2"
+        "select p.id, s.name, p.doc, p.amount_due, p.created_at from {PURCHASES_WITH_SUPPLIERS} where p.org_id = $1 and p.id = $2"
     );
     let row: Option<PurchaseTuple> =
         sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await?;

@@ -1,9 +1,12 @@
 //! The sales read model (`sales_view`): each sale's whole state (the recorded sale with its later fiscal
-//! outcomes, folded with the same fold the command side uses) beside the columns lists filter on.
+//! outcomes, folded with the same fold the command side uses) beside the columns lists filter on, and
+//! what it still owes (`amount_due`: its balance, less the credit notes correcting it and the customer
+//! payments allocated to it; `payment_status` follows from it).
 
 use crate::{Folded, ProjectionError, Target, contains_pattern};
 use events::RecordedEvent;
-use events::catalogue::{SaleEvent, SaleRecorded, fold_sale};
+use events::catalogue::{CustomerPaymentEvent, PaymentFact, SaleEvent, SaleRecorded, fold_sale};
+use events::domain::Cents;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::{Date, OffsetDateTime};
@@ -13,7 +16,23 @@ pub const TABLE: &str = "sales_view";
 
 pub struct SalesProjection;
 
-projection!(SalesProjection { id: Sales, tables: &[TABLE], folds: [SaleEvent] });
+projection!(SalesProjection { id: Sales, tables: &[TABLE], folds: [SaleEvent, CustomerPaymentEvent] });
+
+/// Moves what a sale owes by `change` cents (never below zero).
+async fn owe(
+    conn: &mut PgConnection,
+    target: Target,
+    org_id: Uuid,
+    sale: Uuid,
+    change: i64,
+) -> Result<(), sqlx::Error> {
+    let sql = format!(
+        "update {} set amount_due = greatest(0, amount_due + $3) where org_id = $1 and id = $2",
+        target.table(TABLE)
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(sale).bind(change).execute(&mut *conn).await?;
+    Ok(())
+}
 
 /// `A 00001-00000042`, as lists search it.
 fn formatted(sale: &SaleRecorded) -> Option<String> {
@@ -23,14 +42,24 @@ fn formatted(sale: &SaleRecorded) -> Option<String> {
 async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let table = target.table(TABLE);
     for event in events {
+        if let Some(fact) = crate::payments::payment_fact(event)? {
+            let (allocations, sign) = match &fact {
+                PaymentFact::Recorded(payment) => (&payment.allocations, -1),
+                PaymentFact::Voided(void) => (&void.allocations, 1),
+            };
+            for share in allocations {
+                owe(conn, target, event.org_id, share.document_id, sign * share.amount.get()).await?;
+            }
+            continue;
+        }
         let decoded: SaleEvent = crate::decode(event)?;
         let Some(sale) = fold_sale(None, &decoded) else {
             return Err(ProjectionError::undecodable(event, "a fiscal outcome before the sale"));
         };
         let sql = format!(
             "insert into {table} (org_id, id, customer_id, customer_name, invoice_date, status, integration_source,
-                                  integration_id, formatted_number, total, doc, created_at, updated_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+                                  integration_id, formatted_number, total, doc, created_at, updated_at, amount_due)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13)
              on conflict (org_id, id) do update set status = excluded.status, formatted_number = excluded.formatted_number,
                  doc = excluded.doc, updated_at = excluded.updated_at"
         );
@@ -47,8 +76,15 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             .bind(sale.total)
             .bind(serde_json::to_value(&sale).unwrap_or_default())
             .bind(event.recorded_at)
+            .bind(opening_due(&sale))
             .execute(&mut *conn)
             .await?;
+        // A credit note lowers what the sale it corrects owes, once (when it is recorded).
+        if let (SaleEvent::SaleRecorded(_), "credit_note", Some(corrected)) =
+            (&decoded, sale.document_kind.as_str(), sale.associated_sale_id)
+        {
+            owe(conn, target, event.org_id, corrected, -sale.total.get()).await?;
+        }
         // A numbered sale gets its PDF (asking again with the same content changes nothing).
         let issuer = crate::documents::vouchers::issuer(conn, event.org_id).await?;
         if let Some(document) = crate::documents::vouchers::sale_document(&sale, &issuer) {
@@ -66,11 +102,33 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     Ok(Vec::new())
 }
 
+/// What a sale owes when it is recorded: its balance (the total less the payments taken with it); a
+/// credit note owes nothing.
+pub fn opening_due(sale: &SaleRecorded) -> Cents {
+    if sale.document_kind == "credit_note" { Cents::ZERO } else { sale.balance.max(Cents::ZERO) }
+}
+
+/// `pending` (owes its whole total), `partially_paid` or `paid` (owes nothing).
+pub fn payment_status(total: Cents, due: Cents) -> &'static str {
+    if due <= Cents::ZERO {
+        "paid"
+    } else if due < total {
+        "partially_paid"
+    } else {
+        "pending"
+    }
+}
+
+/// The payment statuses a list filters on.
+pub const PAYMENT_STATUSES: &[&str] = &["pending", "partially_paid", "paid"];
+
 /// A sale as stored for reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SaleRow {
     pub id: Uuid,
     pub sale: SaleRecorded,
+    /// What it still owes.
+    pub amount_due: Cents,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
@@ -85,13 +143,15 @@ pub struct SaleFilter {
     pub integration_source: Option<String>,
     /// Part of the customer's name, the formatted number or the integration id.
     pub query: Option<String>,
+    /// `pending`, `partially_paid` or `paid`.
+    pub payment_status: Option<String>,
 }
 
-fn row(
-    (id, doc, created_at, updated_at): (Uuid, Value, OffsetDateTime, OffsetDateTime),
-) -> Result<SaleRow, sqlx::Error> {
+type SaleTuple = (Uuid, Value, Cents, OffsetDateTime, OffsetDateTime);
+
+fn row((id, doc, amount_due, created_at, updated_at): SaleTuple) -> Result<SaleRow, sqlx::Error> {
     let sale = crate::from_doc(doc)?;
-    Ok(SaleRow { id, sale, created_at, updated_at })
+    Ok(SaleRow { id, sale, amount_due, created_at, updated_at })
 }
 
 /// Up to `limit` sales after `after`, oldest first.
@@ -102,13 +162,13 @@ pub async fn list(
     after: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<SaleRow>, sqlx::Error> {
-    let rows: Vec<(Uuid, Value, OffsetDateTime, OffsetDateTime)> = sqlx::query_as(
-        "select id, doc, created_at, updated_at from sales_view
+    let rows: Vec<SaleTuple> = sqlx::query_as(
+        "select id, doc, amount_due, created_at, updated_at from sales_view
          where org_id = $1 and ($2::uuid is null or customer_id = $2)
            and ($3::date is null or invoice_date >= $3) and ($4::date is null or invoice_date <= $4)
            and ($5::text is null or status = $5) and ($6::text is null or integration_source = $6)
            and ($7::text is null or customer_name ilike $7 or formatted_number ilike $7 or integration_id ilike $7)
-           and ($8::uuid is null or id > $8)
+           and ($8::uuid is null or id > $8) and ($10::text is null or payment_status = $10)
          order by id limit $9",
     )
     .bind(org_id)
@@ -120,14 +180,15 @@ pub async fn list(
     .bind(filter.query.as_deref().map(contains_pattern))
     .bind(after)
     .bind(limit)
+    .bind(&filter.payment_status)
     .fetch_all(pool)
     .await?;
     rows.into_iter().map(row).collect()
 }
 
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<SaleRow>, sqlx::Error> {
-    let found: Option<(Uuid, Value, OffsetDateTime, OffsetDateTime)> =
-        sqlx::query_as("select id, doc, created_at, updated_at from sales_view where org_id = $1 and id = $2")
+    let found: Option<SaleTuple> =
+        sqlx::query_as("select id, doc, amount_due, created_at, updated_at from sales_view where org_id = $1 and id = $2")
             .bind(org_id)
             .bind(id)
             .fetch_optional(pool)

@@ -229,6 +229,11 @@ pub struct SaleData {
     pub total: i64,
     /// What is still owed: the total minus the payments.
     pub balance: i64,
+    /// What the sale still owes: its balance less the credit notes correcting it and the customer
+    /// payments allocated to it (a credit note owes nothing).
+    pub amount_due: i64,
+    /// `pending` (owes its whole total), `partially_paid` or `paid` (owes nothing).
+    pub payment_status: String,
     /// 1 products, 2 services, 3 both.
     pub concept: i32,
     pub notes: Nullable<String>,
@@ -282,6 +287,8 @@ impl SaleData {
             non_taxed_amount: sale.non_taxed.get(),
             total: sale.total.get(),
             balance: sale.balance.get(),
+            amount_due: projections::sales::opening_due(sale).get(),
+            payment_status: projections::sales::payment_status(sale.total, projections::sales::opening_due(sale)).to_owned(),
             concept: sale.concept,
             notes: sale.notes.clone().into(),
             fiscal_notes: sale.fiscal_notes.clone().into(),
@@ -368,6 +375,8 @@ async fn render_rows(state: &AppState, org_id: Uuid, rows: Vec<SaleRow>) -> Resu
     let mut out = Vec::with_capacity(rows.len());
     for (row, tags) in rows {
         let mut data = SaleData::from_sale(row.id, &row.sale, row.created_at, row.updated_at);
+        data.amount_due = row.amount_due.get();
+        data.payment_status = projections::sales::payment_status(row.sale.total, row.amount_due).to_owned();
         data.tags = tags;
         data.document = document_of(state, org_id, row.id).await?;
         out.push(data);
@@ -574,6 +583,11 @@ const INPUT_RULES: &[InputRule] = &[
         parameter: "status",
         schema: || serde_json::json!({ "type": "string", "enum": FiscalStatus::NAMES }),
     },
+    InputRule::Query {
+        operation: "listSales",
+        parameter: "payment_status",
+        schema: || serde_json::json!({ "type": "string", "enum": projections::sales::PAYMENT_STATUSES }),
+    },
 ];
 
 routes! {
@@ -708,7 +722,8 @@ routes! {
         /// List sales
         ///
         /// Scope `sales:read`. A cursor list, oldest first. `date_from`/`date_to` (inclusive) filter on the
-        /// invoice date; `status` on the fiscal status; `query` matches the customer's name, the formatted
+        /// invoice date; `status` on the fiscal status; `payment_status` on what the sale still owes
+        /// (`pending`, `partially_paid`, `paid`); `query` matches the customer's name, the formatted
         /// number or the integration id. Imported sales are found here (by `integration_source` and
         /// `query`) and invoiced with `POST /api/v1/sales/{sale_id}/invoice`.
         list("/sales", "listSales") -> SaleList = LIST_SALES, sales {
@@ -718,6 +733,7 @@ routes! {
             status: Query<Option<String>>,
             integration_source: Query<Option<String>>,
             query: Query<Option<String>>,
+            payment_status: Query<Option<String>>,
         };
     }
 }
@@ -733,6 +749,7 @@ async fn sales(
     status: Option<String>,
     integration_source: Option<String>,
     query: Option<String>,
+    payment_status: Option<String>,
 ) -> Result<Bytes, ApiError> {
     let mut filters = Filters::default();
     let filter = SaleFilter {
@@ -742,6 +759,7 @@ async fn sales(
         status: filters.one_of(status, "status", FiscalStatus::NAMES),
         integration_source: search(integration_source),
         query: search(query),
+        payment_status: filters.one_of(payment_status, "payment_status", projections::sales::PAYMENT_STATUSES),
     };
     filters.check()?;
     let bound = format!(
@@ -752,7 +770,8 @@ async fn sales(
             &filter.date_to,
             &filter.status,
             &filter.integration_source,
-            &filter.query
+            &filter.query,
+            &filter.payment_status
         )
     );
     call.cursor_list(

@@ -65,6 +65,13 @@ async fn invoice(app: &TestApp, pos: &str, customer: &str, total: i64) -> String
     json(sell(app, &body, true).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
 }
 
+/// What a sale owes and its payment status, as the sale's detail shows them.
+async fn owed(app: &TestApp, sale: &str) -> (i64, String) {
+    let detail = json(app.get(&format!("/api/v1/sales/{sale}")).await, 200).await;
+    let data = &detail["data"];
+    (data["amountDue"].as_i64().expect("owed"), data["paymentStatus"].as_str().expect("status").to_owned())
+}
+
 fn line(method: &str, amount: i64, register: &str) -> Value {
     json!({ "payment_method_id": method, "amount": amount, "balance_type": "cash_register", "balance_id": register })
 }
@@ -109,6 +116,7 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
     let replay = json(send(&app, CUSTOMER_PAYMENTS, "pay-1", &half).await, 201).await["data"].clone();
     assert_eq!((replay["id"].clone(), replay["idempotent_replay"].clone()), (first["id"].clone(), json!(true)));
     assert_eq!(balance(&app, &register).await, 5_000, "a replay moves no money");
+    assert_eq!(owed(&app, &sale).await, (5_000, "partially_paid".to_owned()));
 
     // The other half by card: the reference is required; the fee (3% of 5,000.00 cents plus 100) is kept.
     let mut by_card = json!({ "customer_id": customer, "occurred_on": today(),
@@ -119,6 +127,9 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
     let second = json(send(&app, CUSTOMER_PAYMENTS, "pay-3", &by_card).await, 201).await["data"].clone();
     assert_eq!((second["fee_amount"].as_i64(), second["lines"][0]["fee"].as_i64()), (Some(250), Some(250)));
     assert_eq!(balance(&app, &register).await, 5_000 + 4_750, "the register receives the net");
+    assert_eq!(owed(&app, &sale).await, (0, "paid".to_owned()));
+    let paid = json(app.get("/api/v1/sales?payment_status=paid").await, 200).await;
+    assert_eq!(ids(&items(&paid)), [sale.as_str()]);
 
     // The sale owes nothing more: another allocation is refused and writes nothing.
     let more = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 100, &register)],
@@ -136,6 +147,7 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
     let voided = json(send(&app, &void_path, "void-1", &json!({})).await, 200).await["data"].clone();
     assert_eq!((voided["status"].as_str(), voided["unallocated_amount"].as_i64()), (Some("voided"), Some(0)));
     assert_eq!(balance(&app, &register).await, 5_000, "the register gives the card payment back");
+    assert_eq!(owed(&app, &sale).await, (5_000, "partially_paid".to_owned()), "the allocation is given back");
     error(send(&app, &void_path, "void-2", &json!({})).await, 409, "business_error").await;
     let detail = json(app.get(&format!("{CUSTOMER_PAYMENTS}/{}", second["id"].as_str().expect("id"))).await, 200).await;
     assert_eq!(detail["data"]["status"], "voided");
@@ -155,6 +167,7 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
     assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 5, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 422).count(), 15, "{statuses:?}");
     assert_eq!(balance(&app, &register).await, 10_000);
+    assert_eq!(owed(&app, &sale).await, (0, "paid".to_owned()));
 
     // Refusals that name the field: another customer's sale, an unknown location, an amount of zero.
     let other = json(app.post("/api/v1/customers", &json!({ "name": "Otro" })).await, 201).await["data"]["id"].clone();
@@ -174,15 +187,29 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
     let supplier = json(app.post_keyed("/api/v1/suppliers", &json!({ "name": "Molino SA" })).await, 201).await["data"]
         ["id"]
         .clone();
+    let item = crate::purchases::product(&app, "HARINA", 1_000).await;
+    let bought = crate::purchases::purchase(
+        supplier.as_str().expect("id"),
+        "0001-00000001",
+        None,
+        json!([{ "productId": item, "quantity": 1, "unitCost": 1_000 }]),
+    );
+    let bought = json(app.post_keyed("/api/v1/purchases", &bought).await, 201).await["data"]["id"].clone();
+    let purchase_path = format!("/api/v1/purchases/{}", bought.as_str().expect("id"));
+    let total = json(app.get(&purchase_path).await, 200).await["data"]["totalArs"].as_i64().expect("total");
     let pay_out = json!({ "supplier_id": supplier, "occurred_on": today(),
         "lines": [{ "payment_method_id": card, "amount": 2_000, "balance_type": "cash_register",
-                    "balance_id": register, "reference": "TRF 1" }] });
+                    "balance_id": register, "reference": "TRF 1" }],
+        "allocations": [{ "purchase_id": bought, "amount": total }] });
     let out = json(send(&app, SUPPLIER_PAYMENTS, "out-1", &pay_out).await, 201).await["data"].clone();
     assert_eq!(
         (out["object"].as_str(), out["supplier_id"].clone(), out["fee_amount"].as_i64()),
         (Some("supplier_payment"), supplier, Some(160))
     );
     assert_eq!(balance(&app, &register).await, 10_000 - 2_160);
+    let settled = json(app.get(&purchase_path).await, 200).await["data"].clone();
+    assert_eq!((settled["amountDue"].as_i64(), settled["paymentStatus"].as_str()), (Some(0), Some("paid")));
+    assert_eq!(out["unallocated_amount"].as_i64(), Some(2_000 - total));
     let stored: Vec<Value> = sqlx::query_scalar(
         "select data from events where stream_type in ('customer_payment', 'supplier_payment') order by position",
     )

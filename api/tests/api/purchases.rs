@@ -23,12 +23,12 @@ async fn supplier(app: &TestApp, name: &str) -> String {
         .to_owned()
 }
 
-async fn product(app: &TestApp, sku: &str, cost: i64) -> String {
+pub async fn product(app: &TestApp, sku: &str, cost: i64) -> String {
     let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "cost": cost, "price": 5000 });
     json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
 }
 
-fn purchase(supplier: &str, number: &str, warehouse: Option<&str>, lines: Value) -> Value {
+pub fn purchase(supplier: &str, number: &str, warehouse: Option<&str>, lines: Value) -> Value {
     let mut body = json!({
         "supplierId": supplier, "voucherType": 1, "supplierInvoiceNumber": number, "invoiceDate": "2026-11-20",
         "items": lines,

@@ -247,13 +247,13 @@ impl Document for Sales {
         let (key, keys) = append_typed(conn, &requests, command.id).await?;
         // What the sale leaves owed, for payments to settle; a credit note lowers the sale it corrects.
         match (sale.document_kind.as_str(), sale.associated_sale_id) {
-            ("invoice" | "debit_note", _) => {
+            ("credit_note", Some(corrected)) => payments::credit_sale(conn, org_id, corrected, sale.total).await?,
+            ("credit_note", None) => {}
+            _ => {
                 let (customer, due_date) = (sale.customer.id, sale.due_date);
                 payments::open_document(conn, org_id, "sale", command.id, customer, sale.total, sale.balance, due_date)
                     .await?;
             }
-            ("credit_note", Some(corrected)) => payments::credit_sale(conn, org_id, corrected, sale.total).await?,
-            _ => {}
         }
         let outcome = SaleOutcome { id: command.id, sale, warnings, created_at: OffsetDateTime::now_utc() };
         let state = serde_json::to_value(outcome).unwrap_or_default();

@@ -70,6 +70,10 @@ pub struct PurchaseData {
     pub subtotal_ars: i64,
     pub tax_amount_ars: i64,
     pub total_ars: i64,
+    /// What the purchase still owes, in cents ARS: `totalArs` less the supplier payments allocated to it.
+    pub amount_due: i64,
+    /// `pending` (owes its whole total), `partially_paid` or `paid` (owes nothing).
+    pub payment_status: String,
     /// Ordered by name; archived tags included.
     pub tags: Vec<TagData>,
     pub document: PurchaseDocument,
@@ -107,6 +111,8 @@ impl PurchaseData {
             subtotal_ars: p.amounts.subtotal_ars.get(),
             tax_amount_ars: p.amounts.tax_amount_ars.get(),
             total_ars: p.amounts.total_ars.get(),
+            amount_due: p.amounts.total_ars.get(),
+            payment_status: projections::sales::payment_status(p.amounts.total_ars, p.amounts.total_ars).to_owned(),
             tags: Vec::new(),
             document: PurchaseDocument { state: PurchaseDocumentState::Missing, url: None },
             pdf_path: None.into(),
@@ -132,6 +138,8 @@ pub async fn render_purchases(
     let mut out = Vec::with_capacity(recorded.len());
     for ((row, p), tags) in recorded {
         let mut data = PurchaseData::from_recorded(row.id, &p, row.supplier_name, &names, row.created_at);
+        data.amount_due = row.amount_due.get();
+        data.payment_status = projections::sales::payment_status(p.amounts.total_ars, row.amount_due).to_owned();
         data.tags = tags;
         let ready = projections::documents::store::state(
             &state.pool,
