@@ -69,6 +69,21 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                     .execute(&mut *conn)
                     .await?;
             }
+            PaymentFact::Allocated(allocated) => {
+                let sql = format!(
+                    "update {} set updated_at = $3,
+                         doc = jsonb_set(doc, '{{payment,allocations}}', (doc->'payment'->'allocations') || $4::jsonb)
+                     where org_id = $1 and id = $2",
+                    target.table(PAYMENTS)
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(event.org_id)
+                    .bind(event.stream_id)
+                    .bind(event.recorded_at)
+                    .bind(serde_json::to_value(&allocated.allocations).unwrap_or_default())
+                    .execute(&mut *conn)
+                    .await?;
+            }
             PaymentFact::Voided(_) => {
                 let sql = format!(
                     "update {} set status = 'voided', updated_at = $3,

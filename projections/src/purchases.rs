@@ -4,7 +4,7 @@
 //! it still owes (`amount_due`), which supplier payments allocated to it lower and their voids give back.
 
 use crate::{Folded, ProjectionError, Target, contains_pattern};
-use events::catalogue::{PaymentFact, PurchaseEvent, PurchaseOrderEvent, PurchaseOrderState, SupplierPaymentEvent};
+use events::catalogue::{PurchaseEvent, PurchaseOrderEvent, PurchaseOrderState, SupplierPaymentEvent};
 use events::domain::Cents;
 use events::{EventPayload, RecordedEvent};
 use serde_json::Value;
@@ -29,10 +29,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     for event in events {
         // Supplier payments move what their purchases owe (allocations lower it, voids give it back).
         if let Some(fact) = crate::payments::payment_fact(event)? {
-            let (allocations, sign) = match &fact {
-                PaymentFact::Recorded(payment) => (&payment.allocations, -1),
-                PaymentFact::Voided(void) => (&void.allocations, 1),
-            };
+            let (allocations, sign) = fact.settlements();
             for share in allocations {
                 let sql = format!(
                     "update {purchases} set amount_due = greatest(0, amount_due + $3) where org_id = $1 and id = $2"

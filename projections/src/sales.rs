@@ -5,7 +5,7 @@
 
 use crate::{Folded, ProjectionError, Target, contains_pattern};
 use events::RecordedEvent;
-use events::catalogue::{CustomerPaymentEvent, PaymentFact, SaleEvent, SaleRecorded, fold_sale};
+use events::catalogue::{CustomerPaymentEvent, SaleEvent, SaleRecorded, fold_sale};
 use events::domain::Cents;
 use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
@@ -43,10 +43,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     let table = target.table(TABLE);
     for event in events {
         if let Some(fact) = crate::payments::payment_fact(event)? {
-            let (allocations, sign) = match &fact {
-                PaymentFact::Recorded(payment) => (&payment.allocations, -1),
-                PaymentFact::Voided(void) => (&void.allocations, 1),
-            };
+            let (allocations, sign) = fact.settlements();
             for share in allocations {
                 owe(conn, target, event.org_id, share.document_id, sign * share.amount.get()).await?;
             }

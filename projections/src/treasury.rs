@@ -95,6 +95,8 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                     post_entry(conn, target, &mut currencies, event, &void.reversal, 0, by.as_deref()).await?;
                     remove_rows(conn, target, event).await?;
                 }
+                // Allocating what was on account moves no money.
+                PaymentFact::Allocated(_) => {}
             }
         } else {
             match crate::decode::<TreasuryMovementEvent>(event)? {

@@ -19,7 +19,7 @@ use crate::http::shared_responses::responses;
 use crate::http::treasury::{BalanceType, Dated, visibility};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
-use commands::payments::{PaymentCommand, PaymentOutcome, names, parse_payment};
+use commands::payments::{PaymentCommand, PaymentOutcome, names, parse_allocation, parse_payment};
 use commands::protocol::{Command, CommandKind};
 use events::catalogue::{PaymentRecorded, PaymentSide};
 use events::domain::Scope;
@@ -40,11 +40,15 @@ operations! {
     CREATE_CUSTOMER_PAYMENT = write("createCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment)
         .unprocessable(RECORD_WHY);
     VOID_CUSTOMER_PAYMENT = write("voidCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment);
+    ALLOCATE_CUSTOMER_PAYMENT = write("allocateCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment)
+        .unprocessable(ALLOCATE_WHY);
     LIST_SUPPLIER_PAYMENTS = read("listSupplierPayments", Some(Scope::PaymentsRead));
     GET_SUPPLIER_PAYMENT = read("getSupplierPayment", Some(Scope::PaymentsRead));
     CREATE_SUPPLIER_PAYMENT = write("createSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment)
         .unprocessable(RECORD_WHY);
     VOID_SUPPLIER_PAYMENT = write("voidSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment);
+    ALLOCATE_SUPPLIER_PAYMENT = write("allocateSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment)
+        .unprocessable(ALLOCATE_WHY);
 }
 
 const RECORD_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the allocations add up to more than \
@@ -54,6 +58,10 @@ const RECORD_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the a
                           (payables) account, a location no ledger account, or a fee no fees account \
                           (`LEDGER_NOT_CONFIGURED`); or the total passes the integer limit (`OUT_OF_RANGE`). \
                           Nothing was saved";
+
+const ALLOCATE_WHY: &str = "The allocations add up to more than the payment has on account \
+                            (`ALLOCATION_EXCEEDS_PAYMENT`) or one passes what its document still owes \
+                            (`ALLOCATION_EXCEEDS_BALANCE`, naming it). Nothing was saved";
 
 const CUSTOMER_PAYMENTS: Kind =
     Kind::new("customer_payment", ProjectionId::Payments, "/api/v1/customer-payments", "customer_payments");
@@ -242,6 +250,22 @@ pub struct SupplierPaymentInput {
     pub allocations: Optional<Vec<PurchaseAllocationInput>>,
 }
 
+/// Allocations of what a customer payment has on account. Unknown fields are refused.
+#[derive(Debug, Object)]
+pub struct CustomerAllocationInput {
+    /// One to 100 sales of the payment's customer; a sale named twice takes the sum of its shares.
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub allocations: Vec<SaleAllocationInput>,
+}
+
+/// Allocations of what a supplier payment has on account. Unknown fields are refused.
+#[derive(Debug, Object)]
+pub struct SupplierAllocationInput {
+    /// One to 100 purchases from the payment's supplier; a purchase named twice takes the sum.
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub allocations: Vec<PurchaseAllocationInput>,
+}
+
 /// A void's body: empty.
 #[derive(Debug, Object)]
 pub struct PaymentVoidInput {}
@@ -257,6 +281,7 @@ responses! {
     Payment: Ok(RawJson<PaymentEnvelope>) = 200, "The payment.";
     PaymentCreated: Created(RawJson<PaymentEnvelope>) = 201, "The payment as recorded.";
     PaymentVoided: Ok(RawJson<PaymentEnvelope>) = 200, "The payment, voided.";
+    PaymentAllocated: Ok(RawJson<PaymentEnvelope>) = 200, "The payment with its new allocations.";
 }
 
 type Key = Header<Option<String>>;
@@ -274,6 +299,8 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Closed { schema: "SaleAllocationInput" },
     InputRule::Closed { schema: "PurchaseAllocationInput" },
     InputRule::Closed { schema: "PaymentVoidInput" },
+    InputRule::Closed { schema: "CustomerAllocationInput" },
+    InputRule::Closed { schema: "SupplierAllocationInput" },
     InputRule::Query { operation: "listCustomerPayments", parameter: "customer_id", schema: uuid_schema },
     InputRule::Query { operation: "listCustomerPayments", parameter: "status", schema: status_schema },
     InputRule::Query { operation: "listCustomerPayments", parameter: "date_from", schema: date_schema },
@@ -395,6 +422,35 @@ async fn record(
     write(call, state, write_of, command, request_id).await
 }
 
+/// Allocates what a payment the credential sees has on account.
+async fn allocate(
+    call: &Call<'_>,
+    state: &AppState,
+    side: PaymentSide,
+    id: &str,
+    body: &serde_json::Value,
+    write_of: Write<'_>,
+    request_id: &str,
+) -> Result<bytes::Bytes, ApiError> {
+    let allocations = parse_allocation(body, side).map_err(ApiError::validation)?;
+    let id = seen_payment(call, state, side, id).await?;
+    write(call, state, write_of, PaymentCommand::Allocate { side, id, allocations }, request_id).await
+}
+
+/// A payment id the credential may act on: one it sees, or one not projected yet (the command decides,
+/// and answers 404 for another organization's).
+async fn seen_payment(call: &Call<'_>, state: &AppState, side: PaymentSide, id: &str) -> Result<Uuid, ApiError> {
+    let resource = side.stream_type();
+    let id = Uuid::parse_str(id).map_err(|_| ApiError::not_found(resource))?;
+    let seen = visibility(call.principal);
+    if read::payment(&state.pool, call.org_id(), side, id, &seen).await?.is_none()
+        && read::payment(&state.pool, call.org_id(), side, id, &Default::default()).await?.is_some()
+    {
+        return Err(ApiError::not_found(resource));
+    }
+    Ok(id)
+}
+
 /// Voids a payment the credential sees.
 async fn void(
     call: &Call<'_>,
@@ -404,16 +460,7 @@ async fn void(
     write_of: Write<'_>,
     request_id: &str,
 ) -> Result<bytes::Bytes, ApiError> {
-    let resource = side.stream_type();
-    let id = Uuid::parse_str(id).map_err(|_| ApiError::not_found(resource))?;
-    let seen = visibility(call.principal);
-    if read::payment(&state.pool, call.org_id(), side, id, &seen).await?.is_none() {
-        // Not yet projected, or not the credential's: the command decides (404 for a stranger).
-        let visible_to_all = read::payment(&state.pool, call.org_id(), side, id, &Default::default()).await?;
-        if visible_to_all.is_some() {
-            return Err(ApiError::not_found(resource));
-        }
-    }
+    let id = seen_payment(call, state, side, id).await?;
     write(call, state, write_of, PaymentCommand::Void { side, id }, request_id).await
 }
 
@@ -518,6 +565,38 @@ impl PaymentsApi {
         Ok(PaymentVoided::Ok(RawJson::new(body)))
     }
 
+    /// Allocate a customer payment
+    ///
+    /// Scope `payments:write`; `Idempotency-Key` required. Allocates what the payment has on account
+    /// (`unallocated_amount`) to sales of its customer: in all at most that, each at most what its
+    /// sale still owes. No money moves. A voided payment is 409 `STATE_CONFLICT`; a sale of another
+    /// customer is 404.
+    #[oai(
+        path = "/customer-payments/:payment_id/allocations",
+        method = "post",
+        operation_id = "allocateCustomerPayment"
+    )]
+    #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+    async fn allocate_customer_payment(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        payment_id: Path<String>,
+        body: JsonBody<CustomerAllocationInput>,
+    ) -> Result<PaymentAllocated, ApiError> {
+        let call = Call::new(ALLOCATE_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+        let route = [payment_id.0.as_str()];
+        let write_of = Write::json(key.0, &version, &route, &body);
+        let body =
+            allocate(&call, &state, PaymentSide::Customer, &payment_id.0, &body.value, write_of, &request_id.0).await?;
+        Ok(PaymentAllocated::Ok(RawJson::new(body)))
+    }
+
     /// List supplier payments
     ///
     /// Scope `payments:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending);
@@ -612,5 +691,37 @@ impl PaymentsApi {
         let write_of = Write::json(key.0, &version, &route, &body);
         let body = void(&call, &state, PaymentSide::Supplier, &payment_id.0, write_of, &request_id.0).await?;
         Ok(PaymentVoided::Ok(RawJson::new(body)))
+    }
+
+    /// Allocate a supplier payment
+    ///
+    /// Scope `payments:write`; `Idempotency-Key` required. Allocates what the payment has on account
+    /// (`unallocated_amount`) to purchases of its supplier: in all at most that, each at most what its
+    /// purchase still owes. No money moves. A voided payment is 409 `STATE_CONFLICT`; a purchase of another
+    /// supplier is 404.
+    #[oai(
+        path = "/supplier-payments/:payment_id/allocations",
+        method = "post",
+        operation_id = "allocateSupplierPayment"
+    )]
+    #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+    async fn allocate_supplier_payment(
+        &self,
+        auth: Auth,
+        state: Data<&Arc<AppState>>,
+        request_id: RequestId,
+        version: ServiceVersion,
+        /// Required: a retry with the same key and body returns the first outcome.
+        #[oai(name = "Idempotency-Key")]
+        key: Key,
+        payment_id: Path<String>,
+        body: JsonBody<SupplierAllocationInput>,
+    ) -> Result<PaymentAllocated, ApiError> {
+        let call = Call::new(ALLOCATE_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+        let route = [payment_id.0.as_str()];
+        let write_of = Write::json(key.0, &version, &route, &body);
+        let body =
+            allocate(&call, &state, PaymentSide::Supplier, &payment_id.0, &body.value, write_of, &request_id.0).await?;
+        Ok(PaymentAllocated::Ok(RawJson::new(body)))
     }
 }

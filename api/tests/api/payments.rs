@@ -169,6 +169,28 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
     assert_eq!(balance(&app, &register).await, 10_000);
     assert_eq!(owed(&app, &sale).await, (0, "paid".to_owned()));
 
+    // A payment on account, allocated later: at most what it has left, and nothing once voided.
+    let later = invoice(&app, &pos, &customer, 3_000).await;
+    let on_account =
+        json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 2_000, &register)] });
+    let kept = json(send(&app, CUSTOMER_PAYMENTS, "account-1", &on_account).await, 201).await["data"].clone();
+    assert_eq!(kept["unallocated_amount"].as_i64(), Some(2_000));
+    let allocate_path = format!("{CUSTOMER_PAYMENTS}/{}/allocations", kept["id"].as_str().expect("id"));
+    let too_much = json!({ "allocations": [{ "sale_id": later, "amount": 2_500 }] });
+    let refused = error(send(&app, &allocate_path, "allocate-1", &too_much).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "ALLOCATION_EXCEEDS_PAYMENT");
+    let some = json!({ "allocations": [{ "sale_id": later, "amount": 1_500 }] });
+    let allocated = json(send(&app, &allocate_path, "allocate-2", &some).await, 200).await["data"].clone();
+    assert_eq!(allocated["unallocated_amount"].as_i64(), Some(500));
+    assert_eq!(allocated["allocations"], json!([{ "sale_id": later, "amount": 1_500 }]));
+    assert_eq!(owed(&app, &later).await, (1_500, "partially_paid".to_owned()));
+    let void_kept = format!("{CUSTOMER_PAYMENTS}/{}/void", kept["id"].as_str().expect("id"));
+    json(send(&app, &void_kept, "void-3", &json!({})).await, 200).await;
+    assert_eq!(owed(&app, &later).await, (3_000, "pending".to_owned()), "the void gives the later allocation back");
+    let again = json!({ "allocations": [{ "sale_id": later, "amount": 100 }] });
+    error(send(&app, &allocate_path, "allocate-3", &again).await, 409, "business_error").await;
+    assert_eq!(balance(&app, &register).await, 10_000, "allocations move no money; the void gave the 2,000 back");
+
     // Refusals that name the field: another customer's sale, an unknown location, an amount of zero.
     let other = json(app.post("/api/v1/customers", &json!({ "name": "Otro" })).await, 201).await["data"]["id"].clone();
     let mut theirs = more.clone();

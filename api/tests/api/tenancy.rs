@@ -24,6 +24,10 @@ fn valid_body(segment: &str, path: &str, method: &Method) -> Value {
                 "account_id": "00000000-0000-7000-8000-000000000000", "updated_at": "2026-01-02T10:00:00-03:00"})
         };
     }
+    if path.ends_with("/allocations") {
+        let document = if segment == "customer-payments" { "sale_id" } else { "purchase_id" };
+        return json!({"allocations": [{ document: "00000000-0000-7000-8000-000000000000", "amount": 1 }]});
+    }
     if path.ends_with("/metafields") {
         return json!({"entries": {"nota": "x"}});
     }

@@ -95,6 +95,11 @@ async fn load_payment(
         match fact {
             PaymentFact::Recorded(payment) => current = Some(*payment),
             PaymentFact::Voided(_) => voided = true,
+            PaymentFact::Allocated(allocated) => {
+                if let Some(payment) = current.as_mut() {
+                    payment.allocations.extend(allocated.allocations);
+                }
+            }
         }
         version = event.version;
     }
@@ -140,11 +145,15 @@ async fn org_account(
 
 async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -> Result<PaymentFacts, ExecuteError> {
     let side = command.side();
-    let (current, voided, _) = load_payment(conn, org_id, side, command.payment_id()).await?;
-    let mut facts =
-        PaymentFacts { current, voided, today: Some(ar_date(OffsetDateTime::now_utc())), ..Default::default() };
-    let input = match command {
-        PaymentCommand::Record { input, .. } => input,
+    let (current, voided, version) = load_payment(conn, org_id, side, command.payment_id()).await?;
+    let today = Some(ar_date(OffsetDateTime::now_utc()));
+    let mut facts = PaymentFacts { current, voided, version, today, ..Default::default() };
+    let (input, allocations) = match command {
+        PaymentCommand::Record { input, .. } => (input, &input.allocations),
+        PaymentCommand::Allocate { allocations, .. } => {
+            facts.documents = lock_documents(conn, org_id, side, allocations).await?;
+            return Ok(facts);
+        }
         PaymentCommand::Void { .. } => return Ok(facts),
     };
     let contact_type = if side == PaymentSide::Customer { "customer" } else { "supplier" };
@@ -168,25 +177,36 @@ async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -
             facts.locations.insert(line.location, found);
         }
     }
-    // Locked in id order, so payments settling the same documents queue instead of deadlocking.
-    let mut ids: Vec<Uuid> = input.allocations.iter().map(|a| a.document_id).collect();
-    ids.sort();
-    if !ids.is_empty() {
-        let rows: Vec<(Uuid, Uuid, Cents)> = sqlx::query_as(
-            "select id, contact_id, due from open_documents where org_id = $1 and kind = $2 and id = any($3)
-             order by id for update",
-        )
-        .bind(org_id)
-        .bind(side.document_kind())
-        .bind(&ids)
-        .fetch_all(&mut *conn)
-        .await?;
-        facts.documents = rows.into_iter().map(|(id, contact, due)| (id, (contact, due))).collect::<BTreeMap<_, _>>();
-    }
+    facts.documents = lock_documents(conn, org_id, side, allocations).await?;
     let column = if side == PaymentSide::Customer { "receivables_account_id" } else { "payables_account_id" };
     facts.contact_account = org_account(conn, org_id, column).await?;
     facts.fees_account = org_account(conn, org_id, "payment_fees_account_id").await?;
     Ok(facts)
+}
+
+/// The documents `allocations` name, each with its contact and what it owes, locked in id order so
+/// payments settling the same documents queue instead of deadlocking.
+async fn lock_documents(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    side: PaymentSide,
+    allocations: &[Allocation],
+) -> Result<BTreeMap<Uuid, (Uuid, Cents)>, ExecuteError> {
+    let mut ids: Vec<Uuid> = allocations.iter().map(|a| a.document_id).collect();
+    ids.sort();
+    if ids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let rows: Vec<(Uuid, Uuid, Cents)> = sqlx::query_as(
+        "select id, contact_id, due from open_documents where org_id = $1 and kind = $2 and id = any($3)
+         order by id for update",
+    )
+    .bind(org_id)
+    .bind(side.document_kind())
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id, contact, due)| (id, (contact, due))).collect())
 }
 
 /// Moves the open balances of the documents `allocations` settle (`sign` -1: settled; 1: given back).
@@ -218,24 +238,27 @@ async fn write(
     metadata: &Metadata,
 ) -> Result<CommandReply, ExecuteError> {
     let (id, side) = (command.payment_id(), command.side());
-    let (payment, voided, version) = match &fact {
-        PaymentFact::Recorded(payment) => {
-            settle(conn, org_id, side, &payment.allocations, -1).await?;
-            ((**payment).clone(), false, 0)
-        }
-        PaymentFact::Voided(void) => {
-            settle(conn, org_id, side, &void.allocations, 1).await?;
-            let current = facts.current.clone().ok_or_else(|| ExecuteError::from(Rejection::not_found("payment")))?;
-            (current, true, 1)
+    let (allocations, sign) = fact.settlements();
+    settle(conn, org_id, side, allocations, sign).await?;
+    let existing = || facts.current.clone().ok_or_else(|| ExecuteError::from(Rejection::not_found("payment")));
+    let (payment, voided) = match &fact {
+        PaymentFact::Recorded(payment) => ((**payment).clone(), false),
+        PaymentFact::Voided(_) => (existing()?, true),
+        PaymentFact::Allocated(allocated) => {
+            let mut payment = existing()?;
+            payment.allocations.extend(allocated.allocations.iter().cloned());
+            (payment, false)
         }
     };
+    let version = facts.version;
+    let created = matches!(fact, PaymentFact::Recorded(_));
     let stored = fact.stored(side);
     let stream = StreamRef { org_id, stream_type: side.stream_type(), stream_id: id, expected_version: version };
     let request = AppendRequest { stream, events: vec![stored.to_new_event()], metadata: metadata.clone() };
     let (key, keys) = append_typed(conn, &[request], id).await?;
     let outcome = PaymentOutcome { id, side, payment, voided, at: OffsetDateTime::now_utc() };
     let state = serde_json::to_value(outcome).unwrap_or_default();
-    Ok(CommandReply::Accepted { commit: key, created: !voided, state, replayed: false, keys })
+    Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
 }
 
 macro_rules! payment_handler {

@@ -18,7 +18,7 @@ use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
     Allocation, Currency, JournalEntry, JournalLine, LocationKind, LocationLine, LocationRef, LocationStatus,
-    MovementType, PaymentFact, PaymentLine, PaymentRecorded, PaymentSide, PaymentVoided,
+    MovementType, PaymentAllocated, PaymentFact, PaymentLine, PaymentRecorded, PaymentSide, PaymentVoided,
 };
 use events::domain::{Cents, Percentage};
 use serde::{Deserialize, Serialize};
@@ -69,18 +69,24 @@ pub enum PaymentCommand {
         side: PaymentSide,
         id: Uuid,
     },
+    /// Allocates what the payment left on account.
+    Allocate {
+        side: PaymentSide,
+        id: Uuid,
+        allocations: Vec<Allocation>,
+    },
 }
 
 impl PaymentCommand {
     pub fn payment_id(&self) -> Uuid {
         match self {
-            Self::Record { id, .. } | Self::Void { id, .. } => *id,
+            Self::Record { id, .. } | Self::Void { id, .. } | Self::Allocate { id, .. } => *id,
         }
     }
 
     pub fn side(&self) -> PaymentSide {
         match self {
-            Self::Record { side, .. } | Self::Void { side, .. } => *side,
+            Self::Record { side, .. } | Self::Void { side, .. } | Self::Allocate { side, .. } => *side,
         }
     }
 }
@@ -123,7 +129,7 @@ fn positive_cents(r: &mut ObjectReader<'_>, name: &str) -> Option<Cents> {
 
 /// Parses a payment's body (every bad field named at once).
 pub fn parse_payment(body: &Value, side: PaymentSide) -> Result<PaymentInput, Vec<FieldError>> {
-    let (contact_field, document_field) = names(side);
+    let (contact_field, _) = names(side);
     let mut r = ObjectReader::new(body, "");
     let known = [contact_field, "occurred_on", "note", "lines", "allocations"];
     refuse_unknown(&mut r, body, &known, "a payment");
@@ -163,30 +169,42 @@ pub fn parse_payment(body: &Value, side: PaymentSide) -> Result<PaymentInput, Ve
             lines.push(LineInput { method_id, amount, location, reference, exchange_rate_sent });
         }
     }
-    let mut allocations = Vec::new();
-    if r.value("allocations").is_some() {
-        for (i, share) in r.required_array("allocations", 0, MAX_LINES).iter().enumerate() {
-            let mut a = ObjectReader::new(share, &format!("allocations[{i}]"));
-            refuse_unknown(&mut a, share, &[document_field, "amount"], "an allocation");
-            let document_id = a.required_uuid(document_field);
-            let amount = positive_cents(&mut a, "amount");
-            r.errors.append(&mut a.errors);
-            // A document named twice takes the sum of its shares.
-            if let (Some(document_id), Some(amount)) = (document_id, amount) {
-                match allocations.iter_mut().find(|a: &&mut Allocation| a.document_id == document_id) {
-                    Some(share) => match share.amount.checked_add(amount) {
-                        Some(sum) => share.amount = sum,
-                        None => r.reject(&format!("allocations[{i}].amount"), "out_of_range", "too large"),
-                    },
-                    None => allocations.push(Allocation { document_id, amount }),
-                }
-            }
-        }
-    }
+    let allocations = if r.value("allocations").is_some() { allocations(&mut r, side, 0) } else { Vec::new() };
     let (Some(contact_id), Some(occurred_on)) = (contact_id, occurred_on) else {
         return Err(r.errors);
     };
     r.finish(PaymentInput { contact_id, occurred_on, note, lines, allocations })
+}
+
+/// An `allocations` array (at least `min` of them); a document named twice takes the sum of its shares.
+fn allocations(r: &mut ObjectReader<'_>, side: PaymentSide, min: usize) -> Vec<Allocation> {
+    let (_, document_field) = names(side);
+    let mut allocations: Vec<Allocation> = Vec::new();
+    for (i, share) in r.required_array("allocations", min, MAX_LINES).iter().enumerate() {
+        let mut a = ObjectReader::new(share, &format!("allocations[{i}]"));
+        refuse_unknown(&mut a, share, &[document_field, "amount"], "an allocation");
+        let document_id = a.required_uuid(document_field);
+        let amount = positive_cents(&mut a, "amount");
+        r.errors.append(&mut a.errors);
+        if let (Some(document_id), Some(amount)) = (document_id, amount) {
+            match allocations.iter_mut().find(|a| a.document_id == document_id) {
+                Some(share) => match share.amount.checked_add(amount) {
+                    Some(sum) => share.amount = sum,
+                    None => r.reject(&format!("allocations[{i}].amount"), "out_of_range", "too large"),
+                },
+                None => allocations.push(Allocation { document_id, amount }),
+            }
+        }
+    }
+    allocations
+}
+
+/// Parses the body of `POST /{id}/allocations`: one to 100 allocations.
+pub fn parse_allocation(body: &Value, side: PaymentSide) -> Result<Vec<Allocation>, Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    refuse_unknown(&mut r, body, &["allocations"], "an allocation request");
+    let allocations = allocations(&mut r, side, 1);
+    r.finish(allocations)
 }
 
 /// A payment method as a payment reads it.
@@ -210,9 +228,11 @@ impl MethodFacts {
 /// What a payment's decision reads.
 #[derive(Debug, Clone, Default)]
 pub struct PaymentFacts {
-    /// The payment as recorded (none when new), and whether it is voided.
+    /// The payment as it stands (none when new; its allocations include later ones), whether it is
+    /// voided, and its stream's version.
     pub current: Option<PaymentRecorded>,
     pub voided: bool,
+    pub version: i32,
     /// Whether the contact is a customer (supplier) of the organization.
     pub contact_known: bool,
     pub methods: BTreeMap<Uuid, MethodFacts>,
@@ -257,7 +277,7 @@ fn record(
     facts: &PaymentFacts,
     created_by: Option<String>,
 ) -> Result<PaymentRecorded, Rejection> {
-    let (contact_field, document_field) = names(side);
+    let (contact_field, _) = names(side);
     let mut missing = Vec::new();
     if !facts.contact_known {
         missing.push(FieldError::new(contact_field, "not_found", "no contact of this organization has this id"));
@@ -272,15 +292,7 @@ fn record(
             missing.push(FieldError::new(field, "not_found", "no location of this organization has this id"));
         }
     }
-    for (i, share) in input.allocations.iter().enumerate() {
-        let of_contact =
-            facts.documents.get(&share.document_id).is_some_and(|(contact, _)| *contact == input.contact_id);
-        if !of_contact {
-            let field = format!("allocations[{i}].{document_field}");
-            let what = side.document_kind();
-            missing.push(FieldError::new(field, "not_found", format!("no {what} of this {contact_field} has this id")));
-        }
-    }
+    missing.extend(unknown_documents(side, input.contact_id, &input.allocations, facts));
     reject_fields(missing)?;
     let mut invalid = Vec::new();
     for (i, line) in input.lines.iter().enumerate() {
@@ -334,24 +346,7 @@ fn record(
     }
     let too_large = || unprocessable("OUT_OF_RANGE", "lines", "the payment's total passes the integer limit");
     let total = Cents::checked_sum(input.lines.iter().map(|l| l.amount)).ok_or_else(too_large)?;
-    let allocated = Cents::checked_sum(input.allocations.iter().map(|a| a.amount)).ok_or_else(too_large)?;
-    if allocated > total {
-        return Err(unprocessable(
-            "ALLOCATION_EXCEEDS_PAYMENT",
-            "allocations",
-            "the allocations add up to more than the payment",
-        ));
-    }
-    for (i, share) in input.allocations.iter().enumerate() {
-        let due = facts.documents[&share.document_id].1;
-        if share.amount > due {
-            return Err(unprocessable(
-                "ALLOCATION_EXCEEDS_BALANCE",
-                &format!("allocations[{i}].amount"),
-                &format!("the {} {} owes {} cents", side.document_kind(), share.document_id, due.get()),
-            ));
-        }
-    }
+    within(side, &input.allocations, total, facts)?;
     let (contact_account, fees_account) = match (facts.contact_account, facts.fees_account) {
         (None, _) => {
             let which = if side == PaymentSide::Customer { "--receivables-account" } else { "--payables-account" };
@@ -436,6 +431,60 @@ fn record(
     })
 }
 
+/// The allocations naming a document that is not one of the contact's.
+fn unknown_documents(
+    side: PaymentSide,
+    contact: Uuid,
+    allocations: &[Allocation],
+    facts: &PaymentFacts,
+) -> Vec<FieldError> {
+    let (contact_field, document_field) = names(side);
+    let mut missing = Vec::new();
+    for (i, share) in allocations.iter().enumerate() {
+        if facts.documents.get(&share.document_id).is_none_or(|(owner, _)| *owner != contact) {
+            let field = format!("allocations[{i}].{document_field}");
+            let what = side.document_kind();
+            missing.push(FieldError::new(field, "not_found", format!("no {what} of this {contact_field} has this id")));
+        }
+    }
+    missing
+}
+
+/// Allocations within what there is to allocate (`available`) and what each document owes.
+fn within(
+    side: PaymentSide,
+    allocations: &[Allocation],
+    available: Cents,
+    facts: &PaymentFacts,
+) -> Result<(), Rejection> {
+    let allocated = Cents::checked_sum(allocations.iter().map(|a| a.amount))
+        .ok_or_else(|| unprocessable("OUT_OF_RANGE", "allocations", "the allocations pass the integer limit"))?;
+    if allocated > available {
+        return Err(unprocessable(
+            "ALLOCATION_EXCEEDS_PAYMENT",
+            "allocations",
+            &format!("the allocations add up to more than the payment has to allocate ({} cents)", available.get()),
+        ));
+    }
+    for (i, share) in allocations.iter().enumerate() {
+        let due = facts.documents[&share.document_id].1;
+        if share.amount > due {
+            return Err(unprocessable(
+                "ALLOCATION_EXCEEDS_BALANCE",
+                &format!("allocations[{i}].amount"),
+                &format!("the {} {} owes {} cents", side.document_kind(), share.document_id, due.get()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a payment has left on account: its total less its allocations (zero once voided).
+pub fn unallocated(payment: &PaymentRecorded) -> Cents {
+    let allocated = payment.allocations.iter().fold(0i64, |sum, a| sum + a.amount.get());
+    Cents::new(payment.total.get() - allocated).unwrap_or(Cents::ZERO)
+}
+
 /// The fact a command records.
 pub fn decide(command: &PaymentCommand, facts: &PaymentFacts) -> Result<PaymentFact, Rejection> {
     match (command, &facts.current) {
@@ -445,7 +494,15 @@ pub fn decide(command: &PaymentCommand, facts: &PaymentFacts) -> Result<PaymentF
         (PaymentCommand::Record { side, id, input, created_by }, None) => {
             record(*side, *id, input, facts, created_by.clone()).map(|p| PaymentFact::Recorded(Box::new(p)))
         }
-        (PaymentCommand::Void { .. }, None) => Err(Rejection::not_found("payment")),
+        (PaymentCommand::Void { .. } | PaymentCommand::Allocate { .. }, None) => Err(Rejection::not_found("payment")),
+        (PaymentCommand::Allocate { .. }, Some(_)) if facts.voided => {
+            Err(Rejection::state_conflict("STATE_CONFLICT", "voided", "a voided payment allocates nothing"))
+        }
+        (PaymentCommand::Allocate { side, allocations, .. }, Some(current)) => {
+            reject_fields(unknown_documents(*side, current.contact_id, allocations, facts))?;
+            within(*side, allocations, unallocated(current), facts)?;
+            Ok(PaymentFact::Allocated(Box::new(PaymentAllocated { allocations: allocations.clone() })))
+        }
         (PaymentCommand::Void { .. }, Some(_)) if facts.voided => {
             Err(Rejection::state_conflict("STATE_CONFLICT", "voided", "the payment is already voided"))
         }

@@ -89,27 +89,48 @@ pub struct PaymentVoided {
     pub allocations: Vec<Allocation>,
 }
 
+/// What was on account allocated later to documents of the contact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentAllocated {
+    pub allocations: Vec<Allocation>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CustomerPaymentEvent {
     CustomerPaymentRecorded(Box<PaymentRecorded>),
     CustomerPaymentVoided(Box<PaymentVoided>),
+    CustomerPaymentAllocated(Box<PaymentAllocated>),
 }
 
-payloads!(CustomerPaymentEvent, "customer_payment", CustomerPaymentRecorded(Box), CustomerPaymentVoided(Box));
+payloads!(
+    CustomerPaymentEvent,
+    "customer_payment",
+    CustomerPaymentRecorded(Box),
+    CustomerPaymentVoided(Box),
+    CustomerPaymentAllocated(Box)
+);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SupplierPaymentEvent {
     SupplierPaymentRecorded(Box<PaymentRecorded>),
     SupplierPaymentVoided(Box<PaymentVoided>),
+    SupplierPaymentAllocated(Box<PaymentAllocated>),
 }
 
-payloads!(SupplierPaymentEvent, "supplier_payment", SupplierPaymentRecorded(Box), SupplierPaymentVoided(Box));
+payloads!(
+    SupplierPaymentEvent,
+    "supplier_payment",
+    SupplierPaymentRecorded(Box),
+    SupplierPaymentVoided(Box),
+    SupplierPaymentAllocated(Box)
+);
 
 /// What a payment event says, whichever side it is of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PaymentFact {
     Recorded(Box<PaymentRecorded>),
     Voided(Box<PaymentVoided>),
+    Allocated(Box<PaymentAllocated>),
 }
 
 impl From<CustomerPaymentEvent> for PaymentFact {
@@ -117,6 +138,7 @@ impl From<CustomerPaymentEvent> for PaymentFact {
         match event {
             CustomerPaymentEvent::CustomerPaymentRecorded(p) => Self::Recorded(p),
             CustomerPaymentEvent::CustomerPaymentVoided(v) => Self::Voided(v),
+            CustomerPaymentEvent::CustomerPaymentAllocated(a) => Self::Allocated(a),
         }
     }
 }
@@ -126,6 +148,7 @@ impl From<SupplierPaymentEvent> for PaymentFact {
         match event {
             SupplierPaymentEvent::SupplierPaymentRecorded(p) => Self::Recorded(p),
             SupplierPaymentEvent::SupplierPaymentVoided(v) => Self::Voided(v),
+            SupplierPaymentEvent::SupplierPaymentAllocated(a) => Self::Allocated(a),
         }
     }
 }
@@ -133,19 +156,25 @@ impl From<SupplierPaymentEvent> for PaymentFact {
 impl PaymentFact {
     /// The side's event of this fact.
     pub fn stored(self, side: PaymentSide) -> StoredPayment {
+        use CustomerPaymentEvent as C;
+        use SupplierPaymentEvent as S;
         match (side, self) {
-            (PaymentSide::Customer, Self::Recorded(p)) => {
-                StoredPayment::Customer(CustomerPaymentEvent::CustomerPaymentRecorded(p))
-            }
-            (PaymentSide::Customer, Self::Voided(v)) => {
-                StoredPayment::Customer(CustomerPaymentEvent::CustomerPaymentVoided(v))
-            }
-            (PaymentSide::Supplier, Self::Recorded(p)) => {
-                StoredPayment::Supplier(SupplierPaymentEvent::SupplierPaymentRecorded(p))
-            }
-            (PaymentSide::Supplier, Self::Voided(v)) => {
-                StoredPayment::Supplier(SupplierPaymentEvent::SupplierPaymentVoided(v))
-            }
+            (PaymentSide::Customer, Self::Recorded(p)) => StoredPayment::Customer(C::CustomerPaymentRecorded(p)),
+            (PaymentSide::Customer, Self::Voided(v)) => StoredPayment::Customer(C::CustomerPaymentVoided(v)),
+            (PaymentSide::Customer, Self::Allocated(a)) => StoredPayment::Customer(C::CustomerPaymentAllocated(a)),
+            (PaymentSide::Supplier, Self::Recorded(p)) => StoredPayment::Supplier(S::SupplierPaymentRecorded(p)),
+            (PaymentSide::Supplier, Self::Voided(v)) => StoredPayment::Supplier(S::SupplierPaymentVoided(v)),
+            (PaymentSide::Supplier, Self::Allocated(a)) => StoredPayment::Supplier(S::SupplierPaymentAllocated(a)),
+        }
+    }
+
+    /// The documents this fact settles (`-1`) or gives back (`1`), with the sign of the change to what
+    /// each owes.
+    pub fn settlements(&self) -> (&[Allocation], i64) {
+        match self {
+            Self::Recorded(payment) => (&payment.allocations, -1),
+            Self::Allocated(allocated) => (&allocated.allocations, -1),
+            Self::Voided(void) => (&void.allocations, 1),
         }
     }
 }
