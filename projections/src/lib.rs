@@ -89,6 +89,18 @@ pub fn decode<E: events::EventPayload>(event: &RecordedEvent) -> Result<E, Proje
         .map_err(|e| ProjectionError::undecodable(event, e))
 }
 
+/// A payment event of either side, read as what it says (none for another stream type): the payments,
+/// treasury, sales and purchases projections all fold them.
+pub fn payment_fact(event: &RecordedEvent) -> Result<Option<events::catalogue::PaymentFact>, ProjectionError> {
+    use events::EventPayload;
+    use events::catalogue::{CustomerPaymentEvent, SupplierPaymentEvent};
+    Ok(match event.stream_type.as_str() {
+        CustomerPaymentEvent::STREAM_TYPE => Some(decode::<CustomerPaymentEvent>(event)?.into()),
+        SupplierPaymentEvent::STREAM_TYPE => Some(decode::<SupplierPaymentEvent>(event)?.into()),
+        _ => None,
+    })
+}
+
 /// What folding a batch answers: the cached reads it made stale.
 pub type Folded = Result<Vec<CacheKey>, ProjectionError>;
 

@@ -20,15 +20,6 @@ projection!(PaymentsProjection {
     folds: [CustomerPaymentEvent, SupplierPaymentEvent]
 });
 
-/// A payment event of either side, read as what it says (none for another stream type).
-pub fn payment_fact(event: &RecordedEvent) -> Result<Option<PaymentFact>, crate::ProjectionError> {
-    Ok(match event.stream_type.as_str() {
-        CustomerPaymentEvent::STREAM_TYPE => Some(crate::decode::<CustomerPaymentEvent>(event)?.into()),
-        SupplierPaymentEvent::STREAM_TYPE => Some(crate::decode::<SupplierPaymentEvent>(event)?.into()),
-        _ => None,
-    })
-}
-
 fn side_of(event: &RecordedEvent) -> PaymentSide {
     if event.stream_type == SupplierPaymentEvent::STREAM_TYPE { PaymentSide::Supplier } else { PaymentSide::Customer }
 }
@@ -44,7 +35,7 @@ pub struct PaymentDoc {
 
 async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     for event in events {
-        let Some(fact) = payment_fact(event)? else { continue };
+        let Some(fact) = crate::payment_fact(event)? else { continue };
         match fact {
             PaymentFact::Recorded(payment) => {
                 let locations: Vec<String> =

@@ -28,7 +28,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     let (purchases, orders) = (target.table(PURCHASES), target.table(ORDERS));
     for event in events {
         // Supplier payments move what their purchases owe (allocations lower it, voids give it back).
-        if let Some(fact) = crate::payments::payment_fact(event)? {
+        if let Some(fact) = crate::payment_fact(event)? {
             let (allocations, sign) = fact.settlements();
             for share in allocations {
                 let sql = format!(

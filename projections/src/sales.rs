@@ -42,7 +42,7 @@ fn formatted(sale: &SaleRecorded) -> Option<String> {
 async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
     let table = target.table(TABLE);
     for event in events {
-        if let Some(fact) = crate::payments::payment_fact(event)? {
+        if let Some(fact) = crate::payment_fact(event)? {
             let (allocations, sign) = fact.settlements();
             for share in allocations {
                 owe(conn, target, event.org_id, share.document_id, sign * share.amount.get()).await?;

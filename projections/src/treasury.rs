@@ -60,7 +60,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         } else if event.stream_type == <FundsTransferEvent as events::EventPayload>::STREAM_TYPE {
             let FundsTransferEvent::FundsTransferred(transfer) = crate::decode::<FundsTransferEvent>(event)?;
             transferred(conn, target, &mut currencies, event, &transfer).await?;
-        } else if let Some(fact) = crate::payments::payment_fact(event)? {
+        } else if let Some(fact) = crate::payment_fact(event)? {
             match fact {
                 PaymentFact::Recorded(payment) => {
                     let by = payment.created_by.as_deref();
