@@ -246,3 +246,45 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
         }
     }
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn delegated_tokens_post_to_and_see_only_their_registers_payments(pool: PgPool) {
+    use commands::organization::{Delegation, create_delegated_token};
+    let app = TestApp::spawn(pool).await;
+    let (cash, customer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
+    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
+    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
+    let scopes = ["payments:read".to_owned(), "payments:write".to_owned()];
+    let delegation = Delegation {
+        user: "ana".into(),
+        visibility: "own".into(),
+        registers: vec![mine.parse().expect("id")],
+        safes: vec![],
+    };
+    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let post = |token: String, key: &'static str, register: String| {
+        let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 100, &register)] });
+        let request = app
+            .client
+            .post(format!("{}{CUSTOMER_PAYMENTS}", app.base))
+            .bearer_auth(token)
+            .header("Idempotency-Key", key)
+            .json(&body);
+        async move { request.send().await.expect("sent") }
+    };
+    // Ana may not post to a register she is not assigned: 404, and nothing is written.
+    let refused = error(post(ana.clone(), "ana-1", other.clone()).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["lines[0].balance_id"]);
+    let hers = json(post(ana.clone(), "ana-2", mine.clone()).await, 201).await["data"]["id"].clone();
+    let theirs = json(post(app.api_key.clone(), "org-1", other.clone()).await, 201).await["data"]["id"].clone();
+    // She lists and reads only her payment; the organization's key sees both.
+    let listed = |token: String| {
+        let request = app.client.get(format!("{}{CUSTOMER_PAYMENTS}", app.base)).bearer_auth(token);
+        async move { json(request.send().await.expect("sent"), 200).await }
+    };
+    assert_eq!(ids(&items(&listed(ana.clone()).await)), [hers.as_str().expect("id")]);
+    assert_eq!(items(&listed(app.api_key.clone()).await).len(), 2);
+    let theirs_path = format!("{}{CUSTOMER_PAYMENTS}/{}", app.base, theirs.as_str().expect("id"));
+    let hidden = app.client.get(theirs_path).bearer_auth(&ana).send().await.expect("sent");
+    error(hidden, 404, "invalid_request_error").await;
+}
