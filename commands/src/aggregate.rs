@@ -76,6 +76,20 @@ impl Rejection {
         Self::Conflict { code: code.to_owned(), message: message.into() }
     }
 
+    /// 422 with one business detail naming `field`.
+    pub fn unprocessable(code: &str, field: &str, message: &str) -> Self {
+        Self::Unprocessable {
+            code: code.into(),
+            message: message.into(),
+            details: vec![BusinessDetail {
+                field: Some(field.into()),
+                code: code.into(),
+                message: message.into(),
+                metadata: Default::default(),
+            }],
+        }
+    }
+
     /// 409 `STATE_CONFLICT` with one detail (`code`, e.g. `QUOTE_NOT_DRAFT`) naming the current state.
     pub fn state_conflict(code: &str, current_state: &str, message: impl Into<String>) -> Self {
         let message = message.into();

@@ -348,6 +348,25 @@ impl<'a> ObjectReader<'a> {
         self.fail(name, code, message);
     }
 
+    /// Names every key of `value` (this reader's object or a nested one) that `known` does not list.
+    pub fn refuse_unknown(&mut self, value: &Value, known: &[&str], what: &str) {
+        if let Some(object) = value.as_object() {
+            for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
+                self.reject(key, "unknown_field", format!("is not a field of {what}"));
+            }
+        }
+    }
+
+    /// A required amount of cents of at least 1.
+    pub fn required_positive_cents(&mut self, name: &str) -> Option<events::domain::Cents> {
+        let cents = self.required_cents(name);
+        if cents == Some(events::domain::Cents::ZERO) {
+            self.reject(name, "out_of_range", "must be at least 1");
+            return None;
+        }
+        cents
+    }
+
     pub fn finish<T>(self, value: T) -> Result<T, Vec<FieldError>> {
         if self.errors.is_empty() { Ok(value) } else { Err(self.errors) }
     }

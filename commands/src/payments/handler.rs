@@ -11,6 +11,7 @@ use crate::engine::{ExecuteError, append_typed};
 use crate::handler::{Batching, Commit, handler};
 use crate::records::PaymentMethod;
 use crate::reply::CommandReply;
+use crate::treasury::{OrgAccount, org_account};
 use events::catalogue::{
     Allocation, CustomerPaymentEvent, PaymentFact, PaymentRecorded, PaymentSide, SupplierPaymentEvent, ar_date,
 };
@@ -127,22 +128,6 @@ async fn method(conn: &mut PgConnection, org_id: Uuid, id: Uuid) -> Result<Optio
     }))
 }
 
-/// One of the organization's accounts (by its settings column) with whether it is active.
-async fn org_account(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    column: &str,
-) -> Result<Option<(Uuid, bool)>, ExecuteError> {
-    // `column` is one of this file's constants.
-    let sql = format!(
-        "select o.{column}, a.is_active from organizations o
-         left join ledger_accounts a on a.org_id = o.id and a.id = o.{column} where o.id = $1"
-    );
-    let row: Option<(Option<Uuid>, Option<bool>)> =
-        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).fetch_optional(&mut *conn).await?;
-    Ok(row.and_then(|(id, active)| id.map(|id| (id, active.unwrap_or(false)))))
-}
-
 async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -> Result<PaymentFacts, ExecuteError> {
     let side = command.side();
     let (current, voided, version) = load_payment(conn, org_id, side, command.payment_id()).await?;
@@ -178,9 +163,9 @@ async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -
         }
     }
     facts.documents = lock_documents(conn, org_id, side, allocations).await?;
-    let column = if side == PaymentSide::Customer { "receivables_account_id" } else { "payables_account_id" };
-    facts.contact_account = org_account(conn, org_id, column).await?;
-    facts.fees_account = org_account(conn, org_id, "payment_fees_account_id").await?;
+    let account = if side == PaymentSide::Customer { OrgAccount::Receivables } else { OrgAccount::Payables };
+    facts.contact_account = org_account(conn, org_id, account).await?;
+    facts.fees_account = org_account(conn, org_id, OrgAccount::PaymentFees).await?;
     Ok(facts)
 }
 

@@ -14,7 +14,7 @@ mod handler;
 
 pub use handler::{CustomerPayments, SupplierPayments, credit_sale, open_document};
 
-use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
+use crate::aggregate::{Rejection, reject_fields};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
     Allocation, Currency, JournalEntry, JournalLine, LocationKind, LocationLine, LocationRef, LocationStatus,
@@ -110,38 +110,23 @@ pub fn names(side: PaymentSide) -> (&'static str, &'static str) {
     }
 }
 
-fn refuse_unknown(r: &mut ObjectReader<'_>, value: &Value, known: &[&str], what: &str) {
-    if let Some(object) = value.as_object() {
-        for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
-            r.reject(key, "unknown_field", format!("is not a field of {what}"));
-        }
-    }
-}
 
-fn positive_cents(r: &mut ObjectReader<'_>, name: &str) -> Option<Cents> {
-    let cents = r.required_cents(name);
-    if cents == Some(Cents::ZERO) {
-        r.reject(name, "out_of_range", "must be at least 1");
-        return None;
-    }
-    cents
-}
 
 /// Parses a payment's body (every bad field named at once).
 pub fn parse_payment(body: &Value, side: PaymentSide) -> Result<PaymentInput, Vec<FieldError>> {
     let (contact_field, _) = names(side);
     let mut r = ObjectReader::new(body, "");
     let known = [contact_field, "occurred_on", "note", "lines", "allocations"];
-    refuse_unknown(&mut r, body, &known, "a payment");
+    r.refuse_unknown(body, &known, "a payment");
     let contact_id = r.required_uuid(contact_field);
     let occurred_on = r.required_date("occurred_on");
     let note = r.optional_str("note", 2000);
     let mut lines = Vec::new();
     for (i, line) in r.required_array("lines", 1, MAX_LINES).iter().enumerate() {
         let mut l = ObjectReader::new(line, &format!("lines[{i}]"));
-        refuse_unknown(&mut l, line, KNOWN_LINE, "a payment line");
+        l.refuse_unknown(line, KNOWN_LINE, "a payment line");
         let method_id = l.required_uuid("payment_method_id");
-        let amount = positive_cents(&mut l, "amount");
+        let amount = l.required_positive_cents("amount");
         let kind = l.required_str("balance_type", 1, 20);
         let kind = match (kind.as_str(), LocationKind::parse(&kind)) {
             ("", _) => None,
@@ -182,9 +167,9 @@ fn allocations(r: &mut ObjectReader<'_>, side: PaymentSide, min: usize) -> Vec<A
     let mut allocations: Vec<Allocation> = Vec::new();
     for (i, share) in r.required_array("allocations", min, MAX_LINES).iter().enumerate() {
         let mut a = ObjectReader::new(share, &format!("allocations[{i}]"));
-        refuse_unknown(&mut a, share, &[document_field, "amount"], "an allocation");
+        a.refuse_unknown(share, &[document_field, "amount"], "an allocation");
         let document_id = a.required_uuid(document_field);
-        let amount = positive_cents(&mut a, "amount");
+        let amount = a.required_positive_cents("amount");
         r.errors.append(&mut a.errors);
         if let (Some(document_id), Some(amount)) = (document_id, amount) {
             match allocations.iter_mut().find(|a| a.document_id == document_id) {
@@ -202,7 +187,7 @@ fn allocations(r: &mut ObjectReader<'_>, side: PaymentSide, min: usize) -> Vec<A
 /// Parses the body of `POST /{id}/allocations`: one to 100 allocations.
 pub fn parse_allocation(body: &Value, side: PaymentSide) -> Result<Vec<Allocation>, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
-    refuse_unknown(&mut r, body, &["allocations"], "an allocation request");
+    r.refuse_unknown(body, &["allocations"], "an allocation request");
     let allocations = allocations(&mut r, side, 1);
     r.finish(allocations)
 }
@@ -246,18 +231,6 @@ pub struct PaymentFacts {
     pub today: Option<Date>,
 }
 
-fn unprocessable(code: &str, field: &str, message: &str) -> Rejection {
-    Rejection::Unprocessable {
-        code: code.into(),
-        message: message.into(),
-        details: vec![BusinessDetail {
-            field: Some(field.into()),
-            code: code.into(),
-            message: message.into(),
-            metadata: Default::default(),
-        }],
-    }
-}
 
 /// The id of a payment's `n`th location line (derived, so a retry names the same lines).
 pub fn line_id(payment: Uuid, n: usize) -> Uuid {
@@ -327,14 +300,14 @@ fn record(
             ));
         }
         if location.account_active.is_none() {
-            return Err(unprocessable(
+            return Err(Rejection::unprocessable(
                 "LEDGER_NOT_CONFIGURED",
                 &format!("lines[{i}].balance_id"),
                 "the location has no ledger account",
             ));
         }
         if location.currency != Currency::Pes {
-            return Err(unprocessable(
+            return Err(Rejection::unprocessable(
                 "UNSUPPORTED_CURRENCY",
                 &format!("lines[{i}].balance_id"),
                 "payments into or out of dollar locations are not supported yet",
@@ -342,15 +315,15 @@ fn record(
         }
     }
     if facts.today.is_none_or(|today| input.occurred_on > today) {
-        return Err(unprocessable("FUTURE_DATE", "occurred_on", "a payment cannot happen after today (UTC-3)"));
+        return Err(Rejection::unprocessable("FUTURE_DATE", "occurred_on", "a payment cannot happen after today (UTC-3)"));
     }
-    let too_large = || unprocessable("OUT_OF_RANGE", "lines", "the payment's total passes the integer limit");
+    let too_large = || Rejection::unprocessable("OUT_OF_RANGE", "lines", "the payment's total passes the integer limit");
     let total = Cents::checked_sum(input.lines.iter().map(|l| l.amount)).ok_or_else(too_large)?;
     within(side, &input.allocations, total, facts)?;
     let (contact_account, fees_account) = match (facts.contact_account, facts.fees_account) {
         (None, _) => {
             let which = if side == PaymentSide::Customer { "--receivables-account" } else { "--payables-account" };
-            return Err(unprocessable(
+            return Err(Rejection::unprocessable(
                 "LEDGER_NOT_CONFIGURED",
                 contact_field,
                 &format!(
@@ -403,7 +376,7 @@ fn record(
     }
     if fees != Cents::ZERO {
         let Some(fees_account) = fees_account else {
-            return Err(unprocessable(
+            return Err(Rejection::unprocessable(
                 "LEDGER_NOT_CONFIGURED",
                 "lines",
                 "the payment methods charge a fee and the organization has no fees account: an operator sets it \
@@ -458,9 +431,9 @@ fn within(
     facts: &PaymentFacts,
 ) -> Result<(), Rejection> {
     let allocated = Cents::checked_sum(allocations.iter().map(|a| a.amount))
-        .ok_or_else(|| unprocessable("OUT_OF_RANGE", "allocations", "the allocations pass the integer limit"))?;
+        .ok_or_else(|| Rejection::unprocessable("OUT_OF_RANGE", "allocations", "the allocations pass the integer limit"))?;
     if allocated > available {
-        return Err(unprocessable(
+        return Err(Rejection::unprocessable(
             "ALLOCATION_EXCEEDS_PAYMENT",
             "allocations",
             &format!("the allocations add up to more than the payment has to allocate ({} cents)", available.get()),
@@ -469,7 +442,7 @@ fn within(
     for (i, share) in allocations.iter().enumerate() {
         let due = facts.documents[&share.document_id].1;
         if share.amount > due {
-            return Err(unprocessable(
+            return Err(Rejection::unprocessable(
                 "ALLOCATION_EXCEEDS_BALANCE",
                 &format!("allocations[{i}].amount"),
                 &format!("the {} {} owes {} cents", side.document_kind(), share.document_id, due.get()),

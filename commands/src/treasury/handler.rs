@@ -219,17 +219,39 @@ pub async fn central_rate(conn: &mut PgConnection, on: Date) -> Result<Option<(D
     Ok(row.and_then(|(date, rate)| rate.parse().ok().map(|rate| (date, rate))))
 }
 
-/// The organization's exchange-difference account, and whether it is active.
-pub async fn exchange_account(conn: &mut PgConnection, org_id: Uuid) -> Result<Option<(Uuid, bool)>, ExecuteError> {
-    let row: Option<(Option<Uuid>, Option<bool>)> = sqlx::query_as(
-        "select o.exchange_difference_account_id, a.is_active
-         from organizations o
-         left join ledger_accounts a on a.org_id = o.id and a.id = o.exchange_difference_account_id
-         where o.id = $1",
-    )
-    .bind(org_id)
-    .fetch_optional(&mut *conn)
-    .await?;
+/// The ledger accounts an organization's settings name for the treasury and payments to post to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrgAccount {
+    ExchangeDifference,
+    Receivables,
+    Payables,
+    PaymentFees,
+}
+
+impl OrgAccount {
+    fn column(self) -> &'static str {
+        match self {
+            Self::ExchangeDifference => "exchange_difference_account_id",
+            Self::Receivables => "receivables_account_id",
+            Self::Payables => "payables_account_id",
+            Self::PaymentFees => "payment_fees_account_id",
+        }
+    }
+}
+
+/// The account the organization's settings name for `which`, and whether it is active.
+pub async fn org_account(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    which: OrgAccount,
+) -> Result<Option<(Uuid, bool)>, ExecuteError> {
+    let column = which.column();
+    let sql = format!(
+        "select o.{column}, a.is_active from organizations o
+         left join ledger_accounts a on a.org_id = o.id and a.id = o.{column} where o.id = $1"
+    );
+    let row: Option<(Option<Uuid>, Option<bool>)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).fetch_optional(&mut *conn).await?;
     Ok(row.and_then(|(id, active)| id.map(|id| (id, active.unwrap_or(false)))))
 }
 
@@ -298,7 +320,7 @@ impl Document for ManualMovements {
         if facts.location.is_some_and(|l| l.currency == Currency::Dol) {
             facts.holding = lock_holding(conn, org_id, input.location).await?;
             facts.central_rate = central_rate(conn, input.occurred_on).await?;
-            facts.exchange_account = exchange_account(conn, org_id).await?;
+            facts.exchange_account = org_account(conn, org_id, OrgAccount::ExchangeDifference).await?;
         }
         let accounts = input.counterparts.iter().map(|c| c.account_id).collect();
         facts.accounts = ledger_accounts(conn, org_id, accounts).await?;

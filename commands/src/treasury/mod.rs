@@ -9,7 +9,7 @@ pub mod admin;
 mod handler;
 pub mod movements;
 
-pub use handler::{FundsTransfers, ManualMovements, load_location, load_movement};
+pub use handler::{FundsTransfers, ManualMovements, OrgAccount, load_location, load_movement, org_account};
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::validate::{FieldError, ObjectReader};

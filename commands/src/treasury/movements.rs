@@ -10,7 +10,7 @@
 //! value the location holds them at), and the difference is booked to the organization's
 //! exchange-difference account. [`resolve_rate`] keeps the spec's rules for a replacement's rate.
 
-use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
+use crate::aggregate::{Rejection, reject_fields};
 use crate::validate::{FieldEdit, FieldError, ObjectReader};
 use events::catalogue::{
     AppliedRate, CounterLine, Currency, Direction, Distribution, JournalEntry, JournalLine, LocationKind, LocationLine,
@@ -115,22 +115,7 @@ fn optional_cost_centers(r: &mut ObjectReader<'_>) -> [Option<Uuid>; 3] {
     [r.optional_uuid("cost_center1_id"), r.optional_uuid("cost_center2_id"), r.optional_uuid("cost_center3_id")]
 }
 
-fn refuse_unknown(r: &mut ObjectReader<'_>, value: &Value, known: &[&str], what: &str) {
-    if let Some(object) = value.as_object() {
-        for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
-            r.reject(key, "unknown_field", format!("is not a field of {what}"));
-        }
-    }
-}
 
-fn positive_cents(r: &mut ObjectReader<'_>, name: &str) -> Option<Cents> {
-    let cents = r.required_cents(name);
-    if cents == Some(Cents::ZERO) {
-        r.reject(name, "out_of_range", "must be at least 1");
-        return None;
-    }
-    cents
-}
 
 /// `updated_at` of a `PUT` or `DELETE` body: required, an RFC 3339 timestamp.
 pub fn parse_updated_at(r: &mut ObjectReader<'_>) -> Option<OffsetDateTime> {
@@ -183,7 +168,7 @@ pub fn parse_movement(
             None
         }
     };
-    let amount = positive_cents(&mut r, "amount");
+    let amount = r.required_positive_cents("amount");
     let occurred_on = r.required_date("occurred_on");
     let root_centers = optional_cost_centers(&mut r);
     let mut counterparts = Vec::new();
@@ -210,9 +195,9 @@ pub fn parse_movement(
             }
             for (i, line) in r.required_array("lines", 1, MAX_LINES).iter().enumerate() {
                 let mut l = ObjectReader::new(line, &format!("lines[{i}]"));
-                refuse_unknown(&mut l, line, KNOWN_LINE, "a counterpart line");
+                l.refuse_unknown(line, KNOWN_LINE, "a counterpart line");
                 let account_id = l.required_uuid("account_id");
-                let line_amount = positive_cents(&mut l, "amount");
+                let line_amount = l.required_positive_cents("amount");
                 let [cost_center1_id, cost_center2_id, cost_center3_id] = optional_cost_centers(&mut l);
                 r.errors.append(&mut l.errors);
                 if let (Some(account_id), Some(amount)) = (account_id, line_amount) {
@@ -238,9 +223,9 @@ pub fn parse_movement(
     if r.value("distributions").is_some() {
         for (i, share) in r.required_array("distributions", 0, MAX_LINES).iter().enumerate() {
             let mut d = ObjectReader::new(share, &format!("distributions[{i}]"));
-            refuse_unknown(&mut d, share, KNOWN_DISTRIBUTION, "a distribution");
+            d.refuse_unknown(share, KNOWN_DISTRIBUTION, "a distribution");
             let center = d.required_uuid("cost_center1_id");
-            let cents = positive_cents(&mut d, "amount_cents");
+            let cents = d.required_positive_cents("amount_cents");
             r.errors.append(&mut d.errors);
             if let (Some(cost_center1_id), Some(amount_cents)) = (center, cents) {
                 distributions.push(Distribution { cost_center1_id, amount_cents });
@@ -292,7 +277,7 @@ pub fn parse_movement(
 /// A `DELETE` body: `updated_at` and nothing else.
 pub fn parse_deletion(body: &Value) -> Result<OffsetDateTime, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
-    refuse_unknown(&mut r, body, &["updated_at"], "a movement's deletion");
+    r.refuse_unknown(body, &["updated_at"], "a movement's deletion");
     let updated_at = parse_updated_at(&mut r);
     match updated_at {
         Some(at) => r.finish(at),
@@ -363,21 +348,9 @@ impl Holding {
     }
 }
 
-fn unprocessable(code: &str, field: &str, message: &str) -> Rejection {
-    Rejection::Unprocessable {
-        code: code.into(),
-        message: message.into(),
-        details: vec![BusinessDetail {
-            field: Some(field.into()),
-            code: code.into(),
-            message: message.into(),
-            metadata: Default::default(),
-        }],
-    }
-}
 
 fn too_large() -> Rejection {
-    unprocessable("OUT_OF_RANGE", "amount", "the movement's amount in pesos passes the integer limit")
+    Rejection::unprocessable("OUT_OF_RANGE", "amount", "the movement's amount in pesos passes the integer limit")
 }
 
 /// The rate a dollar version converts at (spec, manual movement rule 7). The previous version's rate
@@ -400,7 +373,7 @@ pub fn resolve_rate(
         .and_then(|p| p.rate);
     let central = || match facts.central_rate {
         Some((rate_date, value)) => Ok(AppliedRate { value, source: RateSource::CentralBank, rate_date }),
-        None => Err(unprocessable(
+        None => Err(Rejection::unprocessable(
             "EXCHANGE_RATE_NOT_FOUND",
             "occurred_on",
             &format!(
@@ -474,7 +447,7 @@ fn entry(
     if let Some(gain) = difference.filter(|gain| *gain != Cents::ZERO) {
         match facts.exchange_account {
             None => {
-                return Err(unprocessable(
+                return Err(Rejection::unprocessable(
                     "EXCHANGE_DIFFERENCE_ACCOUNT_MISSING",
                     "exchange_rate",
                     "the movement has an exchange difference and the organization has no exchange-difference \
@@ -565,21 +538,21 @@ fn version(
         ));
     }
     if location.account_active.is_none() {
-        return Err(unprocessable(
+        return Err(Rejection::unprocessable(
             "LEDGER_NOT_CONFIGURED",
             "balance_id",
             "the location has no ledger account to post to",
         ));
     }
     if location.currency == Currency::Pes && facts.accounts.values().any(|(_, currency)| *currency == Currency::Dol) {
-        return Err(unprocessable(
+        return Err(Rejection::unprocessable(
             "CURRENCY_MISMATCH",
             "account_id",
             "a dollar ledger account takes dollars: post it from a dollar location",
         ));
     }
     if facts.today.is_none_or(|today| input.occurred_on > today) {
-        return Err(unprocessable("FUTURE_DATE", "occurred_on", "a movement cannot happen after today (UTC-3)"));
+        return Err(Rejection::unprocessable("FUTURE_DATE", "occurred_on", "a movement cannot happen after today (UTC-3)"));
     }
     let dollars = match location.currency {
         Currency::Pes => None,
