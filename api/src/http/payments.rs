@@ -125,6 +125,11 @@ pub struct PaymentData {
     pub allocations: Vec<AllocationData>,
     /// Integer cents ARS left on account: the amount less the allocations (zero once voided).
     pub unallocated_amount: i64,
+    /// Customer payments a sale recorded from its `paymentMethods`: that sale (the payment is allocated
+    /// to it in full). Voiding the payment makes the sale owe its amount again.
+    #[oai(skip_serializing_if_is_none)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sale_id: Option<Uuid>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339::option")]
@@ -176,6 +181,7 @@ fn payment_data(
             })
             .collect(),
         unallocated_amount: if voided_at.is_some() { 0 } else { payment.total.get() - allocated },
+        sale_id: payment.sale_id,
         created_at: ar_time(created_at),
         voided_at: voided_at.map(ar_time),
         idempotent_replay: None,

@@ -129,6 +129,11 @@ pub struct SalePaymentData {
     pub amount: i64,
     pub description: Nullable<String>,
     pub reference: Nullable<String>,
+    /// Where it landed: one of the three (all null in sales recorded before payments reached the
+    /// treasury).
+    pub register_id: Nullable<Uuid>,
+    pub safe_id: Nullable<Uuid>,
+    pub bank_account_id: Nullable<Uuid>,
 }
 
 /// `not_invoiced`, `issued`, `deferred`, `rejected` or `internal`.
@@ -340,6 +345,9 @@ impl SaleData {
                     amount: p.amount.get(),
                     description: p.description.clone().into(),
                     reference: p.reference.clone().into(),
+                    register_id: p.register_id.into(),
+                    safe_id: p.safe_id.into(),
+                    bank_account_id: p.bank_account_id.into(),
                 })
                 .collect(),
             fiscal: SaleFiscalData {
@@ -427,8 +435,11 @@ pub struct SalePaymentInput {
     pub amount: Cents,
     pub description: Optional<Blank<200>>,
     pub reference: Optional<Blank<100>>,
+    /// Exactly one of `registerId`, `safeId` and `bankAccountId` names the active peso location of the
+    /// organization the payment lands in (400 `required` when none is sent, `conflict` when several).
     pub register_id: Optional<Uuid>,
     pub safe_id: Optional<Uuid>,
+    pub bank_account_id: Optional<Uuid>,
 }
 
 /// `percentage` or `fixed`.
@@ -468,7 +479,13 @@ pub struct SaleInput {
     pub discount_value: Optional<NonNegative>,
     pub notes: Optional<Blank<1000>>,
     pub fiscal_notes: Optional<Blank<1000>>,
-    /// Omitted: the sale stays pending payment (`balance` = `total`).
+    /// Omitted: the sale stays pending payment (`balance` = `total`). Sent: in the sale's transaction,
+    /// before the voucher is numbered or authorized, they are recorded as one customer payment
+    /// (`/api/v1/customer-payments`, its `sale_id` this sale) posted to the treasury like any other
+    /// (fees included) and allocated to the sale; the sale's `balance` is `total` less them. Every
+    /// payment rule applies, its fields named here (`paymentMethods[i].registerId`...): the location
+    /// must exist (404), be active (409) and be in pesos (422), and the organization needs its
+    /// receivables account (422 `LEDGER_NOT_CONFIGURED`). A credit note takes no payments (400).
     pub payment_methods: Optional<Vec<SalePaymentInput>>,
     pub integration_source: Optional<Blank<50>>,
     pub integration_id: Optional<Blank<100>>,

@@ -288,3 +288,71 @@ async fn delegated_tokens_post_to_and_see_only_their_registers_payments(pool: Pg
     let hidden = app.client.get(theirs_path).bearer_auth(&ana).send().await.expect("sent");
     error(hidden, 404, "invalid_request_error").await;
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_sales_payment_methods_post_one_customer_payment_to_the_treasury(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let (pos, customer, cash) = (point_of_sale(&app).await, customer(&app, "Bruno").await, payment_method(&app).await);
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let card = json(
+        app.post_keyed("/api/v1/payment-methods", &json!({ "name": "Débito", "feePercentage": "3", "feeFixed": 100 }))
+            .await,
+        201,
+    )
+    .await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let sale_body = |payments: Value| {
+        json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
+            "total": 10_000, "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": 10_000 }],
+            "paymentMethods": payments })
+    };
+
+    // Where the money lands is required, and must be a location of the organization; nothing is written.
+    let nowhere = sale_body(json!([{ "methodId": cash, "amount": 4_000 }]));
+    let refused = error(sell(&app, &nowhere, true).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["paymentMethods[0].registerId"]);
+    let unknown = sale_body(json!([{ "methodId": cash, "amount": 4_000, "safeId": uuid::Uuid::now_v7() }]));
+    let refused = error(sell(&app, &unknown, true).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["paymentMethods[0].safeId"]);
+    assert_eq!(items(&json(app.get("/api/v1/sales").await, 200).await).len(), 0, "no sale was recorded");
+    assert_eq!(balance(&app, &register).await, 0);
+
+    // Cash and a debit card into the register: the card's fee (3% of 1,000 plus 100) is kept.
+    let paid = sale_body(json!([
+        { "methodId": cash, "amount": 4_000, "registerId": register },
+        { "methodId": card, "amount": 1_000, "registerId": register, "reference": "1234" }]));
+    let sale = json(sell(&app, &paid, true).await, 201).await["data"].clone();
+    let sale_id = sale["id"].as_str().expect("id").to_owned();
+    assert_eq!((sale["balance"].as_i64(), sale["payments"][0]["registerId"].as_str()), (Some(5_000), Some(&*register)));
+    assert_eq!(owed(&app, &sale_id).await, (5_000, "partially_paid".to_owned()));
+    assert_eq!(balance(&app, &register).await, 4_000 + 870);
+    let listed = json(app.get(&format!("{CUSTOMER_PAYMENTS}?customer_id={customer}")).await, 200).await;
+    let payment = items(&listed)[0].clone();
+    assert_eq!(items(&listed).len(), 1);
+    assert_eq!(
+        (payment["sale_id"].as_str(), payment["amount"].as_i64(), payment["fee_amount"].as_i64()),
+        (Some(&*sale_id), Some(5_000), Some(130))
+    );
+    assert_eq!(payment["allocations"], json!([{ "sale_id": sale_id, "amount": 5_000 }]));
+    assert_eq!(payment["unallocated_amount"], 0);
+
+    // The rest is paid the usual way; voiding the sale's own payment makes it owe that part again.
+    let rest = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 5_000, &register)],
+        "allocations": [{ "sale_id": sale_id, "amount": 5_000 }] });
+    json(send(&app, CUSTOMER_PAYMENTS, "rest", &rest).await, 201).await;
+    assert_eq!(owed(&app, &sale_id).await, (0, "paid".to_owned()));
+    let void_path = format!("{CUSTOMER_PAYMENTS}/{}/void", payment["id"].as_str().expect("id"));
+    json(send(&app, &void_path, "void", &json!({})).await, 200).await;
+    assert_eq!(owed(&app, &sale_id).await, (5_000, "partially_paid".to_owned()));
+    assert_eq!(balance(&app, &register).await, 5_000);
+
+    // A credit note takes no payments.
+    let note = json!({ "voucherType": 8, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
+        "associatedSaleId": sale_id, "total": 1_000, "items": [{ "name": "Devolución", "quantity": 1, "unitPrice": 1_000 }],
+        "paymentMethods": [{ "methodId": cash, "amount": 1_000, "registerId": register }] });
+    let refused = error(sell(&app, &note, true).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["paymentMethods"]);
+}

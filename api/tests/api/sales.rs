@@ -132,8 +132,16 @@ async fn worked_examples_price_a_b_c_and_90_vouchers_exactly(pool: PgPool) {
 
     // C: an issuer under the simplified regime issues C vouchers: no VAT at all.
     fiscal_profile(&app, "Monotributista").await;
+    let register = crate::treasury::open(
+        &app,
+        app.org_id,
+        events::catalogue::LocationKind::CashRegister,
+        "Caja",
+        events::catalogue::Currency::Pes,
+    )
+    .await;
     let c = json!({ "voucherType": 11, "pointOfSaleId": pos, "invoiceDate": today(), "total": 2000,
-        "paymentMethods": [{ "methodId": payment_method(&app).await, "amount": 500 }],
+        "paymentMethods": [{ "methodId": payment_method(&app).await, "amount": 500, "registerId": register }],
         "items": [{ "name": "Clase", "quantity": 2, "unitPrice": 1000 }] });
     let c = json(sell(&app, &c, true).await, 201).await["data"].clone();
     assert_eq!(amounts(&c), (2000, 0, 2000));

@@ -4,7 +4,7 @@
 //! appended as one event carrying its balanced entry, with the documents' open balances moved in the
 //! same transaction.
 
-use super::{MethodFacts, PaymentCommand, PaymentFacts, PaymentOutcome};
+use super::{LineInput, MethodFacts, PaymentCommand, PaymentFacts, PaymentInput, PaymentOutcome};
 use crate::aggregate::Rejection;
 use crate::document::{Document, run_document};
 use crate::engine::{ExecuteError, append_typed};
@@ -13,7 +13,8 @@ use crate::records::PaymentMethod;
 use crate::reply::CommandReply;
 use crate::treasury::{OrgAccount, org_account};
 use events::catalogue::{
-    Allocation, CustomerPaymentEvent, PaymentFact, PaymentRecorded, PaymentSide, SupplierPaymentEvent, ar_date,
+    Allocation, CustomerPaymentEvent, LocationKind, LocationRef, PaymentFact, PaymentRecorded, PaymentSide,
+    SaleRecorded, SupplierPaymentEvent, ar_date,
 };
 use events::domain::{Cents, Percentage};
 use events::store::{AppendRequest, StreamRef};
@@ -69,6 +70,102 @@ pub async fn credit_sale(
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// The id of the customer payment a sale's `paymentMethods` record (derived, so a retry names it again).
+pub fn sale_payment_id(sale_id: Uuid) -> Uuid {
+    Uuid::new_v5(&sale_id, b"payment")
+}
+
+/// The customer payment a sale's `paymentMethods` record, in the sale's transaction and before it is
+/// numbered or authorized: one line per payment method into the register, safe or bank account it
+/// names, posted like any customer payment and allocated to the sale (already counted in its
+/// `balance`). Rejections name the sale's fields. None when the sale received nothing.
+pub async fn with_sale(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    sale_id: Uuid,
+    sale: &SaleRecorded,
+    metadata: &Metadata,
+) -> Result<Option<AppendRequest>, ExecuteError> {
+    if sale.payments.is_empty() {
+        return Ok(None);
+    }
+    let mut lines = Vec::with_capacity(sale.payments.len());
+    for (i, paid) in sale.payments.iter().enumerate() {
+        let location = match (paid.register_id, paid.safe_id, paid.bank_account_id) {
+            (Some(id), _, _) => LocationRef { kind: LocationKind::CashRegister, id },
+            (None, Some(id), _) => LocationRef { kind: LocationKind::Safe, id },
+            (None, None, Some(id)) => LocationRef { kind: LocationKind::BankAccount, id },
+            (None, None, None) => {
+                let field = format!("paymentMethods[{i}].registerId");
+                return Err(Rejection::Invalid {
+                    errors: vec![crate::validate::FieldError::new(field, "required", "name where the payment lands")],
+                }
+                .into());
+            }
+        };
+        let (method_id, amount, reference) = (paid.method_id, paid.amount, paid.reference.clone());
+        lines.push(LineInput { method_id, amount, location, reference, exchange_rate_sent: false });
+    }
+    let input = PaymentInput {
+        contact_id: sale.customer.id,
+        occurred_on: sale.invoice_date,
+        note: None,
+        lines,
+        allocations: Vec::new(),
+    };
+    let id = sale_payment_id(sale_id);
+    let command = PaymentCommand::Record { side: PaymentSide::Customer, id, input, created_by: None };
+    let PaymentCommand::Record { input, .. } = &command else { unreachable!("built as a record above") };
+    let mut facts = load(&command, conn, org_id).await?;
+    // The sale checked its customer (the organization's default one included).
+    facts.contact_known = true;
+    let mut payment =
+        super::record(PaymentSide::Customer, id, input, &facts, None).map_err(|r| sale_fields(r, sale))?;
+    payment.allocations = vec![Allocation { document_id: sale_id, amount: payment.total }];
+    payment.sale_id = Some(sale_id);
+    let stored = PaymentFact::Recorded(Box::new(payment)).stored(PaymentSide::Customer);
+    let stream =
+        StreamRef { org_id, stream_type: CustomerPaymentEvent::STREAM_TYPE, stream_id: id, expected_version: 0 };
+    Ok(Some(AppendRequest { stream, events: vec![stored.to_new_event()], metadata: metadata.clone() }))
+}
+
+/// A payment's rejection, its fields named as the sale that recorded it spells them.
+fn sale_fields(rejection: Rejection, sale: &SaleRecorded) -> ExecuteError {
+    let rename = |field: &str| -> String {
+        let Some(rest) = field.strip_prefix("lines[") else {
+            return if field == "customer_id" { "customerId".to_owned() } else { field.replace("lines", "paymentMethods") };
+        };
+        let (index, name) = rest.split_once("].").unwrap_or((rest, ""));
+        let paid = index.parse::<usize>().ok().and_then(|i| sale.payments.get(i));
+        let name = match name {
+            "payment_method_id" => "methodId",
+            "balance_id" | "exchange_rate" => match paid {
+                Some(p) if p.register_id.is_some() => "registerId",
+                Some(p) if p.safe_id.is_some() => "safeId",
+                _ => "bankAccountId",
+            },
+            other => other,
+        };
+        format!("paymentMethods[{index}].{name}")
+    };
+    let renamed = match rejection {
+        Rejection::Invalid { mut errors } => {
+            errors.iter_mut().for_each(|e| e.field = rename(&e.field));
+            Rejection::Invalid { errors }
+        }
+        Rejection::Unprocessable { code, message, mut details } => {
+            details.iter_mut().for_each(|d| d.field = d.field.as_deref().map(rename));
+            Rejection::Unprocessable { code, message, details }
+        }
+        Rejection::StateConflict { message, mut details } => {
+            details.iter_mut().for_each(|d| d.field = d.field.as_deref().map(rename));
+            Rejection::StateConflict { message, details }
+        }
+        other => other,
+    };
+    renamed.into()
 }
 
 /// A payment's stream as it stands: the payment (none when new), whether it is voided, and its version.

@@ -12,7 +12,7 @@
 
 mod handler;
 
-pub use handler::{CustomerPayments, SupplierPayments, credit_sale, open_document};
+pub use handler::{CustomerPayments, SupplierPayments, credit_sale, open_document, sale_payment_id, with_sale};
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::validate::{FieldError, ObjectReader};
@@ -401,6 +401,7 @@ fn record(
         allocations: input.allocations.clone(),
         created_by,
         entry: JournalEntry { id, occurred_on: input.occurred_on, lines: entry_lines },
+        sale_id: None,
     })
 }
 

@@ -214,6 +214,8 @@ impl Document for Sales {
         let warnings = apply_policy(facts.org.negative_stock, shortfalls)?;
         levels::write(conn, org_id, &changes).await?;
         sale.changes = changes;
+        // What the customer paid lands in the treasury before the voucher is numbered or authorized.
+        requests.extend(payments::with_sale(conn, org_id, command.id, &sale, metadata).await?);
 
         // Numbering and authorization.
         if !fiscal_voucher {

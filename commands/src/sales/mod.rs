@@ -109,7 +109,8 @@ const KNOWN_ITEM: &[&str] = &[
     "discountPercentage",
     "orderLineId",
 ];
-const KNOWN_PAYMENT: &[&str] = &["methodId", "amount", "description", "reference", "registerId", "safeId"];
+const KNOWN_PAYMENT: &[&str] =
+    &["methodId", "amount", "description", "reference", "registerId", "safeId", "bankAccountId"];
 
 /// A line as sent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +138,7 @@ pub struct PaymentInput {
     pub reference: Option<String>,
     pub register_id: Option<Uuid>,
     pub safe_id: Option<Uuid>,
+    pub bank_account_id: Option<Uuid>,
 }
 
 /// A global discount: a percentage (hundredths) or a fixed amount (cents).
@@ -351,14 +353,38 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
                 for (i, item) in list.iter().enumerate() {
                     let mut p = ObjectReader::new(item, &format!("paymentMethods[{i}]"));
                     let method_id = p.required_uuid("methodId");
-                    let amount = p.required_cents("amount");
+                    let amount = p.required_positive_cents("amount");
                     let description = p.optional_str("description", 200);
                     let reference = p.optional_str("reference", 100);
                     let register_id = p.optional_uuid("registerId");
                     let safe_id = p.optional_uuid("safeId");
+                    let bank_account_id = p.optional_uuid("bankAccountId");
+                    // The payment lands in exactly one location of the treasury.
+                    let named = [register_id, safe_id, bank_account_id];
+                    match named.iter().flatten().count() {
+                        0 => p.reject(
+                            "registerId",
+                            "required",
+                            "name the location the payment lands in: registerId, safeId or bankAccountId",
+                        ),
+                        1 => {}
+                        _ => p.reject(
+                            "registerId",
+                            "conflict",
+                            "name one location: registerId, safeId or bankAccountId, not several",
+                        ),
+                    }
                     r.errors.append(&mut p.errors);
                     if let (Some(method_id), Some(amount)) = (method_id, amount) {
-                        payments.push(PaymentInput { method_id, amount, description, reference, register_id, safe_id });
+                        payments.push(PaymentInput {
+                            method_id,
+                            amount,
+                            description,
+                            reference,
+                            register_id,
+                            safe_id,
+                            bank_account_id,
+                        });
                     }
                 }
             }
@@ -674,6 +700,13 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
             variant.map(|v| v.sku.clone()),
         ));
     }
+    if kind == "credit_note" && !input.payments.is_empty() {
+        errors.push(FieldError::new(
+            "paymentMethods",
+            "not_allowed",
+            "a credit note receives no payment: it lowers what the sale it corrects owes, or stays on account",
+        ));
+    }
     for (i, payment) in input.payments.iter().enumerate() {
         if !facts.payment_methods.get(&payment.method_id).copied().unwrap_or(false) {
             errors.push(not_found(format!("paymentMethods[{i}].methodId"), "payment method"));
@@ -841,6 +874,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
                 reference: p.reference.clone(),
                 register_id: p.register_id,
                 safe_id: p.safe_id,
+                bank_account_id: p.bank_account_id,
             })
             .collect(),
         balance,

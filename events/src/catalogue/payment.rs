@@ -79,6 +79,11 @@ pub struct PaymentRecorded {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<String>,
     pub entry: JournalEntry,
+    /// The sale whose `paymentMethods` recorded it, in the sale's transaction: its allocation to that
+    /// sale is already in the sale's `balance`, so it settles nothing more when recorded (a void still
+    /// gives it back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sale_id: Option<Uuid>,
 }
 
 /// A voided payment: the entry undoing it (its allocations are given back).
@@ -172,6 +177,7 @@ impl PaymentFact {
     /// each owes.
     pub fn settlements(&self) -> (&[Allocation], i64) {
         match self {
+            Self::Recorded(payment) if payment.sale_id.is_some() => (&[], -1),
             Self::Recorded(payment) => (&payment.allocations, -1),
             Self::Allocated(allocated) => (&allocated.allocations, -1),
             Self::Voided(void) => (&void.allocations, 1),

@@ -99,6 +99,10 @@ pub struct SalePayment {
     pub reference: Option<String>,
     pub register_id: Option<Uuid>,
     pub safe_id: Option<Uuid>,
+    /// The bank account it landed in (absent when a register or safe took it, and in sales stored
+    /// before payments posted to the treasury).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bank_account_id: Option<Uuid>,
 }
 
 /// The authority's authorization of a voucher.
