@@ -482,6 +482,7 @@ projections! {
     mod delivery_notes { DeliveryNotes = "delivery_notes" => DeliveryNotesProjection, }
     mod treasury { Treasury = "treasury" => TreasuryProjection, }
     mod payments { Payments = "payments" => PaymentsProjection, }
+    mod accounts { Accounts = "accounts" => AccountsProjection, }
     mod webhooks { Webhooks = "webhooks" => WebhooksProjection::default(), }
 }
 

@@ -229,6 +229,7 @@ apis! {
     mod delivery_notes { DeliveryNotesApi }
     mod treasury { TreasuryApi }
     mod payments { PaymentsApi }
+    mod accounts { AccountsApi }
     mod reference { ReferenceApi }
     mod webhooks { WebhooksApi }
     mod v2 { V2Api }

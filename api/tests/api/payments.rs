@@ -348,6 +348,16 @@ async fn a_sales_payment_methods_post_one_customer_payment_to_the_treasury(pool:
     json(send(&app, &void_path, "void", &json!({})).await, 200).await;
     assert_eq!(owed(&app, &sale_id).await, (5_000, "partially_paid".to_owned()));
     assert_eq!(balance(&app, &register).await, 5_000);
+    // The customer's account counts the sale's payment once, and its void.
+    let account = account_at(&app, &format!("/api/v1/customers/{customer}/account"), 5_000).await;
+    let kinds: Vec<(&str, i64)> = account["statement"]["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .map(|l| (l["type"].as_str().expect("type"), l["amount"].as_i64().expect("amount")))
+        .collect();
+    assert_eq!(kinds, [("sale", 10_000), ("payment", -5_000), ("payment", -5_000), ("payment_void", 5_000)]);
+    assert_eq!(account["unallocated_credit"], 0);
 
     // A credit note takes no payments.
     let note = json!({ "voucherType": 8, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
@@ -355,4 +365,118 @@ async fn a_sales_payment_methods_post_one_customer_payment_to_the_treasury(pool:
         "paymentMethods": [{ "methodId": cash, "amount": 1_000, "registerId": register }] });
     let refused = error(sell(&app, &note, true).await, 400, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["paymentMethods"]);
+}
+
+/// A contact's account once the accounts projection shows a balance of `balance` today.
+async fn account_at(app: &TestApp, path: &str, balance: i64) -> Value {
+    let what = format!("{path} to show a balance of {balance}");
+    crate::helpers::eventually(std::time::Duration::from_secs(10), &what, || async {
+        let account = json(app.get(path).await, 200).await["data"].clone();
+        (account["balance"].as_i64() == Some(balance)).then_some(account)
+    })
+    .await
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn contact_accounts_show_balance_open_documents_credit_and_a_running_statement(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let (pos, customer, cash) = (point_of_sale(&app).await, customer(&app, "Carla").await, payment_method(&app).await);
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja", Currency::Pes).await;
+    let today = today();
+    let yesterday = (events::catalogue::ar_date(time::OffsetDateTime::now_utc()) - time::Duration::days(1)).to_string();
+
+    // Yesterday 2,000 on account; today two invoices, a payment of 4,000 to the first (voided later),
+    // and a credit note of 1,000 correcting the second.
+    let early = json!({ "customer_id": customer, "occurred_on": yesterday, "lines": [line(&cash, 2_000, &register)] });
+    let early = json(send(&app, CUSTOMER_PAYMENTS, "early", &early).await, 201).await["data"]["id"].clone();
+    let first = invoice(&app, &pos, &customer, 10_000).await;
+    let second = invoice(&app, &pos, &customer, 3_000).await;
+    let paid = json!({ "customer_id": customer, "occurred_on": today, "lines": [line(&cash, 4_000, &register)],
+        "allocations": [{ "sale_id": first, "amount": 4_000 }] });
+    let paid = json(send(&app, CUSTOMER_PAYMENTS, "paid", &paid).await, 201).await["data"]["id"].clone();
+    let note = json!({ "voucherType": 8, "pointOfSaleId": pos, "invoiceDate": today, "customerId": customer,
+        "associatedSaleId": second, "total": 1_000, "items": [{ "name": "Devolución", "quantity": 1, "unitPrice": 1_000 }] });
+    json(sell(&app, &note, true).await, 201).await;
+    let path = format!("/api/v1/customers/{customer}/account");
+    let before_void = account_at(&app, &path, 10_000 + 3_000 - 2_000 - 4_000 - 1_000).await;
+    assert_eq!(before_void["unallocated_credit"], 2_000, "the early payment is on account");
+    let void = format!("{CUSTOMER_PAYMENTS}/{}/void", paid.as_str().expect("id"));
+    json(send(&app, &void, "void", &json!({})).await, 200).await;
+
+    let account = account_at(&app, &path, 10_000).await;
+    assert_eq!((account["object"].as_str(), account["currency"].as_str()), (Some("customer_account"), Some("ARS")));
+    let open_documents: Vec<(String, i64)> = account["open_documents"]
+        .as_array()
+        .expect("documents")
+        .iter()
+        .map(|d| (d["sale_id"].as_str().expect("id").to_owned(), d["amount_due"].as_i64().expect("due")))
+        .collect();
+    assert_eq!(open_documents, [(first.clone(), 10_000), (second.clone(), 2_000)]);
+    assert_eq!(account["unallocated_credit"], 2_000, "what the documents owe less the balance");
+    let statement = &account["statement"];
+    assert_eq!((statement["opening_balance"].as_i64(), statement["closing_balance"].as_i64()), (Some(0), Some(10_000)));
+    let lines: Vec<(String, i64, i64)> = statement["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .map(|l| (l["type"].as_str().expect("type").to_owned(), l["amount"].as_i64().expect("amount"), l["balance"].as_i64().expect("balance")))
+        .collect();
+    let expected = [
+        ("payment", -2_000, -2_000),
+        ("sale", 10_000, 8_000),
+        ("sale", 3_000, 11_000),
+        ("payment", -4_000, 7_000),
+        ("credit_note", -1_000, 6_000),
+        ("payment_void", 4_000, 10_000),
+    ];
+    assert_eq!(lines, expected.map(|(k, a, b)| (k.to_owned(), a, b)));
+    assert_eq!(statement["lines"][0]["document_id"], early);
+
+    // As it stood yesterday: only the early payment; a statement from today opens with it.
+    let then = json(app.get(&format!("{path}?as_of={yesterday}")).await, 200).await["data"].clone();
+    assert_eq!((then["balance"].as_i64(), then["statement"]["lines"].as_array().map(Vec::len)), (Some(-2_000), Some(1)));
+    let from_today = json(app.get(&format!("{path}?date_from={today}")).await, 200).await["data"]["statement"].clone();
+    assert_eq!(
+        (from_today["opening_balance"].as_i64(), from_today["lines"].as_array().map(Vec::len)),
+        (Some(-2_000), Some(5))
+    );
+
+    // Bad dates name their parameter; an unknown customer or a supplier's id is 404.
+    let tomorrow =
+        (events::catalogue::ar_date(time::OffsetDateTime::now_utc()) + time::Duration::days(1)).to_string();
+    for (query, field) in [
+        (format!("as_of={tomorrow}"), "as_of"),
+        (format!("date_from={today}&date_to={yesterday}"), "date_from"),
+        ("date_to=2026-13-01".to_owned(), "date_to"),
+        ("date_from=2020-01-01".to_owned(), "date_to"),
+    ] {
+        let refused = error(app.get(&format!("{path}?{query}")).await, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), [field], "{query}");
+    }
+    error(app.get(&format!("/api/v1/customers/{}/account", uuid::Uuid::now_v7())).await, 404, "invalid_request_error")
+        .await;
+
+    // A supplier: a purchase, half paid.
+    let supplier = json(app.post_keyed("/api/v1/suppliers", &json!({ "name": "Molino SA" })).await, 201).await["data"]
+        ["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    error(app.get(&format!("/api/v1/customers/{supplier}/account")).await, 404, "invalid_request_error").await;
+    let item = crate::purchases::product(&app, "HARINA", 1_000).await;
+    let bought = crate::purchases::purchase(
+        &supplier,
+        "0001-00000007",
+        None,
+        json!([{ "productId": item, "quantity": 2, "unitCost": 1_000 }]),
+    );
+    let bought = json(app.post_keyed("/api/v1/purchases", &bought).await, 201).await["data"].clone();
+    let total = bought["totalArs"].as_i64().expect("total");
+    let out = json!({ "supplier_id": supplier, "occurred_on": today, "lines": [line(&cash, 1_000, &register)],
+        "allocations": [{ "purchase_id": bought["id"], "amount": 1_000 }] });
+    json(send(&app, SUPPLIER_PAYMENTS, "out", &out).await, 201).await;
+    let owed = account_at(&app, &format!("/api/v1/suppliers/{supplier}/account"), total - 1_000).await;
+    assert_eq!(owed["open_documents"][0]["purchase_id"], bought["id"]);
+    assert_eq!((owed["open_documents"][0]["amount_due"].as_i64(), owed["unallocated_credit"].as_i64()), (Some(total - 1_000), Some(0)));
 }

@@ -14,7 +14,7 @@ use crate::reply::CommandReply;
 use crate::treasury::{OrgAccount, org_account};
 use events::catalogue::{
     Allocation, CustomerPaymentEvent, LocationKind, LocationRef, PaymentFact, PaymentRecorded, PaymentSide,
-    SaleRecorded, SupplierPaymentEvent, ar_date,
+    SaleRecorded, SupplierPaymentEvent, ar_date, sale_payment_id,
 };
 use events::domain::{Cents, Percentage};
 use events::store::{AppendRequest, StreamRef};
@@ -70,11 +70,6 @@ pub async fn credit_sale(
     .execute(&mut *conn)
     .await?;
     Ok(())
-}
-
-/// The id of the customer payment a sale's `paymentMethods` record (derived, so a retry names it again).
-pub fn sale_payment_id(sale_id: Uuid) -> Uuid {
-    Uuid::new_v5(&sale_id, b"payment")
 }
 
 /// The customer payment a sale's `paymentMethods` record, in the sale's transaction and before it is

@@ -12,7 +12,7 @@
 
 mod handler;
 
-pub use handler::{CustomerPayments, SupplierPayments, credit_sale, open_document, sale_payment_id, with_sale};
+pub use handler::{CustomerPayments, SupplierPayments, credit_sale, open_document, with_sale};
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::validate::{FieldError, ObjectReader};

@@ -86,6 +86,12 @@ pub struct PaymentRecorded {
     pub sale_id: Option<Uuid>,
 }
 
+/// The id of the customer payment a sale's `paymentMethods` record (derived from the sale's, so a retry
+/// names it again and readers find it from the sale).
+pub fn sale_payment_id(sale_id: Uuid) -> Uuid {
+    Uuid::new_v5(&sale_id, b"payment")
+}
+
 /// A voided payment: the entry undoing it (its allocations are given back).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PaymentVoided {
