@@ -383,8 +383,10 @@ async fn write(
 ) -> Result<bytes::Bytes, ApiError> {
     let side = command.side();
     let accepted = call.dispatch(write, command_of(command)).await?;
-    // The payment and its lines in the locations' movements and balances are read back at once.
-    for projection in [ProjectionId::Payments, ProjectionId::Treasury] {
+    // The payment, its lines in the locations' movements and balances, what its documents still owe and
+    // the contact's account are read back at once.
+    let documents = if side == PaymentSide::Customer { ProjectionId::Sales } else { ProjectionId::Purchases };
+    for projection in [ProjectionId::Payments, ProjectionId::Treasury, documents, ProjectionId::Accounts] {
         state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
     }
     let replayed = accepted.replayed;

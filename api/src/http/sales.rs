@@ -640,10 +640,13 @@ routes! {
             let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input });
             let write = Write::json(key.0, &version, &[], &body);
             let accepted = call.dispatch(write, command).await?;
-            for projection in [ProjectionId::Sales, ProjectionId::Inventory] {
+            let outcome: SaleOutcome = decode_state(accepted.state.clone(), "sale")?;
+            // A sale paid with its own payment methods also wrote a customer payment to the treasury.
+            let paid = !outcome.sale.payments.is_empty();
+            let payments = [ProjectionId::Payments, ProjectionId::Treasury].into_iter().filter(|_| paid);
+            for projection in [ProjectionId::Sales, ProjectionId::Inventory].into_iter().chain(payments) {
                 state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
             }
-            let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
             let mut sale = SaleData::from_sale(outcome.id, &outcome.sale, outcome.created_at, outcome.created_at);
             sale.document = document_of(&state, call.org_id(), outcome.id).await?;
             let data = SaleCreatedData {
