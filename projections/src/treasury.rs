@@ -65,9 +65,28 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                 PaymentFact::Recorded(payment) => {
                     let by = payment.created_by.as_deref();
                     post_entry(conn, target, &mut currencies, event, &payment.entry, 0, by).await?;
-                    for line in &payment.entry.lines {
-                        let Some(side) = line.location else { continue };
+                    // The entry's location lines follow the payment's lines, one each.
+                    let located = payment.entry.lines.iter().filter_map(|l| l.location.map(|side| (l, side)));
+                    for ((line, side), paid) in located.zip(&payment.lines) {
                         let currency = currencies.of(conn, target, event.org_id, side.location).await?;
+                        let peso = RateDoc {
+                            value: "1".into(),
+                            rate_date: payment.occurred_on,
+                            source: "functional_currency".into(),
+                        };
+                        // Dollars paid out leave at carrying value; dollars received enter at the rate.
+                        let (origin, rate) = match paid.rate {
+                            None => ("rate", Some(peso)),
+                            Some(_) if line.functional.is_negative() => ("carrying_value", None),
+                            Some(rate) => (
+                                "rate",
+                                Some(RateDoc {
+                                    value: rate.value.to_string(),
+                                    rate_date: rate.rate_date,
+                                    source: rate.source.as_str().to_owned(),
+                                }),
+                            ),
+                        };
                         let doc = MovementDoc {
                             id: side.row_id(),
                             treasury_movement_id: side.movement_id,
@@ -77,12 +96,8 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                             movement_type: side.movement_type.as_str().to_owned(),
                             native_amount: native_of(line, currency),
                             functional_amount: line.functional,
-                            functional_amount_origin: "rate".into(),
-                            rate: Some(RateDoc {
-                                value: "1".into(),
-                                rate_date: payment.occurred_on,
-                                source: "functional_currency".into(),
-                            }),
+                            functional_amount_origin: origin.into(),
+                            rate,
                             occurred_on: payment.occurred_on,
                             funds_transfer_id: None,
                             manual: None,

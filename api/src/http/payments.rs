@@ -53,8 +53,10 @@ operations! {
 
 const RECORD_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the allocations add up to more than \
                           the payment (`ALLOCATION_EXCEEDS_PAYMENT`) or one passes what its document still owes \
-                          (`ALLOCATION_EXCEEDS_BALANCE`, naming it); a line is in a dollar location \
-                          (`UNSUPPORTED_CURRENCY`: not supported yet); the organization has no receivables \
+                          (`ALLOCATION_EXCEEDS_BALANCE`, naming it); a dollar line has no rate sent and none \
+                          loaded (`EXCHANGE_RATE_NOT_FOUND`) or leaves at a carrying value that needs the \
+                          missing exchange-difference account (`EXCHANGE_DIFFERENCE_ACCOUNT_MISSING`); the \
+                          organization has no receivables \
                           (payables) account, a location no ledger account, or a fee no fees account \
                           (`LEDGER_NOT_CONFIGURED`); or the total passes the integer limit (`OUT_OF_RANGE`). \
                           Nothing was saved";
@@ -78,8 +80,18 @@ pub struct PaymentLineData {
     pub balance_id: Uuid,
     pub reference: Nullable<String>,
     /// Integer cents ARS the payment method charged on this line (a customer's location receives
-    /// `amount - fee`; a supplier payment's location pays `amount + fee`).
+    /// `amount - fee`; a supplier payment's location pays `amount + fee`; on a dollar line the fee is
+    /// charged in dollars and shown here in pesos).
     pub fee: i64,
+    /// Integer cents ARS: the line's amount in pesos (equal to `amount` on a peso location).
+    pub functional_amount: i64,
+    /// Dollar lines: pesos per dollar, exact decimal text (null on a peso location).
+    pub exchange_rate: Nullable<String>,
+    /// Dollar lines: `manual` (sent) or `central_bank` (null on a peso location).
+    pub exchange_rate_source: Nullable<String>,
+    /// Dollar lines: the date of the rate (the central bank's latest on or before `occurred_on`).
+    #[serde(with = "events::catalogue::iso_date_option")]
+    pub exchange_rate_date: Option<Date>,
 }
 
 /// A share of a payment settling one document.
@@ -169,6 +181,10 @@ fn payment_data(
                 balance_id: l.location.id,
                 reference: l.reference.clone().into(),
                 fee: l.fee.get(),
+                functional_amount: l.pesos.get(),
+                exchange_rate: l.rate.map(|r| r.value.to_string()).into(),
+                exchange_rate_source: l.rate.map(|r| r.source.as_str().to_owned()).into(),
+                exchange_rate_date: l.rate.map(|r| r.rate_date),
             })
             .collect(),
         allocations: payment
@@ -205,7 +221,13 @@ pub struct PaymentLineInput {
     pub balance_id: Uuid,
     /// Required when the payment method has `requiresReference`.
     pub reference: Optional<Blank<100>>,
-    /// Dollar locations only (400 on a peso location); dollar lines are not supported yet (422).
+    /// Dollar locations only (400 on a peso location): pesos per dollar. Omitted, the central bank's rate
+    /// of `occurred_on` or the latest earlier one loaded (422 `EXCHANGE_RATE_NOT_FOUND` when there is
+    /// none). The line's pesos (`functional_amount`) are its dollars at the rate, half away from zero:
+    /// what the contact's account moves by and what allocations spend. A customer's dollars enter at
+    /// the rate; a supplier payment's dollars leave at the location's carrying value, and what that
+    /// differs from their pesos at the rate is booked to the organization's exchange-difference account
+    /// (422 `EXCHANGE_DIFFERENCE_ACCOUNT_MISSING` without one). A fee on a dollar line is in dollars.
     pub exchange_rate: Optional<ExchangeRateIn>,
 }
 

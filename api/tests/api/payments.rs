@@ -480,3 +480,91 @@ async fn contact_accounts_show_balance_open_documents_credit_and_a_running_state
     assert_eq!(owed["open_documents"][0]["purchase_id"], bought["id"]);
     assert_eq!((owed["open_documents"][0]["amount_due"].as_i64(), owed["unallocated_credit"].as_i64()), (Some(total - 1_000), Some(0)));
 }
+
+/// A location's balance: (pesos, amount in its own currency).
+async fn holding(app: &TestApp, kind: &str, id: &str) -> (i64, i64) {
+    let path = format!("/api/v1/treasury/balances?balance_type={kind}&balance_id={id}");
+    let balance = items(&json(app.get(&path).await, 200).await)[0].clone();
+    (balance["functional_amount"].as_i64().expect("pesos"), balance["native_amount"].as_i64().expect("native"))
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn dollar_lines_enter_at_the_rate_and_leave_at_carrying_value(pool: PgPool) {
+    use commands::treasury::admin::{load_rates, parse_rates};
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let (pos, customer, cash) = (point_of_sale(&app).await, customer(&app, "Dana").await, payment_method(&app).await);
+    let supplier = json(app.post_keyed("/api/v1/suppliers", &json!({ "name": "Importadora" })).await, 201).await
+        ["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Banco USD", Currency::Dol).await;
+    let dollars = |amount: i64, rate: Option<&str>| {
+        let mut line = json!({ "payment_method_id": cash, "amount": amount, "balance_type": "bank_account",
+            "balance_id": bank });
+        if let Some(rate) = rate {
+            line["exchange_rate"] = json!(rate);
+        }
+        line
+    };
+    // No rate loaded and none sent: refused, naming the line's rate.
+    let early = json!({ "customer_id": customer, "occurred_on": today(), "lines": [dollars(10_000, None)] });
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "usd-0", &early).await, 422, "business_error").await;
+    assert_eq!((refused["error"]["code"].as_str(), detail_fields(&refused)), (Some("EXCHANGE_RATE_NOT_FOUND"), vec!["lines[0].exchange_rate".to_owned()]));
+    load_rates(&app.pool, &parse_rates(&format!("{},DOL,1000", today())).expect("rates")).await.expect("loaded");
+
+    // 100.00 dollars at the central bank's 1,000 settle a sale of 100,000.00 pesos.
+    let sale = invoice(&app, &pos, &customer, 10_000_000).await;
+    let first = json!({ "customer_id": customer, "occurred_on": today(), "lines": [dollars(10_000, None)],
+        "allocations": [{ "sale_id": sale, "amount": 10_000_000 }] });
+    let first = json(send(&app, CUSTOMER_PAYMENTS, "usd-1", &first).await, 201).await["data"].clone();
+    let line = &first["lines"][0];
+    assert_eq!(
+        (first["amount"].as_i64(), line["amount"].as_i64(), line["functional_amount"].as_i64()),
+        (Some(10_000_000), Some(10_000), Some(10_000_000))
+    );
+    assert_eq!((line["exchange_rate"].as_str(), line["exchange_rate_source"].as_str()), (Some("1000"), Some("central_bank")));
+    assert_eq!(owed(&app, &sale).await, (0, "paid".to_owned()));
+    assert_eq!(holding(&app, "bank_account", &bank).await, (10_000_000, 10_000));
+    // 50.00 more at a rate sent of 1,100: the bank now carries 150.00 dollars at 155,000.00 pesos.
+    let second = json!({ "customer_id": customer, "occurred_on": today(), "lines": [dollars(5_000, Some("1100"))] });
+    json(send(&app, CUSTOMER_PAYMENTS, "usd-2", &second).await, 201).await;
+    assert_eq!(holding(&app, "bank_account", &bank).await, (15_500_000, 15_000));
+
+    // 30.00 dollars paid out are worth 30,000.00 pesos at the rate but carried at 31,000.00: the 1,000.00
+    // difference needs the exchange-difference account (refused, nothing written, until it is set).
+    let out = json!({ "supplier_id": supplier, "occurred_on": today(), "lines": [dollars(3_000, None)] });
+    let refused = error(send(&app, SUPPLIER_PAYMENTS, "usd-3", &out).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "EXCHANGE_DIFFERENCE_ACCOUNT_MISSING");
+    assert_eq!(holding(&app, "bank_account", &bank).await, (15_500_000, 15_000));
+    let difference = create_ledger_account(&app.pool, app.org_id, "4.9", "Diferencia de cambio", Currency::Pes).await;
+    let change = commands::organization::SettingsChange {
+        exchange_difference_account: Some(difference.expect("account").to_string()),
+        ..Default::default()
+    };
+    commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("set");
+    let paid = json(send(&app, SUPPLIER_PAYMENTS, "usd-4", &out).await, 201).await["data"].clone();
+    assert_eq!((paid["amount"].as_i64(), paid["lines"][0]["functional_amount"].as_i64()), (Some(3_000_000), Some(3_000_000)));
+    assert_eq!(holding(&app, "bank_account", &bank).await, (15_500_000 - 3_100_000, 12_000));
+    let account = account_at(&app, &format!("/api/v1/suppliers/{supplier}/account"), -3_000_000).await;
+    assert_eq!(account["unallocated_credit"], 3_000_000, "paid on account, in pesos at the rate");
+    let stored: Value = sqlx::query_scalar(
+        "select data from events where stream_type = 'supplier_payment' and event_type = 'SupplierPaymentRecorded'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("event");
+    let entry: Vec<i64> = stored["entry"]["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .map(|l| l["functional"].as_i64().expect("amount"))
+        .collect();
+    assert_eq!(entry, [-3_100_000, 100_000, 3_000_000], "location, exchange difference, payables");
+
+    // The void puts the dollars back at the value they left at.
+    let void = format!("{SUPPLIER_PAYMENTS}/{}/void", paid["id"].as_str().expect("id"));
+    json(send(&app, &void, "usd-5", &json!({})).await, 200).await;
+    assert_eq!(holding(&app, "bank_account", &bank).await, (15_500_000, 15_000));
+}

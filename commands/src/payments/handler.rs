@@ -13,7 +13,7 @@ use crate::records::PaymentMethod;
 use crate::reply::CommandReply;
 use crate::treasury::{OrgAccount, org_account};
 use events::catalogue::{
-    Allocation, CustomerPaymentEvent, LocationKind, LocationRef, PaymentFact, PaymentRecorded, PaymentSide,
+    Allocation, Currency, CustomerPaymentEvent, LocationKind, LocationRef, PaymentFact, PaymentRecorded, PaymentSide,
     SaleRecorded, SupplierPaymentEvent, ar_date, sale_payment_id,
 };
 use events::domain::{Cents, Percentage};
@@ -101,7 +101,7 @@ pub async fn with_sale(
             }
         };
         let (method_id, amount, reference) = (paid.method_id, paid.amount, paid.reference.clone());
-        lines.push(LineInput { method_id, amount, location, reference, exchange_rate_sent: false });
+        lines.push(LineInput { method_id, amount, location, reference, exchange_rate: None });
     }
     let input = PaymentInput {
         contact_id: sale.customer.id,
@@ -116,6 +116,17 @@ pub async fn with_sale(
     let mut facts = load(&command, conn, org_id).await?;
     // The sale checked its customer (the organization's default one included).
     facts.contact_known = true;
+    // A sale's payments are in its pesos.
+    if let Some(i) = input.lines.iter().position(|l| facts.locations.get(&l.location).is_some_and(|at| at.currency != Currency::Pes)) {
+        return Err(sale_fields(
+            Rejection::unprocessable(
+                "UNSUPPORTED_CURRENCY",
+                &format!("lines[{i}].balance_id"),
+                "a sale's payments land in peso locations",
+            ),
+            sale,
+        ));
+    }
     let mut payment =
         super::record(PaymentSide::Customer, id, input, &facts, None).map_err(|r| sale_fields(r, sale))?;
     payment.allocations = vec![Allocation { document_id: sale_id, amount: payment.total }];
@@ -254,6 +265,17 @@ async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -
             facts.locations.insert(line.location, found);
         }
     }
+    // Dollar locations: their holdings locked (in location order, so payments queue instead of
+    // deadlocking), the central bank's rate of the date, and where exchange differences go.
+    let dollars: Vec<LocationRef> =
+        facts.locations.iter().filter(|(_, l)| l.currency != Currency::Pes).map(|(at, _)| *at).collect();
+    for at in &dollars {
+        facts.holdings.insert(*at, crate::treasury::lock_holding(conn, org_id, *at).await?);
+    }
+    if !dollars.is_empty() {
+        facts.central_rate = crate::treasury::central_rate(conn, input.occurred_on).await?;
+        facts.exchange_account = org_account(conn, org_id, OrgAccount::ExchangeDifference).await?;
+    }
     facts.documents = lock_documents(conn, org_id, side, allocations).await?;
     let account = if side == PaymentSide::Customer { OrgAccount::Receivables } else { OrgAccount::Payables };
     facts.contact_account = org_account(conn, org_id, account).await?;
@@ -317,6 +339,12 @@ async fn write(
     let (id, side) = (command.payment_id(), command.side());
     let (allocations, sign) = fact.settlements();
     settle(conn, org_id, side, allocations, sign).await?;
+    // Dollar lines move their locations' holdings (a void gives them back).
+    match &fact {
+        PaymentFact::Recorded(payment) => crate::treasury::hold(conn, org_id, &[&payment.entry]).await?,
+        PaymentFact::Voided(void) => crate::treasury::hold(conn, org_id, &[&void.reversal]).await?,
+        PaymentFact::Allocated(_) => {}
+    }
     let existing = || facts.current.clone().ok_or_else(|| ExecuteError::from(Rejection::not_found("payment")));
     let (payment, voided) = match &fact {
         PaymentFact::Recorded(payment) => ((**payment).clone(), false),

@@ -20,7 +20,9 @@ use events::catalogue::{
     Allocation, Currency, JournalEntry, JournalLine, LocationKind, LocationLine, LocationRef, LocationStatus,
     MovementType, PaymentAllocated, PaymentFact, PaymentLine, PaymentRecorded, PaymentSide, PaymentVoided,
 };
-use events::domain::{Cents, Percentage};
+use events::catalogue::{AppliedRate, RateSource};
+use events::domain::{Cents, ExchangeRate, Percentage};
+use super::treasury::movements::Holding;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -40,8 +42,9 @@ pub struct LineInput {
     pub amount: Cents,
     pub location: LocationRef,
     pub reference: Option<String>,
-    /// Whether `exchange_rate` was sent (dollar locations only).
-    pub exchange_rate_sent: bool,
+    /// The pesos per dollar of a dollar location's line, when sent (the central bank's rate of the
+    /// payment's date otherwise).
+    pub exchange_rate: Option<ExchangeRate>,
 }
 
 /// A payment as sent.
@@ -142,16 +145,18 @@ pub fn parse_payment(body: &Value, side: PaymentSide) -> Result<PaymentInput, Ve
         };
         let location_id = l.required_uuid("balance_id");
         let reference = l.optional_str("reference", 100);
-        let exchange_rate_sent = l.value("exchange_rate").is_some();
-        if let Some(value) = l.value("exchange_rate")
-            && events::domain::ExchangeRate::parse(value).is_err()
-        {
-            l.reject("exchange_rate", "invalid_format", "pesos per dollar: a positive decimal of up to six places");
-        }
+        let exchange_rate = match l.value("exchange_rate").map(ExchangeRate::parse) {
+            None => None,
+            Some(Ok(rate)) => Some(rate),
+            Some(Err(_)) => {
+                l.reject("exchange_rate", "invalid_format", "pesos per dollar: a positive decimal of up to six places");
+                None
+            }
+        };
         r.errors.append(&mut l.errors);
         if let (Some(method_id), Some(amount), Some(kind), Some(id)) = (method_id, amount, kind, location_id) {
             let location = LocationRef { kind, id };
-            lines.push(LineInput { method_id, amount, location, reference, exchange_rate_sent });
+            lines.push(LineInput { method_id, amount, location, reference, exchange_rate });
         }
     }
     let allocations = if r.value("allocations").is_some() { allocations(&mut r, side, 0) } else { Vec::new() };
@@ -228,6 +233,12 @@ pub struct PaymentFacts {
     /// active.
     pub contact_account: Option<(Uuid, bool)>,
     pub fees_account: Option<(Uuid, bool)>,
+    /// The holdings of the dollar locations the lines name (locked until the payment commits), the
+    /// central bank's dollar rate of the payment's date or the latest earlier one (its date and value),
+    /// and the organization's exchange-difference account with whether it is active.
+    pub holdings: BTreeMap<LocationRef, Holding>,
+    pub central_rate: Option<(Date, ExchangeRate)>,
+    pub exchange_account: Option<(Uuid, bool)>,
     pub today: Option<Date>,
 }
 
@@ -275,7 +286,7 @@ fn record(
             invalid.push(FieldError::new(field, "required", "the payment method requires a reference"));
         }
         let pesos = facts.locations.get(&line.location).is_some_and(|l| l.currency == Currency::Pes);
-        if line.exchange_rate_sent && pesos {
+        if line.exchange_rate.is_some() && pesos {
             let field = format!("lines[{i}].exchange_rate");
             invalid.push(FieldError::new(field, "not_allowed", "a peso location takes no exchange_rate"));
         }
@@ -306,19 +317,41 @@ fn record(
                 "the location has no ledger account",
             ));
         }
-        if location.currency != Currency::Pes {
-            return Err(Rejection::unprocessable(
-                "UNSUPPORTED_CURRENCY",
-                &format!("lines[{i}].balance_id"),
-                "payments into or out of dollar locations are not supported yet",
-            ));
-        }
     }
     if facts.today.is_none_or(|today| input.occurred_on > today) {
         return Err(Rejection::unprocessable("FUTURE_DATE", "occurred_on", "a payment cannot happen after today (UTC-3)"));
     }
     let too_large = || Rejection::unprocessable("OUT_OF_RANGE", "lines", "the payment's total passes the integer limit");
-    let total = Cents::checked_sum(input.lines.iter().map(|l| l.amount)).ok_or_else(too_large)?;
+    // Each line in pesos: a dollar line converts at its rate.
+    let mut rates = Vec::with_capacity(input.lines.len());
+    for (i, line) in input.lines.iter().enumerate() {
+        let dollars = facts.locations[&line.location].currency != Currency::Pes;
+        let rate = match (dollars, line.exchange_rate, facts.central_rate) {
+            (false, _, _) => None,
+            (true, Some(value), _) => {
+                Some(AppliedRate { value, source: RateSource::Manual, rate_date: input.occurred_on })
+            }
+            (true, None, Some((rate_date, value))) => {
+                Some(AppliedRate { value, source: RateSource::CentralBank, rate_date })
+            }
+            (true, None, None) => {
+                return Err(Rejection::unprocessable(
+                    "EXCHANGE_RATE_NOT_FOUND",
+                    &format!("lines[{i}].exchange_rate"),
+                    &format!(
+                        "no central-bank dollar rate is loaded for {} or any earlier date: send exchange_rate",
+                        input.occurred_on
+                    ),
+                ));
+            }
+        };
+        let pesos = match rate {
+            Some(rate) => rate.value.to_pesos(line.amount).ok_or_else(too_large)?,
+            None => line.amount,
+        };
+        rates.push((rate, pesos));
+    }
+    let total = Cents::checked_sum(rates.iter().map(|(_, pesos)| *pesos)).ok_or_else(too_large)?;
     within(side, &input.allocations, total, facts)?;
     let (contact_account, fees_account) = match (facts.contact_account, facts.fees_account) {
         (None, _) => {
@@ -344,19 +377,51 @@ fn record(
         if side == PaymentSide::Customer { MovementType::CustomerPayment } else { MovementType::SupplierPayment };
     let money_in = side == PaymentSide::Customer;
     let mut lines = Vec::with_capacity(input.lines.len());
-    let mut entry_lines = Vec::with_capacity(input.lines.len() + 2);
-    let mut fees = Cents::ZERO;
-    for (n, line) in input.lines.iter().enumerate() {
-        let fee = facts.methods[&line.method_id].fee(line.amount).ok_or_else(too_large)?;
+    let mut entry_lines = Vec::with_capacity(input.lines.len() + 3);
+    let (mut fees, mut difference) = (Cents::ZERO, Cents::ZERO);
+    let mut holdings = facts.holdings.clone();
+    for (n, (line, (rate, pesos))) in input.lines.iter().zip(rates).enumerate() {
+        let method = &facts.methods[&line.method_id];
+        // The customer's location receives the net of the fee; the supplier payment's location pays the
+        // fee on top. A dollar line's fee is in dollars (the fixed part in cents of the line's currency).
+        let fee_native = method.fee(line.amount).ok_or_else(too_large)?;
+        let gross = if money_in { line.amount.checked_sub(fee_native) } else { line.amount.checked_add(fee_native) };
+        let gross = gross.ok_or_else(too_large)?;
+        let (moved, native, fee) = match rate {
+            None => (if money_in { gross } else { -gross }, None, fee_native),
+            Some(rate) => {
+                let at_rate = rate.value.to_pesos(gross).ok_or_else(too_large)?;
+                let holding = holdings.entry(line.location).or_default();
+                if money_in {
+                    // Dollars enter at the rate; the fee is what the gross dollars lack of the line's pesos.
+                    let fee = pesos.checked_sub(at_rate).ok_or_else(too_large)?;
+                    *holding = Holding {
+                        native: holding.native.checked_add(gross).ok_or_else(too_large)?,
+                        functional: holding.functional.checked_add(at_rate).ok_or_else(too_large)?,
+                    };
+                    (at_rate, Some(gross), fee)
+                } else {
+                    // Dollars leave at carrying value; what it differs from their pesos at the rate is the
+                    // exchange difference.
+                    let carrying = holding.carrying_value(gross, rate.value).ok_or_else(too_large)?;
+                    let fee = at_rate.checked_sub(pesos).ok_or_else(too_large)?;
+                    difference = difference
+                        .checked_add(carrying.checked_sub(at_rate).ok_or_else(too_large)?)
+                        .ok_or_else(too_large)?;
+                    *holding = Holding {
+                        native: holding.native.checked_sub(gross).ok_or_else(too_large)?,
+                        functional: holding.functional.checked_sub(carrying).ok_or_else(too_large)?,
+                    };
+                    (-carrying, Some(-gross), fee)
+                }
+            }
+        };
         fees = fees.checked_add(fee).ok_or_else(too_large)?;
-        // The customer's location receives the net; the supplier payment's location pays the fee on top.
-        let moved = if money_in { line.amount.checked_sub(fee) } else { line.amount.checked_add(fee).map(|c| -c) };
-        let moved = moved.ok_or_else(too_large)?;
         let location = facts.locations[&line.location];
         entry_lines.push(JournalLine {
             account_id: location.ledger_account_id,
             functional: moved,
-            native: None,
+            native,
             location: Some(LocationLine {
                 location: line.location,
                 movement_id: id,
@@ -369,10 +434,32 @@ fn record(
             amount: line.amount,
             location: line.location,
             reference: line.reference.clone(),
-            rate: None,
-            pesos: line.amount,
+            rate,
+            pesos,
             fee,
         });
+    }
+    if difference != Cents::ZERO {
+        let account = match facts.exchange_account {
+            Some((id, true)) => id,
+            Some((_, false)) => {
+                return Err(Rejection::state_conflict(
+                    "LEDGER_ACCOUNT_INACTIVE",
+                    "inactive",
+                    "the organization's exchange-difference account is inactive",
+                ));
+            }
+            None => {
+                return Err(Rejection::unprocessable(
+                    "EXCHANGE_DIFFERENCE_ACCOUNT_MISSING",
+                    "lines",
+                    "the dollars leave at a carrying value other than their pesos at the rate, and the \
+                     organization has no exchange-difference account: an operator sets it with admin update-org \
+                     --exchange-difference-account",
+                ));
+            }
+        };
+        entry_lines.push(JournalLine { account_id: account, functional: difference, native: None, location: None });
     }
     if fees != Cents::ZERO {
         let Some(fees_account) = fees_account else {

@@ -9,7 +9,9 @@ pub mod admin;
 mod handler;
 pub mod movements;
 
-pub use handler::{FundsTransfers, ManualMovements, OrgAccount, load_location, load_movement, org_account};
+pub use handler::{
+    FundsTransfers, ManualMovements, OrgAccount, central_rate, hold, load_location, load_movement, lock_holding, org_account,
+};
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::validate::{FieldError, ObjectReader};
