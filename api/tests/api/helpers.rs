@@ -46,7 +46,7 @@ impl TestApp {
 
     /// Also runs the webhook dispatcher with `sender` (the webhooks projection always runs).
     pub async fn spawn_with_sender(pool: PgPool, sender: Option<SenderConfig>) -> Self {
-        Self::spawn_with(pool, sender, projections::all(), Duration::from_secs(10)).await
+        Self::spawn_with(pool, sender, projections::all(), Duration::from_secs(10), FISCAL_TIMEOUT).await
     }
 
     /// Runs only some projections (to show what a lagging projection does and does not hold up).
@@ -57,7 +57,13 @@ impl TestApp {
     /// Runs only some projections, and waits at most `read_wait` for the read side after a write.
     pub async fn spawn_waiting(pool: PgPool, absent: &[&str], read_wait: Duration) -> Self {
         let running = projections::all().into_iter().filter(|p| !absent.contains(&p.name())).collect();
-        Self::spawn_with(pool, None, running, read_wait).await
+        Self::spawn_with(pool, None, running, read_wait, FISCAL_TIMEOUT).await
+    }
+
+    /// Waits for the tax authority as long as a process started with default settings does.
+    pub async fn spawn_with_default_fiscal_timeout(pool: PgPool) -> Self {
+        let timeout = commands::fiscal::DEFAULT_TIMEOUT;
+        Self::spawn_with(pool, None, projections::all(), Duration::from_secs(10), timeout).await
     }
 
     async fn spawn_with(
@@ -65,6 +71,7 @@ impl TestApp {
         sender: Option<SenderConfig>,
         running: Vec<std::sync::Arc<dyn projections::Projection>>,
         read_wait: Duration,
+        fiscal_timeout: Duration,
     ) -> Self {
         // `TEST_LOG=debug` (or any filter) shows the service's own log lines for one test.
         if let Ok(filter) = std::env::var("TEST_LOG") {
@@ -84,7 +91,7 @@ impl TestApp {
         let fiscal_url = format!("http://{}", simulator.local_addr().expect("simulator address"));
         let fiscal = commands::fiscal::FiscalClient::new(
             &url::Url::parse(&fiscal_url).expect("url"),
-            FISCAL_TIMEOUT,
+            fiscal_timeout,
             std::sync::Arc::new(commands::fiscal::StaticCredentials::simulator()),
         )
         .expect("fiscal client");

@@ -423,3 +423,18 @@ async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_tw
     let numbers: Vec<i64> = approved(&app, 6).await.iter().filter_map(|v| v["number"].as_i64()).collect();
     assert_eq!(numbers.len(), 5, "each number approved once: {numbers:?}");
 }
+
+/// With default settings the authority's wait fits inside the command's: a sale whose authorization
+/// reply never comes answers `deferred` (201, with its id), not 503 `COMMAND_TIMEOUT`.
+#[sqlx::test(migrations = "../schema")]
+async fn with_default_settings_a_lost_reply_answers_deferred_in_time(pool: PgPool) {
+    let app = TestApp::spawn_with_default_fiscal_timeout(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
+        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    script(&app, json!([{ "outcome": "lost_reply" }])).await;
+    let lost = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    assert_eq!(lost["fiscal"]["status"], "deferred");
+    assert!(lost["id"].is_string(), "the caller has the sale's id");
+}

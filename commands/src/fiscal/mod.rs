@@ -113,7 +113,8 @@ pub struct FiscalSettings {
     pub url: Option<Url>,
     /// `FISCAL_SIMULATOR_ADDR`: where the built-in simulator listens (default `127.0.0.1:8099`).
     pub simulator_addr: String,
-    /// `FISCAL_TIMEOUT_MS`: the longest wait for one call, connection included (default 10 s).
+    /// `FISCAL_TIMEOUT_MS`: the longest wait for one call, connection included (default
+    /// [`DEFAULT_TIMEOUT`], at most [`AUTHORITY_BUDGET`]).
     pub timeout: Duration,
 }
 
@@ -124,12 +125,31 @@ pub enum FiscalConfigError {
     Url(String),
     #[error("FISCAL_TIMEOUT_MS must be a positive whole number of milliseconds")]
     Timeout,
+    #[error(
+        "FISCAL_TIMEOUT_MS is {0} ms, but the authority's share of a command is {budget} ms (the command's {command} ms \
+         less {margin} ms for the rest of it): a lost reply would time the caller out before the sale could answer \
+         deferred",
+        budget = AUTHORITY_BUDGET.as_millis(),
+        command = crate::client::COMMAND_TIMEOUT.as_millis(),
+        margin = COMMAND_MARGIN.as_millis()
+    )]
+    TimeoutTooLong(u128),
     #[error("FISCAL_SIMULATOR_ADDR must be host:port: {0}")]
     SimulatorAddr(String),
 }
 
 pub const DEFAULT_SIMULATOR_ADDR: &str = "127.0.0.1:8099";
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// What a command needs besides the authority (its queue, locks, transaction and reply): kept out of the
+/// authority's share of the command's time.
+pub const COMMAND_MARGIN: Duration = Duration::from_secs(2);
+/// The authority's share of a command: every call one voucher makes together (a sale asks for the last
+/// number and then for its authorization, and asks again once when the number proves taken) ends by
+/// then, so a lost reply still leaves the sale time to answer `deferred` before its caller gives up.
+pub const AUTHORITY_BUDGET: Duration =
+    Duration::from_millis(crate::client::COMMAND_TIMEOUT.as_millis() as u64 - COMMAND_MARGIN.as_millis() as u64);
+/// One call's default wait: half the authority's share, so the authorization itself is waited for in
+/// full even after a slow lookup of the last number.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(AUTHORITY_BUDGET.as_millis() as u64 / 2);
 
 impl FiscalSettings {
     pub fn from_env() -> Result<Self, FiscalConfigError> {
@@ -152,6 +172,9 @@ impl FiscalSettings {
         let timeout = match var("FISCAL_TIMEOUT_MS") {
             None => DEFAULT_TIMEOUT,
             Some(text) => match text.parse::<u64>() {
+                Ok(ms) if Duration::from_millis(ms) > AUTHORITY_BUDGET => {
+                    return Err(FiscalConfigError::TimeoutTooLong(u128::from(ms)));
+                }
                 Ok(ms) if ms > 0 => Duration::from_millis(ms),
                 _ => return Err(FiscalConfigError::Timeout),
             },
@@ -205,7 +228,7 @@ mod tests {
     fn defaults_use_the_built_in_simulator() {
         let defaults = settings(&[]).expect("defaults");
         assert!(defaults.uses_simulator());
-        assert_eq!(defaults.timeout, Duration::from_secs(10));
+        assert_eq!(defaults.timeout, Duration::from_secs(4), "half of the command's 10 s less its 2 s margin");
         assert_eq!(defaults.base_url().expect("url").as_str(), "http://127.0.0.1:8099/");
         let everywhere = settings(&[("FISCAL_SIMULATOR_ADDR", "0.0.0.0:9000"), ("FISCAL_URL", "")]).expect("set");
         assert_eq!(everywhere.base_url().expect("url").as_str(), "http://127.0.0.1:9000/");
@@ -225,6 +248,8 @@ mod tests {
         assert!(matches!(settings(&[("FISCAL_URL", "ftp://x")]), Err(FiscalConfigError::Url(_))));
         assert!(matches!(settings(&[("FISCAL_URL", "not a url")]), Err(FiscalConfigError::Url(_))));
         assert_eq!(settings(&[("FISCAL_TIMEOUT_MS", "0")]), Err(FiscalConfigError::Timeout));
+        assert_eq!(settings(&[("FISCAL_TIMEOUT_MS", "10000")]), Err(FiscalConfigError::TimeoutTooLong(10_000)));
+        assert_eq!(settings(&[("FISCAL_TIMEOUT_MS", "8000")]).map(|s| s.timeout), Ok(Duration::from_secs(8)));
         assert_eq!(settings(&[("FISCAL_TIMEOUT_MS", "10s")]), Err(FiscalConfigError::Timeout));
         let bad_addr = settings(&[("FISCAL_SIMULATOR_ADDR", "nowhere")]).expect("read");
         assert!(matches!(bad_addr.base_url(), Err(FiscalConfigError::SimulatorAddr(_))));

@@ -195,6 +195,15 @@ fn deferral(error: FiscalError, asked: Option<i64>) -> Result<Outcome, Rejection
     }
 }
 
+/// `call`'s answer, or `elapsed()` when `deadline` comes first.
+async fn within<T>(
+    deadline: tokio::time::Instant,
+    call: impl std::future::Future<Output = Result<T, FiscalError>>,
+    elapsed: impl FnOnce() -> FiscalError,
+) -> Result<T, FiscalError> {
+    tokio::time::timeout_at(deadline, call).await.unwrap_or_else(|_| Err(elapsed()))
+}
+
 /// Authorizes `sale`'s voucher (in the caller's transaction, holding its series): consulting an
 /// unconfirmed number first, then asking for the authority's last authorized + 1.
 pub async fn authorize(
@@ -208,9 +217,13 @@ pub async fn authorize(
         return Ok(Outcome::Deferred { unconfirmed: None, reason: "no tax authority is configured".into() });
     };
     let known = lock_series(conn, org_id, sale).await?;
+    // Every call for this voucher ends within the authority's share of the command.
+    let deadline = tokio::time::Instant::now() + crate::fiscal::AUTHORITY_BUDGET;
+    let lookup = |what: &str| FiscalError::Unavailable(format!("the command's time for the authority ran out ({what})"));
     if let Some(number) = sale.fiscal.unconfirmed_number {
         let asked = voucher_request(sale, number, associated);
-        match client.consult(issuer, sale.point_of_sale_number, sale.voucher_type, number).await {
+        let consulted = client.consult(issuer, sale.point_of_sale_number, sale.voucher_type, number);
+        match within(deadline, consulted, || lookup("consulting")).await {
             Ok(Some(stored)) if stored.is_approved() && stored.matches(&asked) => {
                 approved(conn, org_id, sale, number).await?;
                 return Ok(Outcome::Issued(SaleAuthorization {
@@ -232,13 +245,22 @@ pub async fn authorize(
         let remembered = last.is_some();
         let number = match last {
             Some(last) => last + 1,
-            None => match client.last_authorized(issuer, sale.point_of_sale_number, sale.voucher_type).await {
+            None => match within(
+                deadline,
+                client.last_authorized(issuer, sale.point_of_sale_number, sale.voucher_type),
+                || lookup("the last number"),
+            )
+            .await
+            {
                 Ok(last) => last + 1,
                 Err(error) => return Ok(deferral(error, sale.fiscal.unconfirmed_number)?),
             },
         };
         let request = voucher_request(sale, number, associated);
-        match client.authorize(issuer, &request).await {
+        // Cut short, the request may have reached the authority: the number is consulted before it is
+        // asked for again.
+        let lost = || FiscalError::NoReply("the command's time for the authority ran out".into());
+        match within(deadline, client.authorize(issuer, &request), lost).await {
             Ok(auth) => {
                 approved(conn, org_id, sale, auth.number).await?;
                 return Ok(Outcome::Issued(SaleAuthorization {

@@ -7,6 +7,7 @@
 //! never amounts. It is stored as JSON (the store's `input`), so its wire form is kept stable.
 
 pub mod delivery_notes;
+mod qr;
 pub mod render;
 pub mod store;
 pub mod vouchers;
