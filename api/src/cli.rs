@@ -37,7 +37,7 @@ pub enum Command {
     Migrate,
     /// Operator commands.
     #[command(subcommand)]
-    Admin(AdminCommand),
+    Admin(Box<AdminCommand>),
     /// Auditor commands over the event store.
     #[command(subcommand)]
     Events(EventsCommand),
@@ -159,6 +159,15 @@ pub enum AdminCommand {
         /// The peso ledger account payment methods' fees are expensed to; empty clears it.
         #[arg(long)]
         payment_fees_account: Option<String>,
+        /// The commercial address printed vouchers show; empty clears it.
+        #[arg(long)]
+        commercial_address: Option<String>,
+        /// The gross-income tax number (Ingresos Brutos) printed vouchers show; empty clears it.
+        #[arg(long)]
+        gross_income_number: Option<String>,
+        /// The activity start date printed vouchers show (YYYY-MM-DD, not in the future); empty clears it.
+        #[arg(long)]
+        activity_start: Option<String>,
     },
     /// Rebuild the stock write model (levels and reservations) from the event store and print what
     /// changed; stock commands wait while it runs.
@@ -344,7 +353,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             print_json(&serde_json::json!({ "migrated": true }))?;
             Ok(0)
         }
-        Command::Admin(admin) => run_admin(&settings, admin).await,
+        Command::Admin(admin) => run_admin(&settings, *admin).await,
         Command::Status { json } => {
             let pool = roles::connect_database(&settings).await?;
             let connect = async_nats::connect(settings.nats_url.as_str());
@@ -456,6 +465,9 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
             receivables_account,
             payables_account,
             payment_fees_account,
+            commercial_address,
+            gross_income_number,
+            activity_start,
         } => {
             let change = admin::SettingsChange {
                 negative_stock,
@@ -467,6 +479,9 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
                 receivables_account,
                 payables_account,
                 payment_fees_account,
+                commercial_address,
+                gross_income_number,
+                activity_start,
             };
             let view = admin::update_organization(&pool, org, change).await?;
             (serde_json::to_value(view)?, Some(org))

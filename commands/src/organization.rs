@@ -465,6 +465,11 @@ pub struct SettingsChange {
     pub receivables_account: Option<String>,
     pub payables_account: Option<String>,
     pub payment_fees_account: Option<String>,
+    /// What printed vouchers show: the commercial address, the gross-income tax number (Ingresos
+    /// Brutos) and the activity start date (`YYYY-MM-DD`, not in the future); empty clears each.
+    pub commercial_address: Option<String>,
+    pub gross_income_number: Option<String>,
+    pub activity_start: Option<String>,
 }
 
 /// The tax categories an issuer may have (they decide the voucher letters it issues).
@@ -496,6 +501,9 @@ type SettingsRow = (
     Option<Uuid>,
     Option<Uuid>,
     Option<Uuid>,
+    Option<String>,
+    Option<String>,
+    Option<time::Date>,
 );
 
 /// Changes an organization's settings (one `SettingsChanged` event with the whole set, none when
@@ -509,7 +517,7 @@ pub async fn update_organization(
     let row: Option<SettingsRow> = sqlx::query_as(
         "select name, slug, rate_limit_per_minute, rate_limit_per_hour, negative_stock, legal_name, tax_id,
                 tax_category, prices_include_tax, exchange_difference_account_id, receivables_account_id,
-                payables_account_id, payment_fees_account_id
+                payables_account_id, payment_fees_account_id, commercial_address, gross_income_number, activity_start
          from organizations where id = $1 for update",
     )
     .bind(org_id)
@@ -529,6 +537,9 @@ pub async fn update_organization(
         receivables_account_id,
         payables_account_id,
         payment_fees_account_id,
+        commercial_address,
+        gross_income_number,
+        activity_start,
     ) = row.ok_or(AdminError::UnknownOrganization(org_id))?;
     let current = OrganizationSettings {
         negative_stock,
@@ -540,6 +551,9 @@ pub async fn update_organization(
         receivables_account_id,
         payables_account_id,
         payment_fees_account_id,
+        commercial_address,
+        gross_income_number,
+        activity_start,
     };
     let mut accounts = Vec::new();
     for (flag, text) in [
@@ -570,7 +584,8 @@ pub async fn update_organization(
         sqlx::query(
             "update organizations set negative_stock = $2, legal_name = $3, tax_id = $4, tax_category = $5,
                     prices_include_tax = $6, exchange_difference_account_id = $7, receivables_account_id = $8,
-                    payables_account_id = $9, payment_fees_account_id = $10
+                    payables_account_id = $9, payment_fees_account_id = $10, commercial_address = $11,
+                    gross_income_number = $12, activity_start = $13
              where id = $1",
         )
         .bind(org_id)
@@ -583,6 +598,9 @@ pub async fn update_organization(
         .bind(next.receivables_account_id)
         .bind(next.payables_account_id)
         .bind(next.payment_fees_account_id)
+        .bind(&next.commercial_address)
+        .bind(&next.gross_income_number)
+        .bind(next.activity_start)
         .execute(&mut *tx)
         .await?;
         append_to_organization(&mut tx, org_id, &[OrganizationEvent::SettingsChanged(next.clone())]).await?;
@@ -662,6 +680,35 @@ fn apply_settings(current: &OrganizationSettings, change: SettingsChange) -> Res
     }
     if let Some(included) = change.prices_include_tax {
         next.prices_include_tax = included;
+    }
+    if let Some(address) = change.commercial_address {
+        let address = optional(address);
+        if address.as_ref().is_some_and(|a| a.chars().count() > 200) {
+            return Err(AdminError::Invalid("the commercial address must be at most 200 characters".into()));
+        }
+        next.commercial_address = address;
+    }
+    if let Some(number) = change.gross_income_number {
+        let number = optional(number);
+        if number.as_ref().is_some_and(|n| n.chars().count() > 30) {
+            return Err(AdminError::Invalid("the gross-income tax number must be at most 30 characters".into()));
+        }
+        next.gross_income_number = number;
+    }
+    if let Some(start) = change.activity_start {
+        next.activity_start = match optional(start) {
+            None => None,
+            Some(text) => {
+                let date = time::Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]"))
+                    .map_err(|_| {
+                        AdminError::Invalid(format!("--activity-start must be a date YYYY-MM-DD, not {text:?}"))
+                    })?;
+                if date > events::catalogue::ar_date(time::OffsetDateTime::now_utc()) {
+                    return Err(AdminError::Invalid("--activity-start cannot be after today (UTC-3)".into()));
+                }
+                Some(date)
+            }
+        };
     }
     Ok(next)
 }

@@ -111,7 +111,7 @@ async fn request_document(
             .fetch_optional(&mut *conn)
             .await?;
     let (name, tax_id, tax_category, address) = supplier.unwrap_or_default();
-    let supplier = crate::documents::Party { name, tax_id, tax_category, address };
+    let supplier = crate::documents::Party { name, tax_id, tax_category, address, ..Default::default() };
     let organization = crate::documents::vouchers::issuer(conn, org_id).await?;
     let ids: Vec<Uuid> = purchase.lines.iter().map(|l| l.variant_id).collect();
     let names: Vec<(Uuid, String)> =

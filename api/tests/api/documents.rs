@@ -27,12 +27,14 @@ fn voucher() -> VoucherDocument {
             tax_id: Some("30712345678".into()),
             tax_category: Some("IVA Responsable Inscripto".into()),
             address: None,
+            ..Party::default()
         },
         receiver: Party {
             name: "Ñandú Logística S.A.".into(),
             tax_id: Some("30698765432".into()),
             tax_category: Some("IVA Responsable Inscripto".into()),
             address: Some("Ruta 9 km 12, Tucumán".into()),
+            ..Party::default()
         },
         lines: vec![DocumentLine {
             description: "Cajón de manzanas".into(),

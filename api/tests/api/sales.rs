@@ -310,6 +310,13 @@ async fn the_authority_is_asked_once_even_when_its_answer_is_lost(pool: PgPool) 
 async fn an_issued_sale_has_a_pdf_with_its_cae_behind_a_signed_link(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     fiscal_profile(&app, "Responsable Inscripto").await;
+    let registration = commands::organization::SettingsChange {
+        commercial_address: Some("Av. Belgrano 100, San Miguel de Tucumán".into()),
+        gross_income_number: Some("30-71234567-8".into()),
+        activity_start: Some("2019-04-01".into()),
+        ..Default::default()
+    };
+    commands::organization::update_organization(&app.pool, app.org_id, registration).await.expect("registration");
     let pos = point_of_sale(&app).await;
     let customer = registered_customer(&app).await;
     let body = json!({ "voucherType": 1, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer, "total": 1210000,
@@ -340,6 +347,9 @@ async fn an_issued_sale_has_a_pdf_with_its_cae_behind_a_signed_link(pool: PgPool
     assert!(text.contains(&cae), "the CAE is printed: {text}");
     assert!(text.contains("12.100,00"), "the total is printed: {text}");
     assert!(text.contains("Ñandú"), "the customer is printed: {text}");
+    for issuer in ["ORIGINAL", "Av. Belgrano 100", "Ingresos Brutos: 30-71234567-8", "Inicio de actividades: 01/04/2019"] {
+        assert!(text.contains(issuer), "the issuer's {issuer} is printed: {text}");
+    }
     let mut altered = location.clone();
     altered.push('x');
     let refused = app.client.get(format!("{}{altered}", app.base)).send().await.expect("sent");

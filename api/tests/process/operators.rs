@@ -186,6 +186,33 @@ async fn operators_set_up_the_treasury_and_load_rates(pool: PgPool) {
     let updated = set(&account).expect("set");
     assert_eq!(updated["exchange_difference_account_id"].as_str(), Some(account.as_str()));
     assert!(set("").expect("cleared").get("exchange_difference_account_id").is_none());
+    // What printed vouchers show of the issuer.
+    let registered = admin(
+        &deployment,
+        &[
+            "admin",
+            "update-org",
+            "--org",
+            &org,
+            "--commercial-address",
+            "Av. Belgrano 100",
+            "--gross-income-number",
+            "30-71234567-8",
+            "--activity-start",
+            "2019-04-01",
+        ],
+    )
+    .expect("registered");
+    assert_eq!(
+        (
+            registered["commercial_address"].as_str(),
+            registered["gross_income_number"].as_str(),
+            registered["activity_start"].as_str()
+        ),
+        (Some("Av. Belgrano 100"), Some("30-71234567-8"), Some("2019-04-01"))
+    );
+    let late = admin(&deployment, &["admin", "update-org", "--org", &org, "--activity-start", "2999-01-01"]);
+    assert!(late.expect_err("refused").contains("after today"));
     let file = std::env::temp_dir().join(format!("rates-{org}.csv"));
     std::fs::write(&file, "date,currency,rate\n2026-03-02,DOL,1050.25\n2026-03-03,DOL,1051\n").expect("written");
     let path = file.to_str().expect("path");

@@ -91,6 +91,14 @@ pub struct OrganizationSettings {
     pub payables_account_id: Option<Uuid>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payment_fees_account_id: Option<Uuid>,
+    /// What its printed vouchers show besides its name, CUIT and VAT condition: the commercial address,
+    /// the gross-income tax number (Ingresos Brutos) and the activity start date.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commercial_address: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gross_income_number: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "super::iso_date_option")]
+    pub activity_start: Option<time::Date>,
 }
 
 impl Default for OrganizationSettings {
@@ -105,6 +113,9 @@ impl Default for OrganizationSettings {
             receivables_account_id: None,
             payables_account_id: None,
             payment_fees_account_id: None,
+            commercial_address: None,
+            gross_income_number: None,
+            activity_start: None,
         }
     }
 }

@@ -42,7 +42,7 @@ impl DeliveryNoteDocument {
             number: note.number,
             date: note.date,
             issuer: issuer.clone(),
-            receiver: Party { name: note.customer_name.clone(), tax_id: None, tax_category: None, address: None },
+            receiver: Party { name: note.customer_name.clone(), ..Party::default() },
             lines: note
                 .lines
                 .iter()

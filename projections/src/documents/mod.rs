@@ -117,13 +117,19 @@ impl VoucherDocument {
 }
 
 /// The issuer or the receiver of a document.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Party {
     pub name: String,
     pub tax_id: Option<String>,
     /// The VAT condition as printed (`IVA Responsable Inscripto`, `Consumidor Final`...).
     pub tax_category: Option<String>,
     pub address: Option<String>,
+    /// An issuer's gross-income tax number (Ingresos Brutos) and activity start date, as its vouchers
+    /// print them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gross_income_number: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "events::catalogue::iso_date_option")]
+    pub activity_start: Option<time::Date>,
 }
 
 /// One printed line.
@@ -443,12 +449,15 @@ pub(crate) mod tests {
                 tax_id: Some("30712345678".into()),
                 tax_category: Some("IVA Responsable Inscripto".into()),
                 address: Some("Av. Corrientes 1234, 3º B, C1043AAZ CABA".into()),
+                gross_income_number: Some("901-123456-7".into()),
+                activity_start: Some(date!(2015 - 03 - 01)),
             },
             receiver: Party {
                 name: "José Peñalver Muñoz".into(),
                 tax_id: Some("20123456786".into()),
                 tax_category: Some("IVA Responsable Inscripto".into()),
                 address: Some("Calle Güemes 55, Córdoba".into()),
+                ..Party::default()
             },
             lines: vec![
                 DocumentLine {

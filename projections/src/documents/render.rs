@@ -417,6 +417,8 @@ fn header(l: &mut Layout) {
     let (lx, lw) = (LEFT + 10.0, mid - 30.0 - (LEFT + 10.0));
     let (rx, rw) = (mid + 30.0, RIGHT - 10.0 - (mid + 30.0));
 
+    // The copy this is (the service prints the original; a customer may print it again).
+    l.text_right(RIGHT - 10.0, top + 12.0, 9.0, Weight::Bold, "ORIGINAL");
     let mut left = l.paragraph(lx, top + 26.0, lw, 13.0, Weight::Bold, &doc.issuer.name) + 4.0;
     if let Some(address) = &doc.issuer.address {
         left = l.paragraph(lx, left, lw, BODY, Weight::Regular, &format!("Domicilio comercial: {address}"));
@@ -446,6 +448,13 @@ fn header(l: &mut Layout) {
         l.text(rx, right, BODY, Weight::Regular, &format!("CUIT: {}", tax_id_text(tax_id)));
         right += LINE;
     }
+    if let Some(number) = &doc.issuer.gross_income_number {
+        right = l.paragraph(rx, right, rw, BODY, Weight::Regular, &format!("Ingresos Brutos: {number}"));
+    }
+    if let Some(start) = doc.issuer.activity_start {
+        l.text(rx, right, BODY, Weight::Regular, &format!("Inicio de actividades: {}", date_text(start)));
+        right += LINE;
+    }
 
     let bottom = left.max(right).max(top + 92.0) + 2.0;
     l.frame(LEFT, top, RIGHT - LEFT, bottom - top);
@@ -468,7 +477,7 @@ fn header(l: &mut Layout) {
 /// Who the document is for, and the currency and reference when there are any.
 fn receiver(l: &mut Layout) {
     let doc = l.doc;
-    let Party { name, tax_id, tax_category, address } = &doc.receiver;
+    let Party { name, tax_id, tax_category, address, .. } = &doc.receiver;
     let top = l.y;
     let mid = LEFT + 300.0;
     let mut left = l.paragraph(LEFT + 10.0, top + 14.0, 280.0, BODY, Weight::Regular, &format!("Razón social: {name}"));
@@ -787,6 +796,9 @@ pub(crate) mod tests {
         assert_eq!(page_count(&pdf), 1);
         let text = text_of(&pdf);
         for expected in [
+            "ORIGINAL",
+            "Ingresos Brutos: 901-123456-7",
+            "Inicio de actividades: 01/03/2015",
             "FACTURA",
             "Nº 00001-00000042",
             "COD. 01",

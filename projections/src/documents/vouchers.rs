@@ -7,18 +7,39 @@ use events::domain::Quantity;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// The organization as vouchers print it: name (legal name when set), CUIT and tax category.
-/// A name and three optional texts (tax id, category, address or legal name), as rows give them.
+/// A name and three optional texts (tax id, category, address), as rows give them.
 pub type PartyRow = (String, Option<String>, Option<String>, Option<String>);
 
+/// The organization's row as its vouchers print it.
+#[derive(sqlx::FromRow)]
+struct IssuerRow {
+    name: String,
+    legal_name: Option<String>,
+    tax_id: Option<String>,
+    tax_category: Option<String>,
+    commercial_address: Option<String>,
+    gross_income_number: Option<String>,
+    activity_start: Option<time::Date>,
+}
+
+/// The organization as vouchers print it: name (legal name when set), CUIT, tax category, commercial
+/// address, gross-income tax number and activity start date.
 pub async fn issuer(conn: &mut PgConnection, org_id: Uuid) -> Result<Party, sqlx::Error> {
-    let row: Option<PartyRow> =
-        sqlx::query_as("select name, legal_name, tax_id, tax_category from organizations where id = $1")
-            .bind(org_id)
-            .fetch_optional(conn)
-            .await?;
-    let (name, legal_name, tax_id, tax_category) = row.unwrap_or_default();
-    Ok(Party { name: legal_name.unwrap_or(name), tax_id, tax_category, address: None })
+    let row: Option<IssuerRow> = sqlx::query_as(
+        "select name, legal_name, tax_id, tax_category, commercial_address, gross_income_number, activity_start
+         from organizations where id = $1",
+    )
+    .bind(org_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map_or_else(Party::default, |row| Party {
+        name: row.legal_name.unwrap_or(row.name),
+        tax_id: row.tax_id,
+        tax_category: row.tax_category,
+        address: row.commercial_address,
+        gross_income_number: row.gross_income_number,
+        activity_start: row.activity_start,
+    }))
 }
 
 fn vat_label(code: i32) -> Option<String> {
@@ -104,11 +125,19 @@ pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocum
         }
         _ => None,
     };
+    // The receiver's address as one line: street (and apartment), city, province.
+    let customer = &sale.customer;
+    let street = match (&customer.address, &customer.apartment) {
+        (Some(street), Some(apartment)) => Some(format!("{street} {apartment}")),
+        (street, _) => street.clone(),
+    };
+    let parts: Vec<String> = [street, customer.city.clone(), customer.province.clone()].into_iter().flatten().collect();
     let receiver = Party {
-        name: sale.customer.name.clone(),
-        tax_id: sale.customer.tax_id.clone(),
-        tax_category: sale.customer.tax_category.clone(),
-        address: sale.customer.address.clone(),
+        name: customer.name.clone(),
+        tax_id: customer.tax_id.clone(),
+        tax_category: customer.tax_category.clone(),
+        address: (!parts.is_empty()).then(|| parts.join(", ")),
+        ..Party::default()
     };
     Some(VoucherDocument {
         title: title(&sale.document_kind).to_owned(),
