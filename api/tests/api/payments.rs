@@ -568,3 +568,38 @@ async fn dollar_lines_enter_at_the_rate_and_leave_at_carrying_value(pool: PgPool
     json(send(&app, &void, "usd-5", &json!({})).await, 200).await;
     assert_eq!(holding(&app, "bank_account", &bank).await, (15_500_000, 15_000));
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn twenty_payments_racing_for_a_sales_last_thousand_cents_settle_it_once(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let (pos, customer, cash) = (point_of_sale(&app).await, customer(&app, "Eva").await, payment_method(&app).await);
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja", Currency::Pes).await;
+    let sale = invoice(&app, &pos, &customer, 5_000).await;
+    let most = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 4_000, &register)],
+        "allocations": [{ "sale_id": sale, "amount": 4_000 }] });
+    json(send(&app, CUSTOMER_PAYMENTS, "most", &most).await, 201).await;
+    assert_eq!(owed(&app, &sale).await, (1_000, "partially_paid".to_owned()));
+    let events = app.event_count().await;
+
+    let mut racing = Vec::new();
+    for n in 0..20 {
+        let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 1_000, &register)],
+            "allocations": [{ "sale_id": sale, "amount": 1_000 }] });
+        let app = &app;
+        racing.push(async move {
+            let answer = send(app, CUSTOMER_PAYMENTS, &format!("last-{n}"), &body).await;
+            let status = answer.status().as_u16();
+            let body: Value = answer.json().await.expect("json");
+            (status, body["error"]["code"].as_str().map(str::to_owned))
+        });
+    }
+    let answers = futures::future::join_all(racing).await;
+    let settled = answers.iter().filter(|(status, _)| *status == 201).count();
+    let refused: Vec<_> = answers.iter().filter(|(status, _)| *status == 422).collect();
+    assert_eq!((settled, refused.len()), (1, 19), "{answers:?}");
+    assert!(refused.iter().all(|(_, code)| code.as_deref() == Some("ALLOCATION_EXCEEDS_BALANCE")), "{answers:?}");
+    assert_eq!(owed(&app, &sale).await, (0, "paid".to_owned()), "allocated exactly once");
+    assert_eq!(app.event_count().await, events + 1, "the refused payments wrote nothing");
+    assert_eq!(balance(&app, &register).await, 5_000, "only the one payment reached the register");
+}
