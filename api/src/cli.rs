@@ -250,6 +250,19 @@ pub enum AdminCommand {
         /// The file to read.
         file: std::path::PathBuf,
     },
+    /// Keep an organization's certificate and private key for the tax authority's login tickets: the
+    /// key must match the certificate, and the certificate name the organization's CUIT and be valid
+    /// now. Prints its subject, CUIT and validity (never the key); the key is stored sealed.
+    SetFiscalCertificate {
+        #[arg(long)]
+        org: Uuid,
+        /// The X.509 certificate, PEM.
+        #[arg(long)]
+        cert: std::path::PathBuf,
+        /// Its RSA private key, PEM (PKCS#8 or PKCS#1).
+        #[arg(long)]
+        key: std::path::PathBuf,
+    },
 }
 
 /// A cash register or safe as the operator opens it.
@@ -540,6 +553,15 @@ async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result
             eprintln!("load-rates: {} rates read from {}", rows.len(), file.display());
             let loaded = treasury::load_rates(&pool, &rows).await?;
             (serde_json::to_value(loaded)?, None)
+        }
+        AdminCommand::SetFiscalCertificate { org, cert, key } => {
+            let read = |path: &std::path::Path| {
+                std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+            };
+            let (cert, key) = (read(&cert)?, read(&key)?);
+            let secrets = events::secrets::SecretBox::load(&pool).await?;
+            let summary = commands::fiscal::certificate::set_certificate(&pool, &secrets, org, &cert, &key).await?;
+            (serde_json::to_value(summary)?, Some(org))
         }
     };
     announce(settings, changed_org).await;

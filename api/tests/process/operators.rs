@@ -213,6 +213,26 @@ async fn operators_set_up_the_treasury_and_load_rates(pool: PgPool) {
     );
     let late = admin(&deployment, &["admin", "update-org", "--org", &org, "--activity-start", "2999-01-01"]);
     assert!(late.expect_err("refused").contains("after today"));
+    // The certificate for the authority's login tickets: checked against the key and the CUIT, the key
+    // kept sealed and never printed.
+    let fixture = |name: &str| format!("{}/../commands/tests/fixtures/fiscal/{name}", env!("CARGO_MANIFEST_DIR"));
+    let certify = |key: &str| {
+        let (cert, key) = (fixture("org.crt"), fixture(key));
+        admin(&deployment, &["admin", "set-fiscal-certificate", "--org", &org, "--cert", &cert, "--key", &key])
+    };
+    assert!(certify("org.key").expect_err("refused").contains("no CUIT"), "the organization has no CUIT yet");
+    admin(&deployment, &["admin", "update-org", "--org", &org, "--tax-id", "20267565393"]).expect("CUIT set");
+    assert!(certify("other.key").expect_err("refused").contains("does not match"));
+    let certified = certify("org.key").expect("kept");
+    assert_eq!(certified["cuit"], "20267565393");
+    assert!(certified["subject"].as_str().is_some_and(|s| s.contains("CUIT 20267565393")), "{certified}");
+    assert!(certified.get("key").is_none() && !certified.to_string().contains("PRIVATE"), "{certified}");
+    let sealed: String = sqlx::query_scalar("select sealed_key::text from fiscal_certificates where org_id = $1")
+        .bind(org.parse::<uuid::Uuid>().expect("uuid"))
+        .fetch_one(&pool)
+        .await
+        .expect("stored");
+    assert!(!sealed.contains("PRIVATE KEY"), "the key is stored sealed");
     let file = std::env::temp_dir().join(format!("rates-{org}.csv"));
     std::fs::write(&file, "date,currency,rate\n2026-03-02,DOL,1050.25\n2026-03-03,DOL,1051\n").expect("written");
     let path = file.to_str().expect("path");

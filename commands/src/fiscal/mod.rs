@@ -37,6 +37,7 @@
 //! Authentication (the authority's WSAA ticket: token and sign) sits behind [`Authenticator`];
 //! [`StaticCredentials`] serves the simulator, which accepts any non-empty token.
 
+pub mod certificate;
 pub mod client;
 pub mod decimal;
 pub mod voucher;
