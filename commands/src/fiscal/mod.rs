@@ -42,6 +42,7 @@ pub mod client;
 pub mod decimal;
 pub mod voucher;
 pub mod wire;
+pub mod wsaa;
 
 use std::net::SocketAddr;
 use std::time::Duration;
