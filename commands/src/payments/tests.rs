@@ -102,3 +102,45 @@ fn a_void_reverses_the_entry_and_gives_the_allocations_back_once() {
     facts.voided = true;
     assert!(matches!(decide(&void, &facts), Err(Rejection::StateConflict { .. })));
 }
+
+#[test]
+fn an_inactive_method_or_location_is_a_state_conflict() {
+    let (contact, method, sale) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let register = LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() };
+    let input = parse_payment(&body(contact, method, register, sale, 1_000), PaymentSide::Customer).expect("valid");
+    let command = PaymentCommand::Record { side: PaymentSide::Customer, id: Uuid::now_v7(), input, created_by: None };
+    let code = |facts: &PaymentFacts| match decide(&command, facts) {
+        Err(Rejection::StateConflict { details, .. }) => details.first().map(|d| d.code.clone()),
+        other => panic!("expected a state conflict, got {other:?}"),
+    };
+    let mut stopped = facts(contact, method, register, sale);
+    stopped.methods.get_mut(&method).expect("method").active = false;
+    assert_eq!(code(&stopped).as_deref(), Some("PAYMENT_METHOD_INACTIVE"));
+    let mut closed = facts(contact, method, register, sale);
+    closed.locations.get_mut(&register).expect("location").status = LocationStatus::Inactive;
+    assert_eq!(code(&closed).as_deref(), Some("LOCATION_INACTIVE"));
+    let mut unlinked = facts(contact, method, register, sale);
+    unlinked.locations.get_mut(&register).expect("location").account_active = Some(false);
+    assert_eq!(code(&unlinked).as_deref(), Some("LOCATION_INACTIVE"));
+}
+
+#[test]
+fn a_dollar_line_enters_at_its_rate_with_its_fee_in_dollars() {
+    let (contact, method, sale) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let bank = LocationRef { kind: LocationKind::BankAccount, id: Uuid::now_v7() };
+    let mut facts = facts(contact, method, bank, sale);
+    facts.locations.get_mut(&bank).expect("location").currency = Currency::Dol;
+    facts.central_rate = Some((Date::from_calendar_date(2026, time::Month::March, 1).expect("date"), "1000".parse().expect("rate")));
+    let body = json!({ "customer_id": contact, "occurred_on": "2026-03-01",
+        "lines": [{ "payment_method_id": method, "amount": 10_000, "balance_type": "bank_account", "balance_id": bank.id }] });
+    let input = parse_payment(&body, PaymentSide::Customer).expect("valid");
+    let command = PaymentCommand::Record { side: PaymentSide::Customer, id: Uuid::now_v7(), input, created_by: None };
+    let PaymentFact::Recorded(payment) = decide(&command, &facts).expect("ok") else { panic!("recorded") };
+    // 100.00 dollars at 1,000: 100,000.00 pesos. The fee, 2.5% of 10,000 cents plus 30, is 280 cents of
+    // dollars: the bank receives 97.20 dollars, carried at 97,200.00 pesos; the fee is 2,800.00 pesos.
+    assert_eq!((payment.total.get(), payment.lines[0].pesos.get(), payment.lines[0].fee.get()), (10_000_000, 10_000_000, 280_000));
+    let lines: Vec<(i64, Option<i64>)> =
+        payment.entry.lines.iter().map(|l| (l.functional.get(), l.native.map(Cents::get))).collect();
+    assert_eq!(lines, [(9_720_000, Some(9_720)), (280_000, None), (-10_000_000, None)]);
+    assert!(payment.entry.is_balanced());
+}
