@@ -76,6 +76,116 @@ pub fn login_ticket_request(
     writer.into_inner()
 }
 
+/// The namespace of the authentication service's `loginCms` operation.
+pub const WSAA_NAMESPACE: &str = "http://wsaa.view.sua.dvadac.desein.afip.gov";
+
+/// The SOAP 1.1 request of `loginCms`: its one parameter `in0`, the Base64 of the signed request.
+pub fn login_envelope(cms: &[u8]) -> Vec<u8> {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(cms);
+    let mut writer = Writer::new(Vec::new());
+    let written: Result<(), quick_xml::Error> = (|| {
+        writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
+        writer
+            .create_element("soapenv:Envelope")
+            .with_attribute(("xmlns:soapenv", "http://schemas.xmlsoap.org/soap/envelope/"))
+            .with_attribute(("xmlns:wsaa", WSAA_NAMESPACE))
+            .write_inner_content(|w| -> Result<(), quick_xml::Error> {
+                w.create_element("soapenv:Header").write_empty()?;
+                w.create_element("soapenv:Body").write_inner_content(|w| -> Result<(), quick_xml::Error> {
+                    w.create_element("wsaa:loginCms").write_inner_content(|w| -> Result<(), quick_xml::Error> {
+                        w.create_element("wsaa:in0").write_text_content(BytesText::new(&encoded))?;
+                        Ok(())
+                    })?;
+                    Ok(())
+                })?;
+                Ok(())
+            })?;
+        Ok(())
+    })();
+    debug_assert!(written.is_ok());
+    writer.into_inner()
+}
+
+/// A login ticket: what every call's `Auth` carries, and how long it serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ticket {
+    pub token: String,
+    pub sign: String,
+    pub generation: OffsetDateTime,
+    pub expiration: OffsetDateTime,
+}
+
+/// Why a login was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoginRefused {
+    /// A ticket for this certificate and service is still valid (`coe.alreadyAuthenticated`): the one
+    /// already obtained must be used until it expires.
+    #[error("a ticket for this certificate and service is still valid")]
+    AlreadyAuthenticated,
+    /// Any other SOAP fault (an invalid signature, an expired certificate, times out of range...).
+    #[error("the authentication service refused the login: {code}: {message}")]
+    Fault { code: String, message: String },
+    /// An answer that is neither a ticket nor a fault.
+    #[error("unreadable answer from the authentication service: {0}")]
+    Unreadable(String),
+}
+
+/// Every element's local name with its text, in document order.
+fn texts(xml: &[u8]) -> Result<Vec<(String, String)>, String> {
+    let mut reader = quick_xml::Reader::from_reader(xml);
+    let (mut open, mut found) = (Vec::<String>::new(), Vec::new());
+    loop {
+        match reader.read_event().map_err(|e| e.to_string())? {
+            Event::Start(start) => open.push(String::from_utf8_lossy(start.local_name().as_ref()).into_owned()),
+            Event::End(_) => {
+                open.pop();
+            }
+            Event::Text(text) => {
+                let text = text.unescape().map_err(|e| e.to_string())?;
+                if let (Some(name), false) = (open.last(), text.trim().is_empty()) {
+                    found.push((name.clone(), text.into_owned()));
+                }
+            }
+            Event::CData(data) => {
+                if let Some(name) = open.last() {
+                    found.push((name.clone(), String::from_utf8_lossy(&data.into_inner()).into_owned()));
+                }
+            }
+            Event::Eof => return Ok(found),
+            _ => {}
+        }
+    }
+}
+
+/// The ticket in a `loginCms` answer, or why the login was refused.
+pub fn parse_login_response(xml: &[u8]) -> Result<Ticket, LoginRefused> {
+    let unreadable = LoginRefused::Unreadable;
+    let outer = texts(xml).map_err(unreadable)?;
+    let find = |list: &[(String, String)], name: &str| list.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone());
+    if let Some(code) = find(&outer, "faultcode") {
+        let message = find(&outer, "faultstring").unwrap_or_default();
+        return Err(if code.ends_with("coe.alreadyAuthenticated") {
+            LoginRefused::AlreadyAuthenticated
+        } else {
+            LoginRefused::Fault { code, message }
+        });
+    }
+    let inner = find(&outer, "loginCmsReturn").ok_or_else(|| unreadable("no loginCmsReturn".into()))?;
+    let ticket = texts(inner.as_bytes()).map_err(unreadable)?;
+    let field = |name: &str| find(&ticket, name).ok_or_else(|| unreadable(format!("no {name} in the ticket")));
+    let instant = |name: &str| {
+        let text = field(name)?;
+        OffsetDateTime::parse(text.trim(), &Rfc3339).map_err(|e| unreadable(format!("{name} {text:?}: {e}")))
+    };
+    Ok(Ticket {
+        token: field("token")?,
+        sign: field("sign")?,
+        generation: instant("generationTime")?,
+        expiration: instant("expirationTime")?,
+    })
+}
+
 /// An organization's certificate (DER) and RSA key, ready to sign.
 pub struct Signer {
     certificate: Vec<u8>,
@@ -292,6 +402,46 @@ mod tests {
              <expirationTime>2026-11-28T22:00:00-03:00</expirationTime></header><service>wsfe</service>\
              </loginTicketRequest>"
         );
+    }
+
+    #[test]
+    fn the_login_envelope_carries_the_signed_request_and_answers_read_back() {
+        use base64::Engine as _;
+        let envelope = String::from_utf8(login_envelope(b"\x30\x03signed")).expect("utf-8");
+        let texts = texts(envelope.as_bytes()).expect("xml");
+        assert_eq!(texts, [("in0".to_owned(), base64::engine::general_purpose::STANDARD.encode(b"\x30\x03signed"))]);
+        assert!(envelope.contains("xmlns:wsaa=\"http://wsaa.view.sua.dvadac.desein.afip.gov\""), "{envelope}");
+
+        let ticket = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><loginTicketResponse version=\"1.0\"><header>\
+            <source>CN=wsaahomo</source><destination>SERIALNUMBER=CUIT 20267565393</destination>\
+            <uniqueId>1</uniqueId><generationTime>2026-11-28T10:00:00.000-03:00</generationTime>\
+            <expirationTime>2026-11-28T22:00:00.000-03:00</expirationTime></header><credentials>\
+            <token>PD94bWwg</token><sign>c2lnbg==</sign></credentials></loginTicketResponse>";
+        let escaped = ticket.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        let answer = format!(
+            "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body>\
+             <loginCmsResponse xmlns=\"{WSAA_NAMESPACE}\"><loginCmsReturn>{escaped}</loginCmsReturn></loginCmsResponse>\
+             </soapenv:Body></soapenv:Envelope>"
+        );
+        let read = parse_login_response(answer.as_bytes()).expect("a ticket");
+        assert_eq!((read.token.as_str(), read.sign.as_str()), ("PD94bWwg", "c2lnbg=="));
+        assert_eq!(read.expiration - read.generation, time::Duration::hours(12));
+        let fault = |code: &str| {
+            format!(
+                "<soapenv:Envelope xmlns:soapenv=\"http://schemas.xmlsoap.org/soap/envelope/\"><soapenv:Body>\
+                 <soapenv:Fault><faultcode>{code}</faultcode><faultstring>No se pudo</faultstring></soapenv:Fault>\
+                 </soapenv:Body></soapenv:Envelope>"
+            )
+        };
+        assert_eq!(
+            parse_login_response(fault("ns1:coe.alreadyAuthenticated").as_bytes()),
+            Err(LoginRefused::AlreadyAuthenticated)
+        );
+        assert!(matches!(
+            parse_login_response(fault("ns1:cms.sign.invalid").as_bytes()),
+            Err(LoginRefused::Fault { code, .. }) if code == "ns1:cms.sign.invalid"
+        ));
+        assert!(matches!(parse_login_response(b"<x/>"), Err(LoginRefused::Unreadable(_))));
     }
 
     #[test]
