@@ -25,15 +25,28 @@ pub struct CertificateSummary {
     pub not_after: OffsetDateTime,
 }
 
-/// The DER of the first PEM block labelled with one of `labels` in `text`.
-fn pem_block(text: &str, labels: &[&str], what: &str) -> Result<(String, Vec<u8>), AdminError> {
+/// The label and DER of the first PEM block labelled with one of `labels` in `text`.
+fn pem_block(text: &str, labels: &[&str], what: &str) -> Result<(String, Vec<u8>), String> {
     for block in x509_parser::pem::Pem::iter_from_buffer(text.as_bytes()) {
-        let block = block.map_err(|e| AdminError::Invalid(format!("the {what} is not readable PEM: {e}")))?;
+        let block = block.map_err(|e| format!("the {what} is not readable PEM: {e}"))?;
         if labels.contains(&block.label.as_str()) {
             return Ok((block.label, block.contents));
         }
     }
-    Err(AdminError::Invalid(format!("the {what} file holds no {} block", labels.join(" or "))))
+    Err(format!("the {what} file holds no {} block", labels.join(" or ")))
+}
+
+/// The certificate's DER and its RSA private key (PKCS#8 or PKCS#1), read from their PEM texts: what
+/// both the check here and the login's signer start from.
+pub(crate) fn read_pair(cert_pem: &str, key_pem: &str) -> Result<(Vec<u8>, ring::rsa::KeyPair), String> {
+    let (_, certificate) = pem_block(cert_pem, &["CERTIFICATE"], "certificate")?;
+    let (label, key_der) = pem_block(key_pem, &["PRIVATE KEY", "RSA PRIVATE KEY"], "private key")?;
+    let key = match label.as_str() {
+        "PRIVATE KEY" => ring::rsa::KeyPair::from_pkcs8(&key_der),
+        _ => ring::rsa::KeyPair::from_der(&key_der),
+    }
+    .map_err(|e| format!("the private key is not a usable RSA key: {e}"))?;
+    Ok((certificate, key))
 }
 
 /// Checks a certificate and its key for organization CUIT `cuit` at `now`: what the certificate says
@@ -44,15 +57,9 @@ pub fn inspect(
     cuit: &str,
     now: OffsetDateTime,
 ) -> Result<CertificateSummary, AdminError> {
-    let (_, der) = pem_block(cert_pem, &["CERTIFICATE"], "certificate")?;
+    let (der, key) = read_pair(cert_pem, key_pem).map_err(AdminError::Invalid)?;
     let (_, cert) = X509Certificate::from_der(&der)
         .map_err(|e| AdminError::Invalid(format!("the certificate is not a readable X.509 certificate: {e}")))?;
-    let (label, key_der) = pem_block(key_pem, &["PRIVATE KEY", "RSA PRIVATE KEY"], "private key")?;
-    let key = match label.as_str() {
-        "PRIVATE KEY" => ring::rsa::KeyPair::from_pkcs8(&key_der),
-        _ => ring::rsa::KeyPair::from_der(&key_der),
-    }
-    .map_err(|e| AdminError::Invalid(format!("the private key is not a usable RSA key: {e}")))?;
     use ring::signature::KeyPair as _;
     if key.public_key().as_ref() != cert.public_key().subject_public_key.data.as_ref() {
         return Err(AdminError::Invalid("the private key does not match the certificate".into()));

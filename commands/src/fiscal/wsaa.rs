@@ -195,19 +195,7 @@ pub struct Signer {
 impl Signer {
     /// From the PEM texts `admin set-fiscal-certificate` keeps (checked there).
     pub fn from_pem(cert_pem: &str, key_pem: &str) -> Result<Self, WsaaError> {
-        let first = |text: &str, labels: &[&str]| {
-            x509_parser::pem::Pem::iter_from_buffer(text.as_bytes())
-                .filter_map(Result::ok)
-                .find(|block| labels.contains(&block.label.as_str()))
-                .ok_or_else(|| WsaaError::Credentials(format!("no {} block", labels.join(" or "))))
-        };
-        let certificate = first(cert_pem, &["CERTIFICATE"])?.contents;
-        let key = first(key_pem, &["PRIVATE KEY", "RSA PRIVATE KEY"])?;
-        let key = match key.label.as_str() {
-            "PRIVATE KEY" => RsaKeyPair::from_pkcs8(&key.contents),
-            _ => RsaKeyPair::from_der(&key.contents),
-        }
-        .map_err(|e| WsaaError::Credentials(e.to_string()))?;
+        let (certificate, key) = super::certificate::read_pair(cert_pem, key_pem).map_err(WsaaError::Credentials)?;
         Ok(Self { certificate, key })
     }
 
