@@ -69,24 +69,8 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                     let located = payment.entry.lines.iter().filter_map(|l| l.location.map(|side| (l, side)));
                     for ((line, side), paid) in located.zip(&payment.lines) {
                         let currency = currencies.of(conn, target, event.org_id, side.location).await?;
-                        let peso = RateDoc {
-                            value: "1".into(),
-                            rate_date: payment.occurred_on,
-                            source: "functional_currency".into(),
-                        };
-                        // Dollars paid out leave at carrying value; dollars received enter at the rate.
-                        let (origin, rate) = match paid.rate {
-                            None => ("rate", Some(peso)),
-                            Some(_) if line.functional.is_negative() => ("carrying_value", None),
-                            Some(rate) => (
-                                "rate",
-                                Some(RateDoc {
-                                    value: rate.value.to_string(),
-                                    rate_date: rate.rate_date,
-                                    source: rate.source.as_str().to_owned(),
-                                }),
-                            ),
-                        };
+                        let outgoing = line.functional.is_negative();
+                        let (origin, rate) = rate_origin(paid.rate, outgoing, payment.occurred_on);
                         let doc = MovementDoc {
                             id: side.row_id(),
                             treasury_movement_id: side.movement_id,
@@ -307,18 +291,10 @@ async fn created_by(
 /// recorded) is of unknown origin.
 pub fn manual_doc(movement: &ManualMovement, currency: Currency, updated_at: OffsetDateTime) -> Option<MovementDoc> {
     let (line, side) = movement.entry.lines.iter().find_map(|l| l.location.map(|side| (l, side)))?;
-    let peso = RateDoc { value: "1".into(), rate_date: movement.occurred_on, source: "functional_currency".into() };
+    let expense = movement.direction == Direction::Expense;
     let (origin, rate) = match (currency, movement.rate, line.native) {
-        (Currency::Pes, _, _) => ("rate", Some(peso)),
-        (Currency::Dol, Some(_), Some(_)) if movement.direction == Direction::Expense => ("carrying_value", None),
-        (Currency::Dol, Some(rate), Some(_)) => (
-            "rate",
-            Some(RateDoc {
-                value: rate.value.to_string(),
-                rate_date: rate.rate_date,
-                source: rate.source.as_str().to_owned(),
-            }),
-        ),
+        (Currency::Pes, _, _) => rate_origin(None, expense, movement.occurred_on),
+        (Currency::Dol, Some(rate), Some(_)) => rate_origin(Some(rate), expense, movement.occurred_on),
         (Currency::Dol, _, _) => ("legacy_unknown", None),
     };
     Some(MovementDoc {
@@ -450,11 +426,7 @@ async fn transferred(
             native_amount: native,
             functional_amount: line.functional,
             functional_amount_origin: "rate".into(),
-            rate: Some(RateDoc {
-                value: "1".into(),
-                rate_date: transfer.occurred_on,
-                source: "functional_currency".into(),
-            }),
+            rate: Some(RateDoc::functional(transfer.occurred_on)),
             occurred_on: transfer.occurred_on,
             funds_transfer_id: Some(event.stream_id),
             manual: None,
@@ -496,6 +468,30 @@ pub struct RateDoc {
     pub rate_date: Date,
     /// `functional_currency` (a peso movement: one to one), `manual` or `central_bank`.
     pub source: String,
+}
+
+impl RateDoc {
+    /// A peso line's: one to one, on its date.
+    fn functional(on: Date) -> Self {
+        Self { value: "1".into(), rate_date: on, source: "functional_currency".into() }
+    }
+}
+
+/// Where a location line's pesos came from, and the rate shown: a peso line at one to one; dollars
+/// leaving (`outgoing`) at their carrying value; dollars entering at their line's rate.
+fn rate_origin(rate: Option<AppliedRate>, outgoing: bool, on: Date) -> (&'static str, Option<RateDoc>) {
+    match rate {
+        None => ("rate", Some(RateDoc::functional(on))),
+        Some(_) if outgoing => ("carrying_value", None),
+        Some(rate) => (
+            "rate",
+            Some(RateDoc {
+                value: rate.value.to_string(),
+                rate_date: rate.rate_date,
+                source: rate.source.as_str().to_owned(),
+            }),
+        ),
+    }
 }
 
 /// A movement as stored for reads.
