@@ -639,8 +639,8 @@ routes! {
             let historical = !input.is_dated();
             let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input });
             let write = Write::json(key.0, &version, &[], &body);
-            let accepted = call.dispatch(write, command).await?;
-            let outcome: SaleOutcome = decode_state(accepted.state.clone(), "sale")?;
+            let mut accepted = call.dispatch(write, command).await?;
+            let outcome: SaleOutcome = decode_state(std::mem::take(&mut accepted.state), "sale")?;
             // A sale paid with its own payment methods also wrote a customer payment to the treasury.
             let paid = !outcome.sale.payments.is_empty();
             let payments = [ProjectionId::Payments, ProjectionId::Treasury].into_iter().filter(|_| paid);
