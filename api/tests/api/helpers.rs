@@ -510,3 +510,21 @@ pub async fn assert_non_object_bodies_refused(app: &TestApp, list: &str, existin
         }
     }
 }
+
+/// A small deterministic generator (xorshift) for the property tests: a seed names a whole sequence.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number below `n` (zero when `n` is zero).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+
+    /// A number from `low` to `high`, both included.
+    pub fn between(&mut self, low: i64, high: i64) -> i64 {
+        low + self.below((high - low + 1) as u64) as i64
+    }
+}

@@ -8,30 +8,14 @@
 //! the sum of its movements. `PAYMENT_PROPERTIES_SEED` picks the sequence (printed when a run fails) and
 //! `PAYMENT_PROPERTIES_STEPS` its length (default 60).
 
-use crate::helpers::{TestApp, eventually, items, json};
+use crate::helpers::{Rng, TestApp, eventually, items, json};
 use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
 use crate::treasury::open;
 use events::catalogue::{Currency, LocationKind, sale_payment_id};
-use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-
-    fn between(&mut self, low: i64, high: i64) -> i64 {
-        low + self.below((high - low + 1) as u64) as i64
-    }
-}
 
 fn today() -> String {
     events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
@@ -39,15 +23,7 @@ fn today() -> String {
 
 /// Sends a write and answers its status and body.
 async fn send(app: &TestApp, path: &str, key: &str, body: &Value) -> (u16, Value) {
-    let answer = app
-        .client
-        .request(Method::POST, format!("{}{path}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", key)
-        .json(body)
-        .send()
-        .await
-        .expect("sent");
+    let answer = crate::payments::send(app, path, key, body).await;
     let status = answer.status().as_u16();
     (status, answer.json().await.expect("json"))
 }

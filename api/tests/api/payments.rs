@@ -18,7 +18,8 @@ fn today() -> String {
     events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
 }
 
-async fn send(app: &TestApp, path: &str, key: &str, body: &Value) -> reqwest::Response {
+/// POSTs `body` to `path` under the idempotency key `key`.
+pub async fn send(app: &TestApp, path: &str, key: &str, body: &Value) -> reqwest::Response {
     app.client
         .request(Method::POST, format!("{}{path}", app.base))
         .bearer_auth(&app.api_key)

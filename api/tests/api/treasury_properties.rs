@@ -6,7 +6,7 @@
 //! instant reproduces that step's balances. `TREASURY_PROPERTIES_SEED` picks
 //! the sequence (printed when a run fails) and `TREASURY_PROPERTIES_STEPS` its length (default 150).
 
-use crate::helpers::{TestApp, items, json};
+use crate::helpers::{Rng, TestApp, items, json};
 use crate::treasury::{open, transfer};
 use commands::treasury::admin::{create_ledger_account, load_rates, parse_rates};
 use events::catalogue::{Currency, LocationKind};
@@ -14,17 +14,6 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 fn today() -> String {
     events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
