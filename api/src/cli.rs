@@ -599,9 +599,8 @@ async fn serve(
         Some(listener) => settings.fiscal.clone().with_simulator_at(listener.local_addr()?),
         None => settings.fiscal.clone(),
     };
-    let credentials = std::sync::Arc::new(commands::fiscal::StaticCredentials::simulator());
-    let fiscal = commands::fiscal::FiscalClient::from_settings(&fiscal, credentials)
-        .context("the tax authority (FISCAL_URL)")?;
+    let fiscal =
+        commands::fiscal::connect(&fiscal, pool.clone()).await.context("the tax authority (FISCAL_ENV, FISCAL_URL)")?;
     let roles = Roles { api: listener, commands, projections, fiscal: commands.then_some(fiscal) };
     let mut running = roles::start(pool.clone(), bus.clone(), roles, settings.read_wait).await?;
     if !api {

@@ -1,6 +1,7 @@
-//! A faithful, scriptable simulator of the tax authority's electronic invoicing (WSFEv1), served over
-//! HTTP as the adapter in `commands::fiscal` speaks it: `POST /wsfev1/<Operation>` with the
-//! operation's fields as JSON (`commands::fiscal::wire`).
+//! A faithful, scriptable simulator of the tax authority's electronic invoicing (WSFEv1) and its
+//! authentication service (WSAA), served over HTTP at the authority's own paths and in its protocol:
+//! SOAP 1.1 at `/wsfev1/service.asmx` (the operation's element and `SOAPAction`, fields as
+//! `commands::fiscal::wire` spells them) and `loginCms` at `/ws/services/LoginCms` ([`login`]).
 //!
 //! Started by `backoffice fiscal-simulator` alone, and inside `backoffice all` and
 //! `backoffice commands` when `FISCAL_URL` is unset, on `FISCAL_SIMULATOR_ADDR` (default
@@ -10,7 +11,12 @@
 //!
 //! # Operations
 //!
+//! - `loginCms`: a login ticket for the certificate that signed the request ([`login`] has the rules:
+//!   the signature verified, the certificate valid, service `wsfe`, times in range, no second ticket
+//!   while one is valid).
 //! - `FEDummy`: `AppServer`, `DbServer` (a query to Postgres), `AuthServer`, each `OK`.
+//! - `FEParamGetPtosVenta`: the points of sale enabled for the CUIT (scripted; 1 to 10 otherwise).
+//! - `FECompTotXRequest`: `RegXReq`, the most vouchers one `FECAESolicitar` may carry.
 //! - `FECompUltimoAutorizado`: the series' last approved number, 0 when none.
 //! - `FECAESolicitar`: one voucher per request. Approved: `Resultado` `A`, a random 14-digit CAE
 //!   and `CAEFchVto` = voucher date + 10 days, stored. Rejected: `R`, `Errors[]` for the number
@@ -21,9 +27,11 @@
 //! - `FECompConsultar`: the voucher as stored (`ResultGet`, with `CodAutorizacion` and `FchVto`), or
 //!   error 602.
 //!
-//! Every operation but `FEDummy` checks `Auth`: any non-empty token and sign are accepted for a valid
-//! CUIT. Malformed JSON answers HTTP 400; a Postgres failure answers HTTP 500 (error 501) with
-//! nothing stored. The authority's "today" is the date in Argentina (UTC−3).
+//! Every operation but `FEDummy` checks `Auth`: the token and sign of a ticket it issued and that has
+//! not expired (else 600), for the CUIT the certificate names (else 601). A request that is not the
+//! operation's SOAP, or whose `SOAPAction` names another operation, answers a `soap:Client` fault
+//! (HTTP 500); a Postgres failure answers HTTP 500 (error 501) with nothing stored. The authority's
+//! "today" is the date in Argentina (UTC−3).
 //!
 //! # Codes
 //!
@@ -37,7 +45,8 @@
 //! | code | where | when |
 //! |---|---|---|
 //! | 500 | `Errors` | no `Auth` |
-//! | 600 | `Errors` | empty `Token` or `Sign`, or `Auth.Cuit` not a valid CUIT |
+//! | 600 | `Errors` | empty `Token` or `Sign`, `Auth.Cuit` not a valid CUIT, a token and sign it did not issue, or an expired ticket |
+//! | 601 | `Errors` | `Auth.Cuit` is not the CUIT the ticket's certificate names |
 //! | 501 | `Errors` (HTTP 500) | the simulator's database failed; nothing was done |
 //! | 602 | `Errors` | `FECompConsultar`: no such voucher |
 //! | 10001, 10002, 10003 | `Errors` | `CantReg` below 1, not the number of vouchers sent, or above 1 |
@@ -99,7 +108,12 @@
 //!   approved vouchers (every filter optional; at most `limit`, default 1000, up to 10000), in
 //!   series and number order: `{"vouchers": [{"issuer_tax_id", "point_of_sale", "voucher_type",
 //!   "number", "date", "cae", "cae_due", "voucher": <ResultGet>}]}`.
+//! - `POST /_simulator/tickets` `{"lifetime_seconds": n}`: tickets issued from now on last `n` seconds
+//!   (default twelve hours).
+//! - `POST /_simulator/points-of-sale` `{"issuer_tax_id": <CUIT>, "points_of_sale": [n, ...]}`: the
+//!   points of sale `FEParamGetPtosVenta` answers for that CUIT from now on.
 
+pub mod login;
 pub mod rules;
 pub mod script;
 pub mod store;
@@ -107,21 +121,25 @@ pub mod store;
 use std::sync::Arc;
 use std::time::Duration;
 
+use commands::fiscal::soap::{self, FEV1_NAMESPACE};
 use commands::fiscal::wire::{
-    CabRequest, CabResponse, CaeRequest, CaeResponse, ConsultRequest, ConsultResponse, DetRequest, DetResponse,
-    DummyResponse, LastAuthorizedRequest, LastAuthorizedResponse, Message, StoredAuthorization, StoredDetail,
+    AuthOnly, BatchLimitResponse, CabRequest, CabResponse, CaeRequest, CaeResponse, ConsultRequest, ConsultResponse,
+    DetRequest, DetResponse, DummyResponse, LastAuthorizedRequest, LastAuthorizedResponse, Message, PointOfSale,
+    PointsOfSaleResponse, StoredAuthorization, StoredDetail,
 };
+use commands::fiscal::{WSAA_PATH, WSFE_PATH};
 use events::catalogue::AR_OFFSET;
-use poem::http::StatusCode;
+use poem::http::{HeaderMap, StatusCode};
 use poem::web::{Data, Query};
 use poem::{Endpoint, EndpointExt, Response, Route, get, handler, post};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use sqlx::PgPool;
 use time::{Date, OffsetDateTime};
 
-use rules::{Verdict, check_auth};
-use script::{DEFAULT_OBSERVATION, Outcome, Queued, Script};
+use rules::Verdict;
+use script::{DEFAULT_OBSERVATION, EnabledPoints, Outcome, Queued, Script, TicketLifetime};
 use store::SeriesKey;
 
 /// How long a `lost_reply` request is held before the connection is answered 504 and closed.
@@ -131,7 +149,7 @@ pub const LOST_REPLY_HOLD: Duration = Duration::from_secs(600);
 const CAE_DAYS: i64 = 10;
 
 /// The simulator's state: its memory and its script.
-struct Simulator {
+pub struct Simulator {
     pool: PgPool,
     script: Script,
 }
@@ -145,33 +163,98 @@ pub async fn serve(listener: tokio::net::TcpListener, pool: PgPool) -> std::io::
 
 fn routes(simulator: Arc<Simulator>) -> impl Endpoint {
     Route::new()
-        .at("/wsfev1/FEDummy", post(fe_dummy).get(fe_dummy))
-        .at("/wsfev1/FECompUltimoAutorizado", post(fe_comp_ultimo_autorizado))
-        .at("/wsfev1/FECAESolicitar", post(fe_cae_solicitar))
-        .at("/wsfev1/FECompConsultar", post(fe_comp_consultar))
+        .at(WSFE_PATH, post(wsfe))
+        .at(WSAA_PATH, post(wsaa))
         .at("/_simulator/outcomes", post(queue_outcomes))
         .at("/_simulator/vouchers", get(list_vouchers))
+        .at("/_simulator/tickets", post(set_ticket_lifetime))
+        .at("/_simulator/points-of-sale", post(enable_points_of_sale))
         .data(simulator)
 }
 
 #[handler]
-async fn fe_dummy(Data(simulator): Data<&Arc<Simulator>>) -> Response {
-    let database = sqlx::query("select 1").execute(&simulator.pool).await;
-    let db_server = if database.is_ok() { "OK" } else { "ERROR" };
-    answer(&DummyResponse { app_server: "OK".into(), db_server: db_server.into(), auth_server: "OK".into() })
+async fn wsaa(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
+    login::login(simulator, &body).await
 }
 
+/// Every WSFEv1 operation: the body's element names it, and `SOAPAction` must agree.
 #[handler]
-async fn fe_comp_ultimo_autorizado(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
-    let request: LastAuthorizedRequest = match serde_json::from_slice(&body) {
-        Ok(request) => request,
-        Err(error) => return malformed(&error),
+async fn wsfe(Data(simulator): Data<&Arc<Simulator>>, headers: &HeaderMap, body: Vec<u8>) -> Response {
+    let operation = match soap::requested_operation(&body) {
+        Ok(operation) => operation,
+        Err(error) => return login::fault("soap:Client", &format!("Unable to handle request: {error}")),
     };
+    if let Some(action) = headers.get("SOAPAction") {
+        let action = action.to_str().unwrap_or_default();
+        if action.trim().trim_matches('"') != format!("{FEV1_NAMESPACE}{operation}") {
+            return login::fault(
+                "soap:Client",
+                &format!("Server did not recognize the value of HTTP Header SOAPAction: {action}."),
+            );
+        }
+    }
+    match operation.as_str() {
+        "FEDummy" => fe_dummy(simulator).await,
+        "FECompUltimoAutorizado" => {
+            with_request(&body, &operation, |request| fe_comp_ultimo_autorizado(simulator, request)).await
+        }
+        "FECAESolicitar" => with_request(&body, &operation, |request| fe_cae_solicitar(simulator, request)).await,
+        "FECompConsultar" => with_request(&body, &operation, |request| fe_comp_consultar(simulator, request)).await,
+        "FEParamGetPtosVenta" => {
+            with_request(&body, &operation, |request| fe_param_get_ptos_venta(simulator, request)).await
+        }
+        "FECompTotXRequest" => {
+            with_request(&body, &operation, |request| fe_comp_tot_x_request(simulator, request)).await
+        }
+        other => login::fault("soap:Client", &format!("Unknown operation {other}")),
+    }
+}
+
+/// `handle`'s answer to the operation's fields, or the fault a malformed request gets.
+async fn with_request<T: DeserializeOwned, F: Future<Output = Response>>(
+    body: &[u8],
+    operation: &str,
+    handle: impl FnOnce(T) -> F,
+) -> Response {
+    match soap::read_request(body, operation) {
+        Ok(request) => handle(request).await,
+        Err(error) => login::fault("soap:Client", &format!("Server was unable to read request: {error}")),
+    }
+}
+
+async fn fe_dummy(simulator: &Simulator) -> Response {
+    let database = sqlx::query("select 1").execute(&simulator.pool).await;
+    let db_server = if database.is_ok() { "OK" } else { "ERROR" };
+    answer("FEDummy", &DummyResponse { app_server: "OK".into(), db_server: db_server.into(), auth_server: "OK".into() })
+}
+
+/// Who asks, or the answer refusing them (`refuse` writes the operation's answer with those errors).
+async fn authenticated(
+    simulator: &Simulator,
+    operation: &str,
+    auth: Option<&commands::fiscal::wire::Auth>,
+    refuse: impl FnOnce(Vec<Message>) -> Response,
+) -> Result<i64, Response> {
+    match login::authenticate(&simulator.pool, auth).await {
+        Ok(Ok(cuit)) => Ok(cuit),
+        Ok(Err(errors)) => Err(refuse(errors)),
+        Err(error) => Err(storage_failed(operation, &error)),
+    }
+}
+
+async fn fe_comp_ultimo_autorizado(simulator: &Simulator, request: LastAuthorizedRequest) -> Response {
+    const OPERATION: &str = "FECompUltimoAutorizado";
     let refuse = |errors: Vec<Message>| {
-        answer(&LastAuthorizedResponse { point_of_sale: 0, voucher_type: 0, number: 0, errors, events: vec![] })
+        answer(
+            OPERATION,
+            &LastAuthorizedResponse { point_of_sale: 0, voucher_type: 0, number: 0, errors, events: vec![] },
+        )
     };
-    let mut errors = check_auth(request.auth.as_ref());
-    let Some(auth) = request.auth.filter(|_| errors.is_empty()) else { return refuse(errors) };
+    let cuit = match authenticated(simulator, OPERATION, request.auth.as_ref(), refuse).await {
+        Ok(cuit) => cuit,
+        Err(refused) => return refused,
+    };
+    let mut errors = Vec::new();
     if !(1..=99_998).contains(&request.point_of_sale) {
         errors.push(Message::new(11000, "El PtoVta debe ser valido comprendido entre 1 y 99998."));
     }
@@ -184,29 +267,64 @@ async fn fe_comp_ultimo_autorizado(Data(simulator): Data<&Arc<Simulator>>, body:
     if !errors.is_empty() {
         return refuse(errors);
     }
-    let key = SeriesKey { issuer: auth.cuit, point_of_sale: request.point_of_sale, voucher_type: request.voucher_type };
+    let key = SeriesKey { issuer: cuit, point_of_sale: request.point_of_sale, voucher_type: request.voucher_type };
     match store::last_number(&simulator.pool, key).await {
-        Ok(number) => answer(&LastAuthorizedResponse {
-            point_of_sale: request.point_of_sale,
-            voucher_type: request.voucher_type,
-            number,
-            errors: vec![],
-            events: vec![],
-        }),
-        Err(error) => storage_failed("FECompUltimoAutorizado", &error),
+        Ok(number) => answer(
+            OPERATION,
+            &LastAuthorizedResponse {
+                point_of_sale: request.point_of_sale,
+                voucher_type: request.voucher_type,
+                number,
+                errors: vec![],
+                events: vec![],
+            },
+        ),
+        Err(error) => storage_failed(OPERATION, &error),
     }
 }
 
-#[handler]
-async fn fe_comp_consultar(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
-    let request: ConsultRequest = match serde_json::from_slice(&body) {
-        Ok(request) => request,
-        Err(error) => return malformed(&error),
+async fn fe_param_get_ptos_venta(simulator: &Simulator, request: AuthOnly) -> Response {
+    const OPERATION: &str = "FEParamGetPtosVenta";
+    let refuse =
+        |errors: Vec<Message>| answer(OPERATION, &PointsOfSaleResponse { points: vec![], errors, events: vec![] });
+    let cuit = match authenticated(simulator, OPERATION, request.auth.as_ref(), refuse).await {
+        Ok(cuit) => cuit,
+        Err(refused) => return refused,
     };
-    let refuse = |errors: Vec<Message>| answer(&ConsultResponse { result: None, errors, events: vec![] });
-    let mut errors = check_auth(request.auth.as_ref());
-    let Some(auth) = request.auth.filter(|_| errors.is_empty()) else { return refuse(errors) };
+    let points: Vec<PointOfSale> = simulator
+        .script
+        .points_of_sale(cuit)
+        .into_iter()
+        .map(|number| PointOfSale {
+            number,
+            emission_type: "CAE - RECE".into(),
+            blocked: "N".into(),
+            withdrawn: "NULL".into(),
+        })
+        .collect();
+    let errors = if points.is_empty() { vec![Message::new(602, "Sin Resultados: ")] } else { vec![] };
+    answer(OPERATION, &PointsOfSaleResponse { points, errors, events: vec![] })
+}
+
+async fn fe_comp_tot_x_request(simulator: &Simulator, request: AuthOnly) -> Response {
+    const OPERATION: &str = "FECompTotXRequest";
+    let refuse =
+        |errors: Vec<Message>| answer(OPERATION, &BatchLimitResponse { per_request: 0, errors, events: vec![] });
+    if let Err(refused) = authenticated(simulator, OPERATION, request.auth.as_ref(), refuse).await {
+        return refused;
+    }
+    answer(OPERATION, &BatchLimitResponse { per_request: rules::MAX_BATCH, errors: vec![], events: vec![] })
+}
+
+async fn fe_comp_consultar(simulator: &Simulator, request: ConsultRequest) -> Response {
+    const OPERATION: &str = "FECompConsultar";
+    let refuse = |errors: Vec<Message>| answer(OPERATION, &ConsultResponse { result: None, errors, events: vec![] });
+    let cuit = match authenticated(simulator, OPERATION, request.auth.as_ref(), refuse).await {
+        Ok(cuit) => cuit,
+        Err(refused) => return refused,
+    };
     let query = request.request;
+    let mut errors = Vec::new();
     if !(1..=99_998).contains(&query.point_of_sale) {
         errors.push(Message::new(10200, "No ingreso el Punto de Venta o el formato es invalido."));
     }
@@ -219,36 +337,35 @@ async fn fe_comp_consultar(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>
     if !errors.is_empty() {
         return refuse(errors);
     }
-    let key = SeriesKey { issuer: auth.cuit, point_of_sale: query.point_of_sale, voucher_type: query.voucher_type };
+    let key = SeriesKey { issuer: cuit, point_of_sale: query.point_of_sale, voucher_type: query.voucher_type };
     match store::find(&simulator.pool, key, query.number).await {
         Ok(Some(text)) => match serde_json::from_str::<StoredDetail>(&text) {
-            Ok(stored) => answer(&ConsultResponse { result: Some(stored), errors: vec![], events: vec![] }),
+            Ok(stored) => answer(OPERATION, &ConsultResponse { result: Some(stored), errors: vec![], events: vec![] }),
             Err(error) => {
                 tracing::error!(%error, "fiscal simulator: a stored voucher does not read back");
-                internal_error()
+                internal_error(OPERATION)
             }
         },
         Ok(None) => {
             refuse(vec![Message::new(602, "No existen datos en nuestros registros para los parametros ingresados.")])
         }
-        Err(error) => storage_failed("FECompConsultar", &error),
+        Err(error) => storage_failed(OPERATION, &error),
     }
 }
 
-#[handler]
-async fn fe_cae_solicitar(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
-    let request: CaeRequest = match serde_json::from_slice(&body) {
-        Ok(request) => request,
-        Err(error) => return malformed(&error),
-    };
+async fn fe_cae_solicitar(simulator: &Simulator, request: CaeRequest) -> Response {
+    const OPERATION: &str = "FECAESolicitar";
     let now = OffsetDateTime::now_utc().to_offset(AR_OFFSET);
     let header = request.request.header;
-    let auth_errors = check_auth(request.auth.as_ref());
-    let Some(auth) = request.auth.filter(|_| auth_errors.is_empty()) else {
-        return answer(&CaeResponse { header: None, details: vec![], errors: auth_errors, events: vec![] });
+    let refuse = |errors: Vec<Message>| {
+        answer(OPERATION, &CaeResponse { header: None, details: vec![], errors, events: vec![] })
+    };
+    let cuit = match authenticated(simulator, OPERATION, request.auth.as_ref(), refuse).await {
+        Ok(cuit) => cuit,
+        Err(refused) => return refused,
     };
     let head = |result: &str| CabResponse {
-        cuit: auth.cuit,
+        cuit,
         point_of_sale: header.point_of_sale,
         voucher_type: header.voucher_type,
         processed_at: processed_at(now),
@@ -260,16 +377,14 @@ async fn fe_cae_solicitar(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>)
     let detail = match request.request.details.into_iter().next() {
         Some(detail) if header_errors.is_empty() => detail,
         _ => {
-            return answer(&CaeResponse {
-                header: Some(head("R")),
-                details: vec![],
-                errors: header_errors,
-                events: vec![],
-            });
+            return answer(
+                OPERATION,
+                &CaeResponse { header: Some(head("R")), details: vec![], errors: header_errors, events: vec![] },
+            );
         }
     };
-    let key = SeriesKey { issuer: auth.cuit, point_of_sale: header.point_of_sale, voucher_type: header.voucher_type };
-    let outcome = simulator.script.next(auth.cuit, header.point_of_sale);
+    let key = SeriesKey { issuer: cuit, point_of_sale: header.point_of_sale, voucher_type: header.voucher_type };
+    let outcome = simulator.script.next(cuit, header.point_of_sale);
     let decided = match &outcome {
         Outcome::Unavailable => {
             return Response::builder()
@@ -292,10 +407,10 @@ async fn fe_cae_solicitar(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>)
     };
     let decided = match decided {
         Ok(decided) => decided,
-        Err(Failure::Storage(error)) => return storage_failed("FECAESolicitar", &error),
+        Err(Failure::Storage(error)) => return storage_failed(OPERATION, &error),
         Err(Failure::Encoding(error)) => {
             tracing::error!(%error, "fiscal simulator: cannot encode a voucher");
-            return internal_error();
+            return internal_error(OPERATION);
         }
     };
     let (result, errors, observations) = match decided.verdict {
@@ -326,7 +441,7 @@ async fn fe_cae_solicitar(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>)
         tokio::time::sleep(LOST_REPLY_HOLD).await;
         return Response::builder().status(StatusCode::GATEWAY_TIMEOUT).finish();
     }
-    answer(&response)
+    answer(OPERATION, &response)
 }
 
 /// The verdict on a voucher and, when approved, its CAE and expiry.
@@ -408,7 +523,29 @@ async fn queue_outcomes(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -
     match serde_json::from_slice::<Queued>(&body) {
         Ok(queued) => {
             let pending = simulator.script.queue(queued.issuer_tax_id, queued.point_of_sale, queued.outcomes);
-            answer(&serde_json::json!({ "pending": pending }))
+            json(&serde_json::json!({ "pending": pending }))
+        }
+        Err(error) => malformed(&error),
+    }
+}
+
+#[handler]
+async fn set_ticket_lifetime(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
+    match serde_json::from_slice::<TicketLifetime>(&body) {
+        Ok(set) => {
+            simulator.script.set_ticket_lifetime(time::Duration::seconds(i64::from(set.lifetime_seconds)));
+            json(&serde_json::json!({ "lifetime_seconds": set.lifetime_seconds }))
+        }
+        Err(error) => malformed(&error),
+    }
+}
+
+#[handler]
+async fn enable_points_of_sale(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
+    match serde_json::from_slice::<EnabledPoints>(&body) {
+        Ok(enabled) => {
+            simulator.script.enable_points_of_sale(enabled.issuer_tax_id, enabled.points_of_sale);
+            json(&serde_json::json!({ "points_of_sale": simulator.script.points_of_sale(enabled.issuer_tax_id) }))
         }
         Err(error) => malformed(&error),
     }
@@ -435,7 +572,7 @@ async fn list_vouchers(Data(simulator): Data<&Arc<Simulator>>, Query(filter): Qu
     };
     let mut vouchers = Vec::with_capacity(listed.len());
     for voucher in listed {
-        let Ok(stored) = RawValue::from_string(voucher.stored) else { return internal_error() };
+        let Ok(stored) = RawValue::from_string(voucher.stored) else { return internal_error("vouchers") };
         vouchers.push(ListedVoucher {
             issuer_tax_id: voucher.key.issuer,
             point_of_sale: voucher.key.point_of_sale,
@@ -451,21 +588,32 @@ async fn list_vouchers(Data(simulator): Data<&Arc<Simulator>>, Query(filter): Qu
     struct Listing {
         vouchers: Vec<ListedVoucher>,
     }
-    answer(&Listing { vouchers })
+    json(&Listing { vouchers })
 }
 
-/// A 200 with `value` as JSON.
-fn answer<T: Serialize>(value: &T) -> Response {
-    match serde_json::to_vec(value) {
-        Ok(body) => Response::builder().content_type("application/json").body(body),
+/// A 200 with `result` as the operation's SOAP answer.
+fn answer<T: Serialize>(operation: &str, result: &T) -> Response {
+    match soap::response(operation, result) {
+        Ok(body) => Response::builder().content_type(soap::CONTENT_TYPE).body(body),
         Err(error) => {
             tracing::error!(%error, "fiscal simulator: cannot encode an answer");
-            internal_error()
+            internal_error(operation)
         }
     }
 }
 
-/// A body that is not the operation's JSON.
+/// A 200 with `value` as JSON (the scripting routes).
+fn json<T: Serialize>(value: &T) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(body) => Response::builder().content_type("application/json").body(body),
+        Err(error) => {
+            tracing::error!(%error, "fiscal simulator: cannot encode an answer");
+            Response::builder().status(StatusCode::INTERNAL_SERVER_ERROR).finish()
+        }
+    }
+}
+
+/// A scripting body that is not the route's JSON.
 fn malformed(error: &serde_json::Error) -> Response {
     let body = serde_json::json!({ "error": format!("malformed request: {error}") });
     Response::builder().status(StatusCode::BAD_REQUEST).content_type("application/json").body(body.to_string())
@@ -473,14 +621,19 @@ fn malformed(error: &serde_json::Error) -> Response {
 
 fn storage_failed(operation: &str, error: &sqlx::Error) -> Response {
     tracing::error!(%error, operation, "fiscal simulator: the database failed");
-    internal_error()
+    internal_error(operation)
+}
+
+/// `Errors` alone, for an answer that has nothing else.
+#[derive(Serialize)]
+struct ErrorsOnly {
+    #[serde(rename = "Errors", with = "commands::fiscal::wire::wrapped::err")]
+    errors: Vec<Message>,
 }
 
 /// HTTP 500 with the authority's database error: nothing was done.
-fn internal_error() -> Response {
-    let body = serde_json::json!({ "Errors": [{ "Code": 501, "Msg": "Error interno de base de datos" }] });
-    Response::builder()
-        .status(StatusCode::INTERNAL_SERVER_ERROR)
-        .content_type("application/json")
-        .body(body.to_string())
+fn internal_error(operation: &str) -> Response {
+    let errors = ErrorsOnly { errors: vec![Message::new(501, "Error interno de base de datos")] };
+    let body = soap::response(operation, &errors).unwrap_or_default();
+    Response::builder().status(StatusCode::INTERNAL_SERVER_ERROR).content_type(soap::CONTENT_TYPE).body(body)
 }

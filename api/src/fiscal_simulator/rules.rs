@@ -8,6 +8,8 @@ use time::{Date, Duration};
 
 /// The highest voucher number (`CbteDesde`).
 pub const MAX_NUMBER: i64 = 99_999_999;
+/// The most vouchers one `FECAESolicitar` may carry (`FECompTotXRequest`'s `RegXReq`).
+pub const MAX_BATCH: i32 = 1;
 
 /// One cent: the tolerance of every amount comparison.
 const TOLERANCE: i128 = 1;

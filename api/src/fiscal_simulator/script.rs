@@ -44,10 +44,33 @@ pub struct Queued {
     pub outcomes: Vec<Outcome>,
 }
 
-/// The queues, per issuer CUIT and point of sale (any voucher type).
+/// `POST /_simulator/tickets`: how long the tickets issued from now on last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TicketLifetime {
+    pub lifetime_seconds: u32,
+}
+
+/// `POST /_simulator/points-of-sale`: the points of sale enabled for a CUIT.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnabledPoints {
+    pub issuer_tax_id: i64,
+    pub points_of_sale: Vec<i32>,
+}
+
+/// A ticket's lifetime when none is scripted: the authority's twelve hours.
+pub const TICKET_LIFETIME: time::Duration = time::Duration::hours(12);
+/// The points of sale enabled for a CUIT nobody scripted.
+pub const DEFAULT_POINTS_OF_SALE: std::ops::RangeInclusive<i32> = 1..=10;
+
+/// The queues, per issuer CUIT and point of sale (any voucher type), the tickets' lifetime and the
+/// enabled points of sale.
 #[derive(Debug, Default)]
 pub struct Script {
     queues: Mutex<HashMap<(i64, i32), VecDeque<Outcome>>>,
+    ticket_lifetime: Mutex<Option<time::Duration>>,
+    points_of_sale: Mutex<HashMap<i64, Vec<i32>>>,
 }
 
 impl Script {
@@ -57,6 +80,28 @@ impl Script {
         let queue = queues.entry((issuer, point_of_sale)).or_default();
         queue.extend(outcomes);
         queue.len()
+    }
+
+    /// Tickets issued from now on last `lifetime`.
+    pub fn set_ticket_lifetime(&self, lifetime: time::Duration) {
+        *self.ticket_lifetime.lock().unwrap_or_else(PoisonError::into_inner) = Some(lifetime);
+    }
+
+    pub fn ticket_lifetime(&self) -> time::Duration {
+        self.ticket_lifetime.lock().unwrap_or_else(PoisonError::into_inner).unwrap_or(TICKET_LIFETIME)
+    }
+
+    /// The points of sale enabled for `issuer` are exactly `points` from now on.
+    pub fn enable_points_of_sale(&self, issuer: i64, mut points: Vec<i32>) {
+        points.sort_unstable();
+        points.dedup();
+        self.points_of_sale.lock().unwrap_or_else(PoisonError::into_inner).insert(issuer, points);
+    }
+
+    /// The points of sale enabled for `issuer`: those scripted, else [`DEFAULT_POINTS_OF_SALE`].
+    pub fn points_of_sale(&self, issuer: i64) -> Vec<i32> {
+        let scripted = self.points_of_sale.lock().unwrap_or_else(PoisonError::into_inner).get(&issuer).cloned();
+        scripted.unwrap_or_else(|| DEFAULT_POINTS_OF_SALE.collect())
     }
 
     /// Takes the next outcome of the series: [`Outcome::Approve`] when none is queued.

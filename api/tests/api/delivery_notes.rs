@@ -250,7 +250,7 @@ async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPoo
         legal_name: Some("Almacén de Prueba SRL".into()),
         ..Default::default()
     };
-    commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("fiscal profile");
+    app.fiscal_identity(change).await;
     let ana = customer(&app, "Ana").await;
     let mate = product(&app, "MATE", &main, 10).await;
     let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },

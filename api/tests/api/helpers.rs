@@ -89,12 +89,7 @@ impl TestApp {
         // The test's own tax authority: the simulator on this test's database, on a port of its own.
         let simulator = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("simulator listener");
         let fiscal_url = format!("http://{}", simulator.local_addr().expect("simulator address"));
-        let fiscal = commands::fiscal::FiscalClient::new(
-            &url::Url::parse(&fiscal_url).expect("url"),
-            fiscal_timeout,
-            std::sync::Arc::new(commands::fiscal::StaticCredentials::simulator()),
-        )
-        .expect("fiscal client");
+        let fiscal = fiscal_client(&pool, &fiscal_url, fiscal_timeout).await;
         let mut running = roles::start(
             pool.clone(),
             bus.clone(),
@@ -119,6 +114,16 @@ impl TestApp {
             org_id: created.organization_id,
             fiscal_url,
             _tasks: running.tasks,
+        }
+    }
+
+    /// Sets the organization's fiscal profile; when it names the fixtures' CUIT, installs their
+    /// certificate and key too, as `admin set-fiscal-certificate` does, so it can invoice.
+    pub async fn fiscal_identity(&self, change: commands::organization::SettingsChange) {
+        let cuit = change.tax_id.clone();
+        commands::organization::update_organization(&self.pool, self.org_id, change).await.expect("fiscal profile");
+        if cuit.as_deref() == Some(FIXTURE_CUIT) {
+            install_certificate(&self.pool, self.org_id).await;
         }
     }
 
@@ -527,4 +532,24 @@ impl Rng {
     pub fn between(&mut self, low: i64, high: i64) -> i64 {
         low + self.below((high - low + 1) as u64) as i64
     }
+}
+
+/// The CUIT the fixture certificate (`commands/tests/fixtures/fiscal/org.crt`) names.
+pub const FIXTURE_CUIT: &str = "20267565393";
+pub const FIXTURE_CERTIFICATE: &str = include_str!("../../../commands/tests/fixtures/fiscal/org.crt");
+pub const FIXTURE_KEY: &str = include_str!("../../../commands/tests/fixtures/fiscal/org.key");
+
+/// Keeps the fixture certificate and key for `org_id` (whose CUIT must be [`FIXTURE_CUIT`]).
+pub async fn install_certificate(pool: &PgPool, org_id: Uuid) {
+    let secrets = events::secrets::SecretBox::load(pool).await.expect("secrets");
+    commands::fiscal::certificate::set_certificate(pool, &secrets, org_id, FIXTURE_CERTIFICATE, FIXTURE_KEY)
+        .await
+        .expect("certificate kept");
+}
+
+/// The adapter the service uses, against the simulator at `base`, with its tickets in `pool`.
+pub async fn fiscal_client(pool: &PgPool, base: &str, timeout: Duration) -> commands::fiscal::FiscalClient {
+    let endpoints = commands::fiscal::Endpoints::under(&url::Url::parse(base).expect("url")).expect("endpoints");
+    let tickets = commands::fiscal::Tickets::new(pool.clone(), endpoints.wsaa, timeout).await.expect("tickets");
+    commands::fiscal::FiscalClient::new(&endpoints.wsfe, timeout, std::sync::Arc::new(tickets)).expect("fiscal client")
 }

@@ -201,7 +201,7 @@ async fn world(app: &TestApp) -> World {
         legal_name: Some("Almacén de Prueba SRL".into()),
         ..Default::default()
     };
-    commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("fiscal profile");
+    app.fiscal_identity(change).await;
     World { warehouses: vec![main, second], point_of_sale }
 }
 

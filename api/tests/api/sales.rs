@@ -20,7 +20,7 @@ pub async fn fiscal_profile(app: &TestApp, category: &str) {
         legal_name: Some("Almacén de Prueba SRL".into()),
         ..Default::default()
     };
-    commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("fiscal profile");
+    app.fiscal_identity(change).await;
 }
 
 pub async fn point_of_sale(app: &TestApp) -> String {
@@ -403,7 +403,7 @@ async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPo
 
 #[sqlx::test(migrations = "../schema")]
 async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_twice(pool: PgPool) {
-    use commands::fiscal::{FiscalClient, Issuer, StaticCredentials, VoucherRequest};
+    use commands::fiscal::{Issuer, VoucherRequest};
     let app = TestApp::spawn(pool).await;
     fiscal_profile(&app, "Responsable Inscripto").await;
     let pos = point_of_sale(&app).await;
@@ -414,11 +414,8 @@ async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_tw
 
     // Another system issues numbers 2 and 3 on the same point of sale: the number the service last had
     // approved is no longer the authority's last.
-    let base = url::Url::parse(&app.fiscal_url).expect("url");
-    let elsewhere =
-        FiscalClient::new(&base, Duration::from_secs(10), std::sync::Arc::new(StaticCredentials::simulator()))
-            .expect("client");
-    let issuer = Issuer::new(ISSUER.parse().expect("cuit")).expect("cuit");
+    let elsewhere = crate::helpers::fiscal_client(&app.pool, &app.fiscal_url, Duration::from_secs(10)).await;
+    let issuer = Issuer::new(app.org_id, ISSUER.parse().expect("cuit")).expect("cuit");
     for number in [2, 3] {
         // Invoice B for 121.00 to a consumidor final, at this test's point of sale.
         let voucher = VoucherRequest { point_of_sale: 1, ..crate::fiscal_simulator::invoice_b(number) };

@@ -36,10 +36,15 @@ fn pem_block(text: &str, labels: &[&str], what: &str) -> Result<(String, Vec<u8>
     Err(format!("the {what} file holds no {} block", labels.join(" or ")))
 }
 
+/// The DER of the certificate in a PEM text.
+pub(crate) fn certificate_der(cert_pem: &str) -> Result<Vec<u8>, String> {
+    pem_block(cert_pem, &["CERTIFICATE"], "certificate").map(|(_, der)| der)
+}
+
 /// The certificate's DER and its RSA private key (PKCS#8 or PKCS#1), read from their PEM texts: what
 /// both the check here and the login's signer start from.
 pub(crate) fn read_pair(cert_pem: &str, key_pem: &str) -> Result<(Vec<u8>, ring::rsa::KeyPair), String> {
-    let (_, certificate) = pem_block(cert_pem, &["CERTIFICATE"], "certificate")?;
+    let certificate = certificate_der(cert_pem)?;
     let (label, key_der) = pem_block(key_pem, &["PRIVATE KEY", "RSA PRIVATE KEY"], "private key")?;
     let key = match label.as_str() {
         "PRIVATE KEY" => ring::rsa::KeyPair::from_pkcs8(&key_der),
@@ -64,34 +69,52 @@ pub fn inspect(
     if key.public_key().as_ref() != cert.public_key().subject_public_key.data.as_ref() {
         return Err(AdminError::Invalid("the private key does not match the certificate".into()));
     }
-    let named: Vec<String> = cert
-        .subject()
-        .iter_by_oid(&x509_parser::oid_registry::OID_X509_SERIALNUMBER)
-        .filter_map(|attribute| attribute.as_str().ok())
-        .map(|text| text.chars().filter(char::is_ascii_digit).collect())
-        .collect();
-    let Some(named_cuit) = named.first().cloned() else {
-        return Err(AdminError::Invalid("the certificate's subject names no CUIT (serialNumber `CUIT n`)".into()));
-    };
+    let Described { subject, cuit: named_cuit, not_before, not_after } = describe(&der).map_err(AdminError::Invalid)?;
     if named_cuit != cuit {
         return Err(AdminError::Invalid(format!(
             "the certificate names CUIT {named_cuit}, not the organization's {cuit}"
         )));
     }
-    let validity = cert.validity();
-    let (not_before, not_after) = (validity.not_before.to_datetime(), validity.not_after.to_datetime());
     if now > not_after {
         return Err(AdminError::Invalid(format!("the certificate expired on {not_after}")));
     }
     if now < not_before {
         return Err(AdminError::Invalid(format!("the certificate is not valid before {not_before}")));
     }
-    Ok(CertificateSummary {
-        organization_id: Uuid::nil(),
+    Ok(CertificateSummary { organization_id: Uuid::nil(), subject, cuit: named_cuit, not_before, not_after })
+}
+
+/// What a certificate says of its holder: subject, the CUIT it names, validity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Described {
+    pub subject: String,
+    /// The digits of the subject's `serialNumber` (`CUIT nnnnnnnnnnn`).
+    pub cuit: String,
+    pub not_before: OffsetDateTime,
+    pub not_after: OffsetDateTime,
+}
+
+/// Reads a certificate (DER): what [`inspect`] checks, and what the simulator's authentication
+/// service reads of a certificate that logs in.
+pub fn describe(der: &[u8]) -> Result<Described, String> {
+    let (_, cert) = X509Certificate::from_der(der)
+        .map_err(|e| format!("the certificate is not a readable X.509 certificate: {e}"))?;
+    let named: Vec<String> = cert
+        .subject()
+        .iter_by_oid(&x509_parser::oid_registry::OID_X509_SERIALNUMBER)
+        .filter_map(|attribute| attribute.as_str().ok())
+        .map(|text| text.chars().filter(char::is_ascii_digit).collect())
+        .collect();
+    let cuit = named
+        .first()
+        .cloned()
+        .ok_or_else(|| "the certificate's subject names no CUIT (serialNumber `CUIT n`)".to_owned())?;
+    let validity = cert.validity();
+    Ok(Described {
         subject: cert.subject().to_string(),
-        cuit: named_cuit,
-        not_before,
-        not_after,
+        cuit,
+        not_before: validity.not_before.to_datetime(),
+        not_after: validity.not_after.to_datetime(),
     })
 }
 

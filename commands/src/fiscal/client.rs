@@ -1,5 +1,5 @@
-//! `FiscalClient`: the four operations over HTTP, and the reading of every way a call can end into
-//! the few cases the invoicing code must treat differently (`FiscalError`).
+//! `FiscalClient`: the WSFEv1 operations as SOAP over HTTP, and the reading of every way a call can end
+//! into the few cases the invoicing code must treat differently (`FiscalError`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,8 +8,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use url::Url;
 
+use super::soap::{self, SoapError};
 use super::voucher::{Authorization, StoredVoucher, VoucherRequest};
-use super::{Authenticator, FiscalSettings, Issuer, wire};
+use super::{Authenticator, Credentials, Issuer, wire};
 
 /// How a call to the authority ended, when it did not end well. The cases differ in what the caller
 /// may do next:
@@ -18,6 +19,7 @@ use super::{Authenticator, FiscalSettings, Issuer, wire};
 /// |---|---|---|
 /// | `Unavailable` | refused before processing: connection refused, HTTP 503 (or 500, 408, 429); for a read, also the authority's internal errors 501 and 502 | nothing was done; retry later |
 /// | `NoReply` | the request may have reached the authority but no usable answer came back (timeout, connection cut, a gateway's 502 or 504, an unreadable answer, internal error 501 or 502 on an authorization) | the outcome is unknown: for `authorize`, [`FiscalClient::consult`] the number before asking again |
+/// | `Unauthenticated` | no valid ticket: the issuer has no usable certificate, the authentication service refused the login, or the authority did not accept the token (600) or the CUIT (601) | nothing was done; mend the credentials, retry later |
 /// | `Rejected` | the authority answered with errors (`Resultado` `R`, `Errors[]`) | final for this request; fix it |
 /// | `Protocol` | our side of the exchange is wrong (HTTP 4xx, a request we could not write, a read-only answer we could not read) | nothing was authorized; a bug or a misconfiguration |
 ///
@@ -35,6 +37,8 @@ pub enum FiscalError {
         /// The authority's codes and messages, `Errors[]` first, then the voucher's `Observaciones[]`.
         errors: Vec<(i64, String)>,
     },
+    #[error("the tax authority did not accept the organization's credentials, nothing was done: {0}")]
+    Unauthenticated(String),
     #[error("unexpected exchange with the tax authority: {0}")]
     Protocol(String),
 }
@@ -42,7 +46,7 @@ pub enum FiscalError {
 impl FiscalError {
     /// Whether the same request may succeed later (after a consult, for `NoReply`).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, FiscalError::Unavailable(_) | FiscalError::NoReply(_))
+        matches!(self, FiscalError::Unavailable(_) | FiscalError::NoReply(_) | FiscalError::Unauthenticated(_))
     }
 
     /// Whether the authority may have acted on the request without us hearing of it.
@@ -73,53 +77,48 @@ enum Stakes {
     Write,
 }
 
-/// The electronic-invoicing operations of the tax authority (WSFEv1), spoken as JSON over HTTP:
-/// `POST {base}/wsfev1/<Operation>`. Cheap to clone; share one per process.
+/// The electronic-invoicing operations of the tax authority (WSFEv1), spoken as SOAP over HTTP to the
+/// service's address. Cheap to clone; share one per process.
 #[derive(Clone)]
 pub struct FiscalClient {
     http: reqwest::Client,
-    base: String,
+    wsfe: Url,
     authenticator: Arc<dyn Authenticator>,
 }
 
 impl std::fmt::Debug for FiscalClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FiscalClient").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("FiscalClient").field("wsfe", &self.wsfe.as_str()).finish_non_exhaustive()
     }
 }
 
-impl FiscalClient {
-    /// A client of the service at `base_url` giving up on any call after `timeout`.
-    pub fn new(base_url: &Url, timeout: Duration, authenticator: Arc<dyn Authenticator>) -> Result<Self, FiscalError> {
-        if !matches!(base_url.scheme(), "http" | "https") {
-            return Err(FiscalError::Protocol(format!("{base_url} is not an http or https URL")));
-        }
-        // reqwest is built without a TLS provider of its own; ring is the process's (as for webhooks).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent("backoffice-fiscal/1")
-            .pool_idle_timeout(Duration::from_secs(60))
-            .build()
-            .map_err(|error| FiscalError::Protocol(format!("cannot build the HTTP client: {error}")))?;
-        Ok(FiscalClient { http, base: base_url.as_str().trim_end_matches('/').to_owned(), authenticator })
-    }
+/// The HTTP client of the authority's services: every call given up after `timeout`, no redirects.
+pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, FiscalError> {
+    // reqwest is built without a TLS provider of its own; ring is the process's (as for webhooks).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent("backoffice-fiscal/1")
+        .pool_idle_timeout(Duration::from_secs(60))
+        .build()
+        .map_err(|error| FiscalError::Protocol(format!("cannot build the HTTP client: {error}")))
+}
 
-    /// A client of the service `settings` name (`FISCAL_URL`, else the built-in simulator).
-    pub fn from_settings(
-        settings: &FiscalSettings,
-        authenticator: Arc<dyn Authenticator>,
-    ) -> Result<Self, FiscalError> {
-        let url = settings.base_url().map_err(|error| FiscalError::Protocol(error.to_string()))?;
-        Self::new(&url, settings.timeout, authenticator)
+impl FiscalClient {
+    /// A client of the WSFEv1 service at `wsfe` giving up on any call after `timeout`.
+    pub fn new(wsfe: &Url, timeout: Duration, authenticator: Arc<dyn Authenticator>) -> Result<Self, FiscalError> {
+        if !matches!(wsfe.scheme(), "http" | "https") {
+            return Err(FiscalError::Protocol(format!("{wsfe} is not an http or https URL")));
+        }
+        Ok(FiscalClient { http: http_client(timeout)?, wsfe: wsfe.clone(), authenticator })
     }
 
     /// `FEDummy`: whether the authority's application, database and authentication servers are up.
     #[tracing::instrument(skip_all, err(Display))]
     pub async fn health(&self) -> Result<(), FiscalError> {
-        let answer: wire::DummyResponse = self.call("FEDummy", &serde_json::json!({}), Stakes::Read).await?;
+        let answer: wire::DummyResponse = self.call("FEDummy", &wire::DummyRequest {}, Stakes::Read).await?;
         let servers = [&answer.app_server, &answer.db_server, &answer.auth_server];
         if servers.iter().all(|state| state.eq_ignore_ascii_case("OK")) {
             Ok(())
@@ -139,12 +138,37 @@ impl FiscalClient {
         point_of_sale: i32,
         voucher_type: i32,
     ) -> Result<i64, FiscalError> {
-        let request = wire::LastAuthorizedRequest { auth: Some(self.auth(issuer).await?), point_of_sale, voucher_type };
-        let answer: wire::LastAuthorizedResponse = self.call("FECompUltimoAutorizado", &request, Stakes::Read).await?;
-        if !answer.errors.is_empty() {
-            return Err(answered_errors(answer.errors, Stakes::Read));
-        }
-        Ok(answer.number)
+        let (auth, credentials) = self.auth(issuer).await?;
+        let request = wire::LastAuthorizedRequest { auth: Some(auth), point_of_sale, voucher_type };
+        let answered = self.call("FECompUltimoAutorizado", &request, Stakes::Read).await.and_then(
+            |answer: wire::LastAuthorizedResponse| {
+                log_events(&answer.events);
+                if answer.errors.is_empty() {
+                    Ok(answer.number)
+                } else {
+                    Err(answered_errors(answer.errors, Stakes::Read))
+                }
+            },
+        );
+        self.checked(issuer, &credentials, answered).await
+    }
+
+    /// `FEParamGetPtosVenta`: the points of sale the authority has enabled for the issuer.
+    #[tracing::instrument(skip_all, err(Display))]
+    pub async fn points_of_sale(&self, issuer: Issuer) -> Result<Vec<wire::PointOfSale>, FiscalError> {
+        let (auth, credentials) = self.auth(issuer).await?;
+        let request = wire::AuthOnly { auth: Some(auth) };
+        let answered = self.call("FEParamGetPtosVenta", &request, Stakes::Read).await.and_then(
+            |answer: wire::PointsOfSaleResponse| {
+                log_events(&answer.events);
+                // 602: none enabled.
+                match answer.errors.iter().all(|e| e.code == NOT_FOUND) {
+                    true => Ok(answer.points),
+                    false => Err(answered_errors(answer.errors, Stakes::Read)),
+                }
+            },
+        );
+        self.checked(issuer, &credentials, answered).await
     }
 
     /// `FECAESolicitar` for one voucher. Not idempotent at the authority: asking again for a number it
@@ -158,12 +182,13 @@ impl FiscalClient {
     )]
     pub async fn authorize(&self, issuer: Issuer, voucher: &VoucherRequest) -> Result<Authorization, FiscalError> {
         let (header, detail) = voucher.to_wire();
-        let request = wire::CaeRequest {
-            auth: Some(self.auth(issuer).await?),
-            request: wire::FeCaeReq { header, details: vec![detail] },
-        };
-        let answer: wire::CaeResponse = self.call("FECAESolicitar", &request, Stakes::Write).await?;
-        read_authorization(voucher.number, answer)
+        let (auth, credentials) = self.auth(issuer).await?;
+        let request = wire::CaeRequest { auth: Some(auth), request: wire::FeCaeReq { header, details: vec![detail] } };
+        let answered = self
+            .call("FECAESolicitar", &request, Stakes::Write)
+            .await
+            .and_then(|answer| read_authorization(voucher.number, answer));
+        self.checked(issuer, &credentials, answered).await
     }
 
     /// `FECompConsultar`: the voucher the authority holds under that number, `None` when it holds
@@ -176,24 +201,44 @@ impl FiscalClient {
         voucher_type: i32,
         number: i64,
     ) -> Result<Option<StoredVoucher>, FiscalError> {
+        let (auth, credentials) = self.auth(issuer).await?;
         let request = wire::ConsultRequest {
-            auth: Some(self.auth(issuer).await?),
+            auth: Some(auth),
             request: wire::ConsultQuery { voucher_type, number, point_of_sale },
         };
-        let answer: wire::ConsultResponse = self.call("FECompConsultar", &request, Stakes::Read).await?;
-        log_events(&answer.events);
-        match answer.result {
-            None if answer.errors.iter().any(|e| e.code == NOT_FOUND) => Ok(None),
-            None if !answer.errors.is_empty() => Err(answered_errors(answer.errors, Stakes::Read)),
-            None => Err(FiscalError::Protocol("FECompConsultar answered neither a voucher nor an error".into())),
-            Some(_) if !answer.errors.is_empty() => Err(answered_errors(answer.errors, Stakes::Read)),
-            Some(detail) => StoredVoucher::from_wire(detail).map(Some).map_err(FiscalError::Protocol),
-        }
+        let answered =
+            self.call("FECompConsultar", &request, Stakes::Read).await.and_then(|answer: wire::ConsultResponse| {
+                log_events(&answer.events);
+                match answer.result {
+                    None if answer.errors.iter().any(|e| e.code == NOT_FOUND) => Ok(None),
+                    None if !answer.errors.is_empty() => Err(answered_errors(answer.errors, Stakes::Read)),
+                    None => {
+                        Err(FiscalError::Protocol("FECompConsultar answered neither a voucher nor an error".into()))
+                    }
+                    Some(_) if !answer.errors.is_empty() => Err(answered_errors(answer.errors, Stakes::Read)),
+                    Some(detail) => StoredVoucher::from_wire(detail).map(Some).map_err(FiscalError::Protocol),
+                }
+            });
+        self.checked(issuer, &credentials, answered).await
     }
 
-    async fn auth(&self, issuer: Issuer) -> Result<wire::Auth, FiscalError> {
+    async fn auth(&self, issuer: Issuer) -> Result<(wire::Auth, Credentials), FiscalError> {
         let credentials = self.authenticator.credentials(issuer).await?;
-        Ok(wire::Auth { token: credentials.token, sign: credentials.sign, cuit: issuer.cuit() })
+        let auth = wire::Auth { token: credentials.token.clone(), sign: credentials.sign.clone(), cuit: issuer.cuit() };
+        Ok((auth, credentials))
+    }
+
+    /// `answered`, after telling the authenticator when the authority refused its credentials.
+    async fn checked<T>(
+        &self,
+        issuer: Issuer,
+        credentials: &Credentials,
+        answered: Result<T, FiscalError>,
+    ) -> Result<T, FiscalError> {
+        if let Err(FiscalError::Unauthenticated(_)) = &answered {
+            self.authenticator.rejected(issuer, credentials).await;
+        }
+        answered
     }
 
     async fn call<Q: Serialize, A: DeserializeOwned>(
@@ -202,12 +247,13 @@ impl FiscalClient {
         request: &Q,
         stakes: Stakes,
     ) -> Result<A, FiscalError> {
-        let body = serde_json::to_vec(request)
+        let body = soap::request(operation, request)
             .map_err(|error| FiscalError::Protocol(format!("cannot write {operation}: {error}")))?;
         let response = self
             .http
-            .post(format!("{}/wsfev1/{operation}", self.base))
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .post(self.wsfe.clone())
+            .header(reqwest::header::CONTENT_TYPE, soap::CONTENT_TYPE)
+            .header("SOAPAction", soap::action(operation))
             .body(body)
             .send()
             .await
@@ -215,10 +261,19 @@ impl FiscalClient {
         let status = response.status();
         // A body cut short or late is an answer lost on the way, whatever the status said.
         let bytes = response.bytes().await.map_err(|error| FiscalError::NoReply(events::error_chain(&error)))?;
+        // A SOAP fault comes with HTTP 500: the service refused the request as a whole.
+        if let Some(SoapError::Fault { code, message }) = soap::read_fault(&bytes) {
+            let said = format!("{operation}: SOAP fault {code}: {message}");
+            return Err(if code.ends_with("Client") {
+                FiscalError::Protocol(said)
+            } else {
+                FiscalError::Unavailable(said)
+            });
+        }
         if let Some(error) = status_error(status.as_u16(), &bytes) {
             return Err(error);
         }
-        serde_json::from_slice(&bytes).map_err(|error| {
+        soap::read_response(&bytes, operation).map_err(|error| {
             let reason = format!("cannot read the answer to {operation}: {error}");
             match stakes {
                 Stakes::Write => FiscalError::NoReply(reason),
@@ -265,6 +320,9 @@ const INTERNAL_ERRORS: [i64; 2] = [501, 502];
 /// `Errors[]` answered without a verdict on any voucher. Internal failures alone are an outage (for a
 /// read) or an unknown outcome (for an authorization); anything else is the authority's refusal.
 fn answered_errors(errors: Vec<wire::Message>, stakes: Stakes) -> FiscalError {
+    if let Some(refusal) = auth_refusal(&errors) {
+        return refusal;
+    }
     if !errors.is_empty() && errors.iter().all(|e| INTERNAL_ERRORS.contains(&e.code)) {
         let reason = errors.iter().map(|e| format!("{} {}", e.code, e.msg)).collect::<Vec<_>>().join("; ");
         return match stakes {
@@ -279,9 +337,23 @@ fn rejected(errors: Vec<wire::Message>, observations: Vec<wire::Message>) -> Fis
     FiscalError::Rejected { errors: errors.into_iter().chain(observations).map(|m| (m.code, m.msg)).collect() }
 }
 
+/// The authority's refusals of `Auth` itself: 600, the token or sign did not validate or expired; 601,
+/// the CUIT is not one the ticket represents.
+const AUTH_ERRORS: [i64; 2] = [600, 601];
+
+/// `Errors[]` that refuse who asked rather than what was asked: nothing was done.
+fn auth_refusal(errors: &[wire::Message]) -> Option<FiscalError> {
+    let refused: Vec<String> =
+        errors.iter().filter(|e| AUTH_ERRORS.contains(&e.code)).map(|e| format!("{} {}", e.code, e.msg)).collect();
+    (!refused.is_empty()).then(|| FiscalError::Unauthenticated(refused.join("; ")))
+}
+
 /// Reads `FECAESolicitar`'s answer for the one voucher `number` asked for.
 fn read_authorization(number: i64, answer: wire::CaeResponse) -> Result<Authorization, FiscalError> {
     log_events(&answer.events);
+    if let Some(refusal) = auth_refusal(&answer.errors) {
+        return Err(refusal);
+    }
     let wire::CaeResponse { header, details, errors, .. } = answer;
     let detail = details.into_iter().find(|d| d.number_from == number);
     let internal_only = !errors.is_empty() && errors.iter().all(|e| INTERNAL_ERRORS.contains(&e.code));
@@ -380,9 +452,12 @@ mod tests {
         );
         assert_eq!(rejected.clone().map_err(|e| e.codes()), Err(vec![10016, 10048]));
         assert!(!rejected.is_err_and(|e| e.is_retryable()));
-        // A refusal of the whole request (bad credentials) has no voucher result.
-        let refused = read_authorization(8, answer(vec![], vec![Message::new(600, "token")]));
-        assert_eq!(refused.map_err(|e| e.codes()), Err(vec![600]));
+        // A refusal of the whole request (a header the authority refuses) has no voucher result.
+        let refused = read_authorization(8, answer(vec![], vec![Message::new(10001, "CantReg")]));
+        assert_eq!(refused.map_err(|e| e.codes()), Err(vec![10001]));
+        // Refused credentials did nothing: they are told apart from a rejection of the voucher.
+        let unauthenticated = read_authorization(8, answer(vec![], vec![Message::new(600, "token vencido")]));
+        assert_eq!(unauthenticated, Err(FiscalError::Unauthenticated("600 token vencido".into())));
     }
 
     #[test]
@@ -402,7 +477,9 @@ mod tests {
         // For a read it is an outage.
         let outage = answered_errors(vec![Message::new(501, "db")], Stakes::Read);
         assert!(matches!(outage, FiscalError::Unavailable(_)));
-        let mixed = answered_errors(vec![Message::new(501, "db"), Message::new(600, "token")], Stakes::Read);
-        assert_eq!(mixed.codes(), vec![501, 600]);
+        let mixed = answered_errors(vec![Message::new(501, "db"), Message::new(10015, "doc")], Stakes::Read);
+        assert_eq!(mixed.codes(), vec![501, 10015]);
+        let cuit = answered_errors(vec![Message::new(601, "CUIT no representada")], Stakes::Read);
+        assert!(matches!(cuit, FiscalError::Unauthenticated(m) if m.contains("601")));
     }
 }

@@ -1,21 +1,19 @@
 //! The authority's exact values on the wire: decimals with a fixed number of places (amounts with
-//! two, exchange rates with six) written and read as JSON number text without ever passing through a
-//! binary float, and dates as its `yyyymmdd`.
+//! two, exchange rates with six) written and read as text without ever passing through a binary
+//! float, and dates as its `yyyymmdd`.
 
 use std::fmt;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::value::RawValue;
 use time::{Date, Month};
 
 /// A decimal with `SCALE` places, held as a whole count of `10^-SCALE` (an [`Amount`] counts cents).
 ///
-/// On the wire it is a JSON number written with exactly `SCALE` places (`121.00`). It is read back
-/// from the number's own text (serde_json's `RawValue`), so `0.10` is ten cents and never
-/// `0.1000000000000000055…`; a JSON string holding a number is accepted too, and so is any spelling
-/// of the same value (`121`, `1.21e2`). A value with more places than `SCALE` is refused rather than
-/// rounded.
+/// On the wire it is text written with exactly `SCALE` places (`<ImpTotal>121.00</ImpTotal>`), read
+/// back from that text, so `0.10` is ten cents and never `0.1000000000000000055…`; any spelling of
+/// the same value (`121`, `1.21e2`) is accepted. A value with more places than `SCALE` is refused
+/// rather than rounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Fixed<const SCALE: u32>(i64);
 
@@ -136,22 +134,26 @@ impl<const SCALE: u32> fmt::Display for Fixed<SCALE> {
 }
 
 impl<const SCALE: u32> Serialize for Fixed<SCALE> {
+    /// As text with exactly `SCALE` places (`121.00`): an XML element's content, a JSON string.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Written as raw number text so the places survive; only serde_json writes the wire.
-        RawValue::from_string(self.to_string()).map_err(serde::ser::Error::custom)?.serialize(serializer)
+        serializer.collect_str(self)
     }
 }
 
 impl<'de, const SCALE: u32> Deserialize<'de> for Fixed<SCALE> {
+    /// From decimal text (an element's content, a JSON string); never from a binary float.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = Box::<RawValue>::deserialize(deserializer)?;
-        let text = raw.get();
-        if text.starts_with('"') {
-            let inner: String = serde_json::from_str(text).map_err(D::Error::custom)?;
-            Self::parse(inner.trim()).map_err(D::Error::custom)
-        } else {
-            Self::parse(text).map_err(D::Error::custom)
+        struct Text<const SCALE: u32>;
+        impl<const SCALE: u32> serde::de::Visitor<'_> for Text<SCALE> {
+            type Value = Fixed<SCALE>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a decimal with at most {SCALE} places, as text")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Fixed::parse(text.trim()).map_err(E::custom)
+            }
         }
+        deserializer.deserialize_str(Text::<SCALE>)
     }
 }
 
@@ -213,6 +215,14 @@ mod tests {
     use super::*;
     use time::macros::date;
 
+    fn element(amount: Amount) -> String {
+        quick_xml::se::to_string_with_root("ImpTotal", &amount).expect("serializes")
+    }
+
+    fn read(xml: &str) -> Result<Amount, quick_xml::DeError> {
+        quick_xml::de::from_str(xml)
+    }
+
     #[test]
     fn amounts_are_written_with_two_places_exactly() {
         let cases = [
@@ -227,8 +237,8 @@ mod tests {
         ];
         for (cents, text) in cases {
             assert_eq!(Amount::from_cents(cents).to_string(), text);
-            assert_eq!(serde_json::to_string(&Amount::from_cents(cents)).expect("serializes"), text);
-            assert_eq!(serde_json::from_str::<Amount>(text).expect("parses").cents(), cents, "{text}");
+            assert_eq!(element(Amount::from_cents(cents)), format!("<ImpTotal>{text}</ImpTotal>"));
+            assert_eq!(read(&format!("<ImpTotal>{text}</ImpTotal>")).expect("parses").cents(), cents, "{text}");
         }
         assert_eq!(Rate::ONE.to_string(), "1.000000");
     }
@@ -237,8 +247,10 @@ mod tests {
     fn every_cent_survives_the_round_trip() {
         // Values whose nearest binary float is not the decimal: a float path would drift here.
         for cents in (0..100_000).chain([1_000_000_000_000 - 1, 999_999_999_999_999, 4_503_599_627_370_497]) {
-            let text = serde_json::to_string(&Amount::from_cents(cents)).expect("serializes");
-            assert_eq!(serde_json::from_str::<Amount>(&text).expect("parses").cents(), cents, "{text}");
+            let text = element(Amount::from_cents(cents));
+            assert_eq!(read(&text).expect("parses").cents(), cents, "{text}");
+            let json = serde_json::to_string(&Amount::from_cents(cents)).expect("serializes");
+            assert_eq!(serde_json::from_str::<Amount>(&json).expect("parses").cents(), cents, "{json}");
         }
     }
 
@@ -250,15 +262,17 @@ mod tests {
             ("1.21e2", 12100),
             ("1.2150E+2", 12150),
             ("12150e-2", 12150),
-            ("\"121.00\"", 12100),
+            (" 121.00\n", 12100),
             ("0.0", 0),
             ("-0", 0),
-            ("\"00.10\"", 10),
+            ("00.10", 10),
             ("1.000", 100),
         ];
         for (text, cents) in ok {
-            assert_eq!(serde_json::from_str::<Amount>(text).expect(text).cents(), cents, "{text}");
+            assert_eq!(read(&format!("<ImpTotal>{text}</ImpTotal>")).expect(text).cents(), cents, "{text}");
         }
+        assert_eq!(serde_json::from_str::<Amount>("\"121.5\"").expect("a JSON string").cents(), 12150);
+        assert!(serde_json::from_str::<Amount>("121.5").is_err(), "a JSON number is never read as a float");
         assert!(matches!(Amount::parse("0.001"), Err(DecimalError::TooPrecise(..))));
         assert!(matches!(Amount::parse("1e-3"), Err(DecimalError::TooPrecise(..))));
         assert!(matches!(Amount::parse("1e30"), Err(DecimalError::TooLarge(_))));
@@ -268,6 +282,7 @@ mod tests {
             assert!(matches!(Amount::parse(bad), Err(DecimalError::Syntax(_))), "{bad:?}");
         }
         assert!(serde_json::from_str::<Amount>("true").is_err());
+        assert!(read("<ImpTotal>uno</ImpTotal>").is_err());
         assert_eq!(Rate::parse("1").expect("one"), Rate::ONE);
         assert_eq!(Rate::parse("1234.567891").expect("rate").units(), 1_234_567_891);
     }

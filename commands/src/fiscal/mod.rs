@@ -1,26 +1,31 @@
 //! The tax authority's electronic invoicing (WSFEv1): the adapter the invoicing code calls to learn
 //! the last authorized number of a series, to authorize a voucher (its CAE), to consult a voucher by
-//! number, and to check the service's health.
+//! number, to list the points of sale the authority has enabled, and to check the service's health.
 //!
 //! # Transport
 //!
-//! JSON over HTTP carrying WSFEv1's own operation and field names: `POST {FISCAL_URL}/wsfev1/<Operation>`
-//! with the operation's request fields as a JSON object, answered by its response fields
-//! ([`wire`] spells every one). The operations: `FEDummy`, `FECompUltimoAutorizado`,
-//! `FECAESolicitar` and `FECompConsultar`. The authority itself speaks SOAP; a SOAP transport can be
-//! added behind the same [`FiscalClient`] methods (the wire structs map one to one onto its elements)
-//! without the callers changing. Amounts travel as exact two-place decimals and are integer cents on
-//! both sides of the adapter ([`decimal`]); no float ever holds money.
+//! SOAP 1.1 as the authority speaks it ([`soap`]): `POST` to the service's address with
+//! `SOAPAction: "http://ar.gov.afip.dif.FEV1/<Operation>"`, the operation's element in that namespace
+//! holding `Auth` {`Token`, `Sign`, `Cuit`} and its fields ([`wire`] spells every one), answered by
+//! `<Operation>Response`/`<Operation>Result`. The operations: `FEDummy`, `FECompUltimoAutorizado`,
+//! `FECAESolicitar`, `FECompConsultar`, `FEParamGetPtosVenta`. Amounts travel as exact two-place
+//! decimals and are integer cents on both sides of the adapter ([`decimal`]); no float ever holds money.
+//!
+//! `Token` and `Sign` come from the authority's authentication service (WSAA, [`wsaa`]): a login
+//! ticket obtained with the organization's certificate and key ([`certificate`]) and kept in Postgres
+//! for every process ([`tickets`]).
 //!
 //! # Using it
 //!
 //! ```text
 //! n = last_authorized(issuer, pos, type) + 1
 //! authorize(issuer, voucher numbered n):
-//!   Ok(authorization)      -> store the CAE and its expiry on the sale
-//!   Err(Rejected{errors})  -> final: the authority's codes say why (10016: the number was not next)
-//!   Err(Unavailable)       -> nothing happened: retry later, from last_authorized
-//!   Err(NoReply)           -> unknown: consult(issuer, pos, type, n) before anything else
+//!   Ok(authorization)        -> store the CAE and its expiry on the sale
+//!   Err(Rejected{errors})    -> final: the authority's codes say why (10016: the number was not next)
+//!   Err(Unavailable)         -> nothing happened: retry later, from last_authorized
+//!   Err(Unauthenticated)     -> nothing happened: no valid ticket (no certificate, a refused login, a
+//!                               token the authority did not accept); retry once that is mended
+//!   Err(NoReply)             -> unknown: consult(issuer, pos, type, n) before anything else
 //!       Some(v) if v.matches(voucher) -> it was approved: v.cae is the authorization
 //!       Some(_)                       -> someone else used n: start over from last_authorized
 //!       None                          -> it was not approved: ask again (same n)
@@ -31,15 +36,18 @@
 //!
 //! # Configuration
 //!
-//! [`FiscalSettings::from_env`]: `FISCAL_URL` (the service's base URL; unset means the built-in
-//! simulator), `FISCAL_SIMULATOR_ADDR` (where the built-in simulator listens, default
-//! `127.0.0.1:8099`) and `FISCAL_TIMEOUT_MS` (longest wait for any call, default 10000).
-//! Authentication (the authority's WSAA ticket: token and sign) sits behind [`Authenticator`];
-//! [`StaticCredentials`] serves the simulator, which accepts any non-empty token.
+//! [`FiscalSettings::from_env`]: `FISCAL_ENV` (`homologation` or `production`: the authority's own
+//! addresses for both services; unset means the built-in simulator), `FISCAL_URL` (a base URL under
+//! which both services answer at the authority's paths, `/wsfev1/service.asmx` and
+//! `/ws/services/LoginCms`: another simulator, a proxy; it overrides `FISCAL_ENV`),
+//! `FISCAL_SIMULATOR_ADDR` (where the built-in simulator listens, default `127.0.0.1:8099`) and
+//! `FISCAL_TIMEOUT_MS` (longest wait for any call).
 
 pub mod certificate;
 pub mod client;
 pub mod decimal;
+pub mod soap;
+pub mod tickets;
 pub mod voucher;
 pub mod wire;
 pub mod wsaa;
@@ -49,14 +57,20 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use url::Url;
+use uuid::Uuid;
 
 pub use client::{FiscalClient, FiscalError};
 pub use decimal::{Amount, Rate};
+pub use tickets::Tickets;
 pub use voucher::{AssociatedVoucher, Authorization, OtherTaxLine, StoredVoucher, VatLine, VoucherRequest};
 
-/// The issuer of vouchers: the organization's CUIT, checked.
+/// The issuer of vouchers: an organization and its CUIT, checked. The organization says whose
+/// certificate logs in; the CUIT goes into every `Auth`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Issuer(i64);
+pub struct Issuer {
+    org_id: Uuid,
+    cuit: i64,
+}
 
 /// A number that is not a CUIT (11 digits, a known prefix, a valid check digit).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -64,12 +78,16 @@ pub struct Issuer(i64);
 pub struct InvalidCuit;
 
 impl Issuer {
-    pub fn new(cuit: i64) -> Result<Self, InvalidCuit> {
-        if crate::validate::is_valid_cuit(&cuit.to_string()) { Ok(Issuer(cuit)) } else { Err(InvalidCuit) }
+    pub fn new(org_id: Uuid, cuit: i64) -> Result<Self, InvalidCuit> {
+        if crate::validate::is_valid_cuit(&cuit.to_string()) { Ok(Issuer { org_id, cuit }) } else { Err(InvalidCuit) }
     }
 
     pub fn cuit(self) -> i64 {
-        self.0
+        self.cuit
+    }
+
+    pub fn org_id(self) -> Uuid {
+        self.org_id
     }
 }
 
@@ -80,38 +98,74 @@ pub struct Credentials {
     pub sign: String,
 }
 
-/// Where the adapter gets `Token` and `Sign`. The real one logs in to WSAA with the issuer's
-/// certificate and keeps the ticket for its twelve hours; it fails with [`FiscalError::Unavailable`]
-/// when WSAA cannot be reached and [`FiscalError::Rejected`] when it refuses the login.
+/// Where the adapter gets `Token` and `Sign`: [`tickets::Tickets`], the authority's login tickets
+/// kept in Postgres. It fails with [`FiscalError::Unauthenticated`] when the issuer has no usable
+/// certificate or the authentication service refuses it, and [`FiscalError::Unavailable`] when that
+/// service cannot be reached.
 pub trait Authenticator: Send + Sync {
     fn credentials(&self, issuer: Issuer) -> BoxFuture<'_, Result<Credentials, FiscalError>>;
+
+    /// The authority did not accept `credentials` (error 600): they are not handed out again, so
+    /// the next call logs in anew.
+    fn rejected(&self, issuer: Issuer, credentials: &Credentials) -> BoxFuture<'_, ()>;
 }
 
-/// The same token and sign for every issuer: what the simulator needs.
-#[derive(Debug, Clone)]
-pub struct StaticCredentials(Credentials);
-
-impl StaticCredentials {
-    pub fn new(token: impl Into<String>, sign: impl Into<String>) -> Self {
-        StaticCredentials(Credentials { token: token.into(), sign: sign.into() })
-    }
-
-    /// Credentials the simulator accepts.
-    pub fn simulator() -> Self {
-        Self::new("simulator-token", "simulator-sign")
-    }
+/// The adapter of the services `settings` name, its login tickets kept in `pool`.
+pub async fn connect(settings: &FiscalSettings, pool: sqlx::PgPool) -> Result<FiscalClient, FiscalError> {
+    let endpoints = settings.endpoints().map_err(|error| FiscalError::Protocol(error.to_string()))?;
+    let tickets = Tickets::new(pool, endpoints.wsaa.clone(), settings.timeout).await?;
+    FiscalClient::new(&endpoints.wsfe, settings.timeout, std::sync::Arc::new(tickets))
 }
 
-impl Authenticator for StaticCredentials {
-    fn credentials(&self, _issuer: Issuer) -> BoxFuture<'_, Result<Credentials, FiscalError>> {
-        Box::pin(std::future::ready(Ok(self.0.clone())))
+/// `FISCAL_ENV`: which of the authority's services.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FiscalEnv {
+    /// Testing (`wswhomo`, `wsaahomo`): vouchers without fiscal value.
+    Homologation,
+    Production,
+}
+
+/// The authority's documented addresses: (WSFEv1, WSAA).
+const HOMOLOGATION: (&str, &str) =
+    ("https://wswhomo.afip.gov.ar/wsfev1/service.asmx", "https://wsaahomo.afip.gov.ar/ws/services/LoginCms");
+const PRODUCTION: (&str, &str) =
+    ("https://servicios1.afip.gov.ar/wsfev1/service.asmx", "https://wsaa.afip.gov.ar/ws/services/LoginCms");
+/// The services' paths, under `FISCAL_URL` or the simulator's address as at the authority.
+pub const WSFE_PATH: &str = "/wsfev1/service.asmx";
+pub const WSAA_PATH: &str = "/ws/services/LoginCms";
+
+/// The addresses of the two services.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    /// WSFEv1 (invoicing).
+    pub wsfe: Url,
+    /// WSAA (login tickets).
+    pub wsaa: Url,
+}
+
+impl Endpoints {
+    /// Both services under `base`, at the authority's paths (a simulator, a proxy).
+    pub fn under(base: &Url) -> Result<Self, FiscalConfigError> {
+        let root = base.as_str().trim_end_matches('/');
+        let at = |path: &str| Url::parse(&format!("{root}{path}")).map_err(|e| FiscalConfigError::Url(e.to_string()));
+        Ok(Endpoints { wsfe: at(WSFE_PATH)?, wsaa: at(WSAA_PATH)? })
+    }
+
+    fn documented((wsfe, wsaa): (&str, &str)) -> Self {
+        // Constants, read back by a test.
+        let parse = |text: &str| Url::parse(text).expect("the authority's documented address is a URL");
+        Endpoints { wsfe: parse(wsfe), wsaa: parse(wsaa) }
     }
 }
 
 /// Where the authority is and how long to wait for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FiscalSettings {
-    /// `FISCAL_URL`: the service's base URL; `None` means the built-in simulator.
+    /// `FISCAL_ENV`: the authority's homologation or production services; `None` (with no
+    /// `FISCAL_URL`) means the built-in simulator.
+    pub env: Option<FiscalEnv>,
+    /// `FISCAL_URL`: a base URL under which both services answer at the authority's paths; it
+    /// overrides `FISCAL_ENV`.
     pub url: Option<Url>,
     /// `FISCAL_SIMULATOR_ADDR`: where the built-in simulator listens (default `127.0.0.1:8099`).
     pub simulator_addr: String,
@@ -125,6 +179,8 @@ pub struct FiscalSettings {
 pub enum FiscalConfigError {
     #[error("FISCAL_URL must be an http or https URL: {0}")]
     Url(String),
+    #[error("FISCAL_ENV must be homologation or production: {0}")]
+    Env(String),
     #[error("FISCAL_TIMEOUT_MS must be a positive whole number of milliseconds")]
     Timeout,
     #[error(
@@ -181,13 +237,30 @@ impl FiscalSettings {
                 _ => return Err(FiscalConfigError::Timeout),
             },
         };
+        let env = match var("FISCAL_ENV").map(|text| text.to_ascii_lowercase()) {
+            None => None,
+            Some(text) if text == "homologation" => Some(FiscalEnv::Homologation),
+            Some(text) if text == "production" => Some(FiscalEnv::Production),
+            Some(text) => return Err(FiscalConfigError::Env(text)),
+        };
         let simulator_addr = var("FISCAL_SIMULATOR_ADDR").unwrap_or_else(|| DEFAULT_SIMULATOR_ADDR.to_owned());
-        Ok(FiscalSettings { url, simulator_addr, timeout })
+        Ok(FiscalSettings { env, url, simulator_addr, timeout })
     }
 
-    /// Whether this process should run the built-in simulator (no `FISCAL_URL`).
+    /// Whether this process should run the built-in simulator (neither `FISCAL_URL` nor `FISCAL_ENV`).
     pub fn uses_simulator(&self) -> bool {
-        self.url.is_none()
+        self.url.is_none() && self.env.is_none()
+    }
+
+    /// Where the two services are: under `FISCAL_URL`, else `FISCAL_ENV`'s documented addresses, else
+    /// under the simulator's address.
+    pub fn endpoints(&self) -> Result<Endpoints, FiscalConfigError> {
+        match (&self.url, self.env) {
+            (Some(url), _) => Endpoints::under(url),
+            (None, Some(FiscalEnv::Homologation)) => Ok(Endpoints::documented(HOMOLOGATION)),
+            (None, Some(FiscalEnv::Production)) => Ok(Endpoints::documented(PRODUCTION)),
+            (None, None) => Endpoints::under(&self.base_url()?),
+        }
     }
 
     /// The same settings, with the simulator found where it was actually bound (`FISCAL_SIMULATOR_ADDR`
@@ -197,9 +270,9 @@ impl FiscalSettings {
         self
     }
 
-    /// The base URL calls go to: `FISCAL_URL`, else the simulator's address (an unspecified host such
-    /// as `0.0.0.0` is reached on loopback).
-    pub fn base_url(&self) -> Result<Url, FiscalConfigError> {
+    /// `FISCAL_URL`, else the simulator's address (an unspecified host such as `0.0.0.0` is reached
+    /// on loopback).
+    fn base_url(&self) -> Result<Url, FiscalConfigError> {
         if let Some(url) = &self.url {
             return Ok(url.clone());
         }
@@ -231,13 +304,18 @@ mod tests {
         let defaults = settings(&[]).expect("defaults");
         assert!(defaults.uses_simulator());
         assert_eq!(defaults.timeout, Duration::from_secs(4), "half of the command's 10 s less its 2 s margin");
-        assert_eq!(defaults.base_url().expect("url").as_str(), "http://127.0.0.1:8099/");
+        let wsfe = |s: &FiscalSettings| s.endpoints().expect("endpoints").wsfe.to_string();
+        assert_eq!(wsfe(&defaults), "http://127.0.0.1:8099/wsfev1/service.asmx");
+        assert_eq!(
+            defaults.endpoints().expect("endpoints").wsaa.as_str(),
+            "http://127.0.0.1:8099/ws/services/LoginCms"
+        );
         let everywhere = settings(&[("FISCAL_SIMULATOR_ADDR", "0.0.0.0:9000"), ("FISCAL_URL", "")]).expect("set");
-        assert_eq!(everywhere.base_url().expect("url").as_str(), "http://127.0.0.1:9000/");
+        assert_eq!(wsfe(&everywhere), "http://127.0.0.1:9000/wsfev1/service.asmx");
         let v6 = settings(&[("FISCAL_SIMULATOR_ADDR", "[::]:9000")]).expect("set");
-        assert_eq!(v6.base_url().expect("url").as_str(), "http://[::1]:9000/");
+        assert_eq!(wsfe(&v6), "http://[::1]:9000/wsfev1/service.asmx");
         let bound = defaults.with_simulator_at("127.0.0.1:41234".parse().expect("addr"));
-        assert_eq!(bound.base_url().expect("url").as_str(), "http://127.0.0.1:41234/");
+        assert_eq!(wsfe(&bound), "http://127.0.0.1:41234/wsfev1/service.asmx");
     }
 
     #[test]
@@ -246,7 +324,9 @@ mod tests {
             .expect("settings");
         assert!(!real.uses_simulator());
         assert_eq!(real.timeout, Duration::from_millis(2500));
-        assert_eq!(real.base_url().expect("url").as_str(), "https://fiscal.example/afip/");
+        let endpoints = real.endpoints().expect("endpoints");
+        assert_eq!(endpoints.wsfe.as_str(), "https://fiscal.example/afip/wsfev1/service.asmx");
+        assert_eq!(endpoints.wsaa.as_str(), "https://fiscal.example/afip/ws/services/LoginCms");
         assert!(matches!(settings(&[("FISCAL_URL", "ftp://x")]), Err(FiscalConfigError::Url(_))));
         assert!(matches!(settings(&[("FISCAL_URL", "not a url")]), Err(FiscalConfigError::Url(_))));
         assert_eq!(settings(&[("FISCAL_TIMEOUT_MS", "0")]), Err(FiscalConfigError::Timeout));
@@ -254,13 +334,32 @@ mod tests {
         assert_eq!(settings(&[("FISCAL_TIMEOUT_MS", "8000")]).map(|s| s.timeout), Ok(Duration::from_secs(8)));
         assert_eq!(settings(&[("FISCAL_TIMEOUT_MS", "10s")]), Err(FiscalConfigError::Timeout));
         let bad_addr = settings(&[("FISCAL_SIMULATOR_ADDR", "nowhere")]).expect("read");
-        assert!(matches!(bad_addr.base_url(), Err(FiscalConfigError::SimulatorAddr(_))));
+        assert!(matches!(bad_addr.endpoints(), Err(FiscalConfigError::SimulatorAddr(_))));
+    }
+
+    #[test]
+    fn fiscal_env_names_the_authoritys_documented_addresses_and_fiscal_url_overrides_them() {
+        let homologation = settings(&[("FISCAL_ENV", "homologation")]).expect("settings");
+        assert!(!homologation.uses_simulator());
+        assert_eq!(
+            homologation.endpoints().expect("endpoints"),
+            Endpoints {
+                wsfe: Url::parse("https://wswhomo.afip.gov.ar/wsfev1/service.asmx").expect("url"),
+                wsaa: Url::parse("https://wsaahomo.afip.gov.ar/ws/services/LoginCms").expect("url"),
+            }
+        );
+        let production = settings(&[("FISCAL_ENV", "Production")]).expect("settings").endpoints().expect("endpoints");
+        assert_eq!(production.wsfe.as_str(), "https://servicios1.afip.gov.ar/wsfev1/service.asmx");
+        assert_eq!(production.wsaa.as_str(), "https://wsaa.afip.gov.ar/ws/services/LoginCms");
+        let proxied = settings(&[("FISCAL_ENV", "production"), ("FISCAL_URL", "http://proxy:8099")]).expect("settings");
+        assert_eq!(proxied.endpoints().expect("endpoints").wsfe.as_str(), "http://proxy:8099/wsfev1/service.asmx");
+        assert_eq!(settings(&[("FISCAL_ENV", "staging")]), Err(FiscalConfigError::Env("staging".into())));
     }
 
     #[test]
     fn issuers_are_valid_cuits() {
-        assert_eq!(Issuer::new(20267565393).map(Issuer::cuit), Ok(20267565393));
-        assert_eq!(Issuer::new(20267565392), Err(InvalidCuit));
-        assert_eq!(Issuer::new(123), Err(InvalidCuit));
+        assert_eq!(Issuer::new(Uuid::nil(), 20267565393).map(Issuer::cuit), Ok(20267565393));
+        assert_eq!(Issuer::new(Uuid::nil(), 20267565392), Err(InvalidCuit));
+        assert_eq!(Issuer::new(Uuid::nil(), 123), Err(InvalidCuit));
     }
 }

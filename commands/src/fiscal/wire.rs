@@ -1,15 +1,64 @@
-//! The WSFEv1 vocabulary as JSON: one struct per request and answer of the operations we use, with
-//! the authority's own field names. The adapter writes and reads these; the simulator (in `api`)
-//! reads and writes the same, so both sides agree on one spelling.
+//! The WSFEv1 vocabulary: one struct per request and answer of the operations we use, with the
+//! authority's own element names, written and read as XML by serde (quick-xml) inside the SOAP
+//! envelope of [`super::soap`]. The adapter writes requests and reads answers; the simulator (in
+//! `api`) reads and writes the same structs, so both sides agree on one spelling.
 //!
-//! The SOAP service wraps every list in an element of its own (`<Iva><AlicIva>…</AlicIva></Iva>`,
-//! `<Errors><Err>…</Err></Errors>`); here a list is a plain JSON array under the outer name (`Iva`,
-//! `Errors`). Amounts are exact decimals ([`Amount`], [`Rate`]) and dates `yyyymmdd` text.
+//! Every list is wrapped in an element of its own, as the service's schema has it
+//! (`<Iva><AlicIva>…</AlicIva></Iva>`, `<Errors><Err>…</Err></Errors>`): the field is a `Vec` under
+//! the outer name, written and read through the inner one by a [`wrapped`] module. Amounts are exact
+//! decimals ([`Amount`], [`Rate`]) and dates `yyyymmdd` text.
 
 use serde::{Deserialize, Serialize};
 use time::Date;
 
 use super::decimal::{Amount, Rate, yyyymmdd_opt};
+
+/// The serde modules of the wrapped lists: `#[serde(rename = "Errors", with = "wrapped::err")]` reads
+/// and writes `<Errors><Err>…</Err><Err>…</Err></Errors>` as a `Vec` of what each `<Err>` holds.
+pub mod wrapped {
+    macro_rules! wrapped {
+        ($($module:ident: $item:tt),* $(,)?) => {$(
+            #[doc = concat!("A list whose items are `<", $item, ">` elements.")]
+            pub mod $module {
+                use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+                #[derive(Serialize)]
+                struct Out<'a, T> {
+                    #[serde(rename = $item)]
+                    items: &'a [T],
+                }
+
+                #[derive(Deserialize)]
+                struct In<T> {
+                    #[serde(rename = $item, default = "Vec::new")]
+                    items: Vec<T>,
+                }
+
+                pub fn serialize<T: Serialize, S: Serializer>(items: &[T], serializer: S) -> Result<S::Ok, S::Error> {
+                    Out { items }.serialize(serializer)
+                }
+
+                pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+                    deserializer: D,
+                ) -> Result<Vec<T>, D::Error> {
+                    Ok(In::deserialize(deserializer)?.items)
+                }
+            }
+        )*};
+    }
+
+    wrapped! {
+        err: "Err",
+        obs: "Obs",
+        evt: "Evt",
+        alic_iva: "AlicIva",
+        cbte_asoc: "CbteAsoc",
+        tributo: "Tributo",
+        det_request: "FECAEDetRequest",
+        det_response: "FECAEDetResponse",
+        pto_venta: "PtoVenta",
+    }
+}
 
 /// `Auth`: who asks, with the ticket of the authority's authentication service.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,11 +98,68 @@ pub struct DummyResponse {
     pub auth_server: String,
 }
 
+/// `FEDummy`'s request: no fields, no `Auth`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DummyRequest {}
+
+/// The request of an operation that asks nothing but who asks: `FEParamGetPtosVenta`,
+/// `FECompTotXRequest`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthOnly {
+    #[serde(rename = "Auth", default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<Auth>,
+}
+
+/// `FEParamGetPtosVenta`'s answer: the points of sale the authority has enabled for the CUIT.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointsOfSaleResponse {
+    #[serde(rename = "ResultGet", default, with = "wrapped::pto_venta", skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<PointOfSale>,
+    #[serde(rename = "Errors", default, with = "wrapped::err", skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<Message>,
+    #[serde(rename = "Events", default, with = "wrapped::evt", skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Message>,
+}
+
+/// `PtoVenta`: one enabled point of sale.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PointOfSale {
+    #[serde(rename = "Nro")]
+    pub number: i32,
+    /// How it issues: `CAE - ...` for electronic vouchers authorized one by one.
+    #[serde(rename = "EmisionTipo", default)]
+    pub emission_type: String,
+    /// `S` when blocked, `N` otherwise.
+    #[serde(rename = "Bloqueado", default)]
+    pub blocked: String,
+    /// The date it was withdrawn (`yyyymmdd`), `NULL` or empty while in use.
+    #[serde(rename = "FchBaja", default)]
+    pub withdrawn: String,
+}
+
+impl PointOfSale {
+    /// Whether vouchers may be issued at it: not blocked and not withdrawn.
+    pub fn in_use(&self) -> bool {
+        !self.blocked.eq_ignore_ascii_case("S") && matches!(self.withdrawn.trim(), "" | "NULL")
+    }
+}
+
+/// `FECompTotXRequest`'s answer: the most vouchers one `FECAESolicitar` may carry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchLimitResponse {
+    #[serde(rename = "RegXReq", default)]
+    pub per_request: i32,
+    #[serde(rename = "Errors", default, with = "wrapped::err", skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<Message>,
+    #[serde(rename = "Events", default, with = "wrapped::evt", skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Message>,
+}
+
 /// `FECompUltimoAutorizado`'s request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastAuthorizedRequest {
     /// Optional on the wire only so the simulator can answer its absence as the authority does.
-    #[serde(rename = "Auth", default)]
+    #[serde(rename = "Auth", default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Auth>,
     #[serde(rename = "PtoVta")]
     pub point_of_sale: i32,
@@ -70,16 +176,16 @@ pub struct LastAuthorizedResponse {
     pub voucher_type: i32,
     #[serde(rename = "CbteNro", default)]
     pub number: i64,
-    #[serde(rename = "Errors", default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(rename = "Errors", default, with = "wrapped::err", skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Message>,
-    #[serde(rename = "Events", default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(rename = "Events", default, with = "wrapped::evt", skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Message>,
 }
 
 /// `FECAESolicitar`'s request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CaeRequest {
-    #[serde(rename = "Auth", default)]
+    #[serde(rename = "Auth", default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Auth>,
     #[serde(rename = "FeCAEReq")]
     pub request: FeCaeReq,
@@ -90,7 +196,7 @@ pub struct CaeRequest {
 pub struct FeCaeReq {
     #[serde(rename = "FeCabReq")]
     pub header: CabRequest,
-    #[serde(rename = "FeDetReq")]
+    #[serde(rename = "FeDetReq", with = "wrapped::det_request")]
     pub details: Vec<DetRequest>,
 }
 
@@ -164,11 +270,11 @@ macro_rules! voucher_fields {
                 /// Mandatory since RG 5616; its absence is an observation (10246), not a rejection.
                 #[serde(rename = "CondicionIVAReceptorId", default, skip_serializing_if = "Option::is_none")]
                 pub receiver_vat_condition: Option<i32>,
-                #[serde(rename = "CbtesAsoc", default, skip_serializing_if = "Vec::is_empty")]
+                #[serde(rename = "CbtesAsoc", default, with = "wrapped::cbte_asoc", skip_serializing_if = "Vec::is_empty")]
                 pub associated: Vec<AssociatedVoucher>,
-                #[serde(rename = "Tributos", default, skip_serializing_if = "Vec::is_empty")]
+                #[serde(rename = "Tributos", default, with = "wrapped::tributo", skip_serializing_if = "Vec::is_empty")]
                 pub other_tax_lines: Vec<OtherTax>,
-                #[serde(rename = "Iva", default, skip_serializing_if = "Vec::is_empty")]
+                #[serde(rename = "Iva", default, with = "wrapped::alic_iva", skip_serializing_if = "Vec::is_empty")]
                 pub vat_lines: Vec<VatRate>,
                 $($own)*
             }
@@ -231,11 +337,11 @@ pub struct OtherTax {
 pub struct CaeResponse {
     #[serde(rename = "FeCabResp", default, skip_serializing_if = "Option::is_none")]
     pub header: Option<CabResponse>,
-    #[serde(rename = "FeDetResp", default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(rename = "FeDetResp", default, with = "wrapped::det_response", skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<DetResponse>,
-    #[serde(rename = "Errors", default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(rename = "Errors", default, with = "wrapped::err", skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Message>,
-    #[serde(rename = "Events", default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(rename = "Events", default, with = "wrapped::evt", skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Message>,
 }
 
@@ -267,7 +373,7 @@ voucher_fields! {
     pub struct DetResponse {
         #[serde(rename = "Resultado")]
         pub result: String,
-        #[serde(rename = "Observaciones", default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(rename = "Observaciones", default, with = "wrapped::obs", skip_serializing_if = "Vec::is_empty")]
         pub observations: Vec<Message>,
         /// Empty when rejected.
         #[serde(rename = "CAE", default)]
@@ -280,7 +386,7 @@ voucher_fields! {
 /// `FECompConsultar`'s request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsultRequest {
-    #[serde(rename = "Auth", default)]
+    #[serde(rename = "Auth", default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<Auth>,
     #[serde(rename = "FeCompConsReq")]
     pub request: ConsultQuery,
@@ -302,9 +408,9 @@ pub struct ConsultQuery {
 pub struct ConsultResponse {
     #[serde(rename = "ResultGet", default, skip_serializing_if = "Option::is_none")]
     pub result: Option<StoredDetail>,
-    #[serde(rename = "Errors", default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(rename = "Errors", default, with = "wrapped::err", skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<Message>,
-    #[serde(rename = "Events", default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(rename = "Events", default, with = "wrapped::evt", skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<Message>,
 }
 
@@ -325,7 +431,7 @@ voucher_fields! {
         pub authorization_due: Option<Date>,
         #[serde(rename = "FchProceso", default)]
         pub processed_at: String,
-        #[serde(rename = "Observaciones", default, skip_serializing_if = "Vec::is_empty")]
+        #[serde(rename = "Observaciones", default, with = "wrapped::obs", skip_serializing_if = "Vec::is_empty")]
         pub observations: Vec<Message>,
         #[serde(rename = "PtoVta")]
         pub point_of_sale: i32,
@@ -413,22 +519,24 @@ mod tests {
     }
 
     #[test]
-    fn the_wire_uses_the_authoritys_names_and_exact_decimals() {
-        let text = serde_json::to_string(&detail()).expect("serializes");
-        assert_eq!(
-            text,
-            r#"{"Concepto":1,"DocTipo":80,"DocNro":20055361682,"CbteDesde":7,"CbteHasta":7,"CbteFch":"20250307","ImpTotal":121.00,"ImpTotConc":0.00,"ImpNeto":100.00,"ImpOpEx":0.00,"ImpTrib":0.00,"ImpIVA":21.00,"MonId":"PES","MonCotiz":1.000000,"CondicionIVAReceptorId":1,"Iva":[{"Id":5,"BaseImp":100.00,"Importe":21.00}]}"#
+    fn a_voucher_survives_its_xml_form_with_exact_decimals_and_wrapped_lists() {
+        let text = quick_xml::se::to_string_with_root("FECAEDetRequest", &detail()).expect("serializes");
+        assert!(text.contains("<ImpTotal>121.00</ImpTotal>"), "{text}");
+        assert!(text.contains("<MonCotiz>1.000000</MonCotiz>"), "{text}");
+        assert!(
+            text.contains("<Iva><AlicIva><Id>5</Id><BaseImp>100.00</BaseImp><Importe>21.00</Importe></AlicIva></Iva>"),
+            "{text}"
         );
-        assert_eq!(serde_json::from_str::<DetRequest>(&text).expect("parses"), detail());
-        // Through a `Value` too (numbers become floats there, and still read back exactly).
-        let value: serde_json::Value = serde_json::from_str(&text).expect("json");
-        assert_eq!(serde_json::from_value::<DetRequest>(value).expect("parses"), detail());
+        assert_eq!(quick_xml::de::from_str::<DetRequest>(&text).expect("parses"), detail());
     }
 
     #[test]
     fn absent_lists_and_empty_dates_read_as_empty() {
-        let answer: CaeResponse = serde_json::from_str(
-            r#"{"FeDetResp":[{"Concepto":1,"DocTipo":99,"DocNro":0,"CbteDesde":1,"CbteHasta":1,"CbteFch":"","Resultado":"R","CAE":""}],"Errors":[{"Code":10016,"Msg":"x"}]}"#,
+        let answer: CaeResponse = quick_xml::de::from_str(
+            "<FECAESolicitarResult><FeDetResp><FECAEDetResponse><Concepto>1</Concepto><DocTipo>99</DocTipo>\
+             <DocNro>0</DocNro><CbteDesde>1</CbteDesde><CbteHasta>1</CbteHasta><CbteFch></CbteFch>\
+             <Resultado>R</Resultado><CAE/></FECAEDetResponse></FeDetResp><Errors><Err><Code>10016</Code>\
+             <Msg>x</Msg></Err></Errors></FECAESolicitarResult>",
         )
         .expect("parses");
         assert_eq!(answer.details[0].date, None);

@@ -131,37 +131,101 @@ pub enum LoginRefused {
     Unreadable(String),
 }
 
-/// Every element's local name with its text, in document order.
-fn texts(xml: &[u8]) -> Result<Vec<(String, String)>, String> {
-    let mut reader = quick_xml::Reader::from_reader(xml);
-    let (mut open, mut found) = (Vec::<String>::new(), Vec::new());
-    loop {
-        match reader.read_event().map_err(|e| e.to_string())? {
-            Event::Start(start) => open.push(String::from_utf8_lossy(start.local_name().as_ref()).into_owned()),
-            Event::End(_) => {
-                open.pop();
-            }
-            Event::Text(text) => {
-                let text = text.unescape().map_err(|e| e.to_string())?;
-                if let (Some(name), false) = (open.last(), text.trim().is_empty()) {
-                    found.push((name.clone(), text.into_owned()));
-                }
-            }
-            Event::CData(data) => {
-                if let Some(name) = open.last() {
-                    found.push((name.clone(), String::from_utf8_lossy(&data.into_inner()).into_owned()));
-                }
-            }
-            Event::Eof => return Ok(found),
-            _ => {}
-        }
-    }
+/// A login ticket request as read back (by the simulator).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TicketRequest {
+    pub unique_id: u32,
+    pub generation: OffsetDateTime,
+    pub expiration: OffsetDateTime,
+    pub service: String,
+}
+
+/// Reads a login ticket request as [`login_ticket_request`] writes it.
+pub fn parse_login_ticket_request(xml: &[u8]) -> Result<TicketRequest, String> {
+    let texts = super::soap::texts(xml)?;
+    let field = |name: &str| {
+        texts.iter().find(|(n, _)| n == name).map(|(_, t)| t.trim().to_owned()).ok_or_else(|| format!("no {name}"))
+    };
+    let instant = |name: &str| {
+        let text = field(name)?;
+        OffsetDateTime::parse(&text, &Rfc3339).map_err(|e| format!("{name} {text:?}: {e}"))
+    };
+    Ok(TicketRequest {
+        unique_id: field("uniqueId")?.parse().map_err(|e| format!("uniqueId: {e}"))?,
+        generation: instant("generationTime")?,
+        expiration: instant("expirationTime")?,
+        service: field("service")?,
+    })
+}
+
+/// The answer to a `loginCms` that succeeded: the ticket's XML (`loginTicketResponse`, its `header`
+/// and `credentials`) as the text of `loginCmsReturn`. What the simulator answers.
+pub fn login_response(ticket: &Ticket, unique_id: u32, source: &str, destination: &str) -> Vec<u8> {
+    let mut inner = Writer::new(Vec::new());
+    let written: Result<(), quick_xml::Error> = (|| {
+        inner.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), Some("yes"))))?;
+        inner.create_element("loginTicketResponse").with_attribute(("version", "1.0")).write_inner_content(
+            |w| -> Result<(), quick_xml::Error> {
+                w.create_element("header").write_inner_content(|w| -> Result<(), quick_xml::Error> {
+                    w.create_element("source").write_text_content(BytesText::new(source))?;
+                    w.create_element("destination").write_text_content(BytesText::new(destination))?;
+                    w.create_element("uniqueId").write_text_content(BytesText::new(&unique_id.to_string()))?;
+                    w.create_element("generationTime")
+                        .write_text_content(BytesText::new(&rfc3339(ticket.generation)))?;
+                    w.create_element("expirationTime")
+                        .write_text_content(BytesText::new(&rfc3339(ticket.expiration)))?;
+                    Ok(())
+                })?;
+                w.create_element("credentials").write_inner_content(|w| -> Result<(), quick_xml::Error> {
+                    w.create_element("token").write_text_content(BytesText::new(&ticket.token))?;
+                    w.create_element("sign").write_text_content(BytesText::new(&ticket.sign))?;
+                    Ok(())
+                })?;
+                Ok(())
+            },
+        )?;
+        Ok(())
+    })();
+    debug_assert!(written.is_ok());
+    let ticket_xml = String::from_utf8_lossy(&inner.into_inner()).into_owned();
+    let mut writer = Writer::new(Vec::new());
+    let written: Result<(), quick_xml::Error> = (|| {
+        writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
+        writer
+            .create_element("soapenv:Envelope")
+            .with_attribute(("xmlns:soapenv", "http://schemas.xmlsoap.org/soap/envelope/"))
+            .write_inner_content(|w| -> Result<(), quick_xml::Error> {
+                w.create_element("soapenv:Body").write_inner_content(|w| -> Result<(), quick_xml::Error> {
+                    w.create_element("loginCmsResponse")
+                        .with_attribute(("xmlns", WSAA_NAMESPACE))
+                        .write_inner_content(|w| -> Result<(), quick_xml::Error> {
+                            // The ticket travels as text: escaped, never as markup of the envelope.
+                            w.create_element("loginCmsReturn").write_text_content(BytesText::new(&ticket_xml))?;
+                            Ok(())
+                        })?;
+                    Ok(())
+                })?;
+                Ok(())
+            })?;
+        Ok(())
+    })();
+    debug_assert!(written.is_ok());
+    writer.into_inner()
+}
+
+/// The Base64 text of `loginCms`'s `in0`, decoded: the signed request (what the simulator verifies).
+pub fn signed_request_of(envelope: &[u8]) -> Result<Vec<u8>, String> {
+    use base64::Engine as _;
+    let texts = super::soap::texts(envelope)?;
+    let encoded = texts.iter().find(|(n, _)| n == "in0").map(|(_, t)| t).ok_or("no in0 in the request")?;
+    let compact: String = encoded.chars().filter(|c| !c.is_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD.decode(compact).map_err(|e| format!("in0 is not Base64: {e}"))
 }
 
 /// The ticket in a `loginCms` answer, or why the login was refused.
 pub fn parse_login_response(xml: &[u8]) -> Result<Ticket, LoginRefused> {
     let unreadable = LoginRefused::Unreadable;
-    let outer = texts(xml).map_err(unreadable)?;
+    let outer = super::soap::texts(xml).map_err(unreadable)?;
     let find = |list: &[(String, String)], name: &str| list.iter().find(|(n, _)| n == name).map(|(_, t)| t.clone());
     if let Some(code) = find(&outer, "faultcode") {
         let message = find(&outer, "faultstring").unwrap_or_default();
@@ -172,7 +236,7 @@ pub fn parse_login_response(xml: &[u8]) -> Result<Ticket, LoginRefused> {
         });
     }
     let inner = find(&outer, "loginCmsReturn").ok_or_else(|| unreadable("no loginCmsReturn".into()))?;
-    let ticket = texts(inner.as_bytes()).map_err(unreadable)?;
+    let ticket = super::soap::texts(inner.as_bytes()).map_err(unreadable)?;
     let field = |name: &str| find(&ticket, name).ok_or_else(|| unreadable(format!("no {name} in the ticket")));
     let instant = |name: &str| {
         let text = field(name)?;
@@ -396,7 +460,7 @@ mod tests {
     fn the_login_envelope_carries_the_signed_request_and_answers_read_back() {
         use base64::Engine as _;
         let envelope = String::from_utf8(login_envelope(b"\x30\x03signed")).expect("utf-8");
-        let texts = texts(envelope.as_bytes()).expect("xml");
+        let texts = crate::fiscal::soap::texts(envelope.as_bytes()).expect("xml");
         assert_eq!(texts, [("in0".to_owned(), base64::engine::general_purpose::STANDARD.encode(b"\x30\x03signed"))]);
         assert!(envelope.contains("xmlns:wsaa=\"http://wsaa.view.sua.dvadac.desein.afip.gov\""), "{envelope}");
 

@@ -184,13 +184,14 @@ fn refused(errors: Vec<(i64, String)>) -> Rejection {
     }
 }
 
-/// The deferral an error of the authority leads to (none for a final rejection).
-fn deferral(error: FiscalError, asked: Option<i64>) -> Result<Outcome, Rejection> {
+/// The deferral an error of the authority leads to (none for a final rejection): the number whose fate
+/// is unknown is `asked` when the reply to it was lost, else whatever was `outstanding` before the call.
+fn deferral(error: FiscalError, asked: Option<i64>, outstanding: Option<i64>) -> Result<Outcome, Rejection> {
     match error {
         FiscalError::Rejected { errors } => Err(refused(errors)),
-        FiscalError::NoReply(reason) => Ok(Outcome::Deferred { unconfirmed: asked, reason }),
-        FiscalError::Unavailable(reason) | FiscalError::Protocol(reason) => {
-            Ok(Outcome::Deferred { unconfirmed: None, reason })
+        FiscalError::NoReply(reason) => Ok(Outcome::Deferred { unconfirmed: asked.or(outstanding), reason }),
+        FiscalError::Unavailable(reason) | FiscalError::Unauthenticated(reason) | FiscalError::Protocol(reason) => {
+            Ok(Outcome::Deferred { unconfirmed: outstanding, reason })
         }
     }
 }
@@ -235,7 +236,7 @@ pub async fn authorize(
             }
             // Not ours (or not there): the number is free to be asked for again below.
             Ok(_) => {}
-            Err(error) => return Ok(deferral(error, Some(number))?),
+            Err(error) => return Ok(deferral(error, Some(number), Some(number))?),
         }
     }
     // The number we last had approved, + 1; or, when none is known or it proves not to be the next,
@@ -253,7 +254,7 @@ pub async fn authorize(
             .await
             {
                 Ok(last) => last + 1,
-                Err(error) => return Ok(deferral(error, sale.fiscal.unconfirmed_number)?),
+                Err(error) => return Ok(deferral(error, None, sale.fiscal.unconfirmed_number)?),
             },
         };
         let request = voucher_request(sale, number, associated);
@@ -271,7 +272,7 @@ pub async fn authorize(
                 }));
             }
             Err(error) if remembered && not_next(&error) => last = None,
-            Err(error) => return Ok(deferral(error, Some(number))?),
+            Err(error) => return Ok(deferral(error, Some(number), None)?),
         }
     }
 }
@@ -327,7 +328,7 @@ pub async fn issuer(conn: &mut PgConnection, org_id: Uuid) -> Result<Option<(Iss
             .fetch_optional(conn)
             .await?;
     Ok(row.and_then(|(tax_id, category)| {
-        let issuer = Issuer::new(tax_id?.parse().ok()?).ok()?;
+        let issuer = Issuer::new(org_id, tax_id?.parse().ok()?).ok()?;
         Some((issuer, category))
     }))
 }
