@@ -41,12 +41,26 @@ pub enum Command {
     /// Auditor commands over the event store.
     #[command(subcommand)]
     Events(EventsCommand),
+    /// Invoicing with the tax authority.
+    #[command(subcommand)]
+    Fiscal(FiscalCommand),
     /// Where every follower of the event store stands: each projection partition's position, lag and
     /// last progress, the relay and the sealer, and the webhook queue (from the database and NATS).
     Status {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FiscalCommand {
+    /// Whether an organization can invoice: its CUIT and certificate, the authority's health
+    /// (FEDummy), a login ticket, the points of sale enabled at the authority against its electronic
+    /// ones, and each series' last authorized number. Prints a JSON report; exits 1 naming what is wrong.
+    Check {
+        #[arg(long)]
+        org: Uuid,
     },
 }
 
@@ -395,6 +409,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             .await?;
             out.flush()?;
             Ok(0)
+        }
+        Command::Fiscal(FiscalCommand::Check { org }) => {
+            let pool = roles::connect_database(&settings).await?;
+            let client = commands::fiscal::connect(&settings.fiscal, pool.clone())
+                .await
+                .context("the tax authority (FISCAL_ENV, FISCAL_URL)")?;
+            let report = commands::fiscal::check::check(&pool, &client, org).await?;
+            print_json(&serde_json::to_value(&report)?)?;
+            for problem in &report.problems {
+                eprintln!("fiscal check: {problem}");
+            }
+            Ok(if report.ok { 0 } else { 1 })
         }
         Command::Events(EventsCommand::Verify { org }) => {
             let pool = roles::connect_database(&settings).await?;

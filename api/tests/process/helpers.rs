@@ -73,6 +73,11 @@ impl Deployment {
         self.command(args).output().expect("backoffice runs")
     }
 
+    /// Runs a CLI command to completion with `env` besides the deployment's.
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(args).envs(env.iter().copied()).output().expect("backoffice runs")
+    }
+
     /// Starts `backoffice all` and waits until it is healthy.
     pub async fn start(&self) -> Service {
         let child = self.command(&["all"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("spawn");

@@ -244,3 +244,61 @@ async fn operators_set_up_the_treasury_and_load_rates(pool: PgPool) {
     assert!(admin(&deployment, &["admin", "load-rates", path]).expect_err("refused").contains("lines 2"));
     let _ = std::fs::remove_file(&file);
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn fiscal_check_passes_against_the_simulator_and_names_what_is_missing(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    let port = crate::helpers::free_port();
+    let address = format!("127.0.0.1:{port}");
+    let log = std::env::temp_dir().join(format!("fiscal-simulator-{port}.log"));
+    let _simulator = deployment.spawn_role(&["fiscal-simulator"], &[("FISCAL_SIMULATOR_ADDR", address.as_str())], &log);
+    eventually("the simulator listens", || async { tokio::net::TcpStream::connect(&address).await.is_ok() }).await;
+    let url = format!("http://{address}");
+    let check = |org: &str| {
+        let output = deployment.run_with(&["fiscal", "check", "--org", org], &[("FISCAL_URL", url.as_str())]);
+        let report: Value = serde_json::from_slice(&output.stdout).expect("a JSON report");
+        (output.status.code(), report, String::from_utf8_lossy(&output.stderr).into_owned())
+    };
+    let (org, _) = create_org(&deployment, "Almacén Fiscal");
+    let org = org.to_string();
+
+    // No CUIT, no certificate: it says so, and exits 1.
+    let (code, report, stderr) = check(&org);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(report["ok"], false);
+    assert!(stderr.contains("no valid CUIT"), "{stderr}");
+    assert!(stderr.contains("no certificate for the tax authority"), "{stderr}");
+    assert_eq!(report["authority"], "OK", "the health check runs anyway");
+
+    // With both, it passes: a ticket, the seeded point of sale 1 enabled, its series asked for.
+    admin(
+        &deployment,
+        &["admin", "update-org", "--org", &org, "--tax-id", "20267565393", "--tax-category", "Responsable Inscripto"],
+    )
+    .expect("profile");
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/../commands/tests/fixtures/fiscal");
+    let (cert, key) = (format!("{fixtures}/org.crt"), format!("{fixtures}/org.key"));
+    let kept = admin(&deployment, &["admin", "set-fiscal-certificate", "--org", &org, "--cert", &cert, "--key", &key])
+        .expect("certificate kept");
+    assert_eq!(kept["cuit"], "20267565393");
+    let (code, report, stderr) = check(&org);
+    assert_eq!(code, Some(0), "{stderr} {report}");
+    assert_eq!(report["ticket"], true);
+    assert_eq!(report["points_of_sale"][0]["number"], 1);
+    assert_eq!(report["points_of_sale"][0]["enabled_at_authority"], true);
+    let types: Vec<i64> = report["points_of_sale"][0]["series"]
+        .as_array()
+        .expect("series")
+        .iter()
+        .filter_map(|s| s["voucher_type"].as_i64())
+        .collect();
+    assert_eq!(types, vec![1, 2, 3, 6, 7, 8], "a Responsable Inscripto issues A and B");
+    assert_eq!(report["points_of_sale"][0]["series"][0]["authority_last"], 0);
+
+    // A point of sale the authority has not enabled for the CUIT.
+    admin(&deployment, &["admin", "create-point-of-sale", "--org", &org, "--number", "77"]).expect("created");
+    let (code, report, stderr) = check(&org);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("point of sale 77 is electronic here but not enabled at the tax authority"), "{stderr}");
+    assert_eq!(report["points_of_sale"][1]["enabled_at_authority"], false);
+}

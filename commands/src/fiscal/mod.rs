@@ -44,6 +44,7 @@
 //! `FISCAL_TIMEOUT_MS` (longest wait for any call).
 
 pub mod certificate;
+pub mod check;
 pub mod client;
 pub mod decimal;
 pub mod soap;
@@ -88,6 +89,15 @@ impl Issuer {
 
     pub fn org_id(self) -> Uuid {
         self.org_id
+    }
+}
+
+/// Whether an issuer of `category` issues vouchers of `letter`: Responsables Inscriptos issue A, B
+/// (and M, E); Monotributistas and Exentos issue C.
+pub fn issuer_may_issue(category: &str, letter: &str) -> bool {
+    match category {
+        "Responsable Inscripto" => matches!(letter, "A" | "B" | "M" | "E"),
+        _ => letter == "C",
     }
 }
 

@@ -3,7 +3,8 @@
 //! point of sale, the service's gap-free one otherwise) and record the sale, all in one transaction; and
 //! invoicing an existing sale.
 
-use super::invoicing::{self, Outcome, issuer_may_issue};
+use super::invoicing::{self, Outcome};
+use crate::fiscal::issuer_may_issue;
 use super::{InvoiceCommand, OrgFacts, SaleCommand, SaleDecision, SaleFacts, fiscal};
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;

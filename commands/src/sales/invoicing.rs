@@ -81,15 +81,6 @@ pub fn receiver_condition(tax_category: Option<&str>) -> i32 {
     }
 }
 
-/// Whether an issuer of `category` issues vouchers of `letter`: Responsables Inscriptos issue A, B
-/// (and M, E); Monotributistas and Exentos issue C.
-pub fn issuer_may_issue(category: &str, letter: &str) -> bool {
-    match category {
-        "Responsable Inscripto" => matches!(letter, "A" | "B" | "M" | "E"),
-        _ => letter == "C",
-    }
-}
-
 /// The voucher the authority is asked to approve for `sale` under `number`; `associated` is the voucher
 /// a credit or debit note corrects.
 pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<AssociatedVoucher>) -> VoucherRequest {
