@@ -18,9 +18,12 @@
 //! - `FEParamGetPtosVenta`: the points of sale enabled for the CUIT (scripted; 1 to 10 otherwise).
 //! - `FECompTotXRequest`: `RegXReq`, the most vouchers one `FECAESolicitar` may carry.
 //! - `FECompUltimoAutorizado`: the series' last approved number, 0 when none.
-//! - `FECAESolicitar`: one voucher per request. Approved: `Resultado` `A`, a random 14-digit CAE
-//!   and `CAEFchVto` = voucher date + 10 days, stored. Rejected: `R`, `Errors[]` for the number
-//!   and the request, the voucher's other failures in its `Observaciones[]`; nothing stored.
+//! - `FECAESolicitar`: up to `RegXReq` (250) consecutive vouchers of one series per request, judged in
+//!   order, each against the series as the ones before it left it (so a voucher after a rejected one
+//!   is not the next number: 10016). Approved: `Resultado` `A`, a random 14-digit CAE and `CAEFchVto`
+//!   = voucher date + 10 days, stored. Rejected: `R`; for a single voucher `Errors[]` holds the number's
+//!   and the request's failures and its `Observaciones[]` the rest; in a batch each voucher's failures
+//!   are in its own `Observaciones[]`; nothing stored. `FeCabResp.Resultado` is `A`, `R` or `P`.
 //!   Numbering is per issuer CUIT, point of sale and voucher type; the authorizations of one series
 //!   take turns (a transaction-scoped advisory lock), so concurrent requests for one number approve
 //!   exactly one.
@@ -49,7 +52,7 @@
 //! | 601 | `Errors` | `Auth.Cuit` is not the CUIT the ticket's certificate names |
 //! | 501 | `Errors` (HTTP 500) | the simulator's database failed; nothing was done |
 //! | 602 | `Errors` | `FECompConsultar`: no such voucher |
-//! | 10001, 10002, 10003 | `Errors` | `CantReg` below 1, not the number of vouchers sent, or above 1 |
+//! | 10001, 10002, 10003 | `Errors` | `CantReg` below 1, not the number of vouchers sent, or above 250 |
 //! | 10004 | `Errors` | `PtoVta` not in 1..=99998 |
 //! | 10006, 10007 | `Errors` | `CbteTipo` not positive, or not a type WSFEv1 authorizes (A 1–5, 201–203; B 6–10, 206–208; C 11–13, 15, 211–213; M 51–54) |
 //! | 10008 | `Obs` | `CbteDesde` not in 1..=99999999 |
@@ -373,16 +376,14 @@ async fn fe_cae_solicitar(simulator: &Simulator, request: CaeRequest) -> Respons
         result: result.to_owned(),
         reprocessed: "N".to_owned(),
     };
-    let header_errors = rules::check_header(&header, request.request.details.len());
-    let detail = match request.request.details.into_iter().next() {
-        Some(detail) if header_errors.is_empty() => detail,
-        _ => {
-            return answer(
-                OPERATION,
-                &CaeResponse { header: Some(head("R")), details: vec![], errors: header_errors, events: vec![] },
-            );
-        }
-    };
+    let details = request.request.details;
+    let header_errors = rules::check_header(&header, details.len());
+    if !header_errors.is_empty() {
+        return answer(
+            OPERATION,
+            &CaeResponse { header: Some(head("R")), details: vec![], errors: header_errors, events: vec![] },
+        );
+    }
     let key = SeriesKey { issuer: cuit, point_of_sale: header.point_of_sale, voucher_type: header.voucher_type };
     let outcome = simulator.script.next(cuit, header.point_of_sale);
     let decided = match &outcome {
@@ -392,18 +393,21 @@ async fn fe_cae_solicitar(simulator: &Simulator, request: CaeRequest) -> Respons
                 .content_type("text/plain")
                 .body("Servicio no disponible (simulado)");
         }
-        Outcome::Reject { code, message } => Ok(Decided {
-            verdict: Verdict::Rejected { errors: vec![Message::new(*code, message.clone())], observations: vec![] },
-            authorization: None,
-        }),
+        Outcome::Reject { code, message } => Ok(details
+            .iter()
+            .map(|_| Decided {
+                verdict: Verdict::Rejected { errors: vec![Message::new(*code, message.clone())], observations: vec![] },
+                authorization: None,
+            })
+            .collect()),
         Outcome::ApproveWithObservations { code, message } => {
             let observation = Message::new(
                 code.unwrap_or(DEFAULT_OBSERVATION.0),
                 message.clone().unwrap_or_else(|| DEFAULT_OBSERVATION.1.to_owned()),
             );
-            simulator.decide(key, &header, &detail, now, Some(observation)).await
+            simulator.decide(key, &header, &details, now, Some(observation)).await
         }
-        Outcome::Approve | Outcome::LostReply => simulator.decide(key, &header, &detail, now, None).await,
+        Outcome::Approve | Outcome::LostReply => simulator.decide(key, &header, &details, now, None).await,
     };
     let decided = match decided {
         Ok(decided) => decided,
@@ -413,28 +417,40 @@ async fn fe_cae_solicitar(simulator: &Simulator, request: CaeRequest) -> Respons
             return internal_error(OPERATION);
         }
     };
-    let (result, errors, observations) = match decided.verdict {
-        Verdict::Approved { observations } => ("A", vec![], observations),
-        Verdict::Rejected { errors, observations } => ("R", errors, observations),
+    let approved = decided.iter().filter(|d| d.authorization.is_some()).count();
+    let result = match approved {
+        n if n == decided.len() => "A",
+        0 => "R",
+        _ => "P",
     };
-    let (cae, cae_due) = decided.authorization.map_or((String::new(), None), |(cae, due)| (cae, Some(due)));
-    let response = CaeResponse {
-        header: Some(head(result)),
-        details: vec![DetResponse {
+    // One voucher's errors answer in `Errors`; in a batch each voucher's own go in its `Observaciones`.
+    let single = decided.len() == 1;
+    let mut errors = Vec::new();
+    let mut outcomes = Vec::with_capacity(decided.len());
+    for (detail, decided) in details.iter().zip(decided) {
+        let (voucher_result, observations) = match decided.verdict {
+            Verdict::Approved { observations } => ("A", observations),
+            Verdict::Rejected { errors: own, observations } if single => {
+                errors = own;
+                ("R", observations)
+            }
+            Verdict::Rejected { errors: own, observations } => ("R", own.into_iter().chain(observations).collect()),
+        };
+        let (cae, cae_due) = decided.authorization.map_or((String::new(), None), |(cae, due)| (cae, Some(due)));
+        outcomes.push(DetResponse {
             concept: detail.concept,
             doc_type: detail.doc_type,
             doc_number: detail.doc_number,
             number_from: detail.number_from,
             number_to: detail.number_to,
             date: Some(detail.date.unwrap_or(now.date())),
-            result: result.to_owned(),
+            result: voucher_result.to_owned(),
             observations,
             cae,
             cae_due,
-        }],
-        errors,
-        events: vec![],
-    };
+        });
+    }
+    let response = CaeResponse { header: Some(head(result)), details: outcomes, errors, events: vec![] };
     if outcome == Outcome::LostReply {
         // The voucher is decided and committed; the answer never leaves. The wait holds no
         // connection to Postgres and no lock, and other requests are served meanwhile.
@@ -459,44 +475,50 @@ enum Failure {
 }
 
 impl Simulator {
-    /// Judges `detail` against its series under the series lock, and stores it when approved (with
-    /// `observation` added).
+    /// Judges `details` in order against their series under the series lock (each against the series
+    /// as the ones before it left it), and stores those approved (with `observation` added).
     async fn decide(
         &self,
         key: SeriesKey,
         header: &CabRequest,
-        detail: &DetRequest,
+        details: &[DetRequest],
         now: OffsetDateTime,
         observation: Option<Message>,
-    ) -> Result<Decided, Failure> {
+    ) -> Result<Vec<Decided>, Failure> {
         let today = now.date();
         let mut tx = self.pool.begin().await?;
         store::lock_series(&mut tx, key).await?;
-        let series = store::series(&mut tx, key).await?;
-        let verdict = rules::check_voucher(key.issuer, header, detail, &series, today);
-        let Verdict::Approved { mut observations } = verdict else {
-            return Ok(Decided { verdict, authorization: None });
-        };
-        observations.extend(observation);
-        let date = detail.date.unwrap_or(today);
-        let cae = new_cae();
-        let cae_due = date.saturating_add(time::Duration::days(CAE_DAYS));
-        let stored = StoredDetail::of(
-            DetRequest { date: Some(date), ..detail.clone() },
-            header,
-            StoredAuthorization {
-                result: "A".to_owned(),
-                code: cae.clone(),
-                due: cae_due,
-                processed_at: processed_at(now),
-                observations: observations.clone(),
-            },
-        );
-        let stored = serde_json::to_string(&stored)?;
-        let approved = store::Approved { number: detail.number_from, date, cae: &cae, cae_due, stored: &stored };
-        store::insert(&mut tx, key, approved).await?;
+        let mut series = store::series(&mut tx, key).await?;
+        let mut decided = Vec::with_capacity(details.len());
+        for detail in details {
+            let verdict = rules::check_voucher(key.issuer, header, detail, &series, today);
+            let Verdict::Approved { mut observations } = verdict else {
+                decided.push(Decided { verdict, authorization: None });
+                continue;
+            };
+            observations.extend(observation.clone());
+            let date = detail.date.unwrap_or(today);
+            let cae = new_cae();
+            let cae_due = date.saturating_add(time::Duration::days(CAE_DAYS));
+            let stored = StoredDetail::of(
+                DetRequest { date: Some(date), ..detail.clone() },
+                header,
+                StoredAuthorization {
+                    result: "A".to_owned(),
+                    code: cae.clone(),
+                    due: cae_due,
+                    processed_at: processed_at(now),
+                    observations: observations.clone(),
+                },
+            );
+            let stored = serde_json::to_string(&stored)?;
+            let approved = store::Approved { number: detail.number_from, date, cae: &cae, cae_due, stored: &stored };
+            store::insert(&mut tx, key, approved).await?;
+            series = rules::Series { last_number: detail.number_from, last_date: Some(date) };
+            decided.push(Decided { verdict: Verdict::Approved { observations }, authorization: Some((cae, cae_due)) });
+        }
         tx.commit().await?;
-        Ok(Decided { verdict: Verdict::Approved { observations }, authorization: Some((cae, cae_due)) })
+        Ok(decided)
     }
 }
 

@@ -9,7 +9,7 @@ use time::{Date, Duration};
 /// The highest voucher number (`CbteDesde`).
 pub const MAX_NUMBER: i64 = 99_999_999;
 /// The most vouchers one `FECAESolicitar` may carry (`FECompTotXRequest`'s `RegXReq`).
-pub const MAX_BATCH: i32 = 1;
+pub const MAX_BATCH: i32 = 250;
 
 /// One cent: the tolerance of every amount comparison.
 const TOLERANCE: i128 = 1;
@@ -112,8 +112,8 @@ pub fn check_auth(auth: Option<&Auth>) -> Vec<Message> {
     errors
 }
 
-/// `FeCabReq` against the vouchers sent: these reject the whole request. The simulator authorizes one
-/// voucher per request (`FECompTotXRequest` would say 1), which is all the adapter sends.
+/// `FeCabReq` against the vouchers sent: these reject the whole request. A request carries at most
+/// [`MAX_BATCH`] vouchers (`FECompTotXRequest`'s `RegXReq`).
 pub fn check_header(header: &CabRequest, details: usize) -> Vec<Message> {
     let mut errors = Vec::new();
     if details == 0 || header.count < 1 {
@@ -126,8 +126,11 @@ pub fn check_header(header: &CabRequest, details: usize) -> Vec<Message> {
                 header.count
             ),
         ));
-    } else if details > 1 {
-        errors.push(Message::new(10003, "La cantidad de registros supera el maximo permitido por requerimiento (1)."));
+    } else if details > MAX_BATCH as usize {
+        errors.push(Message::new(
+            10003,
+            format!("La cantidad de registros supera el maximo permitido por requerimiento ({MAX_BATCH})."),
+        ));
     }
     if !(1..=99_998).contains(&header.point_of_sale) {
         errors.push(Message::new(10004, "Campo PtoVta debe estar comprendido entre 1 y 99998."));
@@ -700,7 +703,8 @@ mod tests {
         assert_eq!(header_codes(1, 1, 1, 1), Vec::<i64>::new());
         assert_eq!(header_codes(0, 1, 1, 0), vec![10001]);
         assert_eq!(header_codes(2, 1, 1, 1), vec![10002]);
-        assert_eq!(header_codes(2, 1, 1, 2), vec![10003]);
+        assert_eq!(header_codes(2, 1, 1, 2), Vec::<i64>::new(), "a batch");
+        assert_eq!(header_codes(251, 1, 1, 251), vec![10003]);
         assert_eq!(header_codes(1, 0, 1, 1), vec![10004]);
         assert_eq!(header_codes(1, 99_999, 1, 1), vec![10004]);
         assert_eq!(header_codes(1, 1, 0, 1), vec![10006]);

@@ -672,3 +672,24 @@ async fn a_certificate_that_does_not_represent_the_cuit_or_does_not_verify_is_re
         "{refused:?}"
     );
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_batch_is_judged_voucher_by_voucher_in_one_request(pool: PgPool) {
+    let simulator = Simulator::start(&pool).await;
+    let client = simulator.client().await;
+    assert_eq!(client.batch_limit(simulator.issuer).await, Ok(250));
+    let batch: Vec<VoucherRequest> = (1..=5).map(invoice_a).collect();
+    let verdicts = client.authorize_batch(simulator.issuer, &batch).await;
+    let numbers: Vec<i64> = verdicts.iter().map(|v| v.as_ref().expect("approved").number).collect();
+    assert_eq!(numbers, vec![1, 2, 3, 4, 5]);
+    assert_eq!(client.last_authorized(simulator.issuer, POS, 1).await, Ok(5));
+
+    // A voucher whose totals do not add up is rejected on its own; those after it are no longer the
+    // next number.
+    let mixed = vec![invoice_a(6), VoucherRequest { total: 99_900, ..invoice_a(7) }, invoice_a(8)];
+    let verdicts = client.authorize_batch(simulator.issuer, &mixed).await;
+    assert_eq!(verdicts[0].as_ref().map(|a| a.number), Ok(6));
+    assert_eq!(verdicts[1].clone().map_err(|e| e.codes()), Err(vec![10048]));
+    assert_eq!(verdicts[2].clone().map_err(|e| e.codes()), Err(vec![10016]));
+    assert_eq!(client.last_authorized(simulator.issuer, POS, 1).await, Ok(6));
+}

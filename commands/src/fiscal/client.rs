@@ -181,13 +181,66 @@ impl FiscalClient {
         err(Display)
     )]
     pub async fn authorize(&self, issuer: Issuer, voucher: &VoucherRequest) -> Result<Authorization, FiscalError> {
-        let (header, detail) = voucher.to_wire();
+        let mut answered = self.authorize_batch(issuer, std::slice::from_ref(voucher)).await;
+        answered.pop().unwrap_or_else(|| Err(FiscalError::NoReply("no verdict on the voucher".into())))
+    }
+
+    /// `FECAESolicitar` for consecutive vouchers of one point of sale and type, in one request: each
+    /// voucher's verdict, in order. A failure of the request as a whole (the authority unreachable, a
+    /// lost reply, refused credentials) is every voucher's; a lost reply leaves each one's outcome
+    /// unknown, to be consulted before it is asked for again.
+    #[tracing::instrument(skip_all, fields(pos = vouchers.first().map(|v| v.point_of_sale), count = vouchers.len()))]
+    pub async fn authorize_batch(
+        &self,
+        issuer: Issuer,
+        vouchers: &[VoucherRequest],
+    ) -> Vec<Result<Authorization, FiscalError>> {
+        let answered = self.send_batch(issuer, vouchers).await;
+        match answered {
+            Ok(verdicts) => verdicts,
+            Err(error) => vouchers.iter().map(|_| Err(error.clone())).collect(),
+        }
+    }
+
+    async fn send_batch(
+        &self,
+        issuer: Issuer,
+        vouchers: &[VoucherRequest],
+    ) -> Result<Vec<Result<Authorization, FiscalError>>, FiscalError> {
+        let Some(first) = vouchers.first() else { return Ok(Vec::new()) };
+        let (mut header, _) = first.to_wire();
+        header.count = i32::try_from(vouchers.len()).unwrap_or(i32::MAX);
+        let details = vouchers.iter().map(|voucher| voucher.to_wire().1).collect();
         let (auth, credentials) = self.auth(issuer).await?;
-        let request = wire::CaeRequest { auth: Some(auth), request: wire::FeCaeReq { header, details: vec![detail] } };
+        let request = wire::CaeRequest { auth: Some(auth), request: wire::FeCaeReq { header, details } };
+        let numbers: Vec<i64> = vouchers.iter().map(|voucher| voucher.number).collect();
+        let answered =
+            self.call("FECAESolicitar", &request, Stakes::Write).await.map(|answer| read_batch(&numbers, answer));
+        let refused = match &answered {
+            Err(FiscalError::Unauthenticated(_)) => true,
+            Ok(verdicts) => verdicts.iter().any(|v| matches!(v, Err(FiscalError::Unauthenticated(_)))),
+            Err(_) => false,
+        };
+        if refused {
+            self.authenticator.rejected(issuer, &credentials).await;
+        }
+        answered
+    }
+
+    /// `FECompTotXRequest`: the most vouchers one `FECAESolicitar` may carry.
+    pub async fn batch_limit(&self, issuer: Issuer) -> Result<i32, FiscalError> {
+        let (auth, credentials) = self.auth(issuer).await?;
         let answered = self
-            .call("FECAESolicitar", &request, Stakes::Write)
+            .call("FECompTotXRequest", &wire::AuthOnly { auth: Some(auth) }, Stakes::Read)
             .await
-            .and_then(|answer| read_authorization(voucher.number, answer));
+            .and_then(|answer: wire::BatchLimitResponse| {
+                log_events(&answer.events);
+                if answer.errors.is_empty() && answer.per_request > 0 {
+                    Ok(answer.per_request)
+                } else {
+                    Err(answered_errors(answer.errors, Stakes::Read))
+                }
+            });
         self.checked(issuer, &credentials, answered).await
     }
 
@@ -348,9 +401,29 @@ fn auth_refusal(errors: &[wire::Message]) -> Option<FiscalError> {
     (!refused.is_empty()).then(|| FiscalError::Unauthenticated(refused.join("; ")))
 }
 
+/// Reads `FECAESolicitar`'s answer for each voucher `numbers` asked for: each voucher's detail with
+/// the answer's header (and, for a single voucher or when no voucher was answered, its `Errors`).
+fn read_batch(numbers: &[i64], answer: wire::CaeResponse) -> Vec<Result<Authorization, FiscalError>> {
+    log_events(&answer.events);
+    let wire::CaeResponse { header, mut details, errors, .. } = answer;
+    let shared_errors = numbers.len() == 1 || details.is_empty();
+    numbers
+        .iter()
+        .map(|&number| {
+            let detail = details.iter().position(|d| d.number_from == number).map(|at| details.swap_remove(at));
+            let own = wire::CaeResponse {
+                header: header.clone(),
+                details: detail.into_iter().collect(),
+                errors: if shared_errors { errors.clone() } else { Vec::new() },
+                events: Vec::new(),
+            };
+            read_authorization(number, own)
+        })
+        .collect()
+}
+
 /// Reads `FECAESolicitar`'s answer for the one voucher `number` asked for.
 fn read_authorization(number: i64, answer: wire::CaeResponse) -> Result<Authorization, FiscalError> {
-    log_events(&answer.events);
     if let Some(refusal) = auth_refusal(&answer.errors) {
         return Err(refusal);
     }
