@@ -115,6 +115,9 @@
 //!   (default twelve hours).
 //! - `POST /_simulator/points-of-sale` `{"issuer_tax_id": <CUIT>, "points_of_sale": [n, ...]}`: the
 //!   points of sale `FEParamGetPtosVenta` answers for that CUIT from now on.
+//! - `GET /_simulator/requests`: how many WSFEv1 requests this process served, by operation.
+//! - `POST /_simulator/latency` `{"milliseconds": n}`: each `FECAESolicitar` takes `n` ms more to
+//!   answer from now on (the authority's processing time; default none).
 
 pub mod login;
 pub mod rules;
@@ -142,7 +145,7 @@ use sqlx::PgPool;
 use time::{Date, OffsetDateTime};
 
 use rules::Verdict;
-use script::{DEFAULT_OBSERVATION, EnabledPoints, Outcome, Queued, Script, TicketLifetime};
+use script::{DEFAULT_OBSERVATION, EnabledPoints, Latency, Outcome, Queued, Script, TicketLifetime};
 use store::SeriesKey;
 
 /// How long a `lost_reply` request is held before the connection is answered 504 and closed.
@@ -157,8 +160,15 @@ pub struct Simulator {
     script: Script,
 }
 
-/// Serves the simulator on `listener` until the server stops.
+/// How many connections the simulator keeps of its own.
+const CONNECTIONS: u32 = 4;
+
+/// Serves the simulator on `listener` until the server stops, on connections of its own to `pool`'s
+/// database: an authority is another system, and must not wait for connections the commands that
+/// await its answers hold.
 pub async fn serve(listener: tokio::net::TcpListener, pool: PgPool) -> std::io::Result<()> {
+    let options = pool.connect_options().as_ref().clone();
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(CONNECTIONS).connect_lazy_with(options);
     let app = routes(Arc::new(Simulator { pool, script: Script::default() }));
     let acceptor = poem::listener::TcpAcceptor::from_std(listener.into_std()?)?;
     poem::Server::new_with_acceptor(acceptor).run(app).await
@@ -172,6 +182,8 @@ fn routes(simulator: Arc<Simulator>) -> impl Endpoint {
         .at("/_simulator/vouchers", get(list_vouchers))
         .at("/_simulator/tickets", post(set_ticket_lifetime))
         .at("/_simulator/points-of-sale", post(enable_points_of_sale))
+        .at("/_simulator/requests", get(requests_served))
+        .at("/_simulator/latency", post(set_latency))
         .data(simulator)
 }
 
@@ -196,6 +208,7 @@ async fn wsfe(Data(simulator): Data<&Arc<Simulator>>, headers: &HeaderMap, body:
             );
         }
     }
+    simulator.script.count(&operation);
     match operation.as_str() {
         "FEDummy" => fe_dummy(simulator).await,
         "FECompUltimoAutorizado" => {
@@ -376,6 +389,11 @@ async fn fe_cae_solicitar(simulator: &Simulator, request: CaeRequest) -> Respons
         result: result.to_owned(),
         reprocessed: "N".to_owned(),
     };
+    // The authority's own processing time, as scripted; no connection or lock is held meanwhile.
+    let latency = simulator.script.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     let details = request.request.details;
     let header_errors = rules::check_header(&header, details.len());
     if !header_errors.is_empty() {
@@ -549,6 +567,22 @@ async fn queue_outcomes(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -
         }
         Err(error) => malformed(&error),
     }
+}
+
+#[handler]
+async fn set_latency(Data(simulator): Data<&Arc<Simulator>>, body: Vec<u8>) -> Response {
+    match serde_json::from_slice::<Latency>(&body) {
+        Ok(set) => {
+            simulator.script.set_latency(Duration::from_millis(u64::from(set.milliseconds)));
+            json(&serde_json::json!({ "milliseconds": set.milliseconds }))
+        }
+        Err(error) => malformed(&error),
+    }
+}
+
+#[handler]
+async fn requests_served(Data(simulator): Data<&Arc<Simulator>>) -> Response {
+    json(&simulator.script.requests())
 }
 
 #[handler]

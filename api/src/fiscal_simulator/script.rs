@@ -51,6 +51,13 @@ pub struct TicketLifetime {
     pub lifetime_seconds: u32,
 }
 
+/// `POST /_simulator/latency`: how long each `FECAESolicitar` takes to answer from now on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    pub milliseconds: u32,
+}
+
 /// `POST /_simulator/points-of-sale`: the points of sale enabled for a CUIT.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,6 +78,8 @@ pub struct Script {
     queues: Mutex<HashMap<(i64, i32), VecDeque<Outcome>>>,
     ticket_lifetime: Mutex<Option<time::Duration>>,
     points_of_sale: Mutex<HashMap<i64, Vec<i32>>>,
+    requests: Mutex<HashMap<String, u64>>,
+    latency: Mutex<std::time::Duration>,
 }
 
 impl Script {
@@ -80,6 +89,25 @@ impl Script {
         let queue = queues.entry((issuer, point_of_sale)).or_default();
         queue.extend(outcomes);
         queue.len()
+    }
+
+    /// Each authorization takes `latency` to answer from now on (the authority's own processing).
+    pub fn set_latency(&self, latency: std::time::Duration) {
+        *self.latency.lock().unwrap_or_else(PoisonError::into_inner) = latency;
+    }
+
+    pub fn latency(&self) -> std::time::Duration {
+        *self.latency.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counts a request of `operation`.
+    pub fn count(&self, operation: &str) {
+        *self.requests.lock().unwrap_or_else(PoisonError::into_inner).entry(operation.to_owned()).or_default() += 1;
+    }
+
+    /// The requests served so far, by operation.
+    pub fn requests(&self) -> HashMap<String, u64> {
+        self.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Tickets issued from now on last `lifetime`.

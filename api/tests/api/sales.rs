@@ -445,3 +445,67 @@ async fn with_default_settings_a_lost_reply_answers_deferred_in_time(pool: PgPoo
     assert_eq!(lost["fiscal"]["status"], "deferred");
     assert!(lost["id"].is_string(), "the caller has the sale's id");
 }
+
+/// How many `FECAESolicitar` requests the test's simulator served.
+async fn authorization_requests(app: &TestApp) -> u64 {
+    let url = format!("{}/_simulator/requests", app.fiscal_url);
+    let body: Value = app.client.get(url).send().await.expect("sent").json().await.expect("json");
+    body["FECAESolicitar"].as_u64().unwrap_or(0)
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn fifty_sales_on_one_series_are_authorized_in_batches_with_consecutive_numbers(pool: PgPool) {
+    // A worker with the connections of a deployed one (a test pool holds five): sales in flight at once
+    // are what a batch gathers.
+    let options = pool.connect_options().as_ref().clone();
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(24).connect_with(options).await.expect("pool");
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
+        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    // An authority that takes a moment to answer, as the real one does: sales queue meanwhile.
+    let latency = app.client.post(format!("{}/_simulator/latency", app.fiscal_url)).json(&json!({ "milliseconds": 300 }));
+    assert_eq!(latency.send().await.expect("sent").status().as_u16(), 200);
+    let sold = futures::future::join_all((0..50).map(|_| sell(&app, &body, true))).await;
+    let mut numbers = Vec::new();
+    for response in sold {
+        let sale = json(response, 201).await["data"].clone();
+        assert_eq!(sale["fiscal"]["status"], "issued", "{sale}");
+        numbers.push(sale["invoiceNumber"].as_i64().expect("a number"));
+    }
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=50).collect::<Vec<_>>(), "consecutive, no gap, none twice");
+    let requests = authorization_requests(&app).await;
+    assert!(requests < 10, "{requests} authorization requests for 50 sales");
+    assert_eq!(approved(&app, 6).await.len(), 50);
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_lost_reply_inside_a_batch_is_resolved_by_consulting_never_by_asking_twice(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
+        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    script(&app, json!([{ "outcome": "lost_reply" }])).await;
+    let sold = futures::future::join_all((0..6).map(|_| sell(&app, &body, true))).await;
+    let mut ids = Vec::new();
+    for response in sold {
+        let sale = json(response, 201).await["data"].clone();
+        ids.push(sale["id"].as_str().expect("id").to_owned());
+    }
+    let asked = authorization_requests(&app).await;
+    // Every sale ends issued: those of the lost batch by consulting the numbers they were asked for.
+    for id in &ids {
+        eventually(Duration::from_secs(30), "the sale issued", || async {
+            let current = sale(&app, id).await;
+            (current["fiscal"]["status"] == "issued").then_some(current)
+        })
+        .await;
+    }
+    assert_eq!(authorization_requests(&app).await, asked, "no voucher was asked for twice");
+    let mut numbers: Vec<i64> = approved(&app, 6).await.iter().filter_map(|v| v["number"].as_i64()).collect();
+    numbers.sort_unstable();
+    assert_eq!(numbers, (1..=6).collect::<Vec<_>>());
+}

@@ -236,7 +236,7 @@ impl Document for Sales {
                 }),
                 None => None,
             };
-            let outcome = invoicing::authorize(conn, org_id, issuer, &sale, associated).await?;
+            let outcome = super::batches::authorize(conn, org_id, issuer, &sale, associated).await?;
             sale.number = outcome.number();
             sale.fiscal = outcome.fiscal();
             invoicing::track(conn, org_id, command.id, matches!(outcome, Outcome::Deferred { .. })).await?;

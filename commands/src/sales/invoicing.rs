@@ -1,8 +1,9 @@
 //! Authorizing a sale's voucher with the tax authority, exactly once even when the network lies.
 //!
-//! - Each series (issuer, point of sale, voucher type) is locked for the whole attempt (a row of
-//!   `document_numbers`), so two commands never ask for the same number; the number is the authority's
-//!   last authorized + 1. The row keeps the last number the authority approved to us, so the next
+//! - New sales are authorized in batches per series ([`super::batches`]); a deferred sale's retry and
+//!   an invoice of an existing sale go one by one here. Either way the series (issuer, point of sale,
+//!   voucher type) is locked for the whole attempt (a row of `document_numbers`), so two requests never
+//!   ask for the same number; the number is the authority's last authorized + 1. The row keeps the last number the authority approved to us, so the next
 //!   voucher asks for that + 1 without a round trip for the last authorized; when that number is not
 //!   the next one (10016: another system issued on the point of sale, or an approved voucher's
 //!   transaction rolled back), the authority has approved nothing, and the voucher asks again with
@@ -131,7 +132,7 @@ fn series(sale: &SaleRecorded) -> String {
 
 /// Locks the series of `sale`'s voucher for the rest of the transaction (one statement: the upsert
 /// locks the row it finds), answering the last number the authority approved to us (0: none known).
-async fn lock_series(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded) -> Result<i64, sqlx::Error> {
+pub(super) async fn lock_series(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(
         "insert into document_numbers (org_id, series, last) values ($1, $2, 0)
          on conflict (org_id, series) do update set last = document_numbers.last returning last",
@@ -143,7 +144,7 @@ async fn lock_series(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded)
 }
 
 /// Remembers `number` as approved by the authority in the series (still locked by this transaction).
-async fn approved(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded, number: i64) -> Result<(), sqlx::Error> {
+pub(super) async fn approved(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded, number: i64) -> Result<(), sqlx::Error> {
     sqlx::query("update document_numbers set last = greatest(last, $3) where org_id = $1 and series = $2")
         .bind(org_id)
         .bind(series(sale))
@@ -154,7 +155,7 @@ async fn approved(conn: &mut PgConnection, org_id: Uuid, sale: &SaleRecorded, nu
 }
 
 /// Whether a rejection says only that the number was not the next one (the authority approved nothing).
-fn not_next(error: &FiscalError) -> bool {
+pub(super) fn not_next(error: &FiscalError) -> bool {
     matches!(error, FiscalError::Rejected { .. }) && error.codes().contains(&10016)
 }
 
@@ -177,7 +178,7 @@ fn refused(errors: Vec<(i64, String)>) -> Rejection {
 
 /// The deferral an error of the authority leads to (none for a final rejection): the number whose fate
 /// is unknown is `asked` when the reply to it was lost, else whatever was `outstanding` before the call.
-fn deferral(error: FiscalError, asked: Option<i64>, outstanding: Option<i64>) -> Result<Outcome, Rejection> {
+pub(super) fn deferral(error: FiscalError, asked: Option<i64>, outstanding: Option<i64>) -> Result<Outcome, Rejection> {
     match error {
         FiscalError::Rejected { errors } => Err(refused(errors)),
         FiscalError::NoReply(reason) => Ok(Outcome::Deferred { unconfirmed: asked.or(outstanding), reason }),
@@ -188,7 +189,7 @@ fn deferral(error: FiscalError, asked: Option<i64>, outstanding: Option<i64>) ->
 }
 
 /// `call`'s answer, or `elapsed()` when `deadline` comes first.
-async fn within<T>(
+pub(super) async fn within<T>(
     deadline: tokio::time::Instant,
     call: impl std::future::Future<Output = Result<T, FiscalError>>,
     elapsed: impl FnOnce() -> FiscalError,

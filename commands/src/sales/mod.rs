@@ -10,6 +10,7 @@
 //! `prices_include_tax` setting says, where the dated one follows the voucher (A: net; B, 90: VAT
 //! included). Both accept camelCase and snake_case spellings.
 
+mod batches;
 mod handler;
 pub mod invoicing;
 

@@ -1,0 +1,240 @@
+//! New sales waiting on one series are authorized together: one `FECAESolicitar` carries every voucher
+//! queued for the series (up to the authority's `RegXReq`), so a series is no longer bound to one
+//! authority round trip per sale.
+//!
+//! Per series (organization, point of sale, voucher type) this process keeps a queue and a turn. A
+//! sale queues its voucher and waits for either its verdict or the turn; whoever gets the turn with
+//! vouchers still queued leads the next batch: on its own sale's transaction it locks the series (the
+//! `document_numbers` row, so batches of several processes and the retry worker take turns), numbers
+//! the queued vouchers consecutively from the last the authority approved to us, asks for them in one
+//! request and hands each sale its verdict. Each sale records only its own voucher, in its own
+//! transaction, once its verdict came.
+//!
+//! Exactly once, as for one voucher: a lost reply leaves each voucher of the batch `deferred` with its
+//! number unconfirmed, and the retry worker consults each number before asking again; a batch whose
+//! first number proves not to be the next (10016) approved nothing and is numbered again from the
+//! authority's last; vouchers after one rejected in the middle are asked again in the next round. A
+//! voucher whose sale ran out of time before its batch began is deferred without being asked.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use events::catalogue::{SaleAuthorization, SaleRecorded};
+use sqlx::PgConnection;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::invoicing::{self, Outcome};
+use crate::aggregate::Rejection;
+use crate::engine::ExecuteError;
+use crate::fiscal::{AUTHORITY_BUDGET, AssociatedVoucher, FiscalClient, FiscalError, Issuer, VoucherRequest};
+
+/// The most numbering rounds one batch takes before deferring what is left.
+const ROUNDS: usize = 3;
+/// A voucher with less of its command's time left than this is deferred without being asked.
+const LEAST_TIME: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A voucher waiting for its batch.
+struct Waiting {
+    voucher: VoucherRequest,
+    deadline: Instant,
+    reply: oneshot::Sender<Result<Outcome, Rejection>>,
+    /// The number it was last asked for, once its batch was sent.
+    asked: Arc<Mutex<Option<i64>>>,
+}
+
+/// One series' queue and turn in this process.
+#[derive(Default)]
+struct Series {
+    waiting: Mutex<Vec<Waiting>>,
+    turn: tokio::sync::Mutex<()>,
+    /// `RegXReq`, once asked.
+    limit: tokio::sync::OnceCell<usize>,
+}
+
+type Key = (Uuid, Uuid, i32);
+
+fn series(key: Key) -> Arc<Series> {
+    static SERIES: OnceLock<Mutex<HashMap<Key, Arc<Series>>>> = OnceLock::new();
+    let all = SERIES.get_or_init(Default::default);
+    all.lock().unwrap_or_else(PoisonError::into_inner).entry(key).or_default().clone()
+}
+
+/// Authorizes a new `sale`'s voucher in the next batch of its series; `conn` is the sale's own
+/// transaction, which locks the series if this sale leads the batch.
+pub async fn authorize(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    issuer: Issuer,
+    sale: &SaleRecorded,
+    associated: Option<AssociatedVoucher>,
+) -> Result<Outcome, ExecuteError> {
+    let Some(client) = invoicing::authority() else {
+        return Ok(Outcome::Deferred { unconfirmed: None, reason: "no tax authority is configured".into() });
+    };
+    let queue = series((org_id, sale.point_of_sale_id, sale.voucher_type));
+    let (reply, mut answer) = oneshot::channel();
+    let asked = Arc::new(Mutex::new(None));
+    let voucher = invoicing::voucher_request(sale, 0, associated);
+    let deadline = Instant::now() + AUTHORITY_BUDGET;
+    queue.waiting.lock().unwrap_or_else(PoisonError::into_inner).push(Waiting {
+        voucher,
+        deadline,
+        reply,
+        asked: asked.clone(),
+    });
+    loop {
+        tokio::select! {
+            biased;
+            answered = &mut answer => return settled(answered.ok(), &asked),
+            turn = queue.turn.lock() => {
+                match answer.try_recv() {
+                    Ok(answered) => return Ok(answered?),
+                    Err(oneshot::error::TryRecvError::Closed) => return settled(None, &asked),
+                    Err(oneshot::error::TryRecvError::Empty) => {}
+                }
+                let limit = *queue
+                    .limit
+                    .get_or_try_init(|| async {
+                        client.batch_limit(issuer).await.map(|limit| usize::try_from(limit).unwrap_or(1).max(1))
+                    })
+                    .await
+                    .unwrap_or(&1);
+                let batch: Vec<Waiting> = {
+                    let mut waiting = queue.waiting.lock().unwrap_or_else(PoisonError::into_inner);
+                    let take = waiting.len().min(limit);
+                    waiting.drain(..take).collect()
+                };
+                lead(conn, org_id, issuer, &client, sale, batch).await?;
+                drop(turn);
+                match answer.try_recv() {
+                    Ok(answered) => return Ok(answered?),
+                    Err(oneshot::error::TryRecvError::Closed) => return settled(None, &asked),
+                    // Past the batch's limit: wait for the next turn.
+                    Err(oneshot::error::TryRecvError::Empty) => {}
+                }
+            }
+        }
+    }
+}
+
+/// A sale's verdict, or, when its batch's leader stopped before answering, deferral with the number
+/// it may have been asked for.
+fn settled(answered: Option<Result<Outcome, Rejection>>, asked: &Mutex<Option<i64>>) -> Result<Outcome, ExecuteError> {
+    match answered {
+        Some(verdict) => Ok(verdict?),
+        None => Ok(Outcome::Deferred {
+            unconfirmed: *asked.lock().unwrap_or_else(PoisonError::into_inner),
+            reason: "the batch carrying this voucher was interrupted".into(),
+        }),
+    }
+}
+
+/// Runs one batch on the leader's transaction: every member is answered, whatever happens.
+async fn lead(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    issuer: Issuer,
+    client: &FiscalClient,
+    sale: &SaleRecorded,
+    batch: Vec<Waiting>,
+) -> Result<(), ExecuteError> {
+    let now = Instant::now();
+    let (mut pending, late): (Vec<Waiting>, Vec<Waiting>) =
+        batch.into_iter().partition(|w| w.deadline > now + LEAST_TIME);
+    for waiting in late {
+        let reason = "the command's time for the authority ran out waiting for its series".to_owned();
+        let _ = waiting.reply.send(Ok(Outcome::Deferred { unconfirmed: None, reason }));
+    }
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let deadline = pending.iter().map(|w| w.deadline).min().unwrap_or(now);
+    let known = match invoicing::lock_series(conn, org_id, sale).await {
+        Ok(known) => known,
+        Err(error) => {
+            for waiting in pending {
+                let reason = format!("the series could not be locked: {error}");
+                let _ = waiting.reply.send(Ok(Outcome::Deferred { unconfirmed: None, reason }));
+            }
+            return Err(error.into());
+        }
+    };
+    let mut last = (known > 0).then_some(known);
+    for _ in 0..ROUNDS {
+        if pending.is_empty() {
+            break;
+        }
+        // Numbered from the authority's own last: a first voucher refused as not next is refused for
+        // its date, finally.
+        let fresh = last.is_none();
+        let base = match last {
+            Some(last) => last,
+            None => {
+                let asked = client.last_authorized(issuer, sale.point_of_sale_number, sale.voucher_type);
+                let lookup = || FiscalError::Unavailable("the command's time for the authority ran out".into());
+                match invoicing::within(deadline, asked, lookup).await {
+                    Ok(last) => last,
+                    Err(error) => {
+                        for waiting in pending {
+                            let _ = waiting.reply.send(invoicing::deferral(error.clone(), None, None));
+                        }
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let vouchers: Vec<VoucherRequest> = pending
+            .iter()
+            .zip(1..)
+            .map(|(waiting, offset)| VoucherRequest { number: base + offset, ..waiting.voucher.clone() })
+            .collect();
+        for (waiting, voucher) in pending.iter().zip(&vouchers) {
+            *waiting.asked.lock().unwrap_or_else(PoisonError::into_inner) = Some(voucher.number);
+        }
+        let lost = || FiscalError::NoReply("the command's time for the authority ran out".into());
+        let verdicts = match tokio::time::timeout_at(deadline, client.authorize_batch(issuer, &vouchers)).await {
+            Ok(verdicts) => verdicts,
+            Err(_) => vouchers.iter().map(|_| Err(lost())).collect(),
+        };
+        let first_not_next = verdicts.first().is_some_and(|v| v.as_ref().is_err_and(invoicing::not_next));
+        let mut approved = None;
+        let mut again = Vec::new();
+        for (index, ((waiting, voucher), verdict)) in pending.into_iter().zip(&vouchers).zip(verdicts).enumerate() {
+            match verdict {
+                Ok(auth) => {
+                    approved = Some(auth.number);
+                    let issued = SaleAuthorization {
+                        number: auth.number,
+                        cae: auth.cae,
+                        cae_due: auth.cae_due,
+                        observations: auth.observations,
+                    };
+                    let _ = waiting.reply.send(Ok(Outcome::Issued(issued)));
+                }
+                // Not the next number: nothing was approved for it; it is numbered again.
+                Err(error) if invoicing::not_next(&error) && error.codes() == [10016] && !(fresh && index == 0) => {
+                    again.push(waiting)
+                }
+                Err(error) => {
+                    let _ = waiting.reply.send(invoicing::deferral(error, Some(voucher.number), None));
+                }
+            }
+        }
+        if let Some(number) = approved {
+            invoicing::approved(conn, org_id, sale, number).await?;
+            last = Some(number);
+        } else if first_not_next {
+            // The number remembered was not the authority's last: ask it.
+            last = None;
+        }
+        pending = again;
+    }
+    for waiting in pending {
+        let reason = "the series' numbering did not settle in this batch".to_owned();
+        let _ = waiting.reply.send(Ok(Outcome::Deferred { unconfirmed: None, reason }));
+    }
+    Ok(())
+}
+
