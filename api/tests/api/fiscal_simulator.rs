@@ -48,18 +48,12 @@ pub(crate) async fn organization(pool: &PgPool, cuit: i64, certificate: &str, ke
 
 impl Simulator {
     async fn start(pool: &PgPool) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
-        let base = Url::parse(&format!("http://{}", listener.local_addr().expect("address"))).expect("url");
-        let served = pool.clone();
-        let task = tokio::spawn(async move {
-            api::fiscal_simulator::serve(listener, served).await.expect("the simulator serves");
-        });
         let issuer = organization(pool, ISSUER, FIXTURE_CERTIFICATE, FIXTURE_KEY).await;
         let other = organization(pool, OTHER_ISSUER, OTHER_CERTIFICATE, OTHER_KEY).await;
-        Simulator { base, pool: pool.clone(), task, issuer, other }
+        Self::restart(pool, issuer, other).await
     }
 
-    /// The same simulator's memory, served anew (for a restart), for the same organizations.
+    /// A simulator on `pool`'s memory (served anew, for a restart) for those organizations.
     async fn restart(pool: &PgPool, issuer: Issuer, other: Issuer) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("listener");
         let base = Url::parse(&format!("http://{}", listener.local_addr().expect("address"))).expect("url");

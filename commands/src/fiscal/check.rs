@@ -154,7 +154,7 @@ pub async fn check(pool: &PgPool, client: &FiscalClient, org_id: Uuid) -> Result
                 "select coalesce(max(last), 0) from document_numbers where org_id = $1 and series = $2",
             )
             .bind(org_id)
-            .bind(format!("fiscal:{id}:{voucher_type}"))
+            .bind(super::series_row(id, voucher_type))
             .fetch_one(pool)
             .await?;
             let authority_last = if enabled {

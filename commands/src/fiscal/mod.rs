@@ -101,6 +101,12 @@ pub fn issuer_may_issue(category: &str, letter: &str) -> bool {
     }
 }
 
+/// The `document_numbers` row of a fiscal series (a point of sale's id and a voucher type): the last
+/// number the authority approved to this service there.
+pub fn series_row(point_of_sale_id: Uuid, voucher_type: i32) -> String {
+    format!("fiscal:{point_of_sale_id}:{voucher_type}")
+}
+
 /// The ticket of the authority's authentication service (WSAA) for one issuer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Credentials {

@@ -136,7 +136,7 @@ impl Tickets {
         if let Some(stored) = stored(&self.inner.pool, &fingerprint).await.map_err(storage)?
             && self.fresh(stored.expiration, now)
         {
-            return Ok(self.keep(issuer, fingerprint, stored));
+            return Ok(self.keep(issuer, fingerprint, stored, false));
         }
         let _turn = self.inner.logins.lock().await;
         if let Some(held) = self.held(issuer.org_id()).filter(usable) {
@@ -153,7 +153,7 @@ impl Tickets {
             .map_err(storage)?;
         let current = match stored(&mut *tx, &fingerprint).await.map_err(storage)? {
             Some(stored) if self.fresh(stored.expiration, OffsetDateTime::now_utc()) => {
-                return Ok(self.keep(issuer, fingerprint, stored));
+                return Ok(self.keep(issuer, fingerprint, stored, false));
             }
             current => current,
         };
@@ -170,15 +170,7 @@ impl Tickets {
                     && stored.expiration - OffsetDateTime::now_utc() > LAST_USE =>
             {
                 tracing::info!(org_id = %issuer.org_id(), "the authority keeps the current ticket until it expires");
-                let credentials = Credentials { token: stored.token, sign: stored.sign };
-                let held = Held {
-                    fingerprint,
-                    credentials: credentials.clone(),
-                    expiration: stored.expiration,
-                    kept_to_expiry: true,
-                };
-                self.hold(issuer.org_id(), held);
-                return Ok(credentials);
+                return Ok(self.keep(issuer, fingerprint, stored, true));
             }
             (Err(error), _) => return Err(error),
         };
@@ -199,17 +191,15 @@ impl Tickets {
         tx.commit().await.map_err(storage)?;
         tracing::info!(org_id = %issuer.org_id(), expiration = %ticket.expiration, "new ticket from the authority");
         let stored = Stored { token: ticket.token, sign: ticket.sign, expiration: ticket.expiration };
-        Ok(self.keep(issuer, fingerprint, stored))
+        Ok(self.keep(issuer, fingerprint, stored, false))
     }
 
-    fn keep(&self, issuer: Issuer, fingerprint: Vec<u8>, stored: Stored) -> Credentials {
+    /// Holds `stored` for `issuer` in this process (to its very end when `kept_to_expiry`) and answers
+    /// its credentials.
+    fn keep(&self, issuer: Issuer, fingerprint: Vec<u8>, stored: Stored, kept_to_expiry: bool) -> Credentials {
         let credentials = Credentials { token: stored.token, sign: stored.sign };
-        let held = Held {
-            fingerprint,
-            credentials: credentials.clone(),
-            expiration: stored.expiration,
-            kept_to_expiry: false,
-        };
+        let held =
+            Held { fingerprint, credentials: credentials.clone(), expiration: stored.expiration, kept_to_expiry };
         self.hold(issuer.org_id(), held);
         credentials
     }

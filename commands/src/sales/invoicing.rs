@@ -127,7 +127,7 @@ pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<Asso
 
 /// The row of `sale`'s voucher series in `document_numbers`.
 fn series(sale: &SaleRecorded) -> String {
-    format!("fiscal:{}:{}", sale.point_of_sale_id, sale.voucher_type)
+    crate::fiscal::series_row(sale.point_of_sale_id, sale.voucher_type)
 }
 
 /// Locks the series of `sale`'s voucher for the rest of the transaction (one statement: the upsert
