@@ -161,8 +161,16 @@ pub async fn start(pool: PgPool, bus: Bus, roles: Roles, read_wait: Duration) ->
                 local_progress.clone(),
             ));
         }
-        // Documents render wherever projections run; the worker also polls, so no wake-up is needed.
-        tasks.spawn(projections::documents::worker::run(pool.clone(), Arc::new(tokio::sync::Notify::new())));
+        // Documents render wherever projections run, woken by the progress of the projections that
+        // request them.
+        {
+            let (pool, bus) = (pool.clone(), bus.clone());
+            tasks.spawn(async move {
+                if let Err(error) = projections::documents::worker::run(pool, bus).await {
+                    tracing::error!(error = format!("{error:#}"), "document worker stopped");
+                }
+            });
+        }
         if let Some(config) = set.sender {
             let (pool, bus) = (pool.clone(), bus.clone());
             tasks.spawn(async move {

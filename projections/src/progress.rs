@@ -37,6 +37,32 @@ fn changed_by_default() -> bool {
     true
 }
 
+/// Subscribes to the progress of `projections`, from every process, and returns the task that
+/// notifies `wake` each time a batch of one of them wrote something: for the workers that follow a
+/// projection's output (the webhook sender, the document renderer), which then look for new rows
+/// at once instead of at their next poll. Heartbeats and batches that wrote nothing wake no one; a
+/// message that cannot be read wakes (looking costs one query, missing new rows a whole poll).
+pub async fn wake_on_change(
+    bus: &events::bus::Bus,
+    projections: &[ProjectionId],
+    wake: Arc<tokio::sync::Notify>,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+    use futures::StreamExt;
+    let mut subscriptions = Vec::with_capacity(projections.len());
+    for projection in projections {
+        subscriptions.push(bus.client.subscribe(bus.progress_subject(projection.as_str())).await?);
+    }
+    let mut progress = futures::stream::select_all(subscriptions);
+    Ok(async move {
+        while let Some(message) = progress.next().await {
+            let changed = serde_json::from_slice::<Progress>(&message.payload).map(|p| p.changed).unwrap_or(true);
+            if changed {
+                wake.notify_one();
+            }
+        }
+    })
+}
+
 type Listener = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// Progress within one process: a gateway running beside projectors (`backoffice all`) hears their

@@ -45,6 +45,16 @@ impl OwnerKind {
             OwnerKind::DeliveryNote => "delivery_note",
         }
     }
+
+    /// The projection that requests this kind's documents ([`store::request`]) as it folds their
+    /// owners: the document worker wakes on its progress.
+    pub const fn requested_by(self) -> crate::ProjectionId {
+        match self {
+            OwnerKind::Sale => crate::ProjectionId::Sales,
+            OwnerKind::Purchase => crate::ProjectionId::Purchases,
+            OwnerKind::DeliveryNote => crate::ProjectionId::DeliveryNotes,
+        }
+    }
 }
 
 impl fmt::Display for OwnerKind {

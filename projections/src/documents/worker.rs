@@ -34,7 +34,7 @@ impl Default for WorkerConfig {
         Self {
             retry_schedule: [5, 30, 120, 600, 1800].map(Duration::from_secs).to_vec(),
             failed_retry: Duration::from_secs(3600),
-            poll: Duration::from_secs(1),
+            poll: Duration::from_secs(5),
             batch: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
@@ -50,10 +50,17 @@ impl WorkerConfig {
     }
 }
 
-/// Renders due documents forever with the production schedule: whenever `wake` is notified and at
-/// least every second.
-pub async fn run(pool: PgPool, wake: Arc<Notify>) {
-    run_with(pool, wake, WorkerConfig::default()).await
+/// Renders due documents forever with the production schedule: as soon as a projection that requests
+/// documents ([`OwnerKind::requested_by`]) reports a batch that wrote something, from any process,
+/// and otherwise every [`WorkerConfig::poll`] (retries fall due without an event).
+pub async fn run(pool: PgPool, bus: events::bus::Bus) -> anyhow::Result<()> {
+    let wake = Arc::new(Notify::new());
+    let requesters: Vec<crate::ProjectionId> = OwnerKind::ALL.iter().map(|kind| kind.requested_by()).collect();
+    let follow = crate::progress::wake_on_change(&bus, &requesters, wake.clone()).await?;
+    let follower = tokio::spawn(follow);
+    run_with(pool, wake, WorkerConfig::default()).await;
+    follower.abort();
+    Ok(())
 }
 
 /// [`run`] with another configuration.
@@ -214,6 +221,40 @@ mod tests {
                 .await
                 .expect("row");
         assert_eq!((attempts, error), (1, None));
+    }
+
+    #[sqlx::test(migrations = "../schema")]
+    async fn the_progress_of_a_projection_that_requests_documents_wakes_the_worker(pool: PgPool) {
+        let url = std::env::var("NATS_URL").unwrap_or_else(|_| "nats://127.0.0.1:4222".into());
+        let client = async_nats::connect(url).await.expect("NATS answers");
+        let bus = events::bus::Bus::from_client(client, &format!("t{}", Uuid::now_v7().simple()));
+        let wake = Arc::new(Notify::new());
+        let requesters: Vec<_> = OwnerKind::ALL.iter().map(|kind| kind.requested_by()).collect();
+        let follower =
+            tokio::spawn(crate::progress::wake_on_change(&bus, &requesters, wake.clone()).await.expect("follows"));
+        // A poll longer than the test: only the progress can make it render in time.
+        let config = WorkerConfig { poll: Duration::from_secs(3600), ..WorkerConfig::default() };
+        let worker = tokio::spawn(run_with(pool.clone(), wake, config));
+        let (org, id) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut conn = pool.acquire().await.expect("connection");
+        store::request(&mut conn, org, OwnerKind::Purchase, id, &sample()).await.expect("request");
+        let progress = crate::progress::Progress {
+            projection: OwnerKind::Purchase.requested_by(),
+            partition: crate::Partition::WHOLE,
+            key: events::CommitKey::ZERO,
+            invalidate: Vec::new(),
+            changed: true,
+            heard_by: None,
+        };
+        let subject = bus.progress_subject(progress.projection.as_str());
+        bus.client.publish(subject, serde_json::to_vec(&progress).expect("json").into()).await.expect("published");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while store::state(&pool, org, OwnerKind::Purchase, id).await.expect("state") != DocumentState::Ready {
+            assert!(tokio::time::Instant::now() < deadline, "the progress did not wake the worker");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        worker.abort();
+        follower.abort();
     }
 
     #[sqlx::test(migrations = "../schema")]

@@ -10,7 +10,6 @@ use anyhow::Context;
 use events::bus::Bus;
 use events::catalogue::SealedSecret;
 use events::secrets::SecretBox;
-use futures::StreamExt;
 use hmac::{Hmac, KeyInit, Mac};
 use ipnet::IpNet;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -329,21 +328,7 @@ pub async fn run(pool: PgPool, bus: Bus, config: SenderConfig) -> anyhow::Result
     // Every task of the sender lives in this set, so stopping the sender stops its deliveries too
     // (their leases then run out and another sender takes them over).
     let mut tasks = tokio::task::JoinSet::new();
-    let mut progress = bus.client.subscribe(bus.progress_subject(crate::ProjectionId::Webhooks.as_str())).await?;
-    {
-        let wake = wake.clone();
-        tasks.spawn(async move {
-            while let Some(message) = progress.next().await {
-                // Heartbeats and batches that wrote nothing cannot have made deliveries.
-                let changed = serde_json::from_slice::<crate::progress::Progress>(&message.payload)
-                    .map(|p| p.changed)
-                    .unwrap_or(true);
-                if changed {
-                    wake.notify_one();
-                }
-            }
-        });
-    }
+    tasks.spawn(crate::progress::wake_on_change(&bus, &[crate::ProjectionId::Webhooks], wake.clone()).await?);
     let slots = Arc::new(Semaphore::new(config.concurrency));
     let in_flight = Arc::new(InFlight::default());
     let (done_tx, done_rx) = tokio::sync::mpsc::unbounded_channel();
