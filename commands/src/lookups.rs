@@ -2,7 +2,8 @@
 //! domain calls: the facts of product variants and the latest state of their groups.
 
 use crate::engine::{ExecuteError, WithId, load};
-use events::catalogue::ProductGroup;
+use events::EventPayload;
+use events::catalogue::{ProductEvent, ProductGroup, WHOLE_GROUP_EVERY};
 use sqlx::PgConnection;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -33,11 +34,20 @@ impl VariantFacts {
     }
 }
 
-/// The latest state of each product group, by group id, with its stream version.
-pub(crate) type Groups = BTreeMap<Uuid, (i32, ProductGroup)>;
+/// The latest state of a product group, with its stream version and how many events since the last
+/// one that carried the whole group (see [`events::catalogue::WHOLE_GROUP_EVERY`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupState {
+    pub version: i32,
+    pub group: ProductGroup,
+    pub run_since_whole: usize,
+}
+
+/// The latest state of each product group, by group id.
+pub(crate) type Groups = BTreeMap<Uuid, GroupState>;
 
 /// The facts of each of `variants` that is a product variant of the organization, and the latest state
-/// of their groups (every product event carries its group's whole state, so the latest one is it).
+/// of their groups.
 pub(crate) async fn load_products(
     conn: &mut PgConnection,
     org_id: Uuid,
@@ -54,28 +64,51 @@ pub(crate) async fn load_products(
     let facts = rows
         .iter()
         .filter_map(|(variant, group)| {
-            let (_, state) = groups.get(group)?;
-            VariantFacts::of(*group, state, *variant).map(|f| (*variant, f))
+            let state = groups.get(group)?;
+            VariantFacts::of(*group, &state.group, *variant).map(|f| (*variant, f))
         })
         .collect();
     Ok((facts, groups))
 }
 
-/// The latest state of each of the organization's product groups `ids`, with its stream version.
+/// The latest state of each of the organization's product groups `ids`: the fold of each stream's
+/// latest events from the last that carries the whole group, which is among the latest
+/// [`WHOLE_GROUP_EVERY`] (one query for all of them).
 pub(crate) async fn latest_groups(conn: &mut PgConnection, org_id: Uuid, ids: &[Uuid]) -> Result<Groups, ExecuteError> {
-    let latest: Vec<(Uuid, i32, serde_json::Value)> = sqlx::query_as(
-        "select distinct on (stream_id) stream_id, version, data from events
-         where org_id = $1 and stream_type = 'product' and stream_id = any($2)
-         order by stream_id, version desc",
+    // Newest first within each stream.
+    let latest: Vec<(Uuid, i32, String, i32, serde_json::Value)> = sqlx::query_as(
+        "select g.id, e.version, e.event_type, e.schema_version, e.data
+           from unnest($2::uuid[]) as g(id)
+           cross join lateral (
+                select version, event_type, schema_version, data from events
+                 where org_id = $1 and stream_type = 'product' and stream_id = g.id
+                 order by version desc limit $3) e
+          order by g.id, e.version desc",
     )
     .bind(org_id)
     .bind(ids)
+    .bind(WHOLE_GROUP_EVERY as i64)
     .fetch_all(&mut *conn)
     .await?;
+    let decoded: Vec<(Uuid, i32, ProductEvent)> = latest
+        .into_iter()
+        .map(|(id, version, event_type, schema, data)| {
+            ProductEvent::decode(&event_type, schema, data)
+                .map(|event| (id, version, event))
+                .map_err(|e| ExecuteError::Corrupt(id, e.to_string()))
+        })
+        .collect::<Result<_, _>>()?;
     let mut groups = Groups::new();
-    for (id, version, data) in latest {
-        let group: ProductGroup = serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(id, e.to_string()))?;
-        groups.insert(id, (version, group));
+    for stream in decoded.chunk_by(|a, b| a.0 == b.0) {
+        let (id, version) = (stream[0].0, stream[0].1);
+        let corrupt = |why: String| ExecuteError::Corrupt(id, why);
+        let whole = stream
+            .iter()
+            .position(|(_, _, event)| event.is_whole())
+            .ok_or_else(|| corrupt(format!("no whole group among its latest {WHOLE_GROUP_EVERY} events")))?;
+        let group = stream[..=whole].iter().rev().fold(None, |group, (_, _, event)| event.fold(group));
+        let group = group.ok_or_else(|| corrupt("a whole group folds to a group".into()))?;
+        groups.insert(id, GroupState { version, group, run_since_whole: whole });
     }
     Ok(groups)
 }

@@ -33,8 +33,9 @@ struct Row {
 }
 
 async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
-    // Every event carries its whole group: the last event of a group in the batch decides each of its
-    // variants' rows, written by one statement for the whole batch.
+    // Every event carries whole variants (all of its group's, or the ones that changed) and the group's
+    // shared fields: the last event of the batch carrying a variant decides its row, written by one
+    // statement for the whole batch.
     let mut rows: std::collections::HashMap<(Uuid, Uuid), Row> = std::collections::HashMap::new();
     let mut order = Vec::new();
     let mut repriced: std::collections::HashMap<Uuid, i64> = std::collections::HashMap::new();
@@ -42,7 +43,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         let decoded: ProductEvent = crate::decode(event)?;
         let moves_prices = match &decoded {
             ProductEvent::ProductCreated(_) => true,
-            ProductEvent::ProductUpdated(updated) => {
+            ProductEvent::ProductUpdated(updated) | ProductEvent::ProductVariantsUpdated(updated) => {
                 updated.changes.iter().any(|c| c.changed_fields.iter().any(|f| PRICING_FIELDS.contains(&f.as_str())))
             }
         };

@@ -149,6 +149,71 @@ async fn a_received_purchase_raises_stock_moves_costs_and_is_recorded_once(pool:
     assert_eq!(tagged["data"]["tags"][0]["name"], "importante");
 }
 
+/// The product stream's event types, oldest first, and each event's number of variants.
+async fn product_events(app: &TestApp, group: &str) -> Vec<(String, usize)> {
+    let rows: Vec<(String, Value)> = sqlx::query_as(
+        "select event_type, data from events where stream_type = 'product' and stream_id = $1::uuid order by version",
+    )
+    .bind(group)
+    .fetch_all(&app.pool)
+    .await
+    .expect("events");
+    rows.into_iter().map(|(kind, data)| (kind, data["variants"].as_array().map_or(0, Vec::len))).collect()
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn purchases_record_only_the_variants_whose_costs_they_move(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = warehouse(&app).await;
+    let acme = supplier(&app, "Distribuidora Acme").await;
+    // A matrix of three sizes under automatic margin pricing.
+    let variants: Vec<Value> = ["S", "M", "L"]
+        .iter()
+        .map(|size| json!({"optionValues": {"Talle": size}, "sku": format!("REM-{size}"), "cost": 1000}))
+        .collect();
+    let body = json!({"name": "Remera", "options": ["Talle"], "markupPercentage": "50", "variants": variants});
+    let created = json(app.post_keyed("/api/v1/products", &body).await, 201).await;
+    let group = created["data"]["variantGroupId"].as_str().expect("group").to_owned();
+    let ids: Vec<String> = created["data"]["variants"]
+        .as_array()
+        .expect("variants")
+        .iter()
+        .map(|v| v["id"].as_str().expect("id").to_owned())
+        .collect();
+
+    // Twenty purchases, each moving the cost of the medium size only.
+    for n in 1..=20 {
+        let lines = json!([{ "product_id": ids[1], "quantity": 1, "unit_cost": 1000 + n * 10 }]);
+        let body = purchase(&acme, &format!("0001-{n:08}"), Some(&main), lines);
+        json(app.post_keyed(PURCHASES, &body).await, 201).await;
+    }
+    let recorded = product_events(&app, &group).await;
+    assert_eq!(recorded.len(), 21);
+    assert_eq!(recorded[0], ("ProductCreated".to_owned(), 3));
+    // Each update carries the one variant it moved, but a whole group comes at least every sixteen
+    // events, so a group's state is always the fold of its latest sixteen.
+    for (i, (kind, count)) in recorded.iter().enumerate().skip(1) {
+        let expected = if i % 16 == 0 { ("ProductUpdated", 3) } else { ("ProductVariantsUpdated", 1) };
+        assert_eq!((kind.as_str(), *count), expected, "event {i}");
+    }
+
+    // The read model and the next purchase's view of the costs (folded from the latest events) agree.
+    let medium = json(app.get(&format!("/api/v1/products/{}", ids[1])).await, 200).await;
+    assert_eq!((medium["data"]["cost"].clone(), medium["data"]["price"].clone()), (json!(1200), json!(1800)));
+    for other in [&ids[0], &ids[2]] {
+        let read = json(app.get(&format!("/api/v1/products/{other}")).await, 200).await;
+        assert_eq!((read["data"]["cost"].clone(), read["data"]["price"].clone()), (json!(1000), json!(1500)));
+    }
+    let lines = json!([{ "product_id": ids[1], "quantity": 1, "unit_cost": 1300 }]);
+    let next = json(app.post_keyed(PURCHASES, &purchase(&acme, "0001-00000021", Some(&main), lines)).await, 201).await;
+    assert_eq!(
+        next["data"]["projectedEffects"]["costUpdates"],
+        json!([{ "productId": ids[1], "previousCost": 1200, "newCost": 1300 }])
+    );
+    let read = json(app.get(&format!("/api/v1/products/{}", ids[1])).await, 200).await;
+    assert_eq!(read["data"]["cost"], 1300);
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_dollar_purchase_keeps_its_rate_and_exact_peso_amounts(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

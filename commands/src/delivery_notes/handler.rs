@@ -122,7 +122,7 @@ impl Document for DeliveryNotes {
         facts.products = products
             .into_iter()
             .map(|(variant, fact)| {
-                let name = groups.get(&fact.group_id).map(|(_, g)| g.shared.name.clone()).unwrap_or_default();
+                let name = groups.get(&fact.group_id).map(|state| state.group.shared.name.clone()).unwrap_or_default();
                 (variant, (fact, name))
             })
             .collect();

@@ -10,7 +10,7 @@ use crate::engine::{
 use crate::handler::{Batching, Commit, handler};
 use crate::lookups::latest_groups;
 use crate::metafields::metafield_violation;
-use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group, variant_changes};
+use crate::products::{BulkAdjustment, Product, ProductCommand, adjust_group};
 use crate::records::{Category, Warehouse};
 use crate::reply::CommandReply;
 use crate::tags::{Tag, tagged_products};
@@ -212,23 +212,17 @@ async fn run_bulk_adjustment(
         by_group.entry(*group).or_default().push(*variant);
     }
     let groups: Vec<Uuid> = by_group.keys().copied().collect();
-    // Every product event carries its group's whole state: the latest one per stream is the state.
     let latest = latest_groups(conn, org_id, &groups).await?;
     let mut requests = Vec::new();
     let mut total = crate::products::Adjusted::default();
-    for (group_id, (version, group)) in latest {
+    for (group_id, state) in latest {
         let chosen = by_group.get(&group_id).map(Vec::as_slice).unwrap_or_default();
-        let (next, adjusted) = adjust_group(&group, chosen, &adjustment.target, adjustment.change);
+        let (next, adjusted) = adjust_group(&state.group, chosen, &adjustment.target, adjustment.change);
         total.skipped += adjusted.skipped;
-        if next == group {
-            continue;
-        }
+        let Some(event) = crate::products::variants_updated(group_id, &state, next) else { continue };
         total.changed += adjusted.changed;
         total.repriced += adjusted.repriced;
-        let changes = variant_changes(group_id, &group, &next);
-        let event =
-            events::catalogue::ProductEvent::ProductUpdated(events::catalogue::ProductUpdated { group: next, changes });
-        let stream = StreamRef { org_id, stream_type: "product", stream_id: group_id, expected_version: version };
+        let stream = StreamRef { org_id, stream_type: "product", stream_id: group_id, expected_version: state.version };
         requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
     }
     let commit = append_together(conn, &requests, adjustment.id).await?;

@@ -190,15 +190,34 @@ impl Aggregate for Product {
             (_, ProductEvent::ProductCreated(created)) => {
                 Some(Product { id: Uuid::nil(), group: created.group.clone(), created_at: at, updated_at: at })
             }
-            (Some(current), ProductEvent::ProductUpdated(updated)) => {
-                Some(Product { group: updated.group.clone(), updated_at: at, ..current })
+            (Some(current), ProductEvent::ProductUpdated(_) | ProductEvent::ProductVariantsUpdated(_)) => {
+                let group = event.fold(Some(current.group))?;
+                Some(Product { group, updated_at: at, ..current })
             }
-            (None, ProductEvent::ProductUpdated(_)) => None,
+            (None, ProductEvent::ProductUpdated(_) | ProductEvent::ProductVariantsUpdated(_)) => None,
         }
     }
 }
 
 /// The variants whose public object changed, active before or after, each with its changed fields.
+/// The event recording that `group_id`, `before` as `state` holds it, is now `next` after a change of
+/// some variants only (costs, prices): those variants alone, unless the stream's run of such events is
+/// due a whole group ([`events::catalogue::WHOLE_GROUP_EVERY`]). None when nothing changed.
+pub(crate) fn variants_updated(group_id: Uuid, state: &crate::lookups::GroupState, next: ProductGroup) -> Option<ProductEvent> {
+    if next == state.group {
+        return None;
+    }
+    let changes = variant_changes(group_id, &state.group, &next);
+    let before = &state.group;
+    let only_variants =
+        next.shared == before.shared && next.options == before.options && next.metafields == before.metafields;
+    Some(if !only_variants || state.run_since_whole + 1 >= events::catalogue::WHOLE_GROUP_EVERY {
+        ProductEvent::ProductUpdated(ProductUpdated { group: next, changes })
+    } else {
+        ProductEvent::ProductVariantsUpdated(ProductUpdated { group: next.part(&changes), changes })
+    })
+}
+
 pub fn variant_changes(group_id: Uuid, before: &ProductGroup, after: &ProductGroup) -> Vec<VariantChange> {
     after
         .variants
@@ -685,6 +704,33 @@ mod tests {
         assert_eq!(updated.changes.len(), 2);
         assert_eq!(updated.changes[0].changed_fields, ["name", "price"]);
         assert_eq!(updated.changes[1].changed_fields, ["name"]);
+    }
+
+    #[test]
+    fn variant_changes_record_the_variants_alone_until_a_whole_group_is_due() {
+        let body = json!({"name": "Remera", "options": ["Talle"], "variants": [
+            {"optionValues": {"Talle": "M"}, "sku": "R-M", "cost": 1000, "price": 2500},
+            {"optionValues": {"Talle": "L"}, "sku": "R-L", "cost": 1000, "price": 2600}
+        ]});
+        let (group, _) = parse_create(&body).expect("valid");
+        let id = Uuid::now_v7();
+        let mut next = group.clone();
+        next.variants[1].cost = 1100;
+        let at = |run| crate::lookups::GroupState { version: 3, group: group.clone(), run_since_whole: run };
+        assert_eq!(variants_updated(id, &at(0), group.clone()), None, "nothing changed");
+
+        let Some(ProductEvent::ProductVariantsUpdated(part)) = variants_updated(id, &at(14), next.clone()) else {
+            panic!("a part")
+        };
+        assert_eq!(part.group.variants, [next.variants[1].clone()]);
+        assert_eq!(part.changes[0].changed_fields, ["cost"]);
+        // The sixteenth event since the whole group carries it whole again.
+        let due = variants_updated(id, &at(15), next.clone());
+        assert!(matches!(&due, Some(ProductEvent::ProductUpdated(whole)) if whole.group == next), "{due:?}");
+        // A change beyond the variants is recorded whole, whatever the run.
+        let mut renamed = next.clone();
+        renamed.shared.name = "Remera lisa".into();
+        assert!(matches!(variants_updated(id, &at(0), renamed), Some(ProductEvent::ProductUpdated(_))));
     }
 }
 

@@ -10,7 +10,7 @@ use crate::inventory::levels::{self, Key, Level};
 use crate::inventory::{Move, WantedMove, combo_components, expand_combos, plan};
 use crate::lookups::Groups;
 use crate::records::Warehouse;
-use events::catalogue::{CostUpdate, ProductEvent, ProductUpdated, StockChange, StockLine, ar_date};
+use events::catalogue::{CostUpdate, ProductEvent, StockChange, StockLine, ar_date};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
@@ -105,8 +105,9 @@ pub(crate) async fn add_stock(
     Ok(changes)
 }
 
-/// The `ProductUpdated` of every group whose costs a document moves (prices under automatic margin
-/// pricing follow), each expecting the version it was read at.
+/// The event of every group whose costs a document moves (prices under automatic margin pricing
+/// follow), carrying only the variants that changed ([`crate::products::variants_updated`]), each
+/// expecting the version it was read at.
 pub(crate) fn cost_appends(
     org_id: Uuid,
     updates: &[CostUpdate],
@@ -123,24 +124,20 @@ pub(crate) fn cost_appends(
     by_group
         .into_iter()
         .filter_map(|(group_id, updates)| {
-            let (version, group) = groups.get(&group_id)?;
-            let mut next = group.clone();
+            let state = groups.get(&group_id)?;
+            let mut next = state.group.clone();
             for update in updates {
                 if let Some(variant) = next.variants.iter_mut().find(|v| v.id == update.variant_id) {
                     variant.cost = update.current;
                 }
             }
             next.reprice();
-            if next == *group {
-                return None;
-            }
-            let changes = crate::products::variant_changes(group_id, group, &next);
-            let event = ProductEvent::ProductUpdated(ProductUpdated { group: next, changes });
+            let event = crate::products::variants_updated(group_id, state, next)?;
             let stream = StreamRef {
                 org_id,
                 stream_type: ProductEvent::STREAM_TYPE,
                 stream_id: group_id,
-                expected_version: *version,
+                expected_version: state.version,
             };
             Some(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() })
         })

@@ -690,7 +690,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
                 "the organization has no default warehouse: name one",
             ));
         }
-        let group = fact.and_then(|f| groups.get(&f.group_id)).map(|(_, g)| g);
+        let group = fact.and_then(|f| groups.get(&f.group_id)).map(|state| &state.group);
         let variant = item.variant_id.and_then(|v| group.and_then(|g| g.variants.iter().find(|x| x.id == v)));
         let code = item.tax_rate_id.or(fact.map(|f| f.tax_rate_id)).unwrap_or(5);
         codes.push(code);

@@ -112,19 +112,54 @@ pub struct ProductUpdated {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProductEvent {
     ProductCreated(ProductCreated),
+    /// The whole group after a change.
     ProductUpdated(ProductUpdated),
+    /// Some variants changed and nothing else (costs a purchase moved, a bulk adjustment): `group`
+    /// carries the group's shared fields, options and metafields, and only the variants that changed,
+    /// each whole. The others stay as the events before left them. A group's stream has a whole group
+    /// at least every [`WHOLE_GROUP_EVERY`] events.
+    ProductVariantsUpdated(ProductUpdated),
 }
 
+/// A product stream carries its whole group (`ProductCreated` or `ProductUpdated`) at least once in
+/// every run of this many events, so a group's state is the fold of its latest events up to this many:
+/// a writer records the whole group instead of a [`ProductEvent::ProductVariantsUpdated`] when its
+/// stream's run of those would reach it.
+pub const WHOLE_GROUP_EVERY: usize = 16;
+
 impl ProductEvent {
+    /// The group as the event carries it: whole, or for [`ProductEvent::ProductVariantsUpdated`] with
+    /// only the variants that changed.
     pub fn group(&self) -> &ProductGroup {
         match self {
             Self::ProductCreated(e) => &e.group,
-            Self::ProductUpdated(e) => &e.group,
+            Self::ProductUpdated(e) | Self::ProductVariantsUpdated(e) => &e.group,
+        }
+    }
+
+    /// Whether the event carries the group's whole state.
+    pub fn is_whole(&self) -> bool {
+        match self {
+            Self::ProductCreated(_) | Self::ProductUpdated(_) => true,
+            Self::ProductVariantsUpdated(_) => false,
+        }
+    }
+
+    /// The group after this event: the one it carries when whole, else `before` with the variants
+    /// it carries put in place (none before a whole group: a stream cannot start with a part).
+    pub fn fold(&self, before: Option<ProductGroup>) -> Option<ProductGroup> {
+        match self {
+            Self::ProductCreated(_) | Self::ProductUpdated(_) => Some(self.group().clone()),
+            Self::ProductVariantsUpdated(part) => {
+                let mut group = before?;
+                group.merge(&part.group);
+                Some(group)
+            }
         }
     }
 }
 
-payloads!(ProductEvent, "product", ProductCreated(_), ProductUpdated(_));
+payloads!(ProductEvent, "product", ProductCreated(_), ProductUpdated(_), ProductVariantsUpdated(_));
 
 /// The public fields of a product event object, in the fixed order `changed_fields` uses.
 pub const PUBLIC_PRODUCT_FIELDS: &[&str] = &[
@@ -150,6 +185,31 @@ pub const PUBLIC_PRODUCT_FIELDS: &[&str] = &[
 ];
 
 impl ProductGroup {
+    /// Puts `part`'s variants (whole, each replacing the one with its id) and its shared fields, options
+    /// and metafields in place.
+    pub fn merge(&mut self, part: &ProductGroup) {
+        self.shared = part.shared.clone();
+        self.options = part.options.clone();
+        self.metafields = part.metafields.clone();
+        for variant in &part.variants {
+            match self.variants.iter_mut().find(|v| v.id == variant.id) {
+                Some(current) => *current = variant.clone(),
+                None => self.variants.push(variant.clone()),
+            }
+        }
+    }
+
+    /// This group with only the variants `changed` names: what a
+    /// [`ProductEvent::ProductVariantsUpdated`] carries.
+    pub fn part(&self, changed: &[VariantChange]) -> ProductGroup {
+        ProductGroup {
+            shared: self.shared.clone(),
+            options: self.options.clone(),
+            variants: self.variants.iter().filter(|v| changed.iter().any(|c| c.variant_id == v.id)).cloned().collect(),
+            metafields: self.metafields.clone(),
+        }
+    }
+
     /// Under automatic margin pricing, sets every variant's price from its cost; the number of prices
     /// that moved.
     pub fn reprice(&mut self) -> usize {
@@ -213,7 +273,9 @@ impl super::MovesStock for ProductEvent {
             ProductEvent::ProductCreated(created) if !created.opening_stock.is_empty() => {
                 Some(super::StockEffect::Opening(created.opening_stock))
             }
-            ProductEvent::ProductCreated(_) | ProductEvent::ProductUpdated(_) => None,
+            ProductEvent::ProductCreated(_)
+            | ProductEvent::ProductUpdated(_)
+            | ProductEvent::ProductVariantsUpdated(_) => None,
         }
     }
 }
@@ -268,5 +330,25 @@ mod tests {
         });
         let stored = event.to_data();
         assert_eq!(ProductEvent::decode("ProductUpdated", 1, stored).expect("decodes"), event);
+    }
+
+    #[test]
+    fn a_part_folds_onto_the_group_before_it_and_nothing_else() {
+        let mut whole = group();
+        let mut second = whole.variants[0].clone();
+        second.id = Uuid::now_v7();
+        second.sku = "REM-2".into();
+        whole.variants.push(second);
+        let mut next = whole.clone();
+        next.variants[1].cost = 777;
+        next.variants[1].price = 999;
+        let changes = vec![VariantChange { variant_id: next.variants[1].id, changed_fields: vec!["cost".into()] }];
+        let part = ProductEvent::ProductVariantsUpdated(ProductUpdated { group: next.part(&changes), changes });
+        assert_eq!(part.group().variants.len(), 1, "only the changed variant is recorded");
+        assert!(!part.is_whole());
+        assert_eq!(part.fold(Some(whole.clone())), Some(next));
+        assert_eq!(part.fold(None), None, "a part needs the group before it");
+        let decoded = ProductEvent::decode("ProductVariantsUpdated", 1, part.to_data()).expect("decodes");
+        assert_eq!(decoded, part);
     }
 }

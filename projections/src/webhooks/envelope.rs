@@ -112,7 +112,7 @@ pub fn public_events(event: &RecordedEvent) -> Result<Vec<PublicEvent>, Projecti
                 test: false,
             })
             .collect(),
-        ProductEvent::ProductUpdated(updated) => updated
+        ProductEvent::ProductUpdated(updated) | ProductEvent::ProductVariantsUpdated(updated) => updated
             .changes
             .iter()
             .filter_map(|change| {
