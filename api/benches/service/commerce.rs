@@ -161,7 +161,7 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
             &purchases,
             "purchases/s",
             creates,
-            0.4,
+            0.3,
             &cpu,
         );
     }
@@ -198,10 +198,10 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
         .await
         .expect("json");
     let point = points["data"][0]["id"].as_str().expect("the seeded point of sale").to_owned();
-    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+    // Sales of three product lines at `point` (keys prefixed `prefix`).
+    let sales_at = |point: String, prefix: &'static str| -> Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> {
         let (auth, addr, products) = (auth.to_owned(), setup.http_addr.clone(), products.clone());
         let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
-        let point = point.clone();
         Arc::new(move |n| {
             let lines: Vec<serde_json::Value> = (0..3)
                 .map(|j| {
@@ -211,17 +211,37 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
                 .collect();
             let body = serde_json::json!({"voucherType": 6, "pointOfSaleId": point, "invoiceDate": today,
                 "total": 3630, "items": lines});
-            let mut request = keyed_post(&addr, &auth, "/api/v1/sales", n, "sale", &Bytes::from(body.to_string()));
+            let mut request = keyed_post(&addr, &auth, "/api/v1/sales", n, prefix, &Bytes::from(body.to_string()));
             request.headers_mut().insert("service-version", hyper::header::HeaderValue::from_static("2026-08-20"));
             request
         })
     };
     if phase("sales") {
         let cpu = cpu_times();
-        let sales = load(setup, make, 201).await;
+        let sales = load(setup, sales_at(point.clone(), "sale"), 201).await;
         let cpu = cpu_line(&cpu, sales.count, "sale", true);
         print_against_creates(
             "sales: POST /api/v1/sales, 3 product lines, each authorized by the tax authority (the simulator)",
+            &sales,
+            "sales/s",
+            creates,
+            0.15,
+            &cpu,
+        );
+    }
+    // The same sales at a manual point of sale: numbered by the service, no authority involved.
+    if phase("sales_manual") {
+        let created = backoffice(
+            setup,
+            &["admin", "create-point-of-sale", "--org", &org_id, "--number", "90", "--kind", "manual"],
+        );
+        let created: serde_json::Value = serde_json::from_str(&created).expect("the new point of sale");
+        let manual = created["point_of_sale_id"].as_str().expect("point of sale id").to_owned();
+        let cpu = cpu_times();
+        let sales = load(setup, sales_at(manual, "manual-sale"), 201).await;
+        let cpu = cpu_line(&cpu, sales.count, "sale", true);
+        print_against_creates(
+            "sales (not invoiced): the same sales at a manual point of sale",
             &sales,
             "sales/s",
             creates,
