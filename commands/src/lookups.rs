@@ -72,17 +72,23 @@ pub(crate) async fn load_products(
 }
 
 /// The latest state of each of the organization's product groups `ids`: the fold of each stream's
-/// latest events from the last that carries the whole group, which is among the latest
-/// [`WHOLE_GROUP_EVERY`] (one query for all of them).
+/// events from the last that carries the whole group, which is among its latest
+/// [`WHOLE_GROUP_EVERY`] (one query for all of them, reading the payloads of those events only).
 pub(crate) async fn latest_groups(conn: &mut PgConnection, org_id: Uuid, ids: &[Uuid]) -> Result<Groups, ExecuteError> {
     // Newest first within each stream.
     let latest: Vec<(Uuid, i32, String, i32, serde_json::Value)> = sqlx::query_as(
         "select g.id, e.version, e.event_type, e.schema_version, e.data
            from unnest($2::uuid[]) as g(id)
            cross join lateral (
+                select max(version) as version from (
+                    select version, event_type from events
+                     where org_id = $1 and stream_type = 'product' and stream_id = g.id
+                     order by version desc limit $3) recent
+                 where event_type <> 'ProductVariantsUpdated') whole
+           cross join lateral (
                 select version, event_type, schema_version, data from events
-                 where org_id = $1 and stream_type = 'product' and stream_id = g.id
-                 order by version desc limit $3) e
+                 where org_id = $1 and stream_type = 'product' and stream_id = g.id and version >= whole.version
+                 order by version desc) e
           order by g.id, e.version desc",
     )
     .bind(org_id)

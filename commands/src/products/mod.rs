@@ -201,8 +201,9 @@ impl Aggregate for Product {
 
 /// The variants whose public object changed, active before or after, each with its changed fields.
 /// The event recording that `group_id`, `before` as `state` holds it, is now `next` after a change of
-/// some variants only (costs, prices): those variants alone, unless the stream's run of such events is
-/// due a whole group ([`events::catalogue::WHOLE_GROUP_EVERY`]). None when nothing changed.
+/// some variants only (costs, prices): those variants alone, unless that is the whole group anyway (a
+/// single product) or the stream's run of such events is due a whole group
+/// ([`events::catalogue::WHOLE_GROUP_EVERY`]). None when nothing changed.
 pub(crate) fn variants_updated(group_id: Uuid, state: &crate::lookups::GroupState, next: ProductGroup) -> Option<ProductEvent> {
     if next == state.group {
         return None;
@@ -211,10 +212,12 @@ pub(crate) fn variants_updated(group_id: Uuid, state: &crate::lookups::GroupStat
     let before = &state.group;
     let only_variants =
         next.shared == before.shared && next.options == before.options && next.metafields == before.metafields;
-    Some(if !only_variants || state.run_since_whole + 1 >= events::catalogue::WHOLE_GROUP_EVERY {
+    let part = next.part(&changes);
+    let due = state.run_since_whole + 1 >= events::catalogue::WHOLE_GROUP_EVERY;
+    Some(if !only_variants || due || part.variants.len() == next.variants.len() {
         ProductEvent::ProductUpdated(ProductUpdated { group: next, changes })
     } else {
-        ProductEvent::ProductVariantsUpdated(ProductUpdated { group: next.part(&changes), changes })
+        ProductEvent::ProductVariantsUpdated(ProductUpdated { group: part, changes })
     })
 }
 
@@ -731,6 +734,10 @@ mod tests {
         let mut renamed = next.clone();
         renamed.shared.name = "Remera lisa".into();
         assert!(matches!(variants_updated(id, &at(0), renamed), Some(ProductEvent::ProductUpdated(_))));
+        // So is a change of every variant: the part would be the whole.
+        let mut every = next.clone();
+        every.variants[0].cost = 1200;
+        assert!(matches!(variants_updated(id, &at(0), every), Some(ProductEvent::ProductUpdated(_))));
     }
 }
 
