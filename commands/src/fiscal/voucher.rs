@@ -156,6 +156,12 @@ pub struct Authorization {
     pub observations: Vec<(i64, String)>,
 }
 
+impl From<Authorization> for events::catalogue::SaleAuthorization {
+    fn from(auth: Authorization) -> Self {
+        Self { number: auth.number, cae: auth.cae, cae_due: auth.cae_due, observations: auth.observations }
+    }
+}
+
 /// A voucher as the authority holds it (`FECompConsultar`), in our terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredVoucher {

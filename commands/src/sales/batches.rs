@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use events::catalogue::{SaleAuthorization, SaleRecorded};
+use events::catalogue::SaleRecorded;
 use sqlx::PgConnection;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -70,8 +70,9 @@ pub async fn authorize(
     sale: &SaleRecorded,
     associated: Option<AssociatedVoucher>,
 ) -> Result<Outcome, ExecuteError> {
-    let Some(client) = invoicing::authority() else {
-        return Ok(Outcome::Deferred { unconfirmed: None, reason: "no tax authority is configured".into() });
+    let client = match invoicing::authority() {
+        Ok(client) => client,
+        Err(deferred) => return Ok(deferred),
     };
     let queue = series((org_id, sale.point_of_sale_id, sale.voucher_type));
     let (reply, mut answer) = oneshot::channel();
@@ -89,10 +90,8 @@ pub async fn authorize(
             biased;
             answered = &mut answer => return settled(answered.ok(), &asked),
             turn = queue.turn.lock() => {
-                match answer.try_recv() {
-                    Ok(answered) => return Ok(answered?),
-                    Err(oneshot::error::TryRecvError::Closed) => return settled(None, &asked),
-                    Err(oneshot::error::TryRecvError::Empty) => {}
+                if let Some(settled) = arrived(&mut answer, &asked) {
+                    return settled;
                 }
                 let limit = *queue
                     .limit
@@ -108,14 +107,25 @@ pub async fn authorize(
                 };
                 lead(conn, org_id, issuer, &client, sale, batch).await?;
                 drop(turn);
-                match answer.try_recv() {
-                    Ok(answered) => return Ok(answered?),
-                    Err(oneshot::error::TryRecvError::Closed) => return settled(None, &asked),
-                    // Past the batch's limit: wait for the next turn.
-                    Err(oneshot::error::TryRecvError::Empty) => {}
+                // Still waiting when it was past the batch's limit: the next turn.
+                if let Some(settled) = arrived(&mut answer, &asked) {
+                    return settled;
                 }
             }
         }
+    }
+}
+
+/// What [`settled`] makes of the sale's answer if it has come or its leader stopped; none while it is
+/// still to come.
+fn arrived(
+    answer: &mut oneshot::Receiver<Result<Outcome, Rejection>>,
+    asked: &Mutex<Option<i64>>,
+) -> Option<Result<Outcome, ExecuteError>> {
+    match answer.try_recv() {
+        Ok(answered) => Some(settled(Some(answered), asked)),
+        Err(oneshot::error::TryRecvError::Closed) => Some(settled(None, asked)),
+        Err(oneshot::error::TryRecvError::Empty) => None,
     }
 }
 
@@ -205,13 +215,7 @@ async fn lead(
             match verdict {
                 Ok(auth) => {
                     approved = Some(auth.number);
-                    let issued = SaleAuthorization {
-                        number: auth.number,
-                        cae: auth.cae,
-                        cae_due: auth.cae_due,
-                        observations: auth.observations,
-                    };
-                    let _ = waiting.reply.send(Ok(Outcome::Issued(issued)));
+                    let _ = waiting.reply.send(Ok(Outcome::Issued(auth.into())));
                 }
                 // Not the next number: nothing was approved for it; it is numbered again.
                 Err(error) if invoicing::not_next(&error) && error.codes() == [10016] && !(fresh && index == 0) => {

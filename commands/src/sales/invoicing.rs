@@ -28,9 +28,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// The tax authority of the running worker, if one is configured.
-pub fn authority() -> Option<FiscalClient> {
+/// The tax authority of the running worker; without one, what a voucher comes to: deferred.
+pub fn authority() -> Result<FiscalClient, Outcome> {
     crate::engine::fiscal()
+        .ok_or_else(|| Outcome::Deferred { unconfirmed: None, reason: "no tax authority is configured".into() })
 }
 
 /// What an authorization attempt came to.
@@ -206,8 +207,9 @@ pub async fn authorize(
     sale: &SaleRecorded,
     associated: Option<AssociatedVoucher>,
 ) -> Result<Outcome, ExecuteError> {
-    let Some(client) = authority() else {
-        return Ok(Outcome::Deferred { unconfirmed: None, reason: "no tax authority is configured".into() });
+    let client = match authority() {
+        Ok(client) => client,
+        Err(deferred) => return Ok(deferred),
     };
     let known = lock_series(conn, org_id, sale).await?;
     // Every call for this voucher ends within the authority's share of the command.
@@ -256,12 +258,7 @@ pub async fn authorize(
         match within(deadline, client.authorize(issuer, &request), lost).await {
             Ok(auth) => {
                 approved(conn, org_id, sale, auth.number).await?;
-                return Ok(Outcome::Issued(SaleAuthorization {
-                    number: auth.number,
-                    cae: auth.cae,
-                    cae_due: auth.cae_due,
-                    observations: auth.observations,
-                }));
+                return Ok(Outcome::Issued(auth.into()));
             }
             Err(error) if remembered && not_next(&error) => last = None,
             Err(error) => return Ok(deferral(error, Some(number), None)?),
