@@ -46,7 +46,7 @@ pub async fn wake_on_change(
     bus: &events::bus::Bus,
     projections: &[ProjectionId],
     wake: Arc<tokio::sync::Notify>,
-) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + use<>> {
     use futures::StreamExt;
     let mut subscriptions = Vec::with_capacity(projections.len());
     for projection in projections {

@@ -55,12 +55,19 @@ impl WorkerConfig {
 /// and otherwise every [`WorkerConfig::poll`] (retries fall due without an event).
 pub async fn run(pool: PgPool, bus: events::bus::Bus) -> anyhow::Result<()> {
     let wake = Arc::new(Notify::new());
-    let requesters: Vec<crate::ProjectionId> = OwnerKind::ALL.iter().map(|kind| kind.requested_by()).collect();
-    let follow = crate::progress::wake_on_change(&bus, &requesters, wake.clone()).await?;
-    let follower = tokio::spawn(follow);
+    let follower = tokio::spawn(wake_on_requests(&bus, wake.clone()).await?);
     run_with(pool, wake, WorkerConfig::default()).await;
     follower.abort();
     Ok(())
+}
+
+/// The task that notifies `wake` whenever a projection that requests documents wrote a batch.
+async fn wake_on_requests(
+    bus: &events::bus::Bus,
+    wake: Arc<Notify>,
+) -> anyhow::Result<impl std::future::Future<Output = ()> + Send + use<>> {
+    let requesters: Vec<crate::ProjectionId> = OwnerKind::ALL.iter().map(|kind| kind.requested_by()).collect();
+    crate::progress::wake_on_change(bus, &requesters, wake).await
 }
 
 /// [`run`] with another configuration.
@@ -229,9 +236,7 @@ mod tests {
         let client = async_nats::connect(url).await.expect("NATS answers");
         let bus = events::bus::Bus::from_client(client, &format!("t{}", Uuid::now_v7().simple()));
         let wake = Arc::new(Notify::new());
-        let requesters: Vec<_> = OwnerKind::ALL.iter().map(|kind| kind.requested_by()).collect();
-        let follower =
-            tokio::spawn(crate::progress::wake_on_change(&bus, &requesters, wake.clone()).await.expect("follows"));
+        let follower = tokio::spawn(wake_on_requests(&bus, wake.clone()).await.expect("follows"));
         // A poll longer than the test: only the progress can make it render in time.
         let config = WorkerConfig { poll: Duration::from_secs(3600), ..WorkerConfig::default() };
         let worker = tokio::spawn(run_with(pool.clone(), wake, config));
