@@ -239,13 +239,19 @@ async fn the_dated_contract_holds_its_six_rules(pool: PgPool) {
     assert!(sell(&app, &body(24200), true).await.headers().get("deprecation").is_none());
 }
 
+/// Makes the test's organization a registered issuer with a point of sale, and returns the body of a
+/// one-line B invoice there (12,100 cents) for the authority to number.
+async fn mate_sale(app: &TestApp) -> Value {
+    fiscal_profile(app, "Responsable Inscripto").await;
+    let pos = point_of_sale(app).await;
+    json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
+        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] })
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn the_authority_is_asked_once_even_when_its_answer_is_lost(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    fiscal_profile(&app, "Responsable Inscripto").await;
-    let pos = point_of_sale(&app).await;
-    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
-        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    let body = mate_sale(&app).await;
 
     // Lost reply: the sale is created deferred; the worker consults the number and finds it issued.
     script(&app, json!([{ "outcome": "lost_reply" }])).await;
@@ -405,10 +411,7 @@ async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPo
 async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_twice(pool: PgPool) {
     use commands::fiscal::{Issuer, VoucherRequest};
     let app = TestApp::spawn(pool).await;
-    fiscal_profile(&app, "Responsable Inscripto").await;
-    let pos = point_of_sale(&app).await;
-    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
-        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    let body = mate_sale(&app).await;
     let first = json(sell(&app, &body, true).await, 201).await["data"].clone();
     assert_eq!((first["fiscal"]["status"].as_str(), first["invoiceNumber"].as_i64()), (Some("issued"), Some(1)));
 
@@ -436,10 +439,7 @@ async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_tw
 #[sqlx::test(migrations = "../schema")]
 async fn with_default_settings_a_lost_reply_answers_deferred_in_time(pool: PgPool) {
     let app = TestApp::spawn_with_default_fiscal_timeout(pool).await;
-    fiscal_profile(&app, "Responsable Inscripto").await;
-    let pos = point_of_sale(&app).await;
-    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
-        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    let body = mate_sale(&app).await;
     script(&app, json!([{ "outcome": "lost_reply" }])).await;
     let lost = json(sell(&app, &body, true).await, 201).await["data"].clone();
     assert_eq!(lost["fiscal"]["status"], "deferred");
@@ -460,10 +460,7 @@ async fn fifty_sales_on_one_series_are_authorized_in_batches_with_consecutive_nu
     let options = pool.connect_options().as_ref().clone();
     let pool = sqlx::postgres::PgPoolOptions::new().max_connections(24).connect_with(options).await.expect("pool");
     let app = TestApp::spawn(pool).await;
-    fiscal_profile(&app, "Responsable Inscripto").await;
-    let pos = point_of_sale(&app).await;
-    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
-        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    let body = mate_sale(&app).await;
     // An authority that takes a moment to answer, as the real one does: sales queue meanwhile.
     let latency = app.client.post(format!("{}/_simulator/latency", app.fiscal_url)).json(&json!({ "milliseconds": 300 }));
     assert_eq!(latency.send().await.expect("sent").status().as_u16(), 200);
@@ -484,10 +481,7 @@ async fn fifty_sales_on_one_series_are_authorized_in_batches_with_consecutive_nu
 #[sqlx::test(migrations = "../schema")]
 async fn a_lost_reply_inside_a_batch_is_resolved_by_consulting_never_by_asking_twice(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    fiscal_profile(&app, "Responsable Inscripto").await;
-    let pos = point_of_sale(&app).await;
-    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 12100,
-        "items": [{ "name": "Mate", "quantity": 1, "unitPrice": 12100 }] });
+    let body = mate_sale(&app).await;
     script(&app, json!([{ "outcome": "lost_reply" }])).await;
     let sold = futures::future::join_all((0..6).map(|_| sell(&app, &body, true))).await;
     let mut ids = Vec::new();
