@@ -29,7 +29,10 @@ schema language:
 - a CUIT's check digit (a checksum);
 - the historical sale contract's snake_case spellings of its camelCase fields (an extra property
   spelled like a field is that field): valid sale cases keep to the documented spellings;
-- the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0).
+- the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0);
+- a report query's `sort` naming only groups and metrics of the same query, each once whatever its
+  direction (references between sibling fields), its date range in order, its `as_of` instant not in
+  the future (the clock) and its `cursor` issued by the service (dropped, as for lists).
 
 Schema-valid cases (positive mode) are repaired to respect these rules; schema-invalid ones are left
 alone.
@@ -419,6 +422,22 @@ REPAIRS = {
     "applyProductTags": _repair_tags,
     "applySaleTags": _repair_tags,
 }
+
+
+def _repair_report_query(body):
+    body.pop("cursor", None)
+    named = set(body.get("group_by") or []) | set(body.get("metrics") or [])
+    if isinstance(body.get("sort"), list):
+        body["sort"] = _dedupe([s for s in body["sort"] if s.lstrip("-") in named], lambda s: s.lstrip("-"))
+    filters = body.get("filters")
+    if isinstance(filters, dict) and filters.get("date_from") and filters.get("date_to"):
+        low, high = sorted([filters["date_from"], filters["date_to"]])
+        filters["date_from"], filters["date_to"] = low, high
+    if isinstance(body.get("as_of"), str):
+        body["as_of"] = "2026-01-01T00:00:00-03:00"
+
+
+REPAIRS["queryReport"] = _repair_report_query
 
 
 @schemathesis.hook

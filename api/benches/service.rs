@@ -5,7 +5,7 @@
 //! select by primary key; projection rebuild speed over at least 100,000 events; webhook deliveries to a
 //! local HTTPS receiver (throughput of the sender, and the p99 time from commit to delivery); the write
 //! path's CPU with the metrics recorder and without it. `BENCH_COMMERCE_ONLY`, `BENCH_STOCK_ONLY`,
-//! `BENCH_METRICS_ONLY`, `BENCH_WRITES_ONLY` (and others below) run one part; `BENCH_PHASES` (a comma
+//! `BENCH_METRICS_ONLY`, `BENCH_WRITES_ONLY`, `BENCH_REPORTS_ONLY` (and others below) run one part; `BENCH_PHASES` (a comma
 //! list of `stock`, `contended`, `purchases`, `sales`, `delivery_notes`, `transfers`, `payments`) narrows the commercial phases, e.g. to profile one.
 //!
 //! This file runs the phases in order (`main`); each lives in `service/`: `harness.rs` (settings, the
@@ -25,6 +25,8 @@ mod cpu;
 mod harness;
 #[path = "service/metrics.rs"]
 mod metrics;
+#[path = "service/reports.rs"]
+mod reports;
 #[path = "service/treasury.rs"]
 mod treasury;
 #[path = "service/webhooks.rs"]
@@ -88,6 +90,11 @@ async fn main() {
     }
     if std::env::var("BENCH_WEBHOOKS_ONLY").is_ok() {
         webhooks(&setup, &auth, &receiver).await;
+        return;
+    }
+    if std::env::var("BENCH_REPORTS_ONLY").is_ok() {
+        let org_id = org["organization_id"].as_str().expect("org id");
+        reports::reports(&setup, &auth, org_id, service).await;
         return;
     }
 
@@ -316,5 +323,9 @@ async fn main() {
     );
     println!("  target  : {:>10.0} events/s", 20_000.0);
     println!("  ratio   : {:>10.3}", rate / 20_000.0);
+
+    // Reports over a million sale lines, on a service of their own (the phase stops it to load them).
+    let service = start_service(&setup);
+    reports::reports(&setup, &auth, org_id, service).await;
     let _ = &setup.database;
 }

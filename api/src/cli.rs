@@ -44,6 +44,9 @@ pub enum Command {
     /// Invoicing with the tax authority.
     #[command(subcommand)]
     Fiscal(FiscalCommand),
+    /// Grouped reports, as the HTTP API answers them.
+    #[command(subcommand)]
+    Reports(ReportsCommand),
     /// Where every follower of the event store stands: each projection partition's position, lag and
     /// last progress, the relay and the sealer, and the webhook queue (from the database and NATS).
     Status {
@@ -61,6 +64,22 @@ pub enum FiscalCommand {
     Check {
         #[arg(long)]
         org: Uuid,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportsCommand {
+    /// Answer a report query (the body of `POST /api/v1/reports/query`, read from a file) with every
+    /// group: JSON (the answer's `data`), or CSV with `--csv`. A bad query prints its errors and exits 2.
+    Query {
+        #[arg(long)]
+        org: Uuid,
+        /// The query, as JSON.
+        #[arg(long)]
+        file: std::path::PathBuf,
+        /// Print CSV instead of JSON.
+        #[arg(long)]
+        csv: bool,
     },
 }
 
@@ -410,6 +429,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             out.flush()?;
             Ok(0)
         }
+        Command::Reports(ReportsCommand::Query { org, file, csv }) => report_query(&settings, org, &file, csv).await,
         Command::Fiscal(FiscalCommand::Check { org }) => {
             let pool = roles::connect_database(&settings).await?;
             let client = commands::fiscal::connect(&settings.fiscal, pool.clone())
@@ -458,6 +478,50 @@ fn cash_location(kind: LocationKind, args: &CashLocationArgs) -> anyhow::Result<
         uses_checkbook: false,
         ledger_account_id: args.ledger_account,
     })
+}
+
+/// `reports query`: the gateway's parser and queries, every group at once.
+async fn report_query(settings: &Settings, org: Uuid, file: &std::path::Path, csv: bool) -> anyhow::Result<i32> {
+    use crate::http::reports;
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let body: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    let request = match reports::parse(&body, time::OffsetDateTime::now_utc()) {
+        Ok(request) if request.cursor.is_some() => {
+            eprintln!("reports query: a cursor pages the HTTP API; the CLI answers every group (drop `cursor`)");
+            return Ok(2);
+        }
+        Ok(request) => request,
+        Err(errors) => {
+            print_json(&serde_json::json!({ "errors": errors }))?;
+            return Ok(2);
+        }
+    };
+    let pool = roles::connect_database(settings).await?;
+    let known: bool = sqlx::query_scalar("select exists (select 1 from organizations where id = $1)")
+        .bind(org)
+        .fetch_one(&pool)
+        .await?;
+    if !known {
+        eprintln!("reports query: no organization {org}");
+        return Ok(1);
+    }
+    if !csv {
+        let data = reports::answer(&pool, None, org, &request, (0, None))
+            .await
+            .map_err(|e| anyhow::anyhow!("the report could not be answered: {:?}", e.envelope("cli")))?;
+        print_json(&serde_json::to_value(&data)?)?;
+        return Ok(0);
+    }
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<String>(64);
+    let writer = tokio::spawn(async move { reports::write_csv(&pool, org, &request, (0, None), sender).await });
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    while let Some(line) = receiver.recv().await {
+        out.write_all(line.as_bytes())?;
+    }
+    out.flush()?;
+    writer.await??;
+    Ok(0)
 }
 
 async fn run_admin(settings: &Settings, command: AdminCommand) -> anyhow::Result<i32> {

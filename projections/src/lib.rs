@@ -483,6 +483,7 @@ projections! {
     mod treasury { Treasury = "treasury" => TreasuryProjection, }
     mod payments { Payments = "payments" => PaymentsProjection, }
     mod accounts { Accounts = "accounts" => AccountsProjection, }
+    mod reports { Reports = "reports" => ReportsProjection, }
     mod webhooks { Webhooks = "webhooks" => WebhooksProjection::default(), }
 }
 

@@ -68,8 +68,13 @@ pub fn start_service(setup: &Setup) -> Service {
 
 /// Starts `backoffice all`, with its metrics recorder or without it (`BACKOFFICE_METRICS=off`).
 pub fn start_service_metrics(setup: &Setup, metrics: bool) -> Service {
+    start_role(setup, "all", metrics)
+}
+
+/// Starts one role of the service (`all`, `api`, ...), ready once it answers.
+pub fn start_role(setup: &Setup, role: &str, metrics: bool) -> Service {
     let child = Command::new(&setup.binary)
-        .arg("all")
+        .arg(role)
         .env("BACKOFFICE_METRICS", if metrics { env("BENCH_SERVICE_METRICS", "on") } else { "off".into() })
         .env("DATABASE_URL", &setup.database_url)
         .env("NATS_PREFIX", &setup.prefix)

@@ -85,6 +85,8 @@ pub enum ApiTags {
     PointsOfSale,
     /// Webhook endpoints, deliveries and the event catalogue.
     Webhooks,
+    /// Grouped reports of sales, purchases, payments and inventory, as of any past position.
+    Reports,
     /// The machine-first surface (page lists, v2 envelopes).
     V2,
 }
@@ -230,6 +232,7 @@ apis! {
     mod treasury { TreasuryApi }
     mod payments { PaymentsApi }
     mod accounts { AccountsApi }
+    mod reports { ReportsApi }
     mod reference { ReferenceApi }
     mod webhooks { WebhooksApi }
     mod v2 { V2Api }

@@ -152,6 +152,11 @@ const VOUCHER_TYPES: &[(i32, &str, DocumentKind, Option<Letter>, &str)] = &[
     (213, "NCFCE C", CreditNote, Some(C), "Nota de crédito electrónica MiPyMEs C"),
 ];
 
+/// Each voucher type's code and description.
+pub fn voucher_type_names() -> Vec<(i32, &'static str)> {
+    VOUCHER_TYPES.iter().map(|(code, _, _, _, description)| (*code, *description)).collect()
+}
+
 responses! {
     OrganizationResponse: Ok(RawJson<OrganizationEnvelope>) = 200, "The organization.";
     TaxRatesResponse: Ok(RawJson<ListEnvelope<TaxRateReference>>) = 200, "Tax rates by code.";

@@ -82,7 +82,20 @@ macro_rules! schema_only {
             }
         }
 
-        inline_type!($name $(<$(const $param: $ty),+>)?, $schema);
+        $crate::http::schema::inline_type!($name $(<$(const $param: $ty),+>)?, $schema);
+
+        // Never built: equal and hashed alike, so `unique_items` may document arrays of them.
+        impl$(<$(const $param: $ty),+>)? PartialEq for $name$(<$($param),+>)? {
+            fn eq(&self, _other: &Self) -> bool {
+                true
+            }
+        }
+
+        impl$(<$(const $param: $ty),+>)? Eq for $name$(<$($param),+>)? {}
+
+        impl$(<$(const $param: $ty),+>)? std::hash::Hash for $name$(<$($param),+>)? {
+            fn hash<H: std::hash::Hasher>(&self, _state: &mut H) {}
+        }
 
         impl$(<$(const $param: $ty),+>)? ParseFromJSON for $name$(<$($param),+>)? {
             fn parse_from_json(_value: Option<Value>) -> ParseResult<Self> {
@@ -97,6 +110,8 @@ macro_rules! schema_only {
         }
     };
 }
+
+pub(crate) use {inline_type, schema_only};
 
 fn text_schema(pattern: String) -> MetaSchema {
     MetaSchema { pattern: Some(pattern), ..MetaSchema::new("string") }

@@ -59,7 +59,7 @@ async fn sell_with_key(app: &TestApp, body: &Value, dated: bool, key: &str) -> r
     request.send().await.expect("sent")
 }
 
-async fn script(app: &TestApp, outcomes: Value) {
+pub async fn script(app: &TestApp, outcomes: Value) {
     let body =
         json!({ "issuer_tax_id": ISSUER.parse::<i64>().expect("cuit"), "point_of_sale": 1, "outcomes": outcomes });
     let response =

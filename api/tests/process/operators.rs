@@ -302,3 +302,77 @@ async fn fiscal_check_passes_against_the_simulator_and_names_what_is_missing(poo
     assert!(stderr.contains("point of sale 77 is electronic here but not enabled at the tax authority"), "{stderr}");
     assert_eq!(report["points_of_sale"][1]["enabled_at_authority"], false);
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn reports_query_answers_as_the_api_does_in_json_and_csv(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    let (org, key) = create_org(&deployment, "Informes");
+    let _service = deployment.start().await;
+    let client = crate::helpers::http_client();
+    let warehouses: Value = client
+        .get(format!("{}/api/v1/warehouses", deployment.base()))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    let warehouse = warehouses["data"][0]["id"].as_str().expect("a seeded warehouse").to_owned();
+    for (sku, name, quantity) in [("CAFE", "Café", 12), ("TE", "Té", 30)] {
+        let body = serde_json::json!({ "name": format!("Artículo {name}"), "sku": sku, "price": 900, "cost": 500,
+            "warehouseStocks": [{ "warehouseId": warehouse, "quantity": quantity }] });
+        let response = client
+            .post(format!("{}/api/v1/products", deployment.base()))
+            .bearer_auth(&key)
+            .header("Idempotency-Key", sku)
+            .json(&body)
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::CREATED, "{}", response.text().await.unwrap_or_default());
+    }
+    let query = serde_json::json!({ "report": "inventory", "group_by": ["product"], "metrics": ["on_hand", "value"],
+        "sort": ["-on_hand"] });
+    let api = || async {
+        let answer: Value = client
+            .post(format!("{}/api/v1/reports/query", deployment.base()))
+            .bearer_auth(&key)
+            .json(&query)
+            .send()
+            .await
+            .expect("sent")
+            .json()
+            .await
+            .expect("json");
+        answer["data"].clone()
+    };
+    eventually("the reports projection folds the opening stock", || async { api().await["totals"]["on_hand"] == "42" })
+        .await;
+    let from_api = api().await;
+    let file = std::env::temp_dir().join(format!("report-{org}.json"));
+    std::fs::write(&file, query.to_string()).expect("query file");
+    let org = org.to_string();
+    let path = file.to_str().expect("path");
+
+    let output = deployment.run(&["reports", "query", "--org", &org, "--file", path]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(printed["rows"], from_api["rows"]);
+    assert_eq!(printed["totals"], serde_json::json!({ "on_hand": "42", "value": 21000 }));
+
+    let output = deployment.run(&["reports", "query", "--org", &org, "--file", path, "--csv"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).expect("UTF-8");
+    let lines: Vec<&str> = text.trim_start_matches('\u{feff}').lines().collect();
+    assert_eq!(lines[0], "product,product_name,on_hand,value");
+    assert!(lines[1].ends_with(",Artículo Té,30,15000"), "{text}");
+    assert!(lines[2].ends_with(",Artículo Café,12,6000"), "{text}");
+
+    std::fs::write(&file, r#"{ "report": "sales", "metrics": ["on_hand"] }"#).expect("query file");
+    let refused = deployment.run(&["reports", "query", "--org", &org, "--file", path]);
+    assert_eq!(refused.status.code(), Some(2));
+    let errors: Value = serde_json::from_slice(&refused.stdout).expect("JSON");
+    assert_eq!(errors["errors"][0]["field"], "metrics[0]");
+    let _ = std::fs::remove_file(&file);
+}

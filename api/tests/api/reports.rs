@@ -1,0 +1,265 @@
+//! Reports: grouped sales with credit notes subtracting and categories and tags as recorded, the CSV
+//! form agreeing with the JSON one row for row, `as_of` answering as the history stood, and every bad
+//! query refused with a 400 naming it.
+
+use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, detail_fields, error, eventually, json, seeded};
+use crate::sales::{fiscal_profile, point_of_sale, sell};
+use projections::ProjectionId;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::time::Duration;
+use uuid::Uuid;
+
+pub const REPORTS: &str = "/api/v1/reports/query";
+
+/// Waits until the reports projection has folded every event of the organization it folds.
+pub async fn folded(app: &TestApp, org_id: Uuid) {
+    let folds = projections::projection(ProjectionId::Reports).folds();
+    eventually(Duration::from_secs(30), "the reports projection to fold every event", || async {
+        let types: Vec<String> = sqlx::query_scalar("select stream_type from events where org_id = $1")
+            .bind(org_id)
+            .fetch_all(&app.pool)
+            .await
+            .expect("events");
+        let expected = types.iter().filter(|t| folds.includes(t)).count() as i64;
+        let marked: i64 = sqlx::query_scalar("select count(*) from report_marks where org_id = $1")
+            .bind(org_id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("marks");
+        (marked == expected).then_some(())
+    })
+    .await;
+}
+
+/// The `data` of a report's JSON answer.
+pub async fn report(app: &TestApp, body: &Value) -> Value {
+    json(app.post(REPORTS, body).await, 200).await["data"].clone()
+}
+
+/// A report's CSV answer.
+async fn csv(app: &TestApp, body: &Value) -> String {
+    let answer = app
+        .client
+        .post(format!("{}{REPORTS}", app.base))
+        .bearer_auth(&app.api_key)
+        .header("Accept", "text/csv")
+        .json(body)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(answer.status().as_u16(), 200);
+    assert_eq!(answer.headers()["content-type"], "text/csv; charset=utf-8");
+    answer.text().await.expect("text")
+}
+
+async fn product(app: &TestApp, sku: &str, category: &str, warehouse: &str) -> String {
+    let body = json!({ "name": format!("Artículo {sku}"), "sku": sku, "price": 1000, "cost": 400,
+        "categoryId": category, "warehouseStocks": [{ "warehouseId": warehouse, "quantity": 50 }] });
+    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+async fn category(app: &TestApp, name: &str) -> String {
+    json(app.post(CATEGORIES, &json!({ "name": name })).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+fn today() -> String {
+    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
+}
+
+/// The row whose key of `group` is named `name`.
+fn row<'a>(data: &'a Value, group: usize, name: Option<&str>) -> &'a Value {
+    data["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["keys"][group]["name"].as_str() == name)
+        .unwrap_or_else(|| panic!("no row named {name:?} in {data}"))
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn sales_group_by_month_and_category_as_recorded_and_credit_notes_subtract(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    let drinks = category(&app, "Bebidas").await;
+    let pantry = category(&app, "Almacén").await;
+    let mate = product(&app, "MATE", &drinks, &main).await;
+    let yerba = product(&app, "YERBA", &pantry, &main).await;
+    let promo = json(app.post("/api/v1/tags", &json!({ "name": "Promoción" })).await, 201).await["data"]["id"].clone();
+    json(app.post("/api/v1/products/tags/apply", &json!({ "ids": [mate], "add": [promo] })).await, 200).await;
+
+    let first = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 2500,
+        "items": [{ "productId": mate, "quantity": 2, "unitPrice": 1000 }, { "productId": yerba, "quantity": 1, "unitPrice": 500 }] });
+    let first = json(sell(&app, &first, true).await, 201).await["data"].clone();
+    // The mate moves to the pantry: what it sold before stays under drinks.
+    let moved = json!({ "name": "Artículo MATE", "sku": "MATE", "price": 1000, "cost": 400, "categoryId": pantry });
+    json(app.put(&format!("/api/v1/products/{mate}"), &moved).await, 200).await;
+    let second = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 1000,
+        "items": [{ "productId": mate, "quantity": 1, "unitPrice": 1000 }] });
+    json(sell(&app, &second, true).await, 201).await;
+    folded(&app, app.org_id).await;
+    let before_note: i64 = sqlx::query_scalar("select max(position) from events where org_id = $1")
+        .bind(app.org_id)
+        .fetch_one(&app.pool)
+        .await
+        .expect("position");
+    let note = json!({ "voucherType": 8, "pointOfSaleId": pos, "invoiceDate": today(), "total": 1000,
+        "associatedSaleId": first["id"], "items": [{ "productId": mate, "quantity": 1, "unitPrice": 1000 }] });
+    json(sell(&app, &note, true).await, 201).await;
+    folded(&app, app.org_id).await;
+
+    let query = json!({ "report": "sales", "group_by": ["month", "category"],
+        "metrics": ["count", "quantity", "total", "net", "tax"] });
+    let data = report(&app, &query).await;
+    assert_eq!((data["object"].as_str(), data["report"].as_str()), (Some("report"), Some("sales")));
+    assert_eq!(data["rows"].as_array().expect("rows").len(), 2, "{data}");
+    let month = &today()[..7];
+    let drinks_row = row(&data, 1, Some("Bebidas"));
+    assert_eq!(drinks_row["keys"][0], json!({ "group": "month", "value": month, "name": month }));
+    assert_eq!(drinks_row["keys"][1]["value"], drinks.as_str());
+    assert_eq!(drinks_row["metrics"]["count"], 1);
+    assert_eq!(drinks_row["metrics"]["quantity"], "2");
+    assert_eq!(drinks_row["metrics"]["total"], 2000);
+    // The pantry: the yerba, the mate sold after it moved, and the credit note (recorded after too).
+    let pantry_row = row(&data, 1, Some("Almacén"));
+    assert_eq!(pantry_row["metrics"]["count"], 1);
+    assert_eq!(pantry_row["metrics"]["quantity"], "1");
+    assert_eq!(pantry_row["metrics"]["total"], 500);
+    for r in data["rows"].as_array().expect("rows").iter().chain([&json!({ "metrics": data["totals"] })]) {
+        let m = &r["metrics"];
+        assert_eq!(m["net"].as_i64().expect("net") + m["tax"].as_i64().expect("tax"), m["total"].as_i64().expect("total"));
+    }
+    assert_eq!(data["totals"]["total"], 2500);
+    assert_eq!(data["totals"]["quantity"], "3");
+    let reflected = data["as_of"]["position"].as_i64().expect("position");
+    assert!(reflected > before_note, "the answer names the position it reflects");
+
+    // Tags as recorded: the mate's lines under the promotion, the yerba's under none.
+    let by_tag = report(&app, &json!({ "report": "sales", "group_by": ["tag"], "metrics": ["quantity", "total"] })).await;
+    assert_eq!(row(&by_tag, 0, Some("Promoción"))["metrics"], json!({ "quantity": "2", "total": 2000 }));
+    let untagged = row(&by_tag, 0, None);
+    assert_eq!((untagged["keys"][0]["value"].clone(), untagged["metrics"]["total"].clone()), (Value::Null, json!(500)));
+
+    // As of the position before the credit note: it is not there yet.
+    let then = report(&app, &json!({ "report": "sales", "metrics": ["total"], "as_of": before_note })).await;
+    assert_eq!(then["totals"]["total"], 3500);
+    assert_eq!(then["as_of"]["position"], before_note);
+    let then = report(&app, &json!({ "report": "sales", "group_by": ["category"], "metrics": ["total"], "as_of": before_note })).await;
+    assert_eq!(row(&then, 0, Some("Almacén"))["metrics"]["total"], 1500);
+
+    // The CSV form agrees row for row, names intact.
+    let text = csv(&app, &query).await;
+    assert!(text.starts_with('\u{feff}'), "a byte-order mark tells spreadsheets it is UTF-8");
+    let lines: Vec<&str> = text.trim_start_matches('\u{feff}').lines().collect();
+    assert_eq!(lines[0], "month,category,category_name,count,quantity,total,net,tax");
+    assert_eq!(lines.len(), 3);
+    for (line, json_row) in lines[1..].iter().zip(data["rows"].as_array().expect("rows")) {
+        let m = &json_row["metrics"];
+        let expected = format!(
+            "{},{},{},{},{},{},{},{}",
+            json_row["keys"][0]["value"].as_str().expect("month"),
+            json_row["keys"][1]["value"].as_str().expect("category"),
+            json_row["keys"][1]["name"].as_str().expect("name"),
+            m["count"],
+            m["quantity"].as_str().expect("quantity"),
+            m["total"],
+            m["net"],
+            m["tax"]
+        );
+        assert_eq!(*line, expected);
+    }
+    assert!(text.contains("Almacén"));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn bad_report_queries_are_400_naming_what_is_wrong(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let cases = [
+        (json!({ "report": "profits", "metrics": ["net"] }), vec!["report"]),
+        (json!({ "report": "sales", "group_by": ["planet"], "metrics": ["net"] }), vec!["group_by[0]"]),
+        (json!({ "report": "sales", "metrics": ["vibes"] }), vec!["metrics[0]"]),
+        (json!({ "report": "purchases", "metrics": ["net", "margin"] }), vec!["metrics[1]"]),
+        (json!({ "report": "payments", "group_by": ["product"], "metrics": ["amount"] }), vec!["group_by[0]"]),
+        (json!({ "report": "sales" }), vec!["metrics"]),
+        (
+            json!({ "report": "sales", "metrics": ["net"], "filters": { "date_from": "2026-02-01", "date_to": "2026-01-01" } }),
+            vec!["filters.date_from"],
+        ),
+        (json!({ "report": "sales", "metrics": ["net"], "as_of": "2999-01-01T00:00:00Z" }), vec!["as_of"]),
+        (json!({ "report": "sales", "metrics": ["net"], "as_of": -1 }), vec!["as_of"]),
+        (json!({ "report": "inventory", "group_by": ["month"], "metrics": ["on_hand"] }), vec!["group_by"]),
+        (
+            json!({ "report": "inventory", "metrics": ["value"], "filters": { "date_from": "2026-01-01" } }),
+            vec!["filters.date_from"],
+        ),
+        (json!({ "report": "purchases", "metrics": ["net"], "filters": { "status": ["issued"] } }), vec!["filters.status"]),
+        (json!({ "report": "sales", "metrics": ["net"], "filters": { "customer": ["nope"] } }), vec!["filters.customer[0]"]),
+        (json!({ "report": "sales", "metrics": ["net"], "sort": ["-total"] }), vec!["sort[0]"]),
+        (json!({ "report": "sales", "metrics": ["net", "net"] }), vec!["metrics[1]"]),
+        (json!({ "report": "sales", "metrics": ["net"], "limit": 0 }), vec!["limit"]),
+        (json!({ "report": "sales", "metrics": ["net"], "colour": "red" }), vec!["colour"]),
+        (json!({ "report": "sales", "metrics": ["net"], "cursor": "forged.cursor" }), vec!["cursor"]),
+    ];
+    for (body, fields) in cases {
+        let refused = error(app.post(REPORTS, &body).await, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), fields, "{body}: {refused}");
+    }
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn reports_page_with_cursors_at_one_position_and_see_one_organization(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    let shelf = category(&app, "Estante").await;
+    let mut products = Vec::new();
+    for n in 0..5 {
+        products.push(product(&app, &format!("P{n}"), &shelf, &main).await);
+    }
+    folded(&app, app.org_id).await;
+    let query = json!({ "report": "inventory", "group_by": ["product"], "metrics": ["on_hand", "value"],
+        "sort": ["product"], "limit": 2 });
+    let first = report(&app, &query).await;
+    assert_eq!(first["rows"].as_array().expect("rows").len(), 2);
+    assert_eq!(first["rows"][0]["metrics"], json!({ "on_hand": "50", "value": 20000 }));
+    assert!(first["has_more"].as_bool().expect("has_more"));
+    // A movement after the first page does not move the later pages.
+    let out = json!({ "type": "out", "warehouse_id": main, "reason": "rotura",
+        "lines": products.iter().map(|p| json!({ "product_id": p, "quantity": 1 })).collect::<Vec<_>>() });
+    json(app.post_keyed("/api/v1/stock-movements", &out).await, 201).await;
+    folded(&app, app.org_id).await;
+    let mut seen: Vec<Value> = first["rows"].as_array().expect("rows").clone();
+    let mut cursor = first["next_cursor"].clone();
+    while let Some(next) = cursor.as_str() {
+        let mut body = query.clone();
+        body["cursor"] = json!(next);
+        let page = report(&app, &body).await;
+        assert_eq!(page["as_of"], first["as_of"]);
+        seen.extend(page["rows"].as_array().expect("rows").iter().cloned());
+        cursor = page["next_cursor"].clone();
+    }
+    assert_eq!(seen.len(), 5);
+    assert!(seen.iter().all(|r| r["metrics"]["on_hand"] == "50"), "every page answers at the first page's position");
+    let mut ids: Vec<String> = seen.iter().map(|r| r["keys"][0]["value"].as_str().expect("id").to_owned()).collect();
+    let listed = ids.clone();
+    ids.sort();
+    assert_eq!(ids, listed, "sorted by product");
+    let now = report(&app, &json!({ "report": "inventory", "metrics": ["on_hand"] })).await;
+    assert_eq!(now["totals"]["on_hand"], "245");
+
+    // Another organization's report counts nothing of this one, even when filtered by its ids.
+    let (_, key) = app.other_org().await;
+    let foreign = json!({ "report": "inventory", "metrics": ["on_hand", "count"], "filters": { "category": [shelf] } });
+    let answer = app
+        .client
+        .post(format!("{}{REPORTS}", app.base))
+        .bearer_auth(&key)
+        .json(&foreign)
+        .send()
+        .await
+        .expect("request");
+    let answer = json(answer, 200).await["data"].clone();
+    assert_eq!(answer["rows"].as_array().expect("rows").len(), 1, "one group of nothing");
+    assert_eq!(answer["totals"], json!({ "on_hand": "0", "count": 0 }));
+}

@@ -1,0 +1,649 @@
+//! Reports (`report_facts`, `report_rollups`): every fact a grouped report sums, folded from sales,
+//! purchases, payments and every event that moves stock, each kept with the event-store position that
+//! recorded it. A fact carries the dimensions it had when it was recorded: a product's category and tags
+//! are those the product and tag events had given it up to that event (`report_products`), so a later
+//! edit of the product does not move past figures. Credit notes and voids are facts of their own with
+//! opposite signs; a change of a sale's fiscal status moves its lines from the old status to the new one
+//! with a pair of opposite facts, so nothing is ever updated and every earlier position can be
+//! answered by summing the facts recorded at or below it.
+//!
+//! The rollups sum the same facts per business day and one dimension's value, per epoch of positions
+//! ([`EPOCH_BITS`]): the query ([`query`]) reads them when a report is grouped by periods and at most
+//! one dimension, and otherwise the facts.
+
+pub mod query;
+
+use crate::{Folded, Folds, ProjectionError, StreamType, Target};
+use events::catalogue::{
+    CustomerPaymentEvent, PaymentFact, PaymentSide, ProductEvent, PurchaseEvent, SaleEvent, SaleRecorded, StockEffect,
+    SupplierPaymentEvent, TagEvent, ar_date, iso_date, stock_effect,
+};
+use events::domain::{Cents, Quantity};
+use events::{EventPayload, RecordedEvent};
+use query::{Group, Report};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use std::collections::{BTreeSet, HashMap};
+use time::Date;
+use uuid::Uuid;
+
+pub const FACTS: &str = "report_facts";
+pub const ROLLUPS: &str = "report_rollups";
+pub const PRODUCTS: &str = "report_products";
+pub const MARKS: &str = "report_marks";
+
+/// A rollup row sums the facts of 2^7 consecutive positions: few enough that an answer as of a
+/// position reads few facts past the rollups, many enough that an organization writing steadily has
+/// about one rollup row per day and key.
+pub const EPOCH_BITS: u32 = 7;
+
+/// The epoch a position falls in.
+pub fn epoch(position: i64) -> i64 {
+    position >> EPOCH_BITS
+}
+
+pub struct ReportsProjection;
+
+/// Everything that moves stock (the catalogue's one list), the payments of both sides, and tags (the
+/// products they are applied to).
+static FOLDS: std::sync::LazyLock<Vec<StreamType>> = std::sync::LazyLock::new(|| {
+    let mut folds = StreamType::stock_moving().to_vec();
+    folds.extend([
+        StreamType::of::<CustomerPaymentEvent>(),
+        StreamType::of::<SupplierPaymentEvent>(),
+        StreamType::of::<TagEvent>(),
+    ]);
+    folds
+});
+
+projection!(ReportsProjection { id: Reports, tables: &[FACTS, ROLLUPS, PRODUCTS, MARKS], folds: Folds::Only(FOLDS.as_slice()) });
+
+/// One fact as stored (the columns of `report_facts`, read and written as JSON rows).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fact {
+    pub org_id: Uuid,
+    pub report: String,
+    pub position: i64,
+    pub seq: i32,
+    #[serde(with = "iso_date")]
+    pub day: Date,
+    pub status: Option<String>,
+    pub document_id: Option<Uuid>,
+    pub customer_id: Option<Uuid>,
+    pub supplier_id: Option<Uuid>,
+    pub product_id: Option<Uuid>,
+    pub category_id: Option<Uuid>,
+    pub tag_ids: Vec<Uuid>,
+    pub warehouse_id: Option<Uuid>,
+    pub point_of_sale_id: Option<Uuid>,
+    pub voucher_type: Option<i32>,
+    pub payment_method_id: Option<Uuid>,
+    pub location_id: Option<Uuid>,
+    pub side: Option<String>,
+    pub currency: Option<String>,
+    pub count: i64,
+    /// Thousandths of a unit.
+    pub quantity: i64,
+    pub net: i64,
+    pub tax: i64,
+    pub total: i64,
+    pub cost: i64,
+    pub amount: i64,
+    pub fee: i64,
+    pub value: i64,
+}
+
+impl Fact {
+    /// A fact of `report` with no dimension and nothing counted yet.
+    pub fn new(org_id: Uuid, report: Report, position: i64, seq: i32, day: Date) -> Fact {
+        Fact {
+            org_id,
+            report: report.as_str().to_owned(),
+            position,
+            seq,
+            day,
+            status: None,
+            document_id: None,
+            customer_id: None,
+            supplier_id: None,
+            product_id: None,
+            category_id: None,
+            tag_ids: Vec::new(),
+            warehouse_id: None,
+            point_of_sale_id: None,
+            voucher_type: None,
+            payment_method_id: None,
+            location_id: None,
+            side: None,
+            currency: None,
+            count: 0,
+            quantity: 0,
+            net: 0,
+            tax: 0,
+            total: 0,
+            cost: 0,
+            amount: 0,
+            fee: 0,
+            value: 0,
+        }
+    }
+
+    /// The same fact with every measure's sign turned (a void, or a move out of a status).
+    fn negated(&self) -> Fact {
+        Fact {
+            count: -self.count,
+            quantity: -self.quantity,
+            net: -self.net,
+            tax: -self.tax,
+            total: -self.total,
+            cost: -self.cost,
+            amount: -self.amount,
+            fee: -self.fee,
+            value: -self.value,
+            ..self.clone()
+        }
+    }
+
+    /// The keys of `group` this fact counts under (a fact counts under each of its tags, and under none
+    /// when it has no tag; every other dimension has one key, empty when the fact has none).
+    pub fn keys(&self, group: Group) -> Vec<String> {
+        let text = |id: Option<Uuid>| id.map(|id| id.to_string()).unwrap_or_default();
+        match group {
+            Group::Day | Group::Week | Group::Month | Group::Year => vec![group.period_of(self.day)],
+            Group::Customer => vec![text(self.customer_id)],
+            Group::Supplier => vec![text(self.supplier_id)],
+            Group::Product => vec![text(self.product_id)],
+            Group::Category => vec![text(self.category_id)],
+            Group::Tag if self.tag_ids.is_empty() => vec![String::new()],
+            Group::Tag => self.tag_ids.iter().map(|id| id.to_string()).collect(),
+            Group::Warehouse => vec![text(self.warehouse_id)],
+            Group::PointOfSale => vec![text(self.point_of_sale_id)],
+            Group::VoucherType => vec![self.voucher_type.map(|v| v.to_string()).unwrap_or_default()],
+            Group::PaymentMethod => vec![text(self.payment_method_id)],
+            Group::Location => vec![text(self.location_id)],
+            Group::Currency => vec![self.currency.clone().unwrap_or_default()],
+            Group::Side => vec![self.side.clone().unwrap_or_default()],
+        }
+    }
+}
+
+/// One rollup row (the columns of `report_rollups`).
+#[derive(Debug, Clone, Serialize)]
+struct Rollup {
+    org_id: Uuid,
+    report: String,
+    dimension: &'static str,
+    key: String,
+    #[serde(with = "iso_date")]
+    day: Date,
+    epoch: i64,
+    count: i64,
+    quantity: i64,
+    net: i64,
+    tax: i64,
+    total: i64,
+    cost: i64,
+    amount: i64,
+    fee: i64,
+    value: i64,
+}
+
+impl Rollup {
+    fn add(&mut self, fact: &Fact) {
+        self.count += fact.count;
+        self.quantity += fact.quantity;
+        self.net += fact.net;
+        self.tax += fact.tax;
+        self.total += fact.total;
+        self.cost += fact.cost;
+        self.amount += fact.amount;
+        self.fee += fact.fee;
+        self.value += fact.value;
+    }
+}
+
+/// The dimension name of the rollup rows that sum every fact of a day.
+pub const ALL: &str = "all";
+
+/// The rollup rows `facts` add to, summed per row.
+fn rollups(facts: &[Fact]) -> Result<Vec<Rollup>, ProjectionError> {
+    let mut rows: HashMap<(Uuid, String, &'static str, String, Date, i64), Rollup> = HashMap::new();
+    for fact in facts {
+        let report: Report = fact.report.parse().map_err(|e| ProjectionError::Undecodable {
+            position: fact.position,
+            reason: format!("{e}"),
+        })?;
+        let dimensions = report.groups().iter().filter(|g| !g.is_period());
+        let keys = std::iter::once((ALL, String::new()))
+            .chain(dimensions.flat_map(|g| fact.keys(*g).into_iter().map(|key| (g.as_str(), key))));
+        for (dimension, key) in keys {
+            let id = (fact.org_id, fact.report.clone(), dimension, key, fact.day, epoch(fact.position));
+            let row = rows.entry(id.clone()).or_insert_with(|| Rollup {
+                org_id: id.0,
+                report: id.1,
+                dimension: id.2,
+                key: id.3,
+                day: id.4,
+                epoch: id.5,
+                count: 0,
+                quantity: 0,
+                net: 0,
+                tax: 0,
+                total: 0,
+                cost: 0,
+                amount: 0,
+                fee: 0,
+                value: 0,
+            });
+            row.add(fact);
+        }
+    }
+    Ok(rows.into_values().collect())
+}
+
+/// What the projection knows of a variant (a row of `report_products`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct ProductState {
+    org_id: Uuid,
+    variant_id: Uuid,
+    category_id: Option<Uuid>,
+    tag_ids: Vec<Uuid>,
+    cost: i64,
+}
+
+/// A batch being folded: the variants' states it read and changed, and the facts it made.
+struct Batch<'a> {
+    conn: &'a mut PgConnection,
+    target: Target,
+    products: HashMap<(Uuid, Uuid), ProductState>,
+    /// The variants whose state the batch changed.
+    changed: BTreeSet<(Uuid, Uuid)>,
+    facts: Vec<Fact>,
+    /// How many of `facts` are already written (before a read of earlier facts).
+    written: usize,
+}
+
+impl Batch<'_> {
+    /// What the batch knows of a variant (nothing yet for one never seen).
+    fn product(&self, org_id: Uuid, variant_id: Uuid) -> ProductState {
+        self.products.get(&(org_id, variant_id)).cloned().unwrap_or(ProductState {
+            org_id,
+            variant_id,
+            ..ProductState::default()
+        })
+    }
+
+    /// Changes what the batch knows of a variant.
+    fn change_product(&mut self, org_id: Uuid, variant_id: Uuid, change: impl FnOnce(&mut ProductState)) {
+        let mut state = self.product(org_id, variant_id);
+        change(&mut state);
+        self.products.insert((org_id, variant_id), state);
+        self.changed.insert((org_id, variant_id));
+    }
+
+    /// The number of `event`'s next fact.
+    fn next_seq(&self, event: &RecordedEvent) -> i32 {
+        self.facts.iter().rev().take_while(|f| f.position == event.position).count() as i32
+    }
+
+    /// A new fact of `event`, numbered after the ones it already made.
+    fn fact(&self, event: &RecordedEvent, report: Report, day: Date) -> Fact {
+        Fact::new(event.org_id, report, event.position, self.next_seq(event), day)
+    }
+
+    /// A fact about `variant` (its category and tags as they are now).
+    fn product_fact(&mut self, event: &RecordedEvent, report: Report, day: Date, variant: Option<Uuid>) -> Fact {
+        let mut fact = self.fact(event, report, day);
+        if let Some(variant) = variant {
+            let state = self.product(event.org_id, variant);
+            fact.product_id = Some(variant);
+            fact.category_id = state.category_id;
+            fact.tag_ids = state.tag_ids.clone();
+        }
+        fact
+    }
+
+    async fn write_facts(&mut self) -> Result<(), ProjectionError> {
+        if self.written < self.facts.len() {
+            let table = self.target.table(FACTS);
+            let sql = format!(
+                "insert into {table} select * from json_populate_recordset(null::{table}, $1::json)
+                 on conflict (org_id, position, seq) do nothing"
+            );
+            let rows = json(&self.facts[self.written..]);
+            sqlx::query(sqlx::AssertSqlSafe(sql)).bind(rows).execute(&mut *self.conn).await?;
+            self.written = self.facts.len();
+        }
+        Ok(())
+    }
+
+    /// The facts `document` was first recorded with in `report`.
+    async fn recorded_facts(&mut self, org_id: Uuid, report: Report, document: Uuid) -> Result<Vec<Fact>, ProjectionError> {
+        self.write_facts().await?;
+        let table = self.target.table(FACTS);
+        let sql = format!(
+            "select row_to_json(f)::text from {table} f
+             where org_id = $1 and document_id = $2 and report = $3
+               and position = (select min(position) from {table}
+                               where org_id = $1 and document_id = $2 and report = $3)
+             order by seq"
+        );
+        let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(org_id)
+            .bind(document)
+            .bind(report.as_str())
+            .fetch_all(&mut *self.conn)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                serde_json::from_str(row).map_err(|e| ProjectionError::Database(sqlx::Error::Decode(Box::new(e))))
+            })
+            .collect()
+    }
+
+    /// The status `document`'s facts in `report` count under now.
+    async fn status(&mut self, org_id: Uuid, report: Report, document: Uuid) -> Result<Option<String>, ProjectionError> {
+        self.write_facts().await?;
+        let sql = format!(
+            "select status from {} where org_id = $1 and document_id = $2 and report = $3
+             order by position desc, seq desc limit 1",
+            self.target.table(FACTS)
+        );
+        Ok(sqlx::query_scalar::<_, Option<String>>(sqlx::AssertSqlSafe(sql))
+            .bind(org_id)
+            .bind(document)
+            .bind(report.as_str())
+            .fetch_optional(&mut *self.conn)
+            .await?
+            .flatten())
+    }
+
+    /// Adds `facts` renumbered as facts of `event`.
+    fn push_as(&mut self, event: &RecordedEvent, facts: Vec<Fact>) {
+        for mut fact in facts {
+            fact.seq = self.next_seq(event);
+            fact.position = event.position;
+            self.facts.push(fact);
+        }
+    }
+}
+
+fn json<T: Serialize>(rows: &[T]) -> String {
+    serde_json::to_string(rows).unwrap_or_else(|_| "[]".to_owned())
+}
+
+fn cents(event: &RecordedEvent, value: Option<Cents>) -> Result<i64, ProjectionError> {
+    value.map(Cents::get).ok_or_else(|| ProjectionError::undecodable(event, "an amount is out of range"))
+}
+
+/// The sign of a sale: credit notes subtract.
+fn sale_sign(sale: &SaleRecorded) -> i64 {
+    if sale.document_kind == "credit_note" { -1 } else { 1 }
+}
+
+async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]) -> Folded {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let products = load_products(conn, target, events).await?;
+    let mut batch = Batch { conn, target, products, changed: BTreeSet::new(), facts: Vec::new(), written: 0 };
+    for event in events {
+        fold(&mut batch, event).await?;
+    }
+    batch.write_facts().await?;
+    let rollups = rollups(&batch.facts)?;
+    let conn = batch.conn;
+    if !rollups.is_empty() {
+        let table = target.table(ROLLUPS);
+        let sql = format!(
+            "insert into {table} as t select * from json_populate_recordset(null::{table}, $1::json)
+             on conflict (org_id, report, dimension, day, key, epoch) do update set
+                 count = t.count + excluded.count, quantity = t.quantity + excluded.quantity,
+                 net = t.net + excluded.net, tax = t.tax + excluded.tax, total = t.total + excluded.total,
+                 cost = t.cost + excluded.cost, amount = t.amount + excluded.amount, fee = t.fee + excluded.fee,
+                 value = t.value + excluded.value"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(json(&rollups)).execute(&mut *conn).await?;
+    }
+    let states: Vec<&ProductState> = batch.changed.iter().filter_map(|id| batch.products.get(id)).collect();
+    if !states.is_empty() {
+        let table = target.table(PRODUCTS);
+        let sql = format!(
+            "insert into {table} select * from json_populate_recordset(null::{table}, $1::json)
+             on conflict (org_id, variant_id) do update set
+                 category_id = excluded.category_id, tag_ids = excluded.tag_ids, cost = excluded.cost"
+        );
+        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(json(&states)).execute(&mut *conn).await?;
+    }
+    #[derive(Serialize)]
+    struct Mark {
+        org_id: Uuid,
+        position: i64,
+        #[serde(with = "time::serde::rfc3339")]
+        recorded_at: time::OffsetDateTime,
+    }
+    let marks: Vec<Mark> =
+        events.iter().map(|e| Mark { org_id: e.org_id, position: e.position, recorded_at: e.recorded_at }).collect();
+    let table = target.table(MARKS);
+    let sql = format!(
+        "insert into {table} select * from json_populate_recordset(null::{table}, $1::json)
+         on conflict (org_id, position) do nothing"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(sql)).bind(json(&marks)).execute(&mut *conn).await?;
+    Ok(Vec::new())
+}
+
+/// The states of every variant the batch's events name, as earlier batches left them.
+async fn load_products(
+    conn: &mut PgConnection,
+    target: Target,
+    events: &[RecordedEvent],
+) -> Result<HashMap<(Uuid, Uuid), ProductState>, ProjectionError> {
+    let mut orgs: BTreeSet<Uuid> = BTreeSet::new();
+    for event in events {
+        orgs.insert(event.org_id);
+    }
+    let mut variants: BTreeSet<Uuid> = BTreeSet::new();
+    for event in events {
+        variant_ids(None, &event.data, &mut variants);
+    }
+    let orgs: Vec<Uuid> = orgs.into_iter().collect();
+    let variants: Vec<Uuid> = variants.into_iter().collect();
+    let sql = format!(
+        "select row_to_json(p)::text from {} p where org_id = any($1) and variant_id = any($2)",
+        target.table(PRODUCTS)
+    );
+    let rows: Vec<String> =
+        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(&orgs).bind(&variants).fetch_all(&mut *conn).await?;
+    let mut states = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let state: ProductState =
+            serde_json::from_str(&row).map_err(|e| ProjectionError::Database(sqlx::Error::Decode(Box::new(e))))?;
+        states.insert((state.org_id, state.variant_id), state);
+    }
+    Ok(states)
+}
+
+/// Every variant a payload names, wherever it nests: `variant_id` fields (lines, stock changes, opening
+/// stock), a tag's `resource_ids` (other kinds of resource read nothing), a product's `variants`.
+fn variant_ids(key: Option<&str>, value: &serde_json::Value, into: &mut BTreeSet<Uuid>) {
+    use serde_json::Value;
+    let id = |value: &Value| value.as_str().and_then(|text| Uuid::parse_str(text).ok());
+    match (key, value) {
+        (Some("variant_id"), value) => into.extend(id(value)),
+        (Some("resource_ids"), Value::Array(items)) => into.extend(items.iter().filter_map(id)),
+        (Some("variants"), Value::Array(items)) => into.extend(items.iter().filter_map(|v| id(&v["id"]))),
+        (_, Value::Array(items)) => items.iter().for_each(|v| variant_ids(None, v, into)),
+        (_, Value::Object(fields)) => fields.iter().for_each(|(k, v)| variant_ids(Some(k), v, into)),
+        _ => {}
+    }
+}
+
+async fn fold(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), ProjectionError> {
+    match event.stream_type.as_str() {
+        ProductEvent::STREAM_TYPE => {
+            let product: ProductEvent = crate::decode(event)?;
+            let group = product.group();
+            for variant in &group.variants {
+                batch.change_product(event.org_id, variant.id, |state| {
+                    state.category_id = group.shared.category_id;
+                    state.cost = variant.cost;
+                });
+            }
+        }
+        TagEvent::STREAM_TYPE => match crate::decode::<TagEvent>(event)? {
+            TagEvent::TagApplied(targets) if targets.resource_type == "product" => {
+                for id in targets.resource_ids {
+                    batch.change_product(event.org_id, id, |state| {
+                        if !state.tag_ids.contains(&event.stream_id) {
+                            state.tag_ids.push(event.stream_id);
+                            state.tag_ids.sort_unstable();
+                        }
+                    });
+                }
+            }
+            TagEvent::TagRemoved(targets) if targets.resource_type == "product" => {
+                for id in targets.resource_ids {
+                    batch.change_product(event.org_id, id, |state| state.tag_ids.retain(|t| *t != event.stream_id));
+                }
+            }
+            _ => {}
+        },
+        SaleEvent::STREAM_TYPE => fold_sale(batch, event).await?,
+        PurchaseEvent::STREAM_TYPE => {
+            let PurchaseEvent::PurchaseRecorded(purchase) = crate::decode(event)?;
+            for line in &purchase.lines {
+                let mut fact =
+                    batch.product_fact(event, Report::Purchases, purchase.invoice_date, Some(line.variant_id));
+                fact.document_id = Some(event.stream_id);
+                fact.supplier_id = Some(purchase.supplier_id);
+                fact.warehouse_id = purchase.warehouse_id;
+                fact.voucher_type = Some(purchase.voucher_type);
+                fact.currency = Some(purchase.currency.clone());
+                fact.count = 1;
+                fact.quantity = line.quantity.thousandths();
+                fact.net = line.net_ars.get();
+                fact.tax = line.vat_ars.get();
+                fact.total = line.total_ars.get();
+                batch.facts.push(fact);
+            }
+        }
+        CustomerPaymentEvent::STREAM_TYPE | SupplierPaymentEvent::STREAM_TYPE => fold_payment(batch, event).await?,
+        _ => {}
+    }
+    fold_stock(batch, event)
+}
+
+async fn fold_sale(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), ProjectionError> {
+    match crate::decode::<SaleEvent>(event)? {
+        SaleEvent::SaleRecorded(sale) => {
+            let sign = sale_sign(&sale);
+            for line in &sale.lines {
+                let mut fact = batch.product_fact(event, Report::Sales, sale.invoice_date, line.variant_id);
+                fact.status = Some(sale.fiscal.status.as_str().to_owned());
+                fact.document_id = Some(event.stream_id);
+                fact.customer_id = Some(sale.customer.id).filter(|id| !id.is_nil());
+                fact.warehouse_id = line.warehouse_id;
+                fact.point_of_sale_id = Some(sale.point_of_sale_id);
+                fact.voucher_type = Some(sale.voucher_type);
+                fact.currency = Some(sale.currency.clone());
+                let cost = match line.unit_cost {
+                    Some(unit) => cents(event, line.quantity.checked_mul_cents(unit))?,
+                    None => 0,
+                };
+                fact.count = sign;
+                fact.quantity = sign * line.quantity.thousandths();
+                fact.net = sign * line.net.get();
+                fact.tax = sign * line.vat.get();
+                fact.total = sign * line.total.get();
+                fact.cost = sign * cost;
+                batch.facts.push(fact);
+            }
+        }
+        SaleEvent::SaleFiscalChanged(sale) => {
+            let status = sale.fiscal.status.as_str();
+            let before = batch.status(event.org_id, Report::Sales, event.stream_id).await?;
+            if before.as_deref() == Some(status) {
+                return Ok(());
+            }
+            let recorded = batch.recorded_facts(event.org_id, Report::Sales, event.stream_id).await?;
+            let out: Vec<Fact> =
+                recorded.iter().map(|f| Fact { status: before.clone(), ..f.negated() }).collect();
+            let moved: Vec<Fact> =
+                recorded.into_iter().map(|f| Fact { status: Some(status.to_owned()), ..f }).collect();
+            batch.push_as(event, out);
+            batch.push_as(event, moved);
+        }
+    }
+    Ok(())
+}
+
+async fn fold_payment(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), ProjectionError> {
+    let Some(payment) = crate::payment_fact(event)? else { return Ok(()) };
+    let side =
+        if event.stream_type == SupplierPaymentEvent::STREAM_TYPE { PaymentSide::Supplier } else { PaymentSide::Customer };
+    match payment {
+        PaymentFact::Recorded(payment) => {
+            for line in &payment.lines {
+                let mut fact = batch.fact(event, Report::Payments, payment.occurred_on);
+                fact.status = Some("recorded".to_owned());
+                fact.document_id = Some(event.stream_id);
+                match side {
+                    PaymentSide::Customer => fact.customer_id = Some(payment.contact_id),
+                    PaymentSide::Supplier => fact.supplier_id = Some(payment.contact_id),
+                }
+                fact.side = Some(side_name(side).to_owned());
+                fact.payment_method_id = Some(line.method_id);
+                fact.location_id = Some(line.location.id);
+                fact.currency = Some(if line.rate.is_some() { "DOL" } else { "PES" }.to_owned());
+                fact.count = 1;
+                fact.amount = line.pesos.get();
+                fact.fee = line.fee.get();
+                batch.facts.push(fact);
+            }
+        }
+        PaymentFact::Voided(void) => {
+            let recorded = batch.recorded_facts(event.org_id, Report::Payments, event.stream_id).await?;
+            let day = void.reversal.occurred_on;
+            let voids =
+                recorded.iter().map(|f| Fact { status: Some("voided".to_owned()), day, ..f.negated() }).collect();
+            batch.push_as(event, voids);
+        }
+        PaymentFact::Allocated(_) => {}
+    }
+    Ok(())
+}
+
+fn side_name(side: PaymentSide) -> &'static str {
+    match side {
+        PaymentSide::Customer => "customer",
+        PaymentSide::Supplier => "supplier",
+    }
+}
+
+/// The stock an event moved, valued at each variant's cost as it stood.
+fn fold_stock(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), ProjectionError> {
+    let effect = stock_effect(&event.stream_type, &event.event_type, event.schema_version, &event.data)
+        .map_err(|e| ProjectionError::undecodable(event, e))?;
+    let changes: Vec<(Uuid, Uuid, Quantity, Date)> = match effect {
+        None | Some(StockEffect::Reservation(_)) => return Ok(()),
+        Some(StockEffect::Opening(opening)) => {
+            let day = ar_date(event.recorded_at);
+            opening.into_iter().map(|o| (o.variant_id, o.warehouse_id, o.quantity, day)).collect()
+        }
+        Some(StockEffect::Changes { occurred_on, changes, .. }) => {
+            changes.into_iter().map(|c| (c.variant_id, c.warehouse_id, c.quantity, occurred_on)).collect()
+        }
+    };
+    for (variant, warehouse, quantity, day) in changes {
+        let cost = Cents::of(batch.product(event.org_id, variant).cost);
+        let mut fact = batch.product_fact(event, Report::Inventory, day, Some(variant));
+        fact.document_id = Some(event.stream_id);
+        fact.warehouse_id = Some(warehouse);
+        fact.count = 1;
+        fact.quantity = quantity.thousandths();
+        fact.value = cents(event, quantity.checked_mul_cents(cost))?;
+        batch.facts.push(fact);
+    }
+    Ok(())
+}
