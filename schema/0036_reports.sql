@@ -43,13 +43,14 @@ create table report_facts (
 create index report_facts_by_day on report_facts (org_id, report, day);
 create index report_facts_by_document on report_facts (org_id, document_id) where document_id is not null;
 
--- The same facts summed per business day and one dimension's value (`all` with key '' for none), per
--- epoch of 128 positions: a report grouped by periods and at most one dimension reads these instead
--- of the facts, and as of a position it reads the epochs before that position's and the facts of its
--- own epoch up to it.
+-- The same facts summed per business day (`period` `day`) and per month (`month`, dated its first day),
+-- and one dimension's value (`all` with key '' for none), per epoch of 1,024 positions: a report grouped
+-- by periods and at most one dimension reads these instead of the facts, and as of a position it reads
+-- the epochs before that position's and the facts of its own epoch up to it.
 create table report_rollups (
     org_id    uuid   not null,
     report    text   not null,
+    period    text   not null check (period in ('day', 'month')),
     dimension text   not null,
     key       text   not null,
     day       date   not null,
@@ -63,7 +64,9 @@ create table report_rollups (
     amount    bigint not null,
     fee       bigint not null,
     value     bigint not null,
-    primary key (org_id, report, dimension, day, key, epoch)
+    -- The measures ride in the key's index, so a report reads the rows it sums from the index alone.
+    primary key (org_id, report, period, dimension, day, key, epoch)
+        include (count, quantity, net, tax, total, cost, amount, fee, value)
 );
 
 -- What the projection knows of each variant as it folds: its category, its tags and its cost, as the

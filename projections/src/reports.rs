@@ -7,9 +7,10 @@
 //! with a pair of opposite facts, so nothing is ever updated and every earlier position can be
 //! answered by summing the facts recorded at or below it.
 //!
-//! The rollups sum the same facts per business day and one dimension's value, per epoch of positions
-//! ([`EPOCH_BITS`]): the query ([`query`]) reads them when a report is grouped by periods and at most
-//! one dimension, and otherwise the facts.
+//! The rollups sum the same facts per business day or month and one dimension's value, per epoch of
+//! positions ([`EPOCH_BITS`]): the query ([`query`]) reads them when a report is grouped by periods and
+//! at most one dimension (the months when every period asked is a month or a year and the date range
+//! is whole months), and otherwise the facts.
 
 pub mod query;
 
@@ -32,10 +33,10 @@ pub const ROLLUPS: &str = "report_rollups";
 pub const PRODUCTS: &str = "report_products";
 pub const MARKS: &str = "report_marks";
 
-/// A rollup row sums the facts of 2^7 consecutive positions: few enough that an answer as of a
-/// position reads few facts past the rollups, many enough that an organization writing steadily has
-/// about one rollup row per day and key.
-pub const EPOCH_BITS: u32 = 7;
+/// A rollup row sums the facts of 2^10 consecutive positions: few enough that an answer as of a
+/// position reads few facts past the rollups (at most those of 1,024 positions), many enough that an
+/// organization writing steadily has about one rollup row per day and key, and a few per month.
+pub const EPOCH_BITS: u32 = 10;
 
 /// The epoch a position falls in.
 pub fn epoch(position: i64) -> i64 {
@@ -81,6 +82,14 @@ pub struct Fact {
     pub location_id: Option<Uuid>,
     pub side: Option<String>,
     pub currency: Option<String>,
+    #[serde(flatten)]
+    pub measures: Measures,
+}
+
+/// What a fact counts: the measures every report sums, signed as the report counts them (the same
+/// columns in facts and rollups).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Measures {
     pub count: i64,
     /// Thousandths of a unit.
     pub quantity: i64,
@@ -91,6 +100,36 @@ pub struct Fact {
     pub amount: i64,
     pub fee: i64,
     pub value: i64,
+}
+
+impl Measures {
+    /// Every measure's sign turned (a void, or a move out of a status).
+    fn negated(self) -> Measures {
+        let Measures { count, quantity, net, tax, total, cost, amount, fee, value } = self;
+        Measures {
+            count: -count,
+            quantity: -quantity,
+            net: -net,
+            tax: -tax,
+            total: -total,
+            cost: -cost,
+            amount: -amount,
+            fee: -fee,
+            value: -value,
+        }
+    }
+
+    fn add(&mut self, other: Measures) {
+        self.count += other.count;
+        self.quantity += other.quantity;
+        self.net += other.net;
+        self.tax += other.tax;
+        self.total += other.total;
+        self.cost += other.cost;
+        self.amount += other.amount;
+        self.fee += other.fee;
+        self.value += other.value;
+    }
 }
 
 impl Fact {
@@ -116,32 +155,13 @@ impl Fact {
             location_id: None,
             side: None,
             currency: None,
-            count: 0,
-            quantity: 0,
-            net: 0,
-            tax: 0,
-            total: 0,
-            cost: 0,
-            amount: 0,
-            fee: 0,
-            value: 0,
+            measures: Measures::default(),
         }
     }
 
     /// The same fact with every measure's sign turned (a void, or a move out of a status).
     fn negated(&self) -> Fact {
-        Fact {
-            count: -self.count,
-            quantity: -self.quantity,
-            net: -self.net,
-            tax: -self.tax,
-            total: -self.total,
-            cost: -self.cost,
-            amount: -self.amount,
-            fee: -self.fee,
-            value: -self.value,
-            ..self.clone()
-        }
+        Fact { measures: self.measures.negated(), ..self.clone() }
     }
 
     /// The keys of `group` this fact counts under (a fact counts under each of its tags, and under none
@@ -172,42 +192,26 @@ impl Fact {
 struct Rollup {
     org_id: Uuid,
     report: String,
+    period: &'static str,
     dimension: &'static str,
     key: String,
     #[serde(with = "iso_date")]
     day: Date,
     epoch: i64,
-    count: i64,
-    quantity: i64,
-    net: i64,
-    tax: i64,
-    total: i64,
-    cost: i64,
-    amount: i64,
-    fee: i64,
-    value: i64,
-}
-
-impl Rollup {
-    fn add(&mut self, fact: &Fact) {
-        self.count += fact.count;
-        self.quantity += fact.quantity;
-        self.net += fact.net;
-        self.tax += fact.tax;
-        self.total += fact.total;
-        self.cost += fact.cost;
-        self.amount += fact.amount;
-        self.fee += fact.fee;
-        self.value += fact.value;
-    }
+    #[serde(flatten)]
+    measures: Measures,
 }
 
 /// The dimension name of the rollup rows that sum every fact of a day.
 pub const ALL: &str = "all";
+/// Rollup rows of one business day, and of a whole month (dated its first day).
+pub const DAY: &str = "day";
+pub const MONTH: &str = "month";
 
 /// The rollup rows `facts` add to, summed per row.
 fn rollups(facts: &[Fact]) -> Result<Vec<Rollup>, ProjectionError> {
-    let mut rows: HashMap<(Uuid, String, &'static str, String, Date, i64), Rollup> = HashMap::new();
+    type Id = (Uuid, String, &'static str, &'static str, String, Date, i64);
+    let mut rows: HashMap<Id, Rollup> = HashMap::new();
     for fact in facts {
         let report: Report = fact.report.parse().map_err(|e| ProjectionError::Undecodable {
             position: fact.position,
@@ -216,26 +220,25 @@ fn rollups(facts: &[Fact]) -> Result<Vec<Rollup>, ProjectionError> {
         let dimensions = report.groups().iter().filter(|g| !g.is_period());
         let keys = std::iter::once((ALL, String::new()))
             .chain(dimensions.flat_map(|g| fact.keys(*g).into_iter().map(|key| (g.as_str(), key))));
+        let month = fact.day.replace_day(1).map_err(|e| ProjectionError::Undecodable {
+            position: fact.position,
+            reason: e.to_string(),
+        })?;
         for (dimension, key) in keys {
-            let id = (fact.org_id, fact.report.clone(), dimension, key, fact.day, epoch(fact.position));
-            let row = rows.entry(id.clone()).or_insert_with(|| Rollup {
-                org_id: id.0,
-                report: id.1,
-                dimension: id.2,
-                key: id.3,
-                day: id.4,
-                epoch: id.5,
-                count: 0,
-                quantity: 0,
-                net: 0,
-                tax: 0,
-                total: 0,
-                cost: 0,
-                amount: 0,
-                fee: 0,
-                value: 0,
-            });
-            row.add(fact);
+            for (period, day) in [(DAY, fact.day), (MONTH, month)] {
+                let id = (fact.org_id, fact.report.clone(), period, dimension, key.clone(), day, epoch(fact.position));
+                let row = rows.entry(id.clone()).or_insert_with(|| Rollup {
+                    org_id: id.0,
+                    report: id.1,
+                    period: id.2,
+                    dimension: id.3,
+                    key: id.4,
+                    day: id.5,
+                    epoch: id.6,
+                    measures: Measures::default(),
+                });
+                row.measures.add(fact.measures);
+            }
         }
     }
     Ok(rows.into_values().collect())
@@ -397,7 +400,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         let table = target.table(ROLLUPS);
         let sql = format!(
             "insert into {table} as t select * from json_populate_recordset(null::{table}, $1::json)
-             on conflict (org_id, report, dimension, day, key, epoch) do update set
+             on conflict (org_id, report, period, dimension, day, key, epoch) do update set
                  count = t.count + excluded.count, quantity = t.quantity + excluded.quantity,
                  net = t.net + excluded.net, tax = t.tax + excluded.tax, total = t.total + excluded.total,
                  cost = t.cost + excluded.cost, amount = t.amount + excluded.amount, fee = t.fee + excluded.fee,
@@ -520,11 +523,11 @@ async fn fold(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), Projec
                 fact.warehouse_id = purchase.warehouse_id;
                 fact.voucher_type = Some(purchase.voucher_type);
                 fact.currency = Some(purchase.currency.clone());
-                fact.count = 1;
-                fact.quantity = line.quantity.thousandths();
-                fact.net = line.net_ars.get();
-                fact.tax = line.vat_ars.get();
-                fact.total = line.total_ars.get();
+                fact.measures.count = 1;
+                fact.measures.quantity = line.quantity.thousandths();
+                fact.measures.net = line.net_ars.get();
+                fact.measures.tax = line.vat_ars.get();
+                fact.measures.total = line.total_ars.get();
                 batch.facts.push(fact);
             }
         }
@@ -551,12 +554,12 @@ async fn fold_sale(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), P
                     Some(unit) => cents(event, line.quantity.checked_mul_cents(unit))?,
                     None => 0,
                 };
-                fact.count = sign;
-                fact.quantity = sign * line.quantity.thousandths();
-                fact.net = sign * line.net.get();
-                fact.tax = sign * line.vat.get();
-                fact.total = sign * line.total.get();
-                fact.cost = sign * cost;
+                fact.measures.count = sign;
+                fact.measures.quantity = sign * line.quantity.thousandths();
+                fact.measures.net = sign * line.net.get();
+                fact.measures.tax = sign * line.vat.get();
+                fact.measures.total = sign * line.total.get();
+                fact.measures.cost = sign * cost;
                 batch.facts.push(fact);
             }
         }
@@ -596,9 +599,9 @@ async fn fold_payment(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<()
                 fact.payment_method_id = Some(line.method_id);
                 fact.location_id = Some(line.location.id);
                 fact.currency = Some(if line.rate.is_some() { "DOL" } else { "PES" }.to_owned());
-                fact.count = 1;
-                fact.amount = line.pesos.get();
-                fact.fee = line.fee.get();
+                fact.measures.count = 1;
+                fact.measures.amount = line.pesos.get();
+                fact.measures.fee = line.fee.get();
                 batch.facts.push(fact);
             }
         }
@@ -640,9 +643,9 @@ fn fold_stock(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), Projec
         let mut fact = batch.product_fact(event, Report::Inventory, day, Some(variant));
         fact.document_id = Some(event.stream_id);
         fact.warehouse_id = Some(warehouse);
-        fact.count = 1;
-        fact.quantity = quantity.thousandths();
-        fact.value = cents(event, quantity.checked_mul_cents(cost))?;
+        fact.measures.count = 1;
+        fact.measures.quantity = quantity.thousandths();
+        fact.measures.value = cents(event, quantity.checked_mul_cents(cost))?;
         batch.facts.push(fact);
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! [`Metric`] and which apply to which report), and the SQL that sums the facts, or the rollups when a
 //! report is grouped by periods and at most one dimension, as the history stood at a position.
 
-use super::{ALL, EPOCH_BITS, FACTS, MARKS, ROLLUPS};
+use super::{ALL, DAY, EPOCH_BITS, FACTS, MARKS, MONTH, ROLLUPS};
 use crate::registry::names;
 use futures::TryStreamExt;
 use sqlx::{PgConnection, PgPool, Row as _};
@@ -322,7 +322,6 @@ struct Plan {
 }
 
 enum Bind {
-    Text(String),
     Int(i64),
     Date(Date),
     Texts(Vec<String>),
@@ -341,7 +340,6 @@ impl Plan {
         let mut query = sqlx::query(sqlx::AssertSqlSafe(self.sql.as_str())).bind(org_id);
         for bind in &self.binds {
             query = match bind {
-                Bind::Text(text) => query.bind(text.as_str()),
                 Bind::Int(value) => query.bind(*value),
                 Bind::Date(date) => query.bind(*date),
                 Bind::Texts(texts) => query.bind(texts.as_slice()),
@@ -402,9 +400,20 @@ fn rollup_dimension(query: &Query) -> Option<Group> {
     }
 }
 
+/// Whether the month rollups can answer: every period grouped is a month or a year, and the date range
+/// is whole months.
+fn whole_months(query: &Query) -> bool {
+    query.group_by.iter().filter(|g| g.is_period()).all(|g| matches!(g, Group::Month | Group::Year))
+        && query.date_from.is_none_or(|from| from.day() == 1)
+        && query.date_to.is_none_or(|to| to.next_day().is_some_and(|next| next.day() == 1))
+}
+
 /// The rows (`r`: day, each grouped key, the summed columns) a query sums, before grouping.
 fn source(plan: &mut Plan, query: &Query, position: Option<i64>, grouped: &[Group]) -> (String, Vec<String>) {
-    let report = plan.bind(Bind::Text(query.report.as_str().to_owned()));
+    // The report and the rollups' dimension are written as literals (names from enums, never input):
+    // the planner then knows from its statistics how few rows one dimension has, where a parameter
+    // would make a generic plan guess and scan the whole table.
+    let report = crate::sql_literal(query.report.as_str());
     let mut dates = String::new();
     if let Some(from) = query.date_from {
         dates.push_str(&format!(" and day >= {}", plan.bind(Bind::Date(from))));
@@ -426,7 +435,8 @@ fn source(plan: &mut Plan, query: &Query, position: Option<i64>, grouped: &[Grou
         } else {
             (dimension.as_str().to_owned(), format!("coalesce({}, '')", dimension.fact_key()))
         };
-        let name = plan.bind(Bind::Text(name));
+        let name = crate::sql_literal(&name);
+        let period = crate::sql_literal(if whole_months(query) { MONTH } else { DAY });
         let mut keys = String::new();
         let mut fact_keys = String::new();
         if let Some((_, filter)) = query.filters.iter().find(|(g, _)| *g == dimension) {
@@ -437,7 +447,7 @@ fn source(plan: &mut Plan, query: &Query, position: Option<i64>, grouped: &[Grou
         let tags = if dimension == Group::Tag { TAGS } else { "" };
         let mut sql = format!(
             "select day, nullif(key, '') as key, {SUMS} from {ROLLUPS}
-             where org_id = $1 and report = {report} and dimension = {name}{dates}{keys}"
+             where org_id = $1 and report = {report} and period = {period} and dimension = {name}{dates}{keys}"
         );
         if let Some(position) = position {
             let epoch_start = plan.bind(Bind::Int((position >> EPOCH_BITS) << EPOCH_BITS));
