@@ -27,8 +27,9 @@ schema language:
   sale item bills an order line only under the sale's `orderId`;
 - a matrix product's `optionValues` name exactly its `options` (a reference between sibling fields);
 - a CUIT's check digit (a checksum);
-- the historical sale contract's snake_case spellings of its camelCase fields (an extra property
-  spelled like a field is that field): valid sale cases keep to the documented spellings;
+- the historical sale contract's and the purchases' snake_case spellings of their camelCase fields (an
+  extra property spelled like a field is that field): valid sale and purchase cases keep to the
+  documented spellings;
 - the keys of a metafield patch (`propertyNames` is not in OpenAPI 3.0);
 - a report query's `sort` naming only groups and metrics of the same query, each once whatever its
   direction (references between sibling fields), its date range in order, its `as_of` instant not in
@@ -284,6 +285,11 @@ def _repair_sale(body):
 
 
 def _repair_purchase(body):
+    # Purchases read snake_case spellings too (`camel_case_keys`), as the historical sale contract does.
+    _snake_aliases_dropped(body)
+    for item in body.get("items") or []:
+        if isinstance(item, dict):
+            _snake_aliases_dropped(item)
     # Costs in another currency are converted to pesos at the exchange rate.
     try:
         rate = float(body.get("exchangeRate"))

@@ -20,6 +20,8 @@ pub const MAX_GROUPS: usize = 4;
 pub const MAX_FILTER_KEYS: usize = 100;
 /// Groups a JSON page holds at most.
 pub const MAX_LIMIT: i64 = 1_000;
+/// The largest `as_of` position (10^15: exact as the document's floating-point maximum).
+pub const MAX_POSITION: i64 = 1_000_000_000_000_000;
 
 /// The names of `values` as JSON strings.
 fn names<T: Copy>(values: &[T], name: fn(T) -> &'static str) -> Vec<Value> {
@@ -74,7 +76,7 @@ schema_only!(
             MetaSchemaRef::Inline(Box::new(MetaSchema {
                 format: Some("int64"),
                 minimum: Some(0.0),
-                maximum: Some(9_007_199_254_740_991.0),
+                maximum: Some(MAX_POSITION as f64),
                 ..MetaSchema::new("integer")
             })),
             MetaSchemaRef::Inline(Box::new(MetaSchema { format: Some("date-time"), ..MetaSchema::new("string") })),
@@ -408,13 +410,13 @@ pub fn parse(body: &Value, now: OffsetDateTime) -> Result<ReportRequest, Vec<Fie
                 AsOf::Now
             }
         },
-        Some(value) => match value.as_i64().filter(|p| *p >= 0) {
+        Some(value) => match value.as_i64().filter(|p| (0..=MAX_POSITION).contains(p)) {
             Some(position) => AsOf::Position(position),
             None => {
                 errors.push(FieldError::new(
                     "as_of",
                     "invalid_value",
-                    "an event-store position (a whole number of at least 0) or an RFC 3339 instant",
+                    "an event-store position (a whole number from 0 to 10^15) or an RFC 3339 instant",
                 ));
                 AsOf::Now
             }
@@ -482,9 +484,12 @@ fn parse_filters(value: Option<&Value>, report: Option<Report>, errors: &mut Vec
         if keys.is_null() {
             continue;
         }
-        let Some(items) = keys.as_array().filter(|items| !items.is_empty() && items.len() <= MAX_FILTER_KEYS) else {
-            errors.push(FieldError::new(path, "invalid_type", format!("an array of 1 to {MAX_FILTER_KEYS} values")));
-            continue;
+        let items = match keys.as_array() {
+            Some(items) if (1..=MAX_FILTER_KEYS).contains(&items.len()) => items,
+            _ => {
+                errors.push(FieldError::new(path, "invalid_type", format!("an array of 1 to {MAX_FILTER_KEYS} values")));
+                continue;
+            }
         };
         if key == "status" {
             for (i, item) in items.iter().enumerate() {
@@ -575,3 +580,21 @@ fn parse_sort(
     sort
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_filter_lists_are_refused() {
+        let now = OffsetDateTime::now_utc();
+        let body = json!({ "report": "purchases", "metrics": ["tax"], "filters": { "currency": [], "supplier": [] } });
+        let parsed = parse(&body, now);
+        if let Ok(request) = &parsed {
+            panic!("accepted: {request:?}");
+        }
+        let errors = parsed.expect_err("empty lists are refused");
+        let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["filters.currency", "filters.supplier"]);
+    }
+}
