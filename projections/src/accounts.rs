@@ -50,7 +50,7 @@ async fn insert(conn: &mut PgConnection, target: Target, event: &RecordedEvent, 
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(event.org_id)
-        .bind(side_text(row.side))
+        .bind(row.side.as_str())
         .bind(row.contact_id)
         .bind(row.entry_id)
         .bind(row.kind)
@@ -64,9 +64,6 @@ async fn insert(conn: &mut PgConnection, target: Target, event: &RecordedEvent, 
     Ok(Vec::new())
 }
 
-fn side_text(side: PaymentSide) -> &'static str {
-    if side == PaymentSide::Customer { "customer" } else { "supplier" }
-}
 
 /// How a statement names a sale: its kind and voucher number when it has one.
 fn sale_description(sale: &SaleRecorded) -> String {
@@ -217,7 +214,7 @@ pub async fn balance(
     );
     sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
-        .bind(side_text(side))
+        .bind(side.as_str())
         .bind(contact)
         .bind(as_of)
         .fetch_one(pool)
@@ -245,7 +242,7 @@ pub async fn statement(
     );
     let rows: Vec<(String, Uuid, Date, i64, Option<String>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
-        .bind(side_text(side))
+        .bind(side.as_str())
         .bind(contact)
         .bind(from)
         .bind(to)

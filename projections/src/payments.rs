@@ -133,9 +133,6 @@ fn seen(visibility: &Visibility) -> Option<Vec<String>> {
     visibility.locations.as_ref().map(|ls| ls.iter().map(|l| format!("{}/{}", l.kind.as_str(), l.id)).collect())
 }
 
-fn side_text(side: PaymentSide) -> &'static str {
-    if side == PaymentSide::Customer { "customer" } else { "supplier" }
-}
 
 /// One payment of `side`, when the reader sees it.
 pub async fn payment(
@@ -151,7 +148,7 @@ pub async fn payment(
     );
     let found: Option<PaymentTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
-        .bind(side_text(side))
+        .bind(side.as_str())
         .bind(seen(visibility))
         .bind(visibility.own.as_deref())
         .bind(id)
@@ -180,7 +177,7 @@ pub async fn payments(
     );
     let rows: Vec<PaymentTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
-        .bind(side_text(side))
+        .bind(side.as_str())
         .bind(seen(visibility))
         .bind(visibility.own.as_deref())
         .bind(filter.contact_id)

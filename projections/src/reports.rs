@@ -595,7 +595,7 @@ async fn fold_payment(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<()
                     PaymentSide::Customer => fact.customer_id = Some(payment.contact_id),
                     PaymentSide::Supplier => fact.supplier_id = Some(payment.contact_id),
                 }
-                fact.side = Some(side_name(side).to_owned());
+                fact.side = Some(side.as_str().to_owned());
                 fact.payment_method_id = Some(line.method_id);
                 fact.location_id = Some(line.location.id);
                 fact.currency = Some(if line.rate.is_some() { "DOL" } else { "PES" }.to_owned());
@@ -617,12 +617,6 @@ async fn fold_payment(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<()
     Ok(())
 }
 
-fn side_name(side: PaymentSide) -> &'static str {
-    match side {
-        PaymentSide::Customer => "customer",
-        PaymentSide::Supplier => "supplier",
-    }
-}
 
 /// The stock an event moved, valued at each variant's cost as it stood.
 fn fold_stock(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), ProjectionError> {

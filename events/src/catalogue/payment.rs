@@ -29,6 +29,14 @@ impl PaymentSide {
         }
     }
 
+    /// The side's name as read models store it (`customer`, `supplier`), the same as serde writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Customer => "customer",
+            Self::Supplier => "supplier",
+        }
+    }
+
     pub fn stream_type(self) -> &'static str {
         match self {
             Self::Customer => "customer_payment",
