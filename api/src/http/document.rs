@@ -20,6 +20,7 @@ use crate::http::operations::{Idempotency, InputRule, Operation};
 use poem_openapi::registry::Registry;
 use poem_openapi::types::Type;
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 
 /// One error status of the table below: when an operation can answer it, and what it means.
 struct ErrorStatus {
@@ -395,7 +396,23 @@ pub struct AllowedMethods {
     routes: Vec<(Vec<String>, String)>,
     /// Each documented path once, as a metric label (made once per application).
     templates: Vec<(Vec<String>, &'static str)>,
+    /// The templates' indices by their number of segments and their resource (the fourth segment, as in
+    /// `/api/v1/customers/{id}`; `None` where that is a parameter or absent), so a request path is
+    /// compared with a handful of templates rather than all of them.
+    by_shape: HashMap<usize, Shape>,
 }
+
+/// The templates of one number of segments: by their resource, and those whose resource is a parameter.
+#[derive(Default)]
+struct Shape {
+    named: HashMap<String, Vec<usize>>,
+    open: Vec<usize>,
+}
+
+/// The routes outside the document, as labels after the documented ones: each index past the
+/// templates names one of these, the last `unmatched`.
+const UNDOCUMENTED: [&str; 7] =
+    ["/healthz", "/readyz", "/metrics", "/openapi.json", "/documents/{token}", "/docs", "unmatched"];
 
 impl AllowedMethods {
     pub fn of(document: &Value) -> Self {
@@ -410,38 +427,53 @@ impl AllowedMethods {
             methods.sort();
             routes.push((segments, methods.join(", ")));
         }
-        let templates = routes
+        let templates: Vec<(Vec<String>, &'static str)> = routes
             .iter()
             .map(|(segments, _)| (segments.clone(), &*Box::leak(segments.join("/").into_boxed_str())))
             .collect();
-        Self { routes, templates }
+        let mut by_shape: HashMap<usize, Shape> = HashMap::new();
+        for (index, (segments, _)) in templates.iter().enumerate() {
+            let shape = by_shape.entry(segments.len()).or_default();
+            match segments.get(3).filter(|s| !s.starts_with('{')) {
+                Some(resource) => shape.named.entry(resource.clone()).or_default().push(index),
+                None => shape.open.push(index),
+            }
+        }
+        Self { routes, templates, by_shape }
     }
 
-    /// The route a request path takes, as a label of bounded cardinality: its documented path template
-    /// (literal segments winning over parameters, as in the router), one of the routes outside the
-    /// document, or `unmatched`.
-    pub fn template(&self, path: &str) -> &'static str {
+    /// Every route label, in the order of the indices [`Self::route`] answers: the documented path
+    /// templates, then the routes outside the document, the last `unmatched`.
+    pub fn route_labels(&self) -> Vec<&'static str> {
+        self.templates.iter().map(|(_, template)| *template).chain(UNDOCUMENTED).collect()
+    }
+
+    /// The route a request path takes, as the index of a label of bounded cardinality (see
+    /// [`Self::route_labels`]): its documented path template (literal segments winning over
+    /// parameters, as in the router), one of the routes outside the document, or `unmatched`.
+    pub fn route(&self, path: &str) -> usize {
         let segments: Vec<&str> = path.split('/').collect();
-        let best = self
-            .templates
-            .iter()
-            .filter(|(pattern, _)| {
-                pattern.len() == segments.len()
-                    && pattern.iter().zip(&segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
-            })
-            .max_by_key(|(pattern, _)| pattern.iter().filter(|p| !p.starts_with('{')).count());
-        if let Some((_, template)) = best {
-            return template;
+        let fits = |index: &&usize| {
+            let pattern = &self.templates[**index].0;
+            pattern.iter().zip(&segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
+        };
+        let literal = |index: &&usize| self.templates[**index].0.iter().filter(|p| !p.starts_with('{')).count();
+        if let Some(shape) = self.by_shape.get(&segments.len()) {
+            let named = segments.get(3).and_then(|resource| shape.named.get(*resource)).into_iter().flatten();
+            if let Some(best) = named.chain(&shape.open).filter(fits).max_by_key(literal) {
+                return *best;
+            }
         }
-        match path {
-            "/healthz" => "/healthz",
-            "/readyz" => "/readyz",
-            "/metrics" => "/metrics",
-            "/openapi.json" => "/openapi.json",
-            _ if path.starts_with("/documents/") && segments.len() == 3 => "/documents/{token}",
-            _ if path == "/docs" || path.starts_with("/docs/") => "/docs",
-            _ => "unmatched",
-        }
+        let outside = match path {
+            "/healthz" => 0,
+            "/readyz" => 1,
+            "/metrics" => 2,
+            "/openapi.json" => 3,
+            _ if path.starts_with("/documents/") && segments.len() == 3 => 4,
+            _ if path == "/docs" || path.starts_with("/docs/") => 5,
+            _ => 6,
+        };
+        self.templates.len() + outside
     }
 
     /// The path parameter whose segment does not decode to UTF-8 text (such a segment names nothing;

@@ -261,6 +261,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
     let docs = service.swagger_ui();
     let document: serde_json::Value = serde_json::from_str(&openapi_document()).unwrap_or_default();
     let allowed = Arc::new(document::AllowedMethods::of(&document));
+    let measured = Arc::new(crate::observe::http::HttpMetrics::new(allowed.route_labels()));
     let spec = Bytes::from(serde_json::to_vec_pretty(&document).unwrap_or_default());
     let gateway_state = state.clone();
     Route::new()
@@ -281,13 +282,14 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
         .around(move |endpoint, mut request: Request| {
             let state = gateway_state.clone();
             let allowed = allowed.clone();
+            let measured = measured.clone();
             let started = std::time::Instant::now();
             let method = request.method().clone();
-            let route = allowed.template(request.uri().path());
+            let route = allowed.route(request.uri().path());
             let request_id = RequestId::generate();
             let span = tracing::info_span!("request", request_id = %request_id.0, org_id = tracing::field::Empty);
-            let in_flight = InFlight::enter();
             async move {
+                let in_flight = measured.enter();
                 request.set_data(request_id.clone());
                 let path = request.uri().path().to_owned();
                 let v2 = path.starts_with("/api/v2");
@@ -334,15 +336,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                 {
                     response.headers_mut().insert(poem::http::header::ALLOW, methods);
                 }
-                let class = status_class(response.status());
-                metrics::counter!("backoffice_http_responses_total", "class" => class).increment(1);
-                metrics::histogram!(
-                    "backoffice_http_request_duration_seconds",
-                    "route" => route,
-                    "method" => method_label(&method),
-                    "status" => class,
-                )
-                .record(started.elapsed().as_secs_f64());
+                measured.record(route, &method, response.status(), started.elapsed());
                 drop(in_flight);
                 let headers = response.headers_mut();
                 if let Ok(value) = HeaderValue::from_str(&request_id.0) {
@@ -357,46 +351,6 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
             }
             .instrument(span)
         })
-}
-
-/// Counts a request in flight until dropped (a request whose client went away is dropped too).
-struct InFlight;
-
-impl InFlight {
-    fn enter() -> Self {
-        metrics::gauge!("backoffice_http_requests_in_flight").increment(1.0);
-        Self
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        metrics::gauge!("backoffice_http_requests_in_flight").decrement(1.0);
-    }
-}
-
-fn status_class(status: StatusCode) -> &'static str {
-    match status.as_u16() {
-        100..=199 => "1xx",
-        200..=299 => "2xx",
-        300..=399 => "3xx",
-        400..=499 => "4xx",
-        _ => "5xx",
-    }
-}
-
-/// The method as a label: the standard ones by name, anything else as one value.
-fn method_label(method: &poem::http::Method) -> &'static str {
-    match method.as_str() {
-        "GET" => "GET",
-        "HEAD" => "HEAD",
-        "POST" => "POST",
-        "PUT" => "PUT",
-        "PATCH" => "PATCH",
-        "DELETE" => "DELETE",
-        "OPTIONS" => "OPTIONS",
-        _ => "other",
-    }
 }
 
 #[handler]

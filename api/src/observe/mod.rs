@@ -8,6 +8,7 @@
 //! stopped projector shows as lag elsewhere. Roles that serve HTTP serve `/metrics`, `/healthz` and
 //! `/readyz` there; the others on `METRICS_ADDR` when it is set.
 
+pub mod http;
 pub mod status;
 
 use events::bus::Bus;
