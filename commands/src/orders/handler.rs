@@ -6,8 +6,8 @@
 use super::{OrderCommand, OrderDecision, OrderFacts, OrderOutcome};
 use crate::aggregate::Rejection;
 use crate::document::{Document, next_number, run_document};
-use crate::engine::{Conn, ExecuteError, Sink, append_typed, load};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::engine::{ExecuteError, append_typed, load};
+use crate::handler::{Batching, Commit, handler};
 use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations::{self, ReservationChange};
 use crate::lookups::{active, load_products};
@@ -41,30 +41,24 @@ pub async fn load_order(
 /// Orders (`POST /api/v1/orders`, `PATCH`, cancel, complete, and the conversion of a quote).
 pub struct Orders;
 
-impl Handler for Orders {
-    type Command = OrderCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[];
+handler! {
+    impl Handler for Orders {
+        type Command = OrderCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[];
 
-    fn stream_id(command: &OrderCommand) -> Uuid {
-        command.order_id()
-    }
+        stream_id(command) {
+            command.order_id()
+        }
 
-    /// Checked in `run`, after the order itself.
-    async fn check_references(_: &OrderCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
+        /// Checked in `run`, after the order itself.
+        check_references in run;
 
-    async fn run(
-        command: &OrderCommand,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_document::<Self>(command, conn.get().await?, org_id, metadata).await
+        run_on(command, conn, org_id, metadata) {
+            run_document::<Self>(command, conn, org_id, metadata).await
+        }
     }
 }
 

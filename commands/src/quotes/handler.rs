@@ -5,8 +5,8 @@
 use super::{QuoteCommand, QuoteDecision, QuoteFacts, QuoteOutcome};
 use crate::aggregate::Rejection;
 use crate::document::{Document, next_number, run_document};
-use crate::engine::{Conn, ExecuteError, Sink, append_typed, load};
-use crate::handler::{Batching, Commit, Handler, Job, Together};
+use crate::engine::{ExecuteError, append_typed, load};
+use crate::handler::{Batching, Commit, Job, handler};
 use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations;
 use crate::lookups::{active, load_products};
@@ -43,30 +43,24 @@ pub async fn load_quote(
 /// Quotes (`POST`, `PUT` and `DELETE /api/v1/quotes`).
 pub struct Quotes;
 
-impl Handler for Quotes {
-    type Command = QuoteCommand;
-    const COMMIT: Commit = Commit::OwnTransaction;
-    const BATCHING: Batching = Batching::Shared;
-    const TOGETHER: Option<Together<Self::Command>> = None;
-    const JOBS: &'static [Job] = &[crate::quotes::SWEEP_QUOTES];
+handler! {
+    impl Handler for Quotes {
+        type Command = QuoteCommand;
+        COMMIT: Commit::OwnTransaction,
+        BATCHING: Batching::Shared,
+        TOGETHER: None,
+        JOBS: &[crate::quotes::SWEEP_QUOTES];
 
-    fn stream_id(command: &QuoteCommand) -> Uuid {
-        command.quote_id()
-    }
+        stream_id(command) {
+            command.quote_id()
+        }
 
-    /// Checked in `run`, after the quote itself.
-    async fn check_references(_: &QuoteCommand, _: &mut Conn<'_>, _: Uuid) -> Result<(), ExecuteError> {
-        Ok(())
-    }
+        /// Checked in `run`, after the quote itself.
+        check_references in run;
 
-    async fn run(
-        command: &QuoteCommand,
-        conn: &mut Conn<'_>,
-        _: &Sink<'_>,
-        org_id: Uuid,
-        metadata: &Metadata,
-    ) -> Result<CommandReply, ExecuteError> {
-        run_document::<Self>(command, conn.get().await?, org_id, metadata).await
+        run_on(command, conn, org_id, metadata) {
+            run_document::<Self>(command, conn, org_id, metadata).await
+        }
     }
 }
 
