@@ -225,12 +225,15 @@ async fn a_failing_webhook_receiver_raises_the_retrying_count(pool: PgPool) {
     json(app.post_keyed("/api/v1/products", &json!({"name": "Yerba", "sku": "YER-1", "price": 250000})).await, 201)
         .await;
     receiver.wait_for("/failing", 1).await;
-    let text = eventually(Duration::from_secs(20), "the delivery to be retrying", || async {
+    // The attempt is stored (the delivery retrying) before the sender counts it, so wait for both.
+    let failures = [("endpoint", endpoint_id.as_str())];
+    let text = eventually(Duration::from_secs(20), "the delivery to be retrying and counted", || async {
         let text = scrape(&app).await;
-        (sample(&text, "backoffice_webhook_deliveries", &[("state", "retrying")]) == 1.0).then_some(text)
+        let retrying = sample(&text, "backoffice_webhook_deliveries", &[("state", "retrying")]) == 1.0;
+        (retrying && sample(&text, "backoffice_webhook_endpoint_failures_total", &failures) >= 1.0).then_some(text)
     })
     .await;
-    assert_eq!(sample(&text, "backoffice_webhook_endpoint_failures_total", &[("endpoint", &endpoint_id)]), 1.0);
+    assert_eq!(sample(&text, "backoffice_webhook_endpoint_failures_total", &failures), 1.0);
     assert_eq!(sample(&text, "backoffice_webhook_attempt_duration_seconds_count", &[("outcome", "failure")]), 1.0);
     assert!(!text.contains(&receiver.url("/failing")), "a receiver URL leaked into the metrics");
     let status = status_json(&app);
