@@ -107,7 +107,38 @@ pub trait Handler {
 ///   starts the stream).
 ///
 /// Doc comments before a step are kept on it.
+///
+/// A domain on the document template (`crate::document`) writes `impl Handler for Ty as Document {
+/// type Command = …; JOBS: …; stream_id(command) { … } }`: its own transaction, shared batches, no
+/// grouping, references checked in `run` (they are facts of the decision), and `run_document` as the
+/// run.
 macro_rules! handler {
+    (
+        impl Handler for $ty:ty as Document {
+            type Command = $command:ty;
+            JOBS: $jobs:expr;
+            stream_id($s:ident) $stream:block
+        }
+    ) => {
+        $crate::handler::handler! {
+            impl Handler for $ty {
+                type Command = $command;
+                COMMIT: $crate::handler::Commit::OwnTransaction,
+                BATCHING: $crate::handler::Batching::Shared,
+                TOGETHER: None,
+                JOBS: $jobs;
+
+                stream_id($s) $stream
+
+                /// Checked in `run`: a document's references are facts of its decision.
+                check_references in run;
+
+                run_on(command, conn, org_id, metadata) {
+                    $crate::document::run_document::<Self>(command, conn, org_id, metadata).await
+                }
+            }
+        }
+    };
     (
         impl $(<$g:ident: $bound:path>)? Handler for $ty:ty {
             type Command = $command:ty;

@@ -5,9 +5,9 @@
 
 use super::{NoteCommand, NoteDecision, NoteFacts, NoteOutcome};
 use crate::aggregate::Rejection;
-use crate::document::{Document, next_number, run_document};
+use crate::document::{Document, next_number};
 use crate::engine::{ExecuteError, append_typed, load};
-use crate::handler::{Batching, Commit, handler};
+use crate::handler::handler;
 use crate::inventory::reservations;
 use crate::inventory::{apply_policy, combo_components, levels, negative_stock_policy, plan};
 use crate::lookups::{active, load_products};
@@ -50,22 +50,12 @@ pub async fn load_note(
 pub struct DeliveryNotes;
 
 handler! {
-    impl Handler for DeliveryNotes {
+    impl Handler for DeliveryNotes as Document {
         type Command = NoteCommand;
-        COMMIT: Commit::OwnTransaction,
-        BATCHING: Batching::Shared,
-        TOGETHER: None,
         JOBS: &[];
 
         stream_id(command) {
             command.note_id()
-        }
-
-        /// Checked in `run`, after the note itself.
-        check_references in run;
-
-        run_on(command, conn, org_id, metadata) {
-            run_document::<Self>(command, conn, org_id, metadata).await
         }
     }
 }

@@ -5,9 +5,9 @@
 
 use super::{OrderCommand, OrderDecision, OrderFacts, OrderOutcome};
 use crate::aggregate::Rejection;
-use crate::document::{Document, next_number, run_document};
+use crate::document::{Document, next_number};
 use crate::engine::{ExecuteError, append_typed, load};
-use crate::handler::{Batching, Commit, handler};
+use crate::handler::handler;
 use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations::{self, ReservationChange};
 use crate::lookups::{active, load_products};
@@ -42,22 +42,12 @@ pub async fn load_order(
 pub struct Orders;
 
 handler! {
-    impl Handler for Orders {
+    impl Handler for Orders as Document {
         type Command = OrderCommand;
-        COMMIT: Commit::OwnTransaction,
-        BATCHING: Batching::Shared,
-        TOGETHER: None,
         JOBS: &[];
 
         stream_id(command) {
             command.order_id()
-        }
-
-        /// Checked in `run`, after the order itself.
-        check_references in run;
-
-        run_on(command, conn, org_id, metadata) {
-            run_document::<Self>(command, conn, org_id, metadata).await
         }
     }
 }

@@ -6,9 +6,9 @@
 
 use super::{LineInput, MethodFacts, PaymentCommand, PaymentFacts, PaymentInput, PaymentOutcome};
 use crate::aggregate::Rejection;
-use crate::document::{Document, run_document};
+use crate::document::Document;
 use crate::engine::{ExecuteError, append_typed};
-use crate::handler::{Batching, Commit, handler};
+use crate::handler::handler;
 use crate::records::PaymentMethod;
 use crate::reply::CommandReply;
 use crate::treasury::{OrgAccount, org_account};
@@ -372,22 +372,12 @@ macro_rules! payment_handler {
         pub struct $name;
 
         handler! {
-            impl Handler for $name {
+            impl Handler for $name as Document {
                 type Command = PaymentCommand;
-                COMMIT: Commit::OwnTransaction,
-                BATCHING: Batching::Shared,
-                TOGETHER: None,
                 JOBS: &[];
 
                 stream_id(command) {
                     command.payment_id()
-                }
-
-                /// Checked in `run`: the contact, methods, locations and documents are facts of the decision.
-                check_references in run;
-
-                run_on(command, conn, org_id, metadata) {
-                    run_document::<Self>(command, conn, org_id, metadata).await
                 }
             }
         }

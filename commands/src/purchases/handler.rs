@@ -12,7 +12,7 @@ use super::{
     duplicate_blocker, stock_entries,
 };
 use crate::aggregate::Rejection;
-use crate::document::{Document, run_document};
+use crate::document::Document;
 use crate::engine::{ExecuteError, append_typed, load};
 use crate::handler::{Batching, Commit, handler};
 use crate::lookups::load_products;
@@ -28,22 +28,12 @@ use uuid::Uuid;
 pub struct Purchases;
 
 handler! {
-    impl Handler for Purchases {
+    impl Handler for Purchases as Document {
         type Command = PurchaseCommand;
-        COMMIT: Commit::OwnTransaction,
-        BATCHING: Batching::Shared,
-        TOGETHER: None,
         JOBS: &[];
 
         stream_id(command) {
             command.id
-        }
-
-        /// Assessed in `run`, where a preview turns what is wrong into blocking issues.
-        check_references in run;
-
-        run_on(command, conn, org_id, metadata) {
-            run_document::<Self>(command, conn, org_id, metadata).await
         }
     }
 }

@@ -4,9 +4,9 @@
 
 use super::{QuoteCommand, QuoteDecision, QuoteFacts, QuoteOutcome};
 use crate::aggregate::Rejection;
-use crate::document::{Document, next_number, run_document};
+use crate::document::{Document, next_number};
 use crate::engine::{ExecuteError, append_typed, load};
-use crate::handler::{Batching, Commit, Job, handler};
+use crate::handler::{Job, handler};
 use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations;
 use crate::lookups::{active, load_products};
@@ -44,22 +44,12 @@ pub async fn load_quote(
 pub struct Quotes;
 
 handler! {
-    impl Handler for Quotes {
+    impl Handler for Quotes as Document {
         type Command = QuoteCommand;
-        COMMIT: Commit::OwnTransaction,
-        BATCHING: Batching::Shared,
-        TOGETHER: None,
         JOBS: &[crate::quotes::SWEEP_QUOTES];
 
         stream_id(command) {
             command.quote_id()
-        }
-
-        /// Checked in `run`, after the quote itself.
-        check_references in run;
-
-        run_on(command, conn, org_id, metadata) {
-            run_document::<Self>(command, conn, org_id, metadata).await
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::fiscal::issuer_may_issue;
 use super::{InvoiceCommand, OrgFacts, SaleCommand, SaleDecision, SaleFacts, fiscal};
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;
-use crate::document::{Document, next_number, run_document};
+use crate::document::{Document, next_number};
 use crate::engine::{ExecuteError, append_together, append_typed, load};
 use crate::fiscal::Issuer;
 use crate::handler::{Batching, Commit, handler};
@@ -99,22 +99,12 @@ async fn fiscal_issuer(
 pub struct Sales;
 
 handler! {
-    impl Handler for Sales {
+    impl Handler for Sales as Document {
         type Command = SaleCommand;
-        COMMIT: Commit::OwnTransaction,
-        BATCHING: Batching::Shared,
-        TOGETHER: None,
         JOBS: &[super::invoicing::RETRY_INVOICES];
 
         stream_id(command) {
             command.id
-        }
-
-        /// Checked in `run`, where the references' facts are needed anyway.
-        check_references in run;
-
-        run_on(command, conn, org_id, metadata) {
-            run_document::<Self>(command, conn, org_id, metadata).await
         }
     }
 }

@@ -6,9 +6,9 @@
 use super::movements::{Holding, MovementCommand, MovementFacts, MovementOutcome};
 use super::{LocationFacts, TransferCommand, TransferFacts, TransferOutcome};
 use crate::aggregate::Rejection;
-use crate::document::{Document, run_document};
+use crate::document::Document;
 use crate::engine::{ExecuteError, append_typed};
-use crate::handler::{Batching, Commit, handler};
+use crate::handler::handler;
 use crate::reply::CommandReply;
 use events::catalogue::{
     Currency, FundsTransferEvent, JournalEntry, LocationRef, LocationStatus, TreasuryMovementEvent, ar_date,
@@ -49,22 +49,12 @@ pub async fn load_location(
 pub struct FundsTransfers;
 
 handler! {
-    impl Handler for FundsTransfers {
+    impl Handler for FundsTransfers as Document {
         type Command = TransferCommand;
-        COMMIT: Commit::OwnTransaction,
-        BATCHING: Batching::Shared,
-        TOGETHER: None,
         JOBS: &[];
 
         stream_id(command) {
             command.transfer_id()
-        }
-
-        /// Checked in `run`: the endpoints are facts of the decision.
-        check_references in run;
-
-        run_on(command, conn, org_id, metadata) {
-            run_document::<Self>(command, conn, org_id, metadata).await
         }
     }
 }
@@ -280,22 +270,12 @@ pub async fn hold(conn: &mut PgConnection, org_id: Uuid, entries: &[&JournalEntr
 pub struct ManualMovements;
 
 handler! {
-    impl Handler for ManualMovements {
+    impl Handler for ManualMovements as Document {
         type Command = MovementCommand;
-        COMMIT: Commit::OwnTransaction,
-        BATCHING: Batching::Shared,
-        TOGETHER: None,
         JOBS: &[];
 
         stream_id(command) {
             command.movement_id()
-        }
-
-        /// Checked in `run`: the location, accounts and cost centers are facts of the decision.
-        check_references in run;
-
-        run_on(command, conn, org_id, metadata) {
-            run_document::<Self>(command, conn, org_id, metadata).await
         }
     }
 }
