@@ -453,11 +453,8 @@ impl AllowedMethods {
     /// parameters, as in the router), one of the routes outside the document, or `unmatched`.
     pub fn route(&self, path: &str) -> usize {
         let segments: Vec<&str> = path.split('/').collect();
-        let fits = |index: &&usize| {
-            let pattern = &self.templates[**index].0;
-            pattern.iter().zip(&segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
-        };
-        let literal = |index: &&usize| self.templates[**index].0.iter().filter(|p| !p.starts_with('{')).count();
+        let fits = |index: &&usize| fits(&self.templates[**index].0, &segments);
+        let literal = |index: &&usize| literal_count(&self.templates[**index].0);
         if let Some(shape) = self.by_shape.get(&segments.len()) {
             let named = segments.get(3).and_then(|resource| shape.named.get(*resource)).into_iter().flatten();
             if let Some(best) = named.chain(&shape.open).filter(fits).max_by_key(literal) {
@@ -495,11 +492,7 @@ impl AllowedMethods {
     /// matches any one segment; literal segments win over parameters, as in the router).
     pub fn allow(&self, path: &str) -> Option<String> {
         let segments: Vec<&str> = path.split('/').collect();
-        let matches = |pattern: &[String]| {
-            pattern.len() == segments.len()
-                && pattern.iter().zip(&segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
-        };
-        let literal_count = |pattern: &[String]| pattern.iter().filter(|p| !p.starts_with('{')).count();
+        let matches = |pattern: &[String]| fits(pattern, &segments);
         // Paths that differ only in a parameter's name are one route: their methods are one list.
         let best = self.routes.iter().filter(|(p, _)| matches(p)).map(|(p, _)| literal_count(p)).max()?;
         let mut methods: Vec<&str> = self
@@ -512,6 +505,18 @@ impl AllowedMethods {
         methods.dedup();
         Some(methods.join(", "))
     }
+}
+
+/// Whether a request path's segments fit a documented path's: as many, each literal equal and each
+/// `{param}` a segment that is not empty.
+fn fits(pattern: &[String], segments: &[&str]) -> bool {
+    pattern.len() == segments.len()
+        && pattern.iter().zip(segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
+}
+
+/// How many of a documented path's segments are literal (the more, the better a match wins).
+fn literal_count(pattern: &[String]) -> usize {
+    pattern.iter().filter(|p| !p.starts_with('{')).count()
 }
 
 /// Whether a path segment's `%XX` escapes decode to UTF-8.
