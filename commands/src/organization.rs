@@ -487,24 +487,16 @@ pub struct OrganizationAdminView {
     pub settings: OrganizationSettings,
 }
 
-type SettingsRow = (
-    String,
-    String,
-    i32,
-    i32,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    bool,
-    Option<Uuid>,
-    Option<Uuid>,
-    Option<Uuid>,
-    Option<Uuid>,
-    Option<String>,
-    Option<String>,
-    Option<time::Date>,
-);
+/// An organization's row as an update reads it: what operators see beside its settings.
+#[derive(sqlx::FromRow)]
+struct SettingsRow {
+    name: String,
+    slug: String,
+    rate_limit_per_minute: i32,
+    rate_limit_per_hour: i32,
+    #[sqlx(flatten)]
+    settings: OrganizationSettings,
+}
 
 /// Changes an organization's settings (one `SettingsChanged` event with the whole set, none when
 /// nothing changes) and returns the organization as operators see it.
@@ -523,38 +515,8 @@ pub async fn update_organization(
     .bind(org_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let (
-        name,
-        slug,
-        per_minute,
-        per_hour,
-        negative_stock,
-        legal_name,
-        tax_id,
-        tax_category,
-        prices_include_tax,
-        exchange_difference_account_id,
-        receivables_account_id,
-        payables_account_id,
-        payment_fees_account_id,
-        commercial_address,
-        gross_income_number,
-        activity_start,
-    ) = row.ok_or(AdminError::UnknownOrganization(org_id))?;
-    let current = OrganizationSettings {
-        negative_stock,
-        legal_name,
-        tax_id,
-        tax_category,
-        prices_include_tax,
-        exchange_difference_account_id,
-        receivables_account_id,
-        payables_account_id,
-        payment_fees_account_id,
-        commercial_address,
-        gross_income_number,
-        activity_start,
-    };
+    let SettingsRow { name, slug, rate_limit_per_minute, rate_limit_per_hour, settings: current } =
+        row.ok_or(AdminError::UnknownOrganization(org_id))?;
     let mut accounts = Vec::new();
     for (flag, text) in [
         ("--exchange-difference-account", &change.exchange_difference_account),
@@ -610,8 +572,8 @@ pub async fn update_organization(
         organization_id: org_id,
         name,
         slug,
-        rate_limit_per_minute: per_minute,
-        rate_limit_per_hour: per_hour,
+        rate_limit_per_minute,
+        rate_limit_per_hour,
         settings: next,
     })
 }

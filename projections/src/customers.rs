@@ -149,8 +149,7 @@ const COLUMNS: &str = "org_id, id, name, email, phone, tax_id, tax_id_type, tax_
 
 /// One contact of one organization, from `table` (customers or suppliers).
 pub async fn get(pool: &PgPool, table: &str, org_id: Uuid, id: Uuid) -> Result<Option<CustomerRow>, sqlx::Error> {
-    let sql = format!("select {COLUMNS} from {table} where org_id = $1 and id = $2");
-    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await
+    crate::row_by_id(pool, table, COLUMNS, org_id, id).await
 }
 
 /// A page of an organization's contacts of one kind in id order (ids are time-ordered, so oldest first), after
@@ -162,10 +161,7 @@ pub async fn list(
     after: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<CustomerRow>, sqlx::Error> {
-    let sql = format!(
-        "select {COLUMNS} from {table} where org_id = $1 and ($2::uuid is null or id > $2) order by id limit $3"
-    );
-    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(after).bind(limit).fetch_all(pool).await
+    crate::rows_after_id(pool, table, COLUMNS, org_id, after, limit).await
 }
 
 /// One numbered page of an organization's contacts of one kind, by name then id, optionally matching

@@ -4,7 +4,6 @@
 use crate::{Folded, Target};
 use events::RecordedEvent;
 use events::catalogue::{DeliveryNoteEvent, DeliveryNoteState, DeliveryOrigin};
-use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -67,32 +66,19 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
 }
 
 /// A delivery note as stored for reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct NoteRow {
     pub id: Uuid,
+    #[sqlx(json, rename = "doc")]
     pub note: DeliveryNoteState,
     pub deleted: bool,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
 
-type Tuple = (Uuid, Value, bool, OffsetDateTime, OffsetDateTime);
-
-fn row((id, doc, deleted, created_at, updated_at): Tuple) -> Result<NoteRow, sqlx::Error> {
-    let note = crate::from_doc(doc)?;
-    Ok(NoteRow { id, note, deleted, created_at, updated_at })
-}
-
 /// A note, deleted or not.
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<NoteRow>, sqlx::Error> {
-    let found: Option<Tuple> = sqlx::query_as(
-        "select id, doc, deleted, created_at, updated_at from delivery_notes_view where org_id = $1 and id = $2",
-    )
-    .bind(org_id)
-    .bind(id)
-    .fetch_optional(pool)
-    .await?;
-    found.map(row).transpose()
+    crate::row_by_id(pool, "delivery_notes_view", "id, doc, deleted, created_at, updated_at", org_id, id).await
 }
 
 /// What the delivery note list filters on (each `None`: any).
@@ -111,7 +97,7 @@ pub async fn list(
     after: Option<(OffsetDateTime, Uuid)>,
     limit: i64,
 ) -> Result<Vec<NoteRow>, sqlx::Error> {
-    let rows: Vec<Tuple> = sqlx::query_as(
+    sqlx::query_as(
         "select id, doc, deleted, created_at, updated_at from delivery_notes_view
          where org_id = $1 and not deleted and ($2::text is null or origin_type = $2)
            and ($3::uuid is null or origin_id = $3) and ($4::uuid is null or customer_id = $4)
@@ -126,6 +112,5 @@ pub async fn list(
     .bind(after.map(|a| a.1))
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    rows.into_iter().map(row).collect()
+    .await
 }

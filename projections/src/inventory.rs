@@ -461,7 +461,7 @@ pub async fn movements(
 }
 
 /// A stock transfer as stored for reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct TransferRow {
     pub id: Uuid,
     pub origin_warehouse_id: Uuid,
@@ -474,19 +474,8 @@ pub struct TransferRow {
 
 const TRANSFER_COLUMNS: &str = "id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc, created_at";
 
-type TransferTuple = (Uuid, Uuid, Uuid, Date, Value, OffsetDateTime);
-
-fn transfer_row(
-    (id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc, created_at): TransferTuple,
-) -> TransferRow {
-    TransferRow { id, origin_warehouse_id, destination_warehouse_id, occurred_on, doc, created_at }
-}
-
 pub async fn transfer(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<TransferRow>, sqlx::Error> {
-    let sql = format!("select {TRANSFER_COLUMNS} from stock_transfers_view where org_id = $1 and id = $2");
-    let row: Option<TransferTuple> =
-        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await?;
-    Ok(row.map(transfer_row))
+    crate::row_by_id(pool, "stock_transfers_view", TRANSFER_COLUMNS, org_id, id).await
 }
 
 /// Up to `limit` transfers after `after`, oldest first, optionally touching one warehouse (as origin
@@ -504,14 +493,13 @@ pub async fn transfers(
            and ($3::uuid is null or id > $3)
          order by id limit $4"
     );
-    let rows: Vec<TransferTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
         .bind(warehouse_id)
         .bind(after)
         .bind(limit)
         .fetch_all(pool)
-        .await?;
-    Ok(rows.into_iter().map(transfer_row).collect())
+        .await
 }
 
 /// The active reservations `reservation_ids` (of quotes, orders), as this read model holds them, in one

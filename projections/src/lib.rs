@@ -307,6 +307,40 @@ impl SearchPages<'_> {
     }
 }
 
+/// One row of an organization's read table by its id: `columns` of `table`, as `R`.
+pub async fn row_by_id<R>(
+    pool: &sqlx::PgPool,
+    table: &str,
+    columns: &str,
+    org_id: Uuid,
+    id: Uuid,
+) -> Result<Option<R>, sqlx::Error>
+where
+    R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+{
+    let sql = format!("select {columns} from {table} where org_id = $1 and id = $2");
+    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await
+}
+
+/// Up to `limit` rows of an organization's read table in id order (ids are time-ordered: oldest
+/// first), after the row `after` when given: `columns` of `table`, as `R`.
+pub async fn rows_after_id<R>(
+    pool: &sqlx::PgPool,
+    table: &str,
+    columns: &str,
+    org_id: Uuid,
+    after: Option<Uuid>,
+    limit: i64,
+) -> Result<Vec<R>, sqlx::Error>
+where
+    R: for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
+{
+    let sql = format!(
+        "select {columns} from {table} where org_id = $1 and ($2::uuid is null or id > $2) order by id limit $3"
+    );
+    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(after).bind(limit).fetch_all(pool).await
+}
+
 /// The rows of a batch, one per resource (by organization and id) in order of first appearance; a
 /// later row of the same resource takes the earlier one's place through `replace(earlier, later)`.
 pub fn latest_rows<R>(rows: Vec<R>, id: impl Fn(&R) -> (Uuid, Uuid), replace: impl Fn(&R, R) -> R) -> Vec<R> {

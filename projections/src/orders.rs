@@ -5,7 +5,6 @@
 use crate::{Folded, Target};
 use events::RecordedEvent;
 use events::catalogue::{OrderEvent, OrderState};
-use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -44,29 +43,17 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
 }
 
 /// An order as stored for reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct OrderRow {
     pub id: Uuid,
+    #[sqlx(json, rename = "doc")]
     pub order: OrderState,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
 
-type Tuple = (Uuid, Value, OffsetDateTime, OffsetDateTime);
-
-fn row((id, doc, created_at, updated_at): Tuple) -> Result<OrderRow, sqlx::Error> {
-    let order = crate::from_doc(doc)?;
-    Ok(OrderRow { id, order, created_at, updated_at })
-}
-
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<OrderRow>, sqlx::Error> {
-    let found: Option<Tuple> =
-        sqlx::query_as("select id, doc, created_at, updated_at from orders_view where org_id = $1 and id = $2")
-            .bind(org_id)
-            .bind(id)
-            .fetch_optional(pool)
-            .await?;
-    found.map(row).transpose()
+    crate::row_by_id(pool, "orders_view", "id, doc, created_at, updated_at", org_id, id).await
 }
 
 /// What the order list filters on (each `None`: any).
@@ -87,7 +74,7 @@ pub async fn list(
     after: Option<(OffsetDateTime, Uuid)>,
     limit: i64,
 ) -> Result<Vec<OrderRow>, sqlx::Error> {
-    let rows: Vec<Tuple> = sqlx::query_as(
+    sqlx::query_as(
         "select id, doc, created_at, updated_at from orders_view
          where org_id = $1 and ($2::text is null or status = $2) and ($3::text is null or fulfillment_status = $3)
            and ($4::uuid is null or customer_id = $4) and ($5::timestamptz is null or created_at >= $5)
@@ -105,6 +92,5 @@ pub async fn list(
     .bind(after.map(|a| a.1))
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    rows.into_iter().map(row).collect()
+    .await
 }

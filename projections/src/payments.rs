@@ -98,9 +98,10 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
 }
 
 /// A payment as read.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct PaymentRow {
     pub id: Uuid,
+    #[sqlx(json)]
     pub doc: PaymentDoc,
     pub status: String,
     pub occurred_on: Date,
@@ -115,15 +116,6 @@ pub struct PaymentFilter {
     pub status: Option<String>,
     pub date_from: Option<Date>,
     pub date_to: Option<Date>,
-}
-
-type PaymentTuple = (Uuid, serde_json::Value, String, Date, OffsetDateTime, OffsetDateTime);
-
-fn payment_row(
-    (id, doc, status, occurred_on, created_at, updated_at): PaymentTuple,
-) -> Result<PaymentRow, sqlx::Error> {
-    let doc = serde_json::from_value(doc).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-    Ok(PaymentRow { id, doc, status, occurred_on, created_at, updated_at })
 }
 
 /// A delegated token sees a payment whose every location it sees; `own`, only its user's.
@@ -146,15 +138,14 @@ pub async fn payment(
         "select p.id, p.doc, p.status, p.occurred_on, p.created_at, p.updated_at from {PAYMENTS} p
          where p.org_id = $1 and p.side = $2 and {VISIBLE} and p.id = $5"
     );
-    let found: Option<PaymentTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
         .bind(side.as_str())
         .bind(seen(visibility))
         .bind(visibility.own.as_deref())
         .bind(id)
         .fetch_optional(pool)
-        .await?;
-    found.map(payment_row).transpose()
+        .await
 }
 
 /// Up to `limit` payments of `side` after `after`, newest first (`occurred_on`, `created_at`, `id`).
@@ -175,7 +166,7 @@ pub async fn payments(
            and ($9::date is null or (p.occurred_on, p.created_at, p.id) < ($9, $10, $11))
          order by p.occurred_on desc, p.created_at desc, p.id desc limit $12"
     );
-    let rows: Vec<PaymentTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
         .bind(side.as_str())
         .bind(seen(visibility))
@@ -189,6 +180,5 @@ pub async fn payments(
         .bind(after.map(|a| a.2))
         .bind(limit)
         .fetch_all(pool)
-        .await?;
-    rows.into_iter().map(payment_row).collect()
+        .await
 }

@@ -139,7 +139,7 @@ async fn request_document(
 }
 
 /// A purchase as stored for reads: the recorded event (`doc`) and the supplier's name.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct PurchaseRow {
     pub id: Uuid,
     pub supplier_name: Option<String>,
@@ -181,11 +181,8 @@ impl PurchaseFilter {
     }
 }
 
-type PurchaseTuple = (Uuid, Option<String>, Value, Cents, OffsetDateTime);
-
-fn purchase_row((id, supplier_name, doc, amount_due, created_at): PurchaseTuple) -> PurchaseRow {
-    PurchaseRow { id, supplier_name, doc, amount_due, created_at }
-}
+/// What a purchase read selects, as [`PurchaseRow`] names it.
+const PURCHASE_COLUMNS: &str = "p.id, s.name as supplier_name, p.doc, p.amount_due, p.created_at";
 
 /// Up to `limit` purchases after `after`, oldest first.
 pub async fn list(
@@ -196,15 +193,14 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<PurchaseRow>, sqlx::Error> {
     let sql = format!(
-        "select p.id, s.name, p.doc, p.amount_due, p.created_at from {PURCHASES_WITH_SUPPLIERS}
+        "select {PURCHASE_COLUMNS} from {PURCHASES_WITH_SUPPLIERS}
          where {PURCHASE_FILTER} and ($6::uuid is null or p.id > $6) order by p.id limit $7"
     );
-    let rows: Vec<PurchaseTuple> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?)
+    sqlx::query_as_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?)
         .bind(after)
         .bind(limit)
         .fetch_all(pool)
-        .await?;
-    Ok(rows.into_iter().map(purchase_row).collect())
+        .await
 }
 
 /// One numbered page of purchases (newest first) and how many there are in all.
@@ -216,10 +212,10 @@ pub async fn page(
     limit: i64,
 ) -> Result<(Vec<PurchaseRow>, i64), sqlx::Error> {
     let sql = format!(
-        "select p.id, s.name, p.doc, p.amount_due, p.created_at from {PURCHASES_WITH_SUPPLIERS}
+        "select {PURCHASE_COLUMNS} from {PURCHASES_WITH_SUPPLIERS}
          where {PURCHASE_FILTER} order by p.id desc limit $6 offset $7"
     );
-    let rows: Vec<PurchaseTuple> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?)
+    let rows: Vec<PurchaseRow> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?)
         .bind(limit)
         .bind((page - 1).saturating_mul(limit))
         .fetch_all(pool)
@@ -227,28 +223,22 @@ pub async fn page(
     let sql = format!("select count(*) from {PURCHASES_WITH_SUPPLIERS} where {PURCHASE_FILTER}");
     let total: i64 =
         sqlx::query_scalar_with(sqlx::AssertSqlSafe(sql), filter.arguments(org_id)?).fetch_one(pool).await?;
-    Ok((rows.into_iter().map(purchase_row).collect(), total))
+    Ok((rows, total))
 }
 
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<PurchaseRow>, sqlx::Error> {
     let sql = format!(
-        "select p.id, s.name, p.doc, p.amount_due, p.created_at from {PURCHASES_WITH_SUPPLIERS} where p.org_id = $1 and p.id = $2"
+        "select {PURCHASE_COLUMNS} from {PURCHASES_WITH_SUPPLIERS} where p.org_id = $1 and p.id = $2"
     );
-    let row: Option<PurchaseTuple> =
-        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await?;
-    Ok(row.map(purchase_row))
+    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await
 }
 
 /// A purchase order as stored for reads, with its supplier's name.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct OrderRow {
+    #[sqlx(json, rename = "doc")]
     pub state: PurchaseOrderState,
     pub supplier_name: Option<String>,
-}
-
-fn order_row((doc, supplier_name): (Value, Option<String>)) -> Result<OrderRow, sqlx::Error> {
-    let state = crate::from_doc(doc)?;
-    Ok(OrderRow { state, supplier_name })
 }
 
 /// Up to `limit` purchase orders after `after`, oldest first.
@@ -260,8 +250,8 @@ pub async fn orders(
     after: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<OrderRow>, sqlx::Error> {
-    let rows: Vec<(Value, Option<String>)> = sqlx::query_as(
-        "select o.doc, s.name from purchase_orders_view o
+    sqlx::query_as(
+        "select o.doc, s.name as supplier_name from purchase_orders_view o
          left join suppliers_view s on s.org_id = o.org_id and s.id = o.supplier_id
          where o.org_id = $1 and ($2::uuid is null or o.supplier_id = $2) and ($3::text is null or o.status = $3)
            and ($4::uuid is null or o.id > $4)
@@ -273,19 +263,17 @@ pub async fn orders(
     .bind(after)
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    rows.into_iter().map(order_row).collect()
+    .await
 }
 
 pub async fn order(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<OrderRow>, sqlx::Error> {
-    let row: Option<(Value, Option<String>)> = sqlx::query_as(
-        "select o.doc, s.name from purchase_orders_view o
+    sqlx::query_as(
+        "select o.doc, s.name as supplier_name from purchase_orders_view o
          left join suppliers_view s on s.org_id = o.org_id and s.id = o.supplier_id
          where o.org_id = $1 and o.id = $2",
     )
     .bind(org_id)
     .bind(id)
     .fetch_optional(pool)
-    .await?;
-    row.map(order_row).transpose()
+    .await
 }

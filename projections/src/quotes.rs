@@ -5,7 +5,6 @@
 use crate::{Folded, Target, contains_pattern};
 use events::RecordedEvent;
 use events::catalogue::{QuoteEvent, QuoteState, fold_quote};
-use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -65,29 +64,17 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
 }
 
 /// A quote as stored for reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct QuoteRow {
     pub id: Uuid,
+    #[sqlx(json, rename = "doc")]
     pub quote: QuoteState,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
 }
 
-type Tuple = (Uuid, Value, OffsetDateTime, OffsetDateTime);
-
-fn row((id, doc, created_at, updated_at): Tuple) -> Result<QuoteRow, sqlx::Error> {
-    let quote = crate::from_doc(doc)?;
-    Ok(QuoteRow { id, quote, created_at, updated_at })
-}
-
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<QuoteRow>, sqlx::Error> {
-    let found: Option<Tuple> =
-        sqlx::query_as("select id, doc, created_at, updated_at from quotes_view where org_id = $1 and id = $2")
-            .bind(org_id)
-            .bind(id)
-            .fetch_optional(pool)
-            .await?;
-    found.map(row).transpose()
+    crate::row_by_id(pool, "quotes_view", "id, doc, created_at, updated_at", org_id, id).await
 }
 
 /// Up to `limit` quotes after `after` (created at, id), newest first; `query` matches the customer's
@@ -101,7 +88,7 @@ pub async fn list(
     after: Option<(OffsetDateTime, Uuid)>,
     limit: i64,
 ) -> Result<Vec<QuoteRow>, sqlx::Error> {
-    let rows: Vec<Tuple> = sqlx::query_as(
+    sqlx::query_as(
         "select id, doc, created_at, updated_at from quotes_view
          where org_id = $1 and ($2::text is null or customer_name ilike $2 or number::text = $3)
            and ($4::uuid is null or customer_id = $4) and ($5::text is null or status = $5)
@@ -117,6 +104,5 @@ pub async fn list(
     .bind(after.map(|a| a.1))
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    rows.into_iter().map(row).collect()
+    .await
 }

@@ -95,8 +95,7 @@ const COLUMNS: &str = "id, doc, is_default, created_at, updated_at";
 
 /// One record of one organization.
 pub async fn get(pool: &PgPool, table: &str, org_id: Uuid, id: Uuid) -> Result<Option<RecordRow>, sqlx::Error> {
-    let sql = format!("select {COLUMNS} from {table} where org_id = $1 and id = $2");
-    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await
+    crate::row_by_id(pool, table, COLUMNS, org_id, id).await
 }
 
 /// A page of an organization's records in creation order, after `after`.
@@ -107,10 +106,7 @@ pub async fn list(
     after: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<RecordRow>, sqlx::Error> {
-    let sql = format!(
-        "select {COLUMNS} from {table} where org_id = $1 and ($2::uuid is null or id > $2) order by id limit $3"
-    );
-    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(after).bind(limit).fetch_all(pool).await
+    crate::rows_after_id(pool, table, COLUMNS, org_id, after, limit).await
 }
 
 /// How a page list is sorted.

@@ -7,7 +7,6 @@ use crate::{Folded, ProjectionError, Target, contains_pattern};
 use events::RecordedEvent;
 use events::catalogue::{CustomerPaymentEvent, SaleEvent, SaleRecorded, fold_sale};
 use events::domain::Cents;
-use serde_json::Value;
 use sqlx::{PgConnection, PgPool};
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
@@ -120,9 +119,10 @@ pub fn payment_status(total: Cents, due: Cents) -> &'static str {
 pub const PAYMENT_STATUSES: &[&str] = &["pending", "partially_paid", "paid"];
 
 /// A sale as stored for reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct SaleRow {
     pub id: Uuid,
+    #[sqlx(json, rename = "doc")]
     pub sale: SaleRecorded,
     /// What it still owes.
     pub amount_due: Cents,
@@ -144,13 +144,6 @@ pub struct SaleFilter {
     pub payment_status: Option<String>,
 }
 
-type SaleTuple = (Uuid, Value, Cents, OffsetDateTime, OffsetDateTime);
-
-fn row((id, doc, amount_due, created_at, updated_at): SaleTuple) -> Result<SaleRow, sqlx::Error> {
-    let sale = crate::from_doc(doc)?;
-    Ok(SaleRow { id, sale, amount_due, created_at, updated_at })
-}
-
 /// Up to `limit` sales after `after`, oldest first.
 pub async fn list(
     pool: &PgPool,
@@ -159,7 +152,7 @@ pub async fn list(
     after: Option<Uuid>,
     limit: i64,
 ) -> Result<Vec<SaleRow>, sqlx::Error> {
-    let rows: Vec<SaleTuple> = sqlx::query_as(
+    sqlx::query_as(
         "select id, doc, amount_due, created_at, updated_at from sales_view
          where org_id = $1 and ($2::uuid is null or customer_id = $2)
            and ($3::date is null or invoice_date >= $3) and ($4::date is null or invoice_date <= $4)
@@ -179,16 +172,9 @@ pub async fn list(
     .bind(limit)
     .bind(&filter.payment_status)
     .fetch_all(pool)
-    .await?;
-    rows.into_iter().map(row).collect()
+    .await
 }
 
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<SaleRow>, sqlx::Error> {
-    let found: Option<SaleTuple> =
-        sqlx::query_as("select id, doc, amount_due, created_at, updated_at from sales_view where org_id = $1 and id = $2")
-            .bind(org_id)
-            .bind(id)
-            .fetch_optional(pool)
-            .await?;
-    found.map(row).transpose()
+    crate::row_by_id(pool, "sales_view", "id, doc, amount_due, created_at, updated_at", org_id, id).await
 }

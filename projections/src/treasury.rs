@@ -563,9 +563,10 @@ impl Visibility {
 }
 
 /// A location as stored for reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct LocationRow {
     pub id: Uuid,
+    #[sqlx(json, rename = "doc")]
     pub location: TreasuryLocation,
     pub created_at: OffsetDateTime,
     pub updated_at: OffsetDateTime,
@@ -580,23 +581,16 @@ pub struct LocationFilter {
     pub currency: Option<String>,
 }
 
-type LocationTuple = (Uuid, Value, OffsetDateTime, OffsetDateTime);
-
-fn location_row((id, doc, created_at, updated_at): LocationTuple) -> Result<LocationRow, sqlx::Error> {
-    Ok(LocationRow { id, location: crate::from_doc(doc)?, created_at, updated_at })
-}
-
 /// One location of a kind.
 pub async fn location(pool: &PgPool, org_id: Uuid, at: LocationRef) -> Result<Option<LocationRow>, sqlx::Error> {
-    let found: Option<LocationTuple> = sqlx::query_as(
+    sqlx::query_as(
         "select id, doc, created_at, updated_at from treasury_locations_view where org_id = $1 and kind = $2 and id = $3",
     )
     .bind(org_id)
     .bind(at.kind.as_str())
     .bind(at.id)
     .fetch_optional(pool)
-    .await?;
-    found.map(location_row).transpose()
+    .await
 }
 
 /// Up to `limit` locations after `after` (kind, id), in that order.
@@ -609,7 +603,7 @@ pub async fn locations(
     limit: i64,
 ) -> Result<Vec<LocationRow>, sqlx::Error> {
     let (kinds, ids) = visibility.kinds_and_ids();
-    let rows: Vec<LocationTuple> = sqlx::query_as(
+    sqlx::query_as(
         "select l.id, l.doc, l.created_at, l.updated_at from treasury_locations_view l
          where l.org_id = $1 and ($2::text is null or l.kind = $2) and ($3::uuid is null or l.id = $3)
            and ($4::text is null or l.status = $4) and ($5::text is null or l.currency = $5)
@@ -628,8 +622,7 @@ pub async fn locations(
     .bind(after.map(|a| a.1))
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    rows.into_iter().map(location_row).collect()
+    .await
 }
 
 /// A location's balance: its functional (peso) figure and its native one (none when some line of a
@@ -734,16 +727,11 @@ pub struct MovementFilter {
 }
 
 /// A movement as stored for reads, with its persistence time.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct MovementRow {
+    #[sqlx(json, rename = "doc")]
     pub movement: MovementDoc,
     pub created_at: OffsetDateTime,
-}
-
-type MovementTuple = (Value, OffsetDateTime);
-
-fn movement_row((doc, created_at): MovementTuple) -> Result<MovementRow, sqlx::Error> {
-    Ok(MovementRow { movement: crate::from_doc(doc)?, created_at })
 }
 
 /// One movement row by its id (a ledger line's) or its movement id, when the reader may see it.
@@ -753,7 +741,7 @@ pub async fn movement(
     id: Uuid,
     visibility: &Visibility,
 ) -> Result<Option<MovementRow>, sqlx::Error> {
-    let rows: Vec<MovementTuple> = sqlx::query_as(
+    let rows: Vec<MovementRow> = sqlx::query_as(
         "select doc, created_at from treasury_movements_view
          where org_id = $1 and (id = $2 or treasury_movement_id = $2) and ($3::text is null or created_by = $3)
          order by id limit 2",
@@ -763,7 +751,6 @@ pub async fn movement(
     .bind(visibility.own.as_deref())
     .fetch_all(pool)
     .await?;
-    let rows: Vec<MovementRow> = rows.into_iter().map(movement_row).collect::<Result<_, _>>()?;
     Ok(rows
         .into_iter()
         .find(|r| visibility.sees(LocationRef { kind: r.movement.balance_type, id: r.movement.balance_id })))
@@ -782,7 +769,7 @@ pub async fn movements(
     limit: i64,
 ) -> Result<Vec<MovementRow>, sqlx::Error> {
     let (kinds, ids) = visibility.kinds_and_ids();
-    let rows: Vec<MovementTuple> = sqlx::query_as(
+    sqlx::query_as(
         "select doc, created_at from treasury_movements_view m
          where m.org_id = $1 and ($2::text is null or m.location_kind = $2) and ($3::uuid is null or m.location_id = $3)
            and ($4::text is null or m.movement_type = $4) and ($5::date is null or m.occurred_on >= $5)
@@ -806,12 +793,11 @@ pub async fn movements(
     .bind(after.map(|a| a.2))
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    rows.into_iter().map(movement_row).collect()
+    .await
 }
 
 /// A funds transfer as stored for reads.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct TransferRow {
     pub id: Uuid,
     pub doc: Value,
@@ -827,12 +813,6 @@ pub struct TransferFilter {
     pub id: Option<Uuid>,
     pub date_from: Option<Date>,
     pub date_to: Option<Date>,
-}
-
-type TransferTuple = (Uuid, Value, Date, OffsetDateTime);
-
-fn transfer_row((id, doc, occurred_on, created_at): TransferTuple) -> TransferRow {
-    TransferRow { id, doc, occurred_on, created_at }
 }
 
 const TRANSFER_VISIBLE: &str =
@@ -852,15 +832,14 @@ pub async fn transfer(
         "select t.id, t.doc, t.occurred_on, t.created_at from funds_transfers_view t
          where t.org_id = $1 and {TRANSFER_VISIBLE} and t.id = $5"
     );
-    let found: Option<TransferTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
         .bind(kinds)
         .bind(ids)
         .bind(visibility.own.as_deref())
         .bind(id)
         .fetch_optional(pool)
-        .await?;
-    Ok(found.map(transfer_row))
+        .await
 }
 
 /// Up to `limit` transfers after `after`, newest first (`occurred_on`, `created_at`, `id`).
@@ -882,7 +861,7 @@ pub async fn transfers(
            and ($9::date is null or (t.occurred_on, t.created_at, t.id) < ($9, $10, $11))
          order by t.occurred_on desc, t.created_at desc, t.id desc limit $12"
     );
-    let rows: Vec<TransferTuple> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
         .bind(kinds)
         .bind(ids)
@@ -896,6 +875,5 @@ pub async fn transfers(
         .bind(after.map(|a| a.2))
         .bind(limit)
         .fetch_all(pool)
-        .await?;
-    Ok(rows.into_iter().map(transfer_row).collect())
+        .await
 }

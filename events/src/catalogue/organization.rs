@@ -69,7 +69,7 @@ pub struct RateLimitsChanged {
 
 /// The organization's settings after an operator changed them (the whole set, so one event is the
 /// state): the negative-stock policy and the fiscal profile invoicing uses.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct OrganizationSettings {
     /// `allow` (a shortfall is a warning) or `block` (a 422 with nothing written).
     pub negative_stock: String,

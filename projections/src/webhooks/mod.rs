@@ -283,8 +283,7 @@ async fn insert_deliveries(conn: &mut PgConnection, deliveries: Vec<NewDelivery>
 
 /// Reads for the API.
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<EndpointRow>, sqlx::Error> {
-    let sql = format!("select {COLUMNS} from {TABLE} where org_id = $1 and id = $2");
-    sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(id).fetch_optional(pool).await
+    crate::row_by_id(pool, TABLE, COLUMNS, org_id, id).await
 }
 
 /// The endpoints visible to a credential (`owner`: the delegated grant, or none for API keys), in
