@@ -2,7 +2,7 @@
 //! (partial deliveries consuming its reservation and raising `delivered`), numbering, replays, deletes
 //! that restore exactly what a note did, and bad input.
 
-use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, items, json, seeded, style_a};
+use crate::helpers::{TestApp, detail_fields, error, items, json, seeded, style_a, customer, main_warehouse, stocked_product};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -11,25 +11,8 @@ use uuid::Uuid;
 const NOTES: &str = "/api/v1/delivery-notes";
 const ORDERS: &str = "/api/v1/orders";
 
-async fn customer(app: &TestApp, name: &str) -> String {
-    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned()
-}
-
-async fn warehouse(app: &TestApp) -> String {
-    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
-}
-
 async fn point_of_sale(app: &TestApp) -> String {
     seeded(app, "/api/v1/points-of-sale", "Punto de venta 1").await["id"].as_str().expect("id").to_owned()
-}
-
-async fn product(app: &TestApp, sku: &str, warehouse: &str, stock: i64) -> String {
-    let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 12100,
-        "warehouseStocks": [{ "warehouseId": warehouse, "quantity": stock }] });
-    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
 }
 
 /// (on hand, reserved) of a product's one level.
@@ -52,9 +35,9 @@ async fn delete(app: &TestApp, id: &str, key: &str) -> reqwest::Response {
 #[sqlx::test(migrations = "../schema")]
 async fn a_custom_note_moves_stock_is_numbered_replayed_and_restored_when_deleted(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     let ana = customer(&app, "Ana Pérez").await;
-    let mate = product(&app, "MATE", &main, 10).await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
     let body = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
         "warehouse_id": main, "notes": "entregar por la tarde",
         "items": [{ "product_id": mate, "quantity": 3 }, { "is_custom": true, "name": "Folletos", "quantity": 10 }] });
@@ -106,8 +89,8 @@ async fn a_custom_note_moves_stock_is_numbered_replayed_and_restored_when_delete
 #[sqlx::test(migrations = "../schema")]
 async fn a_note_for_a_sale_moves_nothing_and_a_sale_has_one(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
-    let mate = product(&app, "MATE", &main, 10).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
     let sale = json!({ "voucherType": 90, "pointOfSaleId": pos, "invoiceDate": events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string(),
         "total": 24200, "items": [{ "productId": mate, "quantity": 2, "unitPrice": 12100, "warehouseId": main }] });
     let sold = json(app.post_keyed("/api/v1/sales", &sale).await, 201).await["data"].clone();
@@ -132,9 +115,9 @@ async fn a_note_for_a_sale_moves_nothing_and_a_sale_has_one(pool: PgPool) {
 #[sqlx::test(migrations = "../schema")]
 async fn notes_for_an_order_deliver_it_in_parts_consuming_its_reservation(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     let ana = customer(&app, "Ana").await;
-    let mate = product(&app, "MATE", &main, 10).await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
     let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
         "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 10000 }, { "name": "Flete", "quantity": 1, "unit_price": 500 }] });
     let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
@@ -205,9 +188,9 @@ async fn notes_for_an_order_deliver_it_in_parts_consuming_its_reservation(pool: 
 #[sqlx::test(migrations = "../schema")]
 async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     let ana = customer(&app, "Ana").await;
-    let mate = product(&app, "MATE", &main, 1).await;
+    let mate = stocked_product(&app, "MATE", &main, 1).await;
     let unknown = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos, "colour": 1,
         "items": [{ "quantity": 1 }, { "is_custom": true, "quantity": 1 }] });
     let refused = error(app.post_keyed(NOTES, &unknown).await, 400, "invalid_request_error").await;
@@ -243,7 +226,7 @@ async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
 #[sqlx::test(migrations = "../schema")]
 async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     let change = commands::organization::SettingsChange {
         tax_id: Some("20267565393".into()),
         tax_category: Some("Responsable Inscripto".into()),
@@ -252,7 +235,7 @@ async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPoo
     };
     app.fiscal_identity(change).await;
     let ana = customer(&app, "Ana").await;
-    let mate = product(&app, "MATE", &main, 10).await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
     let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
         "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
     let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
@@ -318,11 +301,11 @@ async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPoo
 #[sqlx::test(migrations = "../schema")]
 async fn a_custom_note_for_a_combo_moves_its_components_and_deleting_it_restores_them(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     let ana = customer(&app, "Ana Pérez").await;
-    let mate = product(&app, "MATE", &main, 10).await;
-    let bombilla = product(&app, "BOMBILLA", &main, 10).await;
-    let yerba = product(&app, "YERBA", &main, 10).await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
+    let yerba = stocked_product(&app, "YERBA", &main, 10).await;
     let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
         "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": "0.5" }] });
     let combo =
@@ -364,10 +347,10 @@ async fn a_custom_note_for_a_combo_moves_its_components_and_deleting_it_restores
 async fn a_note_prints_as_a_remito_without_prices_behind_a_signed_link(pool: PgPool) {
     use std::time::Duration;
     let app = TestApp::spawn(pool).await;
-    let (main, pos) = (warehouse(&app).await, point_of_sale(&app).await);
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     let ana = customer(&app, "Ana Pérez").await;
     // Priced at 12100 cents: "121,00" must not be printed.
-    let mate = product(&app, "MATE", &main, 10).await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
     let body = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
         "warehouse_id": main, "items": [{ "product_id": mate, "quantity": 2.5 }] });
     let note = style_a(app.post_keyed(NOTES, &body).await, 201).await["data"].clone();

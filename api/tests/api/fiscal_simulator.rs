@@ -12,10 +12,10 @@ use commands::fiscal::{
 };
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use time::{Date, OffsetDateTime};
+use time::OffsetDateTime;
 use url::Url;
 
-use crate::helpers::{FIXTURE_CERTIFICATE, FIXTURE_KEY, http_client};
+use crate::helpers::{FIXTURE_CERTIFICATE, FIXTURE_KEY, http_client, today_date};
 
 const ISSUER: i64 = 20267565393;
 const OTHER_ISSUER: i64 = 27123456780;
@@ -120,10 +120,6 @@ impl Simulator {
     }
 }
 
-fn today() -> Date {
-    events::catalogue::ar_date(OffsetDateTime::now_utc())
-}
-
 fn days(n: i64) -> time::Duration {
     time::Duration::days(n)
 }
@@ -137,7 +133,7 @@ fn invoice_a(number: i64) -> VoucherRequest {
         concept: 1,
         doc_type: 80,
         doc_number: RECEIVER,
-        date: today(),
+        date: today_date(),
         total: 12100,
         net: 10000,
         exempt: 0,
@@ -184,7 +180,7 @@ async fn numbers_follow_each_series_and_a_wrong_or_repeated_number_is_10016(pool
     assert_eq!(first.number, 1);
     assert_eq!(first.cae.len(), 14);
     assert!(first.cae.bytes().all(|b| b.is_ascii_digit()), "{}", first.cae);
-    assert_eq!(first.cae_due, today() + days(10));
+    assert_eq!(first.cae_due, today_date() + days(10));
     assert!(first.observations.is_empty());
     assert_eq!(client.last_authorized(simulator.issuer, POS, 1).await, Ok(1));
 
@@ -207,7 +203,7 @@ async fn numbers_follow_each_series_and_a_wrong_or_repeated_number_is_10016(pool
     let numbers: Vec<i64> = listed.iter().map(|v| v["number"].as_i64().expect("number")).collect();
     assert_eq!(numbers, vec![1, 2]);
     assert_eq!(listed[0]["cae"], first.cae.as_str());
-    assert_eq!(listed[0]["date"], today().to_string());
+    assert_eq!(listed[0]["date"], today_date().to_string());
     assert_eq!(listed[0]["voucher"]["ImpTotal"], json!("121.00"));
     assert_eq!(simulator.listed("").await.len(), 5);
 }
@@ -224,7 +220,7 @@ async fn a_consult_finds_an_approved_voucher_and_602_otherwise(pool: PgPool) {
     assert!(stored.matches(&request));
     assert_eq!(stored.cae, authorization.cae);
     assert_eq!(stored.cae_due, authorization.cae_due);
-    assert_eq!((stored.total, stored.net, stored.vat, stored.date), (12100, 10000, 2100, today()));
+    assert_eq!((stored.total, stored.net, stored.vat, stored.date), (12100, 10000, 2100, today_date()));
     assert!(!stored.matches(&VoucherRequest { total: 12101, ..request.clone() }));
 
     assert_eq!(client.consult(simulator.issuer, POS, 1, 2).await, Ok(None));
@@ -237,37 +233,37 @@ async fn dates_stay_near_today_and_never_before_the_series_last(pool: PgPool) {
     let simulator = Simulator::start(&pool).await;
     let client = simulator.client().await;
     // Products: five days either way (the margins here survive midnight passing mid-test).
-    let early = VoucherRequest { date: today() - days(8), ..invoice_a(1) };
+    let early = VoucherRequest { date: today_date() - days(8), ..invoice_a(1) };
     assert_eq!(codes(client.authorize(simulator.issuer, &early).await), vec![10016]);
-    let late = VoucherRequest { date: today() + days(8), ..invoice_a(1) };
+    let late = VoucherRequest { date: today_date() + days(8), ..invoice_a(1) };
     assert_eq!(codes(client.authorize(simulator.issuer, &late).await), vec![10016]);
     client
-        .authorize(simulator.issuer, &VoucherRequest { date: today() + days(3), ..invoice_a(1) })
+        .authorize(simulator.issuer, &VoucherRequest { date: today_date() + days(3), ..invoice_a(1) })
         .await
         .expect("within 5 days");
     // The next voucher may not be dated before the last one.
     assert_eq!(codes(client.authorize(simulator.issuer, &invoice_a(2)).await), vec![10016]);
-    client.authorize(simulator.issuer, &VoucherRequest { date: today() + days(3), ..invoice_a(2) }).await.expect("same day");
+    client.authorize(simulator.issuer, &VoucherRequest { date: today_date() + days(3), ..invoice_a(2) }).await.expect("same day");
 
     // Services: ten days, with their period and due date.
     let services = VoucherRequest {
         concept: 2,
-        date: today() - days(8),
-        service_from: Some(today() - days(40)),
-        service_to: Some(today() - days(10)),
-        payment_due: Some(today()),
+        date: today_date() - days(8),
+        service_from: Some(today_date() - days(40)),
+        service_to: Some(today_date() - days(10)),
+        payment_due: Some(today_date()),
         ..invoice_b(1)
     };
     assert_eq!(
         codes(client.authorize(simulator.issuer, &VoucherRequest { payment_due: None, ..services.clone() }).await),
         vec![10049]
     );
-    let backwards = VoucherRequest { service_from: Some(today()), ..services.clone() };
+    let backwards = VoucherRequest { service_from: Some(today_date()), ..services.clone() };
     assert_eq!(codes(client.authorize(simulator.issuer, &backwards).await), vec![10032]);
-    let due_before = VoucherRequest { payment_due: Some(today() - days(9)), ..services.clone() };
+    let due_before = VoucherRequest { payment_due: Some(today_date() - days(9)), ..services.clone() };
     assert_eq!(codes(client.authorize(simulator.issuer, &due_before).await), vec![10036]);
     let approved = client.authorize(simulator.issuer, &services).await.expect("services within 10 days");
-    assert_eq!(approved.cae_due, today() - days(8) + days(10));
+    assert_eq!(approved.cae_due, today_date() - days(8) + days(10));
 }
 
 #[sqlx::test(migrations = "../schema")]
@@ -335,7 +331,7 @@ async fn class_c_carries_no_vat(pool: PgPool) {
     let credit = VoucherRequest { voucher_type: 13, ..invoice_c(1) };
     assert_eq!(codes(client.authorize(simulator.issuer, &credit).await), vec![10197]);
     let associated =
-        AssociatedVoucher { voucher_type: 11, point_of_sale: POS, number: 1, issuer_cuit: None, date: Some(today()) };
+        AssociatedVoucher { voucher_type: 11, point_of_sale: POS, number: 1, issuer_cuit: None, date: Some(today_date()) };
     client.authorize(simulator.issuer, &VoucherRequest { associated: vec![associated], ..credit }).await.expect("credit C");
 }
 

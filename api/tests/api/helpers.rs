@@ -457,6 +457,43 @@ pub async fn create(app: &TestApp, list: &str, body: &Value) -> Value {
     json(app.post(list, body).await, 201).await
 }
 
+/// Today's Argentine date (UTC-3).
+pub fn today_date() -> time::Date {
+    events::catalogue::ar_date(OffsetDateTime::now_utc())
+}
+
+/// Today's Argentine date as the API writes it (`2026-11-28`).
+pub fn today() -> String {
+    today_date().to_string()
+}
+
+/// A new customer named `name`, without a tax category (billed with B vouchers); its id.
+pub async fn customer(app: &TestApp, name: &str) -> String {
+    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+/// The warehouse every organization starts with; its id.
+pub async fn main_warehouse(app: &TestApp) -> String {
+    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
+}
+
+/// A new product `sku` priced 121.00 (VAT included) with `stock` units in `warehouse`; its id.
+pub async fn stocked_product(app: &TestApp, sku: &str, warehouse: &str, stock: i64) -> String {
+    let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 12100,
+        "warehouseStocks": [{ "warehouseId": warehouse, "quantity": stock }] });
+    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+/// (reserved, available) of the one stock level of `product`.
+pub async fn reserved_and_available(app: &TestApp, product: &str) -> (String, String) {
+    let body = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
+    let row = &items(&body)[0];
+    (row["reserved"].as_str().expect("reserved").to_owned(), row["available"].as_str().expect("available").to_owned())
+}
+
 /// Follows `next_cursor` from the first page of `path` with this `limit`; every page is a well-formed
 /// Style A list and every page but the last is full.
 pub async fn walk(app: &TestApp, path: &str, limit: usize, key: &str) -> Vec<Value> {

@@ -6,7 +6,7 @@
 //! the sum of its ledger and the opening stock less what the model says left. Also: every `order.*`
 //! webhook arrives once per transition.
 
-use crate::helpers::{TestApp, WAREHOUSES, eventually, items, json, seeded, style_a};
+use crate::helpers::{TestApp, WAREHOUSES, eventually, items, json, seeded, style_a, today};
 use crate::receiver::Receiver;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -23,10 +23,6 @@ const QUOTES: &str = "/api/v1/quotes";
 const SALES: &str = "/api/v1/sales";
 const CASES: u64 = 4;
 const STEPS: usize = 25;
-
-fn today() -> String {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
-}
 
 async fn keyed(app: &TestApp, method: Method, path: &str, body: Option<&Value>) -> Response {
     let mut request = app

@@ -2,7 +2,7 @@
 //! race), orders of the service's own channel, notes and structural edits (stale versions, concurrent
 //! edits, what a line keeps), cancel and complete, lists and bad input.
 
-use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, items, json, seeded, style_a};
+use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, items, json, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -10,34 +10,6 @@ use uuid::Uuid;
 
 const QUOTES: &str = "/api/v1/quotes";
 const ORDERS: &str = "/api/v1/orders";
-
-async fn customer(app: &TestApp, name: &str) -> String {
-    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned()
-}
-
-async fn warehouse(app: &TestApp) -> String {
-    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
-}
-
-async fn product(app: &TestApp, sku: &str, warehouse: &str, stock: i64) -> String {
-    let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 12100,
-        "warehouseStocks": [{ "warehouseId": warehouse, "quantity": stock }] });
-    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
-}
-
-fn today() -> String {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
-}
-
-/// (reserved, available) of a product's one level.
-async fn level(app: &TestApp, product: &str) -> (String, String) {
-    let body = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
-    let row = &items(&body)[0];
-    (row["reserved"].as_str().expect("reserved").to_owned(), row["available"].as_str().expect("available").to_owned())
-}
 
 async fn patch(app: &TestApp, id: &str, key: Option<&str>, body: &Value) -> reqwest::Response {
     let mut request = app.client.patch(format!("{}{ORDERS}/{id}", app.base)).bearer_auth(&app.api_key).json(body);
@@ -65,7 +37,7 @@ pub async fn inactive(app: &TestApp) -> (String, String) {
         .to_owned();
     let closed = json!({ "name": "Depósito Cerrado", "isActive": false });
     json(app.put(&format!("{WAREHOUSES}/{shut}"), &closed).await, 200).await;
-    let off = product(app, "OFF", &shut, 0).await;
+    let off = stocked_product(app, "OFF", &shut, 0).await;
     let retired = json!({ "name": "Producto OFF", "sku": "OFF", "price": 12100, "isActive": false });
     json(app.put(&format!("/api/v1/products/{off}"), &retired).await, 200).await;
     (shut, off)
@@ -79,9 +51,9 @@ fn quote_body(customer: &str, product: &str, warehouse: &str, quantity: i64) -> 
 #[sqlx::test(migrations = "../schema")]
 async fn a_quote_is_sent_accepted_and_converted_with_its_reservation_moving_to_the_order(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana Pérez").await;
-    let mate = product(&app, "MATE", &main, 10).await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
     let quote = style_a(app.post_keyed(QUOTES, &quote_body(&ana, &mate, &main, 4)).await, 201).await["data"].clone();
     let id = quote["id"].as_str().expect("id").to_owned();
     assert_eq!(quote["converted_order_id"], Value::Null);
@@ -97,7 +69,7 @@ async fn a_quote_is_sent_accepted_and_converted_with_its_reservation_moving_to_t
     let accepted = style_a(act(&app, &format!("{QUOTES}/{id}/accept")).await, 200).await["data"].clone();
     assert_eq!(accepted["status"], "accepted");
     assert_eq!(accepted["reservation"]["lines"][0]["quantity"], "4", "accepting keeps the reservation");
-    assert_eq!(level(&app, &mate).await, ("4".to_owned(), "6".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("4".to_owned(), "6".to_owned()));
 
     let order = style_a(act(&app, &format!("{QUOTES}/{id}/convert")).await, 201).await["data"].clone();
     assert_eq!((order["object"].as_str(), order["status"].as_str()), (Some("order"), Some("open")));
@@ -109,7 +81,7 @@ async fn a_quote_is_sent_accepted_and_converted_with_its_reservation_moving_to_t
     assert_eq!(order["lines"][0]["unit_price"], 10000, "net of 21% VAT");
     assert_eq!(order["lines"][0]["reserved"], "4");
     assert_eq!(order["assigned_warehouse_id"], main.as_str());
-    assert_eq!(level(&app, &mate).await, ("4".to_owned(), "6".to_owned()), "the units moved, none were freed");
+    assert_eq!(reserved_and_available(&app, &mate).await, ("4".to_owned(), "6".to_owned()), "the units moved, none were freed");
     let owners: Vec<String> = sqlx::query_scalar(
         "select distinct data->'owner'->>'kind' from events
          where stream_type = 'stock_reservation' and event_type = 'StockReserved'",
@@ -138,10 +110,10 @@ async fn a_quote_is_sent_accepted_and_converted_with_its_reservation_moving_to_t
     let other = style_a(app.post_keyed(QUOTES, &quote_body(&ana, &mate, &main, 2)).await, 201).await["data"].clone();
     let other = other["id"].as_str().expect("id").to_owned();
     style_a(act(&app, &format!("{QUOTES}/{other}/send")).await, 200).await;
-    assert_eq!(level(&app, &mate).await, ("6".to_owned(), "4".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("6".to_owned(), "4".to_owned()));
     let rejected = style_a(act(&app, &format!("{QUOTES}/{other}/reject")).await, 200).await["data"].clone();
     assert_eq!((rejected["status"].as_str(), &rejected["reservation"]), (Some("rejected"), &Value::Null));
-    assert_eq!(level(&app, &mate).await, ("4".to_owned(), "6".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("4".to_owned(), "6".to_owned()));
     let refused = error(act(&app, &format!("{QUOTES}/{other}/convert")).await, 409, "business_error").await;
     assert_eq!(refused["error"]["details"][0]["metadata"]["current_state"], "rejected");
 }
@@ -149,9 +121,9 @@ async fn a_quote_is_sent_accepted_and_converted_with_its_reservation_moving_to_t
 #[sqlx::test(migrations = "../schema")]
 async fn converting_a_quote_keeps_its_last_units_while_other_quotes_race_for_them(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana").await;
-    let last = product(&app, "ULTIMOS", &main, 5).await;
+    let last = stocked_product(&app, "ULTIMOS", &main, 5).await;
     app.negative_stock("block").await;
     let quote = style_a(app.post_keyed(QUOTES, &quote_body(&ana, &last, &main, 5)).await, 201).await["data"].clone();
     let id = quote["id"].as_str().expect("id").to_owned();
@@ -162,7 +134,7 @@ async fn converting_a_quote_keeps_its_last_units_while_other_quotes_race_for_the
     let (converted, raced) = tokio::join!(convert, racers);
     assert_eq!(converted, 201);
     assert!(raced.iter().all(|s| *s == 422), "no other quote took a unit: {raced:?}");
-    assert_eq!(level(&app, &last).await, ("5".to_owned(), "0".to_owned()));
+    assert_eq!(reserved_and_available(&app, &last).await, ("5".to_owned(), "0".to_owned()));
     let held: Vec<(String, i64)> = sqlx::query_as(
         "select r.kind, s.quantity from stock_reservations s
          join (select distinct stream_id, data->'owner'->>'kind' as kind from events
@@ -177,13 +149,13 @@ async fn converting_a_quote_keeps_its_last_units_while_other_quotes_race_for_the
 #[sqlx::test(migrations = "../schema")]
 async fn an_order_is_created_edited_and_closed(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let second = json(app.post(WAREHOUSES, &json!({ "name": "Depósito 2" })).await, 201).await["data"]["id"]
         .as_str()
         .expect("id")
         .to_owned();
     let ana = customer(&app, "Ana").await;
-    let mate = product(&app, "MATE", &main, 10).await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
     let body = json!({ "customer_id": ana, "assigned_warehouse_id": main, "delivery_method": "envío",
         "notes": "tocar timbre", "reservation": { "enabled": true },
         "lines": [{ "product_id": mate, "quantity": 3, "unit_price": 10000, "discount": { "percentage": 10 } },
@@ -197,7 +169,7 @@ async fn an_order_is_created_edited_and_closed(pool: PgPool) {
     assert_eq!(order["formatted_number"], "PED-00000001");
     assert_eq!(order["lines"][1]["name"], "Flete");
     assert_eq!(order["lines"][1]["reserved"], "0");
-    assert_eq!(level(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
     let replay = style_a(app.post_key(ORDERS, &key, &body).await, 201).await["data"].clone();
     assert_eq!((replay["id"].as_str(), replay["idempotent_replay"].as_bool()), (Some(id.as_str()), Some(true)));
 
@@ -233,7 +205,7 @@ async fn an_order_is_created_edited_and_closed(pool: PgPool) {
     assert_eq!(edited["total"], 60500);
     assert!(app.event_count().await > before);
     // The reservation moved to the new warehouse (which has no stock: the policy allows it, with warnings).
-    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
     assert_eq!(edited["lines"][0]["reserved"], "5");
 
     // `""` clears the notes; `0` the global discount.
@@ -242,12 +214,12 @@ async fn an_order_is_created_edited_and_closed(pool: PgPool) {
         "expected_updated_at": edited["updated_at"] });
     let cleared = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &clear).await, 200).await["data"].clone();
     assert_eq!((&cleared["notes"], &cleared["global_discount_amount"]), (&Value::Null, &Value::Null));
-    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "5".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("5".to_owned(), "5".to_owned()));
 
     // Completing releases what is held; a closed order changes no more.
     let completed = style_a(act(&app, &format!("{ORDERS}/{id}/complete")).await, 200).await["data"].clone();
     assert_eq!(completed["status"], "completed");
-    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
     let closed = error(act(&app, &format!("{ORDERS}/{id}/cancel")).await, 409, "business_error").await;
     assert_eq!(closed["error"]["details"][0]["metadata"]["current_state"], "completed");
     let closed = error(patch(&app, &id, None, &json!({ "notes": "x" })).await, 409, "business_error").await;
@@ -256,11 +228,11 @@ async fn an_order_is_created_edited_and_closed(pool: PgPool) {
     // Cancelling an untouched order releases its reservation.
     let other = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
     assert_eq!(other["number"], 2);
-    assert_eq!(level(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
     let other_id = other["id"].as_str().expect("id");
     let cancelled = style_a(act(&app, &format!("{ORDERS}/{other_id}/cancel")).await, 200).await["data"].clone();
     assert_eq!(cancelled["status"], "cancelled");
-    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
 
     // Lists filter by status and customer.
     let open = json(app.get(&format!("{ORDERS}?status=cancelled")).await, 200).await;
@@ -275,9 +247,9 @@ async fn an_order_is_created_edited_and_closed(pool: PgPool) {
 #[sqlx::test(migrations = "../schema")]
 async fn bad_orders_are_refused_and_write_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana").await;
-    let mate = product(&app, "MATE", &main, 1).await;
+    let mate = stocked_product(&app, "MATE", &main, 1).await;
     let unknown = json!({ "customer_id": ana, "colour": "red", "total": 1,
         "lines": [{ "product_id": mate, "quantity": 1, "unit_price": 1, "delivered": 1 }] });
     let refused = error(app.post_keyed(ORDERS, &unknown).await, 400, "invalid_request_error").await;

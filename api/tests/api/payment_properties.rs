@@ -8,7 +8,7 @@
 //! the sum of its movements. `PAYMENT_PROPERTIES_SEED` picks the sequence (printed when a run fails) and
 //! `PAYMENT_PROPERTIES_STEPS` its length (default 60).
 
-use crate::helpers::{Rng, TestApp, eventually, items, json};
+use crate::helpers::{Rng, TestApp, eventually, items, json, today};
 use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
 use crate::treasury::open;
 use events::catalogue::{Currency, LocationKind, sale_payment_id};
@@ -16,10 +16,6 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-fn today() -> String {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
-}
 
 /// Sends a write and answers its status and body.
 async fn send(app: &TestApp, path: &str, key: &str, body: &Value) -> (u16, Value) {

@@ -2,7 +2,7 @@
 //! payment methods' fees, voids, refusals that write nothing, and concurrent allocations that never pass
 //! what a sale owes.
 
-use crate::helpers::{TestApp, detail_fields, error, ids, items, json};
+use crate::helpers::{TestApp, detail_fields, error, ids, items, json, customer, today};
 use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
 use crate::treasury::open;
 use commands::treasury::admin::create_ledger_account;
@@ -13,10 +13,6 @@ use sqlx::PgPool;
 
 const CUSTOMER_PAYMENTS: &str = "/api/v1/customer-payments";
 const SUPPLIER_PAYMENTS: &str = "/api/v1/supplier-payments";
-
-fn today() -> String {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
-}
 
 /// POSTs `body` to `path` under the idempotency key `key`.
 pub async fn send(app: &TestApp, path: &str, key: &str, body: &Value) -> reqwest::Response {
@@ -49,14 +45,6 @@ async fn accounts(app: &TestApp) {
         ..Default::default()
     };
     commands::organization::update_organization(&app.pool, app.org_id, change).await.expect("accounts set");
-}
-
-/// A customer without a tax category (billed with B vouchers).
-async fn customer(app: &TestApp, name: &str) -> String {
-    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned()
 }
 
 /// A B invoice of `total` cents to `customer`.

@@ -1,9 +1,7 @@
 //! Purchasing: purchases v1 (stock, costs, currencies, keys, duplicates), purchase orders with partial
 //! receipts and their states, and the v2 preview/commit surface with its pages and envelopes.
 
-use crate::helpers::{
-    TestApp, WAREHOUSES, detail_fields, error, items, json, refused, seeded, style_a, v2_error, v2_paths,
-};
+use crate::helpers::{TestApp, detail_fields, error, items, json, refused, style_a, v2_error, v2_paths, main_warehouse};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -11,10 +9,6 @@ use uuid::Uuid;
 
 const PURCHASES: &str = "/api/v1/purchases";
 const ORDERS: &str = "/api/v1/purchase-orders";
-
-async fn warehouse(app: &TestApp) -> String {
-    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
-}
 
 async fn supplier(app: &TestApp, name: &str) -> String {
     json(app.post("/api/v1/suppliers", &json!({ "name": name })).await, 201).await["data"]["id"]
@@ -49,7 +43,7 @@ async fn on_hand(app: &TestApp, product: &str, warehouse: &str) -> String {
 #[sqlx::test(migrations = "../schema")]
 async fn a_received_purchase_raises_stock_moves_costs_and_is_recorded_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let acme = supplier(&app, "Distribuidora Acme").await;
     let (yerba, azucar) = (product(&app, "YERBA", 1000).await, product(&app, "AZUCAR", 500).await);
 
@@ -164,7 +158,7 @@ async fn product_events(app: &TestApp, group: &str) -> Vec<(String, usize)> {
 #[sqlx::test(migrations = "../schema")]
 async fn purchases_record_only_the_variants_whose_costs_they_move(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let acme = supplier(&app, "Distribuidora Acme").await;
     // A matrix of three sizes under automatic margin pricing.
     let variants: Vec<Value> = ["S", "M", "L"]
@@ -249,7 +243,7 @@ async fn a_dollar_purchase_keeps_its_rate_and_exact_peso_amounts(pool: PgPool) {
 #[sqlx::test(migrations = "../schema")]
 async fn bad_purchases_are_refused_and_write_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let acme = supplier(&app, "Acme").await;
     let item = product(&app, "TUERCA", 10).await;
     let (_, other_key) = app.other_org().await;
@@ -311,7 +305,7 @@ async fn order_action(app: &TestApp, id: &str, action: &str) -> reqwest::Respons
 #[sqlx::test(migrations = "../schema")]
 async fn purchase_orders_receive_in_parts_and_refuse_illegal_moves(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let acme = supplier(&app, "Acme").await;
     let (a, b) = (product(&app, "PO-A", 100).await, product(&app, "PO-B", 100).await);
 
@@ -412,7 +406,7 @@ async fn purchase_orders_receive_in_parts_and_refuse_illegal_moves(pool: PgPool)
 #[sqlx::test(migrations = "../schema")]
 async fn v2_previews_write_nothing_and_commits_record_what_was_previewed(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let acme = supplier(&app, "Acme SA").await;
     let item = product(&app, "V2-1", 100).await;
     let input = json!({ "supplierId": acme, "voucherType": 6, "supplierInvoiceNumber": "B-0001", "invoiceDate": "2026-11-20",

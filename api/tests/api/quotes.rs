@@ -1,40 +1,13 @@
 //! Quotes: canonical amounts, gap-free numbers, reservations taken, adjusted and released with the quote
 //! (also under concurrency), states, expiry, idempotency and bad input.
 
-use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, items, json, refused, seeded, style_a};
+use crate::helpers::{TestApp, detail_fields, error, items, json, refused, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 const QUOTES: &str = "/api/v1/quotes";
-
-async fn customer(app: &TestApp, name: &str) -> String {
-    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned()
-}
-
-async fn warehouse(app: &TestApp) -> String {
-    seeded(app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned()
-}
-
-async fn product(app: &TestApp, sku: &str, warehouse: &str, stock: i64) -> String {
-    let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 12100,
-        "warehouseStocks": [{ "warehouseId": warehouse, "quantity": stock }] });
-    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
-}
-
-fn today() -> time::Date {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc())
-}
-
-async fn level(app: &TestApp, product: &str) -> (String, String) {
-    let body = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
-    let row = &items(&body)[0];
-    (row["reserved"].as_str().expect("reserved").to_owned(), row["available"].as_str().expect("available").to_owned())
-}
 
 async fn delete(app: &TestApp, id: &str, key: &str) -> reqwest::Response {
     app.client
@@ -60,10 +33,10 @@ async fn put(app: &TestApp, id: &str, body: &Value) -> reqwest::Response {
 #[sqlx::test(migrations = "../schema")]
 async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana Pérez").await;
-    let (mate, termo) = (product(&app, "MATE", &main, 10).await, product(&app, "TERMO", &main, 10).await);
-    let through = today().to_string();
+    let (mate, termo) = (stocked_product(&app, "MATE", &main, 10).await, stocked_product(&app, "TERMO", &main, 10).await);
+    let through = today();
     let body = json!({ "customer_id": ana, "notes": "entrega en local", "global_discount_amount": 100,
         "reservation": { "enabled": true, "reserved_through_date": through },
         "items": [{ "product_id": mate, "quantity": 2, "unit_price": 12100, "warehouse_id": main, "discount": { "percentage": 10 } },
@@ -84,7 +57,7 @@ async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
     assert_eq!(created["reservation"]["lines"].as_array().map(Vec::len), Some(2));
     assert_eq!(created["idempotent_replay"], false);
     let id = created["id"].as_str().expect("id").to_owned();
-    assert_eq!(level(&app, &mate).await, ("2".to_owned(), "8".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("2".to_owned(), "8".to_owned()));
 
     // PUT replaces everything: dropping a line releases its share.
     let mut fewer = body.clone();
@@ -92,8 +65,8 @@ async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
     let replaced = style_a(put(&app, &id, &fewer).await, 200).await["data"].clone();
     assert_eq!(replaced["number"], 1);
     assert_eq!(replaced["notes"], "entrega en local");
-    assert_eq!(level(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
-    assert_eq!(level(&app, &termo).await, ("0".to_owned(), "10".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+    assert_eq!(reserved_and_available(&app, &termo).await, ("0".to_owned(), "10".to_owned()));
     let read = style_a(app.get(&format!("{QUOTES}/{id}")).await, 200).await["data"].clone();
     assert_eq!(read["reservation"]["lines"], json!([{ "product_id": mate, "warehouse_id": main, "quantity": "3" }]));
     assert!(read.get("idempotent_replay").is_none());
@@ -127,15 +100,15 @@ async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
     let mut plain = fewer.clone();
     plain.as_object_mut().map(|o| o.remove("reservation"));
     style_a(put(&app, &id, &plain).await, 200).await;
-    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
     style_a(put(&app, &id, &fewer).await, 200).await;
-    assert_eq!(level(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
 
     // DELETE removes the quote and its reservation together.
     let gone = style_a(delete(&app, &id, &Uuid::now_v7().to_string()).await, 200).await["data"].clone();
     assert_eq!(gone["reservation_released"], true);
     error(app.get(&format!("{QUOTES}/{id}")).await, 404, "invalid_request_error").await;
-    assert_eq!(level(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
     error(put(&app, &id, &fewer).await, 404, "invalid_request_error").await;
 
     // Lists: newest first, by number or customer.
@@ -162,11 +135,11 @@ async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
 #[sqlx::test(migrations = "../schema")]
 async fn concurrent_quotes_never_reserve_more_than_there_is(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana").await;
-    let last = product(&app, "ULTIMOS", &main, 5).await;
+    let last = stocked_product(&app, "ULTIMOS", &main, 5).await;
     app.negative_stock("block").await;
-    let body = json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today().to_string() },
+    let body = json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today() },
         "items": [{ "product_id": last, "quantity": 1, "unit_price": 100, "warehouse_id": main }] });
     let answers = futures::future::join_all((0..20).map(|_| async {
         let response = app.post_keyed(QUOTES, &body).await;
@@ -180,7 +153,7 @@ async fn concurrent_quotes_never_reserve_more_than_there_is(pool: PgPool) {
     for refusal in refusals {
         assert_eq!(refusal["error"]["code"], "INSUFFICIENT_STOCK");
     }
-    assert_eq!(level(&app, &last).await, ("5".to_owned(), "0".to_owned()));
+    assert_eq!(reserved_and_available(&app, &last).await, ("5".to_owned(), "0".to_owned()));
     let (rows, held): (i64, Option<i64>) =
         sqlx::query_as("select count(*), sum(quantity)::bigint from stock_reservations")
             .fetch_one(&app.pool)
@@ -208,15 +181,15 @@ async fn concurrent_quotes_never_reserve_more_than_there_is(pool: PgPool) {
 #[sqlx::test(migrations = "../schema")]
 async fn an_expired_quote_frees_its_stock_and_is_no_longer_a_draft(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana").await;
-    let item = product(&app, "VENCE", &main, 4).await;
-    let day = today().to_string();
+    let item = stocked_product(&app, "VENCE", &main, 4).await;
+    let day = today();
     let body = json!({ "customer_id": ana, "expires_at": day, "reservation": { "enabled": true, "reserved_through_date": day },
         "items": [{ "product_id": item, "quantity": 3, "unit_price": 100, "warehouse_id": main }] });
     let id = style_a(app.post_keyed(QUOTES, &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
-    assert_eq!(level(&app, &item).await, ("3".to_owned(), "1".to_owned()));
-    let tomorrow = today().next_day().expect("a date");
+    assert_eq!(reserved_and_available(&app, &item).await, ("3".to_owned(), "1".to_owned()));
+    let tomorrow = today_date().next_day().expect("a date");
     assert_eq!(commands::quotes::expire_due(&app.pool, tomorrow).await.expect("swept"), 1);
     assert_eq!(commands::quotes::expire_due(&app.pool, tomorrow).await.expect("swept"), 0, "once");
     let expired = crate::helpers::eventually(std::time::Duration::from_secs(15), "the expired quote", || async {
@@ -225,7 +198,7 @@ async fn an_expired_quote_frees_its_stock_and_is_no_longer_a_draft(pool: PgPool)
     })
     .await;
     assert_eq!(expired["reservation"], Value::Null);
-    assert_eq!(level(&app, &item).await, ("0".to_owned(), "4".to_owned()));
+    assert_eq!(reserved_and_available(&app, &item).await, ("0".to_owned(), "4".to_owned()));
     let conflict = error(put(&app, &id, &body).await, 409, "business_error").await;
     assert_eq!(conflict["error"]["code"], "STATE_CONFLICT");
     assert_eq!(conflict["error"]["details"][0]["code"], "QUOTE_NOT_DRAFT");
@@ -236,9 +209,9 @@ async fn an_expired_quote_frees_its_stock_and_is_no_longer_a_draft(pool: PgPool)
 #[sqlx::test(migrations = "../schema")]
 async fn bad_quotes_are_refused_and_write_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let main = warehouse(&app).await;
+    let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana").await;
-    let item = product(&app, "MAL", &main, 4).await;
+    let item = stocked_product(&app, "MAL", &main, 4).await;
     let (_, other_key) = app.other_org().await;
     let foreign_customer = json(
         app.request(Method::POST, "/api/v1/customers", Some(&other_key), Some(&json!({ "name": "Ajena" }))).await,
@@ -289,7 +262,7 @@ async fn bad_quotes_are_refused_and_write_nothing(pool: PgPool) {
         let refusal = error(app.post_keyed(QUOTES, &body).await, 400, "invalid_request_error").await;
         assert_eq!(detail_fields(&refusal), [field], "{extra}");
     }
-    let no_warehouse = json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today().to_string() },
+    let no_warehouse = json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today() },
         "items": [line(json!({}))] });
     assert_eq!(
         detail_fields(&error(app.post_keyed(QUOTES, &no_warehouse).await, 400, "invalid_request_error").await),

@@ -2,7 +2,7 @@
 //! form agreeing with the JSON one row for row, `as_of` answering as the history stood, and every bad
 //! query refused with a 400 naming it.
 
-use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, detail_fields, error, eventually, json, seeded};
+use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, detail_fields, error, eventually, json, seeded, today};
 use crate::sales::{fiscal_profile, point_of_sale, sell};
 use projections::ProjectionId;
 use serde_json::{Value, json};
@@ -61,10 +61,6 @@ async fn product(app: &TestApp, sku: &str, category: &str, warehouse: &str) -> S
 
 async fn category(app: &TestApp, name: &str) -> String {
     json(app.post(CATEGORIES, &json!({ "name": name })).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
-}
-
-fn today() -> String {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
 }
 
 /// The row whose key of `group` is named `name`.

@@ -2,7 +2,7 @@
 //! contract, stock, and invoicing with the tax authority (the test's own simulator) when it approves,
 //! rejects, is unavailable or loses its answer; the PDF and its signed download.
 
-use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, seeded};
+use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, seeded, today};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -163,10 +163,6 @@ async fn worked_examples_price_a_b_c_and_90_vouchers_exactly(pool: PgPool) {
     assert_eq!(approved(&app, 1).await.len(), 1);
     assert_eq!(approved(&app, 6).await.len(), 1);
     assert_eq!(approved(&app, 11).await.len(), 1);
-}
-
-fn today() -> String {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
 }
 
 pub async fn payment_method(app: &TestApp) -> String {

@@ -2,7 +2,7 @@
 //! one balanced entry (replayed, raced, refused), balances now and as of earlier instants, movements,
 //! and what delegated tokens see.
 
-use crate::helpers::{TestApp, detail_fields, error, eventually, items, json};
+use crate::helpers::{TestApp, detail_fields, error, eventually, items, json, today};
 use commands::organization::{Delegation, create_delegated_token};
 use commands::treasury::admin::{
     NewLocation, create_cost_center, create_ledger_account, create_location, set_location_status,
@@ -67,10 +67,6 @@ async fn set_status(app: &TestApp, kind: LocationKind, id: &str, status: Locatio
 pub fn transfer(from: (&str, &str), to: (&str, &str), amount: i64, on: &str) -> Value {
     json!({ "source": { "balance_type": from.0, "balance_id": from.1 },
         "destination": { "balance_type": to.0, "balance_id": to.1 }, "amount": amount, "occurred_on": on })
-}
-
-fn today() -> String {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
 }
 
 /// Every balance the credential sees, by `balance_type/balance_id`: (functional, native).

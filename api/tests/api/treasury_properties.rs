@@ -6,7 +6,7 @@
 //! instant reproduces that step's balances. `TREASURY_PROPERTIES_SEED` picks
 //! the sequence (printed when a run fails) and `TREASURY_PROPERTIES_STEPS` its length (default 150).
 
-use crate::helpers::{Rng, TestApp, items, json};
+use crate::helpers::{Rng, TestApp, items, json, today};
 use crate::treasury::{open, transfer};
 use commands::treasury::admin::{create_ledger_account, load_rates, parse_rates};
 use events::catalogue::{Currency, LocationKind};
@@ -14,10 +14,6 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
-
-fn today() -> String {
-    events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string()
-}
 
 async fn send(app: &TestApp, method: Method, path: &str, key: &str, body: &Value) -> Value {
     let answer = app
