@@ -7,6 +7,7 @@ use crate::http::auth::Auth;
 use crate::http::body::RawJson;
 use crate::http::error::ApiError;
 use crate::http::operations::InputRule;
+use crate::http::presence::Nullable;
 use crate::http::resource::{Call, Kind};
 use crate::http::shared_filters::{Filters, date_schema};
 use crate::http::shared_operations::operations;
@@ -61,12 +62,12 @@ pub struct OpenDocumentData {
     pub purchase_id: Option<Uuid>,
     /// The voucher number (`A 00001-00000042`; the supplier's invoice number for a purchase), null until
     /// the authority numbers a deferred sale.
-    pub number: Option<String>,
+    pub number: Nullable<String>,
     /// The document's business date.
     #[serde(with = "events::catalogue::iso_date")]
     pub issued_on: Date,
-    #[serde(with = "events::catalogue::iso_date_option")]
-    pub due_date: Option<Date>,
+    #[serde(with = "crate::http::presence::date_nullable")]
+    pub due_date: Nullable<Date>,
     /// Integer cents ARS.
     pub total: i64,
     /// Integer cents ARS still owed: the total less the payments allocated to it and the credit notes
@@ -87,7 +88,7 @@ pub struct StatementLineData {
     pub document_id: Uuid,
     #[serde(with = "events::catalogue::iso_date")]
     pub date: Date,
-    pub description: Option<String>,
+    pub description: Nullable<String>,
     /// Integer cents ARS the balance moves by: positive raises what is owed, negative lowers it.
     pub amount: i64,
     /// Integer cents ARS owed after it.
@@ -223,9 +224,9 @@ async fn account(
             .map(|d| OpenDocumentData {
                 sale_id: customer.then_some(d.id),
                 purchase_id: (!customer).then_some(d.id),
-                number: d.number,
+                number: d.number.into(),
                 issued_on: d.issued_on,
-                due_date: d.due_date,
+                due_date: d.due_date.into(),
                 total: d.total,
                 amount_due: d.amount_due,
                 overdue: d.due_date.is_some_and(|due| due < today),
@@ -243,7 +244,7 @@ async fn account(
                     kind: l.kind,
                     document_id: l.document_id,
                     date: l.occurred_on,
-                    description: l.description,
+                    description: l.description.into(),
                     amount: l.amount,
                     balance: l.balance,
                 })

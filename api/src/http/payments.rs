@@ -90,8 +90,8 @@ pub struct PaymentLineData {
     /// Dollar lines: `manual` (sent) or `central_bank` (null on a peso location).
     pub exchange_rate_source: Nullable<String>,
     /// Dollar lines: the date of the rate (the central bank's latest on or before `occurred_on`).
-    #[serde(with = "events::catalogue::iso_date_option")]
-    pub exchange_rate_date: Option<Date>,
+    #[serde(with = "crate::http::presence::date_nullable")]
+    pub exchange_rate_date: Nullable<Date>,
 }
 
 /// A share of a payment settling one document.
@@ -144,8 +144,8 @@ pub struct PaymentData {
     pub sale_id: Option<Uuid>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
-    #[serde(with = "time::serde::rfc3339::option")]
-    pub voided_at: Option<OffsetDateTime>,
+    #[serde(with = "crate::http::presence::rfc3339_nullable")]
+    pub voided_at: Nullable<OffsetDateTime>,
     /// Write responses only: true when the same key and body already completed.
     #[oai(skip_serializing_if_is_none)]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -184,7 +184,7 @@ fn payment_data(
                 functional_amount: l.pesos.get(),
                 exchange_rate: l.rate.map(|r| r.value.to_string()).into(),
                 exchange_rate_source: l.rate.map(|r| r.source.as_str().to_owned()).into(),
-                exchange_rate_date: l.rate.map(|r| r.rate_date),
+                exchange_rate_date: l.rate.map(|r| r.rate_date).into(),
             })
             .collect(),
         allocations: payment
@@ -199,7 +199,7 @@ fn payment_data(
         unallocated_amount: if voided_at.is_some() { 0 } else { payment.total.get() - allocated },
         sale_id: payment.sale_id,
         created_at: ar_time(created_at),
-        voided_at: voided_at.map(ar_time),
+        voided_at: voided_at.map(ar_time).into(),
         idempotent_replay: None,
     }
 }

@@ -457,6 +457,47 @@ pub async fn create(app: &TestApp, list: &str, body: &Value) -> Value {
     json(app.post(list, body).await, 201).await
 }
 
+/// Asserts that every `null` in `value` (an answer's `data`) stands where the reviewed OpenAPI document
+/// declares its property nullable, walking `schema` (a component's name) through objects and arrays: a
+/// client generated from the document must be able to read the answer.
+pub fn assert_nulls_documented(value: &Value, schema: &str) {
+    static DOCUMENT: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+        serde_json::from_str(include_str!("../snapshots/openapi.json")).expect("the reviewed document")
+    });
+    fn resolve(schema: &Value) -> &Value {
+        let reference = schema["$ref"].as_str().or_else(|| schema["allOf"][0]["$ref"].as_str());
+        match reference.and_then(|r| r.strip_prefix("#/components/schemas/")) {
+            Some(name) => &DOCUMENT["components"]["schemas"][name],
+            None => schema,
+        }
+    }
+    fn walk(value: &Value, schema: &Value, path: &str) {
+        let schema = resolve(schema);
+        match value {
+            Value::Object(fields) => {
+                for (name, field) in fields {
+                    let declared = &schema["properties"][name.as_str()];
+                    let at = format!("{path}.{name}");
+                    if field.is_null() {
+                        assert_eq!(declared["nullable"], true, "{at} is null but not declared nullable: {declared}");
+                    } else if !declared.is_null() {
+                        walk(field, declared, &at);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &schema["items"], &format!("{path}[{i}]"));
+                }
+            }
+            _ => {}
+        }
+    }
+    let root = json!({ "$ref": format!("#/components/schemas/{schema}") });
+    assert!(!resolve(&root).is_null(), "the document has no schema {schema}");
+    walk(value, &root, schema);
+}
+
 /// Today's Argentine date (UTC-3).
 pub fn today_date() -> time::Date {
     events::catalogue::ar_date(OffsetDateTime::now_utc())

@@ -2,7 +2,7 @@
 //! payment methods' fees, voids, refusals that write nothing, and concurrent allocations that never pass
 //! what a sale owes.
 
-use crate::helpers::{TestApp, detail_fields, error, ids, items, json, customer, today};
+use crate::helpers::{TestApp, assert_nulls_documented, customer, detail_fields, error, ids, items, json, today};
 use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
 use crate::treasury::open;
 use commands::treasury::admin::create_ledger_account;
@@ -91,6 +91,7 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
     let half = json!({ "customer_id": customer, "occurred_on": today(), "note": "Seña",
         "lines": [line(&cash, 5_000, &register)], "allocations": [{ "sale_id": sale, "amount": 5_000 }] });
     let first = json(send(&app, CUSTOMER_PAYMENTS, "pay-1", &half).await, 201).await["data"].clone();
+    assert_nulls_documented(&first, "PaymentData");
     assert_eq!(
         (
             first["object"].as_str(),
@@ -346,6 +347,7 @@ async fn a_sales_payment_methods_post_one_customer_payment_to_the_treasury(pool:
         .map(|l| (l["type"].as_str().expect("type"), l["amount"].as_i64().expect("amount")))
         .collect();
     assert_eq!(kinds, [("sale", 10_000), ("payment", -5_000), ("payment", -5_000), ("payment_void", 5_000)]);
+    assert_nulls_documented(&account, "AccountData");
     assert_eq!(account["unallocated_credit"], 0);
 
     // A credit note takes no payments.
