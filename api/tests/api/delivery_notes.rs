@@ -2,7 +2,7 @@
 //! (partial deliveries consuming its reservation and raising `delivered`), numbering, replays, deletes
 //! that restore exactly what a note did, and bad input.
 
-use crate::helpers::{TestApp, detail_fields, error, items, json, seeded, style_a, customer, main_warehouse, stocked_product};
+use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, seeded, style_a, customer, main_warehouse, stocked_product};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -43,6 +43,7 @@ async fn a_custom_note_moves_stock_is_numbered_replayed_and_restored_when_delete
         "items": [{ "product_id": mate, "quantity": 3 }, { "is_custom": true, "name": "Folletos", "quantity": 10 }] });
     let key = Uuid::now_v7().to_string();
     let note = style_a(app.post_key(NOTES, &key, &body).await, 201).await["data"].clone();
+    assert_nulls_documented(&note, "DeliveryNoteData");
     assert_eq!((note["object"].as_str(), note["number"].as_i64()), (Some("delivery_note"), Some(1)));
     assert_eq!(note["formatted_number"], "R-0001-00000001");
     assert_eq!(note["origin"], json!({ "type": "custom" }));

@@ -2,7 +2,7 @@
 //! race), orders of the service's own channel, notes and structural edits (stale versions, concurrent
 //! edits, what a line keeps), cancel and complete, lists and bad input.
 
-use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, items, json, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today};
+use crate::helpers::{assert_nulls_documented, TestApp, WAREHOUSES, detail_fields, error, items, json, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -72,6 +72,7 @@ async fn a_quote_is_sent_accepted_and_converted_with_its_reservation_moving_to_t
     assert_eq!(reserved_and_available(&app, &mate).await, ("4".to_owned(), "6".to_owned()));
 
     let order = style_a(act(&app, &format!("{QUOTES}/{id}/convert")).await, 201).await["data"].clone();
+    assert_nulls_documented(&order, "OrderData");
     assert_eq!((order["object"].as_str(), order["status"].as_str()), (Some("order"), Some("open")));
     assert_eq!(order["fulfillment_status"], "unfulfilled");
     assert_eq!(order["quote_id"], id.as_str());
@@ -162,6 +163,7 @@ async fn an_order_is_created_edited_and_closed(pool: PgPool) {
                   { "name": "Flete", "quantity": 1, "unit_price": 2000, "tax_rate_id": 4 }] });
     let key = Uuid::now_v7().to_string();
     let order = style_a(app.post_key(ORDERS, &key, &body).await, 201).await["data"].clone();
+    assert_nulls_documented(&order, "OrderData");
     let id = order["id"].as_str().expect("id").to_owned();
     // 27,000 at 21% and 2,000 at 10.5%: 29,000 net, 5,670 + 210 VAT.
     assert_eq!((order["subtotal"].as_i64(), order["tax_amount"].as_i64()), (Some(29000), Some(5880)));

@@ -1,7 +1,7 @@
 //! Purchasing: purchases v1 (stock, costs, currencies, keys, duplicates), purchase orders with partial
 //! receipts and their states, and the v2 preview/commit surface with its pages and envelopes.
 
-use crate::helpers::{TestApp, detail_fields, error, items, json, refused, style_a, v2_error, v2_paths, main_warehouse};
+use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, refused, style_a, v2_error, v2_paths, main_warehouse};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -56,6 +56,7 @@ async fn a_received_purchase_raises_stock_moves_costs_and_is_recorded_once(pool:
                   { "product_id": azucar, "quantity": "2.5", "unit_cost": 500, "tax_rate_id": 4 }],
     });
     let created = json(app.post_key(PURCHASES, &key, &body).await, 201).await;
+    assert_nulls_documented(&created["data"], "PurchaseCreatedData");
     assert_eq!(created["success"], true);
     let data = &created["data"];
     let id = data["id"].as_str().expect("id").to_owned();

@@ -1,7 +1,7 @@
 //! Quotes: canonical amounts, gap-free numbers, reservations taken, adjusted and released with the quote
 //! (also under concurrency), states, expiry, idempotency and bad input.
 
-use crate::helpers::{TestApp, detail_fields, error, items, json, refused, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
+use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, refused, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -43,6 +43,7 @@ async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
                   { "product_id": termo, "quantity": 1, "unit_price": 5000, "warehouse_id": main, "discount": { "amount": 500 } }] });
     let key = Uuid::now_v7().to_string();
     let created = style_a(app.post_key(QUOTES, &key, &body).await, 201).await["data"].clone();
+    assert_nulls_documented(&created, "QuoteData");
     assert_eq!(
         (created["object"].as_str(), created["status"].as_str(), created["number"].as_i64()),
         (Some("quote"), Some("draft"), Some(1))

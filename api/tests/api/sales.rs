@@ -2,7 +2,7 @@
 //! contract, stock, and invoicing with the tax authority (the test's own simulator) when it approves,
 //! rejects, is unavailable or loses its answer; the PDF and its signed download.
 
-use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, seeded, today};
+use crate::helpers::{assert_nulls_documented, TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, seeded, today};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -324,6 +324,7 @@ async fn an_issued_sale_has_a_pdf_with_its_cae_behind_a_signed_link(pool: PgPool
     let body = json!({ "voucherType": 1, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer, "total": 1210000,
         "items": [{ "name": "Heladera", "quantity": 1, "unitPrice": 1000000 }] });
     let created = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    assert_nulls_documented(&created, "SaleCreatedData");
     let id = created["id"].as_str().expect("id").to_owned();
     let cae = created["fiscal"]["cae"].as_str().expect("cae").to_owned();
     let ready = eventually(Duration::from_secs(20), "the sale's PDF", || async {
