@@ -38,10 +38,13 @@ check:
     cargo fmt --all -- --check
     cargo clippy --all-targets -- -D warnings
 
-# Throughput against pgbench on the same Postgres (see api/benches/service.rs).
-bench: services
+# Throughput against pgbench on the same Postgres (see api/benches/service.rs), on the NATS 2.10 or
+# later of NATS_FILTERS_URL: an older one delivers every event to every projection of several
+# aggregates (BENCHMARKS.md, "Which NATS").
+bench:
+    scripts/services --filters
     cargo build --release --bin backoffice
-    BENCH_ADMIN_DATABASE_URL={{test_database_url}} cargo bench -p api --bench service
+    NATS_URL={{NATS_FILTERS_URL}} BENCH_ADMIN_DATABASE_URL={{test_database_url}} cargo bench -p api --bench service
 
 # Start local Postgres and NATS if none answers.
 services:

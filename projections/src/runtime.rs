@@ -156,8 +156,20 @@ async fn run_until_error(
     let folds = projection.folds();
     // The version of the server this connection last heard from, which is the one that will get the
     // consumer: the loop re-creates it (and asks again) after any error, a reconnection included.
-    let filter = consumer_filter(folds, bus.prefix(), &bus.client.server_info().version);
+    let version = bus.client.server_info().version;
+    let filter = consumer_filter(folds, bus.prefix(), &version);
     tracing::debug!(projection = projection.name(), ?filter, "subscribing");
+    if let (Folds::Only(several), ConsumerFilter::Subject(_)) = (folds, &filter)
+        && several.len() > 1
+    {
+        // Measured in BENCHMARKS.md ("Which NATS"): on such a server every write costs a delivery to each
+        // projection of several aggregates, about a fifth of a customer create's throughput.
+        tracing::warn!(
+            projection = projection.name(),
+            server = %version,
+            "this NATS has no filter_subjects (2.10 or later): the projection receives every event and passes over the others"
+        );
+    }
     let consumer = reset_consumer(&stream, &name, filter).await?;
     // A connection of its own: batches follow each other without checking one out of the pool.
     let mut conn = pool.acquire().await?.detach();
