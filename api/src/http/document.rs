@@ -394,8 +394,9 @@ fn rewrite_schemas(value: &mut Value) {
 /// The methods each path of the document allows, for the `Allow` header of a 405.
 pub struct AllowedMethods {
     routes: Vec<(Vec<String>, String)>,
-    /// Each documented path once, as a metric label (made once per application).
-    templates: Vec<(Vec<String>, &'static str)>,
+    /// Each documented path once, as a metric label (made once per application), with its number of
+    /// literal segments.
+    templates: Vec<(Vec<String>, &'static str, usize)>,
     /// The templates' indices by their number of segments and their resource (the fourth segment, as in
     /// `/api/v1/customers/{id}`; `None` where that is a parameter or absent), so a request path is
     /// compared with a handful of templates rather than all of them.
@@ -427,12 +428,14 @@ impl AllowedMethods {
             methods.sort();
             routes.push((segments, methods.join(", ")));
         }
-        let templates: Vec<(Vec<String>, &'static str)> = routes
+        let templates: Vec<(Vec<String>, &'static str, usize)> = routes
             .iter()
-            .map(|(segments, _)| (segments.clone(), &*Box::leak(segments.join("/").into_boxed_str())))
+            .map(|(segments, _)| {
+                (segments.clone(), &*Box::leak(segments.join("/").into_boxed_str()), literal_count(segments))
+            })
             .collect();
         let mut by_shape: HashMap<usize, Shape> = HashMap::new();
-        for (index, (segments, _)) in templates.iter().enumerate() {
+        for (index, (segments, _, _)) in templates.iter().enumerate() {
             let shape = by_shape.entry(segments.len()).or_default();
             match segments.get(3).filter(|s| !s.starts_with('{')) {
                 Some(resource) => shape.named.entry(resource.clone()).or_default().push(index),
@@ -445,7 +448,7 @@ impl AllowedMethods {
     /// Every route label, in the order of the indices [`Self::route`] answers: the documented path
     /// templates, then the routes outside the document, the last `unmatched`.
     pub fn route_labels(&self) -> Vec<&'static str> {
-        self.templates.iter().map(|(_, template)| *template).chain(UNDOCUMENTED).collect()
+        self.templates.iter().map(|(_, template, _)| *template).chain(UNDOCUMENTED).collect()
     }
 
     /// The route a request path takes, as the index of a label of bounded cardinality (see
@@ -454,7 +457,7 @@ impl AllowedMethods {
     pub fn route(&self, path: &str) -> usize {
         let segments: Vec<&str> = path.split('/').collect();
         let fits = |index: &&usize| fits(&self.templates[**index].0, &segments);
-        let literal = |index: &&usize| literal_count(&self.templates[**index].0);
+        let literal = |index: &&usize| self.templates[**index].2;
         if let Some(shape) = self.by_shape.get(&segments.len()) {
             let named = segments.get(3).and_then(|resource| shape.named.get(*resource)).into_iter().flatten();
             if let Some(best) = named.chain(&shape.open).filter(fits).max_by_key(literal) {

@@ -510,10 +510,7 @@ pub fn today() -> String {
 
 /// A new customer named `name`, without a tax category (billed with B vouchers); its id.
 pub async fn customer(app: &TestApp, name: &str) -> String {
-    json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned()
+    id_of(&create(app, "/api/v1/customers", &json!({ "name": name })).await)
 }
 
 /// The warehouse every organization starts with; its id.
@@ -525,7 +522,7 @@ pub async fn main_warehouse(app: &TestApp) -> String {
 pub async fn stocked_product(app: &TestApp, sku: &str, warehouse: &str, stock: i64) -> String {
     let body = json!({ "name": format!("Producto {sku}"), "sku": sku, "price": 12100,
         "warehouseStocks": [{ "warehouseId": warehouse, "quantity": stock }] });
-    json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned()
+    id_of(&json(app.post_keyed("/api/v1/products", &body).await, 201).await)
 }
 
 /// (reserved, available) of the one stock level of `product`.
