@@ -5,14 +5,14 @@
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::documents::link;
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
+use crate::http::routes_group::routes;
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Limit, QuantityIn, QuantityText};
+use crate::http::schema::{Blank, QuantityIn, QuantityText};
 use crate::http::shared_filters::{Filters, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
@@ -25,7 +25,7 @@ use events::catalogue::{DeliveryNoteState, DeliveryOrigin, formatted_number};
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{Enum, Object, OpenApi};
+use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::delivery_notes::{self as read, NoteFilter, NoteRow};
 use projections::documents::OwnerKind;
@@ -273,169 +273,170 @@ async fn write(
     Ok((decode_state(accepted.state, "delivery_note")?, accepted.replayed))
 }
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::DeliveryNotes")]
-impl DeliveryNotesApi {
-    /// List delivery notes
-    ///
-    /// Scope `sales:read`. Newest first (`created_at`, then `id`); deleted notes are not listed.
-    /// `origin_type`, `sale_id`, `order_id` and `customer_id` filter.
-    #[oai(path = "/delivery-notes", method = "get", operation_id = "listDeliveryNotes")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        origin_type: Query<Option<String>>,
-        sale_id: Query<Option<String>>,
-        order_id: Query<Option<String>>,
-        customer_id: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Notes, ApiError> {
-        let call = Call::new(LIST_NOTES, &state, &auth, &request_id)?;
-        let mut filters = Filters::default();
-        let origin_type = filters.one_of(origin_type.0, "origin_type", DeliveryOrigin::NAMES);
-        let (sale, order) = (filters.id(sale_id.0, "sale_id"), filters.id(order_id.0, "order_id"));
-        let filter = NoteFilter {
-            origin_type: origin_type.or_else(|| sale.map(|_| "sale".into())).or_else(|| order.map(|_| "order".into())),
-            origin_id: sale.or(order),
-            customer_id: filters.id(customer_id.0, "customer_id"),
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::DeliveryNotes")]
+    DeliveryNotesApi {
+        /// Create a delivery note
+        ///
+        /// Scope `sales:write`; `Idempotency-Key` required. A retry with the same key and body returns the
+        /// original with `idempotent_replay: true`, and 409 `STATE_CONFLICT` when that note was deleted
+        /// since (no new note is made); another body under the key is 409 `IDEMPOTENCY_CONFLICT`. A second
+        /// note for a sale is 409 `STATE_CONFLICT`. Numbers are gap-free per point of sale and never reused.
+        /// Stock leaves under the organization's negative-stock policy (shortfalls are `warnings`, or 422
+        /// with nothing saved when it blocks negative stock). For an order: delivering more than is left of
+        /// a line is 422 naming it; the order's `delivered` and `fulfillment_status` follow.
+        #[oai(path = "/delivery-notes", method = "post", operation_id = "createDeliveryNote")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<DeliveryNoteInput>,
+        ) -> Result<Created, ApiError> {
+            let call = Call::new(CREATE_NOTE, &state, &auth, &request_id)?;
+            let input = parse_note(&body.value).map_err(ApiError::validation)?;
+            let command = NoteCommand::Create { id: Uuid::now_v7(), input };
+            let (outcome, replayed) = write(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+            let row = read::get(&state.pool, call.org_id(), outcome.id).await?;
+            if replayed && row.as_ref().is_none_or(|r| r.deleted) {
+                return Err(ApiError::from_rejection(Rejection::state_conflict(
+                    "DELIVERY_NOTE_DELETED",
+                    "deleted",
+                    "the delivery note this key made was deleted since; no new note was made",
+                )));
+            }
+            let created_at = row.map_or(outcome.at, |r| r.created_at);
+            let mut data = DeliveryNoteData::from_state(outcome.id, &outcome.note, created_at);
+            data.idempotent_replay = Some(replayed);
+            data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
+            Ok(Created::Created(RawJson::new(Style::a(&DeliveryNoteEnvelope { request_id: request_id.0.clone(), data }))))
+        }
+
+        /// Get a delivery note
+        ///
+        /// Scope `sales:read`. A deleted note is 404.
+        #[oai(path = "/delivery-notes/:delivery_note_id", method = "get", operation_id = "getDeliveryNote")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            delivery_note_id: Path<String>,
+        ) -> Result<Single, ApiError> {
+            let call = Call::new(GET_NOTE, &state, &auth, &request_id)?;
+            let body = call
+                .get(&NOTES, &delivery_note_id.0, async |id| {
+                    let Some(row) = read::get(&state.pool, call.org_id(), id).await?.filter(|r| !r.deleted) else {
+                        return Ok(None);
+                    };
+                    let data = DeliveryNoteData::of_row(&row);
+                    Ok(Some(Style::a(&DeliveryNoteEnvelope { request_id: request_id.0.clone(), data })))
+                })
+                .await?;
+            Ok(Single::Ok(RawJson::new(body)))
+        }
+
+        /// Delete a delivery note
+        ///
+        /// Scope `sales:write`; `Idempotency-Key` required. Restores exactly what the note did: the stock
+        /// it moved comes back to its warehouse, and for an order its lines' `delivered` go back and its
+        /// reservation holds them again. The number is not reused; a sale may then have another note. A
+        /// deleted or unknown note is 404.
+        #[oai(path = "/delivery-notes/:delivery_note_id", method = "delete", operation_id = "deleteDeliveryNote")]
+        async fn delete(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            delivery_note_id: Path<String>,
+            /// Required: a retry with the same key returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+        ) -> Result<Deleted, ApiError> {
+            let call = Call::new(DELETE_NOTE, &state, &auth, &request_id)?;
+            let id = call.id(&NOTES, &delivery_note_id.0)?;
+            let path = [delivery_note_id.0.as_str()];
+            let (_, replayed) =
+                write(&call, &state, Write::bare(key.0, &version, &path), NoteCommand::Delete { id }).await?;
+            let data =
+                DeliveryNoteDeletedData { object: "delivery_note".into(), id, deleted: true, idempotent_replay: replayed };
+            Ok(Deleted::Ok(RawJson::new(Style::a(&DeliveryNoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
+        }
+
+        /// Download a delivery note's PDF
+        ///
+        /// Scope `sales:read`. The stable, authenticated path to the printed remito (the issuer, the
+        /// customer, the formatted number, the date and each line's name and quantity; no prices): 302 to
+        /// a signed link, `/documents/{token}`, valid five minutes and served without a credential (do not
+        /// store it; an expired or altered link answers 403); 404 while the document is not ready. A deleted
+        /// note is 404.
+        #[oai(
+            path = "/delivery-notes/:delivery_note_id/document",
+            method = "get",
+            operation_id = "getDeliveryNoteDocument"
+        )]
+        async fn document(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            delivery_note_id: Path<String>,
+        ) -> Result<DocumentRedirect, ApiError> {
+            let call = Call::new(GET_NOTE_DOCUMENT, &state, &auth, &request_id)?;
+            let id = call.id(&NOTES, &delivery_note_id.0)?;
+            if read::get(&state.pool, call.org_id(), id).await?.is_none_or(|r| r.deleted) {
+                return Err(ApiError::not_found("delivery_note"));
+            }
+            Ok(DocumentRedirect::Found(link(&state, call.org_id(), OwnerKind::DeliveryNote, id).await?))
+        }
+    }
+    cursor_lists: {
+        /// List delivery notes
+        ///
+        /// Scope `sales:read`. Newest first (`created_at`, then `id`); deleted notes are not listed.
+        /// `origin_type`, `sale_id`, `order_id` and `customer_id` filter.
+        list("/delivery-notes", "listDeliveryNotes") -> Notes = LIST_NOTES, delivery_notes {
+            origin_type: Query<Option<String>>,
+            sale_id: Query<Option<String>>,
+            order_id: Query<Option<String>>,
+            customer_id: Query<Option<String>>,
         };
-        filters.check()?;
-        let bound = format!("delivery_notes{filter:?}");
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                NOTES.list.bound(&bound),
-                async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
-                |row: &NoteRow| (row.created_at, row.id),
-                async |rows| Ok(rows.iter().map(DeliveryNoteData::of_row).collect()),
-            )
-            .await?;
-        Ok(Notes::Ok(RawJson::new(body)))
     }
+}
 
-    /// Create a delivery note
-    ///
-    /// Scope `sales:write`; `Idempotency-Key` required. A retry with the same key and body returns the
-    /// original with `idempotent_replay: true`, and 409 `STATE_CONFLICT` when that note was deleted
-    /// since (no new note is made); another body under the key is 409 `IDEMPOTENCY_CONFLICT`. A second
-    /// note for a sale is 409 `STATE_CONFLICT`. Numbers are gap-free per point of sale and never reused.
-    /// Stock leaves under the organization's negative-stock policy (shortfalls are `warnings`, or 422
-    /// with nothing saved when it blocks negative stock). For an order: delivering more than is left of
-    /// a line is 422 naming it; the order's `delivered` and `fulfillment_status` follow.
-    #[oai(path = "/delivery-notes", method = "post", operation_id = "createDeliveryNote")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<DeliveryNoteInput>,
-    ) -> Result<Created, ApiError> {
-        let call = Call::new(CREATE_NOTE, &state, &auth, &request_id)?;
-        let input = parse_note(&body.value).map_err(ApiError::validation)?;
-        let command = NoteCommand::Create { id: Uuid::now_v7(), input };
-        let (outcome, replayed) = write(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
-        let row = read::get(&state.pool, call.org_id(), outcome.id).await?;
-        if replayed && row.as_ref().is_none_or(|r| r.deleted) {
-            return Err(ApiError::from_rejection(Rejection::state_conflict(
-                "DELIVERY_NOTE_DELETED",
-                "deleted",
-                "the delivery note this key made was deleted since; no new note was made",
-            )));
-        }
-        let created_at = row.map_or(outcome.at, |r| r.created_at);
-        let mut data = DeliveryNoteData::from_state(outcome.id, &outcome.note, created_at);
-        data.idempotent_replay = Some(replayed);
-        data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
-        Ok(Created::Created(RawJson::new(Style::a(&DeliveryNoteEnvelope { request_id: request_id.0.clone(), data }))))
-    }
-
-    /// Get a delivery note
-    ///
-    /// Scope `sales:read`. A deleted note is 404.
-    #[oai(path = "/delivery-notes/:delivery_note_id", method = "get", operation_id = "getDeliveryNote")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        delivery_note_id: Path<String>,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(GET_NOTE, &state, &auth, &request_id)?;
-        let body = call
-            .get(&NOTES, &delivery_note_id.0, async |id| {
-                let Some(row) = read::get(&state.pool, call.org_id(), id).await?.filter(|r| !r.deleted) else {
-                    return Ok(None);
-                };
-                let data = DeliveryNoteData::of_row(&row);
-                Ok(Some(Style::a(&DeliveryNoteEnvelope { request_id: request_id.0.clone(), data })))
-            })
-            .await?;
-        Ok(Single::Ok(RawJson::new(body)))
-    }
-
-    /// Delete a delivery note
-    ///
-    /// Scope `sales:write`; `Idempotency-Key` required. Restores exactly what the note did: the stock
-    /// it moved comes back to its warehouse, and for an order its lines' `delivered` go back and its
-    /// reservation holds them again. The number is not reused; a sale may then have another note. A
-    /// deleted or unknown note is 404.
-    #[oai(path = "/delivery-notes/:delivery_note_id", method = "delete", operation_id = "deleteDeliveryNote")]
-    async fn delete(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        delivery_note_id: Path<String>,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Deleted, ApiError> {
-        let call = Call::new(DELETE_NOTE, &state, &auth, &request_id)?;
-        let id = call.id(&NOTES, &delivery_note_id.0)?;
-        let path = [delivery_note_id.0.as_str()];
-        let (_, replayed) =
-            write(&call, &state, Write::bare(key.0, &version, &path), NoteCommand::Delete { id }).await?;
-        let data =
-            DeliveryNoteDeletedData { object: "delivery_note".into(), id, deleted: true, idempotent_replay: replayed };
-        Ok(Deleted::Ok(RawJson::new(Style::a(&DeliveryNoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
-    }
-
-    /// Download a delivery note's PDF
-    ///
-    /// Scope `sales:read`. The stable, authenticated path to the printed remito (the issuer, the
-    /// customer, the formatted number, the date and each line's name and quantity; no prices): 302 to
-    /// a signed link, `/documents/{token}`, valid five minutes and served without a credential (do not
-    /// store it; an expired or altered link answers 403); 404 while the document is not ready. A deleted
-    /// note is 404.
-    #[oai(
-        path = "/delivery-notes/:delivery_note_id/document",
-        method = "get",
-        operation_id = "getDeliveryNoteDocument"
-    )]
-    async fn document(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        delivery_note_id: Path<String>,
-    ) -> Result<DocumentRedirect, ApiError> {
-        let call = Call::new(GET_NOTE_DOCUMENT, &state, &auth, &request_id)?;
-        let id = call.id(&NOTES, &delivery_note_id.0)?;
-        if read::get(&state.pool, call.org_id(), id).await?.is_none_or(|r| r.deleted) {
-            return Err(ApiError::not_found("delivery_note"));
-        }
-        Ok(DocumentRedirect::Found(link(&state, call.org_id(), OwnerKind::DeliveryNote, id).await?))
-    }
+/// A page of delivery notes, newest first.
+async fn delivery_notes(
+    call: &Call<'_>,
+    params: PageParams,
+    origin_type: Option<String>,
+    sale_id: Option<String>,
+    order_id: Option<String>,
+    customer_id: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let mut filters = Filters::default();
+    let origin_type = filters.one_of(origin_type, "origin_type", DeliveryOrigin::NAMES);
+    let (sale, order) = (filters.id(sale_id, "sale_id"), filters.id(order_id, "order_id"));
+    let filter = NoteFilter {
+        origin_type: origin_type.or_else(|| sale.map(|_| "sale".into())).or_else(|| order.map(|_| "order".into())),
+        origin_id: sale.or(order),
+        customer_id: filters.id(customer_id, "customer_id"),
+    };
+    filters.check()?;
+    let bound = format!("delivery_notes{filter:?}");
+    let body = call
+        .cursor_list(
+            params,
+            NOTES.list.bound(&bound),
+            async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+            |row: &NoteRow| (row.created_at, row.id),
+            async |rows| Ok(rows.iter().map(DeliveryNoteData::of_row).collect()),
+        )
+        .await?;
+    Ok(body)
 }

@@ -6,15 +6,15 @@
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::discounts::{QuoteDiscountData, QuoteDiscountInput};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::inventory::StockWarning;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
+use crate::http::routes_group::routes;
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, Text, VatCode, rules};
+use crate::http::schema::{Blank, Cents, QuantityIn, QuantityText, Text, VatCode, rules};
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
@@ -26,7 +26,7 @@ use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus, ar_date};
 use events::domain::{Quantity, Scope};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{Enum, Object, OpenApi};
+use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::orders::{self as read, OrderFilter, OrderRow};
 use serde::{Deserialize, Serialize};
@@ -417,200 +417,179 @@ pub(crate) async fn saved(
     Ok(Style::a(&OrderEnvelope { request_id: call.request_id.to_owned(), data }))
 }
 
+/// Moves an order between states and answers it as stored.
+async fn moved(call: &Call<'_>, write: Write<'_>, command: OrderCommand) -> Result<Single, ApiError> {
+    let body = saved(call, call.state, write, command).await?;
+    Ok(Single::Ok(RawJson::new(body)))
+}
+
 /// The start of `date` in UTC-3.
 fn day_start(date: Date) -> OffsetDateTime {
     date.midnight().assume_offset(UtcOffset::from_hms(-3, 0, 0).unwrap_or(UtcOffset::UTC))
 }
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Orders")]
-impl OrdersApi {
-    /// List orders
-    ///
-    /// Scope `orders:read`. Newest first (`created_at`, then `id`); `status`, `fulfillment_status` and
-    /// `customer_id` filter; `created_from` and `created_to` (inclusive, Argentine dates) bound the
-    /// creation date.
-    #[oai(path = "/orders", method = "get", operation_id = "listOrders")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        status: Query<Option<String>>,
-        fulfillment_status: Query<Option<String>>,
-        customer_id: Query<Option<String>>,
-        created_from: Query<Option<String>>,
-        created_to: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Orders, ApiError> {
-        let call = Call::new(LIST_ORDERS, &state, &auth, &request_id)?;
-        let mut filters = Filters::default();
-        let filter = OrderFilter {
-            status: filters.one_of(status.0, "status", OrderStatus::NAMES),
-            fulfillment_status: filters.one_of(fulfillment_status.0, "fulfillment_status", FulfillmentStatus::NAMES),
-            customer_id: filters.id(customer_id.0, "customer_id"),
-            created_from: filters.date(created_from.0, "created_from").map(day_start),
-            created_to: filters.date(created_to.0, "created_to").and_then(|d| d.next_day()).map(day_start),
-        };
-        filters.check()?;
-        let bound = format!("orders{filter:?}");
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                ORDERS.list.bound(&bound),
-                async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
-                |row: &OrderRow| (row.created_at, row.id),
-                async |rows| render_rows(&state, call.org_id(), rows).await,
-            )
-            .await?;
-        Ok(Orders::Ok(RawJson::new(body)))
-    }
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Orders")]
+    OrdersApi {
+        /// Create an order
+        ///
+        /// Scope `orders:write`; `Idempotency-Key` required (a retry with the same key and body answers the
+        /// stored order with `idempotent_replay: true`; another body is 409 `IDEMPOTENCY_CONFLICT`). For the
+        /// service's own channel: lines of products or free text with net unit prices, line and global
+        /// discounts as on quotes, amounts from the tax engine. A new order is `open` and `unfulfilled`
+        /// with a gap-free `number`. With `reservation.enabled`, what is to deliver of every physical line
+        /// is held in `assigned_warehouse_id` in the same transaction: shortfalls are `warnings` when the
+        /// organization allows negative stock and 422 with nothing saved when it blocks it.
+        ///
+        /// States: `open` → `completed` (`POST .../complete`, or by itself once every line is fully
+        /// delivered and billed) or `cancelled` (`POST .../cancel`, while nothing was delivered or billed).
+        /// Only an open order is edited, cancelled or completed; anything else is 409 `STATE_CONFLICT`
+        /// naming the current state. Both ends release what is still reserved.
+        #[oai(path = "/orders", method = "post", operation_id = "createOrder")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<OrderInput>,
+        ) -> Result<Created, ApiError> {
+            let call = Call::new(CREATE_ORDER, &state, &auth, &request_id)?;
+            let input = parse_order(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+            let command = OrderCommand::Create { id: Uuid::now_v7(), input };
+            let body = saved(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+            Ok(Created::Created(RawJson::new(body)))
+        }
 
-    /// Create an order
-    ///
-    /// Scope `orders:write`; `Idempotency-Key` required (a retry with the same key and body answers the
-    /// stored order with `idempotent_replay: true`; another body is 409 `IDEMPOTENCY_CONFLICT`). For the
-    /// service's own channel: lines of products or free text with net unit prices, line and global
-    /// discounts as on quotes, amounts from the tax engine. A new order is `open` and `unfulfilled`
-    /// with a gap-free `number`. With `reservation.enabled`, what is to deliver of every physical line
-    /// is held in `assigned_warehouse_id` in the same transaction: shortfalls are `warnings` when the
-    /// organization allows negative stock and 422 with nothing saved when it blocks it.
-    ///
-    /// States: `open` → `completed` (`POST .../complete`, or by itself once every line is fully
-    /// delivered and billed) or `cancelled` (`POST .../cancel`, while nothing was delivered or billed).
-    /// Only an open order is edited, cancelled or completed; anything else is 409 `STATE_CONFLICT`
-    /// naming the current state. Both ends release what is still reserved.
-    #[oai(path = "/orders", method = "post", operation_id = "createOrder")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<OrderInput>,
-    ) -> Result<Created, ApiError> {
-        let call = Call::new(CREATE_ORDER, &state, &auth, &request_id)?;
-        let input = parse_order(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
-        let command = OrderCommand::Create { id: Uuid::now_v7(), input };
-        let body = saved(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
-        Ok(Created::Created(RawJson::new(body)))
-    }
+        /// Get an order
+        ///
+        /// Scope `orders:read`. With its lines (what each has reserved, delivered and billed), amounts and
+        /// `updated_at` (what a structural edit sends back as `expected_updated_at`).
+        #[oai(path = "/orders/:order_id", method = "get", operation_id = "getOrder")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            order_id: Path<String>,
+        ) -> Result<Single, ApiError> {
+            let call = Call::new(GET_ORDER, &state, &auth, &request_id)?;
+            let body = call
+                .get(&ORDERS, &order_id.0, async |id| {
+                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                    let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
+                    Ok(Some(Style::a(&OrderEnvelope { request_id: request_id.0.clone(), data })))
+                })
+                .await?;
+            Ok(Single::Ok(RawJson::new(body)))
+        }
 
-    /// Get an order
-    ///
-    /// Scope `orders:read`. With its lines (what each has reserved, delivered and billed), amounts and
-    /// `updated_at` (what a structural edit sends back as `expected_updated_at`).
-    #[oai(path = "/orders/:order_id", method = "get", operation_id = "getOrder")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        order_id: Path<String>,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(GET_ORDER, &state, &auth, &request_id)?;
-        let body = call
-            .get(&ORDERS, &order_id.0, async |id| {
-                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
-                Ok(Some(Style::a(&OrderEnvelope { request_id: request_id.0.clone(), data })))
-            })
-            .await?;
-        Ok(Single::Ok(RawJson::new(body)))
-    }
-
-    /// Edit an order
-    ///
-    /// Scope `orders:write`. A body with only `notes` edits them (`""` clears) and needs no key. A
-    /// structural edit sends the complete `lines` (existing ones by `id`, with the net `unit_price` as
-    /// read), `assigned_warehouse_id`, `expected_updated_at` equal to the order's `updated_at`, and an
-    /// `Idempotency-Key` (400 without either); a stale `expected_updated_at` is 409 `CONFLICT` with
-    /// nothing written. A line may not drop below what was delivered or billed, nor may such a line be
-    /// removed (422 `PRECONDITION_FAILED` naming it). The reservation follows the new lines and
-    /// warehouse in the same transaction. Omitted optional fields keep their value; `0` clears the
-    /// global discount and `""` the notes or the delivery method. A completed or cancelled order is 409
-    /// `STATE_CONFLICT`.
-    #[oai(path = "/orders/:order_id", method = "patch", operation_id = "updateOrder")]
-    #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
-    async fn update(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        order_id: Path<String>,
-        /// Required on structural edits; a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<OrderEditInput>,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(UPDATE_ORDER, &state, &auth, &request_id)?;
-        let id = call.id(&ORDERS, &order_id.0)?;
-        let command = match parse_patch(&body.value).map_err(ApiError::validation)? {
-            Err(notes) => OrderCommand::EditNotes { id, notes },
-            Ok(edit) => {
-                if key.0.is_none() {
-                    return Err(idempotency::key_required());
+        /// Edit an order
+        ///
+        /// Scope `orders:write`. A body with only `notes` edits them (`""` clears) and needs no key. A
+        /// structural edit sends the complete `lines` (existing ones by `id`, with the net `unit_price` as
+        /// read), `assigned_warehouse_id`, `expected_updated_at` equal to the order's `updated_at`, and an
+        /// `Idempotency-Key` (400 without either); a stale `expected_updated_at` is 409 `CONFLICT` with
+        /// nothing written. A line may not drop below what was delivered or billed, nor may such a line be
+        /// removed (422 `PRECONDITION_FAILED` naming it). The reservation follows the new lines and
+        /// warehouse in the same transaction. Omitted optional fields keep their value; `0` clears the
+        /// global discount and `""` the notes or the delivery method. A completed or cancelled order is 409
+        /// `STATE_CONFLICT`.
+        #[oai(path = "/orders/:order_id", method = "patch", operation_id = "updateOrder")]
+        #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
+        async fn update(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            order_id: Path<String>,
+            /// Required on structural edits; a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<OrderEditInput>,
+        ) -> Result<Single, ApiError> {
+            let call = Call::new(UPDATE_ORDER, &state, &auth, &request_id)?;
+            let id = call.id(&ORDERS, &order_id.0)?;
+            let command = match parse_patch(&body.value).map_err(ApiError::validation)? {
+                Err(notes) => OrderCommand::EditNotes { id, notes },
+                Ok(edit) => {
+                    if key.0.is_none() {
+                        return Err(idempotency::key_required());
+                    }
+                    OrderCommand::Edit { id, edit }
                 }
-                OrderCommand::Edit { id, edit }
-            }
+            };
+            let path = [order_id.0.as_str()];
+            let body = saved(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+            Ok(Single::Ok(RawJson::new(body)))
+        }
+    }
+    cursor_lists: {
+        /// List orders
+        ///
+        /// Scope `orders:read`. Newest first (`created_at`, then `id`); `status`, `fulfillment_status` and
+        /// `customer_id` filter; `created_from` and `created_to` (inclusive, Argentine dates) bound the
+        /// creation date.
+        list("/orders", "listOrders") -> Orders = LIST_ORDERS, orders {
+            status: Query<Option<String>>,
+            fulfillment_status: Query<Option<String>>,
+            customer_id: Query<Option<String>>,
+            created_from: Query<Option<String>>,
+            created_to: Query<Option<String>>,
         };
-        let path = [order_id.0.as_str()];
-        let body = saved(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
-        Ok(Single::Ok(RawJson::new(body)))
     }
+    actions: {
+        /// Cancel an order
+        ///
+        /// Scope `orders:write`; `Idempotency-Key` required. An open order of which nothing was delivered or
+        /// billed becomes `cancelled` and its reservation is released; otherwise 409 `STATE_CONFLICT`.
+        cancel("/orders/:order_id/cancel", "cancelOrder")
+            -> Single = CANCEL_ORDER, ORDERS, order_id
+            => moved(|id| OrderCommand::Cancel { id });
 
-    /// Cancel an order
-    ///
-    /// Scope `orders:write`; `Idempotency-Key` required. An open order of which nothing was delivered or
-    /// billed becomes `cancelled` and its reservation is released; otherwise 409 `STATE_CONFLICT`.
-    #[oai(path = "/orders/:order_id/cancel", method = "post", operation_id = "cancelOrder")]
-    async fn cancel(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        order_id: Path<String>,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(CANCEL_ORDER, &state, &auth, &request_id)?;
-        let id = call.id(&ORDERS, &order_id.0)?;
-        let path = [order_id.0.as_str()];
-        let body = saved(&call, &state, Write::bare(key.0, &version, &path), OrderCommand::Cancel { id }).await?;
-        Ok(Single::Ok(RawJson::new(body)))
+        /// Complete an order
+        ///
+        /// Scope `orders:write`; `Idempotency-Key` required. Closes an open order early: it becomes
+        /// `completed` and what it still holds is released; a closed order is 409 `STATE_CONFLICT`.
+        complete("/orders/:order_id/complete", "completeOrder")
+            -> Single = COMPLETE_ORDER, ORDERS, order_id
+            => moved(|id| OrderCommand::Complete { id });
     }
+}
 
-    /// Complete an order
-    ///
-    /// Scope `orders:write`; `Idempotency-Key` required. Closes an open order early: it becomes
-    /// `completed` and what it still holds is released; a closed order is 409 `STATE_CONFLICT`.
-    #[oai(path = "/orders/:order_id/complete", method = "post", operation_id = "completeOrder")]
-    async fn complete(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        order_id: Path<String>,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(COMPLETE_ORDER, &state, &auth, &request_id)?;
-        let id = call.id(&ORDERS, &order_id.0)?;
-        let path = [order_id.0.as_str()];
-        let body = saved(&call, &state, Write::bare(key.0, &version, &path), OrderCommand::Complete { id }).await?;
-        Ok(Single::Ok(RawJson::new(body)))
-    }
+/// A page of orders, newest first.
+async fn orders(
+    call: &Call<'_>,
+    params: PageParams,
+    status: Option<String>,
+    fulfillment_status: Option<String>,
+    customer_id: Option<String>,
+    created_from: Option<String>,
+    created_to: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let mut filters = Filters::default();
+    let filter = OrderFilter {
+        status: filters.one_of(status, "status", OrderStatus::NAMES),
+        fulfillment_status: filters.one_of(fulfillment_status, "fulfillment_status", FulfillmentStatus::NAMES),
+        customer_id: filters.id(customer_id, "customer_id"),
+        created_from: filters.date(created_from, "created_from").map(day_start),
+        created_to: filters.date(created_to, "created_to").and_then(|d| d.next_day()).map(day_start),
+    };
+    filters.check()?;
+    let bound = format!("orders{filter:?}");
+    let body = call
+        .cursor_list(
+            params,
+            ORDERS.list.bound(&bound),
+            async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+            |row: &OrderRow| (row.created_at, row.id),
+            async |rows| render_rows(state, call.org_id(), rows).await,
+        )
+        .await?;
+    Ok(body)
 }

@@ -6,13 +6,13 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
+use crate::http::routes_group::routes;
 use crate::http::presence::{Nullable, Optional};
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, ExchangeRateIn, Int, Limit};
+use crate::http::schema::{Blank, ExchangeRateIn, Int};
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
@@ -25,7 +25,7 @@ use events::catalogue::{PaymentRecorded, PaymentSide};
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{Object, OpenApi};
+use poem_openapi::Object;
 use projections::ProjectionId;
 use projections::payments::{self as read, PaymentFilter, PaymentRow};
 use serde::{Deserialize, Serialize};
@@ -349,7 +349,6 @@ fn kind(side: PaymentSide) -> &'static Kind {
 #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
 async fn list(
     call: &Call<'_>,
-    state: &AppState,
     side: PaymentSide,
     contact_id: Option<String>,
     status: Option<String>,
@@ -372,7 +371,7 @@ async fn list(
         params,
         kind(side).list.bound(&bound),
         async |after: Option<Dated>, n| {
-            Ok(read::payments(&state.pool, call.org_id(), side, &filter, &seen, after.map(|a| a.0), n).await?)
+            Ok(read::payments(&call.state.pool, call.org_id(), side, &filter, &seen, after.map(|a| a.0), n).await?)
         },
         |row: &PaymentRow| Dated((row.occurred_on, row.created_at, row.id)),
         async |rows| Ok(rows.iter().map(|row| row_data(side, row)).collect()),
@@ -494,264 +493,259 @@ async fn void(
     write(call, state, write_of, PaymentCommand::Void { side, id }, request_id).await
 }
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Payments")]
-impl PaymentsApi {
-    /// List customer payments
-    ///
-    /// Scope `payments:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending);
-    /// `customer_id`, `status` (`posted`, `voided`) and `date_from`/`date_to` (inclusive) filter.
-    #[oai(path = "/customer-payments", method = "get", operation_id = "listCustomerPayments")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_customer_payments(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        customer_id: Query<Option<String>>,
-        status: Query<Option<String>>,
-        date_from: Query<Option<String>>,
-        date_to: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Payments, ApiError> {
-        let call = Call::new(LIST_CUSTOMER_PAYMENTS, &state, &auth, &request_id)?;
-        let params = PageParams::new(limit, cursor, page);
-        let body =
-            list(&call, &state, PaymentSide::Customer, customer_id.0, status.0, date_from.0, date_to.0, params).await?;
-        Ok(Payments::Ok(RawJson::new(body)))
-    }
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Payments")]
+    PaymentsApi {
+        /// Get a customer payment
+        ///
+        /// Scope `payments:read`.
+        #[oai(path = "/customer-payments/:payment_id", method = "get", operation_id = "getCustomerPayment")]
+        async fn get_customer_payment(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            payment_id: Path<String>,
+        ) -> Result<Payment, ApiError> {
+            let call = Call::new(GET_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+            let body = get(&call, &state, PaymentSide::Customer, &payment_id.0, &request_id.0).await?;
+            Ok(Payment::Ok(RawJson::new(body)))
+        }
 
-    /// Get a customer payment
-    ///
-    /// Scope `payments:read`.
-    #[oai(path = "/customer-payments/:payment_id", method = "get", operation_id = "getCustomerPayment")]
-    async fn get_customer_payment(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        payment_id: Path<String>,
-    ) -> Result<Payment, ApiError> {
-        let call = Call::new(GET_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
-        let body = get(&call, &state, PaymentSide::Customer, &payment_id.0, &request_id.0).await?;
-        Ok(Payment::Ok(RawJson::new(body)))
-    }
+        /// Record a customer payment
+        ///
+        /// Scope `payments:write`; `Idempotency-Key` required. Money a customer paid: one or more `lines`,
+        /// each a payment method, an amount and the register, safe or bank account it lands in (with a
+        /// `reference` when the method requires one), and `allocations` to the customer's sales (in all at
+        /// most the payment, each at most what its sale still owes; the rest stays on account). One balanced
+        /// ledger entry: each location receives its line less the method's fee (`feePercentage` of the
+        /// amount, half away from zero, plus `feeFixed` cents), the fees go to the organization's fees
+        /// account, and the customer's receivables are credited with the whole amount. A missing, hidden or
+        /// foreign customer, sale of another customer, location or payment method is 404; an inactive
+        /// location or method 409.
+        #[oai(path = "/customer-payments", method = "post", operation_id = "createCustomerPayment")]
+        async fn create_customer_payment(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<CustomerPaymentInput>,
+        ) -> Result<PaymentCreated, ApiError> {
+            let call = Call::new(CREATE_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+            let write_of = Write::json(key.0, &version, &[], &body);
+            let body = record(&call, &state, PaymentSide::Customer, &body.value, write_of, &request_id.0).await?;
+            Ok(PaymentCreated::Created(RawJson::new(body)))
+        }
 
-    /// Record a customer payment
-    ///
-    /// Scope `payments:write`; `Idempotency-Key` required. Money a customer paid: one or more `lines`,
-    /// each a payment method, an amount and the register, safe or bank account it lands in (with a
-    /// `reference` when the method requires one), and `allocations` to the customer's sales (in all at
-    /// most the payment, each at most what its sale still owes; the rest stays on account). One balanced
-    /// ledger entry: each location receives its line less the method's fee (`feePercentage` of the
-    /// amount, half away from zero, plus `feeFixed` cents), the fees go to the organization's fees
-    /// account, and the customer's receivables are credited with the whole amount. A missing, hidden or
-    /// foreign customer, sale of another customer, location or payment method is 404; an inactive
-    /// location or method 409.
-    #[oai(path = "/customer-payments", method = "post", operation_id = "createCustomerPayment")]
-    async fn create_customer_payment(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<CustomerPaymentInput>,
-    ) -> Result<PaymentCreated, ApiError> {
-        let call = Call::new(CREATE_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
-        let write_of = Write::json(key.0, &version, &[], &body);
-        let body = record(&call, &state, PaymentSide::Customer, &body.value, write_of, &request_id.0).await?;
-        Ok(PaymentCreated::Created(RawJson::new(body)))
-    }
+        /// Void a customer payment
+        ///
+        /// Scope `payments:write`; `Idempotency-Key` required. Posts the entry reversing the payment and
+        /// gives its allocations back to the sales; the payment stays, `voided`. Voiding a voided payment is
+        /// 409 `STATE_CONFLICT`.
+        #[oai(path = "/customer-payments/:payment_id/void", method = "post", operation_id = "voidCustomerPayment")]
+        #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+        async fn void_customer_payment(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            payment_id: Path<String>,
+            body: JsonBody<PaymentVoidInput>,
+        ) -> Result<PaymentVoided, ApiError> {
+            let call = Call::new(VOID_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+            let route = [payment_id.0.as_str()];
+            let write_of = Write::json(key.0, &version, &route, &body);
+            let body = void(&call, &state, PaymentSide::Customer, &payment_id.0, write_of, &request_id.0).await?;
+            Ok(PaymentVoided::Ok(RawJson::new(body)))
+        }
 
-    /// Void a customer payment
-    ///
-    /// Scope `payments:write`; `Idempotency-Key` required. Posts the entry reversing the payment and
-    /// gives its allocations back to the sales; the payment stays, `voided`. Voiding a voided payment is
-    /// 409 `STATE_CONFLICT`.
-    #[oai(path = "/customer-payments/:payment_id/void", method = "post", operation_id = "voidCustomerPayment")]
-    #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
-    async fn void_customer_payment(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        payment_id: Path<String>,
-        body: JsonBody<PaymentVoidInput>,
-    ) -> Result<PaymentVoided, ApiError> {
-        let call = Call::new(VOID_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
-        let route = [payment_id.0.as_str()];
-        let write_of = Write::json(key.0, &version, &route, &body);
-        let body = void(&call, &state, PaymentSide::Customer, &payment_id.0, write_of, &request_id.0).await?;
-        Ok(PaymentVoided::Ok(RawJson::new(body)))
-    }
+        /// Allocate a customer payment
+        ///
+        /// Scope `payments:write`; `Idempotency-Key` required. Allocates what the payment has on account
+        /// (`unallocated_amount`) to sales of its customer: in all at most that, each at most what its
+        /// sale still owes. No money moves. A voided payment is 409 `STATE_CONFLICT`; a sale of another
+        /// customer is 404.
+        #[oai(
+            path = "/customer-payments/:payment_id/allocations",
+            method = "post",
+            operation_id = "allocateCustomerPayment"
+        )]
+        #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+        async fn allocate_customer_payment(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            payment_id: Path<String>,
+            body: JsonBody<CustomerAllocationInput>,
+        ) -> Result<PaymentAllocated, ApiError> {
+            let call = Call::new(ALLOCATE_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+            let route = [payment_id.0.as_str()];
+            let write_of = Write::json(key.0, &version, &route, &body);
+            let body =
+                allocate(&call, &state, PaymentSide::Customer, &payment_id.0, &body.value, write_of, &request_id.0).await?;
+            Ok(PaymentAllocated::Ok(RawJson::new(body)))
+        }
 
-    /// Allocate a customer payment
-    ///
-    /// Scope `payments:write`; `Idempotency-Key` required. Allocates what the payment has on account
-    /// (`unallocated_amount`) to sales of its customer: in all at most that, each at most what its
-    /// sale still owes. No money moves. A voided payment is 409 `STATE_CONFLICT`; a sale of another
-    /// customer is 404.
-    #[oai(
-        path = "/customer-payments/:payment_id/allocations",
-        method = "post",
-        operation_id = "allocateCustomerPayment"
-    )]
-    #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
-    async fn allocate_customer_payment(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        payment_id: Path<String>,
-        body: JsonBody<CustomerAllocationInput>,
-    ) -> Result<PaymentAllocated, ApiError> {
-        let call = Call::new(ALLOCATE_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
-        let route = [payment_id.0.as_str()];
-        let write_of = Write::json(key.0, &version, &route, &body);
-        let body =
-            allocate(&call, &state, PaymentSide::Customer, &payment_id.0, &body.value, write_of, &request_id.0).await?;
-        Ok(PaymentAllocated::Ok(RawJson::new(body)))
-    }
+        /// Get a supplier payment
+        ///
+        /// Scope `payments:read`.
+        #[oai(path = "/supplier-payments/:payment_id", method = "get", operation_id = "getSupplierPayment")]
+        async fn get_supplier_payment(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            payment_id: Path<String>,
+        ) -> Result<Payment, ApiError> {
+            let call = Call::new(GET_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+            let body = get(&call, &state, PaymentSide::Supplier, &payment_id.0, &request_id.0).await?;
+            Ok(Payment::Ok(RawJson::new(body)))
+        }
 
-    /// List supplier payments
-    ///
-    /// Scope `payments:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending);
-    /// `supplier_id`, `status` (`posted`, `voided`) and `date_from`/`date_to` (inclusive) filter.
-    #[oai(path = "/supplier-payments", method = "get", operation_id = "listSupplierPayments")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_supplier_payments(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        supplier_id: Query<Option<String>>,
-        status: Query<Option<String>>,
-        date_from: Query<Option<String>>,
-        date_to: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Payments, ApiError> {
-        let call = Call::new(LIST_SUPPLIER_PAYMENTS, &state, &auth, &request_id)?;
-        let params = PageParams::new(limit, cursor, page);
-        let body =
-            list(&call, &state, PaymentSide::Supplier, supplier_id.0, status.0, date_from.0, date_to.0, params).await?;
-        Ok(Payments::Ok(RawJson::new(body)))
-    }
+        /// Record a supplier payment
+        ///
+        /// Scope `payments:write`; `Idempotency-Key` required. Money paid to a supplier: one or more
+        /// `lines`, each a payment method, an amount and the register, safe or bank account it leaves from,
+        /// and `allocations` to the supplier's purchases (in all at most the payment, each at most what its
+        /// purchase still owes). One balanced ledger entry: each location pays its line plus the method's
+        /// fee, the fees go to the fees account, and the supplier's payables are debited with the amount.
+        /// A missing, hidden or foreign supplier, purchase of another supplier, location or payment method
+        /// is 404; an inactive location or method 409.
+        #[oai(path = "/supplier-payments", method = "post", operation_id = "createSupplierPayment")]
+        async fn create_supplier_payment(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<SupplierPaymentInput>,
+        ) -> Result<PaymentCreated, ApiError> {
+            let call = Call::new(CREATE_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+            let write_of = Write::json(key.0, &version, &[], &body);
+            let body = record(&call, &state, PaymentSide::Supplier, &body.value, write_of, &request_id.0).await?;
+            Ok(PaymentCreated::Created(RawJson::new(body)))
+        }
 
-    /// Get a supplier payment
-    ///
-    /// Scope `payments:read`.
-    #[oai(path = "/supplier-payments/:payment_id", method = "get", operation_id = "getSupplierPayment")]
-    async fn get_supplier_payment(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        payment_id: Path<String>,
-    ) -> Result<Payment, ApiError> {
-        let call = Call::new(GET_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
-        let body = get(&call, &state, PaymentSide::Supplier, &payment_id.0, &request_id.0).await?;
-        Ok(Payment::Ok(RawJson::new(body)))
-    }
+        /// Void a supplier payment
+        ///
+        /// Scope `payments:write`; `Idempotency-Key` required. Posts the entry reversing the payment and
+        /// gives its allocations back to the purchases; voiding a voided payment is 409 `STATE_CONFLICT`.
+        #[oai(path = "/supplier-payments/:payment_id/void", method = "post", operation_id = "voidSupplierPayment")]
+        #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+        async fn void_supplier_payment(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            payment_id: Path<String>,
+            body: JsonBody<PaymentVoidInput>,
+        ) -> Result<PaymentVoided, ApiError> {
+            let call = Call::new(VOID_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+            let route = [payment_id.0.as_str()];
+            let write_of = Write::json(key.0, &version, &route, &body);
+            let body = void(&call, &state, PaymentSide::Supplier, &payment_id.0, write_of, &request_id.0).await?;
+            Ok(PaymentVoided::Ok(RawJson::new(body)))
+        }
 
-    /// Record a supplier payment
-    ///
-    /// Scope `payments:write`; `Idempotency-Key` required. Money paid to a supplier: one or more
-    /// `lines`, each a payment method, an amount and the register, safe or bank account it leaves from,
-    /// and `allocations` to the supplier's purchases (in all at most the payment, each at most what its
-    /// purchase still owes). One balanced ledger entry: each location pays its line plus the method's
-    /// fee, the fees go to the fees account, and the supplier's payables are debited with the amount.
-    /// A missing, hidden or foreign supplier, purchase of another supplier, location or payment method
-    /// is 404; an inactive location or method 409.
-    #[oai(path = "/supplier-payments", method = "post", operation_id = "createSupplierPayment")]
-    async fn create_supplier_payment(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<SupplierPaymentInput>,
-    ) -> Result<PaymentCreated, ApiError> {
-        let call = Call::new(CREATE_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
-        let write_of = Write::json(key.0, &version, &[], &body);
-        let body = record(&call, &state, PaymentSide::Supplier, &body.value, write_of, &request_id.0).await?;
-        Ok(PaymentCreated::Created(RawJson::new(body)))
+        /// Allocate a supplier payment
+        ///
+        /// Scope `payments:write`; `Idempotency-Key` required. Allocates what the payment has on account
+        /// (`unallocated_amount`) to purchases of its supplier: in all at most that, each at most what its
+        /// purchase still owes. No money moves. A voided payment is 409 `STATE_CONFLICT`; a purchase of another
+        /// supplier is 404.
+        #[oai(
+            path = "/supplier-payments/:payment_id/allocations",
+            method = "post",
+            operation_id = "allocateSupplierPayment"
+        )]
+        #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+        async fn allocate_supplier_payment(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            payment_id: Path<String>,
+            body: JsonBody<SupplierAllocationInput>,
+        ) -> Result<PaymentAllocated, ApiError> {
+            let call = Call::new(ALLOCATE_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+            let route = [payment_id.0.as_str()];
+            let write_of = Write::json(key.0, &version, &route, &body);
+            let body =
+                allocate(&call, &state, PaymentSide::Supplier, &payment_id.0, &body.value, write_of, &request_id.0).await?;
+            Ok(PaymentAllocated::Ok(RawJson::new(body)))
+        }
     }
+    cursor_lists: {
+        /// List customer payments
+        ///
+        /// Scope `payments:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending);
+        /// `customer_id`, `status` (`posted`, `voided`) and `date_from`/`date_to` (inclusive) filter.
+        list_customer_payments("/customer-payments", "listCustomerPayments")
+            -> Payments = LIST_CUSTOMER_PAYMENTS, customer_payments {
+            customer_id: Query<Option<String>>,
+            status: Query<Option<String>>,
+            date_from: Query<Option<String>>,
+            date_to: Query<Option<String>>,
+        };
 
-    /// Void a supplier payment
-    ///
-    /// Scope `payments:write`; `Idempotency-Key` required. Posts the entry reversing the payment and
-    /// gives its allocations back to the purchases; voiding a voided payment is 409 `STATE_CONFLICT`.
-    #[oai(path = "/supplier-payments/:payment_id/void", method = "post", operation_id = "voidSupplierPayment")]
-    #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
-    async fn void_supplier_payment(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        payment_id: Path<String>,
-        body: JsonBody<PaymentVoidInput>,
-    ) -> Result<PaymentVoided, ApiError> {
-        let call = Call::new(VOID_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
-        let route = [payment_id.0.as_str()];
-        let write_of = Write::json(key.0, &version, &route, &body);
-        let body = void(&call, &state, PaymentSide::Supplier, &payment_id.0, write_of, &request_id.0).await?;
-        Ok(PaymentVoided::Ok(RawJson::new(body)))
+        /// List supplier payments
+        ///
+        /// Scope `payments:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending);
+        /// `supplier_id`, `status` (`posted`, `voided`) and `date_from`/`date_to` (inclusive) filter.
+        list_supplier_payments("/supplier-payments", "listSupplierPayments")
+            -> Payments = LIST_SUPPLIER_PAYMENTS, supplier_payments {
+            supplier_id: Query<Option<String>>,
+            status: Query<Option<String>>,
+            date_from: Query<Option<String>>,
+            date_to: Query<Option<String>>,
+        };
     }
+}
 
-    /// Allocate a supplier payment
-    ///
-    /// Scope `payments:write`; `Idempotency-Key` required. Allocates what the payment has on account
-    /// (`unallocated_amount`) to purchases of its supplier: in all at most that, each at most what its
-    /// purchase still owes. No money moves. A voided payment is 409 `STATE_CONFLICT`; a purchase of another
-    /// supplier is 404.
-    #[oai(
-        path = "/supplier-payments/:payment_id/allocations",
-        method = "post",
-        operation_id = "allocateSupplierPayment"
-    )]
-    #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
-    async fn allocate_supplier_payment(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        payment_id: Path<String>,
-        body: JsonBody<SupplierAllocationInput>,
-    ) -> Result<PaymentAllocated, ApiError> {
-        let call = Call::new(ALLOCATE_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
-        let route = [payment_id.0.as_str()];
-        let write_of = Write::json(key.0, &version, &route, &body);
-        let body =
-            allocate(&call, &state, PaymentSide::Supplier, &payment_id.0, &body.value, write_of, &request_id.0).await?;
-        Ok(PaymentAllocated::Ok(RawJson::new(body)))
-    }
+/// A page of customer payments, newest first.
+async fn customer_payments(
+    call: &Call<'_>,
+    params: PageParams,
+    customer_id: Option<String>,
+    status: Option<String>,
+    date_from: Option<String>,
+    date_to: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    list(call, PaymentSide::Customer, customer_id, status, date_from, date_to, params).await
+}
+
+/// A page of supplier payments, newest first.
+async fn supplier_payments(
+    call: &Call<'_>,
+    params: PageParams,
+    supplier_id: Option<String>,
+    status: Option<String>,
+    date_from: Option<String>,
+    date_to: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    list(call, PaymentSide::Supplier, supplier_id, status, date_from, date_to, params).await
 }

@@ -5,15 +5,15 @@
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::discounts::{QuoteDiscountData, QuoteDiscountInput};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::orders;
 use crate::http::presence::{Nullable, Optional};
+use crate::http::routes_group::routes;
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::{Blank, Cents, Limit, QuantityIn, QuantityText, rules};
+use crate::http::schema::{Blank, Cents, QuantityIn, QuantityText, rules};
 use crate::http::shared_filters::{id_filter, one_of, search};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
@@ -26,7 +26,7 @@ use events::catalogue::{QuoteState, QuoteStatus, ar_date};
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
-use poem_openapi::{Enum, Object, OpenApi};
+use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::quotes::{self as read, QuoteRow};
 use serde::{Deserialize, Serialize};
@@ -397,261 +397,217 @@ async fn answer(
     Ok(data)
 }
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Quotes")]
-impl QuotesApi {
-    /// List quotes
-    ///
-    /// Scope `quotes:read`. Newest first (`created_at`, then `id`); `query` matches the customer's name
-    /// or the quote's number; `customer_id` and `status` filter.
-    #[oai(path = "/quotes", method = "get", operation_id = "listQuotes")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        query: Query<Option<String>>,
-        customer_id: Query<Option<String>>,
-        status: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Quotes, ApiError> {
-        let call = Call::new(LIST_QUOTES, &state, &auth, &request_id)?;
-        let customer = id_filter(customer_id.0, "customer_id")?;
-        let status = one_of(status.0, "status", QuoteStatus::NAMES)?;
-        let search = search(query.0);
-        let bound = format!("quotes{:?}", (&search, &customer, &status));
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                QUOTES.list.bound(&bound),
-                async |after, n| {
-                    let status = status.as_deref();
-                    Ok(read::list(&state.pool, call.org_id(), search.as_deref(), customer, status, after, n).await?)
-                },
-                |row: &QuoteRow| (row.created_at, row.id),
-                async |rows| render_rows(&state, call.org_id(), rows).await,
-            )
-            .await?;
-        Ok(Quotes::Ok(RawJson::new(body)))
-    }
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Quotes")]
+    QuotesApi {
+        /// Create a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required (a retry with the same key and body answers the
+        /// stored quote with `idempotent_replay: true`, even if it changed since; another body is 409
+        /// `IDEMPOTENCY_CONFLICT`; permissions are checked again on every retry). A new quote is a `draft`
+        /// with a gap-free `number`. With `reservation.enabled`, stock of every physical line is held in its
+        /// warehouse through `reserved_through_date`, in the same transaction: shortfalls are `warnings`
+        /// when the organization allows negative stock and 422 with nothing saved when it blocks it.
+        #[oai(path = "/quotes", method = "post", operation_id = "createQuote")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<QuoteInput>,
+        ) -> Result<Created, ApiError> {
+            let call = Call::new(CREATE_QUOTE, &state, &auth, &request_id)?;
+            let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+            let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
+            let body = saved(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+            Ok(Created::Created(RawJson::new(body)))
+        }
 
-    /// Create a quote
-    ///
-    /// Scope `quotes:write`; `Idempotency-Key` required (a retry with the same key and body answers the
-    /// stored quote with `idempotent_replay: true`, even if it changed since; another body is 409
-    /// `IDEMPOTENCY_CONFLICT`; permissions are checked again on every retry). A new quote is a `draft`
-    /// with a gap-free `number`. With `reservation.enabled`, stock of every physical line is held in its
-    /// warehouse through `reserved_through_date`, in the same transaction: shortfalls are `warnings`
-    /// when the organization allows negative stock and 422 with nothing saved when it blocks it.
-    #[oai(path = "/quotes", method = "post", operation_id = "createQuote")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<QuoteInput>,
-    ) -> Result<Created, ApiError> {
-        let call = Call::new(CREATE_QUOTE, &state, &auth, &request_id)?;
-        let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
-        let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
-        let body = saved(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
-        Ok(Created::Created(RawJson::new(body)))
-    }
+        /// Get a quote
+        ///
+        /// Scope `quotes:read`. With its stored lines, header totals and the active reservation.
+        #[oai(path = "/quotes/:quote_id", method = "get", operation_id = "getQuote")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            quote_id: Path<String>,
+        ) -> Result<Single, ApiError> {
+            let call = Call::new(GET_QUOTE, &state, &auth, &request_id)?;
+            let body = call
+                .get(&QUOTES, &quote_id.0, async |id| {
+                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                    let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
+                    Ok(Some(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data })))
+                })
+                .await?;
+            Ok(Single::Ok(RawJson::new(body)))
+        }
 
-    /// Get a quote
-    ///
-    /// Scope `quotes:read`. With its stored lines, header totals and the active reservation.
-    #[oai(path = "/quotes/:quote_id", method = "get", operation_id = "getQuote")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        quote_id: Path<String>,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(GET_QUOTE, &state, &auth, &request_id)?;
-        let body = call
-            .get(&QUOTES, &quote_id.0, async |id| {
-                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
-                Ok(Some(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data })))
-            })
-            .await?;
-        Ok(Single::Ok(RawJson::new(body)))
-    }
+        /// Replace a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required. Replaces the whole mutable representation
+        /// (customer and every line to keep are sent again; an omitted `price_list_id` is cleared and an
+        /// omitted `reservation` means none) and adjusts or releases the reservation in the same
+        /// transaction. A quote that is not a draft is 409 `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
+        #[oai(path = "/quotes/:quote_id", method = "put", operation_id = "replaceQuote")]
+        #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
+        async fn replace(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            quote_id: Path<String>,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<QuoteInput>,
+        ) -> Result<Single, ApiError> {
+            let call = Call::new(REPLACE_QUOTE, &state, &auth, &request_id)?;
+            let id = call.id(&QUOTES, &quote_id.0)?;
+            let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+            let path = [quote_id.0.as_str()];
+            let command = QuoteCommand::Replace { id, input };
+            let body = saved(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+            Ok(Single::Ok(RawJson::new(body)))
+        }
 
-    /// Replace a quote
-    ///
-    /// Scope `quotes:write`; `Idempotency-Key` required. Replaces the whole mutable representation
-    /// (customer and every line to keep are sent again; an omitted `price_list_id` is cleared and an
-    /// omitted `reservation` means none) and adjusts or releases the reservation in the same
-    /// transaction. A quote that is not a draft is 409 `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
-    #[oai(path = "/quotes/:quote_id", method = "put", operation_id = "replaceQuote")]
-    #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
-    async fn replace(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        quote_id: Path<String>,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<QuoteInput>,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(REPLACE_QUOTE, &state, &auth, &request_id)?;
-        let id = call.id(&QUOTES, &quote_id.0)?;
-        let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
-        let path = [quote_id.0.as_str()];
-        let command = QuoteCommand::Replace { id, input };
-        let body = saved(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
-        Ok(Single::Ok(RawJson::new(body)))
-    }
+        /// Delete a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required. Removes a draft quote and releases its
+        /// reservation atomically (`reservation_released`); a quote that is not a draft is 409
+        /// `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
+        #[oai(path = "/quotes/:quote_id", method = "delete", operation_id = "deleteQuote")]
+        async fn delete(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            quote_id: Path<String>,
+            /// Required: a retry with the same key returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+        ) -> Result<Deleted, ApiError> {
+            let call = Call::new(DELETE_QUOTE, &state, &auth, &request_id)?;
+            let id = call.id(&QUOTES, &quote_id.0)?;
+            let path = [quote_id.0.as_str()];
+            let (outcome, replayed) =
+                write(&call, &state, Write::bare(key.0, &version, &path), QuoteCommand::Delete { id }).await?;
+            let data = QuoteDeletedData {
+                object: "quote".into(),
+                id,
+                deleted: true,
+                reservation_released: outcome.reservation_released,
+                idempotent_replay: replayed,
+            };
+            Ok(Deleted::Ok(RawJson::new(Style::a(&QuoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
+        }
 
-    /// Delete a quote
-    ///
-    /// Scope `quotes:write`; `Idempotency-Key` required. Removes a draft quote and releases its
-    /// reservation atomically (`reservation_released`); a quote that is not a draft is 409
-    /// `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
-    #[oai(path = "/quotes/:quote_id", method = "delete", operation_id = "deleteQuote")]
-    async fn delete(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        quote_id: Path<String>,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Deleted, ApiError> {
-        let call = Call::new(DELETE_QUOTE, &state, &auth, &request_id)?;
-        let id = call.id(&QUOTES, &quote_id.0)?;
-        let path = [quote_id.0.as_str()];
-        let (outcome, replayed) =
-            write(&call, &state, Write::bare(key.0, &version, &path), QuoteCommand::Delete { id }).await?;
-        let data = QuoteDeletedData {
-            object: "quote".into(),
-            id,
-            deleted: true,
-            reservation_released: outcome.reservation_released,
-            idempotent_replay: replayed,
+        /// Convert a quote into an order
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required. A `draft`, `sent` or `accepted` quote becomes
+        /// `converted` and an `open` order is created of it (its customer, lines with their VAT-inclusive
+        /// prices, discounts and notes; `assigned_warehouse_id` the first line's warehouse), answered here.
+        /// The quote's active reservation becomes the order's in the same transaction (nothing is released
+        /// in between, so no other quote can take those units), held until the order is delivered, completed
+        /// or cancelled. Any other state is 409 `STATE_CONFLICT` naming it; an inactive customer is 404.
+        #[oai(path = "/quotes/:quote_id/convert", method = "post", operation_id = "convertQuote")]
+        async fn convert(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            quote_id: Path<String>,
+            /// Required: a retry with the same key returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+        ) -> Result<Converted, ApiError> {
+            let call = Call::new(CONVERT_QUOTE, &state, &auth, &request_id)?;
+            let quote_id = call.id(&QUOTES, &quote_id.0)?;
+            let text = quote_id.to_string();
+            let path = [text.as_str()];
+            // The order's id derives from the quote's: a quote makes one order, whatever the key.
+            let command = OrderCommand::Convert { id: Uuid::new_v5(&quote_id, b"order"), quote_id };
+            let body = orders::saved(&call, &state, Write::bare(key.0, &version, &path), command).await?;
+            Ok(Converted::Created(RawJson::new(body)))
+        }
+    }
+    cursor_lists: {
+        /// List quotes
+        ///
+        /// Scope `quotes:read`. Newest first (`created_at`, then `id`); `query` matches the customer's name
+        /// or the quote's number; `customer_id` and `status` filter.
+        list("/quotes", "listQuotes") -> Quotes = LIST_QUOTES, quotes {
+            query: Query<Option<String>>,
+            customer_id: Query<Option<String>>,
+            status: Query<Option<String>>,
         };
-        Ok(Deleted::Ok(RawJson::new(Style::a(&QuoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
     }
+    actions: {
+        /// Send a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required. A `draft` becomes `sent` (it still expires
+        /// after `expires_at`); any other state is 409 `STATE_CONFLICT` naming it.
+        send("/quotes/:quote_id/send", "sendQuote")
+            -> Single = SEND_QUOTE, QUOTES, quote_id
+            => moved(|id| QuoteCommand::Send { id });
 
-    /// Send a quote
-    ///
-    /// Scope `quotes:write`; `Idempotency-Key` required. A `draft` becomes `sent` (it still expires
-    /// after `expires_at`); any other state is 409 `STATE_CONFLICT` naming it.
-    #[oai(path = "/quotes/:quote_id/send", method = "post", operation_id = "sendQuote")]
-    async fn send(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        quote_id: Path<String>,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(SEND_QUOTE, &state, &auth, &request_id)?;
-        moved(&call, &state, &version, key.0, &quote_id.0, |id| QuoteCommand::Send { id }).await
-    }
+        /// Accept a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required. A `sent` quote becomes `accepted` (its
+        /// reservation is kept); any other state is 409 `STATE_CONFLICT` naming it.
+        accept("/quotes/:quote_id/accept", "acceptQuote")
+            -> Single = ACCEPT_QUOTE, QUOTES, quote_id
+            => moved(|id| QuoteCommand::Accept { id });
 
-    /// Accept a quote
-    ///
-    /// Scope `quotes:write`; `Idempotency-Key` required. A `sent` quote becomes `accepted` (its
-    /// reservation is kept); any other state is 409 `STATE_CONFLICT` naming it.
-    #[oai(path = "/quotes/:quote_id/accept", method = "post", operation_id = "acceptQuote")]
-    async fn accept(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        quote_id: Path<String>,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(ACCEPT_QUOTE, &state, &auth, &request_id)?;
-        moved(&call, &state, &version, key.0, &quote_id.0, |id| QuoteCommand::Accept { id }).await
-    }
-
-    /// Reject a quote
-    ///
-    /// Scope `quotes:write`; `Idempotency-Key` required. A `sent` quote becomes `rejected` and its
-    /// reservation is released; any other state is 409 `STATE_CONFLICT` naming it.
-    #[oai(path = "/quotes/:quote_id/reject", method = "post", operation_id = "rejectQuote")]
-    async fn reject(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        quote_id: Path<String>,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Single, ApiError> {
-        let call = Call::new(REJECT_QUOTE, &state, &auth, &request_id)?;
-        moved(&call, &state, &version, key.0, &quote_id.0, |id| QuoteCommand::Reject { id }).await
-    }
-
-    /// Convert a quote into an order
-    ///
-    /// Scope `quotes:write`; `Idempotency-Key` required. A `draft`, `sent` or `accepted` quote becomes
-    /// `converted` and an `open` order is created of it (its customer, lines with their VAT-inclusive
-    /// prices, discounts and notes; `assigned_warehouse_id` the first line's warehouse), answered here.
-    /// The quote's active reservation becomes the order's in the same transaction (nothing is released
-    /// in between, so no other quote can take those units), held until the order is delivered, completed
-    /// or cancelled. Any other state is 409 `STATE_CONFLICT` naming it; an inactive customer is 404.
-    #[oai(path = "/quotes/:quote_id/convert", method = "post", operation_id = "convertQuote")]
-    async fn convert(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        quote_id: Path<String>,
-        /// Required: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<Converted, ApiError> {
-        let call = Call::new(CONVERT_QUOTE, &state, &auth, &request_id)?;
-        let quote_id = call.id(&QUOTES, &quote_id.0)?;
-        let text = quote_id.to_string();
-        let path = [text.as_str()];
-        // The order's id derives from the quote's: a quote makes one order, whatever the key.
-        let command = OrderCommand::Convert { id: Uuid::new_v5(&quote_id, b"order"), quote_id };
-        let body = orders::saved(&call, &state, Write::bare(key.0, &version, &path), command).await?;
-        Ok(Converted::Created(RawJson::new(body)))
+        /// Reject a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required. A `sent` quote becomes `rejected` and its
+        /// reservation is released; any other state is 409 `STATE_CONFLICT` naming it.
+        reject("/quotes/:quote_id/reject", "rejectQuote")
+            -> Single = REJECT_QUOTE, QUOTES, quote_id
+            => moved(|id| QuoteCommand::Reject { id });
     }
 }
 
-/// Moves a quote between states and answers it as stored.
-async fn moved(
+/// A page of quotes, newest first.
+async fn quotes(
     call: &Call<'_>,
-    state: &AppState,
-    version: &ServiceVersion,
-    key: Option<String>,
-    quote_id: &str,
-    command: impl FnOnce(Uuid) -> QuoteCommand,
-) -> Result<Single, ApiError> {
-    let id = call.id(&QUOTES, quote_id)?;
-    let path = [quote_id];
-    let body = saved(call, state, Write::bare(key, version, &path), command(id)).await?;
+    params: PageParams,
+    query: Option<String>,
+    customer_id: Option<String>,
+    status: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let customer = id_filter(customer_id, "customer_id")?;
+    let status = one_of(status, "status", QuoteStatus::NAMES)?;
+    let search = search(query);
+    let bound = format!("quotes{:?}", (&search, &customer, &status));
+    let body = call
+        .cursor_list(
+            params,
+            QUOTES.list.bound(&bound),
+            async |after, n| {
+                let status = status.as_deref();
+                Ok(read::list(&state.pool, call.org_id(), search.as_deref(), customer, status, after, n).await?)
+            },
+            |row: &QuoteRow| (row.created_at, row.id),
+            async |rows| render_rows(state, call.org_id(), rows).await,
+        )
+        .await?;
+    Ok(body)
+}
+
+/// Moves a quote between states and answers it as stored.
+async fn moved(call: &Call<'_>, write: Write<'_>, command: QuoteCommand) -> Result<Single, ApiError> {
+    let body = saved(call, call.state, write, command).await?;
     Ok(Single::Ok(RawJson::new(body)))
 }

@@ -28,8 +28,8 @@ macro_rules! api_group {
     };
 }
 
-/// `routes! { #[OpenApi(..)] Api { routes written out } cursor_lists: { rows } v2_pages: { rows } }`: the `#[OpenApi]` impl
-/// of `Api`, with a route per cursor-list row. A row is the list's doc (summary, blank line,
+/// `routes! { #[OpenApi(..)] Api { routes written out } cursor_lists: { rows } v2_pages: { rows } actions: { rows } }`
+/// (each section optional): the `#[OpenApi]` impl of `Api`, with a route per cursor-list row. A row is the list's doc (summary, blank line,
 /// description), then
 /// `method("/path", "operationId"[, tag = "Tag"]) -> Answer = OPERATION, serve { params } [then { params }];`:
 /// a `get` whose parameters are the caller's credential, the `params` (each with its attributes and type,
@@ -46,9 +46,63 @@ macro_rules! api_group {
 /// the page and its size (a bad one answers 400 before any filter is read) and answers what
 /// `serve(&call, page, limit, params…)` does.
 ///
+/// And a route per `actions` row, `method("/path", "operationId"[, key optional]) -> Answer = OPERATION,
+/// KIND, param => serve(|id| command);`: a `post` without a body that moves the resource of `KIND` its
+/// path parameter `param` names (a state change: send, accept, cancel, confirm...), whose parameters
+/// are the caller's credential, the contract version, `param` and the `Idempotency-Key` (required,
+/// unless the row says `key optional`), as every such route documents them. It opens a [`Call`] for
+/// `OPERATION`, reads the id (anything else is 404) and answers what `serve(&call, write, command)` does
+/// with the bare write and the command of that id.
+///
 /// [`Call`]: crate::http::resource::Call
 macro_rules! routes {
+    // Every action row given its key's doc: write the impl.
+    (@actions $front:tt [$($done:tt)*]) => {
+        $crate::http::routes_group::routes!(@impl $front actions: { $($done)* });
+    };
+    // An action whose key is optional, then one whose key is required (the default).
     (
+        @actions $front:tt [$($done:tt)*]
+        $(#[doc = $doc:tt])*
+        $method:ident($path:literal, $id:literal, key optional)
+            -> $answer:ident = $operation:ident, $kind:ident, $param:ident => $serve:ident(|$bound:ident| $command:expr);
+        $($rest:tt)*
+    ) => {
+        $crate::http::routes_group::routes!(@actions $front [$($done)*
+            $(#[doc = $doc])*
+            $method($path, $id) -> $answer = $operation, $kind, $param,
+                "Optional: a retry with the same key returns the first outcome." => $serve(|$bound| $command);
+        ] $($rest)*);
+    };
+    (
+        @actions $front:tt [$($done:tt)*]
+        $(#[doc = $doc:tt])*
+        $method:ident($path:literal, $id:literal)
+            -> $answer:ident = $operation:ident, $kind:ident, $param:ident => $serve:ident(|$bound:ident| $command:expr);
+        $($rest:tt)*
+    ) => {
+        $crate::http::routes_group::routes!(@actions $front [$($done)*
+            $(#[doc = $doc])*
+            $method($path, $id) -> $answer = $operation, $kind, $param,
+                "Required: a retry with the same key returns the first outcome." => $serve(|$bound| $command);
+        ] $($rest)*);
+    };
+    (
+        #[OpenApi($($openapi:tt)*)]
+        $api:ident { $($route:tt)* }
+        $(cursor_lists: { $($lists:tt)* })?
+        $(v2_pages: { $($pages:tt)* })?
+        $(actions: { $($actions:tt)* })?
+    ) => {
+        $crate::http::routes_group::routes!(@actions [
+            #[OpenApi($($openapi)*)]
+            $api { $($route)* }
+            cursor_lists: { $($($lists)*)? }
+            v2_pages: { $($($pages)*)? }
+        ] [] $($($actions)*)?);
+    };
+    (
+        @impl [
         #[OpenApi($($openapi:tt)*)]
         $api:ident { $($route:tt)* }
         $(cursor_lists: {
@@ -70,6 +124,15 @@ macro_rules! routes {
                     };
             )*
         })?
+        ]
+        actions: {
+            $(
+                $(#[doc = $action_doc:tt])*
+                $action_method:ident($action_path:literal, $action_id:literal)
+                    -> $action_answer:ident = $action_operation:ident, $action_kind:ident, $action_param:ident,
+                    $action_key:tt => $action_serve:ident(|$action_bound:ident| $action_command:expr);
+            )*
+        }
     ) => {
         #[::poem_openapi::OpenApi($($openapi)*)]
         impl $api {
@@ -119,6 +182,28 @@ macro_rules! routes {
                     $v2_serve(&call, page, limit, $($v2_param.0),*).await
                 }
             )*)?
+
+            $(
+                $(#[doc = $action_doc])*
+                #[oai(path = $action_path, method = "post", operation_id = $action_id)]
+                async fn $action_method(
+                    &self,
+                    auth: $crate::http::auth::Auth,
+                    state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
+                    request_id: $crate::http::RequestId,
+                    version: $crate::http::ServiceVersion,
+                    $action_param: ::poem_openapi::param::Path<String>,
+                    #[doc = $action_key]
+                    #[oai(name = "Idempotency-Key")]
+                    key: ::poem_openapi::param::Header<Option<String>>,
+                ) -> Result<$action_answer, $crate::http::error::ApiError> {
+                    let call = $crate::http::resource::Call::new($action_operation, &state, &auth, &request_id)?;
+                    let $action_bound = call.id(&$action_kind, &$action_param.0)?;
+                    let path = [$action_param.0.as_str()];
+                    let write = $crate::http::resource::Write::bare(key.0, &version, &path);
+                    $action_serve(&call, write, $action_command).await
+                }
+            )*
         }
     };
 }

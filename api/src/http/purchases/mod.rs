@@ -29,11 +29,10 @@ pub use outcome::{
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::envelopes::PageParam;
 use crate::http::error::ApiError;
 use crate::http::operations::{Idempotency, InputRule};
+use crate::http::routes_group::routes;
 use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
-use crate::http::schema::Limit;
 use crate::http::shared_filters::{date_schema, id_filter, one_of, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style};
@@ -46,7 +45,6 @@ use events::domain::Scope;
 use invoices::{DocumentRedirect, PurchaseCreated, PurchaseList, PurchaseRead};
 use orders::{OrderCreated, OrderList, OrderRead, order_shapes, order_write, render_order};
 use poem::web::Data;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use projections::ProjectionId;
 use projections::purchases::{self as read, PurchaseRow};
@@ -99,340 +97,293 @@ const INPUT_RULES: &[InputRule] = &[
     },
 ];
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Purchases")]
-impl PurchasesApi {
-    /// List purchases
-    ///
-    /// Scope `purchases:read`. A cursor list, oldest first. `date_from` and `date_to` (inclusive) filter
-    /// on the invoice date; `query` matches the supplier invoice number or the supplier's name.
-    #[oai(path = "/purchases", method = "get", operation_id = "listPurchases")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        supplier_id: Query<Option<String>>,
-        date_from: Query<Option<String>>,
-        date_to: Query<Option<String>>,
-        query: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<PurchaseList, ApiError> {
-        let call = Call::new(LIST_PURCHASES, &state, &auth, &request_id)?;
-        let filter = purchase_filter(supplier_id.0, date_from.0, date_to.0, query.0)?;
-        let bound = format!("purchases{:?}", (&filter.supplier_id, &filter.date_from, &filter.date_to, &filter.query));
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                PURCHASES.list.bound(&bound),
-                async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
-                |row: &PurchaseRow| row.id,
-                async |rows| render_purchases(&state, call.org_id(), rows).await,
-            )
-            .await?;
-        Ok(PurchaseList::Ok(RawJson::new(body)))
-    }
-
-    /// Record a purchase
-    ///
-    /// Scope `purchases:write`; `Idempotency-Key` required. Records a supplier's invoice with canonical
-    /// amounts (in its currency and in pesos); when `productsReceived` is true, stock rises in
-    /// `warehouseId` in the same transaction. Each product's cost becomes its line's net unit cost in
-    /// pesos. A supplier, product or warehouse that does not exist or is inactive answers 404; a
-    /// supplier invoice number already recorded for the supplier and voucher type answers 409.
-    #[oai(path = "/purchases", method = "post", operation_id = "createPurchase")]
-    async fn create(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<PurchaseInput>,
-    ) -> Result<PurchaseCreated, ApiError> {
-        let call = Call::new(CREATE_PURCHASE, &state, &auth, &request_id)?;
-        let input = parse_purchase(&body.value, today()).map_err(ApiError::validation)?;
-        let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode: Mode::Commit, input });
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = call
-            .write_then_read(&PURCHASES, write, command, async |accepted| {
-                // The stock and the costs it moved are readable at once too.
-                state
-                    .await_read(ProjectionId::Inventory, call.principal, accepted.key_for(ProjectionId::Inventory))
-                    .await?;
-                state
-                    .await_read(ProjectionId::Products, call.principal, accepted.key_for(ProjectionId::Products))
-                    .await?;
-                let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
-                let id = outcome.id.ok_or_else(ApiError::internal)?;
-                let row =
-                    read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("purchase"))?;
-                let purchase = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
-                let names = outcome_names(&state, call.org_id(), &outcome).await?;
-                let (normalized, effects) = normalized_and_effects(&outcome, &names);
-                let data = PurchaseCreatedData {
-                    purchase,
-                    normalized_purchase: normalized,
-                    projected_effects: effects,
-                    warnings: outcome.warnings.into_iter().map(Into::into).collect(),
-                    idempotent_replay: accepted.replayed,
-                };
-                Ok(Style::b(&PurchaseCreatedEnvelope { success: true, data }))
-            })
-            .await
-            .map_err(v1_refusal)?;
-        Ok(PurchaseCreated::Created(RawJson::new(body)))
-    }
-
-    /// Get a purchase
-    ///
-    /// Scope `purchases:read`. `document` tells whether its PDF can be downloaded; `pdfPath` is
-    /// deprecated and never a download route.
-    #[oai(path = "/purchases/:purchase_id", method = "get", operation_id = "getPurchase")]
-    async fn get(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        purchase_id: Path<String>,
-    ) -> Result<PurchaseRead, ApiError> {
-        let call = Call::new(GET_PURCHASE, &state, &auth, &request_id)?;
-        let body = call
-            .get(&PURCHASES, &purchase_id.0, async |id| {
-                let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
-                Ok(Some(Style::b(&PurchaseEnvelope { success: true, data })))
-            })
-            .await?;
-        Ok(PurchaseRead::Ok(RawJson::new(body)))
-    }
-
-    /// Download a purchase's PDF
-    ///
-    /// Scope `purchases:read`. The stable, authenticated path to the purchase's PDF: 302 to a signed link,
-    /// `/documents/{token}`, valid five minutes and served without a credential (do not store it; an
-    /// expired or altered link answers 403); 404 while the document is missing.
-    #[oai(path = "/purchases/:purchase_id/document", method = "get", operation_id = "getPurchaseDocument")]
-    async fn document(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        purchase_id: Path<String>,
-    ) -> Result<DocumentRedirect, ApiError> {
-        let call = Call::new(GET_PURCHASE_DOCUMENT, &state, &auth, &request_id)?;
-        let id = call.id(&PURCHASES, &purchase_id.0)?;
-        if read::get(&state.pool, call.org_id(), id).await?.is_none() {
-            return Err(ApiError::not_found("purchase"));
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Purchases")]
+    PurchasesApi {
+        /// Record a purchase
+        ///
+        /// Scope `purchases:write`; `Idempotency-Key` required. Records a supplier's invoice with canonical
+        /// amounts (in its currency and in pesos); when `productsReceived` is true, stock rises in
+        /// `warehouseId` in the same transaction. Each product's cost becomes its line's net unit cost in
+        /// pesos. A supplier, product or warehouse that does not exist or is inactive answers 404; a
+        /// supplier invoice number already recorded for the supplier and voucher type answers 409.
+        #[oai(path = "/purchases", method = "post", operation_id = "createPurchase")]
+        async fn create(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<PurchaseInput>,
+        ) -> Result<PurchaseCreated, ApiError> {
+            let call = Call::new(CREATE_PURCHASE, &state, &auth, &request_id)?;
+            let input = parse_purchase(&body.value, today()).map_err(ApiError::validation)?;
+            let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode: Mode::Commit, input });
+            let write = Write::json(key.0, &version, &[], &body);
+            let body = call
+                .write_then_read(&PURCHASES, write, command, async |accepted| {
+                    // The stock and the costs it moved are readable at once too.
+                    state
+                        .await_read(ProjectionId::Inventory, call.principal, accepted.key_for(ProjectionId::Inventory))
+                        .await?;
+                    state
+                        .await_read(ProjectionId::Products, call.principal, accepted.key_for(ProjectionId::Products))
+                        .await?;
+                    let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
+                    let id = outcome.id.ok_or_else(ApiError::internal)?;
+                    let row =
+                        read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("purchase"))?;
+                    let purchase = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
+                    let names = outcome_names(&state, call.org_id(), &outcome).await?;
+                    let (normalized, effects) = normalized_and_effects(&outcome, &names);
+                    let data = PurchaseCreatedData {
+                        purchase,
+                        normalized_purchase: normalized,
+                        projected_effects: effects,
+                        warnings: outcome.warnings.into_iter().map(Into::into).collect(),
+                        idempotent_replay: accepted.replayed,
+                    };
+                    Ok(Style::b(&PurchaseCreatedEnvelope { success: true, data }))
+                })
+                .await
+                .map_err(v1_refusal)?;
+            Ok(PurchaseCreated::Created(RawJson::new(body)))
         }
-        let location =
-            crate::http::documents::link(&state, call.org_id(), projections::documents::OwnerKind::Purchase, id)
+
+        /// Get a purchase
+        ///
+        /// Scope `purchases:read`. `document` tells whether its PDF can be downloaded; `pdfPath` is
+        /// deprecated and never a download route.
+        #[oai(path = "/purchases/:purchase_id", method = "get", operation_id = "getPurchase")]
+        async fn get(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            purchase_id: Path<String>,
+        ) -> Result<PurchaseRead, ApiError> {
+            let call = Call::new(GET_PURCHASE, &state, &auth, &request_id)?;
+            let body = call
+                .get(&PURCHASES, &purchase_id.0, async |id| {
+                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                    let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
+                    Ok(Some(Style::b(&PurchaseEnvelope { success: true, data })))
+                })
                 .await?;
-        Ok(DocumentRedirect::Found(location))
-    }
+            Ok(PurchaseRead::Ok(RawJson::new(body)))
+        }
 
-    /// List purchase orders
-    ///
-    /// Scope `purchases:read`. A cursor list, oldest first; filters `supplier_id` and `status`.
-    #[oai(path = "/purchase-orders", method = "get", operation_id = "listPurchaseOrders")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_orders(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        supplier_id: Query<Option<String>>,
-        status: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<OrderList, ApiError> {
-        let call = Call::new(LIST_PURCHASE_ORDERS, &state, &auth, &request_id)?;
-        let supplier = id_filter(supplier_id.0, "supplier_id")?;
-        let status = one_of(status.0, "status", PurchaseOrderStatus::NAMES)?;
-        let bound = format!("purchase_orders{:?}", (&supplier, &status));
-        let params = PageParams::new(limit, cursor, page);
-        let body = call
-            .cursor_list(
-                params,
-                ORDERS.list.bound(&bound),
-                async |after, n| {
-                    Ok(read::orders(&state.pool, call.org_id(), supplier, status.as_deref(), after, n).await?)
-                },
-                |row: &read::OrderRow| row.state.id,
-                async |rows| {
-                    let mut out = Vec::with_capacity(rows.len());
-                    for row in rows {
-                        out.push(render_order(&state, call.org_id(), &row.state, row.supplier_name).await?);
-                    }
-                    Ok(out)
-                },
-            )
-            .await?;
-        Ok(OrderList::Ok(RawJson::new(body)))
-    }
+        /// Download a purchase's PDF
+        ///
+        /// Scope `purchases:read`. The stable, authenticated path to the purchase's PDF: 302 to a signed link,
+        /// `/documents/{token}`, valid five minutes and served without a credential (do not store it; an
+        /// expired or altered link answers 403); 404 while the document is missing.
+        #[oai(path = "/purchases/:purchase_id/document", method = "get", operation_id = "getPurchaseDocument")]
+        async fn document(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            purchase_id: Path<String>,
+        ) -> Result<DocumentRedirect, ApiError> {
+            let call = Call::new(GET_PURCHASE_DOCUMENT, &state, &auth, &request_id)?;
+            let id = call.id(&PURCHASES, &purchase_id.0)?;
+            if read::get(&state.pool, call.org_id(), id).await?.is_none() {
+                return Err(ApiError::not_found("purchase"));
+            }
+            let location =
+                crate::http::documents::link(&state, call.org_id(), projections::documents::OwnerKind::Purchase, id)
+                    .await?;
+            Ok(DocumentRedirect::Found(location))
+        }
 
-    /// Create a purchase order
-    ///
-    /// Scope `purchases:write`; `Idempotency-Key` required. A draft, numbered gap-free per organization
-    /// (a refused request takes no number). Then: `confirm`, receipts, `close`, `reopen`.
-    #[oai(path = "/purchase-orders", method = "post", operation_id = "createPurchaseOrder")]
-    async fn create_order(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<PurchaseOrderInput>,
-    ) -> Result<OrderCreated, ApiError> {
-        let call = Call::new(CREATE_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        let input = parse_order(&body.value).map_err(ApiError::validation)?;
-        let command = Command::PurchaseOrder(OrderCommand::Create { id: Uuid::now_v7(), input });
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = order_write(&call, &state, write, command).await?;
-        Ok(OrderCreated::Created(RawJson::new(body)))
-    }
+        /// Create a purchase order
+        ///
+        /// Scope `purchases:write`; `Idempotency-Key` required. A draft, numbered gap-free per organization
+        /// (a refused request takes no number). Then: `confirm`, receipts, `close`, `reopen`.
+        #[oai(path = "/purchase-orders", method = "post", operation_id = "createPurchaseOrder")]
+        async fn create_order(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<PurchaseOrderInput>,
+        ) -> Result<OrderCreated, ApiError> {
+            let call = Call::new(CREATE_PURCHASE_ORDER, &state, &auth, &request_id)?;
+            let input = parse_order(&body.value).map_err(ApiError::validation)?;
+            let command = Command::PurchaseOrder(OrderCommand::Create { id: Uuid::now_v7(), input });
+            let write = Write::json(key.0, &version, &[], &body);
+            let body = order_write(&call, &state, write, command).await?;
+            Ok(OrderCreated::Created(RawJson::new(body)))
+        }
 
-    /// Get a purchase order
-    ///
-    /// Scope `purchases:read`. With ordered, received and pending quantities per product, and every
-    /// receipt.
-    #[oai(path = "/purchase-orders/:purchase_order_id", method = "get", operation_id = "getPurchaseOrder")]
-    async fn get_order(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        purchase_order_id: Path<String>,
-    ) -> Result<OrderRead, ApiError> {
-        let call = Call::new(GET_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        let body = call
-            .get(&ORDERS, &purchase_order_id.0, async |id| {
-                let Some(row) = read::order(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                let data = render_order(&state, call.org_id(), &row.state, row.supplier_name).await?;
-                Ok(Some(Style::b(&PurchaseOrderEnvelope { success: true, data })))
-            })
-            .await?;
-        Ok(OrderRead::Ok(RawJson::new(body)))
-    }
+        /// Get a purchase order
+        ///
+        /// Scope `purchases:read`. With ordered, received and pending quantities per product, and every
+        /// receipt.
+        #[oai(path = "/purchase-orders/:purchase_order_id", method = "get", operation_id = "getPurchaseOrder")]
+        async fn get_order(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            purchase_order_id: Path<String>,
+        ) -> Result<OrderRead, ApiError> {
+            let call = Call::new(GET_PURCHASE_ORDER, &state, &auth, &request_id)?;
+            let body = call
+                .get(&ORDERS, &purchase_order_id.0, async |id| {
+                    let Some(row) = read::order(&state.pool, call.org_id(), id).await? else { return Ok(None) };
+                    let data = render_order(&state, call.org_id(), &row.state, row.supplier_name).await?;
+                    Ok(Some(Style::b(&PurchaseOrderEnvelope { success: true, data })))
+                })
+                .await?;
+            Ok(OrderRead::Ok(RawJson::new(body)))
+        }
 
-    /// Confirm a purchase order
-    ///
-    /// Scope `purchases:write`. A draft becomes `confirmed` and can receive goods; any other state is 409
-    /// `STATE_CONFLICT` naming it.
-    #[oai(path = "/purchase-orders/:purchase_order_id/confirm", method = "post", operation_id = "confirmPurchaseOrder")]
-    async fn confirm(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        purchase_order_id: Path<String>,
-        /// Optional: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<OrderRead, ApiError> {
-        let call = Call::new(CONFIRM_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        transition(&call, key, &version, &purchase_order_id, |id| OrderCommand::Confirm { id }).await
+        /// Receive goods of a purchase order
+        ///
+        /// Scope `purchases:write`; `Idempotency-Key` required. Records what arrived of a confirmed or
+        /// partially received order and raises the stock (in the order's warehouse unless the receipt names
+        /// another); the order becomes `received` once nothing is pending. A line beyond what is pending is
+        /// 422 `RECEIPT_EXCEEDS_PENDING` unless `allowOverReceipt` is true; another state is 409.
+        #[oai(
+            path = "/purchase-orders/:purchase_order_id/receipts",
+            method = "post",
+            operation_id = "receivePurchaseOrder"
+        )]
+        #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
+        async fn receive(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            purchase_order_id: Path<String>,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<ReceiptInput>,
+        ) -> Result<OrderCreated, ApiError> {
+            let call = Call::new(RECEIVE_PURCHASE_ORDER, &state, &auth, &request_id)?;
+            let id = call.id(&ORDERS, &purchase_order_id.0)?;
+            let input = parse_receipt(&body.value, today()).map_err(ApiError::validation)?;
+            let command = Command::PurchaseOrder(OrderCommand::Receive { id, receipt_id: Uuid::now_v7(), input });
+            let path = [purchase_order_id.0.as_str()];
+            let body = order_write(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+            Ok(OrderCreated::Created(RawJson::new(body)))
+        }
     }
+    cursor_lists: {
+        /// List purchases
+        ///
+        /// Scope `purchases:read`. A cursor list, oldest first. `date_from` and `date_to` (inclusive) filter
+        /// on the invoice date; `query` matches the supplier invoice number or the supplier's name.
+        list("/purchases", "listPurchases") -> PurchaseList = LIST_PURCHASES, purchases {
+            supplier_id: Query<Option<String>>,
+            date_from: Query<Option<String>>,
+            date_to: Query<Option<String>>,
+            query: Query<Option<String>>,
+        };
 
-    /// Close a purchase order
-    ///
-    /// Scope `purchases:write`. A draft, confirmed or partially received order becomes `closed`: nothing
-    /// more arrives. A received or closed order is 409 `STATE_CONFLICT`.
-    #[oai(path = "/purchase-orders/:purchase_order_id/close", method = "post", operation_id = "closePurchaseOrder")]
-    async fn close(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        purchase_order_id: Path<String>,
-        /// Optional: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<OrderRead, ApiError> {
-        let call = Call::new(CLOSE_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        transition(&call, key, &version, &purchase_order_id, |id| OrderCommand::Close { id, reason: None }).await
+        /// List purchase orders
+        ///
+        /// Scope `purchases:read`. A cursor list, oldest first; filters `supplier_id` and `status`.
+        list_orders("/purchase-orders", "listPurchaseOrders") -> OrderList = LIST_PURCHASE_ORDERS, purchase_orders {
+            supplier_id: Query<Option<String>>,
+            status: Query<Option<String>>,
+        };
     }
+    actions: {
+        /// Confirm a purchase order
+        ///
+        /// Scope `purchases:write`. A draft becomes `confirmed` and can receive goods; any other state is 409
+        /// `STATE_CONFLICT` naming it.
+        confirm("/purchase-orders/:purchase_order_id/confirm", "confirmPurchaseOrder", key optional)
+            -> OrderRead = CONFIRM_PURCHASE_ORDER, ORDERS, purchase_order_id
+            => transition(|id| OrderCommand::Confirm { id });
 
-    /// Reopen a purchase order
-    ///
-    /// Scope `purchases:write`. A closed order returns to the state it was closed from; any other state
-    /// is 409 `STATE_CONFLICT`.
-    #[oai(path = "/purchase-orders/:purchase_order_id/reopen", method = "post", operation_id = "reopenPurchaseOrder")]
-    async fn reopen(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        purchase_order_id: Path<String>,
-        /// Optional: a retry with the same key returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-    ) -> Result<OrderRead, ApiError> {
-        let call = Call::new(REOPEN_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        transition(&call, key, &version, &purchase_order_id, |id| OrderCommand::Reopen { id }).await
-    }
+        /// Close a purchase order
+        ///
+        /// Scope `purchases:write`. A draft, confirmed or partially received order becomes `closed`: nothing
+        /// more arrives. A received or closed order is 409 `STATE_CONFLICT`.
+        close("/purchase-orders/:purchase_order_id/close", "closePurchaseOrder", key optional)
+            -> OrderRead = CLOSE_PURCHASE_ORDER, ORDERS, purchase_order_id
+            => transition(|id| OrderCommand::Close { id, reason: None });
 
-    /// Receive goods of a purchase order
-    ///
-    /// Scope `purchases:write`; `Idempotency-Key` required. Records what arrived of a confirmed or
-    /// partially received order and raises the stock (in the order's warehouse unless the receipt names
-    /// another); the order becomes `received` once nothing is pending. A line beyond what is pending is
-    /// 422 `RECEIPT_EXCEEDS_PENDING` unless `allowOverReceipt` is true; another state is 409.
-    #[oai(
-        path = "/purchase-orders/:purchase_order_id/receipts",
-        method = "post",
-        operation_id = "receivePurchaseOrder"
-    )]
-    #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
-    async fn receive(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        purchase_order_id: Path<String>,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<ReceiptInput>,
-    ) -> Result<OrderCreated, ApiError> {
-        let call = Call::new(RECEIVE_PURCHASE_ORDER, &state, &auth, &request_id)?;
-        let id = call.id(&ORDERS, &purchase_order_id.0)?;
-        let input = parse_receipt(&body.value, today()).map_err(ApiError::validation)?;
-        let command = Command::PurchaseOrder(OrderCommand::Receive { id, receipt_id: Uuid::now_v7(), input });
-        let path = [purchase_order_id.0.as_str()];
-        let body = order_write(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
-        Ok(OrderCreated::Created(RawJson::new(body)))
+        /// Reopen a purchase order
+        ///
+        /// Scope `purchases:write`. A closed order returns to the state it was closed from; any other state
+        /// is 409 `STATE_CONFLICT`.
+        reopen("/purchase-orders/:purchase_order_id/reopen", "reopenPurchaseOrder", key optional)
+            -> OrderRead = REOPEN_PURCHASE_ORDER, ORDERS, purchase_order_id
+            => transition(|id| OrderCommand::Reopen { id });
     }
 }
 
-/// A state change of the purchase order its path names, answered with the order.
-async fn transition(
+/// A page of purchases, oldest first.
+async fn purchases(
     call: &Call<'_>,
-    key: Key,
-    version: &ServiceVersion,
-    order: &Path<String>,
-    command: impl FnOnce(Uuid) -> OrderCommand,
-) -> Result<OrderRead, ApiError> {
-    let id = call.id(&ORDERS, &order.0)?;
-    let path = [order.0.as_str()];
-    let command = Command::PurchaseOrder(command(id));
-    let body = order_write(call, call.state, Write::bare(key.0, version, &path), command).await?;
+    params: PageParams,
+    supplier_id: Option<String>,
+    date_from: Option<String>,
+    date_to: Option<String>,
+    query: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let filter = purchase_filter(supplier_id, date_from, date_to, query)?;
+    let bound = format!("purchases{:?}", (&filter.supplier_id, &filter.date_from, &filter.date_to, &filter.query));
+    let body = call
+        .cursor_list(
+            params,
+            PURCHASES.list.bound(&bound),
+            async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+            |row: &PurchaseRow| row.id,
+            async |rows| render_purchases(state, call.org_id(), rows).await,
+        )
+        .await?;
+    Ok(body)
+}
+
+/// A page of purchase orders.
+async fn purchase_orders(
+    call: &Call<'_>,
+    params: PageParams,
+    supplier_id: Option<String>,
+    status: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let supplier = id_filter(supplier_id, "supplier_id")?;
+    let status = one_of(status, "status", PurchaseOrderStatus::NAMES)?;
+    let bound = format!("purchase_orders{:?}", (&supplier, &status));
+    let body = call
+        .cursor_list(
+            params,
+            ORDERS.list.bound(&bound),
+            async |after, n| {
+                Ok(read::orders(&state.pool, call.org_id(), supplier, status.as_deref(), after, n).await?)
+            },
+            |row: &read::OrderRow| row.state.id,
+            async |rows| {
+                let mut out = Vec::with_capacity(rows.len());
+                for row in rows {
+                    out.push(render_order(state, call.org_id(), &row.state, row.supplier_name).await?);
+                }
+                Ok(out)
+            },
+        )
+        .await?;
+    Ok(body)
+}
+
+/// A state change of a purchase order, answered with the order.
+async fn transition(call: &Call<'_>, write: Write<'_>, command: OrderCommand) -> Result<OrderRead, ApiError> {
+    let body = order_write(call, call.state, write, Command::PurchaseOrder(command)).await?;
     Ok(OrderRead::Ok(RawJson::new(body)))
 }

@@ -9,12 +9,11 @@
 
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::envelopes::PageParam;
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
+use crate::http::routes_group::routes;
 use crate::http::resource::{Call, Kind, PageParams, Position, Write, decode_state};
-use crate::http::schema::Limit;
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
@@ -27,7 +26,6 @@ use events::catalogue::{AR_OFFSET, LocationKind, LocationRef, LocationStatus, Mo
 use events::domain::Scope;
 use poem::http::StatusCode;
 use poem::web::Data;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Header, Path, Query};
 use projections::ProjectionId;
 use projections::treasury::{
@@ -237,536 +235,501 @@ fn as_of(text: Option<String>) -> Result<Option<OffsetDateTime>, ApiError> {
     Ok(Some(end.unwrap_or(OffsetDateTime::now_utc())))
 }
 
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Treasury")]
-impl TreasuryApi {
-    /// List bank accounts
-    ///
-    /// Scope `treasury:read`. Their safe configuration only (no ledger account, organization or
-    /// balance), by id; `status` and `currency` (`PES`, `DOL`) filter. A delegated token with assigned
-    /// registers or safes sees no bank account.
-    #[oai(path = "/bank-accounts", method = "get", operation_id = "listBankAccounts")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_bank_accounts(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        status: Query<Option<String>>,
-        currency: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<BankAccounts, ApiError> {
-        let call = Call::new(LIST_BANK_ACCOUNTS, &state, &auth, &request_id)?;
-        let mut filters = Filters::default();
-        let filter = LocationFilter {
-            kind: Some(LocationKind::BankAccount),
-            id: None,
-            status: filters.one_of(status.0, "status", LocationStatus::NAMES),
-            currency: filters.one_of(currency.0, "currency", events::catalogue::Currency::NAMES),
-        };
-        filters.check()?;
-        let seen = visibility(call.principal);
-        let bound = format!("bank_accounts{filter:?}{seen:?}");
-        let body = call
-            .cursor_list(
-                PageParams::new(limit, cursor, page),
-                BANK_ACCOUNTS.list.bound(&bound),
-                async |after: Option<LocationRef>, n| {
-                    let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
-                    Ok(read::locations(&state.pool, call.org_id(), &filter, &seen, after, n).await?)
-                },
-                |row: &LocationRow| LocationRef { kind: row.location.kind, id: row.id },
-                async |rows| Ok(rows.iter().map(bank_account).collect()),
-            )
-            .await?;
-        Ok(BankAccounts::Ok(RawJson::new(body)))
-    }
-
-    /// Get a bank account
-    ///
-    /// Scope `treasury:read`. Its safe configuration only.
-    #[oai(path = "/bank-accounts/:bank_account_id", method = "get", operation_id = "getBankAccount")]
-    async fn get_bank_account(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        bank_account_id: Path<String>,
-    ) -> Result<BankAccount, ApiError> {
-        let call = Call::new(GET_BANK_ACCOUNT, &state, &auth, &request_id)?;
-        let body = call
-            .get(&BANK_ACCOUNTS, &bank_account_id.0, async |id| {
-                let at = LocationRef { kind: LocationKind::BankAccount, id };
-                if !visibility(call.principal).sees(at) {
-                    return Ok(None);
-                }
-                let Some(row) = read::location(&state.pool, call.org_id(), at).await? else { return Ok(None) };
-                let data = bank_account(&row);
-                Ok(Some(Style::a(&BankAccountEnvelope { request_id: request_id.0.clone(), data })))
-            })
-            .await?;
-        Ok(BankAccount::Ok(RawJson::new(body)))
-    }
-
-    /// List cash registers
-    ///
-    /// Scope `treasury:read`. By id; `status` filters. A delegated token with assigned registers or
-    /// safes sees only its registers.
-    #[oai(path = "/cash-registers", method = "get", operation_id = "listCashRegisters")]
-    async fn list_cash_registers(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        status: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<CashLocations, ApiError> {
-        let call = Call::new(LIST_CASH_REGISTERS, &state, &auth, &request_id)?;
-        list_cash(
-            &call,
-            &state,
-            &CASH_REGISTERS,
-            LocationKind::CashRegister,
-            status.0,
-            PageParams::new(limit, cursor, page),
-        )
-        .await
-    }
-
-    /// Get a cash register
-    ///
-    /// Scope `treasury:read`.
-    #[oai(path = "/cash-registers/:cash_register_id", method = "get", operation_id = "getCashRegister")]
-    async fn get_cash_register(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        cash_register_id: Path<String>,
-    ) -> Result<CashLocation, ApiError> {
-        let call = Call::new(GET_CASH_REGISTER, &state, &auth, &request_id)?;
-        get_cash(&call, &state, &CASH_REGISTERS, LocationKind::CashRegister, &cash_register_id.0).await
-    }
-
-    /// List safes
-    ///
-    /// Scope `treasury:read`. By id; `status` filters. A delegated token with assigned registers or
-    /// safes sees only its safes.
-    #[oai(path = "/safes", method = "get", operation_id = "listSafes")]
-    async fn list_safes(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        status: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<CashLocations, ApiError> {
-        let call = Call::new(LIST_SAFES, &state, &auth, &request_id)?;
-        list_cash(&call, &state, &SAFES, LocationKind::Safe, status.0, PageParams::new(limit, cursor, page)).await
-    }
-
-    /// Get a safe
-    ///
-    /// Scope `treasury:read`.
-    #[oai(path = "/safes/:safe_id", method = "get", operation_id = "getSafe")]
-    async fn get_safe(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        safe_id: Path<String>,
-    ) -> Result<CashLocation, ApiError> {
-        let call = Call::new(GET_SAFE, &state, &auth, &request_id)?;
-        get_cash(&call, &state, &SAFES, LocationKind::Safe, &safe_id.0).await
-    }
-
-    /// List treasury balances
-    ///
-    /// Scope `treasury:read`. One entry per location (`balance_type`: `bank_account`, `cash_register`
-    /// or `safe`), by `balance_type` then `balance_id`, computed from the ledger: `functional_amount`
-    /// is the sum of the location's ledger lines in pesos; `native_amount` the same in the location's
-    /// currency. `balance_type`, `balance_id` (sent together), `status` filter. `as_of` answers the
-    /// balances at a past point from history: a date means the end of that day in UTC-3; a timestamp
-    /// (RFC 3339) that instant; every ledger line recorded by then counts. With `own` visibility
-    /// (`visibility_scope: "own"`) only the lines the delegated user created count.
-    #[oai(path = "/treasury/balances", method = "get", operation_id = "listTreasuryBalances")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_balances(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        balance_type: Query<Option<String>>,
-        balance_id: Query<Option<String>>,
-        status: Query<Option<String>>,
-        /// A date (`YYYY-MM-DD`: the end of that day in UTC-3) or an RFC 3339 timestamp.
-        as_of: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Balances, ApiError> {
-        let call = Call::new(LIST_BALANCES, &state, &auth, &request_id)?;
-        let mut filters = Filters::default();
-        let (kind, id) = location_filter(&mut filters, balance_type.0, balance_id.0);
-        let filter = LocationFilter {
-            kind,
-            id,
-            status: filters.one_of(status.0, "status", LocationStatus::NAMES),
-            currency: None,
-        };
-        let at = filters.keep(self::as_of(as_of.0));
-        filters.check()?;
-        let seen = visibility(call.principal);
-        let scope = if seen.own.is_some() { VisibilityScope::Own } else { VisibilityScope::Organization };
-        let bound = format!("treasury_balances{filter:?}{seen:?}{at:?}");
-        let body = call
-            .cursor_list(
-                PageParams::new(limit, cursor, page),
-                BALANCES.list.bound(&bound),
-                async |after: Option<LocationRef>, n| {
-                    let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
-                    Ok(read::balances(&state.pool, call.org_id(), &filter, &seen, at, after, n).await?)
-                },
-                |row: &BalanceRow| row.at,
-                async |rows| Ok(rows.iter().map(|row| balance(row, scope)).collect()),
-            )
-            .await?;
-        Ok(Balances::Ok(RawJson::new(body)))
-    }
-
-    /// List treasury movements
-    ///
-    /// Scope `treasury:read`. One row per ledger line of a location, as movements stand, newest first
-    /// (`occurred_on`, `created_at`, `id`). `balance_type` with `balance_id`, `movement_type`
-    /// (`transfer_out`, `transfer_in`) and `date_from`/`date_to` (inclusive operating dates) filter.
-    #[oai(path = "/treasury/movements", method = "get", operation_id = "listTreasuryMovements")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_movements(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        balance_type: Query<Option<String>>,
-        balance_id: Query<Option<String>>,
-        movement_type: Query<Option<String>>,
-        date_from: Query<Option<String>>,
-        date_to: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Movements, ApiError> {
-        let call = Call::new(LIST_MOVEMENTS, &state, &auth, &request_id)?;
-        let mut filters = Filters::default();
-        let (kind, id) = location_filter(&mut filters, balance_type.0, balance_id.0);
-        let filter = MovementFilter {
-            kind,
-            id,
-            movement_type: filters.one_of(movement_type.0, "movement_type", MovementType::NAMES),
-            date_from: filters.date(date_from.0, "date_from"),
-            date_to: filters.date(date_to.0, "date_to"),
-        };
-        filters.check()?;
-        let seen = visibility(call.principal);
-        let bound = format!("treasury_movements{filter:?}{seen:?}");
-        let body = call
-            .cursor_list(
-                PageParams::new(limit, cursor, page),
-                MOVEMENTS.list.bound(&bound),
-                async |after: Option<Dated>, n| {
-                    Ok(read::movements(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
-                },
-                |row: &MovementRow| Dated((row.movement.occurred_on, row.created_at, row.movement.id)),
-                async |rows| Ok(rows.iter().map(movement).collect()),
-            )
-            .await?;
-        Ok(Movements::Ok(RawJson::new(body)))
-    }
-
-    /// Get a treasury movement
-    ///
-    /// Scope `treasury:read`. By its `treasury_movement_id` (or the `id` of its ledger line).
-    #[oai(path = "/treasury/movements/:treasury_movement_id", method = "get", operation_id = "getTreasuryMovement")]
-    async fn get_movement(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        treasury_movement_id: Path<String>,
-    ) -> Result<Movement, ApiError> {
-        let call = Call::new(GET_MOVEMENT, &state, &auth, &request_id)?;
-        let body = call
-            .get(&MOVEMENTS, &treasury_movement_id.0, async |id| {
-                let seen = visibility(call.principal);
-                let Some(row) = read::movement(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
-                let data = movement(&row);
-                if matches!(data.currency, LocationCurrency::Dol) && data.functional_amount_origin == "legacy_unknown" {
-                    return Err(ApiError::new(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        ErrorType::BusinessError,
-                        "INCOMPLETE_AMOUNTS",
-                        "this dollar movement predates complete amounts: its dollars or their pesos are not recorded",
-                    ));
-                }
-                Ok(Some(Style::a(&MovementEnvelope { request_id: request_id.0.clone(), data })))
-            })
-            .await?;
-        Ok(Movement::Ok(RawJson::new(body)))
-    }
-
-    /// Record a manual movement
-    ///
-    /// Scope `treasury:write`; `Idempotency-Key` required. An income or an expense of `amount` on one
-    /// location (`balance_type`, `balance_id`), against one counterpart `account_id` (its cost centers
-    /// at the root: `cost_center1_id` to `cost_center3_id`) or itemized `lines` (cost centers on each
-    /// line, never at the root; their amounts add up to `amount`), with optional cost-center
-    /// `distributions` (not more than `amount` in all), `note` and `contact_id` (a customer or
-    /// supplier). One balanced ledger entry. On a dollar location the amounts are dollars: each
-    /// counterpart is converted at `exchange_rate` (or the central bank's rate of the date); an income
-    /// enters at the counterparts' pesos; an expense leaves at the dollars' carrying value (their share
-    /// of the pesos the location holds its dollars at) and the difference from the counterparts' pesos
-    /// is booked to the organization's exchange-difference account (`exchange_difference_amount`:
-    /// positive a gain, negative a loss). `exchange_rate` on a peso location is 400. A missing or hidden location,
-    /// account, cost center or contact is 404; an inactive one 409. The same key and body return the
-    /// stored result, even after a later edit or delete.
-    #[oai(path = "/treasury/movements", method = "post", operation_id = "createTreasuryMovement")]
-    async fn create_movement(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<MovementInput>,
-    ) -> Result<MovementCreated, ApiError> {
-        let call = Call::new(CREATE_MOVEMENT, &state, &auth, &request_id)?;
-        let (input, _) = parse_movement(&body.value, false).map_err(ApiError::validation)?;
-        let seen = visibility(call.principal);
-        seen_or_404(&seen, input.location)?;
-        let created_by = call.principal.delegation.as_ref().map(|d| d.user.clone());
-        let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by };
-        let data = write_movement(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
-        Ok(MovementCreated::Created(RawJson::new(Style::a(&MovementEnvelope {
-            request_id: request_id.0.clone(),
-            data: data.ok_or_else(ApiError::internal)?,
-        }))))
-    }
-
-    /// Replace a manual movement
-    ///
-    /// Scope `treasury:write`; `Idempotency-Key` required. The whole movement, as on creation, plus the
-    /// `updated_at` of the detail you read (missing: 400; the movement changed since: 409 `CONFLICT`,
-    /// nothing replaced). Omitting `note`, `lines` or `distributions` clears them; omitting
-    /// `contact_id` keeps the contact (null clears it). The previous version's entry is reversed and
-    /// the new one posted; the movement keeps its `treasury_movement_id`, its row gets a new `id`.
-    /// Transfers' effects are not manual movements (404).
-    #[oai(path = "/treasury/movements/:treasury_movement_id", method = "put", operation_id = "replaceTreasuryMovement")]
-    async fn replace_movement(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        treasury_movement_id: Path<String>,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<MovementReplacement>,
-    ) -> Result<Movement, ApiError> {
-        let call = Call::new(REPLACE_MOVEMENT, &state, &auth, &request_id)?;
-        let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
-        let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
-        let seen = visibility(call.principal);
-        seen_or_404(&seen, input.location)?;
-        manual_or_404(&state, &call, id, &seen).await?;
-        let updated_at = updated_at.ok_or_else(ApiError::internal)?;
-        let path = [treasury_movement_id.0.as_str()];
-        let command = MovementCommand::Replace { id, input, updated_at };
-        let data = write_movement(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
-        Ok(Movement::Ok(RawJson::new(Style::a(&MovementEnvelope {
-            request_id: request_id.0.clone(),
-            data: data.ok_or_else(ApiError::internal)?,
-        }))))
-    }
-
-    /// Delete a manual movement
-    ///
-    /// Scope `treasury:write`; `Idempotency-Key` required. The body is the `updated_at` of the detail
-    /// you read, and only that (missing: 400; the movement changed since: 409 `CONFLICT`, nothing
-    /// deleted). Its entry is reversed; it leaves the movements list.
-    #[oai(
-        path = "/treasury/movements/:treasury_movement_id",
-        method = "delete",
-        operation_id = "deleteTreasuryMovement"
-    )]
-    async fn delete_movement(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        treasury_movement_id: Path<String>,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<MovementDeletion>,
-    ) -> Result<MovementDeleted, ApiError> {
-        let call = Call::new(DELETE_MOVEMENT, &state, &auth, &request_id)?;
-        let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
-        let updated_at = parse_deletion(&body.value).map_err(ApiError::validation)?;
-        manual_or_404(&state, &call, id, &visibility(call.principal)).await?;
-        let path = [treasury_movement_id.0.as_str()];
-        let command = MovementCommand::Delete { id, updated_at };
-        write_movement(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
-        let data = MovementDeletedData { object: "treasury_movement".into(), id, deleted: true };
-        Ok(MovementDeleted::Ok(RawJson::new(Style::a(&MovementDeletedEnvelope {
-            request_id: request_id.0.clone(),
-            data,
-        }))))
-    }
-
-    /// List funds transfers
-    ///
-    /// Scope `treasury:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending), without
-    /// `accounting_effects`. `date_from`/`date_to` (inclusive) and `balance_type` with `balance_id` (sent
-    /// together: either endpoint) filter. A delegated token sees a transfer only when it sees both
-    /// endpoints, and with `own` visibility only the transfers its user made.
-    #[oai(path = "/funds-transfers", method = "get", operation_id = "listFundsTransfers")]
-    #[allow(clippy::too_many_arguments, reason = "one parameter per documented query field")]
-    async fn list_transfers(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        date_from: Query<Option<String>>,
-        date_to: Query<Option<String>>,
-        balance_type: Query<Option<String>>,
-        balance_id: Query<Option<String>>,
-        /// 1 to 100, default 50.
-        limit: Query<Option<Limit>>,
-        /// The `next_cursor` of the previous page.
-        cursor: Query<Option<String>>,
-        page: PageParam,
-    ) -> Result<Transfers, ApiError> {
-        let call = Call::new(LIST_TRANSFERS, &state, &auth, &request_id)?;
-        let mut filters = Filters::default();
-        let (kind, id) = location_filter(&mut filters, balance_type.0, balance_id.0);
-        let filter = TransferFilter {
-            kind,
-            id,
-            date_from: filters.date(date_from.0, "date_from"),
-            date_to: filters.date(date_to.0, "date_to"),
-        };
-        filters.check()?;
-        let seen = visibility(call.principal);
-        let bound = format!("funds_transfers{filter:?}{seen:?}");
-        let body = call
-            .cursor_list(
-                PageParams::new(limit, cursor, page),
-                TRANSFERS.list.bound(&bound),
-                async |after: Option<Dated>, n| {
-                    Ok(read::transfers(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
-                },
-                |row: &TransferRow| Dated((row.occurred_on, row.created_at, row.id)),
-                async |rows| rows.iter().map(|row| transfer_row(row, false)).collect(),
-            )
-            .await?;
-        Ok(Transfers::Ok(RawJson::new(body)))
-    }
-
-    /// Get a funds transfer
-    ///
-    /// Scope `treasury:read`. With its two `accounting_effects`, source first.
-    #[oai(path = "/funds-transfers/:funds_transfer_id", method = "get", operation_id = "getFundsTransfer")]
-    async fn get_transfer(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        funds_transfer_id: Path<String>,
-    ) -> Result<Transfer, ApiError> {
-        let call = Call::new(GET_TRANSFER, &state, &auth, &request_id)?;
-        let body = call
-            .get(&TRANSFERS, &funds_transfer_id.0, async |id| {
-                let seen = visibility(call.principal);
-                let Some(row) = read::transfer(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
-                let data = transfer_row(&row, true)?;
-                Ok(Some(Style::a(&FundsTransferEnvelope { request_id: request_id.0.clone(), data })))
-            })
-            .await?;
-        Ok(Transfer::Ok(RawJson::new(body)))
-    }
-
-    /// Create a funds transfer
-    ///
-    /// Scope `treasury:write`; `Idempotency-Key` required. Moves `amount` (cents ARS) from `source` to
-    /// `destination` in one transaction: the transfer, a negative effect at the source, a positive one
-    /// at the destination and one balanced ledger entry. The source may go negative (there is no
-    /// insufficient-funds error). The same key and body return the same transfer without moving money
-    /// again; another body under the key is 409 `IDEMPOTENCY_CONFLICT`. A missing, hidden or
-    /// foreign endpoint is 404; an inactive endpoint or linked ledger account is 409 `STATE_CONFLICT`;
-    /// a date after today (UTC-3), a dollar or mixed transfer, or an endpoint without ledger
-    /// configuration is 422. `currency` must not be sent (400). Transfers have no status and are never
-    /// updated, cancelled or deleted.
-    #[oai(path = "/funds-transfers", method = "post", operation_id = "createFundsTransfer")]
-    async fn create_transfer(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: RequestId,
-        version: ServiceVersion,
-        /// Required: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<FundsTransferInput>,
-    ) -> Result<TransferCreated, ApiError> {
-        let call = Call::new(CREATE_TRANSFER, &state, &auth, &request_id)?;
-        let input = parse_transfer(&body.value).map_err(ApiError::validation)?;
-        let seen = visibility(call.principal);
-        let hidden: Vec<_> = [("source", input.source), ("destination", input.destination)]
-            .into_iter()
-            .filter(|(_, at)| !seen.sees(*at))
-            .collect();
-        if let Some((side, _)) = hidden.first() {
-            return Err(ApiError::not_found("location").with_detail(
-                Some(&format!("{side}.balance_id")),
-                "not_found",
-                "no location this credential sees has this id",
-            ));
+routes! {
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Treasury")]
+    TreasuryApi {
+        /// Get a bank account
+        ///
+        /// Scope `treasury:read`. Its safe configuration only.
+        #[oai(path = "/bank-accounts/:bank_account_id", method = "get", operation_id = "getBankAccount")]
+        async fn get_bank_account(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            bank_account_id: Path<String>,
+        ) -> Result<BankAccount, ApiError> {
+            let call = Call::new(GET_BANK_ACCOUNT, &state, &auth, &request_id)?;
+            let body = call
+                .get(&BANK_ACCOUNTS, &bank_account_id.0, async |id| {
+                    let at = LocationRef { kind: LocationKind::BankAccount, id };
+                    if !visibility(call.principal).sees(at) {
+                        return Ok(None);
+                    }
+                    let Some(row) = read::location(&state.pool, call.org_id(), at).await? else { return Ok(None) };
+                    let data = bank_account(&row);
+                    Ok(Some(Style::a(&BankAccountEnvelope { request_id: request_id.0.clone(), data })))
+                })
+                .await?;
+            Ok(BankAccount::Ok(RawJson::new(body)))
         }
-        let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
-        let command = TransferCommand::Create { id: Uuid::now_v7(), input, created_by };
-        let accepted = call.dispatch(Write::json(key.0, &version, &[], &body), Command::FundsTransfer(command)).await?;
-        state.await_read(ProjectionId::Treasury, call.principal, accepted.key_for(ProjectionId::Treasury)).await?;
-        let replayed = accepted.replayed;
-        let outcome: TransferOutcome = decode_state(accepted.state, "funds_transfer")?;
-        let created_at = match read::transfer(&state.pool, call.org_id(), outcome.id, &Visibility::default()).await? {
-            Some(row) => row.created_at,
-            None => outcome.at,
-        };
-        let mut data = transfer_data(outcome.id, &outcome.transfer, created_at, true);
-        data.idempotent_replay = Some(replayed);
-        Ok(TransferCreated::Created(RawJson::new(Style::a(&FundsTransferEnvelope {
-            request_id: request_id.0.clone(),
-            data,
-        }))))
+
+        /// Get a cash register
+        ///
+        /// Scope `treasury:read`.
+        #[oai(path = "/cash-registers/:cash_register_id", method = "get", operation_id = "getCashRegister")]
+        async fn get_cash_register(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            cash_register_id: Path<String>,
+        ) -> Result<CashLocation, ApiError> {
+            let call = Call::new(GET_CASH_REGISTER, &state, &auth, &request_id)?;
+            get_cash(&call, &state, &CASH_REGISTERS, LocationKind::CashRegister, &cash_register_id.0).await
+        }
+
+        /// Get a safe
+        ///
+        /// Scope `treasury:read`.
+        #[oai(path = "/safes/:safe_id", method = "get", operation_id = "getSafe")]
+        async fn get_safe(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            safe_id: Path<String>,
+        ) -> Result<CashLocation, ApiError> {
+            let call = Call::new(GET_SAFE, &state, &auth, &request_id)?;
+            get_cash(&call, &state, &SAFES, LocationKind::Safe, &safe_id.0).await
+        }
+
+        /// Get a treasury movement
+        ///
+        /// Scope `treasury:read`. By its `treasury_movement_id` (or the `id` of its ledger line).
+        #[oai(path = "/treasury/movements/:treasury_movement_id", method = "get", operation_id = "getTreasuryMovement")]
+        async fn get_movement(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            treasury_movement_id: Path<String>,
+        ) -> Result<Movement, ApiError> {
+            let call = Call::new(GET_MOVEMENT, &state, &auth, &request_id)?;
+            let body = call
+                .get(&MOVEMENTS, &treasury_movement_id.0, async |id| {
+                    let seen = visibility(call.principal);
+                    let Some(row) = read::movement(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
+                    let data = movement(&row);
+                    if matches!(data.currency, LocationCurrency::Dol) && data.functional_amount_origin == "legacy_unknown" {
+                        return Err(ApiError::new(
+                            StatusCode::UNPROCESSABLE_ENTITY,
+                            ErrorType::BusinessError,
+                            "INCOMPLETE_AMOUNTS",
+                            "this dollar movement predates complete amounts: its dollars or their pesos are not recorded",
+                        ));
+                    }
+                    Ok(Some(Style::a(&MovementEnvelope { request_id: request_id.0.clone(), data })))
+                })
+                .await?;
+            Ok(Movement::Ok(RawJson::new(body)))
+        }
+
+        /// Record a manual movement
+        ///
+        /// Scope `treasury:write`; `Idempotency-Key` required. An income or an expense of `amount` on one
+        /// location (`balance_type`, `balance_id`), against one counterpart `account_id` (its cost centers
+        /// at the root: `cost_center1_id` to `cost_center3_id`) or itemized `lines` (cost centers on each
+        /// line, never at the root; their amounts add up to `amount`), with optional cost-center
+        /// `distributions` (not more than `amount` in all), `note` and `contact_id` (a customer or
+        /// supplier). One balanced ledger entry. On a dollar location the amounts are dollars: each
+        /// counterpart is converted at `exchange_rate` (or the central bank's rate of the date); an income
+        /// enters at the counterparts' pesos; an expense leaves at the dollars' carrying value (their share
+        /// of the pesos the location holds its dollars at) and the difference from the counterparts' pesos
+        /// is booked to the organization's exchange-difference account (`exchange_difference_amount`:
+        /// positive a gain, negative a loss). `exchange_rate` on a peso location is 400. A missing or hidden location,
+        /// account, cost center or contact is 404; an inactive one 409. The same key and body return the
+        /// stored result, even after a later edit or delete.
+        #[oai(path = "/treasury/movements", method = "post", operation_id = "createTreasuryMovement")]
+        async fn create_movement(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<MovementInput>,
+        ) -> Result<MovementCreated, ApiError> {
+            let call = Call::new(CREATE_MOVEMENT, &state, &auth, &request_id)?;
+            let (input, _) = parse_movement(&body.value, false).map_err(ApiError::validation)?;
+            let seen = visibility(call.principal);
+            seen_or_404(&seen, input.location)?;
+            let created_by = call.principal.delegation.as_ref().map(|d| d.user.clone());
+            let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by };
+            let data = write_movement(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+            Ok(MovementCreated::Created(RawJson::new(Style::a(&MovementEnvelope {
+                request_id: request_id.0.clone(),
+                data: data.ok_or_else(ApiError::internal)?,
+            }))))
+        }
+
+        /// Replace a manual movement
+        ///
+        /// Scope `treasury:write`; `Idempotency-Key` required. The whole movement, as on creation, plus the
+        /// `updated_at` of the detail you read (missing: 400; the movement changed since: 409 `CONFLICT`,
+        /// nothing replaced). Omitting `note`, `lines` or `distributions` clears them; omitting
+        /// `contact_id` keeps the contact (null clears it). The previous version's entry is reversed and
+        /// the new one posted; the movement keeps its `treasury_movement_id`, its row gets a new `id`.
+        /// Transfers' effects are not manual movements (404).
+        #[oai(path = "/treasury/movements/:treasury_movement_id", method = "put", operation_id = "replaceTreasuryMovement")]
+        async fn replace_movement(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            treasury_movement_id: Path<String>,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<MovementReplacement>,
+        ) -> Result<Movement, ApiError> {
+            let call = Call::new(REPLACE_MOVEMENT, &state, &auth, &request_id)?;
+            let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
+            let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
+            let seen = visibility(call.principal);
+            seen_or_404(&seen, input.location)?;
+            manual_or_404(&state, &call, id, &seen).await?;
+            let updated_at = updated_at.ok_or_else(ApiError::internal)?;
+            let path = [treasury_movement_id.0.as_str()];
+            let command = MovementCommand::Replace { id, input, updated_at };
+            let data = write_movement(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+            Ok(Movement::Ok(RawJson::new(Style::a(&MovementEnvelope {
+                request_id: request_id.0.clone(),
+                data: data.ok_or_else(ApiError::internal)?,
+            }))))
+        }
+
+        /// Delete a manual movement
+        ///
+        /// Scope `treasury:write`; `Idempotency-Key` required. The body is the `updated_at` of the detail
+        /// you read, and only that (missing: 400; the movement changed since: 409 `CONFLICT`, nothing
+        /// deleted). Its entry is reversed; it leaves the movements list.
+        #[oai(
+            path = "/treasury/movements/:treasury_movement_id",
+            method = "delete",
+            operation_id = "deleteTreasuryMovement"
+        )]
+        async fn delete_movement(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            treasury_movement_id: Path<String>,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<MovementDeletion>,
+        ) -> Result<MovementDeleted, ApiError> {
+            let call = Call::new(DELETE_MOVEMENT, &state, &auth, &request_id)?;
+            let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
+            let updated_at = parse_deletion(&body.value).map_err(ApiError::validation)?;
+            manual_or_404(&state, &call, id, &visibility(call.principal)).await?;
+            let path = [treasury_movement_id.0.as_str()];
+            let command = MovementCommand::Delete { id, updated_at };
+            write_movement(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+            let data = MovementDeletedData { object: "treasury_movement".into(), id, deleted: true };
+            Ok(MovementDeleted::Ok(RawJson::new(Style::a(&MovementDeletedEnvelope {
+                request_id: request_id.0.clone(),
+                data,
+            }))))
+        }
+
+        /// Get a funds transfer
+        ///
+        /// Scope `treasury:read`. With its two `accounting_effects`, source first.
+        #[oai(path = "/funds-transfers/:funds_transfer_id", method = "get", operation_id = "getFundsTransfer")]
+        async fn get_transfer(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            funds_transfer_id: Path<String>,
+        ) -> Result<Transfer, ApiError> {
+            let call = Call::new(GET_TRANSFER, &state, &auth, &request_id)?;
+            let body = call
+                .get(&TRANSFERS, &funds_transfer_id.0, async |id| {
+                    let seen = visibility(call.principal);
+                    let Some(row) = read::transfer(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
+                    let data = transfer_row(&row, true)?;
+                    Ok(Some(Style::a(&FundsTransferEnvelope { request_id: request_id.0.clone(), data })))
+                })
+                .await?;
+            Ok(Transfer::Ok(RawJson::new(body)))
+        }
+
+        /// Create a funds transfer
+        ///
+        /// Scope `treasury:write`; `Idempotency-Key` required. Moves `amount` (cents ARS) from `source` to
+        /// `destination` in one transaction: the transfer, a negative effect at the source, a positive one
+        /// at the destination and one balanced ledger entry. The source may go negative (there is no
+        /// insufficient-funds error). The same key and body return the same transfer without moving money
+        /// again; another body under the key is 409 `IDEMPOTENCY_CONFLICT`. A missing, hidden or
+        /// foreign endpoint is 404; an inactive endpoint or linked ledger account is 409 `STATE_CONFLICT`;
+        /// a date after today (UTC-3), a dollar or mixed transfer, or an endpoint without ledger
+        /// configuration is 422. `currency` must not be sent (400). Transfers have no status and are never
+        /// updated, cancelled or deleted.
+        #[oai(path = "/funds-transfers", method = "post", operation_id = "createFundsTransfer")]
+        async fn create_transfer(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: RequestId,
+            version: ServiceVersion,
+            /// Required: a retry with the same key and body returns the first outcome.
+            #[oai(name = "Idempotency-Key")]
+            key: Key,
+            body: JsonBody<FundsTransferInput>,
+        ) -> Result<TransferCreated, ApiError> {
+            let call = Call::new(CREATE_TRANSFER, &state, &auth, &request_id)?;
+            let input = parse_transfer(&body.value).map_err(ApiError::validation)?;
+            let seen = visibility(call.principal);
+            let hidden: Vec<_> = [("source", input.source), ("destination", input.destination)]
+                .into_iter()
+                .filter(|(_, at)| !seen.sees(*at))
+                .collect();
+            if let Some((side, _)) = hidden.first() {
+                return Err(ApiError::not_found("location").with_detail(
+                    Some(&format!("{side}.balance_id")),
+                    "not_found",
+                    "no location this credential sees has this id",
+                ));
+            }
+            let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
+            let command = TransferCommand::Create { id: Uuid::now_v7(), input, created_by };
+            let accepted = call.dispatch(Write::json(key.0, &version, &[], &body), Command::FundsTransfer(command)).await?;
+            state.await_read(ProjectionId::Treasury, call.principal, accepted.key_for(ProjectionId::Treasury)).await?;
+            let replayed = accepted.replayed;
+            let outcome: TransferOutcome = decode_state(accepted.state, "funds_transfer")?;
+            let created_at = match read::transfer(&state.pool, call.org_id(), outcome.id, &Visibility::default()).await? {
+                Some(row) => row.created_at,
+                None => outcome.at,
+            };
+            let mut data = transfer_data(outcome.id, &outcome.transfer, created_at, true);
+            data.idempotent_replay = Some(replayed);
+            Ok(TransferCreated::Created(RawJson::new(Style::a(&FundsTransferEnvelope {
+                request_id: request_id.0.clone(),
+                data,
+            }))))
+        }
     }
+    cursor_lists: {
+        /// List bank accounts
+        ///
+        /// Scope `treasury:read`. Their safe configuration only (no ledger account, organization or
+        /// balance), by id; `status` and `currency` (`PES`, `DOL`) filter. A delegated token with assigned
+        /// registers or safes sees no bank account.
+        list_bank_accounts("/bank-accounts", "listBankAccounts") -> BankAccounts = LIST_BANK_ACCOUNTS, bank_accounts {
+            status: Query<Option<String>>,
+            currency: Query<Option<String>>,
+        };
+
+        /// List cash registers
+        ///
+        /// Scope `treasury:read`. By id; `status` filters. A delegated token with assigned registers or
+        /// safes sees only its registers.
+        list_cash_registers("/cash-registers", "listCashRegisters")
+            -> CashLocations = LIST_CASH_REGISTERS, cash_registers {
+            status: Query<Option<String>>,
+        };
+
+        /// List safes
+        ///
+        /// Scope `treasury:read`. By id; `status` filters. A delegated token with assigned registers or
+        /// safes sees only its safes.
+        list_safes("/safes", "listSafes") -> CashLocations = LIST_SAFES, safes {
+            status: Query<Option<String>>,
+        };
+
+        /// List treasury balances
+        ///
+        /// Scope `treasury:read`. One entry per location (`balance_type`: `bank_account`, `cash_register`
+        /// or `safe`), by `balance_type` then `balance_id`, computed from the ledger: `functional_amount`
+        /// is the sum of the location's ledger lines in pesos; `native_amount` the same in the location's
+        /// currency. `balance_type`, `balance_id` (sent together), `status` filter. `as_of` answers the
+        /// balances at a past point from history: a date means the end of that day in UTC-3; a timestamp
+        /// (RFC 3339) that instant; every ledger line recorded by then counts. With `own` visibility
+        /// (`visibility_scope: "own"`) only the lines the delegated user created count.
+        list_balances("/treasury/balances", "listTreasuryBalances") -> Balances = LIST_BALANCES, balances {
+            balance_type: Query<Option<String>>,
+            balance_id: Query<Option<String>>,
+            status: Query<Option<String>>,
+            /// A date (`YYYY-MM-DD`: the end of that day in UTC-3) or an RFC 3339 timestamp.
+            as_of: Query<Option<String>>,
+        };
+
+        /// List treasury movements
+        ///
+        /// Scope `treasury:read`. One row per ledger line of a location, as movements stand, newest first
+        /// (`occurred_on`, `created_at`, `id`). `balance_type` with `balance_id`, `movement_type`
+        /// (`transfer_out`, `transfer_in`) and `date_from`/`date_to` (inclusive operating dates) filter.
+        list_movements("/treasury/movements", "listTreasuryMovements") -> Movements = LIST_MOVEMENTS, movements {
+            balance_type: Query<Option<String>>,
+            balance_id: Query<Option<String>>,
+            movement_type: Query<Option<String>>,
+            date_from: Query<Option<String>>,
+            date_to: Query<Option<String>>,
+        };
+
+        /// List funds transfers
+        ///
+        /// Scope `treasury:read`. Newest first (`occurred_on`, `created_at`, `id`, all descending), without
+        /// `accounting_effects`. `date_from`/`date_to` (inclusive) and `balance_type` with `balance_id` (sent
+        /// together: either endpoint) filter. A delegated token sees a transfer only when it sees both
+        /// endpoints, and with `own` visibility only the transfers its user made.
+        list_transfers("/funds-transfers", "listFundsTransfers") -> Transfers = LIST_TRANSFERS, transfers {
+            date_from: Query<Option<String>>,
+            date_to: Query<Option<String>>,
+            balance_type: Query<Option<String>>,
+            balance_id: Query<Option<String>>,
+        };
+    }
+}
+
+/// A page of bank accounts, by id.
+async fn bank_accounts(
+    call: &Call<'_>,
+    params: PageParams,
+    status: Option<String>,
+    currency: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let mut filters = Filters::default();
+    let filter = LocationFilter {
+        kind: Some(LocationKind::BankAccount),
+        id: None,
+        status: filters.one_of(status, "status", LocationStatus::NAMES),
+        currency: filters.one_of(currency, "currency", events::catalogue::Currency::NAMES),
+    };
+    filters.check()?;
+    let seen = visibility(call.principal);
+    let bound = format!("bank_accounts{filter:?}{seen:?}");
+    let body = call
+        .cursor_list(
+            params,
+            BANK_ACCOUNTS.list.bound(&bound),
+            async |after: Option<LocationRef>, n| {
+                let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
+                Ok(read::locations(&state.pool, call.org_id(), &filter, &seen, after, n).await?)
+            },
+            |row: &LocationRow| LocationRef { kind: row.location.kind, id: row.id },
+            async |rows| Ok(rows.iter().map(bank_account).collect()),
+        )
+        .await?;
+    Ok(body)
+}
+
+/// A page of the locations' balances.
+async fn balances(
+    call: &Call<'_>,
+    params: PageParams,
+    balance_type: Option<String>,
+    balance_id: Option<String>,
+    status: Option<String>,
+    as_of: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let mut filters = Filters::default();
+    let (kind, id) = location_filter(&mut filters, balance_type, balance_id);
+    let filter = LocationFilter {
+        kind,
+        id,
+        status: filters.one_of(status, "status", LocationStatus::NAMES),
+        currency: None,
+    };
+    let at = filters.keep(self::as_of(as_of));
+    filters.check()?;
+    let seen = visibility(call.principal);
+    let scope = if seen.own.is_some() { VisibilityScope::Own } else { VisibilityScope::Organization };
+    let bound = format!("treasury_balances{filter:?}{seen:?}{at:?}");
+    let body = call
+        .cursor_list(
+            params,
+            BALANCES.list.bound(&bound),
+            async |after: Option<LocationRef>, n| {
+                let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
+                Ok(read::balances(&state.pool, call.org_id(), &filter, &seen, at, after, n).await?)
+            },
+            |row: &BalanceRow| row.at,
+            async |rows| Ok(rows.iter().map(|row| balance(row, scope)).collect()),
+        )
+        .await?;
+    Ok(body)
+}
+
+/// A page of treasury movements, newest first.
+async fn movements(
+    call: &Call<'_>,
+    params: PageParams,
+    balance_type: Option<String>,
+    balance_id: Option<String>,
+    movement_type: Option<String>,
+    date_from: Option<String>,
+    date_to: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let mut filters = Filters::default();
+    let (kind, id) = location_filter(&mut filters, balance_type, balance_id);
+    let filter = MovementFilter {
+        kind,
+        id,
+        movement_type: filters.one_of(movement_type, "movement_type", MovementType::NAMES),
+        date_from: filters.date(date_from, "date_from"),
+        date_to: filters.date(date_to, "date_to"),
+    };
+    filters.check()?;
+    let seen = visibility(call.principal);
+    let bound = format!("treasury_movements{filter:?}{seen:?}");
+    let body = call
+        .cursor_list(
+            params,
+            MOVEMENTS.list.bound(&bound),
+            async |after: Option<Dated>, n| {
+                Ok(read::movements(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
+            },
+            |row: &MovementRow| Dated((row.movement.occurred_on, row.created_at, row.movement.id)),
+            async |rows| Ok(rows.iter().map(movement).collect()),
+        )
+        .await?;
+    Ok(body)
+}
+
+/// A page of funds transfers, newest first.
+async fn transfers(
+    call: &Call<'_>,
+    params: PageParams,
+    date_from: Option<String>,
+    date_to: Option<String>,
+    balance_type: Option<String>,
+    balance_id: Option<String>,
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
+    let mut filters = Filters::default();
+    let (kind, id) = location_filter(&mut filters, balance_type, balance_id);
+    let filter = TransferFilter {
+        kind,
+        id,
+        date_from: filters.date(date_from, "date_from"),
+        date_to: filters.date(date_to, "date_to"),
+    };
+    filters.check()?;
+    let seen = visibility(call.principal);
+    let bound = format!("funds_transfers{filter:?}{seen:?}");
+    let body = call
+        .cursor_list(
+            params,
+            TRANSFERS.list.bound(&bound),
+            async |after: Option<Dated>, n| {
+                Ok(read::transfers(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
+            },
+            |row: &TransferRow| Dated((row.occurred_on, row.created_at, row.id)),
+            async |rows| rows.iter().map(|row| transfer_row(row, false)).collect(),
+        )
+        .await?;
+    Ok(body)
 }
 
 /// A location the credential does not see is unknown to it.
@@ -808,14 +771,25 @@ async fn write_movement(
     Ok(Some(self::movement(&MovementRow { movement: doc, created_at: outcome.created_at })))
 }
 
+/// A page of cash registers.
+async fn cash_registers(call: &Call<'_>, params: PageParams, status: Option<String>) -> Result<bytes::Bytes, ApiError> {
+    list_cash(call, &CASH_REGISTERS, LocationKind::CashRegister, status, params).await
+}
+
+/// A page of safes.
+async fn safes(call: &Call<'_>, params: PageParams, status: Option<String>) -> Result<bytes::Bytes, ApiError> {
+    list_cash(call, &SAFES, LocationKind::Safe, status, params).await
+}
+
+/// A page of the cash locations of one kind (registers or safes), by id.
 async fn list_cash(
     call: &Call<'_>,
-    state: &AppState,
     kind: &Kind,
     location: LocationKind,
     status: Option<String>,
     params: PageParams,
-) -> Result<CashLocations, ApiError> {
+) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
     let mut filters = Filters::default();
     let filter = LocationFilter {
         kind: Some(location),
@@ -826,8 +800,7 @@ async fn list_cash(
     filters.check()?;
     let seen = visibility(call.principal);
     let bound = format!("{}{filter:?}{seen:?}", location.as_str());
-    let body = call
-        .cursor_list(
+    call.cursor_list(
             params,
             kind.list.bound(&bound),
             async |after: Option<LocationRef>, n| {
@@ -837,8 +810,7 @@ async fn list_cash(
             |row: &LocationRow| LocationRef { kind: row.location.kind, id: row.id },
             async |rows| Ok(rows.iter().map(cash_location).collect()),
         )
-        .await?;
-    Ok(CashLocations::Ok(RawJson::new(body)))
+        .await
 }
 
 async fn get_cash(
