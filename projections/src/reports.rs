@@ -57,7 +57,19 @@ static FOLDS: std::sync::LazyLock<Vec<StreamType>> = std::sync::LazyLock::new(||
     folds
 });
 
-projection!(ReportsProjection { id: Reports, tables: &[FACTS, ROLLUPS, PRODUCTS, MARKS], folds: Folds::Only(FOLDS.as_slice()) });
+/// No write waits for reports (a query answers what is folded, and says up to which position), and a
+/// batch's rollup rows are the same few whatever the number of events it folds: under load the
+/// projector gathers a tenth of a second of events into each batch.
+pub const LINGER: std::time::Duration = std::time::Duration::from_millis(50);
+
+projection!(ReportsProjection {
+    id: Reports,
+    tables: &[FACTS, ROLLUPS, PRODUCTS, MARKS],
+    folds: Folds::Only(FOLDS.as_slice()),
+    fn linger(&self) -> std::time::Duration {
+        LINGER
+    }
+});
 
 /// One fact as stored (the columns of `report_facts`, read and written as JSON rows).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

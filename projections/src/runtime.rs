@@ -220,9 +220,16 @@ async fn run_until_error(
             Ok(Some(Ok(message))) => message,
         };
         let mut batch = vec![first];
+        let lingers_until = tokio::time::Instant::now() + projection.linger();
         while batch.len() < BATCH {
-            match messages.next().now_or_never() {
+            let next = if projection.linger().is_zero() {
+                messages.next().now_or_never()
+            } else {
+                tokio::time::timeout_at(lingers_until, messages.next()).await.ok()
+            };
+            match next {
                 Some(Some(Ok(message))) => batch.push(message),
+                Some(Some(Err(error))) if error.kind() == consumer::pull::MessagesErrorKind::MissingHeartbeat => break,
                 Some(Some(Err(error))) => return Err(nats(error)),
                 _ => break,
             }

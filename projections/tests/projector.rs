@@ -543,3 +543,67 @@ async fn a_consumer_recreated_with_another_filter_resumes_after_the_ack_floor(po
     relay.abort();
     let _ = bus.js.delete_stream(bus.stream_name()).await;
 }
+
+/// A projection of customers that lingers and records how many events each batch held. It borrows the
+/// tags projection's id, as [`ContactsSeen`] does.
+#[derive(Default)]
+struct Lingering(std::sync::Mutex<Vec<usize>>);
+
+impl Projection for Lingering {
+    fn id(&self) -> ProjectionId {
+        ProjectionId::Tags
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn folds(&self) -> Folds {
+        Folds::Only(const { &[StreamType::of::<CustomerEvent>()] })
+    }
+
+    fn apply<'a>(
+        &'a self,
+        _conn: &'a mut sqlx::PgConnection,
+        _target: projections::Target,
+        events: &'a [RecordedEvent],
+    ) -> BoxFuture<'a, Result<Vec<projections::CacheKey>, projections::ProjectionError>> {
+        self.0.lock().expect("not poisoned").push(events.len());
+        Box::pin(async { Ok(Vec::new()) })
+    }
+
+    fn linger(&self) -> Duration {
+        Duration::from_secs(2)
+    }
+}
+
+/// A projection that lingers folds the events arriving within its linger as one batch, where one that
+/// does not folds each as it comes: five customers committed one by one, 50 ms apart, are one batch.
+#[sqlx::test(migrations = "../schema")]
+async fn a_lingering_projection_folds_what_arrives_meanwhile_in_one_batch(pool: PgPool) {
+    let bus = bus().await;
+    let relay = tokio::spawn(events::relay::run_relay(pool.clone(), bus.clone(), Default::default()));
+    let seen = Arc::new(Lingering::default());
+    let projector = tokio::spawn(projections::runtime::run(
+        pool.clone(),
+        bus.clone(),
+        seen.clone(),
+        Partition::WHOLE,
+        LocalProgress::default(),
+    ));
+    let org = Uuid::now_v7();
+    for name in ["Ana", "Bea", "Cid", "Dan", "Eva"] {
+        append_new(&pool, org, CustomerEvent::CustomerCreated(fields(name))).await;
+        // The relay publishes each commit on its own: the projector sees them arrive one by one.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while seen.0.lock().expect("not poisoned").iter().sum::<usize>() < 5 {
+        assert!(tokio::time::Instant::now() < deadline, "folded only {:?}", seen.0.lock().expect("not poisoned"));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(*seen.0.lock().expect("not poisoned"), [5], "the five customers in one batch");
+    projector.abort();
+    relay.abort();
+    let _ = bus.js.delete_stream(bus.stream_name()).await;
+}

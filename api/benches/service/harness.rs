@@ -50,16 +50,32 @@ pub fn psql(url: &str, sql: &str) -> String {
 }
 
 pub fn backoffice(setup: &Setup, args: &[&str]) -> String {
-    let out = Command::new(&setup.binary)
+    let out = backoffice_output(setup, args);
+    assert!(out.status.success(), "backoffice {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// Runs an operator command a binary of an older release may not have (`BACKOFFICE_BIN`): false when
+/// it does not know the subcommand, so a phase can compare builds of either side of it.
+pub fn backoffice_if_known(setup: &Setup, args: &[&str]) -> bool {
+    let out = backoffice_output(setup, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && stderr.contains("unrecognized subcommand") {
+        return false;
+    }
+    assert!(out.status.success(), "backoffice {args:?} failed: {stderr}");
+    true
+}
+
+fn backoffice_output(setup: &Setup, args: &[&str]) -> std::process::Output {
+    Command::new(&setup.binary)
         .args(args)
         .env("DATABASE_URL", &setup.database_url)
         .env("NATS_PREFIX", &setup.prefix)
         .env("HTTP_ADDR", &setup.http_addr)
         .env("RUST_LOG", env("BENCH_SERVICE_LOG", "warn"))
         .output()
-        .expect("backoffice runs");
-    assert!(out.status.success(), "backoffice {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        .expect("backoffice runs")
 }
 
 pub fn start_service(setup: &Setup) -> Service {
