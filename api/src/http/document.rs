@@ -454,12 +454,15 @@ impl AllowedMethods {
     /// The route a request path takes, as the index of a label of bounded cardinality (see
     /// [`Self::route_labels`]): its documented path template (literal segments winning over
     /// parameters, as in the router), one of the routes outside the document, or `unmatched`.
+    ///
+    /// It runs on every request, so it reads the path in place: no segment list is allocated.
     pub fn route(&self, path: &str) -> usize {
-        let segments: Vec<&str> = path.split('/').collect();
-        let fits = |index: &&usize| fits(&self.templates[**index].0, &segments);
+        let count = path.bytes().filter(|b| *b == b'/').count() + 1;
+        let fits = |index: &&usize| fits_path(&self.templates[**index].0, count, path);
         let literal = |index: &&usize| self.templates[**index].2;
-        if let Some(shape) = self.by_shape.get(&segments.len()) {
-            let named = segments.get(3).and_then(|resource| shape.named.get(*resource)).into_iter().flatten();
+        if let Some(shape) = self.by_shape.get(&count) {
+            let resource = path.split('/').nth(3);
+            let named = resource.and_then(|resource| shape.named.get(resource)).into_iter().flatten();
             if let Some(best) = named.chain(&shape.open).filter(fits).max_by_key(literal) {
                 return *best;
             }
@@ -469,7 +472,7 @@ impl AllowedMethods {
             "/readyz" => 1,
             "/metrics" => 2,
             "/openapi.json" => 3,
-            _ if path.starts_with("/documents/") && segments.len() == 3 => 4,
+            _ if path.starts_with("/documents/") && count == 3 => 4,
             _ if path == "/docs" || path.starts_with("/docs/") => 5,
             _ => 6,
         };
@@ -479,6 +482,9 @@ impl AllowedMethods {
     /// The path parameter whose segment does not decode to UTF-8 text (such a segment names nothing;
     /// the router would refuse it without saying which).
     pub fn undecodable_parameter(&self, path: &str) -> Option<&str> {
+        if !path.contains('%') {
+            return None;
+        }
         let segments: Vec<&str> = path.split('/').collect();
         let bad = segments.iter().position(|s| s.contains('%') && !decodes(s))?;
         self.routes
@@ -517,6 +523,12 @@ fn fits(pattern: &[String], segments: &[&str]) -> bool {
         && pattern.iter().zip(segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
 }
 
+/// [`fits`] for a request path read in place, split into `count` segments.
+fn fits_path(pattern: &[String], count: usize, path: &str) -> bool {
+    pattern.len() == count
+        && pattern.iter().zip(path.split('/')).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
+}
+
 /// How many of a documented path's segments are literal (the more, the better a match wins).
 fn literal_count(pattern: &[String]) -> usize {
     pattern.iter().filter(|p| !p.starts_with('{')).count()
@@ -525,4 +537,44 @@ fn literal_count(pattern: &[String]) -> usize {
 /// Whether a path segment's `%XX` escapes decode to UTF-8.
 fn decodes(segment: &str) -> bool {
     std::str::from_utf8(&crate::http::body::percent_decode(segment)).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AllowedMethods;
+
+    fn allowed() -> AllowedMethods {
+        AllowedMethods::of(&serde_json::json!({ "paths": {
+            "/api/v1/customers": { "get": {}, "post": {} },
+            "/api/v1/customers/{customer_id}": { "get": {} },
+            "/api/v1/customers/export": { "get": {} },
+            "/api/v1/{kind}/{id}": { "get": {} },
+        } }))
+    }
+
+    fn label(allowed: &AllowedMethods, path: &str) -> &'static str {
+        allowed.route_labels()[allowed.route(path)]
+    }
+
+    #[test]
+    fn a_request_path_is_labelled_with_its_template_literals_winning() {
+        let allowed = allowed();
+        assert_eq!(label(&allowed, "/api/v1/customers"), "/api/v1/customers");
+        assert_eq!(label(&allowed, "/api/v1/customers/0190"), "/api/v1/customers/{customer_id}");
+        assert_eq!(label(&allowed, "/api/v1/customers/export"), "/api/v1/customers/export");
+        assert_eq!(label(&allowed, "/api/v1/suppliers/0190"), "/api/v1/{kind}/{id}");
+        // An empty segment fits no parameter.
+        assert_eq!(label(&allowed, "/api/v1/customers/"), "unmatched");
+        assert_eq!(label(&allowed, "/api/v1/customers/0190/notes"), "unmatched");
+        assert_eq!(label(&allowed, "/documents/abc"), "/documents/{token}");
+        assert_eq!(label(&allowed, "/healthz"), "/healthz");
+    }
+
+    #[test]
+    fn only_a_segment_that_does_not_decode_names_its_parameter() {
+        let allowed = allowed();
+        assert_eq!(allowed.undecodable_parameter("/api/v1/customers/%FF"), Some("customer_id"));
+        assert_eq!(allowed.undecodable_parameter("/api/v1/customers/a%20b"), None);
+        assert_eq!(allowed.undecodable_parameter("/api/v1/customers/plain"), None);
+    }
 }
