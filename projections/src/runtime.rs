@@ -173,10 +173,13 @@ async fn run_until_error(
     let consumer = reset_consumer(&stream, &name, filter).await?;
     // A connection of its own: batches follow each other without checking one out of the pool.
     let mut conn = pool.acquire().await?.detach();
+    // Batches commit without waiting for the WAL flush: a message is acknowledged only once the flush
+    // has passed its batch (see [`LazyAck`]), so a batch a crash takes back is simply delivered again.
+    sqlx::raw_sql("set synchronous_commit = off").execute(&mut conn).await?;
     if let Some(fold) = projection.rendered() {
-        // Rendered batches write their values as literals, which relies on the first setting; they
-        // commit without waiting for the WAL flush (see [`LazyAck`]); nothing else this connection runs writes.
-        sqlx::raw_sql("set standard_conforming_strings = on; set synchronous_commit = off").execute(&mut conn).await?;
+        // Rendered batches write their values as literals, which relies on this setting; nothing else
+        // this connection runs writes.
+        sqlx::raw_sql("set standard_conforming_strings = on").execute(&mut conn).await?;
         for statement in fold.prepare() {
             sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut conn).await?;
         }
