@@ -59,7 +59,7 @@ static FOLDS: std::sync::LazyLock<Vec<StreamType>> = std::sync::LazyLock::new(||
 
 /// No write waits for reports (a query answers what is folded, and says up to which position), and a
 /// batch's rollup rows are the same few whatever the number of events it folds: under load the
-/// projector gathers a tenth of a second of events into each batch.
+/// projector gathers 50 ms of events into each batch.
 pub const LINGER: std::time::Duration = std::time::Duration::from_millis(50);
 
 projection!(ReportsProjection {

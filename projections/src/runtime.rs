@@ -177,8 +177,8 @@ async fn run_until_error(
     // has passed its batch (see [`LazyAck`]), so a batch a crash takes back is simply delivered again.
     sqlx::raw_sql("set synchronous_commit = off").execute(&mut conn).await?;
     if let Some(fold) = projection.rendered() {
-        // Rendered batches write their values as literals, which relies on this setting; nothing else
-        // this connection runs writes.
+        // Rendered batches write their values as string literals, whose backslashes this setting keeps
+        // as written.
         sqlx::raw_sql("set standard_conforming_strings = on").execute(&mut conn).await?;
         for statement in fold.prepare() {
             sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut conn).await?;
