@@ -393,12 +393,8 @@ const INPUT_RULES: &[InputRule] = &[
 ];
 
 /// Sends an order command and answers the order as it decided, once the read side has it.
-pub(crate) async fn saved(
-    call: &Call<'_>,
-    state: &AppState,
-    write: Write<'_>,
-    command: OrderCommand,
-) -> Result<bytes::Bytes, ApiError> {
+pub(crate) async fn saved(call: &Call<'_>, write: Write<'_>, command: OrderCommand) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
     let accepted = call.dispatch(write, Command::Order(command)).await?;
     for projection in [ProjectionId::Orders, ProjectionId::Inventory, ProjectionId::Quotes] {
         state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
@@ -415,12 +411,6 @@ pub(crate) async fn saved(
     data.idempotent_replay = Some(replayed);
     data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
     Ok(Style::a(&OrderEnvelope { request_id: call.request_id.to_owned(), data }))
-}
-
-/// Moves an order between states and answers it as stored.
-async fn moved(call: &Call<'_>, write: Write<'_>, command: OrderCommand) -> Result<Single, ApiError> {
-    let body = saved(call, call.state, write, command).await?;
-    Ok(Single::Ok(RawJson::new(body)))
 }
 
 /// The start of `date` in UTC-3.
@@ -460,7 +450,7 @@ routes! {
             let call = Call::new(CREATE_ORDER, &state, &auth, &request_id)?;
             let input = parse_order(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
             let command = OrderCommand::Create { id: Uuid::now_v7(), input };
-            let body = saved(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+            let body = saved(&call, Write::json(key.0, &version, &[], &body), command).await?;
             Ok(Created::Created(RawJson::new(body)))
         }
 
@@ -524,7 +514,7 @@ routes! {
                 }
             };
             let path = [order_id.0.as_str()];
-            let body = saved(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+            let body = saved(&call, Write::json(key.0, &version, &path, &body), command).await?;
             Ok(Single::Ok(RawJson::new(body)))
         }
     }
@@ -549,7 +539,7 @@ routes! {
         /// billed becomes `cancelled` and its reservation is released; otherwise 409 `STATE_CONFLICT`.
         cancel("/orders/:order_id/cancel", "cancelOrder")
             -> Single = CANCEL_ORDER, ORDERS, order_id
-            => moved(|id| OrderCommand::Cancel { id });
+            => saved(|id| OrderCommand::Cancel { id });
 
         /// Complete an order
         ///
@@ -557,7 +547,7 @@ routes! {
         /// `completed` and what it still holds is released; a closed order is 409 `STATE_CONFLICT`.
         complete("/orders/:order_id/complete", "completeOrder")
             -> Single = COMPLETE_ORDER, ORDERS, order_id
-            => moved(|id| OrderCommand::Complete { id });
+            => saved(|id| OrderCommand::Complete { id });
     }
 }
 

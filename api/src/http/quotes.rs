@@ -368,12 +368,8 @@ async fn write(
 }
 
 /// Creates or replaces a quote and answers it as stored, in its envelope.
-async fn saved(
-    call: &Call<'_>,
-    state: &AppState,
-    write: Write<'_>,
-    command: QuoteCommand,
-) -> Result<bytes::Bytes, ApiError> {
+async fn saved(call: &Call<'_>, write: Write<'_>, command: QuoteCommand) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
     let (outcome, replayed) = self::write(call, state, write, command).await?;
     let data = answer(state, call, outcome, replayed).await?;
     Ok(Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data }))
@@ -423,7 +419,7 @@ routes! {
             let call = Call::new(CREATE_QUOTE, &state, &auth, &request_id)?;
             let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
             let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
-            let body = saved(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
+            let body = saved(&call, Write::json(key.0, &version, &[], &body), command).await?;
             Ok(Created::Created(RawJson::new(body)))
         }
 
@@ -474,7 +470,7 @@ routes! {
             let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
             let path = [quote_id.0.as_str()];
             let command = QuoteCommand::Replace { id, input };
-            let body = saved(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+            let body = saved(&call, Write::json(key.0, &version, &path, &body), command).await?;
             Ok(Single::Ok(RawJson::new(body)))
         }
 
@@ -536,7 +532,7 @@ routes! {
             let path = [text.as_str()];
             // The order's id derives from the quote's: a quote makes one order, whatever the key.
             let command = OrderCommand::Convert { id: Uuid::new_v5(&quote_id, b"order"), quote_id };
-            let body = orders::saved(&call, &state, Write::bare(key.0, &version, &path), command).await?;
+            let body = orders::saved(&call, Write::bare(key.0, &version, &path), command).await?;
             Ok(Converted::Created(RawJson::new(body)))
         }
     }
@@ -558,7 +554,7 @@ routes! {
         /// after `expires_at`); any other state is 409 `STATE_CONFLICT` naming it.
         send("/quotes/:quote_id/send", "sendQuote")
             -> Single = SEND_QUOTE, QUOTES, quote_id
-            => moved(|id| QuoteCommand::Send { id });
+            => saved(|id| QuoteCommand::Send { id });
 
         /// Accept a quote
         ///
@@ -566,7 +562,7 @@ routes! {
         /// reservation is kept); any other state is 409 `STATE_CONFLICT` naming it.
         accept("/quotes/:quote_id/accept", "acceptQuote")
             -> Single = ACCEPT_QUOTE, QUOTES, quote_id
-            => moved(|id| QuoteCommand::Accept { id });
+            => saved(|id| QuoteCommand::Accept { id });
 
         /// Reject a quote
         ///
@@ -574,7 +570,7 @@ routes! {
         /// reservation is released; any other state is 409 `STATE_CONFLICT` naming it.
         reject("/quotes/:quote_id/reject", "rejectQuote")
             -> Single = REJECT_QUOTE, QUOTES, quote_id
-            => moved(|id| QuoteCommand::Reject { id });
+            => saved(|id| QuoteCommand::Reject { id });
     }
 }
 
@@ -604,10 +600,4 @@ async fn quotes(
         )
         .await?;
     Ok(body)
-}
-
-/// Moves a quote between states and answers it as stored.
-async fn moved(call: &Call<'_>, write: Write<'_>, command: QuoteCommand) -> Result<Single, ApiError> {
-    let body = saved(call, call.state, write, command).await?;
-    Ok(Single::Ok(RawJson::new(body)))
 }

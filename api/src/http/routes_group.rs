@@ -51,8 +51,8 @@ macro_rules! api_group {
 /// path parameter `param` names (a state change: send, accept, cancel, confirm...), whose parameters
 /// are the caller's credential, the contract version, `param` and the `Idempotency-Key` (required,
 /// unless the row says `key optional`), as every such route documents them. It opens a [`Call`] for
-/// `OPERATION`, reads the id (anything else is 404) and answers what `serve(&call, write, command)` does
-/// with the bare write and the command of that id.
+/// `OPERATION`, reads the id (anything else is 404) and answers `Answer::Ok` with the body
+/// `serve(&call, write, command)` writes, given the bare write and the command of that id.
 ///
 /// [`Call`]: crate::http::resource::Call
 macro_rules! routes {
@@ -201,7 +201,8 @@ macro_rules! routes {
                     let $action_bound = call.id(&$action_kind, &$action_param.0)?;
                     let path = [$action_param.0.as_str()];
                     let write = $crate::http::resource::Write::bare(key.0, &version, &path);
-                    $action_serve(&call, write, $action_command).await
+                    let body = $action_serve(&call, write, $action_command).await?;
+                    Ok($action_answer::Ok($crate::http::body::RawJson::new(body)))
                 }
             )*
         }

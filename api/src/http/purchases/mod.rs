@@ -220,7 +220,7 @@ routes! {
             let input = parse_order(&body.value).map_err(ApiError::validation)?;
             let command = Command::PurchaseOrder(OrderCommand::Create { id: Uuid::now_v7(), input });
             let write = Write::json(key.0, &version, &[], &body);
-            let body = order_write(&call, &state, write, command).await?;
+            let body = order_write(&call, write, command).await?;
             Ok(OrderCreated::Created(RawJson::new(body)))
         }
 
@@ -276,7 +276,7 @@ routes! {
             let input = parse_receipt(&body.value, today()).map_err(ApiError::validation)?;
             let command = Command::PurchaseOrder(OrderCommand::Receive { id, receipt_id: Uuid::now_v7(), input });
             let path = [purchase_order_id.0.as_str()];
-            let body = order_write(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
+            let body = order_write(&call, Write::json(key.0, &version, &path, &body), command).await?;
             Ok(OrderCreated::Created(RawJson::new(body)))
         }
     }
@@ -307,7 +307,7 @@ routes! {
         /// `STATE_CONFLICT` naming it.
         confirm("/purchase-orders/:purchase_order_id/confirm", "confirmPurchaseOrder", key optional)
             -> OrderRead = CONFIRM_PURCHASE_ORDER, ORDERS, purchase_order_id
-            => transition(|id| OrderCommand::Confirm { id });
+            => order_write(|id| Command::PurchaseOrder(OrderCommand::Confirm { id }));
 
         /// Close a purchase order
         ///
@@ -315,7 +315,7 @@ routes! {
         /// more arrives. A received or closed order is 409 `STATE_CONFLICT`.
         close("/purchase-orders/:purchase_order_id/close", "closePurchaseOrder", key optional)
             -> OrderRead = CLOSE_PURCHASE_ORDER, ORDERS, purchase_order_id
-            => transition(|id| OrderCommand::Close { id, reason: None });
+            => order_write(|id| Command::PurchaseOrder(OrderCommand::Close { id, reason: None }));
 
         /// Reopen a purchase order
         ///
@@ -323,7 +323,7 @@ routes! {
         /// is 409 `STATE_CONFLICT`.
         reopen("/purchase-orders/:purchase_order_id/reopen", "reopenPurchaseOrder", key optional)
             -> OrderRead = REOPEN_PURCHASE_ORDER, ORDERS, purchase_order_id
-            => transition(|id| OrderCommand::Reopen { id });
+            => order_write(|id| Command::PurchaseOrder(OrderCommand::Reopen { id }));
     }
 }
 
@@ -380,10 +380,4 @@ async fn purchase_orders(
         )
         .await?;
     Ok(body)
-}
-
-/// A state change of a purchase order, answered with the order.
-async fn transition(call: &Call<'_>, write: Write<'_>, command: OrderCommand) -> Result<OrderRead, ApiError> {
-    let body = order_write(call, call.state, write, Command::PurchaseOrder(command)).await?;
-    Ok(OrderRead::Ok(RawJson::new(body)))
 }

@@ -259,12 +259,8 @@ pub(super) fn order_shapes() -> serde_json::Value {
 }
 
 /// Sends an order command and answers the order after it (also the stock it moved, once readable).
-pub(super) async fn order_write(
-    call: &Call<'_>,
-    state: &AppState,
-    write: Write<'_>,
-    command: Command,
-) -> Result<bytes::Bytes, ApiError> {
+pub(super) async fn order_write(call: &Call<'_>, write: Write<'_>, command: Command) -> Result<bytes::Bytes, ApiError> {
+    let state = call.state;
     let accepted = call.dispatch(write, command).await.map_err(v1_refusal)?;
     let order: PurchaseOrder = decode_state(accepted.state.clone(), "purchase order")?;
     state.await_read(ProjectionId::Purchases, call.principal, accepted.key_for(ProjectionId::Purchases)).await?;
