@@ -429,14 +429,12 @@ async fn delivery_notes(
     };
     filters.check()?;
     let bound = format!("delivery_notes{filter:?}");
-    let body = call
-        .cursor_list(
-            params,
-            NOTES.list.bound(&bound),
-            async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
-            |row: &NoteRow| (row.created_at, row.id),
-            async |rows| Ok(rows.iter().map(DeliveryNoteData::of_row).collect()),
-        )
-        .await?;
-    Ok(body)
+    call.cursor_list(
+        params,
+        NOTES.list.bound(&bound),
+        async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+        |row: &NoteRow| (row.created_at, row.id),
+        async |rows| Ok(rows.iter().map(DeliveryNoteData::of_row).collect()),
+    )
+    .await
 }

@@ -572,14 +572,12 @@ async fn orders(
     };
     filters.check()?;
     let bound = format!("orders{filter:?}");
-    let body = call
-        .cursor_list(
-            params,
-            ORDERS.list.bound(&bound),
-            async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
-            |row: &OrderRow| (row.created_at, row.id),
-            async |rows| render_rows(state, call.org_id(), rows).await,
-        )
-        .await?;
-    Ok(body)
+    call.cursor_list(
+        params,
+        ORDERS.list.bound(&bound),
+        async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+        |row: &OrderRow| (row.created_at, row.id),
+        async |rows| render_rows(state, call.org_id(), rows).await,
+    )
+    .await
 }

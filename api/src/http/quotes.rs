@@ -587,17 +587,15 @@ async fn quotes(
     let status = one_of(status, "status", QuoteStatus::NAMES)?;
     let search = search(query);
     let bound = format!("quotes{:?}", (&search, &customer, &status));
-    let body = call
-        .cursor_list(
-            params,
-            QUOTES.list.bound(&bound),
-            async |after, n| {
-                let status = status.as_deref();
-                Ok(read::list(&state.pool, call.org_id(), search.as_deref(), customer, status, after, n).await?)
-            },
-            |row: &QuoteRow| (row.created_at, row.id),
-            async |rows| render_rows(state, call.org_id(), rows).await,
-        )
-        .await?;
-    Ok(body)
+    call.cursor_list(
+        params,
+        QUOTES.list.bound(&bound),
+        async |after, n| {
+            let status = status.as_deref();
+            Ok(read::list(&state.pool, call.org_id(), search.as_deref(), customer, status, after, n).await?)
+        },
+        |row: &QuoteRow| (row.created_at, row.id),
+        async |rows| render_rows(state, call.org_id(), rows).await,
+    )
+    .await
 }

@@ -339,16 +339,14 @@ async fn purchases(
     let state = call.state;
     let filter = purchase_filter(supplier_id, date_from, date_to, query)?;
     let bound = format!("purchases{:?}", (&filter.supplier_id, &filter.date_from, &filter.date_to, &filter.query));
-    let body = call
-        .cursor_list(
-            params,
-            PURCHASES.list.bound(&bound),
-            async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
-            |row: &PurchaseRow| row.id,
-            async |rows| render_purchases(state, call.org_id(), rows).await,
-        )
-        .await?;
-    Ok(body)
+    call.cursor_list(
+        params,
+        PURCHASES.list.bound(&bound),
+        async |after, n| Ok(read::list(&state.pool, call.org_id(), &filter, after, n).await?),
+        |row: &PurchaseRow| row.id,
+        async |rows| render_purchases(state, call.org_id(), rows).await,
+    )
+    .await
 }
 
 /// A page of purchase orders.
@@ -362,22 +360,20 @@ async fn purchase_orders(
     let supplier = id_filter(supplier_id, "supplier_id")?;
     let status = one_of(status, "status", PurchaseOrderStatus::NAMES)?;
     let bound = format!("purchase_orders{:?}", (&supplier, &status));
-    let body = call
-        .cursor_list(
-            params,
-            ORDERS.list.bound(&bound),
-            async |after, n| {
-                Ok(read::orders(&state.pool, call.org_id(), supplier, status.as_deref(), after, n).await?)
-            },
-            |row: &read::OrderRow| row.state.id,
-            async |rows| {
-                let mut out = Vec::with_capacity(rows.len());
-                for row in rows {
-                    out.push(render_order(state, call.org_id(), &row.state, row.supplier_name).await?);
-                }
-                Ok(out)
-            },
-        )
-        .await?;
-    Ok(body)
+    call.cursor_list(
+        params,
+        ORDERS.list.bound(&bound),
+        async |after, n| {
+            Ok(read::orders(&state.pool, call.org_id(), supplier, status.as_deref(), after, n).await?)
+        },
+        |row: &read::OrderRow| row.state.id,
+        async |rows| {
+            let mut out = Vec::with_capacity(rows.len());
+            for row in rows {
+                out.push(render_order(state, call.org_id(), &row.state, row.supplier_name).await?);
+            }
+            Ok(out)
+        },
+    )
+    .await
 }

@@ -596,7 +596,6 @@ async fn bank_accounts(
     status: Option<String>,
     currency: Option<String>,
 ) -> Result<bytes::Bytes, ApiError> {
-    let state = call.state;
     let mut filters = Filters::default();
     let filter = LocationFilter {
         kind: Some(LocationKind::BankAccount),
@@ -605,21 +604,7 @@ async fn bank_accounts(
         currency: filters.one_of(currency, "currency", events::catalogue::Currency::NAMES),
     };
     filters.check()?;
-    let seen = visibility(call.principal);
-    let bound = format!("bank_accounts{filter:?}{seen:?}");
-    let body = call
-        .cursor_list(
-            params,
-            BANK_ACCOUNTS.list.bound(&bound),
-            async |after: Option<LocationRef>, n| {
-                let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
-                Ok(read::locations(&state.pool, call.org_id(), &filter, &seen, after, n).await?)
-            },
-            |row: &LocationRow| LocationRef { kind: row.location.kind, id: row.id },
-            async |rows| Ok(rows.iter().map(bank_account).collect()),
-        )
-        .await?;
-    Ok(body)
+    locations(call, params, &BANK_ACCOUNTS, "bank_accounts", filter, bank_account).await
 }
 
 /// A page of the locations' balances.
@@ -645,19 +630,17 @@ async fn balances(
     let seen = visibility(call.principal);
     let scope = if seen.own.is_some() { VisibilityScope::Own } else { VisibilityScope::Organization };
     let bound = format!("treasury_balances{filter:?}{seen:?}{at:?}");
-    let body = call
-        .cursor_list(
-            params,
-            BALANCES.list.bound(&bound),
-            async |after: Option<LocationRef>, n| {
-                let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
-                Ok(read::balances(&state.pool, call.org_id(), &filter, &seen, at, after, n).await?)
-            },
-            |row: &BalanceRow| row.at,
-            async |rows| Ok(rows.iter().map(|row| balance(row, scope)).collect()),
-        )
-        .await?;
-    Ok(body)
+    call.cursor_list(
+        params,
+        BALANCES.list.bound(&bound),
+        async |after: Option<LocationRef>, n| {
+            let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
+            Ok(read::balances(&state.pool, call.org_id(), &filter, &seen, at, after, n).await?)
+        },
+        |row: &BalanceRow| row.at,
+        async |rows| Ok(rows.iter().map(|row| balance(row, scope)).collect()),
+    )
+    .await
 }
 
 /// A page of treasury movements, newest first.
@@ -683,18 +666,16 @@ async fn movements(
     filters.check()?;
     let seen = visibility(call.principal);
     let bound = format!("treasury_movements{filter:?}{seen:?}");
-    let body = call
-        .cursor_list(
-            params,
-            MOVEMENTS.list.bound(&bound),
-            async |after: Option<Dated>, n| {
-                Ok(read::movements(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
-            },
-            |row: &MovementRow| Dated((row.movement.occurred_on, row.created_at, row.movement.id)),
-            async |rows| Ok(rows.iter().map(movement).collect()),
-        )
-        .await?;
-    Ok(body)
+    call.cursor_list(
+        params,
+        MOVEMENTS.list.bound(&bound),
+        async |after: Option<Dated>, n| {
+            Ok(read::movements(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
+        },
+        |row: &MovementRow| Dated((row.movement.occurred_on, row.created_at, row.movement.id)),
+        async |rows| Ok(rows.iter().map(movement).collect()),
+    )
+    .await
 }
 
 /// A page of funds transfers, newest first.
@@ -718,18 +699,16 @@ async fn transfers(
     filters.check()?;
     let seen = visibility(call.principal);
     let bound = format!("funds_transfers{filter:?}{seen:?}");
-    let body = call
-        .cursor_list(
-            params,
-            TRANSFERS.list.bound(&bound),
-            async |after: Option<Dated>, n| {
-                Ok(read::transfers(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
-            },
-            |row: &TransferRow| Dated((row.occurred_on, row.created_at, row.id)),
-            async |rows| rows.iter().map(|row| transfer_row(row, false)).collect(),
-        )
-        .await?;
-    Ok(body)
+    call.cursor_list(
+        params,
+        TRANSFERS.list.bound(&bound),
+        async |after: Option<Dated>, n| {
+            Ok(read::transfers(&state.pool, call.org_id(), &filter, &seen, after.map(|a| a.0), n).await?)
+        },
+        |row: &TransferRow| Dated((row.occurred_on, row.created_at, row.id)),
+        async |rows| rows.iter().map(|row| transfer_row(row, false)).collect(),
+    )
+    .await
 }
 
 /// A location the credential does not see is unknown to it.
@@ -789,7 +768,6 @@ async fn list_cash(
     status: Option<String>,
     params: PageParams,
 ) -> Result<bytes::Bytes, ApiError> {
-    let state = call.state;
     let mut filters = Filters::default();
     let filter = LocationFilter {
         kind: Some(location),
@@ -798,19 +776,40 @@ async fn list_cash(
         currency: None,
     };
     filters.check()?;
+    locations(call, params, kind, location.as_str(), filter, cash_location).await
+}
+
+/// A page of the locations `filter` keeps that the credential sees, by kind then id, each as `render`
+/// shows it; the list's cursors are bound to `name`, the filter and the visibility.
+async fn locations<T>(
+    call: &Call<'_>,
+    params: PageParams,
+    kind: &Kind,
+    name: &str,
+    filter: LocationFilter,
+    render: fn(&LocationRow) -> T,
+) -> Result<bytes::Bytes, ApiError>
+where
+    T: poem_openapi::types::Type
+        + poem_openapi::types::ParseFromJSON
+        + poem_openapi::types::ToJSON
+        + serde::Serialize
+        + Send
+        + Sync,
+{
     let seen = visibility(call.principal);
-    let bound = format!("{}{filter:?}{seen:?}", location.as_str());
+    let bound = format!("{name}{filter:?}{seen:?}");
     call.cursor_list(
-            params,
-            kind.list.bound(&bound),
-            async |after: Option<LocationRef>, n| {
-                let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
-                Ok(read::locations(&state.pool, call.org_id(), &filter, &seen, after, n).await?)
-            },
-            |row: &LocationRow| LocationRef { kind: row.location.kind, id: row.id },
-            async |rows| Ok(rows.iter().map(cash_location).collect()),
-        )
-        .await
+        params,
+        kind.list.bound(&bound),
+        async |after: Option<LocationRef>, n| {
+            let after = after.map(|a| (a.kind.as_str().to_owned(), a.id));
+            Ok(read::locations(&call.state.pool, call.org_id(), &filter, &seen, after, n).await?)
+        },
+        |row: &LocationRow| LocationRef { kind: row.location.kind, id: row.id },
+        async |rows| Ok(rows.iter().map(render).collect()),
+    )
+    .await
 }
 
 async fn get_cash(
