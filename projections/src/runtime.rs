@@ -202,6 +202,7 @@ async fn run_until_error(
     let mut last_published = tokio::time::Instant::now();
     let mut unpublished = false;
     let mut acks = LazyAck::new();
+    let linger = projection.linger();
     loop {
         let wait = if unpublished { QUIET_PROGRESS_EVERY.saturating_sub(last_published.elapsed()) } else { HEARTBEAT };
         let wait = acks.due_in().map_or(wait, |due| wait.min(due));
@@ -223,9 +224,9 @@ async fn run_until_error(
             Ok(Some(Ok(message))) => message,
         };
         let mut batch = vec![first];
-        let lingers_until = tokio::time::Instant::now() + projection.linger();
+        let lingers_until = tokio::time::Instant::now() + linger;
         while batch.len() < BATCH {
-            let next = if projection.linger().is_zero() {
+            let next = if linger.is_zero() {
                 messages.next().now_or_never()
             } else {
                 tokio::time::timeout_at(lingers_until, messages.next()).await.ok()

@@ -457,8 +457,8 @@ impl AllowedMethods {
     ///
     /// It runs on every request, so it reads the path in place: no segment list is allocated.
     pub fn route(&self, path: &str) -> usize {
-        let count = path.bytes().filter(|b| *b == b'/').count() + 1;
-        let fits = |index: &&usize| fits_path(&self.templates[**index].0, count, path);
+        let count = segment_count(path);
+        let fits = |index: &&usize| fits(&self.templates[**index].0, count, path);
         let literal = |index: &&usize| self.templates[**index].2;
         if let Some(shape) = self.by_shape.get(&count) {
             let resource = path.split('/').nth(3);
@@ -500,8 +500,8 @@ impl AllowedMethods {
     /// The `Allow` value for a request path, if a documented path matches it (a `{param}` segment
     /// matches any one segment; literal segments win over parameters, as in the router).
     pub fn allow(&self, path: &str) -> Option<String> {
-        let segments: Vec<&str> = path.split('/').collect();
-        let matches = |pattern: &[String]| fits(pattern, &segments);
+        let count = segment_count(path);
+        let matches = |pattern: &[String]| fits(pattern, count, path);
         // Paths that differ only in a parameter's name are one route: their methods are one list.
         let best = self.routes.iter().filter(|(p, _)| matches(p)).map(|(p, _)| literal_count(p)).max()?;
         let mut methods: Vec<&str> = self
@@ -516,17 +516,16 @@ impl AllowedMethods {
     }
 }
 
-/// Whether a request path's segments fit a documented path's: as many, each literal equal and each
-/// `{param}` a segment that is not empty.
-fn fits(pattern: &[String], segments: &[&str]) -> bool {
-    pattern.len() == segments.len()
-        && pattern.iter().zip(segments).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
-}
-
-/// [`fits`] for a request path read in place, split into `count` segments.
-fn fits_path(pattern: &[String], count: usize, path: &str) -> bool {
+/// Whether a request path, of `count` segments, fits a documented path's segments: as many, each
+/// literal equal and each `{param}` a segment that is not empty. It reads the path in place.
+fn fits(pattern: &[String], count: usize, path: &str) -> bool {
     pattern.len() == count
         && pattern.iter().zip(path.split('/')).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
+}
+
+/// How many segments `path.split('/')` yields, counted without collecting them.
+fn segment_count(path: &str) -> usize {
+    path.bytes().filter(|b| *b == b'/').count() + 1
 }
 
 /// How many of a documented path's segments are literal (the more, the better a match wins).
