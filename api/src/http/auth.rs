@@ -176,7 +176,7 @@ impl Credentials {
 /// The secret of a request's `Authorization: Bearer …` header.
 pub fn bearer(request: &Request) -> Result<&str, ApiError> {
     let header = request
-        .header("authorization")
+        .header(poem::http::header::AUTHORIZATION)
         .ok_or_else(|| ApiError::unauthenticated("missing Authorization header (Bearer credential)"))?;
     header
         .split_once(' ')

@@ -20,7 +20,6 @@ use crate::http::operations::{Idempotency, InputRule, Operation};
 use poem_openapi::registry::Registry;
 use poem_openapi::types::Type;
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
 
 /// One error status of the table below: when an operation can answer it, and what it means.
 struct ErrorStatus {
@@ -397,16 +396,17 @@ pub struct AllowedMethods {
     /// Each documented path once, as a metric label (made once per application), with its number of
     /// literal segments.
     templates: Vec<(Vec<String>, &'static str, usize)>,
-    /// The templates' indices by their number of segments and their resource (the fourth segment, as in
-    /// `/api/v1/customers/{id}`; `None` where that is a parameter or absent), so a request path is
-    /// compared with a handful of templates rather than all of them.
-    by_shape: HashMap<usize, Shape>,
+    /// The templates' indices by their number of segments (the index into this) and their resource (the
+    /// fourth segment, as in `/api/v1/customers/{id}`; `None` where that is a parameter or absent), so
+    /// a request path is compared with a handful of templates rather than all of them.
+    by_shape: Vec<Shape>,
 }
 
-/// The templates of one number of segments: by their resource, and those whose resource is a parameter.
+/// The templates of one number of segments: by their resource (sorted by it), and those whose resource
+/// is a parameter.
 #[derive(Default)]
 struct Shape {
-    named: HashMap<String, Vec<usize>>,
+    named: Vec<(String, Vec<usize>)>,
     open: Vec<usize>,
 }
 
@@ -434,11 +434,17 @@ impl AllowedMethods {
                 (segments.clone(), &*Box::leak(segments.join("/").into_boxed_str()), literal_count(segments))
             })
             .collect();
-        let mut by_shape: HashMap<usize, Shape> = HashMap::new();
+        let mut by_shape: Vec<Shape> = Vec::new();
         for (index, (segments, _, _)) in templates.iter().enumerate() {
-            let shape = by_shape.entry(segments.len()).or_default();
+            if by_shape.len() <= segments.len() {
+                by_shape.resize_with(segments.len() + 1, Shape::default);
+            }
+            let shape = &mut by_shape[segments.len()];
             match segments.get(3).filter(|s| !s.starts_with('{')) {
-                Some(resource) => shape.named.entry(resource.clone()).or_default().push(index),
+                Some(resource) => match shape.named.binary_search_by(|(named, _)| named.as_str().cmp(resource)) {
+                    Ok(found) => shape.named[found].1.push(index),
+                    Err(at) => shape.named.insert(at, (resource.clone(), vec![index])),
+                },
                 None => shape.open.push(index),
             }
         }
@@ -455,14 +461,23 @@ impl AllowedMethods {
     /// [`Self::route_labels`]): its documented path template (literal segments winning over
     /// parameters, as in the router), one of the routes outside the document, or `unmatched`.
     ///
-    /// It runs on every request, so it reads the path in place: no segment list is allocated.
+    /// It runs on every request, so it splits the path once, in place: no segment list is allocated.
     pub fn route(&self, path: &str) -> usize {
-        let count = segment_count(path);
-        let fits = |index: &&usize| fits(&self.templates[**index].0, count, path);
-        let literal = |index: &&usize| self.templates[**index].2;
-        if let Some(shape) = self.by_shape.get(&count) {
-            let resource = path.split('/').nth(3);
-            let named = resource.and_then(|resource| shape.named.get(resource)).into_iter().flatten();
+        let segments = Segments::of(path);
+        let count = segments.as_ref().map_or_else(|| segment_count(path), |s| s.len());
+        if let Some(segments) = &segments
+            && let Some(shape) = self.by_shape.get(count)
+        {
+            let segments = segments.as_slice();
+            let fits = |index: &&usize| fits(&self.templates[**index].0, segments);
+            let literal = |index: &&usize| self.templates[**index].2;
+            let named = segments
+                .get(3)
+                .copied()
+                .and_then(|resource| shape.named.binary_search_by(|(named, _)| named.as_str().cmp(resource)).ok())
+                .map(|found| &shape.named[found].1)
+                .into_iter()
+                .flatten();
             if let Some(best) = named.chain(&shape.open).filter(fits).max_by_key(literal) {
                 return *best;
             }
@@ -500,8 +515,8 @@ impl AllowedMethods {
     /// The `Allow` value for a request path, if a documented path matches it (a `{param}` segment
     /// matches any one segment; literal segments win over parameters, as in the router).
     pub fn allow(&self, path: &str) -> Option<String> {
-        let count = segment_count(path);
-        let matches = |pattern: &[String]| fits(pattern, count, path);
+        let segments = Segments::of(path)?;
+        let matches = |pattern: &[String]| fits(pattern, segments.as_slice());
         // Paths that differ only in a parameter's name are one route: their methods are one list.
         let best = self.routes.iter().filter(|(p, _)| matches(p)).map(|(p, _)| literal_count(p)).max()?;
         let mut methods: Vec<&str> = self
@@ -518,14 +533,55 @@ impl AllowedMethods {
 
 /// Whether a request path, of `count` segments, fits a documented path's segments: as many, each
 /// literal equal and each `{param}` a segment that is not empty. It reads the path in place.
-fn fits(pattern: &[String], count: usize, path: &str) -> bool {
-    pattern.len() == count
-        && pattern.iter().zip(path.split('/')).all(|(p, s)| p == s || (p.starts_with('{') && !s.is_empty()))
+fn fits(pattern: &[String], segments: &[&str]) -> bool {
+    pattern.len() == segments.len()
+        && pattern.iter().zip(segments).all(|(p, &s)| p == s || (p.starts_with('{') && !str::is_empty(s)))
 }
 
 /// How many segments `path.split('/')` yields, counted without collecting them.
 fn segment_count(path: &str) -> usize {
     path.bytes().filter(|b| *b == b'/').count() + 1
+}
+
+/// More segments than any documented path has: such a path fits none.
+const MAX_SEGMENTS: usize = 12;
+
+/// A request path's segments as `path.split('/')` yields them, split in one pass over its bytes into
+/// an array on the stack (a split on a `char` searches for every segment anew; a path takes this on
+/// every request).
+struct Segments<'a> {
+    parts: [&'a str; MAX_SEGMENTS],
+    len: usize,
+}
+
+impl<'a> Segments<'a> {
+    /// None for a path of more than [`MAX_SEGMENTS`] segments.
+    fn of(path: &'a str) -> Option<Self> {
+        let mut segments = Self { parts: [""; MAX_SEGMENTS], len: 0 };
+        let mut start = 0;
+        for (at, byte) in path.bytes().enumerate() {
+            if byte == b'/' {
+                segments.push(&path[start..at])?;
+                start = at + 1;
+            }
+        }
+        segments.push(&path[start..])?;
+        Some(segments)
+    }
+
+    fn push(&mut self, segment: &'a str) -> Option<()> {
+        *self.parts.get_mut(self.len)? = segment;
+        self.len += 1;
+        Some(())
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn as_slice(&self) -> &[&'a str] {
+        &self.parts[..self.len]
+    }
 }
 
 /// How many of a documented path's segments are literal (the more, the better a match wins).
@@ -567,6 +623,21 @@ mod tests {
         assert_eq!(label(&allowed, "/api/v1/customers/0190/notes"), "unmatched");
         assert_eq!(label(&allowed, "/documents/abc"), "/documents/{token}");
         assert_eq!(label(&allowed, "/healthz"), "/healthz");
+        // Past the most segments a path is split into: no template, and no `Allow`.
+        let long = "/a".repeat(super::MAX_SEGMENTS);
+        assert_eq!(label(&allowed, &long), "unmatched");
+        assert_eq!(allowed.allow(&long), None);
+        assert_eq!(allowed.allow("/api/v1/customers").as_deref(), Some("GET, HEAD, POST"));
+    }
+
+    #[test]
+    fn every_documented_path_has_fewer_segments_than_a_path_is_split_into() {
+        let document: serde_json::Value = serde_json::from_str(&crate::http::openapi_document()).expect("the document");
+        let paths = document["paths"].as_object().expect("paths");
+        assert!(paths.len() > 50, "the whole document: {}", paths.len());
+        for path in paths.keys() {
+            assert!(super::segment_count(path) <= super::MAX_SEGMENTS, "{path}");
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub mod shared_responses;
 use crate::http::error::{ApiError, ErrorType};
 use crate::state::AppState;
 use bytes::Bytes;
-use poem::http::{HeaderValue, StatusCode};
+use poem::http::{HeaderName, HeaderValue, StatusCode};
 use poem::{Endpoint, EndpointExt, FromRequest, Request, RequestBody, Response, Route, get, handler};
 use poem_openapi::{OpenApiService, Tags};
 use serde::Serialize;
@@ -37,6 +37,11 @@ use tracing::Instrument;
 
 pub const REQUEST_ID_HEADER: &str = "Service-Request-Id";
 pub const VERSION_HEADER: &str = "Service-Version";
+/// The header names the gateway reads or writes on every request, made once (a name given as text is
+/// parsed on every use). HTTP/1 sends names in lowercase whatever their spelling.
+static REQUEST_ID_NAME: HeaderName = HeaderName::from_static("service-request-id");
+static VERSION_NAME: HeaderName = HeaderName::from_static("service-version");
+static KEY_NAME: HeaderName = HeaderName::from_static("idempotency-key");
 /// The dated contracts this build understands (`Service-Version`).
 pub const SUPPORTED_VERSIONS: &[&str] = &["2026-08-20"];
 
@@ -117,12 +122,12 @@ pub struct ServiceVersion(pub Option<String>);
 
 impl<'a> FromRequest<'a> for ServiceVersion {
     async fn from_request(request: &'a Request, _body: &mut RequestBody) -> poem::Result<Self> {
-        Ok(ServiceVersion(request.header(VERSION_HEADER).map(|v| v.trim().to_owned())))
+        Ok(ServiceVersion(request.header(&VERSION_NAME).map(|v| v.trim().to_owned())))
     }
 }
 
 fn check_version(request: &Request) -> Result<(), ApiError> {
-    match request.header(VERSION_HEADER).map(str::trim) {
+    match request.header(&VERSION_NAME).map(str::trim) {
         None => Ok(()),
         Some(version) if SUPPORTED_VERSIONS.contains(&version) => Ok(()),
         Some(version) => Err(ApiError::invalid_request(
@@ -143,7 +148,8 @@ fn check_version(request: &Request) -> Result<(), ApiError> {
 /// Refuses query parameters holding an encoded NUL character (Postgres cannot store it, and no id or
 /// stored text contains it), naming each.
 fn check_query(request: &Request) -> Result<(), ApiError> {
-    let query = request.uri().query().unwrap_or_default();
+    // Both kinds arrive percent-encoded only.
+    let Some(query) = request.uri().query().filter(|query| query.contains('%')) else { return Ok(()) };
     let (nul, non_utf8) = (body::nul_parameters(query), body::non_utf8_parameters(query));
     if nul.is_empty() && non_utf8.is_empty() {
         return Ok(());
@@ -162,7 +168,7 @@ fn check_query(request: &Request) -> Result<(), ApiError> {
 
 /// An `Idempotency-Key` that is not even text is refused, not taken for a missing key.
 fn check_key_encoding(request: &Request) -> Result<(), ApiError> {
-    if request.headers().get(idempotency::HEADER).is_some_and(|v| v.to_str().is_err()) {
+    if request.headers().get(&KEY_NAME).is_some_and(|v| v.to_str().is_err()) {
         return Err(ApiError::invalid_request("INVALID_IDEMPOTENCY_KEY", "the Idempotency-Key is not valid")
             .with_detail(Some(idempotency::HEADER), "invalid_format", "1 to 255 visible ASCII characters"));
     }
@@ -181,7 +187,10 @@ impl<'a> FromRequest<'a> for RequestId {
 
 impl RequestId {
     fn generate() -> Self {
-        RequestId(format!("req_{}", uuid::Uuid::now_v7().simple()))
+        let mut id = String::with_capacity(36);
+        id.push_str("req_");
+        id.push_str(uuid::Uuid::now_v7().simple().encode_lower(&mut uuid::Uuid::encode_buffer()));
+        RequestId(id)
     }
 }
 
@@ -260,10 +269,10 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
     let service = api_service();
     let docs = service.swagger_ui();
     let document: serde_json::Value = serde_json::from_str(&openapi_document()).unwrap_or_default();
-    let allowed = Arc::new(document::AllowedMethods::of(&document));
-    let measured = Arc::new(crate::observe::http::HttpMetrics::new(allowed.route_labels()));
+    let allowed = document::AllowedMethods::of(&document);
+    let measured = crate::observe::http::HttpMetrics::new(allowed.route_labels());
     let spec = Bytes::from(serde_json::to_vec_pretty(&document).unwrap_or_default());
-    let gateway_state = state.clone();
+    let gateway = Arc::new(Gateway { state: state.clone(), allowed, measured });
     Route::new()
         .nest("/", service)
         .nest("/docs", docs)
@@ -280,25 +289,30 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
         .at("/metrics", get(metrics_text))
         .data(state)
         .around(move |endpoint, mut request: Request| {
-            let state = gateway_state.clone();
-            let allowed = allowed.clone();
-            let measured = measured.clone();
+            let gateway = gateway.clone();
             let started = std::time::Instant::now();
-            let method = request.method().clone();
-            let route = allowed.route(request.uri().path());
+            let method = crate::observe::http::method_index(request.method());
+            let route = gateway.allowed.route(request.uri().path());
             let request_id = RequestId::generate();
             let span = tracing::info_span!("request", request_id = %request_id.0, org_id = tracing::field::Empty);
+            let org_span = span.clone();
             async move {
+                let Gateway { state, allowed, measured } = &*gateway;
                 let in_flight = measured.enter();
                 request.set_data(request_id.clone());
-                let path = request.uri().path().to_owned();
+                // The path is read again after the request has gone (an `Allow` for a 405): the URI's
+                // clone shares its bytes.
+                let uri = request.uri().clone();
+                let path = uri.path();
                 let v2 = path.starts_with("/api/v2");
                 let mut rate_headers = None;
                 let result: Result<Response, poem::Error> = async {
                     if path.starts_with("/api/") {
                         let secret = auth::bearer(&request)?;
                         let principal = state.credentials.authenticate(&state.pool, secret).await?;
-                        tracing::Span::current().record("org_id", tracing::field::display(principal.org_id));
+                        if !org_span.is_disabled() {
+                            org_span.record("org_id", tracing::field::display(principal.org_id));
+                        }
                         let limits = state.credentials.limits(&state.pool, principal.org_id).await?;
                         let decision = state.limiter.check(principal.org_id, limits);
                         rate_headers = Some(decision.headers());
@@ -319,7 +333,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                     check_version(&request)?;
                     check_query(&request)?;
                     check_key_encoding(&request)?;
-                    if let Some(parameter) = allowed.undecodable_parameter(&path) {
+                    if let Some(parameter) = allowed.undecodable_parameter(path) {
                         return Err(ApiError::not_found("resource")
                             .with_detail(Some(parameter), "invalid_id", "not an id: names nothing")
                             .into());
@@ -332,18 +346,19 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                     Err(error) => error_response(error, &request_id.0, v2),
                 };
                 if response.status() == StatusCode::METHOD_NOT_ALLOWED
-                    && let Some(methods) = allowed.allow(&path).and_then(|m| HeaderValue::from_str(&m).ok())
+                    && let Some(methods) = allowed.allow(path).and_then(|m| HeaderValue::from_str(&m).ok())
                 {
                     response.headers_mut().insert(poem::http::header::ALLOW, methods);
                 }
-                measured.record(route, &method, response.status(), started.elapsed());
+                measured.record(route, method, response.status(), started.elapsed());
                 drop(in_flight);
                 let headers = response.headers_mut();
-                if let Ok(value) = HeaderValue::from_str(&request_id.0) {
-                    headers.insert(REQUEST_ID_HEADER, value);
+                // The texts move into their headers (their last use): checked, not copied.
+                if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(request_id.0)) {
+                    headers.insert(REQUEST_ID_NAME.clone(), value);
                 }
                 for (name, value) in rate_headers.into_iter().flatten() {
-                    if let Ok(value) = HeaderValue::from_str(&value) {
+                    if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(value)) {
                         headers.insert(name, value);
                     }
                 }
@@ -351,6 +366,14 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
             }
             .instrument(span)
         })
+}
+
+/// What every request of one application reads: the state, the documented routes and the gateway's
+/// metrics (one `Arc` cloned per request).
+struct Gateway {
+    state: Arc<AppState>,
+    allowed: document::AllowedMethods,
+    measured: crate::observe::http::HttpMetrics,
 }
 
 #[handler]

@@ -331,6 +331,7 @@ pub async fn render(pool: &PgPool, bus: Option<&Bus>) -> Response {
             .content_type("text/plain")
             .body("metrics are off in this process (BACKOFFICE_METRICS=off)\n");
     };
+    http::publish();
     let mut text = handle.render();
     text.push_str(&scrape_time(pool, bus).await);
     Response::builder().content_type("text/plain; version=0.0.4").body(text)
