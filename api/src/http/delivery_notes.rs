@@ -316,29 +316,6 @@ routes! {
             Ok(Created::Created(RawJson::new(Style::a(&DeliveryNoteEnvelope { request_id: request_id.0.clone(), data }))))
         }
 
-        /// Get a delivery note
-        ///
-        /// Scope `sales:read`. A deleted note is 404.
-        #[oai(path = "/delivery-notes/:delivery_note_id", method = "get", operation_id = "getDeliveryNote")]
-        async fn get(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            delivery_note_id: Path<String>,
-        ) -> Result<Single, ApiError> {
-            let call = Call::new(GET_NOTE, &state, &auth, &request_id)?;
-            let body = call
-                .get(&NOTES, &delivery_note_id.0, async |id| {
-                    let Some(row) = read::get(&state.pool, call.org_id(), id).await?.filter(|r| !r.deleted) else {
-                        return Ok(None);
-                    };
-                    let data = DeliveryNoteData::of_row(&row);
-                    Ok(Some(Style::a(&DeliveryNoteEnvelope { request_id: request_id.0.clone(), data })))
-                })
-                .await?;
-            Ok(Single::Ok(RawJson::new(body)))
-        }
 
         /// Delete a delivery note
         ///
@@ -407,6 +384,22 @@ routes! {
             customer_id: Query<Option<String>>,
         };
     }
+    gets: {
+        /// Get a delivery note
+        ///
+        /// Scope `sales:read`. A deleted note is 404.
+        get("/delivery-notes/:delivery_note_id", "getDeliveryNote") -> Single = GET_NOTE, NOTES, delivery_note_id
+            => delivery_note;
+    }
+}
+
+/// One delivery note, in its envelope (a deleted one is none).
+async fn delivery_note(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let Some(row) = read::get(&call.state.pool, call.org_id(), id).await?.filter(|r| !r.deleted) else {
+        return Ok(None);
+    };
+    let data = DeliveryNoteData::of_row(&row);
+    Ok(Some(Style::a(&DeliveryNoteEnvelope { request_id: call.request_id.to_owned(), data })))
 }
 
 /// A page of delivery notes, newest first.

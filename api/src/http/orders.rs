@@ -454,29 +454,6 @@ routes! {
             Ok(Created::Created(RawJson::new(body)))
         }
 
-        /// Get an order
-        ///
-        /// Scope `orders:read`. With its lines (what each has reserved, delivered and billed), amounts and
-        /// `updated_at` (what a structural edit sends back as `expected_updated_at`).
-        #[oai(path = "/orders/:order_id", method = "get", operation_id = "getOrder")]
-        async fn get(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            order_id: Path<String>,
-        ) -> Result<Single, ApiError> {
-            let call = Call::new(GET_ORDER, &state, &auth, &request_id)?;
-            let body = call
-                .get(&ORDERS, &order_id.0, async |id| {
-                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                    let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
-                    Ok(Some(Style::a(&OrderEnvelope { request_id: request_id.0.clone(), data })))
-                })
-                .await?;
-            Ok(Single::Ok(RawJson::new(body)))
-        }
-
         /// Edit an order
         ///
         /// Scope `orders:write`. A body with only `notes` edits them (`""` clears) and needs no key. A
@@ -532,6 +509,13 @@ routes! {
             created_to: Query<Option<String>>,
         };
     }
+    gets: {
+        /// Get an order
+        ///
+        /// Scope `orders:read`. With its lines (what each has reserved, delivered and billed), amounts and
+        /// `updated_at` (what a structural edit sends back as `expected_updated_at`).
+        get("/orders/:order_id", "getOrder") -> Single = GET_ORDER, ORDERS, order_id => order;
+    }
     actions: {
         /// Cancel an order
         ///
@@ -549,6 +533,13 @@ routes! {
             -> Single = COMPLETE_ORDER, ORDERS, order_id
             => saved(|id| OrderCommand::Complete { id });
     }
+}
+
+/// One order, in its envelope.
+async fn order(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
+    let data = render_rows(call.state, call.org_id(), vec![row]).await?.remove(0);
+    Ok(Some(Style::a(&OrderEnvelope { request_id: call.request_id.to_owned(), data })))
 }
 
 /// A page of orders, newest first.

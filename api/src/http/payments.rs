@@ -379,19 +379,19 @@ async fn list(
     .await
 }
 
-async fn get(
-    call: &Call<'_>,
-    state: &AppState,
-    side: PaymentSide,
-    id: &str,
-    request_id: &str,
-) -> Result<bytes::Bytes, ApiError> {
-    call.get(kind(side), id, async |id| {
-        let seen = visibility(call.principal);
-        let Some(row) = read::payment(&state.pool, call.org_id(), side, id, &seen).await? else { return Ok(None) };
-        Ok(Some(Style::a(&PaymentEnvelope { request_id: request_id.to_owned(), data: row_data(side, &row) })))
-    })
-    .await
+async fn customer_payment(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    payment(call, PaymentSide::Customer, id).await
+}
+
+async fn supplier_payment(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    payment(call, PaymentSide::Supplier, id).await
+}
+
+/// One payment of a side that the caller sees, in its envelope.
+async fn payment(call: &Call<'_>, side: PaymentSide, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let seen = visibility(call.principal);
+    let Some(row) = read::payment(&call.state.pool, call.org_id(), side, id, &seen).await? else { return Ok(None) };
+    Ok(Some(Style::a(&PaymentEnvelope { request_id: call.request_id.to_owned(), data: row_data(side, &row) })))
 }
 
 /// Sends a payment command, waits until reads show it, and answers the payment as the command left it.
@@ -496,22 +496,6 @@ async fn void(
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Payments")]
     PaymentsApi {
-        /// Get a customer payment
-        ///
-        /// Scope `payments:read`.
-        #[oai(path = "/customer-payments/:payment_id", method = "get", operation_id = "getCustomerPayment")]
-        async fn get_customer_payment(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            payment_id: Path<String>,
-        ) -> Result<Payment, ApiError> {
-            let call = Call::new(GET_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
-            let body = get(&call, &state, PaymentSide::Customer, &payment_id.0, &request_id.0).await?;
-            Ok(Payment::Ok(RawJson::new(body)))
-        }
-
         /// Record a customer payment
         ///
         /// Scope `payments:write`; `Idempotency-Key` required. Money a customer paid: one or more `lines`,
@@ -597,22 +581,6 @@ routes! {
             let body =
                 allocate(&call, &state, PaymentSide::Customer, &payment_id.0, &body.value, write_of, &request_id.0).await?;
             Ok(PaymentAllocated::Ok(RawJson::new(body)))
-        }
-
-        /// Get a supplier payment
-        ///
-        /// Scope `payments:read`.
-        #[oai(path = "/supplier-payments/:payment_id", method = "get", operation_id = "getSupplierPayment")]
-        async fn get_supplier_payment(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            payment_id: Path<String>,
-        ) -> Result<Payment, ApiError> {
-            let call = Call::new(GET_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
-            let body = get(&call, &state, PaymentSide::Supplier, &payment_id.0, &request_id.0).await?;
-            Ok(Payment::Ok(RawJson::new(body)))
         }
 
         /// Record a supplier payment
@@ -723,6 +691,19 @@ routes! {
             date_from: Query<Option<String>>,
             date_to: Query<Option<String>>,
         };
+    }
+    gets: {
+        /// Get a customer payment
+        ///
+        /// Scope `payments:read`.
+        get_customer_payment("/customer-payments/:payment_id", "getCustomerPayment")
+            -> Payment = GET_CUSTOMER_PAYMENT, CUSTOMER_PAYMENTS, payment_id => customer_payment;
+
+        /// Get a supplier payment
+        ///
+        /// Scope `payments:read`.
+        get_supplier_payment("/supplier-payments/:payment_id", "getSupplierPayment")
+            -> Payment = GET_SUPPLIER_PAYMENT, SUPPLIER_PAYMENTS, payment_id => supplier_payment;
     }
 }
 

@@ -423,28 +423,6 @@ routes! {
             Ok(Created::Created(RawJson::new(body)))
         }
 
-        /// Get a quote
-        ///
-        /// Scope `quotes:read`. With its stored lines, header totals and the active reservation.
-        #[oai(path = "/quotes/:quote_id", method = "get", operation_id = "getQuote")]
-        async fn get(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            quote_id: Path<String>,
-        ) -> Result<Single, ApiError> {
-            let call = Call::new(GET_QUOTE, &state, &auth, &request_id)?;
-            let body = call
-                .get(&QUOTES, &quote_id.0, async |id| {
-                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                    let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
-                    Ok(Some(Style::a(&QuoteEnvelope { request_id: request_id.0.clone(), data })))
-                })
-                .await?;
-            Ok(Single::Ok(RawJson::new(body)))
-        }
-
         /// Replace a quote
         ///
         /// Scope `quotes:write`; `Idempotency-Key` required. Replaces the whole mutable representation
@@ -547,6 +525,12 @@ routes! {
             status: Query<Option<String>>,
         };
     }
+    gets: {
+        /// Get a quote
+        ///
+        /// Scope `quotes:read`. With its stored lines, header totals and the active reservation.
+        get("/quotes/:quote_id", "getQuote") -> Single = GET_QUOTE, QUOTES, quote_id => quote;
+    }
     actions: {
         /// Send a quote
         ///
@@ -572,6 +556,13 @@ routes! {
             -> Single = REJECT_QUOTE, QUOTES, quote_id
             => saved(|id| QuoteCommand::Reject { id });
     }
+}
+
+/// One quote, in its envelope.
+async fn quote(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
+    let data = render_rows(call.state, call.org_id(), vec![row]).await?.remove(0);
+    Ok(Some(Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data })))
 }
 
 /// A page of quotes, newest first.

@@ -28,7 +28,7 @@ macro_rules! api_group {
     };
 }
 
-/// `routes! { #[OpenApi(..)] Api { routes written out } cursor_lists: { rows } v2_pages: { rows } actions: { rows } }`
+/// `routes! { #[OpenApi(..)] Api { routes written out } cursor_lists: { rows } v2_pages: { rows } gets: { rows } actions: { rows } }`
 /// (each section optional): the `#[OpenApi]` impl of `Api`, with a route per cursor-list row. A row is the list's doc (summary, blank line,
 /// description), then
 /// `method("/path", "operationId"[, tag = "Tag"]) -> Answer = OPERATION, serve { params } [then { params }];`:
@@ -46,6 +46,12 @@ macro_rules! api_group {
 /// the page and its size (a bad one answers 400 before any filter is read) and answers what
 /// `serve(&call, page, limit, params…)` does.
 ///
+/// And a route per `gets` row, `method("/path", "operationId") -> Answer = OPERATION, KIND, param =>
+/// load;`: a `get` of one resource of `KIND` by its path parameter `param`, whose parameters are the
+/// caller's credential and `param`. It opens a [`Call`] for `OPERATION` and answers `Answer::Ok` with
+/// the body [`Call::get`] gives for the id (anything else is 404): the cached one, else what
+/// `load(&call, id)` writes (none: 404 naming the kind).
+///
 /// And a route per `actions` row, `method("/path", "operationId"[, key optional]) -> Answer = OPERATION,
 /// KIND, param => serve(|id| command);`: a `post` without a body that moves the resource of `KIND` its
 /// path parameter `param` names (a state change: send, accept, cancel, confirm...), whose parameters
@@ -55,6 +61,7 @@ macro_rules! api_group {
 /// `serve(&call, write, command)` writes, given the bare write and the command of that id.
 ///
 /// [`Call`]: crate::http::resource::Call
+/// [`Call::get`]: crate::http::resource::Call::get
 macro_rules! routes {
     // Every action row given its key's doc: write the impl.
     (@actions $front:tt [$($done:tt)*]) => {
@@ -92,6 +99,7 @@ macro_rules! routes {
         $api:ident { $($route:tt)* }
         $(cursor_lists: { $($lists:tt)* })?
         $(v2_pages: { $($pages:tt)* })?
+        $(gets: { $($gets:tt)* })?
         $(actions: { $($actions:tt)* })?
     ) => {
         $crate::http::routes_group::routes!(@actions [
@@ -99,6 +107,7 @@ macro_rules! routes {
             $api { $($route)* }
             cursor_lists: { $($($lists)*)? }
             v2_pages: { $($($pages)*)? }
+            gets: { $($($gets)*)? }
         ] [] $($($actions)*)?);
     };
     (
@@ -124,6 +133,13 @@ macro_rules! routes {
                     };
             )*
         })?
+        gets: {
+            $(
+                $(#[doc = $get_doc:tt])*
+                $get_method:ident($get_path:literal, $get_id:literal)
+                    -> $get_answer:ident = $get_operation:ident, $get_kind:ident, $get_param:ident => $get_load:ident;
+            )*
+        }
         ]
         actions: {
             $(
@@ -182,6 +198,22 @@ macro_rules! routes {
                     $v2_serve(&call, page, limit, $($v2_param.0),*).await
                 }
             )*)?
+
+            $(
+                $(#[doc = $get_doc])*
+                #[oai(path = $get_path, method = "get", operation_id = $get_id)]
+                async fn $get_method(
+                    &self,
+                    auth: $crate::http::auth::Auth,
+                    state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
+                    request_id: $crate::http::RequestId,
+                    $get_param: ::poem_openapi::param::Path<String>,
+                ) -> Result<$get_answer, $crate::http::error::ApiError> {
+                    let call = $crate::http::resource::Call::new($get_operation, &state, &auth, &request_id)?;
+                    let body = call.get(&$get_kind, &$get_param.0, async |id| $get_load(&call, id).await).await?;
+                    Ok($get_answer::Ok($crate::http::body::RawJson::new(body)))
+                }
+            )*
 
             $(
                 $(#[doc = $action_doc])*

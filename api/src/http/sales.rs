@@ -658,29 +658,6 @@ routes! {
             Ok(SaleCreated::Created(RawJson::new(body), historical.then(|| "true".to_owned())))
         }
 
-        /// Get a sale
-        ///
-        /// Scope `sales:read`. `document.file` tells whether its PDF can be downloaded (`url` only when
-        /// `ready`).
-        #[oai(path = "/sales/:sale_id", method = "get", operation_id = "getSale")]
-        async fn get(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            sale_id: Path<String>,
-        ) -> Result<SaleRead, ApiError> {
-            let call = Call::new(GET_SALE, &state, &auth, &request_id)?;
-            let body = call
-                .get(&SALES, &sale_id.0, async |id| {
-                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                    let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
-                    Ok(Some(Style::b(&SaleEnvelope { success: true, data })))
-                })
-                .await?;
-            Ok(SaleRead::Ok(RawJson::new(body)))
-        }
-
         /// Invoice a sale
         ///
         /// Scope `sales:write`; `Idempotency-Key` optional. Authorizes an existing sale that is not
@@ -756,6 +733,20 @@ routes! {
             payment_status: Query<Option<String>>,
         };
     }
+    gets: {
+        /// Get a sale
+        ///
+        /// Scope `sales:read`. `document.file` tells whether its PDF can be downloaded (`url` only when
+        /// `ready`).
+        get("/sales/:sale_id", "getSale") -> SaleRead = GET_SALE, SALES, sale_id => sale;
+    }
+}
+
+/// One sale, in its envelope.
+async fn sale(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
+    let data = render_rows(call.state, call.org_id(), vec![row]).await?.remove(0);
+    Ok(Some(Style::b(&SaleEnvelope { success: true, data })))
 }
 
 /// A page of sales, oldest first.

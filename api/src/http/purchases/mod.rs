@@ -153,29 +153,6 @@ routes! {
             Ok(PurchaseCreated::Created(RawJson::new(body)))
         }
 
-        /// Get a purchase
-        ///
-        /// Scope `purchases:read`. `document` tells whether its PDF can be downloaded; `pdfPath` is
-        /// deprecated and never a download route.
-        #[oai(path = "/purchases/:purchase_id", method = "get", operation_id = "getPurchase")]
-        async fn get(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            purchase_id: Path<String>,
-        ) -> Result<PurchaseRead, ApiError> {
-            let call = Call::new(GET_PURCHASE, &state, &auth, &request_id)?;
-            let body = call
-                .get(&PURCHASES, &purchase_id.0, async |id| {
-                    let Some(row) = read::get(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                    let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
-                    Ok(Some(Style::b(&PurchaseEnvelope { success: true, data })))
-                })
-                .await?;
-            Ok(PurchaseRead::Ok(RawJson::new(body)))
-        }
-
         /// Download a purchase's PDF
         ///
         /// Scope `purchases:read`. The stable, authenticated path to the purchase's PDF: 302 to a signed link,
@@ -222,29 +199,6 @@ routes! {
             let write = Write::json(key.0, &version, &[], &body);
             let body = order_write(&call, write, command).await?;
             Ok(OrderCreated::Created(RawJson::new(body)))
-        }
-
-        /// Get a purchase order
-        ///
-        /// Scope `purchases:read`. With ordered, received and pending quantities per product, and every
-        /// receipt.
-        #[oai(path = "/purchase-orders/:purchase_order_id", method = "get", operation_id = "getPurchaseOrder")]
-        async fn get_order(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            purchase_order_id: Path<String>,
-        ) -> Result<OrderRead, ApiError> {
-            let call = Call::new(GET_PURCHASE_ORDER, &state, &auth, &request_id)?;
-            let body = call
-                .get(&ORDERS, &purchase_order_id.0, async |id| {
-                    let Some(row) = read::order(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                    let data = render_order(&state, call.org_id(), &row.state, row.supplier_name).await?;
-                    Ok(Some(Style::b(&PurchaseOrderEnvelope { success: true, data })))
-                })
-                .await?;
-            Ok(OrderRead::Ok(RawJson::new(body)))
         }
 
         /// Receive goods of a purchase order
@@ -300,6 +254,21 @@ routes! {
             status: Query<Option<String>>,
         };
     }
+    gets: {
+        /// Get a purchase
+        ///
+        /// Scope `purchases:read`. `document` tells whether its PDF can be downloaded; `pdfPath` is
+        /// deprecated and never a download route.
+        get("/purchases/:purchase_id", "getPurchase") -> PurchaseRead = GET_PURCHASE, PURCHASES, purchase_id
+            => purchase;
+
+        /// Get a purchase order
+        ///
+        /// Scope `purchases:read`. With ordered, received and pending quantities per product, and every
+        /// receipt.
+        get_order("/purchase-orders/:purchase_order_id", "getPurchaseOrder")
+            -> OrderRead = GET_PURCHASE_ORDER, ORDERS, purchase_order_id => purchase_order;
+    }
     actions: {
         /// Confirm a purchase order
         ///
@@ -325,6 +294,20 @@ routes! {
             -> OrderRead = REOPEN_PURCHASE_ORDER, ORDERS, purchase_order_id
             => order_write(|id| Command::PurchaseOrder(OrderCommand::Reopen { id }));
     }
+}
+
+/// One purchase, in its envelope.
+async fn purchase(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
+    let data = render_purchases(call.state, call.org_id(), vec![row]).await?.remove(0);
+    Ok(Some(Style::b(&PurchaseEnvelope { success: true, data })))
+}
+
+/// One purchase order, in its envelope.
+async fn purchase_order(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let Some(row) = read::order(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
+    let data = render_order(call.state, call.org_id(), &row.state, row.supplier_name).await?;
+    Ok(Some(Style::b(&PurchaseOrderEnvelope { success: true, data })))
 }
 
 /// A page of purchases, oldest first.

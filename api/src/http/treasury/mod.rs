@@ -238,93 +238,6 @@ fn as_of(text: Option<String>) -> Result<Option<OffsetDateTime>, ApiError> {
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Treasury")]
     TreasuryApi {
-        /// Get a bank account
-        ///
-        /// Scope `treasury:read`. Its safe configuration only.
-        #[oai(path = "/bank-accounts/:bank_account_id", method = "get", operation_id = "getBankAccount")]
-        async fn get_bank_account(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            bank_account_id: Path<String>,
-        ) -> Result<BankAccount, ApiError> {
-            let call = Call::new(GET_BANK_ACCOUNT, &state, &auth, &request_id)?;
-            let body = call
-                .get(&BANK_ACCOUNTS, &bank_account_id.0, async |id| {
-                    let at = LocationRef { kind: LocationKind::BankAccount, id };
-                    if !visibility(call.principal).sees(at) {
-                        return Ok(None);
-                    }
-                    let Some(row) = read::location(&state.pool, call.org_id(), at).await? else { return Ok(None) };
-                    let data = bank_account(&row);
-                    Ok(Some(Style::a(&BankAccountEnvelope { request_id: request_id.0.clone(), data })))
-                })
-                .await?;
-            Ok(BankAccount::Ok(RawJson::new(body)))
-        }
-
-        /// Get a cash register
-        ///
-        /// Scope `treasury:read`.
-        #[oai(path = "/cash-registers/:cash_register_id", method = "get", operation_id = "getCashRegister")]
-        async fn get_cash_register(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            cash_register_id: Path<String>,
-        ) -> Result<CashLocation, ApiError> {
-            let call = Call::new(GET_CASH_REGISTER, &state, &auth, &request_id)?;
-            get_cash(&call, &state, &CASH_REGISTERS, LocationKind::CashRegister, &cash_register_id.0).await
-        }
-
-        /// Get a safe
-        ///
-        /// Scope `treasury:read`.
-        #[oai(path = "/safes/:safe_id", method = "get", operation_id = "getSafe")]
-        async fn get_safe(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            safe_id: Path<String>,
-        ) -> Result<CashLocation, ApiError> {
-            let call = Call::new(GET_SAFE, &state, &auth, &request_id)?;
-            get_cash(&call, &state, &SAFES, LocationKind::Safe, &safe_id.0).await
-        }
-
-        /// Get a treasury movement
-        ///
-        /// Scope `treasury:read`. By its `treasury_movement_id` (or the `id` of its ledger line).
-        #[oai(path = "/treasury/movements/:treasury_movement_id", method = "get", operation_id = "getTreasuryMovement")]
-        async fn get_movement(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            treasury_movement_id: Path<String>,
-        ) -> Result<Movement, ApiError> {
-            let call = Call::new(GET_MOVEMENT, &state, &auth, &request_id)?;
-            let body = call
-                .get(&MOVEMENTS, &treasury_movement_id.0, async |id| {
-                    let seen = visibility(call.principal);
-                    let Some(row) = read::movement(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
-                    let data = movement(&row);
-                    if matches!(data.currency, LocationCurrency::Dol) && data.functional_amount_origin == "legacy_unknown" {
-                        return Err(ApiError::new(
-                            StatusCode::UNPROCESSABLE_ENTITY,
-                            ErrorType::BusinessError,
-                            "INCOMPLETE_AMOUNTS",
-                            "this dollar movement predates complete amounts: its dollars or their pesos are not recorded",
-                        ));
-                    }
-                    Ok(Some(Style::a(&MovementEnvelope { request_id: request_id.0.clone(), data })))
-                })
-                .await?;
-            Ok(Movement::Ok(RawJson::new(body)))
-        }
-
         /// Record a manual movement
         ///
         /// Scope `treasury:write`; `Idempotency-Key` required. An income or an expense of `amount` on one
@@ -436,29 +349,6 @@ routes! {
                 request_id: request_id.0.clone(),
                 data,
             }))))
-        }
-
-        /// Get a funds transfer
-        ///
-        /// Scope `treasury:read`. With its two `accounting_effects`, source first.
-        #[oai(path = "/funds-transfers/:funds_transfer_id", method = "get", operation_id = "getFundsTransfer")]
-        async fn get_transfer(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            funds_transfer_id: Path<String>,
-        ) -> Result<Transfer, ApiError> {
-            let call = Call::new(GET_TRANSFER, &state, &auth, &request_id)?;
-            let body = call
-                .get(&TRANSFERS, &funds_transfer_id.0, async |id| {
-                    let seen = visibility(call.principal);
-                    let Some(row) = read::transfer(&state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
-                    let data = transfer_row(&row, true)?;
-                    Ok(Some(Style::a(&FundsTransferEnvelope { request_id: request_id.0.clone(), data })))
-                })
-                .await?;
-            Ok(Transfer::Ok(RawJson::new(body)))
         }
 
         /// Create a funds transfer
@@ -587,6 +477,71 @@ routes! {
             balance_id: Query<Option<String>>,
         };
     }
+    gets: {
+        /// Get a cash register
+        ///
+        /// Scope `treasury:read`.
+        get_cash_register("/cash-registers/:cash_register_id", "getCashRegister")
+            -> CashLocation = GET_CASH_REGISTER, CASH_REGISTERS, cash_register_id => cash_register_by_id;
+
+        /// Get a safe
+        ///
+        /// Scope `treasury:read`.
+        get_safe("/safes/:safe_id", "getSafe") -> CashLocation = GET_SAFE, SAFES, safe_id => safe_by_id;
+
+        /// Get a bank account
+        ///
+        /// Scope `treasury:read`. Its safe configuration only.
+        get_bank_account("/bank-accounts/:bank_account_id", "getBankAccount")
+            -> BankAccount = GET_BANK_ACCOUNT, BANK_ACCOUNTS, bank_account_id => bank_account_by_id;
+
+        /// Get a treasury movement
+        ///
+        /// Scope `treasury:read`. By its `treasury_movement_id` (or the `id` of its ledger line).
+        get_movement("/treasury/movements/:treasury_movement_id", "getTreasuryMovement")
+            -> Movement = GET_MOVEMENT, MOVEMENTS, treasury_movement_id => movement_by_id;
+
+        /// Get a funds transfer
+        ///
+        /// Scope `treasury:read`. With its two `accounting_effects`, source first.
+        get_transfer("/funds-transfers/:funds_transfer_id", "getFundsTransfer")
+            -> Transfer = GET_TRANSFER, TRANSFERS, funds_transfer_id => transfer_by_id;
+    }
+}
+
+/// One bank account the caller sees, in its envelope.
+async fn bank_account_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let at = LocationRef { kind: LocationKind::BankAccount, id };
+    if !visibility(call.principal).sees(at) {
+        return Ok(None);
+    }
+    let Some(row) = read::location(&call.state.pool, call.org_id(), at).await? else { return Ok(None) };
+    let data = bank_account(&row);
+    Ok(Some(Style::a(&BankAccountEnvelope { request_id: call.request_id.to_owned(), data })))
+}
+
+/// One movement the caller sees, in its envelope (a dollar movement without complete amounts is 422).
+async fn movement_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let seen = visibility(call.principal);
+    let Some(row) = read::movement(&call.state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
+    let data = movement(&row);
+    if matches!(data.currency, LocationCurrency::Dol) && data.functional_amount_origin == "legacy_unknown" {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorType::BusinessError,
+            "INCOMPLETE_AMOUNTS",
+            "this dollar movement predates complete amounts: its dollars or their pesos are not recorded",
+        ));
+    }
+    Ok(Some(Style::a(&MovementEnvelope { request_id: call.request_id.to_owned(), data })))
+}
+
+/// One funds transfer the caller sees, in its envelope.
+async fn transfer_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let seen = visibility(call.principal);
+    let Some(row) = read::transfer(&call.state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
+    let data = transfer_row(&row, true)?;
+    Ok(Some(Style::a(&FundsTransferEnvelope { request_id: call.request_id.to_owned(), data })))
 }
 
 /// A page of bank accounts, by id.
@@ -812,25 +767,22 @@ where
     .await
 }
 
-async fn get_cash(
-    call: &Call<'_>,
-    state: &AppState,
-    kind: &Kind,
-    location: LocationKind,
-    id: &str,
-) -> Result<CashLocation, ApiError> {
-    let body = call
-        .get(kind, id, async |id| {
-            let at = LocationRef { kind: location, id };
-            if !visibility(call.principal).sees(at) {
-                return Ok(None);
-            }
-            let Some(row) = read::location(&state.pool, call.org_id(), at).await? else { return Ok(None) };
-            let data = cash_location(&row);
-            Ok(Some(Style::a(&CashLocationEnvelope { request_id: call.request_id.to_owned(), data })))
-        })
-        .await?;
-    Ok(CashLocation::Ok(RawJson::new(body)))
+async fn cash_register_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    cash_by_id(call, LocationRef { kind: LocationKind::CashRegister, id }).await
+}
+
+async fn safe_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    cash_by_id(call, LocationRef { kind: LocationKind::Safe, id }).await
+}
+
+/// One cash register or safe the caller sees, in its envelope.
+async fn cash_by_id(call: &Call<'_>, at: LocationRef) -> Result<Option<bytes::Bytes>, ApiError> {
+    if !visibility(call.principal).sees(at) {
+        return Ok(None);
+    }
+    let Some(row) = read::location(&call.state.pool, call.org_id(), at).await? else { return Ok(None) };
+    let data = cash_location(&row);
+    Ok(Some(Style::a(&CashLocationEnvelope { request_id: call.request_id.to_owned(), data })))
 }
 
 #[cfg(test)]
