@@ -316,7 +316,6 @@ routes! {
             Ok(Created::Created(RawJson::new(Style::a(&DeliveryNoteEnvelope { request_id: request_id.0.clone(), data }))))
         }
 
-
         /// Delete a delivery note
         ///
         /// Scope `sales:write`; `Idempotency-Key` required. Restores exactly what the note did: the stock

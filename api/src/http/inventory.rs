@@ -27,7 +27,7 @@ use commands::tags::Taggable;
 use events::catalogue::{STOCK_CAUSES, StockLine, ar_date};
 use events::domain::{Quantity, Scope};
 use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::{Header, Query};
 use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::inventory::{self as read, LevelFilter, LevelRow, MovementFilter, MovementRow, TransferRow};
@@ -505,29 +505,6 @@ routes! {
                 .await?;
             Ok(TransferCreated::Created(RawJson::new(body)))
         }
-
-        /// Get a stock transfer
-        ///
-        /// Scope `transfers:read`.
-        #[oai(path = "/stock-transfers/:transfer_id", method = "get", operation_id = "getStockTransfer")]
-        async fn get_transfer(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: RequestId,
-            transfer_id: Path<String>,
-        ) -> Result<Transfer, ApiError> {
-            let call = Call::new(GET_STOCK_TRANSFER, &state, &auth, &request_id)?;
-            let body = call
-                .get(&TRANSFERS, &transfer_id.0, async |id| {
-                    let Some(row) = read::transfer(&state.pool, call.org_id(), id).await? else { return Ok(None) };
-                    let tags = tags_of_one(&state, call.org_id(), Taggable::StockTransfer, id).await?;
-                    let data = StockTransferData::from_row(row, tags)?;
-                    Ok(Some(Style::a(&StockTransferEnvelope { request_id: request_id.0.clone(), data })))
-                })
-                .await?;
-            Ok(Transfer::Ok(RawJson::new(body)))
-        }
     }
     cursor_lists: {
         /// List stock levels
@@ -561,6 +538,21 @@ routes! {
             warehouse_id: Query<Option<String>>,
         };
     }
+    gets: {
+        /// Get a stock transfer
+        ///
+        /// Scope `transfers:read`.
+        get_transfer("/stock-transfers/:transfer_id", "getStockTransfer")
+            -> Transfer = GET_STOCK_TRANSFER, TRANSFERS, transfer_id => stock_transfer;
+    }
+}
+
+/// One stock transfer with its tags, in its envelope.
+async fn stock_transfer(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
+    let Some(row) = read::transfer(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
+    let tags = tags_of_one(call.state, call.org_id(), Taggable::StockTransfer, id).await?;
+    let data = StockTransferData::from_row(row, tags)?;
+    Ok(Some(Style::a(&StockTransferEnvelope { request_id: call.request_id.to_owned(), data })))
 }
 
 /// A page of stock levels, by variant then warehouse.

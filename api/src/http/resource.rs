@@ -69,7 +69,9 @@ impl Kind {
         Self { label, projection, cache: None, list: ListAt { url, binding } }
     }
 
-    /// The same kind, its single reads cached under `resource`.
+    /// The same kind, its single reads cached under `resource`, by organization and id: only for a kind
+    /// whose single read is the same for every caller of the organization (no visibility, no request id
+    /// in the body).
     pub const fn cached(self, resource: Resource) -> Self {
         Self { cache: Some(resource), ..self }
     }

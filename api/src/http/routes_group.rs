@@ -49,8 +49,10 @@ macro_rules! api_group {
 /// And a route per `gets` row, `method("/path", "operationId") -> Answer = OPERATION, KIND, param =>
 /// load;`: a `get` of one resource of `KIND` by its path parameter `param`, whose parameters are the
 /// caller's credential and `param`. It opens a [`Call`] for `OPERATION` and answers `Answer::Ok` with
-/// the body [`Call::get`] gives for the id (anything else is 404): the cached one, else what
-/// `load(&call, id)` writes (none: 404 naming the kind).
+/// the body [`Call::get`] gives: a `param` that is not an id is 404 naming it; otherwise the cached body
+/// where the kind is cached, else what `load(&call, id)` writes (none: 404 naming the kind; its errors
+/// as they are). A load that depends on the caller beyond the organization (its visibility, the
+/// request id in a Style A envelope) is for a kind that is not cached.
 ///
 /// And a route per `actions` row, `method("/path", "operationId"[, key optional]) -> Answer = OPERATION,
 /// KIND, param => serve(|id| command);`: a `post` without a body that moves the resource of `KIND` its

@@ -67,7 +67,7 @@ impl HttpMetrics {
 
     /// Records a finished request: its route's index, its method's (see [`method_index`]), its status
     /// and how long it took.
-    pub fn record(&self, route: usize, method: usize, status: StatusCode, elapsed: Duration) {
+    pub fn record(&self, route: usize, MethodIndex(method): MethodIndex, status: StatusCode, elapsed: Duration) {
         let class = class_index(status);
         RESPONSE_SERIES[class]
             .get_or_init(|| metrics::counter!("backoffice_http_responses_total", "class" => CLASSES[class]));
@@ -106,9 +106,13 @@ fn class_index(status: StatusCode) -> usize {
     }
 }
 
+/// A method's index among the method labels (made only by [`method_index`], so always one of them).
+#[derive(Debug, Clone, Copy)]
+pub struct MethodIndex(usize);
+
 /// A method's index among the method labels.
-pub fn method_index(method: &Method) -> usize {
-    match *method {
+pub fn method_index(method: &Method) -> MethodIndex {
+    MethodIndex(match *method {
         Method::GET => 0,
         Method::HEAD => 1,
         Method::POST => 2,
@@ -117,20 +121,24 @@ pub fn method_index(method: &Method) -> usize {
         Method::DELETE => 5,
         Method::OPTIONS => 6,
         _ => METHODS.len() - 1,
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn method_index_of(method: &Method) -> usize {
+        method_index(method).0
+    }
+
     #[test]
     fn labels_name_the_class_and_method_of_a_request() {
         assert_eq!(CLASSES[class_index(StatusCode::OK)], "2xx");
         assert_eq!(CLASSES[class_index(StatusCode::NOT_FOUND)], "4xx");
         assert_eq!(CLASSES[class_index(StatusCode::SERVICE_UNAVAILABLE)], "5xx");
-        assert_eq!(METHODS[method_index(&Method::DELETE)], "DELETE");
-        assert_eq!(METHODS[method_index(&Method::TRACE)], "other");
-        assert_eq!(METHODS[method_index(&Method::from_bytes(b"PURGE").expect("a method"))], "other");
+        assert_eq!(METHODS[method_index_of(&Method::DELETE)], "DELETE");
+        assert_eq!(METHODS[method_index_of(&Method::TRACE)], "other");
+        assert_eq!(METHODS[method_index_of(&Method::from_bytes(b"PURGE").expect("a method"))], "other");
     }
 }
