@@ -35,10 +35,10 @@ use std::sync::atomic::Ordering;
 use time::{OffsetDateTime, UtcOffset};
 use tracing::Instrument;
 
-pub const REQUEST_ID_HEADER: &str = "Service-Request-Id";
 pub const VERSION_HEADER: &str = "Service-Version";
 /// The header names the gateway reads or writes on every request, made once (a name given as text is
-/// parsed on every use). HTTP/1 sends names in lowercase whatever their spelling.
+/// parsed on every use). HTTP/1 sends names in lowercase whatever their spelling; the request id's is
+/// `Service-Request-Id`.
 static REQUEST_ID_NAME: HeaderName = HeaderName::from_static("service-request-id");
 static VERSION_NAME: HeaderName = HeaderName::from_static("service-version");
 static KEY_NAME: HeaderName = HeaderName::from_static("idempotency-key");
@@ -310,9 +310,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
                     if path.starts_with("/api/") {
                         let secret = auth::bearer(&request)?;
                         let principal = state.credentials.authenticate(&state.pool, secret).await?;
-                        if !org_span.is_disabled() {
-                            org_span.record("org_id", tracing::field::display(principal.org_id));
-                        }
+                        org_span.record("org_id", tracing::field::display(principal.org_id));
                         let limits = state.credentials.limits(&state.pool, principal.org_id).await?;
                         let decision = state.limiter.check(principal.org_id, limits);
                         rate_headers = Some(decision.headers());

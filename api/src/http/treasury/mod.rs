@@ -512,10 +512,7 @@ routes! {
 /// One bank account the caller sees, in its envelope.
 async fn bank_account_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
     let at = LocationRef { kind: LocationKind::BankAccount, id };
-    if !visibility(call.principal).sees(at) {
-        return Ok(None);
-    }
-    let Some(row) = read::location(&call.state.pool, call.org_id(), at).await? else { return Ok(None) };
+    let Some(row) = seen_location(call, at).await? else { return Ok(None) };
     let data = bank_account(&row);
     Ok(Some(Style::a(&BankAccountEnvelope { request_id: call.request_id.to_owned(), data })))
 }
@@ -775,12 +772,17 @@ async fn safe_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, A
     cash_by_id(call, LocationRef { kind: LocationKind::Safe, id }).await
 }
 
-/// One cash register or safe the caller sees, in its envelope.
-async fn cash_by_id(call: &Call<'_>, at: LocationRef) -> Result<Option<bytes::Bytes>, ApiError> {
+/// The location's row, if the caller sees it (none otherwise, as for a location that does not exist).
+async fn seen_location(call: &Call<'_>, at: LocationRef) -> Result<Option<LocationRow>, ApiError> {
     if !visibility(call.principal).sees(at) {
         return Ok(None);
     }
-    let Some(row) = read::location(&call.state.pool, call.org_id(), at).await? else { return Ok(None) };
+    Ok(read::location(&call.state.pool, call.org_id(), at).await?)
+}
+
+/// One cash register or safe the caller sees, in its envelope.
+async fn cash_by_id(call: &Call<'_>, at: LocationRef) -> Result<Option<bytes::Bytes>, ApiError> {
+    let Some(row) = seen_location(call, at).await? else { return Ok(None) };
     let data = cash_location(&row);
     Ok(Some(Style::a(&CashLocationEnvelope { request_id: call.request_id.to_owned(), data })))
 }
