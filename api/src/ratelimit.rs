@@ -6,11 +6,16 @@
 
 use events::bus::Bus;
 use futures::StreamExt;
+use poem::http::HeaderName;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use uuid::Uuid;
+
+/// The headers of a decision, named once (a name given as text is parsed on every insert).
+static POLICY_HEADER: HeaderName = HeaderName::from_static("ratelimit-policy");
+static LIMIT_HEADER: HeaderName = HeaderName::from_static("ratelimit");
 
 /// How often a gateway broadcasts the counts that changed.
 const BROADCAST_EVERY: Duration = Duration::from_millis(50);
@@ -54,7 +59,7 @@ impl Decision {
     }
 
     /// `RateLimit-Policy` and `RateLimit` (IETF draft syntax) for every response.
-    pub fn headers(&self) -> [(&'static str, String); 2] {
+    pub fn headers(&self) -> [(HeaderName, String); 2] {
         let policy = format!(
             "\"{}\";q={};w=60, \"{}\";q={};w=3600",
             self.minute.name, self.minute.limit, self.hour.name, self.hour.limit
@@ -62,7 +67,7 @@ impl Decision {
         // The window closest to running out is the one reported.
         let tightest = if self.minute.remaining <= self.hour.remaining { self.minute } else { self.hour };
         let current = format!("\"{}\";r={};t={}", tightest.name, tightest.remaining, tightest.reset);
-        [("RateLimit-Policy", policy), ("RateLimit", current)]
+        [(POLICY_HEADER.clone(), policy), (LIMIT_HEADER.clone(), current)]
     }
 }
 
@@ -258,7 +263,7 @@ mod tests {
         let denied = b.check_at(org, LIMITS, now);
         assert!(!denied.allowed, "the minute is used up across both gateways");
         let [(policy, p), (name, r)] = denied.headers();
-        assert_eq!((policy, name), ("RateLimit-Policy", "RateLimit"));
+        assert_eq!((policy.as_str(), name.as_str()), ("ratelimit-policy", "ratelimit"));
         assert_eq!(p, "\"minute\";q=3;w=60, \"hour\";q=5;w=3600");
         assert!(r.starts_with("\"minute\";r=0;t="), "{r}");
     }

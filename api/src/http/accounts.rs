@@ -272,7 +272,7 @@ impl AccountsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
-        request_id: RequestId,
+        request_id: &RequestId,
         customer_id: Path<String>,
         /// `YYYY-MM-DD`: the balance at the end of this day.
         as_of: Query<Option<String>>,
@@ -281,7 +281,7 @@ impl AccountsApi {
         /// `YYYY-MM-DD`: the statement's last day.
         date_to: Query<Option<String>>,
     ) -> Result<Account, ApiError> {
-        let call = Call::new(GET_CUSTOMER_ACCOUNT, &state, &auth, &request_id)?;
+        let call = Call::new(GET_CUSTOMER_ACCOUNT, &state, &auth, request_id)?;
         let dates = (as_of.0, date_from.0, date_to.0);
         let envelope = account(&call, &state, PaymentSide::Customer, &customer_id.0, dates, &request_id.0).await?;
         Ok(Account::Ok(RawJson::new(Style::a(&envelope))))
@@ -298,7 +298,7 @@ impl AccountsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
-        request_id: RequestId,
+        request_id: &RequestId,
         supplier_id: Path<String>,
         /// `YYYY-MM-DD`: the balance at the end of this day.
         as_of: Query<Option<String>>,
@@ -307,7 +307,7 @@ impl AccountsApi {
         /// `YYYY-MM-DD`: the statement's last day.
         date_to: Query<Option<String>>,
     ) -> Result<Account, ApiError> {
-        let call = Call::new(GET_SUPPLIER_ACCOUNT, &state, &auth, &request_id)?;
+        let call = Call::new(GET_SUPPLIER_ACCOUNT, &state, &auth, request_id)?;
         let dates = (as_of.0, date_from.0, date_to.0);
         let envelope = account(&call, &state, PaymentSide::Supplier, &supplier_id.0, dates, &request_id.0).await?;
         Ok(Account::Ok(RawJson::new(Style::a(&envelope))))

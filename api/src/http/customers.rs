@@ -240,12 +240,12 @@ async fn create(
     contacts: &Contacts,
     auth: Auth,
     state: &AppState,
-    request_id: RequestId,
+    request_id: &RequestId,
     version: ServiceVersion,
     key: Key,
     body: JsonBody<ContactInput>,
 ) -> Result<CreateResponse, ApiError> {
-    let call = Call::new(contacts.create, state, &auth, &request_id)?;
+    let call = Call::new(contacts.create, state, &auth, request_id)?;
     if sets_default_account(&body.value) {
         call.also_require(Scope::TreasuryWrite)?;
     }
@@ -264,13 +264,13 @@ async fn replace(
     contacts: &Contacts,
     auth: Auth,
     state: &AppState,
-    request_id: RequestId,
+    request_id: &RequestId,
     version: ServiceVersion,
     id: Path<String>,
     key: Key,
     body: JsonBody<ContactInput>,
 ) -> Result<ReadResponse, ApiError> {
-    let call = Call::new(contacts.replace, state, &auth, &request_id)?;
+    let call = Call::new(contacts.replace, state, &auth, request_id)?;
     let sets_account = sets_default_account(&body.value);
     if sets_account {
         call.also_require(Scope::TreasuryWrite)?;
@@ -295,10 +295,10 @@ async fn get(
     contacts: &Contacts,
     auth: Auth,
     state: &AppState,
-    request_id: RequestId,
+    request_id: &RequestId,
     id: Path<String>,
 ) -> Result<ReadResponse, ApiError> {
-    let call = Call::new(contacts.get, state, &auth, &request_id)?;
+    let call = Call::new(contacts.get, state, &auth, request_id)?;
     let bytes = call
         .get(&contacts.kind, &id.0, async |id| {
             let Some(row) = read::get(&state.pool, contacts.table, call.org_id(), id).await? else { return Ok(None) };
@@ -374,7 +374,7 @@ macro_rules! contacts_api {
                     &self,
                     auth: Auth,
                     state: Data<&Arc<AppState>>,
-                    request_id: RequestId,
+                    request_id: &RequestId,
                     version: ServiceVersion,
                     $(#[doc = $key_doc])*
                     #[oai(name = "Idempotency-Key")]
@@ -390,7 +390,7 @@ macro_rules! contacts_api {
                     &self,
                     auth: Auth,
                     state: Data<&Arc<AppState>>,
-                    request_id: RequestId,
+                    request_id: &RequestId,
                     version: ServiceVersion,
                     $param: Path<String>,
                     #[oai(name = "Idempotency-Key")] key: Key,
@@ -405,7 +405,7 @@ macro_rules! contacts_api {
                     &self,
                     auth: Auth,
                     state: Data<&Arc<AppState>>,
-                    request_id: RequestId,
+                    request_id: &RequestId,
                     $param: Path<String>,
                 ) -> Result<ReadResponse, ApiError> {
                     get(&$contacts, auth, &state, request_id, $param).await

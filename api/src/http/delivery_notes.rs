@@ -290,14 +290,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<DeliveryNoteInput>,
         ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_NOTE, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_NOTE, &state, &auth, request_id)?;
             let input = parse_note(&body.value).map_err(ApiError::validation)?;
             let command = NoteCommand::Create { id: Uuid::now_v7(), input };
             let (outcome, replayed) = write(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
@@ -327,14 +327,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             delivery_note_id: Path<String>,
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
         ) -> Result<Deleted, ApiError> {
-            let call = Call::new(DELETE_NOTE, &state, &auth, &request_id)?;
+            let call = Call::new(DELETE_NOTE, &state, &auth, request_id)?;
             let id = call.id(&NOTES, &delivery_note_id.0)?;
             let path = [delivery_note_id.0.as_str()];
             let (_, replayed) =
@@ -360,10 +360,10 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             delivery_note_id: Path<String>,
         ) -> Result<DocumentRedirect, ApiError> {
-            let call = Call::new(GET_NOTE_DOCUMENT, &state, &auth, &request_id)?;
+            let call = Call::new(GET_NOTE_DOCUMENT, &state, &auth, request_id)?;
             let id = call.id(&NOTES, &delivery_note_id.0)?;
             if read::get(&state.pool, call.org_id(), id).await?.is_none_or(|r| r.deleted) {
                 return Err(ApiError::not_found("delivery_note"));

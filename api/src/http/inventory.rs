@@ -454,14 +454,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<StockMovementInput>,
         ) -> Result<MovementCreated, ApiError> {
-            let call = Call::new(CREATE_STOCK_MOVEMENT, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_STOCK_MOVEMENT, &state, &auth, request_id)?;
             let command = parse_movement(&body.value, today()).map_err(ApiError::validation)?;
             let write = Write::json(key.0, &version, &[], &body);
             let body = call
@@ -485,14 +485,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Optional: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<StockTransferInput>,
         ) -> Result<TransferCreated, ApiError> {
-            let call = Call::new(CREATE_STOCK_TRANSFER, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_STOCK_TRANSFER, &state, &auth, request_id)?;
             let command = parse_transfer(&body.value, today()).map_err(ApiError::validation)?;
             let write = Write::json(key.0, &version, &[], &body);
             let body = call

@@ -145,9 +145,9 @@ impl MetafieldsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
-        request_id: RequestId,
+        request_id: &RequestId,
     ) -> Result<Definitions, ApiError> {
-        let call = Call::new(LIST_METAFIELD_DEFINITIONS, &state, &auth, &request_id)?;
+        let call = Call::new(LIST_METAFIELD_DEFINITIONS, &state, &auth, request_id)?;
         let table = projections::records::METAFIELD_DEFINITIONS.table_name();
         // Every definition on one page: an organization defines a handful.
         let rows = projections::records::list(&state.pool, table, call.org_id(), None, 1000).await?;
@@ -158,7 +158,7 @@ impl MetafieldsApi {
                 Some(definition_data(row.id, fields, row.created_at))
             })
             .collect();
-        let body = ListEnvelope::new(request_id.0, DEFINITIONS.list.url, data, false, None);
+        let body = ListEnvelope::new(request_id.0.clone(), DEFINITIONS.list.url, data, false, None);
         Ok(Definitions::Ok(RawJson::new(Style::a(&body))))
     }
 
@@ -170,14 +170,14 @@ impl MetafieldsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
-        request_id: RequestId,
+        request_id: &RequestId,
         version: ServiceVersion,
         /// Optional: a retry with the same key and body returns the first outcome.
         #[oai(name = "Idempotency-Key")]
         key: Key,
         body: JsonBody<MetafieldDefinitionInput>,
     ) -> Result<DefinitionCreated, ApiError> {
-        let call = Call::new(CREATE_METAFIELD_DEFINITION, &state, &auth, &request_id)?;
+        let call = Call::new(CREATE_METAFIELD_DEFINITION, &state, &auth, request_id)?;
         let fields = parse_metafield_definition(&body.value).map_err(ApiError::validation)?;
         let command = Command::MetafieldDefinition(RecordCommand::Create { id: Uuid::now_v7(), fields });
         let write = Write::json(key.0, &version, &[], &body);

@@ -179,9 +179,15 @@ fn check_key_encoding(request: &Request) -> Result<(), ApiError> {
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-impl<'a> FromRequest<'a> for RequestId {
+/// A handler borrows the id the gateway gave its request (every request passes the gateway first).
+impl<'a> FromRequest<'a> for &'a RequestId {
     async fn from_request(request: &'a Request, _body: &mut RequestBody) -> poem::Result<Self> {
-        Ok(request.data::<RequestId>().cloned().unwrap_or_else(RequestId::generate))
+        request.data::<RequestId>().ok_or_else(|| {
+            poem::Error::from_string(
+                "the request has no id: it did not pass the gateway",
+                StatusCode::INTERNAL_SERVER_ERROR,
+            )
+        })
     }
 }
 

@@ -440,14 +440,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<OrderInput>,
         ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_ORDER, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_ORDER, &state, &auth, request_id)?;
             let input = parse_order(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
             let command = OrderCommand::Create { id: Uuid::now_v7(), input };
             let body = saved(&call, Write::json(key.0, &version, &[], &body), command).await?;
@@ -471,7 +471,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             order_id: Path<String>,
             /// Required on structural edits; a retry with the same key and body returns the first outcome.
@@ -479,7 +479,7 @@ routes! {
             key: Key,
             body: JsonBody<OrderEditInput>,
         ) -> Result<Single, ApiError> {
-            let call = Call::new(UPDATE_ORDER, &state, &auth, &request_id)?;
+            let call = Call::new(UPDATE_ORDER, &state, &auth, request_id)?;
             let id = call.id(&ORDERS, &order_id.0)?;
             let command = match parse_patch(&body.value).map_err(ApiError::validation)? {
                 Err(notes) => OrderCommand::EditNotes { id, notes },

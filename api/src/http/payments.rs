@@ -512,14 +512,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<CustomerPaymentInput>,
         ) -> Result<PaymentCreated, ApiError> {
-            let call = Call::new(CREATE_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_CUSTOMER_PAYMENT, &state, &auth, request_id)?;
             let write_of = Write::json(key.0, &version, &[], &body);
             let body = record(&call, &state, PaymentSide::Customer, &body.value, write_of, &request_id.0).await?;
             Ok(PaymentCreated::Created(RawJson::new(body)))
@@ -536,7 +536,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
@@ -544,7 +544,7 @@ routes! {
             payment_id: Path<String>,
             body: JsonBody<PaymentVoidInput>,
         ) -> Result<PaymentVoided, ApiError> {
-            let call = Call::new(VOID_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+            let call = Call::new(VOID_CUSTOMER_PAYMENT, &state, &auth, request_id)?;
             let route = [payment_id.0.as_str()];
             let write_of = Write::json(key.0, &version, &route, &body);
             let body = void(&call, &state, PaymentSide::Customer, &payment_id.0, write_of, &request_id.0).await?;
@@ -567,7 +567,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
@@ -575,7 +575,7 @@ routes! {
             payment_id: Path<String>,
             body: JsonBody<CustomerAllocationInput>,
         ) -> Result<PaymentAllocated, ApiError> {
-            let call = Call::new(ALLOCATE_CUSTOMER_PAYMENT, &state, &auth, &request_id)?;
+            let call = Call::new(ALLOCATE_CUSTOMER_PAYMENT, &state, &auth, request_id)?;
             let route = [payment_id.0.as_str()];
             let write_of = Write::json(key.0, &version, &route, &body);
             let body =
@@ -597,14 +597,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<SupplierPaymentInput>,
         ) -> Result<PaymentCreated, ApiError> {
-            let call = Call::new(CREATE_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_SUPPLIER_PAYMENT, &state, &auth, request_id)?;
             let write_of = Write::json(key.0, &version, &[], &body);
             let body = record(&call, &state, PaymentSide::Supplier, &body.value, write_of, &request_id.0).await?;
             Ok(PaymentCreated::Created(RawJson::new(body)))
@@ -620,7 +620,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
@@ -628,7 +628,7 @@ routes! {
             payment_id: Path<String>,
             body: JsonBody<PaymentVoidInput>,
         ) -> Result<PaymentVoided, ApiError> {
-            let call = Call::new(VOID_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+            let call = Call::new(VOID_SUPPLIER_PAYMENT, &state, &auth, request_id)?;
             let route = [payment_id.0.as_str()];
             let write_of = Write::json(key.0, &version, &route, &body);
             let body = void(&call, &state, PaymentSide::Supplier, &payment_id.0, write_of, &request_id.0).await?;
@@ -651,7 +651,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
@@ -659,7 +659,7 @@ routes! {
             payment_id: Path<String>,
             body: JsonBody<SupplierAllocationInput>,
         ) -> Result<PaymentAllocated, ApiError> {
-            let call = Call::new(ALLOCATE_SUPPLIER_PAYMENT, &state, &auth, &request_id)?;
+            let call = Call::new(ALLOCATE_SUPPLIER_PAYMENT, &state, &auth, request_id)?;
             let route = [payment_id.0.as_str()];
             let write_of = Write::json(key.0, &version, &route, &body);
             let body =

@@ -442,14 +442,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Optional: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<PriceListInput>,
         ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_PRICE_LIST, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_PRICE_LIST, &state, &auth, request_id)?;
             let body = write(&call, key.0, &version, None, &body).await?;
             Ok(Created::Created(RawJson::new(body)))
         }
@@ -463,11 +463,11 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             price_list_id: Path<String>,
             #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
         ) -> Result<Detail, ApiError> {
-            let call = Call::new(GET_PRICE_LIST, &state, &auth, &request_id)?;
+            let call = Call::new(GET_PRICE_LIST, &state, &auth, request_id)?;
             let row = price_list(&call, &price_list_id.0).await?;
             let etag = weak_etag(&[&row.id.to_string(), &row.pricing_revision()]);
             if unchanged(if_none_match.0.as_deref(), &etag) {
@@ -485,13 +485,13 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             price_list_id: Path<String>,
             #[oai(name = "Idempotency-Key")] key: Key,
             body: JsonBody<PriceListInput>,
         ) -> Result<Single, ApiError> {
-            let call = Call::new(REPLACE_PRICE_LIST, &state, &auth, &request_id)?;
+            let call = Call::new(REPLACE_PRICE_LIST, &state, &auth, request_id)?;
             let body = write(&call, key.0, &version, Some(price_list_id.0.as_str()), &body).await?;
             Ok(Single::Ok(RawJson::new(body)))
         }
@@ -509,7 +509,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             price_list_id: Path<String>,
             /// `true` or `false`.
             is_active: Query<Option<String>>,
@@ -520,7 +520,7 @@ routes! {
             page: PageParam,
             #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
         ) -> Result<Prices, ApiError> {
-            let call = Call::new(LIST_PRICE_LIST_PRICES, &state, &auth, &request_id)?;
+            let call = Call::new(LIST_PRICE_LIST_PRICES, &state, &auth, request_id)?;
             let active = match is_active.0.as_deref() {
                 None => None,
                 Some("true") => Some(true),
@@ -580,12 +580,12 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             price_list_id: Path<String>,
             product_id: Path<String>,
             #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
         ) -> Result<Price, ApiError> {
-            let call = Call::new(GET_PRICE_LIST_PRICE, &state, &auth, &request_id)?;
+            let call = Call::new(GET_PRICE_LIST_PRICE, &state, &auth, request_id)?;
             let list = price_list(&call, &price_list_id.0).await?;
             let input = call
                 .find(&PRODUCTS, &product_id.0, async |product_id| {

@@ -653,14 +653,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the same product.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<ProductInput>,
         ) -> Result<CreateResponse, ApiError> {
-            let call = Call::new(CREATE_PRODUCT, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_PRODUCT, &state, &auth, request_id)?;
             let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
             let stocked = !opening_stock.is_empty();
             let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
@@ -702,7 +702,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             product_id: Path<String>,
             /// Optional: a retry with the same key and body returns the first outcome.
@@ -710,7 +710,7 @@ routes! {
             key: Key,
             body: JsonBody<MetafieldPatchInput>,
         ) -> Result<ReadResponse, ApiError> {
-            let call = Call::new(PATCH_PRODUCT_METAFIELDS, &state, &auth, &request_id)?;
+            let call = Call::new(PATCH_PRODUCT_METAFIELDS, &state, &auth, request_id)?;
             let variant_id = PRODUCTS.id(&product_id.0)?;
             let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
             let command = ProductCommand::SetMetafields { variant_id, assign, delete };
@@ -728,14 +728,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome and adjusts nothing more.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<BulkAdjustmentInput>,
         ) -> Result<BulkAdjusted, ApiError> {
-            let call = Call::new(CREATE_BULK_ADJUSTMENT, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_BULK_ADJUSTMENT, &state, &auth, request_id)?;
             let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
             let command = Command::BulkAdjustProducts(adjustment);
             let write = Write::json(key.0, &version, &[], &body);
@@ -757,7 +757,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             product_id: Path<String>,
             /// Optional: a retry with the same key and body returns the first outcome.
@@ -765,7 +765,7 @@ routes! {
             key: Key,
             body: JsonBody<ProductReplaceInput>,
         ) -> Result<ReadResponse, ApiError> {
-            let call = Call::new(REPLACE_PRODUCT, &state, &auth, &request_id)?;
+            let call = Call::new(REPLACE_PRODUCT, &state, &auth, request_id)?;
             let variant_id = PRODUCTS.id(&product_id.0)?;
             let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
             let command = ProductCommand::Replace { variant_id, shared, variant };
@@ -782,11 +782,11 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             product_id: Path<String>,
             #[oai(name = "priceListId")] price_list_id: Query<Option<String>>,
         ) -> Result<ReadResponse, ApiError> {
-            let call = Call::new(GET_PRODUCT, &state, &auth, &request_id)?;
+            let call = Call::new(GET_PRODUCT, &state, &auth, request_id)?;
             if let Some(list) = price_list_id.0 {
                 // Priced under a list: not cached, since the price follows the list as well as the product.
                 let id = PRODUCTS.id(&product_id.0)?;

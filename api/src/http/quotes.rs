@@ -409,14 +409,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<QuoteInput>,
         ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_QUOTE, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_QUOTE, &state, &auth, request_id)?;
             let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
             let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
             let body = saved(&call, Write::json(key.0, &version, &[], &body), command).await?;
@@ -435,7 +435,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             quote_id: Path<String>,
             /// Required: a retry with the same key and body returns the first outcome.
@@ -443,7 +443,7 @@ routes! {
             key: Key,
             body: JsonBody<QuoteInput>,
         ) -> Result<Single, ApiError> {
-            let call = Call::new(REPLACE_QUOTE, &state, &auth, &request_id)?;
+            let call = Call::new(REPLACE_QUOTE, &state, &auth, request_id)?;
             let id = call.id(&QUOTES, &quote_id.0)?;
             let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
             let path = [quote_id.0.as_str()];
@@ -462,14 +462,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             quote_id: Path<String>,
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
         ) -> Result<Deleted, ApiError> {
-            let call = Call::new(DELETE_QUOTE, &state, &auth, &request_id)?;
+            let call = Call::new(DELETE_QUOTE, &state, &auth, request_id)?;
             let id = call.id(&QUOTES, &quote_id.0)?;
             let path = [quote_id.0.as_str()];
             let (outcome, replayed) =
@@ -497,14 +497,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             quote_id: Path<String>,
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
         ) -> Result<Converted, ApiError> {
-            let call = Call::new(CONVERT_QUOTE, &state, &auth, &request_id)?;
+            let call = Call::new(CONVERT_QUOTE, &state, &auth, request_id)?;
             let quote_id = call.id(&QUOTES, &quote_id.0)?;
             let text = quote_id.to_string();
             let path = [text.as_str()];

@@ -445,7 +445,7 @@ macro_rules! records_api {
                 &self,
                 auth: Auth,
                 state: Data<&Arc<AppState>>,
-                request_id: RequestId,
+                request_id: &RequestId,
                 /// 1 to 100, default 50.
                 limit: Query<Option<Limit>>,
                 /// The `next_cursor` of the previous page.
@@ -473,7 +473,7 @@ macro_rules! records_api {
                 &self,
                 auth: Auth,
                 state: Data<&Arc<AppState>>,
-                request_id: RequestId,
+                request_id: &RequestId,
                 version: ServiceVersion,
                 /// Optional: a retry with the same key and body returns the first outcome.
                 #[oai(name = "Idempotency-Key")]
@@ -502,7 +502,7 @@ macro_rules! records_api {
                 &self,
                 auth: Auth,
                 state: Data<&Arc<AppState>>,
-                request_id: RequestId,
+                request_id: &RequestId,
                 $param: Path<String>,
             ) -> Result<Single<<$kind as ResourceKind>::Data>, ApiError> {
                 let call = Call::new(Operation::read($id, Some(Scope::$read)), &state, &auth, &request_id)?;
@@ -525,7 +525,7 @@ macro_rules! records_api {
                 &self,
                 auth: Auth,
                 state: Data<&Arc<AppState>>,
-                request_id: RequestId,
+                request_id: &RequestId,
                 version: ServiceVersion,
                 $param: Path<String>,
                 #[oai(name = "Idempotency-Key")] key: Key,
@@ -593,7 +593,7 @@ records_api! {
                 &self,
                 auth: Auth,
                 state: Data<&Arc<AppState>>,
-                request_id: RequestId,
+                request_id: &RequestId,
                 /// Page number, from 1 (default 1).
                 page: Query<Option<PageNumber>>,
                 /// 1 to 100, default 20.
@@ -607,7 +607,7 @@ records_api! {
                 #[oai(name = "sortOrder")]
                 sort_order: Query<Option<String>>,
             ) -> Result<Pages<CategoryData>, ApiError> {
-                let call = Call::new(LIST_CATEGORIES, &state, &auth, &request_id)?;
+                let call = Call::new(LIST_CATEGORIES, &state, &auth, request_id)?;
                 let mut error = ApiError::invalid_request("INVALID_PARAMETERS", "the list parameters are not valid");
                 let (page, limit) = match page_params(page.0.map(|p| p.0), limit.0.map(|l| l.0)) {
                     Ok(params) => params,

@@ -195,9 +195,9 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
         ) -> Result<OrganizationResponse, ApiError> {
-            let call = Call::new(GET_ORGANIZATION, &state, &auth, &request_id)?;
+            let call = Call::new(GET_ORGANIZATION, &state, &auth, request_id)?;
             let data = call
                 .cached(&ORGANIZATION, call.org_id(), async |org| {
                     let Some(row) = projections::organizations::get(&state.pool, org).await? else { return Ok(None) };

@@ -379,15 +379,17 @@ impl<'a> Call<'a> {
         id: Uuid,
         load: impl AsyncFnOnce(Uuid) -> Result<Option<Bytes>, ApiError>,
     ) -> Result<Bytes, ApiError> {
+        // The load is boxed: only a miss runs it, and its database future inline would make every
+        // read's future, moved into its box on every request, several times larger.
         let Some(resource) = kind.cache else {
-            return load(id).await?.ok_or_else(|| ApiError::not_found(kind.label));
+            return Box::pin(load(id)).await?.ok_or_else(|| ApiError::not_found(kind.label));
         };
         let key = ReadKey { resource, org_id: self.principal.org_id, id };
         if let Some(bytes) = self.state.reads.get(&key) {
             return Ok(bytes);
         }
         let epoch = self.state.reads.epoch();
-        let bytes = load(id).await?.ok_or_else(|| ApiError::not_found(kind.label))?;
+        let bytes = Box::pin(load(id)).await?.ok_or_else(|| ApiError::not_found(kind.label))?;
         self.state.reads.insert_if_current(key, bytes.clone(), epoch);
         Ok(bytes)
     }

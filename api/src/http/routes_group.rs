@@ -164,7 +164,7 @@ macro_rules! routes {
                     &self,
                     auth: $crate::http::auth::Auth,
                     state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
-                    request_id: $crate::http::RequestId,
+                    request_id: &$crate::http::RequestId,
                     $($(#[$($param_meta)*])* $param: $param_in<$param_ty>,)*
                     /// 1 to 100, default 50.
                     limit: ::poem_openapi::param::Query<Option<$crate::http::schema::Limit>>,
@@ -188,7 +188,7 @@ macro_rules! routes {
                     &self,
                     auth: $crate::http::auth::Auth,
                     state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
-                    request_id: $crate::http::RequestId,
+                    request_id: &$crate::http::RequestId,
                     /// Page number, from 1 (default 1).
                     page: ::poem_openapi::param::Query<Option<$crate::http::schema::PageNumber>>,
                     /// 1 to 100, default 20.
@@ -208,7 +208,7 @@ macro_rules! routes {
                     &self,
                     auth: $crate::http::auth::Auth,
                     state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
-                    request_id: $crate::http::RequestId,
+                    request_id: &$crate::http::RequestId,
                     $get_param: ::poem_openapi::param::Path<String>,
                 ) -> Result<$get_answer, $crate::http::error::ApiError> {
                     let call = $crate::http::resource::Call::new($get_operation, &state, &auth, &request_id)?;
@@ -224,7 +224,7 @@ macro_rules! routes {
                     &self,
                     auth: $crate::http::auth::Auth,
                     state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
-                    request_id: $crate::http::RequestId,
+                    request_id: &$crate::http::RequestId,
                     version: $crate::http::ServiceVersion,
                     $action_param: ::poem_openapi::param::Path<String>,
                     #[doc = $action_key]

@@ -626,14 +626,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key, body and `Service-Version` returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<SaleInput>,
         ) -> Result<SaleCreated, ApiError> {
-            let call = Call::new(CREATE_SALE, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_SALE, &state, &auth, request_id)?;
             let today = ar_date(OffsetDateTime::now_utc());
             let input = parse_sale(&body.value, version.0.as_deref(), today).map_err(ApiError::validation)?;
             let historical = !input.is_dated();
@@ -670,14 +670,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             sale_id: Path<String>,
             /// Optional: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
         ) -> Result<Invoiced, ApiError> {
-            let call = Call::new(INVOICE_SALE, &state, &auth, &request_id)?;
+            let call = Call::new(INVOICE_SALE, &state, &auth, request_id)?;
             let id = call.id(&SALES, &sale_id.0)?;
             let path = [sale_id.0.as_str()];
             let accepted = call
@@ -704,10 +704,10 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             sale_id: Path<String>,
         ) -> Result<DocumentRedirect, ApiError> {
-            let call = Call::new(GET_SALE_DOCUMENT, &state, &auth, &request_id)?;
+            let call = Call::new(GET_SALE_DOCUMENT, &state, &auth, request_id)?;
             let id = call.id(&SALES, &sale_id.0)?;
             if read::get(&state.pool, call.org_id(), id).await?.is_none() {
                 return Err(ApiError::not_found("sale"));

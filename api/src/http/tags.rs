@@ -192,12 +192,12 @@ async fn apply(
     resource_type: Taggable,
     auth: Auth,
     state: &AppState,
-    request_id: RequestId,
+    request_id: &RequestId,
     version: ServiceVersion,
     key: Key,
     body: JsonBody<ApplyInput>,
 ) -> Result<Applied, ApiError> {
-    let call = Call::new(operation, state, &auth, &request_id)?;
+    let call = Call::new(operation, state, &auth, request_id)?;
     let command = parse_apply(&body.value, resource_type).map_err(ApiError::validation)?;
     let write = Write::json(key.0, &version, &[], &body);
     let body = call
@@ -266,7 +266,7 @@ macro_rules! tags_api {
                         &self,
                         auth: Auth,
                         state: Data<&Arc<AppState>>,
-                        request_id: RequestId,
+                        request_id: &RequestId,
                         version: ServiceVersion,
                         #[oai(name = "Idempotency-Key")] key: Key,
                         body: JsonBody<ApplyInput>,
@@ -305,14 +305,14 @@ tags_api! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Optional: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<TagInput>,
         ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_TAG, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_TAG, &state, &auth, request_id)?;
             let fields = parse_create(&body.value).map_err(ApiError::validation)?;
             let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
             let write = Write::json(key.0, &version, &[], &body);
@@ -330,10 +330,10 @@ tags_api! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             tag_id: Path<String>,
         ) -> Result<Single, ApiError> {
-            let call = Call::new(GET_TAG, &state, &auth, &request_id)?;
+            let call = Call::new(GET_TAG, &state, &auth, request_id)?;
             let body = call
                 .get(&TAGS, &tag_id.0, async |id| {
                     let row = read::get(&state.pool, call.org_id(), id).await?;
@@ -351,7 +351,7 @@ tags_api! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             tag_id: Path<String>,
             /// Optional: a retry with the same key and body returns the first outcome.
@@ -359,7 +359,7 @@ tags_api! {
             key: Key,
             body: JsonBody<TagPatch>,
         ) -> Result<Single, ApiError> {
-            let call = Call::new(UPDATE_TAG, &state, &auth, &request_id)?;
+            let call = Call::new(UPDATE_TAG, &state, &auth, request_id)?;
             let id = TAGS.id(&tag_id.0)?;
             let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
             let command = Command::Tag(TagCommand::Update { id, name, color, archived });

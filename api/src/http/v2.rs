@@ -194,16 +194,16 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             #[oai(name = "purchaseId")] purchase_id: Path<String>,
         ) -> Result<V2PurchaseRead, ApiError> {
-            let call = Call::new(V2_GET_PURCHASE, &state, &auth, &request_id)?;
+            let call = Call::new(V2_GET_PURCHASE, &state, &auth, request_id)?;
             let id = call.id(&PURCHASES, &purchase_id.0)?;
             let row = projections::purchases::get(&state.pool, call.org_id(), id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("purchase"))?;
             let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
-            Ok(V2PurchaseRead::Ok(RawJson::new(Style::a(&V2Single { request_id: request_id.0, success: true, data }))))
+            Ok(V2PurchaseRead::Ok(RawJson::new(Style::a(&V2Single { request_id: request_id.0.clone(), success: true, data }))))
         }
 
         /// Preview or commit a purchase (v2)
@@ -219,14 +219,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required for `commit`; not used by `preview`.
             #[oai(name = "Idempotency-Key")]
             key: Header<Option<String>>,
             body: JsonBody<V2PurchaseRequest>,
         ) -> Result<V2PurchaseAnswer, ApiError> {
-            let call = Call::new(V2_CREATE_PURCHASE, &state, &auth, &request_id)?;
+            let call = Call::new(V2_CREATE_PURCHASE, &state, &auth, request_id)?;
             let mut reader = commands::validate::ObjectReader::new(&body.value, "");
             let mode = match reader.optional_enum("mode", &["preview", "commit"]).as_deref() {
                 Some("commit") => Some(Mode::Commit),
@@ -298,7 +298,7 @@ routes! {
                 idempotent_replay: accepted.replayed,
                 client,
             };
-            let body = Style::a(&V2Single { request_id: request_id.0, success: true, data });
+            let body = Style::a(&V2Single { request_id: request_id.0.clone(), success: true, data });
             Ok(match mode {
                 Mode::Commit => V2PurchaseAnswer::Committed(RawJson::new(body)),
                 Mode::Preview => V2PurchaseAnswer::Previewed(RawJson::new(body)),

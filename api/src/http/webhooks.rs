@@ -342,7 +342,7 @@ macro_rules! webhooks_api {
                         &self,
                         auth: Auth,
                         state: Data<&Arc<AppState>>,
-                        request_id: RequestId,
+                        request_id: &RequestId,
                         version: ServiceVersion,
                         id: Path<String>,
                         #[oai(name = "Idempotency-Key")] key: Key,
@@ -419,14 +419,14 @@ webhooks_api! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the same endpoint and secret.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<WebhookEndpointInput>,
         ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_WEBHOOK_ENDPOINT, &state, &auth, request_id)?;
             let fields = parse_create(&body.value).map_err(ApiError::validation)?;
             require_event_scopes(&call, &fields.enabled_events)?;
             let secret = state.secrets.seal(&events::secrets::new_signing_secret());
@@ -446,13 +446,13 @@ webhooks_api! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             id: Path<String>,
             #[oai(name = "Idempotency-Key")] key: Key,
             body: JsonBody<WebhookEndpointPatch>,
         ) -> Result<Endpoint, ApiError> {
-            let call = Call::new(UPDATE_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
+            let call = Call::new(UPDATE_WEBHOOK_ENDPOINT, &state, &auth, request_id)?;
             let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
             if let Some(events) = &changes.enabled_events {
                 require_event_scopes(&call, events)?;
@@ -473,10 +473,10 @@ webhooks_api! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             id: Path<String>,
         ) -> Result<Endpoint, ApiError> {
-            let call = Call::new(GET_WEBHOOK_ENDPOINT, &state, &auth, &request_id)?;
+            let call = Call::new(GET_WEBHOOK_ENDPOINT, &state, &auth, request_id)?;
             let row = visible(&call, &id.0).await?;
             Ok(Endpoint::Ok(RawJson::new(envelope(call.request_id, from_row(row)))))
         }
@@ -489,9 +489,9 @@ webhooks_api! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
         ) -> Result<EventTypes, ApiError> {
-            let call = Call::new(LIST_WEBHOOK_EVENT_TYPES, &state, &auth, &request_id)?;
+            let call = Call::new(LIST_WEBHOOK_EVENT_TYPES, &state, &auth, request_id)?;
             let data: Vec<WebhookEventTypeData> = PUBLIC_EVENT_TYPES
                 .iter()
                 .map(|t| WebhookEventTypeData {

@@ -112,14 +112,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<PurchaseInput>,
         ) -> Result<PurchaseCreated, ApiError> {
-            let call = Call::new(CREATE_PURCHASE, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_PURCHASE, &state, &auth, request_id)?;
             let input = parse_purchase(&body.value, today()).map_err(ApiError::validation)?;
             let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode: Mode::Commit, input });
             let write = Write::json(key.0, &version, &[], &body);
@@ -163,10 +163,10 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             purchase_id: Path<String>,
         ) -> Result<DocumentRedirect, ApiError> {
-            let call = Call::new(GET_PURCHASE_DOCUMENT, &state, &auth, &request_id)?;
+            let call = Call::new(GET_PURCHASE_DOCUMENT, &state, &auth, request_id)?;
             let id = call.id(&PURCHASES, &purchase_id.0)?;
             if read::get(&state.pool, call.org_id(), id).await?.is_none() {
                 return Err(ApiError::not_found("purchase"));
@@ -186,14 +186,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<PurchaseOrderInput>,
         ) -> Result<OrderCreated, ApiError> {
-            let call = Call::new(CREATE_PURCHASE_ORDER, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_PURCHASE_ORDER, &state, &auth, request_id)?;
             let input = parse_order(&body.value).map_err(ApiError::validation)?;
             let command = Command::PurchaseOrder(OrderCommand::Create { id: Uuid::now_v7(), input });
             let write = Write::json(key.0, &version, &[], &body);
@@ -217,7 +217,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             purchase_order_id: Path<String>,
             /// Required: a retry with the same key and body returns the first outcome.
@@ -225,7 +225,7 @@ routes! {
             key: Key,
             body: JsonBody<ReceiptInput>,
         ) -> Result<OrderCreated, ApiError> {
-            let call = Call::new(RECEIVE_PURCHASE_ORDER, &state, &auth, &request_id)?;
+            let call = Call::new(RECEIVE_PURCHASE_ORDER, &state, &auth, request_id)?;
             let id = call.id(&ORDERS, &purchase_order_id.0)?;
             let input = parse_receipt(&body.value, today()).map_err(ApiError::validation)?;
             let command = Command::PurchaseOrder(OrderCommand::Receive { id, receipt_id: Uuid::now_v7(), input });

@@ -412,13 +412,13 @@ impl ReportsApi {
         &self,
         auth: Auth,
         state: Data<&Arc<AppState>>,
-        request_id: RequestId,
+        request_id: &RequestId,
         /// `text/csv` for CSV; JSON otherwise.
         #[oai(name = "Accept")]
         accept: Header<Option<String>>,
         body: JsonBody<ReportQueryInput>,
     ) -> Result<ReportAnswer, ApiError> {
-        let call = Call::new(QUERY_REPORT, &state, &auth, &request_id)?;
+        let call = Call::new(QUERY_REPORT, &state, &auth, request_id)?;
         let org_id = call.org_id();
         let request = parse(&body.value, OffsetDateTime::now_utc()).map_err(ApiError::validation)?;
         let paging = resume(&state, org_id, &request)?;

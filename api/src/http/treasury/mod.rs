@@ -258,14 +258,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<MovementInput>,
         ) -> Result<MovementCreated, ApiError> {
-            let call = Call::new(CREATE_MOVEMENT, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_MOVEMENT, &state, &auth, request_id)?;
             let (input, _) = parse_movement(&body.value, false).map_err(ApiError::validation)?;
             let seen = visibility(call.principal);
             seen_or_404(&seen, input.location)?;
@@ -291,7 +291,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             treasury_movement_id: Path<String>,
             /// Required: a retry with the same key and body returns the first outcome.
@@ -299,7 +299,7 @@ routes! {
             key: Key,
             body: JsonBody<MovementReplacement>,
         ) -> Result<Movement, ApiError> {
-            let call = Call::new(REPLACE_MOVEMENT, &state, &auth, &request_id)?;
+            let call = Call::new(REPLACE_MOVEMENT, &state, &auth, request_id)?;
             let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
             let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
             let seen = visibility(call.principal);
@@ -329,7 +329,7 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             treasury_movement_id: Path<String>,
             /// Required: a retry with the same key and body returns the first outcome.
@@ -337,7 +337,7 @@ routes! {
             key: Key,
             body: JsonBody<MovementDeletion>,
         ) -> Result<MovementDeleted, ApiError> {
-            let call = Call::new(DELETE_MOVEMENT, &state, &auth, &request_id)?;
+            let call = Call::new(DELETE_MOVEMENT, &state, &auth, request_id)?;
             let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
             let updated_at = parse_deletion(&body.value).map_err(ApiError::validation)?;
             manual_or_404(&state, &call, id, &visibility(call.principal)).await?;
@@ -367,14 +367,14 @@ routes! {
             &self,
             auth: Auth,
             state: Data<&Arc<AppState>>,
-            request_id: RequestId,
+            request_id: &RequestId,
             version: ServiceVersion,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
             body: JsonBody<FundsTransferInput>,
         ) -> Result<TransferCreated, ApiError> {
-            let call = Call::new(CREATE_TRANSFER, &state, &auth, &request_id)?;
+            let call = Call::new(CREATE_TRANSFER, &state, &auth, request_id)?;
             let input = parse_transfer(&body.value).map_err(ApiError::validation)?;
             let seen = visibility(call.principal);
             let hidden: Vec<_> = [("source", input.source), ("destination", input.destination)]
