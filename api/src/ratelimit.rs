@@ -60,14 +60,30 @@ impl Decision {
 
     /// `RateLimit-Policy` and `RateLimit` (IETF draft syntax) for every response.
     pub fn headers(&self) -> [(HeaderName, String); 2] {
-        let policy = format!(
-            "\"{}\";q={};w=60, \"{}\";q={};w=3600",
-            self.minute.name, self.minute.limit, self.hour.name, self.hour.limit
-        );
+        let mut policy = String::with_capacity(48);
+        push_item(&mut policy, self.minute.name, [("q", self.minute.limit.into()), ("w", 60)]);
+        policy.push_str(", ");
+        push_item(&mut policy, self.hour.name, [("q", self.hour.limit.into()), ("w", 3600)]);
         // The window closest to running out is the one reported.
         let tightest = if self.minute.remaining <= self.hour.remaining { self.minute } else { self.hour };
-        let current = format!("\"{}\";r={};t={}", tightest.name, tightest.remaining, tightest.reset);
+        let mut current = String::with_capacity(40);
+        push_item(&mut current, tightest.name, [("r", tightest.remaining.into()), ("t", tightest.reset)]);
         [(POLICY_HEADER.clone(), policy), (LIMIT_HEADER.clone(), current)]
+    }
+}
+
+/// Appends `"name";key=value;key=value`, an item of the draft's syntax. Written piece by piece:
+/// `format!` cost more than the whole count and check, on every response.
+fn push_item(out: &mut String, name: &str, parameters: [(&str, u64); 2]) {
+    let mut digits = itoa::Buffer::new();
+    out.push('"');
+    out.push_str(name);
+    out.push('"');
+    for (key, value) in parameters {
+        out.push(';');
+        out.push_str(key);
+        out.push('=');
+        out.push_str(digits.format(value));
     }
 }
 

@@ -27,7 +27,7 @@ use crate::http::error::{ApiError, ErrorType};
 use crate::state::AppState;
 use bytes::Bytes;
 use poem::http::{HeaderName, HeaderValue, StatusCode};
-use poem::{Endpoint, EndpointExt, FromRequest, Request, RequestBody, Response, Route, get, handler};
+use poem::{Endpoint, EndpointExt, FromRequest, IntoEndpoint, Request, RequestBody, Response, Route, get, handler};
 use poem_openapi::{OpenApiService, Tags};
 use serde::Serialize;
 use std::sync::Arc;
@@ -279,8 +279,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
     let measured = crate::observe::http::HttpMetrics::new(allowed.route_labels());
     let spec = Bytes::from(serde_json::to_vec_pretty(&document).unwrap_or_default());
     let gateway = Arc::new(Gateway { state: state.clone(), allowed, measured });
-    Route::new()
-        .nest("/", service)
+    let others = Route::new()
         .nest("/docs", docs)
         .at(
             "/openapi.json",
@@ -292,84 +291,104 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
         .at("/readyz", get(readyz))
         // Public: the signed token is the credential (outside `/api/`, so no bearer is asked for).
         .at("/documents/:token", get(documents::download))
-        .at("/metrics", get(metrics_text))
-        .data(state)
-        .around(move |endpoint, mut request: Request| {
-            let gateway = gateway.clone();
-            let started = std::time::Instant::now();
-            let method = crate::observe::http::method_index(request.method());
-            let route = gateway.allowed.route(request.uri().path());
-            let request_id = RequestId::generate();
-            let span = tracing::info_span!("request", request_id = %request_id.0, org_id = tracing::field::Empty);
-            let org_span = span.clone();
-            async move {
-                let Gateway { state, allowed, measured } = &*gateway;
-                let in_flight = measured.enter();
-                request.set_data(request_id.clone());
-                // The path is read again after the request has gone (an `Allow` for a 405): the URI's
-                // clone shares its bytes.
-                let uri = request.uri().clone();
-                let path = uri.path();
-                let v2 = path.starts_with("/api/v2");
-                let mut rate_headers = None;
-                let result: Result<Response, poem::Error> = async {
-                    if path.starts_with("/api/") {
-                        let secret = auth::bearer(&request)?;
-                        let principal = state.credentials.authenticate(&state.pool, secret).await?;
-                        org_span.record("org_id", tracing::field::display(principal.org_id));
-                        let limits = state.credentials.limits(&state.pool, principal.org_id).await?;
-                        let decision = state.limiter.check(principal.org_id, limits);
-                        rate_headers = Some(decision.headers());
-                        if !decision.allowed {
-                            metrics::counter!("backoffice_rate_limited_total").increment(1);
-                            return Err(ApiError::new(
-                                StatusCode::TOO_MANY_REQUESTS,
-                                ErrorType::RateLimitError,
-                                "RATE_LIMITED",
-                                "the organization's request quota is used up; retry after the indicated time",
-                            )
-                            .retryable()
-                            .with_header("Retry-After", decision.retry_after().to_string())
-                            .into());
-                        }
-                        request.set_data(principal);
+        .at("/metrics", get(metrics_text));
+    Front { api: service.into_endpoint(), others }.data(state).around(move |endpoint, mut request: Request| {
+        let gateway = gateway.clone();
+        let started = std::time::Instant::now();
+        let method = crate::observe::http::method_index(request.method());
+        let route = gateway.allowed.route(request.uri().path());
+        let request_id = RequestId::generate();
+        let span = tracing::info_span!("request", request_id = %request_id.0, org_id = tracing::field::Empty);
+        let org_span = span.clone();
+        async move {
+            let Gateway { state, allowed, measured } = &*gateway;
+            let in_flight = measured.enter();
+            request.set_data(request_id.clone());
+            // The path is read again after the request has gone (an `Allow` for a 405): the URI's
+            // clone shares its bytes.
+            let uri = request.uri().clone();
+            let path = uri.path();
+            let v2 = path.starts_with("/api/v2");
+            let mut rate_headers = None;
+            let result: Result<Response, poem::Error> = async {
+                if path.starts_with("/api/") {
+                    let secret = auth::bearer(&request)?;
+                    let principal = state.credentials.authenticate(&state.pool, secret).await?;
+                    org_span.record("org_id", tracing::field::display(principal.org_id));
+                    let limits = state.credentials.limits(&state.pool, principal.org_id).await?;
+                    let decision = state.limiter.check(principal.org_id, limits);
+                    rate_headers = Some(decision.headers());
+                    if !decision.allowed {
+                        metrics::counter!("backoffice_rate_limited_total").increment(1);
+                        return Err(ApiError::new(
+                            StatusCode::TOO_MANY_REQUESTS,
+                            ErrorType::RateLimitError,
+                            "RATE_LIMITED",
+                            "the organization's request quota is used up; retry after the indicated time",
+                        )
+                        .retryable()
+                        .with_header("Retry-After", decision.retry_after().to_string())
+                        .into());
                     }
-                    check_version(&request)?;
-                    check_query(&request)?;
-                    check_key_encoding(&request)?;
-                    if let Some(parameter) = allowed.undecodable_parameter(path) {
-                        return Err(ApiError::not_found("resource")
-                            .with_detail(Some(parameter), "invalid_id", "not an id: names nothing")
-                            .into());
-                    }
-                    endpoint.call(request).await
+                    request.set_data(principal);
                 }
-                .await;
-                let mut response = match result {
-                    Ok(response) => response,
-                    Err(error) => error_response(error, &request_id.0, v2),
-                };
-                if response.status() == StatusCode::METHOD_NOT_ALLOWED
-                    && let Some(methods) = allowed.allow(path).and_then(|m| HeaderValue::from_str(&m).ok())
-                {
-                    response.headers_mut().insert(poem::http::header::ALLOW, methods);
+                check_version(&request)?;
+                check_query(&request)?;
+                check_key_encoding(&request)?;
+                if let Some(parameter) = allowed.undecodable_parameter(path) {
+                    return Err(ApiError::not_found("resource")
+                        .with_detail(Some(parameter), "invalid_id", "not an id: names nothing")
+                        .into());
                 }
-                measured.record(route, method, response.status(), started.elapsed());
-                drop(in_flight);
-                let headers = response.headers_mut();
-                // The texts move into their headers (their last use): checked, not copied.
-                if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(request_id.0)) {
-                    headers.insert(REQUEST_ID_NAME.clone(), value);
-                }
-                for (name, value) in rate_headers.into_iter().flatten() {
-                    if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(value)) {
-                        headers.insert(name, value);
-                    }
-                }
-                Ok(response)
+                endpoint.call(request).await
             }
-            .instrument(span)
-        })
+            .await;
+            let mut response = match result {
+                Ok(response) => response,
+                Err(error) => error_response(error, &request_id.0, v2),
+            };
+            if response.status() == StatusCode::METHOD_NOT_ALLOWED
+                && let Some(methods) = allowed.allow(path).and_then(|m| HeaderValue::from_str(&m).ok())
+            {
+                response.headers_mut().insert(poem::http::header::ALLOW, methods);
+            }
+            measured.record(route, method, response.status(), started.elapsed());
+            drop(in_flight);
+            let headers = response.headers_mut();
+            // The texts move into their headers (their last use): checked, not copied.
+            if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(request_id.0)) {
+                headers.insert(REQUEST_ID_NAME.clone(), value);
+            }
+            for (name, value) in rate_headers.into_iter().flatten() {
+                if let Ok(value) = HeaderValue::from_maybe_shared(Bytes::from(value)) {
+                    headers.insert(name, value);
+                }
+            }
+            Ok(response)
+        }
+        .instrument(span)
+    })
+}
+
+/// The application's first dispatch. Every documented operation's path starts with `/api/` (the
+/// contract test holds the document to it), so those requests go straight to the API's own router;
+/// the few other routes have theirs. Nested at `/` in one outer router, every API request was matched
+/// by two route tables and had its URI rebuilt on the way in, for nothing: the nest stripped no prefix.
+struct Front {
+    api: poem::endpoint::BoxEndpoint<'static>,
+    others: Route,
+}
+
+impl Endpoint for Front {
+    type Output = Response;
+
+    async fn call(&self, request: Request) -> poem::Result<Response> {
+        if request.uri().path().starts_with("/api/") {
+            self.api.call(request).await
+        } else {
+            self.others.call(request).await
+        }
+    }
 }
 
 /// What every request of one application reads: the state, the documented routes and the gateway's

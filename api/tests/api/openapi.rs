@@ -30,6 +30,7 @@ fn the_document_is_valid_openapi_3_and_complete() {
     let mut seen = Vec::new();
     for (path, item) in parsed.paths.paths.iter() {
         let ReferenceOr::Item(item) = item else { panic!("{path} is a reference") };
+        assert!(path.starts_with("/api/"), "{path}: the gateway sends only paths under /api/ to the API's router");
         for (method, operation) in item.iter() {
             let id = operation.operation_id.clone().unwrap_or_else(|| panic!("{method} {path} has no operationId"));
             seen.push(id.clone());
