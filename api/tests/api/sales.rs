@@ -270,8 +270,9 @@ async fn the_authority_is_asked_once_even_when_its_answer_is_lost(pool: PgPool) 
     assert_eq!(refused["error"]["details"][0]["metadata"]["authority_code"], 10015);
     assert_eq!(app.event_count().await, events, "a rejected sale leaves nothing");
 
-    // Unavailable: created deferred, then issued by the worker.
-    script(&app, json!([{ "outcome": "unavailable" }])).await;
+    // Unavailable: created deferred, then issued by the worker (away for its first retry too, so a slow
+    // answer cannot meet the retry that already issued it).
+    script(&app, json!([{ "outcome": "unavailable" }, { "outcome": "unavailable" }])).await;
     let deferred = json(sell(&app, &body, true).await, 201).await["data"].clone();
     assert_eq!(deferred["fiscal"]["status"], "deferred");
     let id = deferred["id"].as_str().expect("id").to_owned();
@@ -295,7 +296,7 @@ async fn the_authority_is_asked_once_even_when_its_answer_is_lost(pool: PgPool) 
     );
     let found = json(app.get("/api/v1/sales?integration_source=tienda&query=pedido-77").await, 200).await;
     let id = items(&found)[0]["id"].as_str().expect("id").to_owned();
-    script(&app, json!([{ "outcome": "unavailable" }])).await;
+    script(&app, json!([{ "outcome": "unavailable" }, { "outcome": "unavailable" }])).await;
     let path = format!("{SALES}/{id}/invoice");
     let response = app.request(Method::POST, &path, Some(&app.api_key), None).await;
     assert_eq!(json(response, 202).await["data"]["fiscal"]["status"], "deferred");

@@ -266,13 +266,15 @@ pub async fn authorize(
     }
 }
 
-/// Keeps the retry row of a deferred sale (or drops it once the sale is settled).
+/// Keeps the retry row of a deferred sale (or drops it once the sale is settled). The wait counts from
+/// now, when the attempt has ended (`clock_timestamp()`), not from the start of its transaction, which
+/// held the authority's round trip: otherwise a slow refusal left the next attempt already due.
 pub async fn track(conn: &mut PgConnection, org_id: Uuid, sale_id: Uuid, deferred: bool) -> Result<(), sqlx::Error> {
     if deferred {
         sqlx::query(
-            "insert into fiscal_pending (org_id, sale_id, attempts, next_attempt_at) values ($1, $2, 0, now() + interval '1 second')
+            "insert into fiscal_pending (org_id, sale_id, attempts, next_attempt_at) values ($1, $2, 0, clock_timestamp() + interval '1 second')
              on conflict (org_id, sale_id) do update set attempts = fiscal_pending.attempts + 1,
-                 next_attempt_at = now() + least(interval '1 second' * power(2, least(fiscal_pending.attempts + 1, 9)), interval '5 minutes')",
+                 next_attempt_at = clock_timestamp() + least(interval '1 second' * power(2, least(fiscal_pending.attempts + 1, 9)), interval '5 minutes')",
         )
         .bind(org_id)
         .bind(sale_id)
