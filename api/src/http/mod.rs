@@ -42,6 +42,9 @@ pub const VERSION_HEADER: &str = "Service-Version";
 static REQUEST_ID_NAME: HeaderName = HeaderName::from_static("service-request-id");
 static VERSION_NAME: HeaderName = HeaderName::from_static("service-version");
 static KEY_NAME: HeaderName = HeaderName::from_static("idempotency-key");
+/// Where the API starts: a path under it asks for a credential (the gateway) and is routed by the
+/// API's own router (`Front`); every documented operation is under it (the OpenAPI test holds it).
+const API_PREFIX: &str = "/api/";
 /// The dated contracts this build understands (`Service-Version`).
 pub const SUPPORTED_VERSIONS: &[&str] = &["2026-08-20"];
 
@@ -311,7 +314,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
             let v2 = path.starts_with("/api/v2");
             let mut rate_headers = None;
             let result: Result<Response, poem::Error> = async {
-                if path.starts_with("/api/") {
+                if path.starts_with(API_PREFIX) {
                     let secret = auth::bearer(&request)?;
                     let principal = state.credentials.authenticate(&state.pool, secret).await?;
                     org_span.record("org_id", tracing::field::display(principal.org_id));
@@ -370,9 +373,8 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
     })
 }
 
-/// The application's first dispatch. Every documented operation's path starts with `/api/` (the
-/// contract test holds the document to it), so those requests go straight to the API's own router;
-/// the few other routes have theirs. Nested at `/` in one outer router, every API request was matched
+/// The application's first dispatch: a path under [`API_PREFIX`] goes straight to the API's own
+/// router, the few other routes have theirs. Nested at `/` in one outer router, every API request was matched
 /// by two route tables and had its URI rebuilt on the way in, for nothing: the nest stripped no prefix.
 struct Front {
     api: poem::endpoint::BoxEndpoint<'static>,
@@ -383,7 +385,7 @@ impl Endpoint for Front {
     type Output = Response;
 
     async fn call(&self, request: Request) -> poem::Result<Response> {
-        if request.uri().path().starts_with("/api/") {
+        if request.uri().path().starts_with(API_PREFIX) {
             self.api.call(request).await
         } else {
             self.others.call(request).await
