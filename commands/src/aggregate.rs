@@ -72,6 +72,11 @@ impl Rejection {
         Self::NotFound { resource: resource.to_owned() }
     }
 
+    /// 400 with one field error.
+    pub fn invalid(field: &str, code: &str, message: impl Into<String>) -> Self {
+        Self::Invalid { errors: vec![FieldError::new(field, code, message)] }
+    }
+
     pub fn conflict(code: &str, message: impl Into<String>) -> Self {
         Self::Conflict { code: code.to_owned(), message: message.into() }
     }

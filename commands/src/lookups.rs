@@ -4,6 +4,7 @@
 use crate::engine::{ExecuteError, WithId, load};
 use events::EventPayload;
 use events::catalogue::{ProductEvent, ProductGroup, WHOLE_GROUP_EVERY};
+use events::domain::{Adjustment, Cents};
 use sqlx::PgConnection;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -15,9 +16,9 @@ pub struct VariantFacts {
     pub product_type: String,
     pub is_active: bool,
     pub tax_rate_id: i32,
-    /// Cents (a product's cost may stand past [`Cents::MAX`] after bulk adjustments: see
-    /// `products::Change`).
-    pub cost: i64,
+    pub cost: Cents,
+    /// The group's automatic margin, which a new cost must leave a price in range under.
+    pub markup: Option<Adjustment>,
 }
 
 impl VariantFacts {
@@ -30,6 +31,7 @@ impl VariantFacts {
             is_active: v.is_active,
             tax_rate_id: group.shared.tax_rate_id,
             cost: v.cost,
+            markup: group.shared.markup_hundredths,
         })
     }
 }

@@ -181,6 +181,19 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// [`Self::optional_percentage`] as the adjustment it moves an amount by (`min` and `max` within -100
+    /// and 1000).
+    pub fn optional_adjustment(&mut self, name: &str, min: i64, max: i64) -> Option<events::domain::Adjustment> {
+        let hundredths = self.optional_percentage(name, min, max)?;
+        match events::domain::Adjustment::from_hundredths(hundredths) {
+            Ok(adjustment) => Some(adjustment),
+            Err(error) => {
+                self.fail(name, "out_of_range", error.to_string());
+                None
+            }
+        }
+    }
+
     /// The raw value of a field, for rules that read nested structures (absent or null: `None`).
     pub fn value(&self, name: &str) -> Option<&'a Value> {
         self.raw(name)

@@ -4,7 +4,8 @@
 
 use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
-use events::catalogue::{PriceListEvent, RecordEvent, apply_percentage, vat_hundredths};
+use events::catalogue::{PriceListEvent, RecordEvent, vat_hundredths};
+use events::domain::{Adjustment, Cents, Percentage};
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -72,7 +73,7 @@ pub struct PriceListRow {
     pub description: Option<String>,
     pub is_automatic: bool,
     pub automatic_pricing_mode: Option<String>,
-    pub adjustment_hundredths: Option<i64>,
+    pub adjustment_hundredths: Option<Adjustment>,
     pub tax_inclusive: bool,
     pub is_active: bool,
     pub revision: i64,
@@ -120,9 +121,9 @@ pub async fn list(
 pub struct PriceInput {
     pub product_id: Uuid,
     pub is_active: bool,
-    pub base_price: i64,
+    pub base_price: Cents,
     pub tax_rate_id: i32,
-    pub explicit_price: Option<i64>,
+    pub explicit_price: Option<Cents>,
 }
 
 /// Where a listed price comes from.
@@ -135,37 +136,39 @@ pub enum Provenance {
 }
 
 /// A variant's price under a list: `None` when an input is missing (a manual list without a price for
-/// the variant, or an automatic list over a variant without a base price) — no value is invented.
+/// the variant, or an automatic list over a variant without a base price) or the computed price would
+/// pass [`Cents::MAX`] — no value is invented.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListedPrice {
-    /// Cents, VAT excluded or included as the list says.
-    pub unit_price: i64,
-    /// Cents before VAT.
-    pub net_price: i64,
+    /// VAT excluded or included as the list says.
+    pub unit_price: Cents,
+    /// Before VAT.
+    pub net_price: Cents,
     pub provenance: Provenance,
 }
 
 /// The price of `input` under `list`. Explicit prices are stated in the list's own basis (VAT included
 /// when the list is tax-inclusive); computed prices start from the base price, which is before VAT.
 pub fn price_of(list: &PriceListRow, input: &PriceInput) -> Option<ListedPrice> {
-    let vat = vat_hundredths(input.tax_rate_id)?;
+    let vat = Percentage::from_hundredths(vat_hundredths(input.tax_rate_id)?).ok()?;
     if let Some(unit_price) = input.explicit_price {
         let net_price = if list.tax_inclusive { net_of(unit_price, vat) } else { unit_price };
         return Some(ListedPrice { unit_price, net_price, provenance: Provenance::Manual });
     }
-    if !list.is_automatic || input.base_price <= 0 {
+    if !list.is_automatic || input.base_price <= Cents::ZERO {
         return None;
     }
-    let net_price = apply_percentage(input.base_price, list.adjustment_hundredths.unwrap_or(0)).max(0);
-    let unit_price = if list.tax_inclusive { apply_percentage(net_price, vat) } else { net_price };
+    let net_price = list.adjustment_hundredths.unwrap_or_default().apply_to(input.base_price)?.max(Cents::ZERO);
+    let unit_price = if list.tax_inclusive { net_price.checked_add(vat.apply_to(net_price))? } else { net_price };
     Some(ListedPrice { unit_price, net_price, provenance: Provenance::Automatic })
 }
 
-/// The amount before VAT of a VAT-inclusive amount, rounded half up.
-fn net_of(gross: i64, vat_hundredths: i64) -> i64 {
-    let scaled = i128::from(gross) * 10_000;
-    let divisor = i128::from(10_000 + vat_hundredths);
-    i64::try_from((scaled * 2 + divisor) / (divisor * 2)).unwrap_or(i64::MAX)
+/// The amount before VAT of a VAT-inclusive amount, rounded half up: never larger than `gross`.
+fn net_of(gross: Cents, vat: Percentage) -> Cents {
+    let scaled = i128::from(gross.get()) * 10_000;
+    let divisor = 10_000 + i128::from(vat.hundredths());
+    let net = (scaled * 2 + divisor) / (divisor * 2);
+    Cents::of(i64::try_from(net).expect("at most the gross amount, which is in range"))
 }
 
 /// A page of the price inputs of a list's variants in id order after `after` (`active` filters on the
@@ -229,7 +232,7 @@ mod tests {
             description: None,
             is_automatic,
             automatic_pricing_mode: is_automatic.then(|| "base_price_adjustment".into()),
-            adjustment_hundredths: adjustment,
+            adjustment_hundredths: adjustment.map(|h| Adjustment::from_hundredths(h).expect("in range")),
             tax_inclusive,
             is_active: true,
             revision: 1,
@@ -241,23 +244,24 @@ mod tests {
     }
 
     fn input(base_price: i64, explicit_price: Option<i64>) -> PriceInput {
+        let (base_price, explicit_price) = (Cents::of(base_price), explicit_price.map(Cents::of));
         PriceInput { product_id: Uuid::nil(), is_active: true, base_price, tax_rate_id: 5, explicit_price }
     }
 
     #[test]
     fn automatic_lists_move_the_base_price_and_add_vat_when_inclusive() {
         let net = price_of(&list(true, Some(1000), false), &input(10_000, None)).expect("priced");
-        assert_eq!((net.unit_price, net.net_price, net.provenance), (11_000, 11_000, Provenance::Automatic));
+        assert_eq!((net.unit_price.get(), net.net_price.get(), net.provenance), (11_000, 11_000, Provenance::Automatic));
         let gross = price_of(&list(true, Some(1000), true), &input(10_000, None)).expect("priced");
-        assert_eq!((gross.unit_price, gross.net_price), (13_310, 11_000));
+        assert_eq!((gross.unit_price.get(), gross.net_price.get()), (13_310, 11_000));
         let discounted = price_of(&list(true, Some(-250), false), &input(999, None)).expect("priced");
-        assert_eq!(discounted.unit_price, 974); // 974.025
+        assert_eq!(discounted.unit_price.get(), 974); // 974.025
     }
 
     #[test]
     fn explicit_prices_win_and_missing_inputs_are_unavailable() {
         let manual = price_of(&list(false, None, true), &input(10_000, Some(12_100))).expect("priced");
-        assert_eq!((manual.unit_price, manual.net_price, manual.provenance), (12_100, 10_000, Provenance::Manual));
+        assert_eq!((manual.unit_price.get(), manual.net_price.get(), manual.provenance), (12_100, 10_000, Provenance::Manual));
         assert_eq!(price_of(&list(false, None, false), &input(10_000, None)), None, "manual list without a price");
         assert_eq!(price_of(&list(true, Some(1000), false), &input(0, None)), None, "no base price");
     }

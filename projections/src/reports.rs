@@ -263,7 +263,7 @@ struct ProductState {
     variant_id: Uuid,
     category_id: Option<Uuid>,
     tag_ids: Vec<Uuid>,
-    cost: i64,
+    cost: Cents,
 }
 
 /// A batch being folded: the variants' states it read and changed, and the facts it made.
@@ -645,7 +645,7 @@ fn fold_stock(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), Projec
         }
     };
     for (variant, warehouse, quantity, day) in changes {
-        let cost = Cents::of(batch.product(event.org_id, variant).cost);
+        let cost = batch.product(event.org_id, variant).cost;
         let mut fact = batch.product_fact(event, Report::Inventory, day, Some(variant));
         fact.document_id = Some(event.stream_id);
         fact.warehouse_id = Some(warehouse);

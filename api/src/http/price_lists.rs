@@ -23,7 +23,7 @@ use bytes::Bytes;
 use commands::price_lists::{PriceList, parse_price_list};
 use commands::protocol::{Command, CommandKind};
 use commands::records::RecordCommand;
-use events::catalogue::{percentage_text, vat_percentage};
+use events::catalogue::vat_percentage;
 use events::domain::Scope;
 use poem::http::StatusCode;
 use poem::web::Data;
@@ -91,7 +91,7 @@ impl PriceListData {
             description: row.description.clone().into(),
             is_automatic: row.is_automatic,
             automatic_pricing_mode: row.automatic_pricing_mode.clone().into(),
-            adjustment_percentage: row.adjustment_hundredths.map(percentage_text).into(),
+            adjustment_percentage: row.adjustment_hundredths.map(|adjustment| adjustment.to_string()).into(),
             tax_inclusive: row.tax_inclusive,
             is_active: row.is_active,
             explicit_prices: row.explicit_prices,
@@ -203,7 +203,7 @@ impl PriceEntryData {
             price_list_id: list.id,
             product_id: input.product_id,
             state: if listed.is_some() { "available" } else { "unavailable" }.into(),
-            unit_price: listed.as_ref().map(|l| l.unit_price).into(),
+            unit_price: listed.as_ref().map(|l| l.unit_price.get()).into(),
             tax_basis: if list.tax_inclusive { "tax_included" } else { "tax_excluded" }.into(),
             tax_rate: PriceTaxRate {
                 id: input.tax_rate_id,
@@ -218,12 +218,12 @@ impl PriceEntryData {
                     })
                     .into(),
                 mode: automatic.then(|| list.automatic_pricing_mode.clone()).flatten().into(),
-                base_price: automatic.then_some(input.base_price).into(),
+                base_price: automatic.then_some(input.base_price.get()).into(),
                 adjustment_percentage: automatic
-                    .then(|| list.adjustment_hundredths.map(percentage_text))
+                    .then(|| list.adjustment_hundredths.map(|adjustment| adjustment.to_string()))
                     .flatten()
                     .into(),
-                net_price: listed.as_ref().map(|l| l.net_price).into(),
+                net_price: listed.as_ref().map(|l| l.net_price.get()).into(),
                 missing_input: missing_input.into(),
             },
             is_active: input.is_active,

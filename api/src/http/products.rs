@@ -362,8 +362,8 @@ impl ProductData {
             barcode: row.barcode.into(),
             oem_code: row.oem_code.into(),
             currency: row.currency,
-            cost: row.cost,
-            price: row.price,
+            cost: row.cost.get(),
+            price: row.price.get(),
             tax_rate: TaxRateRef { id: row.tax_rate_id, value: vat_percentage(row.tax_rate_id).unwrap_or_default() },
             stock_minimum: row.stock_minimum.into(),
             default_supplier: row
@@ -373,13 +373,13 @@ impl ProductData {
             product_type: row.product_type,
             components: None,
             is_active: row.is_active,
-            markup_percentage: row.markup_hundredths.map(events::catalogue::percentage_text).into(),
+            markup_percentage: row.markup_hundredths.map(|markup| markup.to_string()).into(),
             organization_slug: row.organization_slug,
             options: row.options.0,
             option_values: option_values(&row.option_values.0),
             metafields: with_metafields.then(|| metafields(&row.metafields.0)),
             tags: Vec::new(),
-            effective_price: Some(row.price).into(),
+            effective_price: Some(row.price.get()).into(),
             price_source: if row.markup_hundredths.is_some() { "automatic" } else { "base" }.into(),
             applied_price_list: None.into(),
             created_at: ar_time(row.created_at),
@@ -792,7 +792,7 @@ routes! {
                 let id = PRODUCTS.id(&product_id.0)?;
                 let (list, listed) = applied_price(&state, call.org_id(), &list, id).await?;
                 let mut data = readable(&state, call.org_id(), id).await?;
-                data.effective_price = listed.as_ref().map(|l| l.unit_price).into();
+                data.effective_price = listed.as_ref().map(|l| l.unit_price.get()).into();
                 data.price_source = match listed.map(|l| l.provenance) {
                     Some(projections::price_lists::Provenance::Automatic) => "automatic",
                     Some(projections::price_lists::Provenance::Manual) => "manual",
@@ -804,7 +804,7 @@ routes! {
                     name: list.name,
                     is_automatic: list.is_automatic,
                     automatic_pricing_mode: list.automatic_pricing_mode.into(),
-                    adjustment_percentage: list.adjustment_hundredths.map(events::catalogue::percentage_text).into(),
+                    adjustment_percentage: list.adjustment_hundredths.map(|adjustment| adjustment.to_string()).into(),
                     tax_inclusive: list.tax_inclusive,
                 })
                 .into();

@@ -764,7 +764,8 @@ mod tests {
                     product_type: "product".into(),
                     is_active: true,
                     tax_rate_id: 5,
-                    cost: 0,
+                    cost: Cents::ZERO,
+                    markup: None,
                 };
                 (v, facts)
             })

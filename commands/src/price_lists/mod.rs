@@ -26,7 +26,7 @@ pub fn parse_price_list(body: &Value) -> Result<PriceListFields, Vec<FieldError>
     let description = r.optional_str("description", 500);
     let is_automatic = r.optional_bool("is_automatic").unwrap_or(false);
     let automatic_pricing_mode = r.optional_enum("automatic_pricing_mode", AUTOMATIC_PRICING_MODES);
-    let adjustment_hundredths = r.optional_percentage("adjustment_percentage", -99, 1000);
+    let adjustment_hundredths = r.optional_adjustment("adjustment_percentage", -99, 1000);
     if is_automatic {
         for field in ["automatic_pricing_mode", "adjustment_percentage"] {
             if r.value(field).is_none() {

@@ -13,7 +13,7 @@ use events::catalogue::{
     ComboComponent, Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductUpdated,
     SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
-use events::domain::Quantity;
+use events::domain::{Adjustment, Cents, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -44,8 +44,8 @@ pub struct Product {
 pub struct VariantFields {
     pub sku: String,
     pub barcode: Option<String>,
-    pub cost: i64,
-    pub price: i64,
+    pub cost: Cents,
+    pub price: Cents,
     pub is_active: bool,
 }
 
@@ -175,7 +175,7 @@ impl Aggregate for Product {
                 target.price = variant.price;
                 target.is_active = variant.is_active;
                 // A new markup (or cost) moves the prices of the whole group.
-                next.reprice();
+                next.reprice().map_err(|_| Rejection::invalid("cost", "out_of_range", price_out_of_range()))?;
                 if next == current.group {
                     return Ok(vec![]);
                 }
@@ -254,7 +254,7 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let stock_minimum = r.optional_count("stockMinimum", 1_000_000_000);
     let default_supplier_id = r.optional_uuid("defaultSupplierId");
     let product_type = r.optional_enum("productType", PRODUCT_TYPES).unwrap_or_else(|| "product".to_owned());
-    let markup_hundredths = r.optional_percentage("markupPercentage", 0, 1000);
+    let markup_hundredths = r.optional_adjustment("markupPercentage", 0, 1000);
     let components = combo_components(r, &product_type);
     SharedFields {
         name,
@@ -300,25 +300,34 @@ fn combo_components(r: &mut ObjectReader<'_>, product_type: &str) -> Vec<ComboCo
 
 /// A variant's cost and price. Under automatic margin pricing (`markupPercentage`) the price follows
 /// the cost: the cost is required and a price is refused.
-fn cost_and_price(r: &mut ObjectReader<'_>, markup: Option<i64>) -> (i64, i64) {
+fn cost_and_price(r: &mut ObjectReader<'_>, markup: Option<Adjustment>) -> (Cents, Cents) {
     match markup {
-        None => (r.optional_count("cost", MAX_CENTS).unwrap_or(0), required_cents(r, "price")),
+        None => (r.optional_cents_count("cost").unwrap_or(Cents::ZERO), required_cents(r, "price")),
         Some(markup) => {
             if r.has("price") {
                 r.reject("price", "not_allowed", "follows the cost when markupPercentage is set");
             }
             let cost = required_cents(r, "cost");
-            (cost, events::catalogue::apply_percentage(cost, markup))
+            let price = markup.apply_to(cost).unwrap_or_else(|| {
+                r.reject("cost", "out_of_range", price_out_of_range());
+                Cents::ZERO
+            });
+            (cost, price)
         }
     }
 }
 
-fn required_cents(r: &mut ObjectReader<'_>, name: &str) -> i64 {
+/// Why a cost was refused whose price under the markup would pass [`Cents::MAX`].
+fn price_out_of_range() -> String {
+    format!("with markupPercentage, the price it gives must be at most {} cents", Cents::MAX)
+}
+
+fn required_cents(r: &mut ObjectReader<'_>, name: &str) -> Cents {
     if r.value(name).is_none() {
         r.reject(name, "required", "is required (integer cents)");
-        return 0;
+        return Cents::ZERO;
     }
-    r.optional_count(name, MAX_CENTS).unwrap_or(0)
+    r.optional_cents_count(name).unwrap_or(Cents::ZERO)
 }
 
 fn metafields(r: &mut ObjectReader<'_>) -> Vec<Metafield> {
@@ -672,6 +681,30 @@ mod tests {
     }
 
     #[test]
+    fn a_price_beyond_the_range_of_cents_is_refused_never_stored() {
+        // Under a 1000% markup, a cost above a tenth of the maximum gives a price beyond it.
+        let high = json!({"name": "x", "sku": "a", "markupPercentage": 1000, "cost": Cents::MAX / 10 + 1});
+        let errors = parse_create(&high).expect_err("out of range");
+        assert_eq!((fields(&errors), errors[0].code.as_str()), (vec!["cost"], "out_of_range"));
+        let fits = json!({"name": "x", "sku": "a", "markupPercentage": 1000, "cost": Cents::MAX / 11});
+        let (group, _) = parse_create(&fits).expect("in range");
+        assert_eq!(group.variants[0].price, Cents::of(Cents::MAX / 11 * 11));
+        // A bulk adjustment that would pass the maximum refuses the whole group.
+        let (plain, _) = parse_create(&json!({"name": "y", "sku": "b", "price": Cents::MAX})).expect("valid");
+        let chosen = [plain.variants[0].id];
+        let refused = adjust_group(&plain, &chosen, "price", Change::Amount(1)).expect_err("out of range");
+        let Rejection::Invalid { errors } = refused else { panic!("a field error: {refused:?}") };
+        assert_eq!((errors[0].field.as_str(), errors[0].code.as_str()), ("amount", "out_of_range"));
+        let (lowered, adjusted) = adjust_group(&plain, &chosen, "price", Change::Percentage(-50.0)).expect("in range");
+        assert_eq!((lowered.variants[0].price, adjusted.changed), (Cents::of(Cents::MAX / 2), 1));
+        // A cost moved under the markup takes the price past the maximum: refused, naming the percentage.
+        let (marked, _) = parse_create(&fits).expect("in range");
+        let chosen = [marked.variants[0].id];
+        let refused = adjust_group(&marked, &chosen, "cost", Change::Percentage(10.0)).expect_err("out of range");
+        assert!(matches!(&refused, Rejection::Invalid { errors } if errors[0].field == "percentage"), "{refused:?}");
+    }
+
+    #[test]
     fn shared_changes_update_every_active_variant_once() {
         let body = json!({"name": "Remera", "options": ["Talle"], "variants": [
             {"optionValues": {"Talle": "M"}, "sku": "R-M", "price": 2500},
@@ -700,7 +733,7 @@ mod tests {
         let command = ProductCommand::Replace {
             variant_id: first.id,
             shared: renamed,
-            variant: VariantFields { price: 2700, ..same },
+            variant: VariantFields { price: Cents::of(2700), ..same },
         };
         let events = Product::decide(Some(&state), &command).expect("decided");
         let ProductEvent::ProductUpdated(updated) = &events[0] else { panic!("an update") };
@@ -718,7 +751,7 @@ mod tests {
         let (group, _) = parse_create(&body).expect("valid");
         let id = Uuid::now_v7();
         let mut next = group.clone();
-        next.variants[1].cost = 1100;
+        next.variants[1].cost = Cents::of(1100);
         let at = |run| crate::lookups::GroupState { version: 3, group: group.clone(), run_since_whole: run };
         assert_eq!(variants_updated(id, &at(0), group.clone()), None, "nothing changed");
 
@@ -736,7 +769,7 @@ mod tests {
         assert!(matches!(variants_updated(id, &at(0), renamed), Some(ProductEvent::ProductUpdated(_))));
         // So is a change of every variant: the part would be the whole.
         let mut every = next.clone();
-        every.variants[0].cost = 1200;
+        every.variants[0].cost = Cents::of(1200);
         assert!(matches!(variants_updated(id, &at(0), every), Some(ProductEvent::ProductUpdated(_))));
     }
 }
@@ -888,8 +921,22 @@ pub struct Adjusted {
 }
 
 /// The group after adjusting `target` of the variants in `chosen` by `change`. Under automatic margin
-/// pricing a cost change moves the price with it, and prices are not adjusted by hand.
-pub fn adjust_group(group: &ProductGroup, chosen: &[Uuid], target: &str, change: Change) -> (ProductGroup, Adjusted) {
+/// pricing a cost change moves the price with it, and prices are not adjusted by hand. A cost or price
+/// the change would take beyond [`Cents::MAX`] refuses the whole adjustment, naming the variant.
+pub fn adjust_group(
+    group: &ProductGroup,
+    chosen: &[Uuid],
+    target: &str,
+    change: Change,
+) -> Result<(ProductGroup, Adjusted), Rejection> {
+    let refused = |variant_id: Uuid| {
+        let field = match change {
+            Change::Percentage(_) => "percentage",
+            Change::Amount(_) => "amount",
+        };
+        let why = format!("would take the cost or price of product {variant_id} beyond {} cents", Cents::MAX);
+        Rejection::invalid(field, "out_of_range", why)
+    };
     let mut next = group.clone();
     let mut outcome = Adjusted::default();
     for variant in next.variants.iter_mut().filter(|v| chosen.contains(&v.id)) {
@@ -898,12 +945,12 @@ pub fn adjust_group(group: &ProductGroup, chosen: &[Uuid], target: &str, change:
             continue;
         }
         let slot = if target == "cost" { &mut variant.cost } else { &mut variant.price };
-        let adjusted = change.apply(*slot);
+        let adjusted = Cents::new(change.apply(slot.get())).map_err(|_| refused(variant.id))?;
         if adjusted != *slot {
             *slot = adjusted;
             outcome.changed += 1;
         }
     }
-    outcome.repriced = next.reprice();
-    (next, outcome)
+    outcome.repriced = next.reprice().map_err(|out| refused(out.variant_id))?;
+    Ok((next, outcome))
 }

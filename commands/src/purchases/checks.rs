@@ -114,32 +114,29 @@ pub(crate) fn cost_appends(
     facts: &BTreeMap<Uuid, VariantFacts>,
     groups: &Groups,
     metadata: &Metadata,
-) -> Vec<AppendRequest> {
+) -> Result<Vec<AppendRequest>, Rejection> {
     let mut by_group: BTreeMap<Uuid, Vec<&CostUpdate>> = BTreeMap::new();
     for update in updates {
         if let Some(fact) = facts.get(&update.variant_id) {
             by_group.entry(fact.group_id).or_default().push(update);
         }
     }
-    by_group
-        .into_iter()
-        .filter_map(|(group_id, updates)| {
-            let state = groups.get(&group_id)?;
-            let mut next = state.group.clone();
-            for update in updates {
-                if let Some(variant) = next.variants.iter_mut().find(|v| v.id == update.variant_id) {
-                    variant.cost = update.current;
-                }
+    let mut requests = Vec::new();
+    for (group_id, updates) in by_group {
+        let Some(state) = groups.get(&group_id) else { continue };
+        let mut next = state.group.clone();
+        for update in updates {
+            if let Some(variant) = next.variants.iter_mut().find(|v| v.id == update.variant_id) {
+                variant.cost = update.current;
             }
-            next.reprice();
-            let event = crate::products::variants_updated(group_id, state, next)?;
-            let stream = StreamRef {
-                org_id,
-                stream_type: ProductEvent::STREAM_TYPE,
-                stream_id: group_id,
-                expected_version: state.version,
-            };
-            Some(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() })
-        })
-        .collect()
+        }
+        next.reprice().map_err(|out| {
+            Rejection::invalid("items", "out_of_range", format!("the new cost of product {} gives a price too large", out.variant_id))
+        })?;
+        let Some(event) = crate::products::variants_updated(group_id, state, next) else { continue };
+        let stream =
+            StreamRef { org_id, stream_type: ProductEvent::STREAM_TYPE, stream_id: group_id, expected_version: state.version };
+        requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+    }
+    Ok(requests)
 }

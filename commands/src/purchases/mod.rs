@@ -345,6 +345,13 @@ pub fn cost_updates(
                 "the cost per unit in pesos is too large",
             )]);
         };
+        if fact.markup.is_some_and(|markup| markup.apply_to(cost).is_none()) {
+            return Err(vec![FieldError::new(
+                format!("items[{i}].unitCost"),
+                "out_of_range",
+                "the cost per unit in pesos, under the product's markupPercentage, gives a price too large",
+            )]);
+        }
         latest.insert(line.variant_id, cost);
     }
     Ok(order
@@ -352,7 +359,7 @@ pub fn cost_updates(
         .filter_map(|variant| {
             let current = latest.get(&variant).copied()?;
             let previous = facts.get(&variant)?.cost;
-            (current.get() != previous).then_some(CostUpdate { variant_id: variant, previous, current: current.get() })
+            (current != previous).then_some(CostUpdate { variant_id: variant, previous, current })
         })
         .collect())
 }
@@ -534,6 +541,7 @@ mod tests {
     const TODAY: Date = time::macros::date!(2026 - 11 - 25);
 
     fn facts(variant: Uuid, cost: i64) -> BTreeMap<Uuid, VariantFacts> {
+        let cost = Cents::of(cost);
         BTreeMap::from([(
             variant,
             VariantFacts {
@@ -542,6 +550,7 @@ mod tests {
                 is_active: true,
                 tax_rate_id: 5,
                 cost,
+                markup: None,
             },
         )])
     }
@@ -594,7 +603,7 @@ mod tests {
         assert_eq!(lines[0].vat_ars.get(), 1_322_580); // 1259 × 1050.5 = 1,322,579.5 → half away
         assert_eq!(amounts.total_ars.get(), amounts.subtotal_ars.get() + amounts.tax_amount_ars.get());
         let updates = cost_updates(&lines, &known).expect("costs in range");
-        assert_eq!(updates, [CostUpdate { variant_id: product, previous: 100, current: 2_099_950 }]);
+        assert_eq!(updates, [CostUpdate { variant_id: product, previous: Cents::of(100), current: Cents::of(2_099_950) }]);
         let mut blockers = Vec::new();
         assert_eq!(currency_rate("DOL", None, &mut blockers), ExchangeRate::ONE);
         assert_eq!(currency_rate("PES", Some(rate), &mut blockers), ExchangeRate::ONE);
@@ -617,7 +626,7 @@ mod tests {
         assert!(decided.blockers.is_empty(), "{:?}", decided.blockers);
         assert_eq!(decided.stock_warehouse, Some(warehouse));
         assert_eq!(decided.normalized.amounts.total.get(), 2420);
-        assert_eq!(decided.updates, [CostUpdate { variant_id: product, previous: 400, current: 1000 }]);
+        assert_eq!(decided.updates, [CostUpdate { variant_id: product, previous: Cents::of(400), current: Cents::of(1000) }]);
         // A recorded invoice and an inactive warehouse block a commit and show in a preview.
         let blocked_facts = PurchaseFacts {
             duplicate: true,

@@ -959,7 +959,8 @@ mod tests {
                     product_type: "product".into(),
                     is_active: true,
                     tax_rate_id: 5,
-                    cost: 0,
+                    cost: Cents::ZERO,
+                    markup: None,
                 };
                 (id, facts)
             })

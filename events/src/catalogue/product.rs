@@ -2,7 +2,7 @@
 //! carries the group's whole state after it, so subscribers (read models, the webhook sender) need no
 //! history; updates also name, per variant, the public fields that changed.
 
-use crate::domain::Quantity;
+use crate::domain::{Adjustment, Cents, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -24,7 +24,7 @@ pub struct SharedFields {
     /// Automatic margin pricing: when set, every variant's price is its cost plus this many hundredths
     /// of a percent (4000 = 40%), recomputed whenever the cost changes.
     #[serde(default)]
-    pub markup_hundredths: Option<i64>,
+    pub markup_hundredths: Option<Adjustment>,
     /// A combo's components (`product_type` `combo`): variants of other products, each with the
     /// quantity one combo holds. A combo holds no stock of its own; moving it moves these.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -61,10 +61,8 @@ pub struct Variant {
     pub id: Uuid,
     pub sku: String,
     pub barcode: Option<String>,
-    /// Cents.
-    pub cost: i64,
-    /// Cents.
-    pub price: i64,
+    pub cost: Cents,
+    pub price: Cents,
     pub option_values: Vec<OptionValue>,
     pub is_active: bool,
 }
@@ -211,19 +209,26 @@ impl ProductGroup {
     }
 
     /// Under automatic margin pricing, sets every variant's price from its cost; the number of prices
-    /// that moved.
-    pub fn reprice(&mut self) -> usize {
-        let Some(markup) = self.shared.markup_hundredths else { return 0 };
+    /// that moved, or the first variant whose price would leave the range of [`Cents`] (the group is
+    /// then left partly repriced: the caller refuses the change).
+    pub fn reprice(&mut self) -> Result<usize, PriceOutOfRange> {
+        let Some(markup) = self.shared.markup_hundredths else { return Ok(0) };
         let mut moved = 0;
         for variant in &mut self.variants {
-            let price = super::apply_percentage(variant.cost, markup).max(0);
+            let price = markup.apply_to(variant.cost).ok_or(PriceOutOfRange { variant_id: variant.id })?.max(Cents::ZERO);
             if price != variant.price {
                 variant.price = price;
                 moved += 1;
             }
         }
-        moved
+        Ok(moved)
     }
+}
+
+/// A variant whose cost under the group's markup gives a price beyond [`Cents::MAX`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PriceOutOfRange {
+    pub variant_id: Uuid,
 }
 
 /// The public object of one variant (webhook `data.object`): its final stored state, amounts in cents.
@@ -246,7 +251,7 @@ pub fn public_product(group_id: Uuid, group: &ProductGroup, variant: &Variant) -
         "cost": variant.cost,
         "price": variant.price,
         "promotional_price": Value::Null,
-        "markup_percentage": shared.markup_hundredths.map(super::percentage_text),
+        "markup_percentage": shared.markup_hundredths.map(|markup| markup.to_string()),
         "tax_rate_id": shared.tax_rate_id,
         "is_exempt": shared.tax_rate_id == 3,
         "product_type": shared.product_type,
@@ -300,8 +305,8 @@ mod tests {
                 id: Uuid::now_v7(),
                 sku: "REM-M".into(),
                 barcode: None,
-                cost: 1000,
-                price: 2500,
+                cost: Cents::of(1000),
+                price: Cents::of(2500),
                 option_values: vec![OptionValue { name: "Talle".into(), value: "M".into() }],
                 is_active: true,
             }],
@@ -315,7 +320,7 @@ mod tests {
         let before = group();
         let mut after = before.clone();
         after.shared.default_supplier_id = Some(Uuid::now_v7());
-        after.variants[0].price = 2600;
+        after.variants[0].price = Cents::of(2600);
         after.shared.name = "Remera lisa".into();
         let (a, b) = (public_product(id, &before, &before.variants[0]), public_product(id, &after, &after.variants[0]));
         assert_eq!(changed_fields(&a, &b), ["name", "price", "default_supplier_id"]);
@@ -340,8 +345,8 @@ mod tests {
         second.sku = "REM-2".into();
         whole.variants.push(second);
         let mut next = whole.clone();
-        next.variants[1].cost = 777;
-        next.variants[1].price = 999;
+        next.variants[1].cost = Cents::of(777);
+        next.variants[1].price = Cents::of(999);
         let changes = vec![VariantChange { variant_id: next.variants[1].id, changed_fields: vec!["cost".into()] }];
         let part = ProductEvent::ProductVariantsUpdated(ProductUpdated { group: next.part(&changes), changes });
         assert_eq!(part.group().variants.len(), 1, "only the changed variant is recorded");

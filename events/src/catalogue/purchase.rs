@@ -42,9 +42,9 @@ pub struct PurchaseAmounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CostUpdate {
     pub variant_id: Uuid,
-    /// Cents (pesos).
-    pub previous: i64,
-    pub current: i64,
+    /// In pesos.
+    pub previous: Cents,
+    pub current: Cents,
 }
 
 /// A supplier's invoice, recorded with its lines and, when the goods arrived with it, the stock it

@@ -163,34 +163,9 @@ impl<'de> Deserialize<'de> for Cents {
     }
 }
 
-/// A `bigint` column of cents: read models store and read [`Cents`] as they are, and a stored value
-/// out of range is a decoding error, never a silent substitute.
-impl sqlx::Type<sqlx::Postgres> for Cents {
-    fn type_info() -> sqlx::postgres::PgTypeInfo {
-        <i64 as sqlx::Type<sqlx::Postgres>>::type_info()
-    }
-}
-
-impl sqlx::postgres::PgHasArrayType for Cents {
-    fn array_type_info() -> sqlx::postgres::PgTypeInfo {
-        <i64 as sqlx::postgres::PgHasArrayType>::array_type_info()
-    }
-}
-
-impl sqlx::Encode<'_, sqlx::Postgres> for Cents {
-    fn encode_by_ref(
-        &self,
-        buf: &mut sqlx::postgres::PgArgumentBuffer,
-    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
-        <i64 as sqlx::Encode<sqlx::Postgres>>::encode_by_ref(&self.0, buf)
-    }
-}
-
-impl sqlx::Decode<'_, sqlx::Postgres> for Cents {
-    fn decode(value: sqlx::postgres::PgValueRef<'_>) -> Result<Self, sqlx::error::BoxDynError> {
-        Ok(Cents::new(<i64 as sqlx::Decode<sqlx::Postgres>>::decode(value)?)?)
-    }
-}
+// A `bigint` column of cents: read models store and read [`Cents`] as they are, and a stored value
+// out of range is a decoding error, never a silent substitute.
+super::bigint_column!(Cents, Cents::get, Cents::new);
 
 #[cfg(test)]
 mod tests {

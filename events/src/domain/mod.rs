@@ -11,8 +11,10 @@
 //! - [`Quantity`] is written as a JSON string holding its shortest exact decimal (`"2.5"`, `"3"`,
 //!   `"0.125"`) and read from either a number or such a string.
 //! - [`Percentage`] is written as a JSON number (`15`, `12.5`) and read from a number or a string.
+//! - [`Adjustment`] is written as its integer hundredths of a percent (`1050` for +10.5%).
 //! - [`Scope`] is its `resource:access` string.
 
+mod adjustment;
 mod cents;
 mod decimal;
 mod error;
@@ -21,12 +23,47 @@ mod quantity;
 mod rate;
 mod scope;
 
+pub use adjustment::Adjustment;
 pub use cents::Cents;
 pub use error::DomainError;
 pub use percentage::Percentage;
 pub use quantity::Quantity;
 pub use rate::ExchangeRate;
 pub use scope::Scope;
+
+/// `sqlx` reads and writes a newtype kept as an `i64` (`$get` gives it, `$new` checks it back) as a
+/// `bigint` column, and arrays of it: a stored value the type refuses is a decoding error.
+macro_rules! bigint_column {
+    ($type:ty, $get:path, $new:path) => {
+        impl sqlx::Type<sqlx::Postgres> for $type {
+            fn type_info() -> sqlx::postgres::PgTypeInfo {
+                <i64 as sqlx::Type<sqlx::Postgres>>::type_info()
+            }
+        }
+
+        impl sqlx::postgres::PgHasArrayType for $type {
+            fn array_type_info() -> sqlx::postgres::PgTypeInfo {
+                <i64 as sqlx::postgres::PgHasArrayType>::array_type_info()
+            }
+        }
+
+        impl sqlx::Encode<'_, sqlx::Postgres> for $type {
+            fn encode_by_ref(
+                &self,
+                buf: &mut sqlx::postgres::PgArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <i64 as sqlx::Encode<sqlx::Postgres>>::encode_by_ref(&$get(*self), buf)
+            }
+        }
+
+        impl sqlx::Decode<'_, sqlx::Postgres> for $type {
+            fn decode(value: sqlx::postgres::PgValueRef<'_>) -> Result<Self, sqlx::error::BoxDynError> {
+                Ok($new(<i64 as sqlx::Decode<sqlx::Postgres>>::decode(value)?)?)
+            }
+        }
+    };
+}
+use bigint_column;
 
 /// `numerator / denominator` rounded half away from zero, the rounding every amount here uses.
 /// `denominator` must be positive; callers pass fixed scales.

@@ -137,7 +137,7 @@ pub fn normalized_and_effects(
         cost_updates: e
             .cost_updates
             .iter()
-            .map(|c| CostUpdateData { product_id: c.variant_id, previous_cost: c.previous, new_cost: c.current })
+            .map(|c| CostUpdateData { product_id: c.variant_id, previous_cost: c.previous.get(), new_cost: c.current.get() })
             .collect(),
         supplier_balance: SupplierBalanceData {
             supplier_id: n.supplier_id,
