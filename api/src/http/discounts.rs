@@ -1,5 +1,5 @@
 //! What the lines of quotes and orders share on the wire: a line's discount (an amount or a
-//! percentage) as sent and as answered, and a percentage in hundredths as decimal text (sales too).
+//! percentage) as sent and as answered.
 
 use crate::http::schema::{Cents, Percent};
 use events::catalogue::QuoteDiscount;
@@ -22,7 +22,7 @@ impl From<QuoteDiscount> for QuoteDiscountData {
     fn from(d: QuoteDiscount) -> Self {
         match d {
             QuoteDiscount::Amount(a) => Self { amount: Some(a.get()), percentage: None },
-            QuoteDiscount::Percentage(p) => Self { amount: None, percentage: Some(percent_text(p)) },
+            QuoteDiscount::Percentage(p) => Self { amount: None, percentage: Some(p.to_string()) },
         }
     }
 }
@@ -31,14 +31,4 @@ impl From<QuoteDiscount> for QuoteDiscountData {
 pub struct QuoteDiscountInput {
     pub amount: Option<Cents>,
     pub percentage: Option<Percent<0, 100>>,
-}
-
-/// Hundredths of a percent as decimal text: `1250` is `"12.5"`, `1000` is `"10"`.
-pub fn percent_text(hundredths: i64) -> String {
-    let (whole, fraction) = (hundredths / 100, hundredths % 100);
-    if fraction == 0 {
-        whole.to_string()
-    } else {
-        format!("{whole}.{}", format!("{fraction:02}").trim_end_matches('0'))
-    }
 }

@@ -4,7 +4,6 @@
 
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
-use crate::http::discounts::percent_text;
 use crate::http::documents::link;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
@@ -320,7 +319,7 @@ impl SaleData {
                     unit_price: l.unit_price.get(),
                     unit_cost: l.unit_cost.map(events::domain::Cents::get).into(),
                     tax_rate_id: l.tax_rate_id,
-                    discount_percentage: l.discount_hundredths.map(percent_text).into(),
+                    discount_percentage: l.discount_hundredths.map(|p| p.to_string()).into(),
                     product: l
                         .variant_id
                         .map(|id| SaleProductRef { id, name: l.name.clone(), sku: l.sku.clone().into() })

@@ -364,15 +364,8 @@ pub fn gross_of(net: Cents, code: i32) -> Option<Cents> {
 /// The amounts of `lines` with `global` off, on the order's price basis.
 fn priced(mut order: OrderState) -> Result<OrderState, Rejection> {
     let basis = if order.prices_include_tax { PriceBasis::Gross } else { PriceBasis::Net };
-    let mut lines = Vec::with_capacity(order.lines.len());
-    let mut errors = Vec::new();
-    for (i, l) in order.lines.iter().enumerate() {
-        match tax_line(l.quantity, l.unit_price, l.tax_rate_id, l.discount, &format!("lines[{i}]")) {
-            Ok(line) => lines.push(line),
-            Err(error) => errors.push(error),
-        }
-    }
-    reject_fields(errors)?;
+    let lines: Vec<crate::tax::Line> =
+        order.lines.iter().map(|l| tax_line(l.quantity, l.unit_price, l.tax_rate_id, l.discount)).collect();
     let computed = amounts(basis, &lines, order.global_discount_amount, "lines")?;
     order.subtotal = computed.subtotal;
     order.tax_amount = computed.tax_amount;

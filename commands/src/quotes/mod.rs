@@ -206,7 +206,7 @@ pub(crate) fn read_discount(line: &mut ObjectReader, path: &str) -> Option<Quote
     let percentage = match d.value("percentage") {
         None => None,
         Some(p) => match Percentage::parse(p) {
-            Ok(p) => Some(i64::from(p.hundredths())),
+            Ok(p) => Some(p),
             Err(error) => {
                 d.reject("percentage", "out_of_range", error.to_string());
                 None
@@ -228,23 +228,18 @@ pub(crate) fn read_discount(line: &mut ObjectReader, path: &str) -> Option<Quote
     chosen
 }
 
-/// The tax engine's line of a stored line (`field` names its discount in errors).
+/// The tax engine's line of a stored line.
 pub(crate) fn tax_line(
     quantity: events::domain::Quantity,
     unit_price: Cents,
     vat_code: i32,
     discount: Option<QuoteDiscount>,
-    field: &str,
-) -> Result<tax::Line, FieldError> {
-    let discount = match discount {
-        None => None,
-        Some(QuoteDiscount::Amount(a)) => Some(tax::Discount::Fixed(a)),
-        Some(QuoteDiscount::Percentage(h)) => Some(tax::Discount::Percentage(
-            Percentage::from_hundredths(h)
-                .map_err(|e| FieldError::new(format!("{field}.discount.percentage"), "out_of_range", e.to_string()))?,
-        )),
-    };
-    Ok(tax::Line { quantity, unit_price, vat_code, discount })
+) -> tax::Line {
+    let discount = discount.map(|discount| match discount {
+        QuoteDiscount::Amount(a) => tax::Discount::Fixed(a),
+        QuoteDiscount::Percentage(p) => tax::Discount::Percentage(p),
+    });
+    tax::Line { quantity, unit_price, vat_code, discount }
 }
 
 /// The tax engine's amounts of a document's lines, its errors named by field (`lines` is the name of
@@ -428,15 +423,12 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
     reject_fields(errors)?;
     let codes: Vec<i32> =
         input.items.iter().map(|i| products.get(&i.variant_id).map_or(5, |f| f.tax_rate_id)).collect();
-    let mut lines = Vec::with_capacity(input.items.len());
-    let mut errors = Vec::new();
-    for (i, (item, code)) in input.items.iter().zip(&codes).enumerate() {
-        match tax_line(item.quantity, item.unit_price, *code, item.discount, &format!("items[{i}]")) {
-            Ok(line) => lines.push(line),
-            Err(error) => errors.push(error),
-        }
-    }
-    reject_fields(errors)?;
+    let lines: Vec<tax::Line> = input
+        .items
+        .iter()
+        .zip(&codes)
+        .map(|(item, code)| tax_line(item.quantity, item.unit_price, *code, item.discount))
+        .collect();
     let computed = amounts(PriceBasis::Gross, &lines, input.global_discount_amount, "items")?;
     let state = QuoteState {
         number,

@@ -123,8 +123,8 @@ pub struct LineInput {
     pub unit_price: Cents,
     pub tax_rate_id: Option<i32>,
     pub unit_cost: Option<Cents>,
-    /// Hundredths of a percent.
-    pub discount_hundredths: Option<i64>,
+    #[serde(default, with = "events::domain::hundredths_option")]
+    pub discount_hundredths: Option<Percentage>,
     /// The line of the sale's order it bills.
     #[serde(default)]
     pub order_line_id: Option<Uuid>,
@@ -142,12 +142,22 @@ pub struct PaymentInput {
     pub bank_account_id: Option<Uuid>,
 }
 
-/// A global discount: a percentage (hundredths) or a fixed amount (cents).
+/// A global discount: a percentage (stored as hundredths) or a fixed amount.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
 pub enum GlobalDiscount {
-    Percentage(i64),
-    Fixed(i64),
+    Percentage(#[serde(with = "events::domain::hundredths")] Percentage),
+    Fixed(Cents),
+}
+
+impl GlobalDiscount {
+    /// What the sale's event records of it: its type and its value, hundredths of a percent or cents.
+    fn recorded(self) -> (String, i64) {
+        match self {
+            GlobalDiscount::Percentage(p) => ("percentage".to_owned(), i64::from(p.hundredths())),
+            GlobalDiscount::Fixed(c) => ("fixed".to_owned(), c.get()),
+        }
+    }
 }
 
 /// A sale as sent, either contract.
@@ -169,10 +179,10 @@ pub struct SaleInput {
     pub customer_id: Option<Uuid>,
     pub items: Vec<LineInput>,
     pub discount: Option<GlobalDiscount>,
-    pub exempt: i64,
-    pub non_taxed: i64,
+    pub exempt: Cents,
+    pub non_taxed: Cents,
     /// The expected total (required by the dated contract).
-    pub total: Option<i64>,
+    pub total: Option<Cents>,
     pub payments: Vec<PaymentInput>,
     pub notes: Option<String>,
     pub fiscal_notes: Option<String>,
@@ -205,12 +215,18 @@ pub struct InvoiceCommand {
     pub sale_id: Uuid,
 }
 
-/// A positive amount in cents no larger than [`MAX_SAFE`] (the bound the interface states; amounts
-/// beyond `Cents::MAX` are refused later as out of range).
-fn safe_amount(r: &mut ObjectReader<'_>, name: &str) -> Option<i64> {
+/// A positive amount in cents no larger than [`MAX_SAFE`] (the bound the interface states), and within
+/// the range of [`Cents`].
+fn safe_amount(r: &mut ObjectReader<'_>, name: &str) -> Option<Cents> {
     let value = r.value(name)?;
     match value.as_i64() {
-        Some(n) if (0..=MAX_SAFE).contains(&n) => Some(n),
+        Some(n) if (0..=MAX_SAFE).contains(&n) => match Cents::new(n) {
+            Ok(cents) => Some(cents),
+            Err(error) => {
+                r.reject(name, "out_of_range", error.to_string());
+                None
+            }
+        },
         Some(_) => {
             r.reject(name, "out_of_range", format!("must be between 0 and {MAX_SAFE}"));
             None
@@ -222,10 +238,10 @@ fn safe_amount(r: &mut ObjectReader<'_>, name: &str) -> Option<i64> {
     }
 }
 
-fn percentage(r: &mut ObjectReader<'_>, name: &str) -> Option<i64> {
+fn percentage(r: &mut ObjectReader<'_>, name: &str) -> Option<Percentage> {
     let value = r.value(name)?;
     match Percentage::parse(value) {
-        Ok(p) => Some(i64::from(p.hundredths())),
+        Ok(p) => Some(p),
         Err(error) => {
             r.reject(name, "invalid_value", error.to_string());
             None
@@ -338,9 +354,10 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
             }
         };
     let (exempt, non_taxed) = if dated.is_some() {
-        (0, 0)
+        (Cents::ZERO, Cents::ZERO)
     } else {
-        (safe_amount(&mut r, "exemptAmount").unwrap_or(0), safe_amount(&mut r, "nonTaxedAmount").unwrap_or(0))
+        let exempt = safe_amount(&mut r, "exemptAmount").unwrap_or(Cents::ZERO);
+        (exempt, safe_amount(&mut r, "nonTaxedAmount").unwrap_or(Cents::ZERO))
     };
     let total = safe_amount(&mut r, "total");
     if dated.is_some() && r.value("total").is_none() {
@@ -456,45 +473,17 @@ pub fn price_basis(input: &SaleInput, prices_include_tax: bool) -> PriceBasis {
 
 /// The canonical amounts of a sale's lines.
 pub fn compute(input: &SaleInput, basis: PriceBasis, codes: &[i32]) -> Result<tax::Computed, Vec<FieldError>> {
-    let mut errors = Vec::new();
     let mut lines = Vec::with_capacity(input.items.len());
-    for (i, (item, code)) in input.items.iter().zip(codes).enumerate() {
+    for (item, code) in input.items.iter().zip(codes) {
         let unit_price = item.unit_price;
-        let discount = match item.discount_hundredths.map(Percentage::from_hundredths).transpose() {
-            Ok(percentage) => percentage.filter(|p| !p.is_zero()).map(tax::Discount::Percentage),
-            Err(e) => {
-                errors.push(FieldError::new(format!("items[{i}].discount"), "out_of_range", e.to_string()));
-                continue;
-            }
-        };
+        let discount = item.discount_hundredths.filter(|p| !p.is_zero()).map(tax::Discount::Percentage);
         lines.push(tax::Line { quantity: item.quantity, unit_price, vat_code: *code, discount });
     }
-    let cents = |value: i64, field: &str, errors: &mut Vec<FieldError>| match Cents::new(value) {
-        Ok(c) => c,
-        Err(e) => {
-            errors.push(FieldError::new(field, "out_of_range", e.to_string()));
-            Cents::ZERO
-        }
-    };
-    let global_discount = match input.discount {
-        None => None,
-        Some(GlobalDiscount::Percentage(h)) => match Percentage::from_hundredths(h) {
-            Ok(percentage) => Some(tax::Discount::Percentage(percentage)),
-            Err(e) => {
-                errors.push(FieldError::new("discountValue", "out_of_range", e.to_string()));
-                None
-            }
-        },
-        Some(GlobalDiscount::Fixed(c)) => Some(tax::Discount::Fixed(cents(c, "discountValue", &mut errors))),
-    };
-    let adjustments = tax::Adjustments {
-        global_discount,
-        exempt: cents(input.exempt, "exemptAmount", &mut errors),
-        non_taxed: cents(input.non_taxed, "nonTaxedAmount", &mut errors),
-    };
-    if !errors.is_empty() {
-        return Err(errors);
-    }
+    let global_discount = input.discount.map(|discount| match discount {
+        GlobalDiscount::Percentage(percentage) => tax::Discount::Percentage(percentage),
+        GlobalDiscount::Fixed(cents) => tax::Discount::Fixed(cents),
+    });
+    let adjustments = tax::Adjustments { global_discount, exempt: input.exempt, non_taxed: input.non_taxed };
     tax::compute(basis, &lines, &adjustments).map_err(|e| {
         let field = match e {
             tax::TaxError::GlobalDiscountTooLarge { .. } => "discountValue".to_owned(),
@@ -726,7 +715,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
     let computed = compute(input, basis, &codes).map_err(|errors| Rejection::Invalid { errors })?;
     if input.is_dated()
         && let Some(total) = input.total
-        && total != computed.total.get()
+        && total != computed.total
     {
         return Err(Rejection::Unprocessable {
             code: "TOTAL_MISMATCH".into(),
@@ -740,7 +729,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
                 message: "the total differs from the canonical calculation".into(),
                 metadata: BTreeMap::from([
                     ("expected_total".to_owned(), serde_json::Value::from(computed.total.get())),
-                    ("sent_total".to_owned(), serde_json::Value::from(total)),
+                    ("sent_total".to_owned(), serde_json::Value::from(total.get())),
                 ]),
             }],
         });
@@ -851,13 +840,8 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         customer: customer.unwrap_or_default(),
         prices_include_tax: facts.org.prices_include_tax,
         lines: sale_lines,
-        discount_type: input.discount.map(|d| match d {
-            GlobalDiscount::Percentage(_) => "percentage".to_owned(),
-            GlobalDiscount::Fixed(_) => "fixed".to_owned(),
-        }),
-        discount_value: input.discount.map(|d| match d {
-            GlobalDiscount::Percentage(v) | GlobalDiscount::Fixed(v) => v,
-        }),
+        discount_type: input.discount.map(|d| d.recorded().0),
+        discount_value: input.discount.map(|d| d.recorded().1),
         exempt: computed.exempt,
         non_taxed: computed.non_taxed,
         subtotal: computed.subtotal,

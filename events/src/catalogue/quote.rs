@@ -4,7 +4,7 @@
 //! (`stock_reservation`) and changes in the same transactions.
 
 use super::stock::{iso_date, iso_date_option};
-use crate::domain::{Cents, Quantity};
+use crate::domain::{Cents, Percentage, Quantity};
 use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
@@ -38,12 +38,12 @@ impl QuoteStatus {
     }
 }
 
-/// A line's discount: an amount in cents or a percentage in hundredths.
+/// A line's discount: an amount in cents or a percentage (stored as hundredths).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QuoteDiscount {
     Amount(Cents),
-    Percentage(i64),
+    Percentage(#[serde(with = "crate::domain::hundredths")] Percentage),
 }
 
 /// A line as stored: what was sent (lines store no computed amounts).

@@ -3,7 +3,7 @@
 //! tax authority when that came later (issued, deferred again, or finally rejected).
 
 use super::stock::{StockChange, iso_date, iso_date_option};
-use crate::domain::{Cents, Quantity};
+use crate::domain::{Cents, Percentage, Quantity};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::Date;
@@ -67,8 +67,8 @@ pub struct SaleLine {
     pub unit_price: Cents,
     pub unit_cost: Option<Cents>,
     pub tax_rate_id: i32,
-    /// Hundredths of a percent.
-    pub discount_hundredths: Option<i64>,
+    #[serde(default, with = "crate::domain::hundredths_option")]
+    pub discount_hundredths: Option<Percentage>,
     /// Where its stock moved (product lines).
     pub warehouse_id: Option<Uuid>,
     pub amount: Cents,

@@ -26,7 +26,7 @@ mod scope;
 pub use adjustment::Adjustment;
 pub use cents::Cents;
 pub use error::DomainError;
-pub use percentage::Percentage;
+pub use percentage::{Percentage, hundredths, hundredths_option};
 pub use quantity::Quantity;
 pub use rate::ExchangeRate;
 pub use scope::Scope;

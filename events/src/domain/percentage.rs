@@ -129,6 +129,41 @@ impl<'de> Deserialize<'de> for Percentage {
     }
 }
 
+/// `#[serde(with = "hundredths")]`: a [`Percentage`] written as its integer hundredths of a percent
+/// (`1250` for 12.5%), the form of the `*_hundredths` fields of events and commands.
+pub mod hundredths {
+    use super::Percentage;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(percentage: &Percentage, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u16(percentage.hundredths())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Percentage, D::Error> {
+        Percentage::from_hundredths(i64::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// [`hundredths`] for an optional percentage (`null` when absent).
+pub mod hundredths_option {
+    use super::Percentage;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(percentage: &Option<Percentage>, serializer: S) -> Result<S::Ok, S::Error> {
+        match percentage {
+            Some(percentage) => serializer.serialize_some(&percentage.hundredths()),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Percentage>, D::Error> {
+        Option::<i64>::deserialize(deserializer)?
+            .map(Percentage::from_hundredths)
+            .transpose()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +171,26 @@ mod tests {
 
     fn percent(text: &str) -> Percentage {
         text.parse().expect("a percentage")
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Stored {
+        #[serde(with = "super::hundredths")]
+        rate: Percentage,
+        #[serde(default, with = "super::hundredths_option")]
+        discount: Option<Percentage>,
+    }
+
+    #[test]
+    fn stored_fields_keep_the_integer_hundredths() {
+        let stored = Stored { rate: percent("12.5"), discount: Some(percent("100")) };
+        let json = serde_json::to_value(&stored).expect("serialize");
+        assert_eq!(json, json!({"rate": 1250, "discount": 10000}));
+        assert_eq!(serde_json::from_value::<Stored>(json).expect("read"), stored);
+        let none = Stored { rate: Percentage::ZERO, discount: None };
+        assert_eq!(serde_json::to_value(&none).expect("serialize"), json!({"rate": 0, "discount": null}));
+        assert_eq!(serde_json::from_value::<Stored>(json!({"rate": 5})).expect("read").discount, None);
+        assert!(serde_json::from_value::<Stored>(json!({"rate": 10001})).is_err(), "above 100%");
     }
 
     fn cents(value: i64) -> Cents {

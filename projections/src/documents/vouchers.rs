@@ -74,8 +74,8 @@ pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocum
             description: l.name.clone(),
             quantity: quantity_text(l.quantity),
             unit_price_cents: l.unit_price,
-            discount: l.discount_hundredths.filter(|h| *h != 0).map(|h| {
-                let (whole, fraction) = (h / 100, h % 100);
+            discount: l.discount_hundredths.filter(|p| !p.is_zero()).map(|p| {
+                let (whole, fraction) = (p.hundredths() / 100, p.hundredths() % 100);
                 if fraction == 0 { format!("{whole}%") } else { format!("{whole},{fraction:02}%") }
             }),
             vat_label: vat_label(l.tax_rate_id),
