@@ -8,7 +8,7 @@
 //! payments reached the treasury count them too; the customer payment such a sale records (its
 //! `sale_id` set) is therefore not counted again, while its void is.
 
-use crate::{Folded, Target};
+use crate::{Folded, ProjectionError, Target};
 use events::catalogue::{
     CustomerPaymentEvent, PaymentFact, PaymentSide, PurchaseEvent, SaleEvent, SaleRecorded, SupplierPaymentEvent,
     sale_payment_id,
@@ -37,7 +37,7 @@ struct Row<'a> {
     kind: &'a str,
     document_id: Uuid,
     occurred_on: Date,
-    amount: i64,
+    amount: Cents,
     description: Option<String>,
 }
 
@@ -98,7 +98,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                         kind: "payment",
                         document_id: event.stream_id,
                         occurred_on: payment.occurred_on,
-                        amount: -payment.total.get(),
+                        amount: -payment.total,
                         description: payment.note.clone(),
                     };
                     insert(conn, target, event, row).await?;
@@ -132,7 +132,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                 kind: "purchase",
                 document_id: event.stream_id,
                 occurred_on: purchase.invoice_date,
-                amount: purchase.amounts.total_ars.get(),
+                amount: purchase.amounts.total_ars,
                 description: Some(purchase.supplier_invoice_number.clone()),
             };
             insert(conn, target, event, row).await?;
@@ -141,9 +141,9 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         // A sale counts once, when it is recorded; its fiscal outcomes move no money.
         let SaleEvent::SaleRecorded(sale) = crate::decode(event)? else { continue };
         let (kind, amount) = match sale.document_kind.as_str() {
-            "credit_note" => ("credit_note", -sale.total.get()),
-            "debit_note" => ("debit_note", sale.total.get()),
-            _ => ("sale", sale.total.get()),
+            "credit_note" => ("credit_note", -sale.total),
+            "debit_note" => ("debit_note", sale.total),
+            _ => ("sale", sale.total),
         };
         let row = Row {
             side: PaymentSide::Customer,
@@ -156,7 +156,8 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             description: Some(sale_description(&sale)),
         };
         insert(conn, target, event, row).await?;
-        let taken = Cents::checked_sum(sale.payments.iter().map(|p| p.amount)).unwrap_or(Cents::ZERO);
+        let taken = Cents::checked_sum(sale.payments.iter().map(|p| p.amount))
+            .ok_or_else(|| ProjectionError::undecodable(event, "the sale's payments sum beyond the range of cents"))?;
         if taken > Cents::ZERO {
             let row = Row {
                 side: PaymentSide::Customer,
@@ -165,7 +166,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                 kind: "payment",
                 document_id: sale_payment_id(event.stream_id),
                 occurred_on: sale.invoice_date,
-                amount: -taken.get(),
+                amount: -taken,
                 description: Some(sale_description(&sale)),
             };
             insert(conn, target, event, row).await?;
@@ -181,7 +182,7 @@ async fn paid(
     target: Target,
     org_id: Uuid,
     payment: Uuid,
-) -> Result<Option<(Uuid, i64)>, sqlx::Error> {
+) -> Result<Option<(Uuid, Cents)>, sqlx::Error> {
     let sql = format!(
         "select contact_id, -amount from {} where org_id = $1 and entry_id = $2 and kind = 'payment'",
         target.table(LEDGER)
@@ -189,13 +190,14 @@ async fn paid(
     sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(payment).fetch_optional(&mut *conn).await
 }
 
-/// One line of a statement: a fact and the balance after it.
+/// One line of a statement: a fact and the balance after it. A balance is a sum over any number of
+/// facts, so it is kept in plain integer cents rather than in the range of one amount.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatementLine {
     pub kind: String,
     pub document_id: Uuid,
     pub occurred_on: Date,
-    pub amount: i64,
+    pub amount: Cents,
     pub description: Option<String>,
     pub balance: i64,
 }
@@ -240,7 +242,7 @@ pub async fn statement(
          where org_id = $1 and side = $2 and contact_id = $3 and occurred_on between $4 and $5
          order by occurred_on, position, entry_id limit $6"
     );
-    let rows: Vec<(String, Uuid, Date, i64, Option<String>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+    let rows: Vec<(String, Uuid, Date, Cents, Option<String>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
         .bind(side.as_str())
         .bind(contact)
@@ -253,7 +255,7 @@ pub async fn statement(
     let lines = rows
         .into_iter()
         .map(|(kind, document_id, occurred_on, amount, description)| {
-            running += amount;
+            running += amount.get();
             StatementLine { kind, document_id, occurred_on, amount, description, balance: running }
         })
         .collect();
@@ -267,8 +269,8 @@ pub struct OpenDocument {
     pub number: Option<String>,
     pub issued_on: Date,
     pub due_date: Option<Date>,
-    pub total: i64,
-    pub amount_due: i64,
+    pub total: Cents,
+    pub amount_due: Cents,
 }
 
 /// The contact's documents that still owe something, oldest first (at most `limit`), and what all its

@@ -227,8 +227,8 @@ async fn account(
                 number: d.number.into(),
                 issued_on: d.issued_on,
                 due_date: d.due_date.into(),
-                total: d.total,
-                amount_due: d.amount_due,
+                total: d.total.get(),
+                amount_due: d.amount_due.get(),
                 overdue: d.due_date.is_some_and(|due| due < today),
             })
             .collect(),
@@ -245,7 +245,7 @@ async fn account(
                     document_id: l.document_id,
                     date: l.occurred_on,
                     description: l.description.into(),
-                    amount: l.amount,
+                    amount: l.amount.get(),
                     balance: l.balance,
                 })
                 .collect(),

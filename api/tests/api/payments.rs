@@ -238,6 +238,35 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn a_methods_fees_as_written_are_rounded_or_refuse_the_payment(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let customer = customer(&app, "Ana Ñandú").await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let method = |body: Value| {
+        let app = &app;
+        async move { json(app.post_keyed("/api/v1/payment-methods", &body).await, 201).await["data"]["id"].clone() }
+    };
+    // A percentage with three decimals and a fraction of a cent, both kept as written by the method.
+    let rounded = method(json!({ "name": "Tarjeta", "feePercentage": "2.755", "feeFixed": 0.4 })).await;
+    let pay = |method: &Value| {
+        json!({ "customer_id": customer, "occurred_on": today(),
+            "lines": [line(method.as_str().expect("id"), 10_000, &register)] })
+    };
+    let paid = json(send(&app, CUSTOMER_PAYMENTS, "fee-1", &pay(&rounded)).await, 201).await["data"].clone();
+    // 2.76% of 10,000 cents, and no whole cent of fixed fee.
+    assert_eq!((paid["fee_amount"].as_i64(), paid["lines"][0]["fee"].as_i64()), (Some(276), Some(276)));
+    assert_eq!(balance(&app, &register).await, 10_000 - 276);
+
+    // A fixed fee beyond any amount cannot be applied: the payment is refused and nothing moves.
+    let huge = method(json!({ "name": "Cheque", "feeFixed": 1e13 })).await;
+    let refused = json(send(&app, CUSTOMER_PAYMENTS, "fee-2", &pay(&huge)).await, 422).await;
+    assert_eq!(refused["error"]["code"], "PAYMENT_METHOD_FEE_INVALID", "{refused}");
+    assert_eq!(balance(&app, &register).await, 10_000 - 276, "nothing was posted");
+    let listed = json(app.get(CUSTOMER_PAYMENTS).await, 200).await;
+    assert_eq!(ids(&items(&listed)), [paid["id"].as_str().expect("id")]);
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn delegated_tokens_post_to_and_see_only_their_registers_payments(pool: PgPool) {
     use commands::organization::{Delegation, create_delegated_token};
     let app = TestApp::spawn(pool).await;

@@ -210,24 +210,35 @@ async fn load_payment(
     Ok((current, voided, version))
 }
 
-/// A payment method as a payment reads it (none when it is not the organization's).
+/// A payment method as a payment reads it (none when it is not the organization's). The method stores
+/// its fees as sent: a percentage with more than two decimals is rounded to hundredths, a fixed fee with
+/// a fraction of a cent to the cent; a fee that cannot be applied at all refuses the payment.
 async fn method(conn: &mut PgConnection, org_id: Uuid, id: Uuid) -> Result<Option<MethodFacts>, ExecuteError> {
     let (state, _) = crate::engine::load::<PaymentMethod>(conn, org_id, id).await?;
-    Ok(state.map(|m| MethodFacts {
+    let Some(m) = state else { return Ok(None) };
+    let refused = |why: String| {
+        let message = format!("payment method {id}: {why}; correct the method's fees");
+        ExecuteError::from(Rejection::unprocessable("PAYMENT_METHOD_FEE_INVALID", "lines", &message))
+    };
+    let fee_percentage = match m.fields.fee_percentage.as_deref() {
+        None => None,
+        Some(text) => {
+            Some(Percentage::parse_rounded(text).map_err(|e| refused(format!("its feePercentage {e}")))?)
+        }
+    };
+    let fee_fixed = match m.fields.fee_fixed.as_ref() {
+        None => Cents::ZERO,
+        Some(number) => {
+            let rounded = number.as_f64().map(f64::round).filter(|cents| cents.abs() <= Cents::MAX as f64);
+            let cents = rounded.map(|cents| Cents::new_non_negative(cents as i64));
+            cents.and_then(Result::ok).ok_or_else(|| refused(format!("its feeFixed {number} is out of range")))?
+        }
+    };
+    Ok(Some(MethodFacts {
         active: m.fields.is_active,
         requires_reference: m.fields.requires_reference,
-        fee_percentage: m
-            .fields
-            .fee_percentage
-            .as_deref()
-            .and_then(|text| Percentage::parse(&serde_json::Value::String(text.to_owned())).ok()),
-        fee_fixed: m
-            .fields
-            .fee_fixed
-            .as_ref()
-            .and_then(serde_json::Number::as_f64)
-            .and_then(|cents| Cents::new(cents.round() as i64).ok())
-            .unwrap_or(Cents::ZERO),
+        fee_percentage,
+        fee_fixed,
     }))
 }
 

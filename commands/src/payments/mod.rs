@@ -540,10 +540,10 @@ fn within(
     Ok(())
 }
 
-/// What a payment has left on account: its total less its allocations (zero once voided).
-pub fn unallocated(payment: &PaymentRecorded) -> Cents {
-    let allocated = payment.allocations.iter().fold(0i64, |sum, a| sum + a.amount.get());
-    Cents::new(payment.total.get() - allocated).unwrap_or(Cents::ZERO)
+/// What a payment has left on account: its total less its allocations, or `None` where their sum
+/// leaves the range of [`Cents`] (which allocating, bounded by the total, never lets happen).
+pub fn unallocated(payment: &PaymentRecorded) -> Option<Cents> {
+    Cents::checked_sum(payment.allocations.iter().map(|a| a.amount)).and_then(|sum| payment.total.checked_sub(sum))
 }
 
 /// The fact a command records.
@@ -561,7 +561,9 @@ pub fn decide(command: &PaymentCommand, facts: &PaymentFacts) -> Result<PaymentF
         }
         (PaymentCommand::Allocate { side, allocations, .. }, Some(current)) => {
             reject_fields(unknown_documents(*side, current.contact_id, allocations, facts))?;
-            within(*side, allocations, unallocated(current), facts)?;
+            let left = unallocated(current)
+                .ok_or_else(|| Rejection::conflict("ALLOCATIONS_OUT_OF_RANGE", "the payment's allocations pass any amount"))?;
+            within(*side, allocations, left, facts)?;
             Ok(PaymentFact::Allocated(Box::new(PaymentAllocated { allocations: allocations.clone() })))
         }
         (PaymentCommand::Void { .. }, Some(_)) if facts.voided => {

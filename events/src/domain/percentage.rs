@@ -47,6 +47,24 @@ impl Percentage {
         Self::parse_text(text.trim())
     }
 
+    /// A percentage from decimal text with up to ten decimals, rounded half away from zero to
+    /// hundredths (`"2.755"` is 2.76%): for a rate stored as the client wrote it, such as a payment
+    /// method's fee, which the interface takes as free text.
+    pub fn parse_rounded(text: &str) -> Result<Self, DomainError> {
+        const EXTRA: u32 = 8;
+        let text = text.trim();
+        match parse_scaled(text, Self::DECIMALS + EXTRA) {
+            Ok(scaled) => {
+                Self::from_i128(super::div_round_half_away(scaled, 10i128.pow(EXTRA))).ok_or_else(|| out_of_range(text))
+            }
+            Err(Refusal::Syntax) => Err(DomainError::NotADecimal(shown(text))),
+            Err(Refusal::TooPrecise) => {
+                Err(DomainError::TooManyDecimals { max: Self::DECIMALS + EXTRA, value: shown(text) })
+            }
+            Err(Refusal::TooLarge) => Err(out_of_range(text)),
+        }
+    }
+
     fn parse_text(text: &str) -> Result<Self, DomainError> {
         match parse_scaled(text, Self::DECIMALS) {
             Ok(hundredths) => Self::from_i128(hundredths).ok_or_else(|| out_of_range(text)),
@@ -179,6 +197,17 @@ mod tests {
         rate: Percentage,
         #[serde(default, with = "super::hundredths_option")]
         discount: Option<Percentage>,
+    }
+
+    #[test]
+    fn free_text_rates_round_to_hundredths() {
+        assert_eq!(Percentage::parse_rounded("2.755"), Ok(percent("2.76")));
+        assert_eq!(Percentage::parse_rounded("12.3449"), Ok(percent("12.34")));
+        assert_eq!(Percentage::parse_rounded(" 12.0000000 "), Ok(percent("12")));
+        assert_eq!(Percentage::parse_rounded("100"), Ok(Percentage::HUNDRED));
+        assert!(Percentage::parse_rounded("100.005").is_err(), "rounds above 100");
+        assert!(Percentage::parse_rounded("abc").is_err());
+        assert!(Percentage::parse_rounded("1.00000000001").is_err(), "eleven decimals");
     }
 
     #[test]
