@@ -643,7 +643,9 @@ routes! {
             // A sale paid with its own payment methods also wrote a customer payment to the treasury.
             let paid = !outcome.sale.payments.is_empty();
             let payments = [ProjectionId::Payments, ProjectionId::Treasury].into_iter().filter(|_| paid);
-            for projection in [ProjectionId::Sales, ProjectionId::Inventory].into_iter().chain(payments) {
+            // A sale that bills an order moved the order too: it reads billed (and completed) right after.
+            let order = outcome.sale.order_id.map(|_| ProjectionId::Orders);
+            for projection in [ProjectionId::Sales, ProjectionId::Inventory].into_iter().chain(payments).chain(order) {
                 state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
             }
             let mut sale = SaleData::from_sale(outcome.id, &outcome.sale, outcome.created_at, outcome.created_at);

@@ -23,13 +23,7 @@ async fn level(app: &TestApp, product: &str) -> (String, String) {
 }
 
 async fn delete(app: &TestApp, id: &str, key: &str) -> reqwest::Response {
-    app.client
-        .delete(format!("{}{NOTES}/{id}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", key)
-        .send()
-        .await
-        .expect("sent")
+    app.keyed(Method::DELETE, &format!("{NOTES}/{id}"), key, None).await
 }
 
 #[sqlx::test(migrations = "../schema")]
@@ -164,25 +158,10 @@ async fn notes_for_an_order_deliver_it_in_parts_consuming_its_reservation(pool: 
     // A line may no longer drop below what was delivered.
     let edit = json!({ "lines": [{ "id": line, "product_id": mate, "quantity": 1, "unit_price": 10000 }],
         "assigned_warehouse_id": main, "expected_updated_at": read["updated_at"] });
-    let response = app
-        .client
-        .request(Method::PATCH, format!("{}{ORDERS}/{order_id}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .json(&edit)
-        .send()
-        .await
-        .expect("sent");
+    let response = app.fresh_keyed(Method::PATCH, &format!("{ORDERS}/{order_id}"), Some(&edit)).await;
     let below = error(response, 422, "business_error").await;
     assert_eq!(below["error"]["details"][0]["field"], "lines[0].quantity");
-    let cancel = app
-        .client
-        .post(format!("{}{ORDERS}/{order_id}/cancel", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .send()
-        .await
-        .expect("sent");
+    let cancel = app.fresh_keyed(Method::POST, &format!("{ORDERS}/{order_id}/cancel"), None).await;
     assert_eq!(error(cancel, 409, "business_error").await["error"]["code"], "STATE_CONFLICT");
 }
 

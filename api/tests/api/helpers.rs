@@ -157,16 +157,25 @@ impl TestApp {
         self.request(Method::PUT, path, Some(&self.api_key), Some(body)).await
     }
 
+    /// A request with the organization's credential under this `Idempotency-Key`, with `body` when
+    /// given: every keyed write of the tests goes through here.
+    pub async fn keyed(&self, method: Method, path: &str, key: &str, body: Option<&Value>) -> Response {
+        let mut request =
+            self.client.request(method, format!("{}{path}", self.base)).bearer_auth(&self.api_key).header("Idempotency-Key", key);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        request.send().await.expect("request sent")
+    }
+
+    /// [`Self::keyed`] under a fresh key.
+    pub async fn fresh_keyed(&self, method: Method, path: &str, body: Option<&Value>) -> Response {
+        self.keyed(method, path, &Uuid::now_v7().to_string(), body).await
+    }
+
     /// POSTs with this `Idempotency-Key`.
     pub async fn post_key(&self, path: &str, key: &str, body: &Value) -> Response {
-        self.client
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(&self.api_key)
-            .header("Idempotency-Key", key)
-            .json(body)
-            .send()
-            .await
-            .expect("request sent")
+        self.keyed(Method::POST, path, key, Some(body)).await
     }
 
     /// POSTs with a fresh `Idempotency-Key`.

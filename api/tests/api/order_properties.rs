@@ -15,7 +15,6 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use uuid::Uuid;
 
 const ORDERS: &str = "/api/v1/orders";
 const NOTES: &str = "/api/v1/delivery-notes";
@@ -25,15 +24,7 @@ const CASES: u64 = 4;
 const STEPS: usize = 25;
 
 async fn keyed(app: &TestApp, method: Method, path: &str, body: Option<&Value>) -> Response {
-    let mut request = app
-        .client
-        .request(method, format!("{}{path}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string());
-    if let Some(body) = body {
-        request = request.json(body);
-    }
-    request.send().await.expect("sent")
+    app.fresh_keyed(method, path, body).await
 }
 
 /// The body of a response expected with `status` (the body is shown when it is not).

@@ -20,13 +20,7 @@ async fn patch(app: &TestApp, id: &str, key: Option<&str>, body: &Value) -> reqw
 }
 
 async fn act(app: &TestApp, path: &str) -> reqwest::Response {
-    app.client
-        .post(format!("{}{path}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .send()
-        .await
-        .expect("sent")
+    app.fresh_keyed(Method::POST, path, None).await
 }
 
 /// An inactive warehouse and an inactive product of the organization.

@@ -7,7 +7,6 @@ use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
 use crate::treasury::open;
 use commands::treasury::admin::create_ledger_account;
 use events::catalogue::{Currency, LocationKind};
-use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
@@ -16,14 +15,7 @@ const SUPPLIER_PAYMENTS: &str = "/api/v1/supplier-payments";
 
 /// POSTs `body` to `path` under the idempotency key `key`.
 pub async fn send(app: &TestApp, path: &str, key: &str, body: &Value) -> reqwest::Response {
-    app.client
-        .request(Method::POST, format!("{}{path}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", key)
-        .json(body)
-        .send()
-        .await
-        .expect("sent")
+    app.post_key(path, key, body).await
 }
 
 /// The register's balance in pesos.

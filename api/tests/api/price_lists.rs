@@ -10,14 +10,7 @@ use uuid::Uuid;
 
 /// A POST with a fresh `Idempotency-Key` (products and bulk adjustments require one).
 async fn post_keyed(app: &TestApp, path: &str, body: &Value) -> Response {
-    app.client
-        .post(format!("{}{path}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .json(body)
-        .send()
-        .await
-        .expect("sent")
+    app.post_keyed(path, body).await
 }
 
 async fn product(app: &TestApp, body: Value) -> String {

@@ -11,14 +11,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 async fn create(app: &TestApp, body: &Value) -> Response {
-    app.client
-        .post(format!("{}/api/v1/products", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .json(body)
-        .send()
-        .await
-        .expect("sent")
+    app.post_keyed("/api/v1/products", body).await
 }
 
 async fn counts(app: &TestApp) -> (i64, i64, i64) {
@@ -203,16 +196,7 @@ fn sender(receiver: &Receiver) -> SenderConfig {
 /// Creates an endpoint for `events` delivering to `url`.
 async fn subscribe(app: &TestApp, url: String, events: &[&str]) {
     let endpoint = json!({"label": "Tienda", "url": url, "enabled_events": events, "api_version": "2026-06-29"});
-    let response = app
-        .client
-        .post(format!("{}/api/v1/webhook-endpoints", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .json(&endpoint)
-        .send()
-        .await
-        .expect("sent");
-    json(response, 201).await;
+    json(app.post_keyed("/api/v1/webhook-endpoints", &endpoint).await, 201).await;
 }
 
 /// An organization without endpoints costs the webhook sender no transaction: the webhooks projection
@@ -383,14 +367,7 @@ async fn custom_fields_follow_their_definitions(pool: PgPool) {
 }
 
 async fn bulk(app: &TestApp, key: &str, body: &Value) -> Response {
-    app.client
-        .post(format!("{}/api/v1/products/bulk-adjustments", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", key)
-        .json(body)
-        .send()
-        .await
-        .expect("sent")
+    app.post_key("/api/v1/products/bulk-adjustments", key, body).await
 }
 
 #[sqlx::test(migrations = "../schema")]

@@ -10,24 +10,11 @@ use uuid::Uuid;
 const QUOTES: &str = "/api/v1/quotes";
 
 async fn delete(app: &TestApp, id: &str, key: &str) -> reqwest::Response {
-    app.client
-        .delete(format!("{}{QUOTES}/{id}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", key)
-        .send()
-        .await
-        .expect("sent")
+    app.keyed(Method::DELETE, &format!("{QUOTES}/{id}"), key, None).await
 }
 
 async fn put(app: &TestApp, id: &str, body: &Value) -> reqwest::Response {
-    app.client
-        .put(format!("{}{QUOTES}/{id}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", Uuid::now_v7().to_string())
-        .json(body)
-        .send()
-        .await
-        .expect("sent")
+    app.fresh_keyed(Method::PUT, &format!("{QUOTES}/{id}"), Some(body)).await
 }
 
 #[sqlx::test(migrations = "../schema")]

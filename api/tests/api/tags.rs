@@ -114,15 +114,7 @@ async fn tags_are_applied_shown_renamed_archived_and_removed(pool: PgPool) {
     let supplier_read =
         json(app.get(&format!("/api/v1/suppliers/{}", supplier.as_str().expect("id"))).await, 200).await;
     assert_eq!(names(&supplier_read["data"]), ["Cliente VIP"]);
-    let product = app
-        .client
-        .post(format!("{}/api/v1/products", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", "tag-product")
-        .json(&json!({"name": "Yerba", "sku": "YER", "price": 100}))
-        .send()
-        .await
-        .expect("sent");
+    let product = app.post_key("/api/v1/products", "tag-product", &json!({"name": "Yerba", "sku": "YER", "price": 100})).await;
     let product = json(product, 201).await["data"]["id"].as_str().expect("id").to_owned();
     json(apply(&app, "products", json!({"ids": [product], "add": [vip]})).await, 200).await;
     assert_eq!(names(&json(app.get(&format!("/api/v1/products/{product}")).await, 200).await["data"]), ["Cliente VIP"]);

@@ -106,26 +106,11 @@ async fn every_route_with_an_id_hides_other_organizations(pool: PgPool) {
     }
     let hook = json!({"label": "Tienda", "url": "https://example.com/hook", "enabled_events": ["product.created"],
         "api_version": "2026-06-29"});
-    let created = app
-        .client
-        .post(format!("{}/api/v1/webhook-endpoints", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", "tenancy-hook")
-        .json(&hook)
-        .send()
-        .await
-        .expect("sent");
+    let created = app.post_key("/api/v1/webhook-endpoints", "tenancy-hook", &hook).await;
     let created = json(created, 201).await;
     ids.insert("webhook-endpoints", created["data"]["id"].as_str().expect("id").to_owned());
-    let product = app
-        .client
-        .post(format!("{}/api/v1/products", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", "tenancy-product")
-        .json(&json!({"name": "Yerba", "sku": "YER", "price": 100}))
-        .send()
-        .await
-        .expect("sent");
+    let yerba = json!({"name": "Yerba", "sku": "YER", "price": 100});
+    let product = app.post_key("/api/v1/products", "tenancy-product", &yerba).await;
     let product = json(product, 201).await;
     ids.insert("products", product["data"]["id"].as_str().expect("id").to_owned());
     let south = json(app.post("/api/v1/warehouses", &json!({"name": "Sur"})).await, 201).await;

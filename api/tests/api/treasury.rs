@@ -391,14 +391,7 @@ async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_
 const MOVEMENTS: &str = "/api/v1/treasury/movements";
 
 async fn send(app: &TestApp, method: Method, path: &str, key: &str, body: &Value) -> reqwest::Response {
-    app.client
-        .request(method, format!("{}{path}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", key)
-        .json(body)
-        .send()
-        .await
-        .expect("sent")
+    app.keyed(method, path, key, Some(body)).await
 }
 
 #[sqlx::test(migrations = "../schema")]

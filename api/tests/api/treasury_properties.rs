@@ -16,15 +16,7 @@ use sqlx::PgPool;
 use std::collections::BTreeMap;
 
 async fn send(app: &TestApp, method: Method, path: &str, key: &str, body: &Value) -> Value {
-    let answer = app
-        .client
-        .request(method, format!("{}{path}", app.base))
-        .bearer_auth(&app.api_key)
-        .header("Idempotency-Key", key)
-        .json(body)
-        .send()
-        .await
-        .expect("sent");
+    let answer = app.keyed(method, path, key, Some(body)).await;
     let status = answer.status().as_u16();
     let body: Value = answer.json().await.expect("json");
     assert!(status == 200 || status == 201, "{status}: {body}");

@@ -205,27 +205,15 @@ async fn rotation_invalidates_the_previous_secret_at_once(pool: PgPool) {
     assert!(listed["data"][0].get("signing_secret").is_none(), "{listed}");
 
     // A replayed rotation returns the same secret and rotates nothing more.
-    let rotate = |key: &'static str| {
-        app.client
-            .post(format!("{}/api/v1/webhook-endpoints/{id}/rotate-secret", app.base))
-            .bearer_auth(&app.api_key)
-            .header("Idempotency-Key", key)
-            .send()
-    };
-    let once = json(rotate("rotacion-1").await.expect("sent"), 200).await;
-    let twice = json(rotate("rotacion-1").await.expect("sent"), 200).await;
+    let rotate = format!("/api/v1/webhook-endpoints/{id}/rotate-secret");
+    let once = json(app.keyed(Method::POST, &rotate, "rotacion-1", None).await, 200).await;
+    let twice = json(app.keyed(Method::POST, &rotate, "rotacion-1", None).await, 200).await;
     assert_eq!(once["data"]["signing_secret"], twice["data"]["signing_secret"]);
     let new = once["data"]["signing_secret"].as_str().expect("new secret").to_owned();
     // A replayed test returns the same test and queues one delivery.
-    let test = |key: &'static str| {
-        app.client
-            .post(format!("{}/api/v1/webhook-endpoints/{id}/test", app.base))
-            .bearer_auth(&app.api_key)
-            .header("Idempotency-Key", key)
-            .send()
-    };
-    let first = json(test("prueba-1").await.expect("sent"), 200).await;
-    let again = json(test("prueba-1").await.expect("sent"), 200).await;
+    let test = format!("/api/v1/webhook-endpoints/{id}/test");
+    let first = json(app.keyed(Method::POST, &test, "prueba-1", None).await, 200).await;
+    let again = json(app.keyed(Method::POST, &test, "prueba-1", None).await, 200).await;
     assert_eq!(first["data"]["id"], again["data"]["id"]);
     let got = receiver.wait_for("/rotating", 1).await;
     assert_eq!(history(&app, &id).await.len(), 1, "one delivery for a replayed test");
@@ -319,13 +307,8 @@ async fn endpoint_requests_are_validated_and_idempotent(pool: PgPool) {
 
     // A replay returns the same endpoint and secret; another body with that key conflicts.
     let send = |body: Value| {
-        let request = app
-            .client
-            .post(format!("{}/api/v1/webhook-endpoints", app.base))
-            .bearer_auth(&app.api_key)
-            .header("Idempotency-Key", "alta-webhook-1")
-            .json(&body);
-        async move { request.send().await.expect("sent") }
+        let app = &app;
+        async move { app.post_key("/api/v1/webhook-endpoints", "alta-webhook-1", &body).await }
     };
     let first = json(send(body.clone()).await, 201).await;
     let again = json(send(body.clone()).await, 201).await;
