@@ -52,6 +52,14 @@ impl Cents {
         let Value::Number(number) = value else {
             return Err(DomainError::WrongType { expected: EXPECTED, found: json_kind(value) });
         };
+        // An integer, as every stored amount is, needs no text.
+        if let Some(cents) = number.as_i64() {
+            return if (min..=Self::MAX).contains(&cents) {
+                Ok(Cents(cents))
+            } else {
+                Err(out_of_range(min, &cents.to_string()))
+            };
+        }
         let text = number_text(number);
         match parse_scaled(&text, 0) {
             Ok(cents) if (i128::from(min)..=i128::from(Self::MAX)).contains(&cents) => {
