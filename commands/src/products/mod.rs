@@ -25,8 +25,8 @@ pub const MAX_OPTIONS: usize = 3;
 pub const PRODUCT_TYPES: &[&str] = &["product", "service", "combo"];
 /// The most components one combo lists.
 pub const MAX_COMPONENTS: usize = 50;
-/// VAT rate codes a product may carry (see the tax rate reference).
-pub const MAX_CENTS: i64 = 1_000_000_000_000;
+/// The largest cost or price, and the largest fixed amount of a bulk adjustment: the range of [`Cents`].
+pub const MAX_CENTS: i64 = Cents::MAX;
 
 /// The state of one variant group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,8 +17,8 @@ use super::error::{DomainError, json_kind, shown};
 pub struct Cents(i64);
 
 impl Cents {
-    /// The largest amount, ten thousand million in major units. The same bound as
-    /// `commands::products::MAX_CENTS`, so anything a product accepted fits here.
+    /// The largest amount, ten thousand million in major units (`commands::products::MAX_CENTS`, a
+    /// product's largest cost or price, is this bound).
     pub const MAX: i64 = 1_000_000_000_000;
 
     pub const ZERO: Cents = Cents(0);
@@ -196,8 +196,7 @@ mod tests {
     }
 
     #[test]
-    fn the_bound_is_the_one_products_use() {
-        // Mirrors `commands::products::MAX_CENTS`; `events` cannot depend on `commands`.
+    fn the_bound_is_ten_thousand_million_pesos() {
         assert_eq!(Cents::MAX, 1_000_000_000_000);
     }
 
