@@ -228,11 +228,11 @@ async fn method(conn: &mut PgConnection, org_id: Uuid, id: Uuid) -> Result<Optio
     };
     let fee_fixed = match m.fields.fee_fixed.as_ref() {
         None => Cents::ZERO,
-        Some(number) => {
-            let rounded = number.as_f64().map(f64::round).filter(|cents| cents.abs() <= Cents::MAX as f64);
-            let cents = rounded.map(|cents| Cents::new_non_negative(cents as i64));
-            cents.and_then(Result::ok).ok_or_else(|| refused(format!("its feeFixed {number} is out of range")))?
-        }
+        // The cast saturates, so a fee past the range stays past it and is refused.
+        Some(number) => number
+            .as_f64()
+            .and_then(|cents| Cents::new_non_negative(cents.round() as i64).ok())
+            .ok_or_else(|| refused(format!("its feeFixed {number} is out of range")))?,
     };
     Ok(Some(MethodFacts {
         active: m.fields.is_active,

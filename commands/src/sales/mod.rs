@@ -823,6 +823,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
             3
         }
     });
+    let (discount_type, discount_value) = input.discount.map(GlobalDiscount::recorded).unzip();
     let sale = SaleRecorded {
         contract: input.contract.clone(),
         voucher_type: input.voucher_type,
@@ -840,8 +841,8 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         customer: customer.unwrap_or_default(),
         prices_include_tax: facts.org.prices_include_tax,
         lines: sale_lines,
-        discount_type: input.discount.map(|d| d.recorded().0),
-        discount_value: input.discount.map(|d| d.recorded().1),
+        discount_type,
+        discount_value,
         exempt: computed.exempt,
         non_taxed: computed.non_taxed,
         subtotal: computed.subtotal,

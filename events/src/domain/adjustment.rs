@@ -52,14 +52,7 @@ impl Adjustment {
 /// The shortest exact decimal without a percent sign: `10.5`, `-2.5`, `40`, `0.01`.
 impl fmt::Display for Adjustment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let sign = if self.0 < 0 { "-" } else { "" };
-        let magnitude = self.0.unsigned_abs();
-        let text = match (magnitude / 100, magnitude % 100) {
-            (whole, 0) => format!("{sign}{whole}"),
-            (whole, fraction) if fraction % 10 == 0 => format!("{sign}{whole}.{}", fraction / 10),
-            (whole, fraction) => format!("{sign}{whole}.{fraction:02}"),
-        };
-        f.pad(&text)
+        f.pad(&super::hundredths_text(self.hundredths()))
     }
 }
 

@@ -65,6 +65,18 @@ macro_rules! bigint_column {
 }
 use bigint_column;
 
+/// Hundredths of a percent as the shortest exact decimal without a percent sign: `1050` is `10.5`,
+/// `-250` is `-2.5`, `4000` is `40`, `1` is `0.01` ([`Percentage`] and [`Adjustment`] print so).
+fn hundredths_text(hundredths: i64) -> String {
+    let sign = if hundredths < 0 { "-" } else { "" };
+    let magnitude = hundredths.unsigned_abs();
+    match (magnitude / 100, magnitude % 100) {
+        (whole, 0) => format!("{sign}{whole}"),
+        (whole, fraction) if fraction % 10 == 0 => format!("{sign}{whole}.{}", fraction / 10),
+        (whole, fraction) => format!("{sign}{whole}.{fraction:02}"),
+    }
+}
+
 /// `numerator / denominator` rounded half away from zero, the rounding every amount here uses.
 /// `denominator` must be positive; callers pass fixed scales.
 fn div_round_half_away(numerator: i128, denominator: i128) -> i128 {

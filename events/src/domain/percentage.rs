@@ -35,7 +35,7 @@ impl Percentage {
 
     /// A percentage from hundredths of a percent, 0 to 10 000.
     pub fn from_hundredths(hundredths: i64) -> Result<Self, DomainError> {
-        Self::from_i128(i128::from(hundredths)).ok_or_else(|| out_of_range(&Self::text_of(hundredths)))
+        Self::from_i128(i128::from(hundredths)).ok_or_else(|| out_of_range(&super::hundredths_text(hundredths)))
     }
 
     /// A percentage from a JSON number or a string holding a decimal (`15`, `12.5`, `"0.25"`),
@@ -51,25 +51,23 @@ impl Percentage {
     /// hundredths (`"2.755"` is 2.76%): for a rate stored as the client wrote it, such as a payment
     /// method's fee, which the interface takes as free text.
     pub fn parse_rounded(text: &str) -> Result<Self, DomainError> {
-        const EXTRA: u32 = 8;
-        let text = text.trim();
-        match parse_scaled(text, Self::DECIMALS + EXTRA) {
-            Ok(scaled) => {
-                Self::from_i128(super::div_round_half_away(scaled, 10i128.pow(EXTRA))).ok_or_else(|| out_of_range(text))
-            }
-            Err(Refusal::Syntax) => Err(DomainError::NotADecimal(shown(text))),
-            Err(Refusal::TooPrecise) => {
-                Err(DomainError::TooManyDecimals { max: Self::DECIMALS + EXTRA, value: shown(text) })
-            }
-            Err(Refusal::TooLarge) => Err(out_of_range(text)),
-        }
+        Self::parse_with_extra(text.trim(), 8)
     }
 
     fn parse_text(text: &str) -> Result<Self, DomainError> {
-        match parse_scaled(text, Self::DECIMALS) {
-            Ok(hundredths) => Self::from_i128(hundredths).ok_or_else(|| out_of_range(text)),
+        Self::parse_with_extra(text, 0)
+    }
+
+    /// `text` read with `extra` decimals beyond the two kept, rounded half away from zero to those two.
+    fn parse_with_extra(text: &str, extra: u32) -> Result<Self, DomainError> {
+        match parse_scaled(text, Self::DECIMALS + extra) {
+            Ok(scaled) => {
+                Self::from_i128(super::div_round_half_away(scaled, 10i128.pow(extra))).ok_or_else(|| out_of_range(text))
+            }
             Err(Refusal::Syntax) => Err(DomainError::NotADecimal(shown(text))),
-            Err(Refusal::TooPrecise) => Err(DomainError::TooManyDecimals { max: Self::DECIMALS, value: shown(text) }),
+            Err(Refusal::TooPrecise) => {
+                Err(DomainError::TooManyDecimals { max: Self::DECIMALS + extra, value: shown(text) })
+            }
             Err(Refusal::TooLarge) => Err(out_of_range(text)),
         }
     }
@@ -94,17 +92,6 @@ impl Percentage {
         let portion = super::div_round_half_away(exact, i128::from(Self::MAX_HUNDREDTHS));
         Cents::from_i128(portion).expect("at most 100% of an amount in range is in range")
     }
-
-    fn text_of(hundredths: i64) -> String {
-        let sign = if hundredths < 0 { "-" } else { "" };
-        let magnitude = hundredths.unsigned_abs();
-        let scale = u64::from(Self::SCALE);
-        match (magnitude / scale, magnitude % scale) {
-            (whole, 0) => format!("{sign}{whole}"),
-            (whole, fraction) if fraction % 10 == 0 => format!("{sign}{whole}.{}", fraction / 10),
-            (whole, fraction) => format!("{sign}{whole}.{fraction:02}"),
-        }
-    }
 }
 
 fn out_of_range(value: &str) -> DomainError {
@@ -123,7 +110,7 @@ impl FromStr for Percentage {
 /// The shortest exact decimal without a percent sign: `15`, `12.5`, `0.25`.
 impl fmt::Display for Percentage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(&Self::text_of(i64::from(self.0)))
+        f.pad(&super::hundredths_text(i64::from(self.0)))
     }
 }
 
