@@ -10,6 +10,7 @@ use commands::fiscal::{
     AssociatedVoucher, Credentials, Endpoints, FiscalClient, FiscalError, Issuer, Rate, Tickets, VatLine,
     VoucherRequest, soap,
 };
+use events::domain::Cents;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use time::OffsetDateTime;
@@ -134,13 +135,13 @@ fn invoice_a(number: i64) -> VoucherRequest {
         doc_type: 80,
         doc_number: RECEIVER,
         date: today_date(),
-        total: 12100,
-        net: 10000,
-        exempt: 0,
-        non_taxed: 0,
-        other_taxes: 0,
-        vat: 2100,
-        vat_lines: vec![VatLine { code: 5, base: 10000, amount: 2100 }],
+        total: Cents::of(12100),
+        net: Cents::of(10000),
+        exempt: Cents::ZERO,
+        non_taxed: Cents::ZERO,
+        other_taxes: Cents::ZERO,
+        vat: Cents::of(2100),
+        vat_lines: vec![VatLine { code: 5, base: Cents::of(10000), amount: Cents::of(2100) }],
         other_tax_lines: vec![],
         currency: "PES".into(),
         rate: Rate::ONE,
@@ -159,7 +160,7 @@ pub(crate) fn invoice_b(number: i64) -> VoucherRequest {
 
 /// Invoice C `number` for 121.00, no VAT detail.
 fn invoice_c(number: i64) -> VoucherRequest {
-    VoucherRequest { voucher_type: 11, net: 12100, vat: 0, vat_lines: vec![], ..invoice_b(number) }
+    VoucherRequest { voucher_type: 11, net: Cents::of(12100), vat: Cents::ZERO, vat_lines: vec![], ..invoice_b(number) }
 }
 
 fn codes(result: Result<commands::fiscal::Authorization, FiscalError>) -> Vec<i64> {
@@ -220,8 +221,8 @@ async fn a_consult_finds_an_approved_voucher_and_602_otherwise(pool: PgPool) {
     assert!(stored.matches(&request));
     assert_eq!(stored.cae, authorization.cae);
     assert_eq!(stored.cae_due, authorization.cae_due);
-    assert_eq!((stored.total, stored.net, stored.vat, stored.date), (12100, 10000, 2100, today_date()));
-    assert!(!stored.matches(&VoucherRequest { total: 12101, ..request.clone() }));
+    assert_eq!((stored.total.get(), stored.net.get(), stored.vat.get(), stored.date), (12100, 10000, 2100, today_date()));
+    assert!(!stored.matches(&VoucherRequest { total: Cents::of(12101), ..request.clone() }));
 
     assert_eq!(client.consult(simulator.issuer, POS, 1, 2).await, Ok(None));
     assert_eq!(client.consult(simulator.issuer, POS, 6, 1).await, Ok(None));
@@ -270,36 +271,36 @@ async fn dates_stay_near_today_and_never_before_the_series_last(pool: PgPool) {
 async fn totals_and_vat_must_add_up(pool: PgPool) {
     let simulator = Simulator::start(&pool).await;
     let client = simulator.client().await;
-    let mismatch = VoucherRequest { total: 12200, ..invoice_a(1) };
+    let mismatch = VoucherRequest { total: Cents::of(12200), ..invoice_a(1) };
     assert_eq!(codes(client.authorize(simulator.issuer, &mismatch).await), vec![10048]);
     // A cent off is within tolerance.
-    client.authorize(simulator.issuer, &VoucherRequest { total: 12101, ..invoice_a(1) }).await.expect("one cent off");
+    client.authorize(simulator.issuer, &VoucherRequest { total: Cents::of(12101), ..invoice_a(1) }).await.expect("one cent off");
     let wrong_rate = VoucherRequest {
-        vat: 2000,
-        total: 12000,
-        vat_lines: vec![VatLine { code: 5, base: 10000, amount: 2000 }],
+        vat: Cents::of(2000),
+        total: Cents::of(12000),
+        vat_lines: vec![VatLine { code: 5, base: Cents::of(10000), amount: Cents::of(2000) }],
         ..invoice_a(2)
     };
     assert_eq!(codes(client.authorize(simulator.issuer, &wrong_rate).await), vec![10051]);
     let unknown_rate =
-        VoucherRequest { vat_lines: vec![VatLine { code: 7, base: 10000, amount: 2100 }], ..invoice_a(2) };
+        VoucherRequest { vat_lines: vec![VatLine { code: 7, base: Cents::of(10000), amount: Cents::of(2100) }], ..invoice_a(2) };
     assert_eq!(codes(client.authorize(simulator.issuer, &unknown_rate).await), vec![10019]);
     let pesos = VoucherRequest { rate: Rate::from_units(2_000_000), ..invoice_a(2) };
     assert_eq!(codes(client.authorize(simulator.issuer, &pesos).await), vec![10039]);
     // Two rates, in cents: 1000.00 at 21% and 333.33 at 10.5% (34.99965, sent as 35.00).
     let two_rates = VoucherRequest {
-        net: 133333,
-        vat: 21000 + 3500,
-        total: 133333 + 24500,
+        net: Cents::of(133333),
+        vat: Cents::of(21000 + 3500),
+        total: Cents::of(133333 + 24500),
         vat_lines: vec![
-            VatLine { code: 5, base: 100000, amount: 21000 },
-            VatLine { code: 4, base: 33333, amount: 3500 },
+            VatLine { code: 5, base: Cents::of(100000), amount: Cents::of(21000) },
+            VatLine { code: 4, base: Cents::of(33333), amount: Cents::of(3500) },
         ],
         ..invoice_a(2)
     };
     client.authorize(simulator.issuer, &two_rates).await.expect("two rates");
     let stored = client.consult(simulator.issuer, POS, 1, 2).await.expect("answered").expect("found");
-    assert_eq!((stored.net, stored.vat, stored.total), (133333, 24500, 157833));
+    assert_eq!((stored.net.get(), stored.vat.get(), stored.total.get()), (133333, 24500, 157833));
     assert_eq!(client.last_authorized(simulator.issuer, POS, 1).await, Ok(2));
 }
 
@@ -321,11 +322,11 @@ async fn the_receivers_vat_condition_must_fit_the_letter(pool: PgPool) {
 async fn class_c_carries_no_vat(pool: PgPool) {
     let simulator = Simulator::start(&pool).await;
     let client = simulator.client().await;
-    let with_vat = VoucherRequest { net: 10000, vat: 2100, vat_lines: invoice_a(1).vat_lines, ..invoice_c(1) };
+    let with_vat = VoucherRequest { net: Cents::of(10000), vat: Cents::of(2100), vat_lines: invoice_a(1).vat_lines, ..invoice_c(1) };
     assert_eq!(codes(client.authorize(simulator.issuer, &with_vat).await), vec![10047, 10071]);
     client.authorize(simulator.issuer, &invoice_c(1)).await.expect("C without VAT");
     let stored = client.consult(simulator.issuer, POS, 11, 1).await.expect("answered").expect("found");
-    assert_eq!((stored.total, stored.net, stored.vat), (12100, 12100, 0));
+    assert_eq!((stored.total.get(), stored.net.get(), stored.vat.get()), (12100, 12100, 0));
 
     // Its credit note names the invoice it corrects.
     let credit = VoucherRequest { voucher_type: 13, ..invoice_c(1) };
@@ -677,7 +678,7 @@ async fn a_batch_is_judged_voucher_by_voucher_in_one_request(pool: PgPool) {
 
     // A voucher whose totals do not add up is rejected on its own; those after it are no longer the
     // next number.
-    let mixed = vec![invoice_a(6), VoucherRequest { total: 99_900, ..invoice_a(7) }, invoice_a(8)];
+    let mixed = vec![invoice_a(6), VoucherRequest { total: Cents::of(99_900), ..invoice_a(7) }, invoice_a(8)];
     let verdicts = client.authorize_batch(simulator.issuer, &mixed).await;
     assert_eq!(verdicts[0].as_ref().map(|a| a.number), Ok(6));
     assert_eq!(verdicts[1].clone().map_err(|e| e.codes()), Err(vec![10048]));

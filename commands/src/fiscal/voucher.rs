@@ -1,12 +1,13 @@
 //! The vouchers the invoicing code asks to authorize and what the authority answers about them, in
 //! our terms (integer cents, `time::Date`), with their translation to and from the wire.
 
+use events::domain::{Cents, Percentage};
 use time::Date;
 
 use super::decimal::{Amount, Rate};
 use super::wire;
 
-/// One voucher to authorize, as the sales code fills it. Amounts are integer cents; the adapter
+/// One voucher to authorize, as the sales code fills it. Amounts are [`Cents`]; the adapter
 /// writes them as the authority's two-place decimals and does no arithmetic on them, so totals that
 /// do not add up reach the authority as they are (it rejects them with 10048 and friends).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,17 +26,17 @@ pub struct VoucherRequest {
     /// The voucher date, in the Argentine calendar.
     pub date: Date,
     /// `ImpTotal` = `non_taxed` + `net` + `exempt` + `other_taxes` + `vat`.
-    pub total: i64,
+    pub total: Cents,
     /// Taxed net (`ImpNeto`): the sum of the VAT lines' bases. For class C, the subtotal.
-    pub net: i64,
+    pub net: Cents,
     /// Exempt (`ImpOpEx`); 0 for class C.
-    pub exempt: i64,
+    pub exempt: Cents,
     /// Not taxed (`ImpTotConc`); 0 for class C.
-    pub non_taxed: i64,
+    pub non_taxed: Cents,
     /// Other taxes (`ImpTrib`): the sum of `other_tax_lines`.
-    pub other_taxes: i64,
+    pub other_taxes: Cents,
     /// VAT (`ImpIVA`): the sum of the VAT lines' amounts; 0 for class C.
-    pub vat: i64,
+    pub vat: Cents,
     /// The VAT by rate (`Iva`); empty for class C.
     pub vat_lines: Vec<VatLine>,
     /// Other taxes in detail (`Tributos`); usually empty.
@@ -59,18 +60,18 @@ pub struct VoucherRequest {
 pub struct VatLine {
     /// The VAT rate code: 3 (0%), 4 (10.5%), 5 (21%), 6 (27%), 8 (5%), 9 (2.5%).
     pub code: i32,
-    pub base: i64,
-    pub amount: i64,
+    pub base: Cents,
+    pub amount: Cents,
 }
 
-/// One other tax (`Tributo`), in cents; its rate in hundredths of a percent.
+/// One other tax (`Tributo`): its base and amount, and its rate (`Alic`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OtherTaxLine {
     pub code: i32,
     pub description: Option<String>,
-    pub base: i64,
-    pub rate_hundredths: i64,
-    pub amount: i64,
+    pub base: Cents,
+    pub rate: Percentage,
+    pub amount: Cents,
 }
 
 /// A voucher a note corrects (`CbteAsoc`).
@@ -95,12 +96,12 @@ impl VoucherRequest {
             number_from: self.number,
             number_to: self.number,
             date: Some(self.date),
-            total: Amount::from_cents(self.total),
-            non_taxed: Amount::from_cents(self.non_taxed),
-            net: Amount::from_cents(self.net),
-            exempt: Amount::from_cents(self.exempt),
-            other_taxes: Amount::from_cents(self.other_taxes),
-            vat: Amount::from_cents(self.vat),
+            total: amount(self.total),
+            non_taxed: amount(self.non_taxed),
+            net: amount(self.net),
+            exempt: amount(self.exempt),
+            other_taxes: amount(self.other_taxes),
+            vat: amount(self.vat),
             service_from: self.service_from,
             service_to: self.service_to,
             payment_due: self.payment_due,
@@ -124,23 +125,29 @@ impl VoucherRequest {
                 .map(|t| wire::OtherTax {
                     code: t.code,
                     description: t.description.clone(),
-                    base: Amount::from_cents(t.base),
-                    rate: Amount::from_cents(t.rate_hundredths),
-                    amount: Amount::from_cents(t.amount),
+                    base: amount(t.base),
+                    rate: Amount::from_cents(i64::from(t.rate.hundredths())),
+                    amount: amount(t.amount),
                 })
                 .collect(),
             vat_lines: self
                 .vat_lines
                 .iter()
-                .map(|v| wire::VatRate {
-                    code: v.code,
-                    base: Amount::from_cents(v.base),
-                    amount: Amount::from_cents(v.amount),
-                })
+                .map(|v| wire::VatRate { code: v.code, base: amount(v.base), amount: amount(v.amount) })
                 .collect(),
         };
         (header, detail)
     }
+}
+
+/// Money as the wire writes it: the same cents, with two places.
+fn amount(cents: Cents) -> Amount {
+    Amount::from_cents(cents.get())
+}
+
+/// The wire's amount as [`Cents`]; one beyond their range is the authority's error, named by `field`.
+fn cents(field: &str, amount: Amount) -> Result<Cents, String> {
+    Cents::new(amount.cents()).map_err(|_| format!("ResultGet's {field} {amount} is out of range"))
 }
 
 /// An approved voucher: what the sale stores.
@@ -172,12 +179,12 @@ pub struct StoredVoucher {
     pub concept: i32,
     pub doc_type: i32,
     pub doc_number: i64,
-    pub total: i64,
-    pub net: i64,
-    pub exempt: i64,
-    pub non_taxed: i64,
-    pub other_taxes: i64,
-    pub vat: i64,
+    pub total: Cents,
+    pub net: Cents,
+    pub exempt: Cents,
+    pub non_taxed: Cents,
+    pub other_taxes: Cents,
+    pub vat: Cents,
     pub currency: String,
     pub rate: Option<Rate>,
     /// `A` for an approved voucher.
@@ -227,12 +234,12 @@ impl StoredVoucher {
             concept: detail.concept,
             doc_type: detail.doc_type,
             doc_number: detail.doc_number,
-            total: detail.total.cents(),
-            net: detail.net.cents(),
-            exempt: detail.exempt.cents(),
-            non_taxed: detail.non_taxed.cents(),
-            other_taxes: detail.other_taxes.cents(),
-            vat: detail.vat.cents(),
+            total: cents("ImpTotal", detail.total)?,
+            net: cents("ImpNeto", detail.net)?,
+            exempt: cents("ImpOpEx", detail.exempt)?,
+            non_taxed: cents("ImpTotConc", detail.non_taxed)?,
+            other_taxes: cents("ImpTrib", detail.other_taxes)?,
+            vat: cents("ImpIVA", detail.vat)?,
             currency: detail.currency,
             rate: detail.rate,
             result: detail.result,

@@ -77,7 +77,7 @@ pub async fn authorize(
     let queue = series((org_id, sale.point_of_sale_id, sale.voucher_type));
     let (reply, mut answer) = oneshot::channel();
     let asked = Arc::new(Mutex::new(None));
-    let voucher = invoicing::voucher_request(sale, 0, associated);
+    let voucher = invoicing::voucher_request(sale, 0, associated)?;
     let deadline = Instant::now() + AUTHORITY_BUDGET;
     queue.waiting.lock().unwrap_or_else(PoisonError::into_inner).push(Waiting {
         voucher,

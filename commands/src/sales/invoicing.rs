@@ -20,6 +20,7 @@
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::engine::{ExecuteError, Services, with_services};
 use crate::fiscal::{AssociatedVoucher, FiscalClient, FiscalError, Issuer, Rate, VatLine, VoucherRequest};
+use events::domain::Cents;
 use events::catalogue::{FiscalStatus, SaleAuthorization, SaleEvent, SaleFiscal, SaleRecorded};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
@@ -84,23 +85,33 @@ pub fn receiver_condition(tax_category: Option<&str>) -> i32 {
 }
 
 /// The voucher the authority is asked to approve for `sale` under `number`; `associated` is the voucher
-/// a credit or debit note corrects.
-pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<AssociatedVoucher>) -> VoucherRequest {
-    let (doc_type, doc_number) = match (sale.customer.tax_id_type.as_deref(), sale.customer.tax_id.as_deref()) {
-        (Some("CUIL/CUIT"), Some(id)) if id.len() == 11 => (80, id.parse().unwrap_or(0)),
-        (Some("DNI"), Some(id)) => (96, id.parse().unwrap_or(0)),
+/// a credit or debit note corrects. The taxed net is the subtotal less the exempt and non-taxed
+/// amounts; a sale where that falls out of range (which the tax computation never records) is refused
+/// rather than sent.
+pub fn voucher_request(
+    sale: &SaleRecorded,
+    number: i64,
+    associated: Option<AssociatedVoucher>,
+) -> Result<VoucherRequest, Rejection> {
+    // The contact parser keeps a tax id to 7 to 11 digits, so it always reads as a number.
+    let tax_id = sale.customer.tax_id.as_deref().map(|id| (id.len(), id.parse::<i64>()));
+    let (doc_type, doc_number) = match (sale.customer.tax_id_type.as_deref(), tax_id) {
+        (Some("CUIL/CUIT"), Some((11, Ok(cuit)))) => (80, cuit),
+        (Some("DNI"), Some((_, Ok(dni)))) => (96, dni),
         _ => (99, 0),
     };
     let without_vat = sale.letter.as_deref() == Some("C");
-    // The adapter's request is in plain cents (its wire writes them as decimals).
-    let net = sale.subtotal.get() - sale.exempt.get() - sale.non_taxed.get();
+    let net = sale.subtotal.checked_sub(sale.exempt).and_then(|rest| rest.checked_sub(sale.non_taxed));
+    let net = net.ok_or_else(|| {
+        Rejection::unprocessable("SALE_AMOUNTS_INVALID", "subtotal", "the sale's taxed net is out of range")
+    })?;
     let vat_lines = if without_vat {
         Vec::new()
     } else {
-        sale.vat.iter().map(|v| VatLine { code: v.code, base: v.base.get(), amount: v.amount.get() }).collect()
+        sale.vat.iter().map(|v| VatLine { code: v.code, base: v.base, amount: v.amount }).collect()
     };
     let services = sale.concept != 1;
-    VoucherRequest {
+    Ok(VoucherRequest {
         point_of_sale: sale.point_of_sale_number,
         voucher_type: sale.voucher_type,
         number,
@@ -108,12 +119,12 @@ pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<Asso
         doc_type,
         doc_number,
         date: sale.invoice_date,
-        total: sale.total.get(),
+        total: sale.total,
         net,
-        exempt: sale.exempt.get(),
-        non_taxed: sale.non_taxed.get(),
-        other_taxes: 0,
-        vat: if without_vat { 0 } else { sale.tax_amount.get() },
+        exempt: sale.exempt,
+        non_taxed: sale.non_taxed,
+        other_taxes: Cents::ZERO,
+        vat: if without_vat { Cents::ZERO } else { sale.tax_amount },
         vat_lines,
         other_tax_lines: Vec::new(),
         currency: "PES".to_owned(),
@@ -123,7 +134,7 @@ pub fn voucher_request(sale: &SaleRecorded, number: i64, associated: Option<Asso
         service_from: services.then(|| sale.service_from.unwrap_or(sale.invoice_date)),
         service_to: services.then(|| sale.service_to.unwrap_or(sale.invoice_date)),
         payment_due: services.then(|| sale.due_date.unwrap_or(sale.invoice_date)),
-    }
+    })
 }
 
 /// The row of `sale`'s voucher series in `document_numbers`.
@@ -216,7 +227,7 @@ pub async fn authorize(
     let deadline = tokio::time::Instant::now() + crate::fiscal::AUTHORITY_BUDGET;
     let lookup = |what: &str| FiscalError::Unavailable(format!("the command's time for the authority ran out ({what})"));
     if let Some(number) = sale.fiscal.unconfirmed_number {
-        let asked = voucher_request(sale, number, associated);
+        let asked = voucher_request(sale, number, associated)?;
         let consulted = client.consult(issuer, sale.point_of_sale_number, sale.voucher_type, number);
         match within(deadline, consulted, || lookup("consulting")).await {
             Ok(Some(stored)) if stored.is_approved() && stored.matches(&asked) => {
@@ -251,7 +262,7 @@ pub async fn authorize(
                 Err(error) => return Ok(deferral(error, None, sale.fiscal.unconfirmed_number)?),
             },
         };
-        let request = voucher_request(sale, number, associated);
+        let request = voucher_request(sale, number, associated)?;
         // Cut short, the request may have reached the authority: the number is consulted before it is
         // asked for again.
         let lost = || FiscalError::NoReply("the command's time for the authority ran out".into());
