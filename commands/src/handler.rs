@@ -223,7 +223,7 @@ macro_rules! handler {
         ) -> Result<$crate::reply::CommandReply, $crate::engine::ExecuteError> {
             let id = <Self as $crate::handler::Handler>::stream_id($c);
             let executed = $crate::engine::execute::<Self>(conn, sink, org_id, id, $c, $creation, metadata).await?;
-            Ok($crate::engine::accepted(executed))
+            $crate::engine::accepted(executed)
         }
 
         $crate::handler::handler!(@steps $command; $($rest)*);

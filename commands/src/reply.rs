@@ -56,6 +56,20 @@ pub enum CommandReply {
     },
 }
 
+impl CommandReply {
+    /// An applied command's reply answering `state`, with the commit key of its last event and, for a
+    /// command that wrote streams of several types, `keys`. The state is encoded here, once for every
+    /// domain: one that cannot be is an error, never a null answer.
+    pub fn accepted(
+        commit: Option<CommitKey>,
+        created: bool,
+        state: &impl Serialize,
+        keys: Vec<StreamKey>,
+    ) -> Result<Self, serde_json::Error> {
+        Ok(CommandReply::Accepted { commit, created, state: serde_json::to_value(state)?, replayed: false, keys })
+    }
+}
+
 /// The last event of one stream type a command wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamKey {

@@ -219,8 +219,7 @@ impl Document for DeliveryNotes {
         requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
         let (key, keys) = append_typed(conn, &requests, id).await?;
         let outcome = NoteOutcome { id, note, deleted, warnings, at: OffsetDateTime::now_utc() };
-        let state = serde_json::to_value(outcome).unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created: !deleted, state, replayed: false, keys })
+        Ok(CommandReply::accepted(key, !deleted, &outcome, keys)?)
     }
 }
 

@@ -63,13 +63,13 @@ pub(crate) async fn store_outcomes(
     conn: &mut sqlx::PgConnection,
     org_id: Uuid,
     outcomes: &[(&Idempotency, &CommandReply)],
-) -> Result<(), sqlx::Error> {
+) -> Result<(), ExecuteError> {
     let (mut keys, mut operations, mut hashes, mut responses) = (vec![], vec![], vec![], vec![]);
     for (claim, reply) in outcomes {
         keys.push(claim.key.as_str());
         operations.push(claim.operation.as_str());
         hashes.push(hex::decode(&claim.request_hash).unwrap_or_default());
-        responses.push(serde_json::to_value(reply).unwrap_or_default());
+        responses.push(serde_json::to_value(reply)?);
     }
     sqlx::query(
         "insert into idempotency_keys (org_id, key, operation, request_hash, response)

@@ -25,6 +25,8 @@ pub enum ExecuteError {
     Corrupt(Uuid, String),
     #[error("gave up after repeated concurrent updates of stream {0}")]
     Contended(Uuid),
+    #[error("the command's reply could not be encoded: {0}")]
+    Unencodable(#[from] serde_json::Error),
 }
 
 /// The result of a command that was accepted.
@@ -199,14 +201,8 @@ where
 }
 
 /// The reply to an accepted command: its aggregate's state after it.
-pub fn accepted<A: Serialize>(executed: Executed<A>) -> CommandReply {
-    CommandReply::Accepted {
-        commit: executed.commit,
-        created: executed.created,
-        state: serde_json::to_value(&executed.state).unwrap_or(serde_json::Value::Null),
-        replayed: false,
-        keys: Vec::new(),
-    }
+pub fn accepted<A: Serialize>(executed: Executed<A>) -> Result<CommandReply, ExecuteError> {
+    Ok(CommandReply::accepted(executed.commit, executed.created, &executed.state, Vec::new())?)
 }
 
 /// Appends events to several streams in one statement inside the caller's transaction (all or none);

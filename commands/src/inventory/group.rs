@@ -176,7 +176,7 @@ pub async fn run_movements(
         let mut outcomes = Vec::with_capacity(appended.len());
         for ((i, own, warnings), appended) in planned.into_iter().zip(appended) {
             let member = &members[i];
-            outcomes.push((i, movement_reply(member.command, own, warnings, appended.key, appended.recorded_at)));
+            outcomes.push((i, movement_reply(member.command, own, warnings, appended.key, appended.recorded_at)?));
         }
         let stored: Vec<(&Idempotency, &CommandReply)> =
             outcomes.iter().map(|(i, reply)| (members[*i].claim, reply)).collect();

@@ -188,7 +188,7 @@ async fn run_movement(
     let (commit, created_at) =
         append_document(conn, org_id, StockMovementEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
             .await?;
-    Ok(movement_reply(command, changes, warnings, commit, created_at))
+    Ok(movement_reply(command, changes, warnings, commit, created_at)?)
 }
 
 /// Appends the one event of a new document stream (a movement, a transfer): its commit key and when
@@ -307,11 +307,5 @@ async fn run_transfer(
         warnings,
         created_at,
     };
-    Ok(CommandReply::Accepted {
-        commit: Some(commit),
-        created: true,
-        state: serde_json::to_value(outcome).unwrap_or_default(),
-        replayed: false,
-        keys: Vec::new(),
-    })
+    Ok(CommandReply::accepted(Some(commit), true, &outcome, Vec::new())?)
 }

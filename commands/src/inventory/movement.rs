@@ -171,7 +171,7 @@ pub(super) fn movement_reply(
     warnings: Vec<super::StockShortfall>,
     commit: events::CommitKey,
     created_at: OffsetDateTime,
-) -> CommandReply {
+) -> Result<CommandReply, serde_json::Error> {
     let outcome = MovementOutcome {
         id: command.id,
         movement_type: command.movement_type,
@@ -183,11 +183,5 @@ pub(super) fn movement_reply(
         warnings,
         created_at,
     };
-    CommandReply::Accepted {
-        commit: Some(commit),
-        created: true,
-        state: serde_json::to_value(outcome).unwrap_or_default(),
-        replayed: false,
-        keys: Vec::new(),
-    }
+    CommandReply::accepted(Some(commit), true, &outcome, Vec::new())
 }

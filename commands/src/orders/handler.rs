@@ -174,7 +174,6 @@ impl Document for Orders {
         requests.insert(0, AppendRequest { stream, events, metadata: metadata.clone() });
         let (key, keys) = append_typed(conn, &requests, id).await?;
         let outcome = OrderOutcome { id, order, warnings, at: OffsetDateTime::now_utc() };
-        let state = serde_json::to_value(outcome).unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
+        Ok(CommandReply::accepted(key, created, &outcome, keys)?)
     }
 }

@@ -373,8 +373,7 @@ async fn write(
     let request = AppendRequest { stream, events: vec![stored.to_new_event()], metadata: metadata.clone() };
     let (key, keys) = append_typed(conn, &[request], id).await?;
     let outcome = PaymentOutcome { id, side, payment, voided, at: OffsetDateTime::now_utc() };
-    let state = serde_json::to_value(outcome).unwrap_or_default();
-    Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
+    Ok(CommandReply::accepted(key, created, &outcome, keys)?)
 }
 
 macro_rules! payment_handler {

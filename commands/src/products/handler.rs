@@ -239,7 +239,7 @@ async fn run_bulk_adjustment(
         "skipped_automatic_variants": total.skipped,
         "synchronization_effects": [],
     });
-    Ok(CommandReply::Accepted { commit, created: true, state, replayed: false, keys: Vec::new() })
+    Ok(CommandReply::accepted(commit, true, &state, Vec::new())?)
 }
 
 /// Runs a product command inside the caller's transaction: finds the group of a replaced variant,
@@ -308,5 +308,5 @@ async fn run_product(
             crate::inventory::levels::add_opening(conn, org_id, opening_stock).await?;
         }
     }
-    Ok(accepted(executed))
+    accepted(executed)
 }

@@ -110,14 +110,7 @@ impl Document for Purchases {
                 blocking_issues: blockers,
                 created_at: None,
             };
-            let state = serde_json::to_value(outcome).unwrap_or_default();
-            return Ok(CommandReply::Accepted {
-                commit: None,
-                created: false,
-                state,
-                replayed: false,
-                keys: Vec::new(),
-            });
+            return Ok(CommandReply::accepted(None, false, &outcome, Vec::new())?);
         }
         let claimed = sqlx::query(
             "insert into purchase_invoices (org_id, supplier_id, voucher_type, invoice_number, purchase_id)
@@ -169,8 +162,7 @@ impl Document for Purchases {
             blocking_issues: Vec::new(),
             created_at: Some(OffsetDateTime::now_utc()),
         };
-        let state = serde_json::to_value(outcome).unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created: true, state, replayed: false, keys })
+        Ok(CommandReply::accepted(key, true, &outcome, keys)?)
     }
 }
 

@@ -239,13 +239,7 @@ pub(crate) async fn run(
     }
     let order = next.ok_or_else(|| Rejection::not_found("purchase order"))?.with_id(id);
     let created = state.is_none();
-    Ok(CommandReply::Accepted {
-        commit: key,
-        created,
-        state: serde_json::to_value(order).unwrap_or_default(),
-        replayed: false,
-        keys: Vec::new(),
-    })
+    Ok(CommandReply::accepted(key, created, &order, Vec::new())?)
 }
 
 /// Assesses a new order (supplier, products, warehouse, currency), prices its lines and takes the next

@@ -122,8 +122,7 @@ impl Document for Quotes {
             reservation_released: decided.released,
             at: OffsetDateTime::now_utc(),
         };
-        let state = serde_json::to_value(outcome).unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
+        Ok(CommandReply::accepted(key, created, &outcome, keys)?)
     }
 }
 

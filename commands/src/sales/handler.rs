@@ -249,8 +249,7 @@ impl Document for Sales {
             }
         }
         let outcome = SaleOutcome { id: command.id, sale, warnings, created_at: OffsetDateTime::now_utc() };
-        let state = serde_json::to_value(outcome).unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created: true, state, replayed: false, keys })
+        Ok(CommandReply::accepted(key, true, &outcome, keys)?)
     }
 }
 
@@ -312,7 +311,6 @@ async fn invoice_sale(
     sale.number = outcome.number().or(sale.number);
     sale.fiscal = outcome.fiscal();
     let created_at = OffsetDateTime::now_utc();
-    let state = serde_json::to_value(SaleOutcome { id: command.sale_id, sale, warnings: Vec::new(), created_at })
-        .unwrap_or_default();
-    Ok(CommandReply::Accepted { commit: key, created: false, state, replayed: false, keys: Vec::new() })
+    let outcome = SaleOutcome { id: command.sale_id, sale, warnings: Vec::new(), created_at };
+    Ok(CommandReply::accepted(key, false, &outcome, Vec::new())?)
 }

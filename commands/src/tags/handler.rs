@@ -168,7 +168,7 @@ async fn run_apply_tags(
         "added": apply.add,
         "removed": apply.remove,
     });
-    Ok(CommandReply::Accepted { commit, created: false, state, replayed: false, keys: Vec::new() })
+    Ok(CommandReply::accepted(commit, false, &state, Vec::new())?)
 }
 
 /// The products `tag_id` is applied to now, folded from the tag's own events.

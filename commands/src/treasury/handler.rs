@@ -101,8 +101,7 @@ impl Document for FundsTransfers {
         let request = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
         let (key, keys) = append_typed(conn, &[request], id).await?;
         let outcome = TransferOutcome { id, transfer, at: OffsetDateTime::now_utc() };
-        let state = serde_json::to_value(outcome).unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created: true, state, replayed: false, keys })
+        Ok(CommandReply::accepted(key, true, &outcome, keys)?)
     }
 }
 
@@ -366,7 +365,6 @@ impl Document for ManualMovements {
         let currency = facts.location.map_or(Currency::Pes, |l| l.currency);
         let created_at = facts.created_at.unwrap_or(now);
         let outcome = MovementOutcome { id, movement, currency, created_at, updated_at: now };
-        let state = serde_json::to_value(outcome).unwrap_or_default();
-        Ok(CommandReply::Accepted { commit: key, created, state, replayed: false, keys })
+        Ok(CommandReply::accepted(key, created, &outcome, keys)?)
     }
 }
