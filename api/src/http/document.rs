@@ -95,7 +95,7 @@ pub fn complete(mut document: Value) -> Value {
                 let Some(op) = operation["operationId"].as_str().and_then(Operation::from_id) else { continue };
                 annotate(operation, op);
                 let facts = Facts {
-                    v2: path.starts_with("/api/v2"),
+                    v2: super::v2::is_v2(path),
                     has_body: operation.get("requestBody").is_some(),
                     writes: method != "get",
                     has_cursor: has_parameter(operation, "cursor"),

@@ -311,7 +311,7 @@ pub fn app(state: Arc<AppState>) -> impl Endpoint<Output = Response> {
             // clone shares its bytes.
             let uri = request.uri().clone();
             let path = uri.path();
-            let v2 = path.starts_with("/api/v2");
+            let v2 = v2::is_v2(path);
             let mut rate_headers = None;
             let result: Result<Response, poem::Error> = async {
                 if path.starts_with(API_PREFIX) {

@@ -185,6 +185,12 @@ responses! {
 
 pub struct V2Api;
 
+/// Whether `path` is one of the v2 routes (mounted below `/api/v2`, as the attribute below says),
+/// which answer errors in the v2 envelope.
+pub fn is_v2(path: &str) -> bool {
+    path.starts_with("/api/v2")
+}
+
 routes! {
     #[OpenApi(prefix_path = "/api/v2")]
     V2Api {
