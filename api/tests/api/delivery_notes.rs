@@ -2,7 +2,8 @@
 //! (partial deliveries consuming its reservation and raising `delivered`), numbering, replays, deletes
 //! that restore exactly what a note did, and bad input.
 
-use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, seeded, style_a, customer, main_warehouse, stocked_product};
+use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, style_a, customer, main_warehouse, stocked_product};
+use crate::sales::point_of_sale;
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -10,10 +11,6 @@ use uuid::Uuid;
 
 const NOTES: &str = "/api/v1/delivery-notes";
 const ORDERS: &str = "/api/v1/orders";
-
-async fn point_of_sale(app: &TestApp) -> String {
-    seeded(app, "/api/v1/points-of-sale", "Punto de venta 1").await["id"].as_str().expect("id").to_owned()
-}
 
 /// (on hand, reserved) of a product's one level.
 async fn level(app: &TestApp, product: &str) -> (String, String) {
@@ -207,13 +204,7 @@ async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
 async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
-    let change = commands::organization::SettingsChange {
-        tax_id: Some("20267565393".into()),
-        tax_category: Some("Responsable Inscripto".into()),
-        legal_name: Some("Almacén de Prueba SRL".into()),
-        ..Default::default()
-    };
-    app.fiscal_identity(change).await;
+    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
     let ana = customer(&app, "Ana").await;
     let mate = stocked_product(&app, "MATE", &main, 10).await;
     let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
@@ -336,25 +327,11 @@ async fn a_note_prints_as_a_remito_without_prices_behind_a_signed_link(pool: PgP
     let note = style_a(app.post_keyed(NOTES, &body).await, 201).await["data"].clone();
     let id = note["id"].as_str().expect("id").to_owned();
     let path = format!("{NOTES}/{id}/document");
-    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-    let location = crate::helpers::eventually(Duration::from_secs(20), "the delivery note's PDF", || async {
-        let answer =
-            no_redirects.get(format!("{}{path}", app.base)).bearer_auth(&app.api_key).send().await.expect("sent");
-        if answer.status().as_u16() == 404 {
-            let body: Value = answer.json().await.expect("an error");
-            assert_eq!(body["error"]["code"], "DOCUMENT_NOT_READY", "{body}");
-            return None;
-        }
-        assert_eq!(answer.status().as_u16(), 302);
-        answer.headers().get("location").and_then(|l| l.to_str().ok()).map(str::to_owned)
+    let location = crate::helpers::eventually(Duration::from_secs(20), "the delivery note's PDF", || {
+        app.document_location(&path)
     })
     .await;
-    assert!(location.starts_with("/documents/"), "{location}");
-    let pdf = app.client.get(format!("{}{location}", app.base)).send().await.expect("sent");
-    assert_eq!(pdf.status().as_u16(), 200);
-    assert_eq!(pdf.headers().get("content-type").and_then(|c| c.to_str().ok()), Some("application/pdf"));
-    let bytes = pdf.bytes().await.expect("pdf");
-    let text = pdf_extract::extract_text_from_mem(&bytes).expect("readable PDF");
+    let text = app.pdf_text(&location).await;
     assert!(text.contains("R-0001-00000001"), "the number is printed: {text}");
     assert!(text.contains("Almacén de Prueba"), "the issuer is printed: {text}");
     assert!(text.contains("Ana Pérez"), "the customer is printed: {text}");

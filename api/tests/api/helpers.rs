@@ -134,6 +134,49 @@ impl TestApp {
         (created.organization_id, created.api_key)
     }
 
+    /// The id of what a keyed POST of `body` to `path` created (201).
+    pub async fn created_id(&self, path: &str, body: &Value) -> String {
+        id_of(&json(self.post_keyed(path, body).await, 201).await)
+    }
+
+    /// Where a document route (`.../document`) redirects, or `None` while the PDF is not rendered yet
+    /// (404 `DOCUMENT_NOT_READY`).
+    pub async fn document_location(&self, path: &str) -> Option<String> {
+        let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+        let answer = no_redirects.get(format!("{}{path}", self.base)).bearer_auth(&self.api_key).send().await.expect("sent");
+        if answer.status().as_u16() == 404 {
+            let body: Value = answer.json().await.expect("an error");
+            assert_eq!(body["error"]["code"], "DOCUMENT_NOT_READY", "{body}");
+            return None;
+        }
+        assert_eq!(answer.status().as_u16(), 302);
+        let location = answer.headers().get("location").and_then(|l| l.to_str().ok()).expect("Location").to_owned();
+        assert!(location.starts_with("/documents/"), "a signed address: {location}");
+        Some(location)
+    }
+
+    /// The text of the PDF a document route redirected to (`location`, fetched without credentials).
+    pub async fn pdf_text(&self, location: &str) -> String {
+        let pdf = self.client.get(format!("{}{location}", self.base)).send().await.expect("sent");
+        assert_eq!(pdf.status().as_u16(), 200);
+        assert_eq!(pdf.headers().get("content-type").and_then(|c| c.to_str().ok()), Some("application/pdf"));
+        let bytes = pdf.bytes().await.expect("pdf");
+        pdf_extract::extract_text_from_mem(&bytes).expect("readable PDF")
+    }
+
+    /// Creates a record named `name` at `path` with `key` and answers its id.
+    pub async fn named_with(&self, key: &str, path: &str, name: &str) -> String {
+        let created = self.request(Method::POST, path, Some(key), Some(&json!({ "name": name }))).await;
+        json(created, 201).await["data"]["id"].as_str().expect("id").to_owned()
+    }
+
+    /// The id of a record named `name` at `path` in another organization: what a tenancy check must
+    /// treat as unknown.
+    pub async fn foreign(&self, path: &str, name: &str) -> String {
+        let (_, key) = self.other_org().await;
+        self.named_with(&key, path, name).await
+    }
+
     pub async fn request(&self, method: Method, path: &str, key: Option<&str>, body: Option<&Value>) -> Response {
         let mut request = self.client.request(method, format!("{}{path}", self.base));
         if let Some(key) = key {

@@ -262,10 +262,7 @@ async fn transfers_move_combo_components_all_or_nothing(pool: PgPool) {
     // Refused transfers change and consume nothing.
     app.negative_stock("block").await;
     let (_, other_key) = app.other_org().await;
-    let foreign =
-        json(app.request(Method::POST, WAREHOUSES, Some(&other_key), Some(&json!({ "name": "Ajeno" }))).await, 201)
-            .await["data"]["id"]
-            .clone();
+    let foreign = app.named_with(&other_key, WAREHOUSES, "Ajeno").await;
     let events = app.event_count().await;
     let short = json!({ "origin_warehouse_id": main, "destination_warehouse_id": branch,
                         "items": [{ "product_id": bombilla, "quantity": 1 }, { "product_id": mate, "quantity": 5 }] });

@@ -182,13 +182,7 @@ async fn world(app: &TestApp) -> World {
     let main = id(&seeded(app, WAREHOUSES, "Depósito principal").await["id"]);
     let second = id(&json(app.post(WAREHOUSES, &json!({ "name": "Depósito 2" })).await, 201).await["data"]["id"]);
     let point_of_sale = id(&seeded(app, "/api/v1/points-of-sale", "Punto de venta 1").await["id"]);
-    let change = commands::organization::SettingsChange {
-        tax_id: Some("20267565393".into()),
-        tax_category: Some("Responsable Inscripto".into()),
-        legal_name: Some("Almacén de Prueba SRL".into()),
-        ..Default::default()
-    };
-    app.fiscal_identity(change).await;
+    crate::sales::fiscal_profile(app, "Responsable Inscripto").await;
     World { warehouses: vec![main, second], point_of_sale }
 }
 

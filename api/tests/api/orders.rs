@@ -250,15 +250,7 @@ async fn bad_orders_are_refused_and_write_nothing(pool: PgPool) {
         "lines": [{ "product_id": mate, "quantity": 1, "unit_price": 1, "delivered": 1 }] });
     let refused = error(app.post_keyed(ORDERS, &unknown).await, 400, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["colour", "total", "lines[0].delivered"]);
-    let (_, other_key) = app.other_org().await;
-    let foreign = json(
-        app.request(Method::POST, "/api/v1/customers", Some(&other_key), Some(&json!({ "name": "Ajena" }))).await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let foreign = app.foreign("/api/v1/customers", "Ajena").await;
     let missing = json!({ "customer_id": foreign, "assigned_warehouse_id": Uuid::now_v7(),
         "lines": [{ "product_id": Uuid::now_v7(), "quantity": 1, "unit_price": 1 }] });
     let not_found = error(app.post_keyed(ORDERS, &missing).await, 404, "invalid_request_error").await;

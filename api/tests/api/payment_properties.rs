@@ -152,15 +152,7 @@ async fn random_payments_keep_every_document_account_and_register_exact(pool: Pg
     fiscal_profile(&app, "Responsable Inscripto").await;
     let pos = point_of_sale(&app).await;
     let cash = payment_method(&app).await;
-    let card = json(
-        app.post_keyed("/api/v1/payment-methods", &json!({ "name": "Tarjeta", "feePercentage": "2", "feeFixed": 50 }))
-            .await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let card = app.created_id("/api/v1/payment-methods", &json!({ "name": "Tarjeta", "feePercentage": "2", "feeFixed": 50 })).await;
     let registers = [
         open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await,
         open(&app, app.org_id, LocationKind::CashRegister, "Caja 2", Currency::Pes).await,

@@ -65,18 +65,7 @@ async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPo
     let (pos, customer, cash) =
         (point_of_sale(&app).await, customer(&app, "Ana Ñandú").await, payment_method(&app).await);
     let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
-    let card = json(
-        app.post_keyed(
-            "/api/v1/payment-methods",
-            &json!({ "name": "Tarjeta", "feePercentage": "3", "feeFixed": 100, "requiresReference": true }),
-        )
-        .await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let card = app.created_id("/api/v1/payment-methods", &json!({ "name": "Tarjeta", "feePercentage": "3", "feeFixed": 100, "requiresReference": true })).await;
     let sale = invoice(&app, &pos, &customer, 10_000).await;
 
     // Half in cash, allocated to the sale.
@@ -306,15 +295,7 @@ async fn a_sales_payment_methods_post_one_customer_payment_to_the_treasury(pool:
     fiscal_profile(&app, "Responsable Inscripto").await;
     let (pos, customer, cash) = (point_of_sale(&app).await, customer(&app, "Bruno").await, payment_method(&app).await);
     let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
-    let card = json(
-        app.post_keyed("/api/v1/payment-methods", &json!({ "name": "Débito", "feePercentage": "3", "feeFixed": 100 }))
-            .await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let card = app.created_id("/api/v1/payment-methods", &json!({ "name": "Débito", "feePercentage": "3", "feeFixed": 100 })).await;
     let sale_body = |payments: Value| {
         json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
             "total": 10_000, "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": 10_000 }],

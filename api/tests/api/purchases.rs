@@ -2,7 +2,6 @@
 //! receipts and their states, and the v2 preview/commit surface with its pages and envelopes.
 
 use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, refused, style_a, v2_error, v2_paths, main_warehouse};
-use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -117,17 +116,8 @@ async fn a_received_purchase_raises_stock_moves_costs_and_is_recorded_once(pool:
     assert_eq!(read["data"]["items"], data["items"]);
     assert_eq!(read["data"]["document"]["url"], format!("/api/v1/purchases/{id}/document"));
     assert!(!read["data"]["pdfPath"].as_str().expect("a storage name").starts_with("/api"), "never a download route");
-    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-    let redirect = no_redirects
-        .get(format!("{}{PURCHASES}/{id}/document", app.base))
-        .bearer_auth(&app.api_key)
-        .send()
-        .await
-        .expect("sent");
-    assert_eq!(redirect.status().as_u16(), 302);
-    let location = redirect.headers().get("location").and_then(|l| l.to_str().ok()).expect("Location").to_owned();
-    let pdf = app.client.get(format!("{}{location}", app.base)).send().await.expect("sent").bytes().await.expect("pdf");
-    let text = pdf_extract::extract_text_from_mem(&pdf).expect("readable PDF");
+    let location = app.document_location(&format!("{PURCHASES}/{id}/document")).await.expect("rendered");
+    let text = app.pdf_text(&location).await;
     assert!(text.contains("0001-00000042") && text.contains("Distribuidora Acme"), "{text}");
     let missing =
         error(app.get(&format!("{PURCHASES}/{}/document", Uuid::now_v7())).await, 404, "invalid_request_error").await;
@@ -247,15 +237,7 @@ async fn bad_purchases_are_refused_and_write_nothing(pool: PgPool) {
     let main = main_warehouse(&app).await;
     let acme = supplier(&app, "Acme").await;
     let item = product(&app, "TUERCA", 10).await;
-    let (_, other_key) = app.other_org().await;
-    let foreign_supplier = json(
-        app.request(Method::POST, "/api/v1/suppliers", Some(&other_key), Some(&json!({ "name": "Ajeno" }))).await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let foreign_supplier = app.foreign("/api/v1/suppliers", "Ajeno").await;
     let events = app.event_count().await;
 
     let foreign = purchase(

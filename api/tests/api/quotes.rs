@@ -1,7 +1,7 @@
 //! Quotes: canonical amounts, gap-free numbers, reservations taken, adjusted and released with the quote
 //! (also under concurrency), states, expiry, idempotency and bad input.
 
-use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, refused, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
+use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, refused, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -200,15 +200,7 @@ async fn bad_quotes_are_refused_and_write_nothing(pool: PgPool) {
     let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana").await;
     let item = stocked_product(&app, "MAL", &main, 4).await;
-    let (_, other_key) = app.other_org().await;
-    let foreign_customer = json(
-        app.request(Method::POST, "/api/v1/customers", Some(&other_key), Some(&json!({ "name": "Ajena" }))).await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let foreign_customer = app.foreign("/api/v1/customers", "Ajena").await;
     let events = app.event_count().await;
     let line = |extra: Value| {
         let mut l = json!({ "product_id": item, "quantity": 1, "unit_price": 100 });

@@ -408,14 +408,7 @@ async fn every_report_equals_a_brute_force_recomputation_from_the_events(pool: P
         .to_owned();
     let warehouses = [main.clone(), back];
     let cash = payment_method(&app).await;
-    let card = json(
-        app.post_keyed("/api/v1/payment-methods", &json!({ "name": "Tarjeta", "feePercentage": "2", "feeFixed": 50 })).await,
-        201,
-    )
-    .await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let card = app.created_id("/api/v1/payment-methods", &json!({ "name": "Tarjeta", "feePercentage": "2", "feeFixed": 50 })).await;
     let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
     let mut categories = Vec::new();
     for name in ["Bebidas", "Almacén", "Limpieza"] {

@@ -334,20 +334,8 @@ async fn an_issued_sale_has_a_pdf_with_its_cae_behind_a_signed_link(pool: PgPool
     })
     .await;
     assert_eq!(ready["document"]["file"]["url"], format!("/api/v1/sales/{id}/document"));
-    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
-    let redirect = no_redirects
-        .get(format!("{}/api/v1/sales/{id}/document", app.base))
-        .bearer_auth(&app.api_key)
-        .send()
-        .await
-        .expect("sent");
-    assert_eq!(redirect.status().as_u16(), 302);
-    let location = redirect.headers().get("location").and_then(|l| l.to_str().ok()).expect("Location").to_owned();
-    assert!(location.starts_with("/documents/"), "{location}");
-    let pdf = app.client.get(format!("{}{location}", app.base)).send().await.expect("sent");
-    assert_eq!(pdf.status().as_u16(), 200);
-    let bytes = pdf.bytes().await.expect("pdf");
-    let text = pdf_extract::extract_text_from_mem(&bytes).expect("readable PDF");
+    let location = app.document_location(&format!("/api/v1/sales/{id}/document")).await.expect("rendered");
+    let text = app.pdf_text(&location).await;
     assert!(text.contains(&cae), "the CAE is printed: {text}");
     assert!(text.contains("12.100,00"), "the total is printed: {text}");
     assert!(text.contains("Ñandú"), "the customer is printed: {text}");
