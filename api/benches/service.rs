@@ -36,7 +36,7 @@ use bytes::Bytes;
 use catalog::catalog;
 use commerce::commerce;
 use cpu::{cpu_line, cpu_times};
-use harness::{Setup, backoffice, env, http_client, load, pgbench, print_pair, psql, start_service};
+use harness::{Make, Setup, backoffice, env, http_client, load, pgbench, print_pair, psql, start_service};
 use http_body_util::Full;
 use hyper::Request;
 use metrics::metrics_overhead;
@@ -100,7 +100,7 @@ async fn main() {
 
     // Writes.
     let body = r#"{"name":"Ana Gómez","email":"ana@example.com","phone":"1144556677","taxId":"20267565393","taxIdType":"CUIL/CUIT","taxCategory":"Responsable Inscripto","personType":"FISICA","country":"Argentina","province":"B","city":"La Plata","address":"Calle 7 1234","apartment":"3B","postalCode":"1900"}"#;
-    let make_post: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+    let make_post: Make = {
         let (auth, addr) = (auth.clone(), setup.http_addr.clone());
         Arc::new(move |_| {
             Request::post(format!("http://{addr}/api/v1/customers"))
@@ -229,7 +229,7 @@ async fn main() {
         .await
         .expect("json");
     let id = created["data"]["id"].as_str().expect("id").to_owned();
-    let make_get: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+    let make_get: Make = {
         let (auth, addr) = (auth.clone(), setup.http_addr.clone());
         Arc::new(move |_| {
             Request::get(format!("http://{addr}/api/v1/customers/{id}"))
@@ -264,7 +264,7 @@ async fn main() {
         .await
         .expect("json");
     let warehouse = warehouses["data"][0]["id"].as_str().expect("the seeded warehouse").to_owned();
-    let make_warehouse_get: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+    let make_warehouse_get: Make = {
         let (auth, addr) = (auth.clone(), setup.http_addr.clone());
         Arc::new(move |_| {
             Request::get(format!("http://{addr}/api/v1/warehouses/{warehouse}"))

@@ -2,7 +2,7 @@
 //! each beside the customer-create rate of the same run.
 
 use crate::cpu::{cpu_line, cpu_times};
-use crate::harness::{Load, Setup, backoffice, backoffice_if_known, http_client, load, psql};
+use crate::harness::{Api, Load, Make, Setup, backoffice, backoffice_if_known, load, psql};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Request;
@@ -19,8 +19,32 @@ pub fn keyed_post(addr: &str, auth: &str, path: &str, n: u64, run: &str, body: &
         .expect("request")
 }
 
+/// Requests that POST `bodies` in turn to `path`, each keyed `run`-n.
+pub fn rotating_posts(setup: &Setup, auth: &str, path: &'static str, run: &'static str, bodies: Vec<Bytes>) -> Make {
+    let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
+    Arc::new(move |n| keyed_post(&addr, &auth, path, n, run, &bodies[n as usize % bodies.len()]))
+}
+
+/// How a commercial write phase is printed: its title, its rate's unit (`sales/s`), what one
+/// operation is called in the CPU line (`sale`), and the ratio to the creates it should reach.
+pub struct Phase<'a> {
+    pub title: &'a str,
+    pub unit: &'a str,
+    pub each: &'a str,
+    pub target: f64,
+}
+
+/// Runs `make`'s writes (each answered 201) for the run's time and prints them beside the
+/// customer-create rate of the same run, with the target ratio and the CPU each took.
+pub async fn writes_against_creates(setup: &Setup, make: Make, creates: f64, phase: Phase<'_>) {
+    let cpu = cpu_times();
+    let writes = load(setup, make, 201).await;
+    let cpu = cpu_line(&cpu, writes.count, phase.each, true);
+    print_against_creates(phase.title, &writes, phase.unit, creates, phase.target, &cpu);
+}
+
 /// Prints one commercial phase beside the customer-create rate of the same run, with its target ratio.
-pub fn print_against_creates(title: &str, phase: &Load, unit: &str, creates: f64, target: f64, cpu: &str) {
+fn print_against_creates(title: &str, phase: &Load, unit: &str, creates: f64, target: f64, cpu: &str) {
     println!("{title}");
     println!(
         "  service : {:>10.0} {unit}  p50 {:.2} ms  p99 {:.2} ms  errors {}",
@@ -41,33 +65,14 @@ fn phase(name: &str) -> bool {
 /// The commercial core under load: stock movements of three lines on distinct variants, and the
 /// contended case where every connection moves the same variant.
 pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
-    let client = http_client();
-    let base = format!("http://{}", setup.http_addr);
-    let warehouses: serde_json::Value = client
-        .get(format!("{base}/api/v1/warehouses"))
-        .header("authorization", auth)
-        .send()
-        .await
-        .expect("warehouses")
-        .json()
-        .await
-        .expect("json");
-    let warehouse = warehouses["data"][0]["id"].as_str().expect("the seeded warehouse").to_owned();
+    let api = Api::new(setup, auth);
+    let warehouse = api.first("/api/v1/warehouses").await;
     let mut products = Vec::new();
     for n in 0..48 {
-        let created: serde_json::Value = client
-            .post(format!("{base}/api/v1/products"))
-            .header("authorization", auth)
-            .header("idempotency-key", format!("bench-stock-product-{n}"))
-            .json(&serde_json::json!({"name": format!("Artículo {n}"), "sku": format!("ART-{n}"), "cost": 500, "price": 1000,
-                "warehouseStocks": [{"warehouseId": warehouse, "quantity": 1_000_000}]}))
-            .send()
-            .await
-            .expect("product")
-            .json()
-            .await
-            .expect("json");
-        products.push(created["data"]["id"].as_str().expect("product id").to_owned());
+        let key = format!("bench-stock-product-{n}");
+        let product = serde_json::json!({"name": format!("Artículo {n}"), "sku": format!("ART-{n}"), "cost": 500,
+            "price": 1000, "warehouseStocks": [{"warehouseId": warehouse, "quantity": 1_000_000}]});
+        products.push(api.create("/api/v1/products", &[("idempotency-key", &key)], product).await);
     }
 
     // Stock movements of three lines, each request on three variants of its own rotation.
@@ -79,24 +84,11 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
             Bytes::from(serde_json::json!({"type": "in", "warehouse_id": warehouse, "lines": lines}).to_string())
         })
         .collect();
-    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
-        let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
-        Arc::new(move |n| {
-            keyed_post(&addr, &auth, "/api/v1/stock-movements", n, "stock", &bodies[n as usize % bodies.len()])
-        })
-    };
     if phase("stock") {
-        let cpu = cpu_times();
-        let stock = load(setup, make, 201).await;
-        let cpu = cpu_line(&cpu, stock.count, "movement", true);
-        print_against_creates(
-            "stock: POST /api/v1/stock-movements, 3 lines each (read-your-writes)",
-            &stock,
-            "movements/s",
-            creates,
-            0.5,
-            &cpu,
-        );
+        let make = rotating_posts(setup, auth, "/api/v1/stock-movements", "stock", bodies);
+        let title = "stock: POST /api/v1/stock-movements, 3 lines each (read-your-writes)";
+        let stock = Phase { title, unit: "movements/s", each: "movement", target: 0.5 };
+        writes_against_creates(setup, make, creates, stock).await;
     }
 
     // Contended: every connection moves the same variant; the level's row lock serializes them.
@@ -104,20 +96,11 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
         serde_json::json!({"type": "out", "warehouse_id": warehouse, "lines": [{"product_id": products[0], "quantity": 1}]})
             .to_string(),
     );
-    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
-        let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
-        Arc::new(move |n| keyed_post(&addr, &auth, "/api/v1/stock-movements", n, "contended", &one))
-    };
     if phase("contended") {
-        let contended = load(setup, make, 201).await;
-        print_against_creates(
-            "stock (contended): every connection moves the same variant",
-            &contended,
-            "movements/s",
-            creates,
-            0.25,
-            "",
-        );
+        let make = rotating_posts(setup, auth, "/api/v1/stock-movements", "contended", vec![one]);
+        let title = "stock (contended): every connection moves the same variant";
+        let contended = Phase { title, unit: "movements/s", each: "movement", target: 0.25 };
+        writes_against_creates(setup, make, creates, contended).await;
     }
     if std::env::var("BENCH_STOCK_ONLY").is_ok() {
         return;
@@ -125,18 +108,8 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
 
     // Purchases of three received lines: each records the invoice, raises three levels and moves the
     // products' costs (the unit cost alternates, so every purchase changes them).
-    let supplier: serde_json::Value = client
-        .post(format!("{base}/api/v1/suppliers"))
-        .header("authorization", auth)
-        .json(&serde_json::json!({"name": "Proveedor de compras"}))
-        .send()
-        .await
-        .expect("supplier")
-        .json()
-        .await
-        .expect("json");
-    let supplier = supplier["data"]["id"].as_str().expect("supplier id").to_owned();
-    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+    let supplier = api.create("/api/v1/suppliers", &[], serde_json::json!({"name": "Proveedor de compras"})).await;
+    let make: Make = {
         let (auth, addr, products) = (auth.to_owned(), setup.http_addr.clone(), products.clone());
         let (supplier, warehouse) = (supplier.clone(), warehouse.clone());
         Arc::new(move |n| {
@@ -153,30 +126,14 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
         })
     };
     if phase("purchases") {
-        let cpu = cpu_times();
-        let purchases = load(setup, make, 201).await;
-        let cpu = cpu_line(&cpu, purchases.count, "purchase", true);
-        print_against_creates(
-            "purchases: POST /api/v1/purchases, 3 received lines (stock, costs, read-your-writes)",
-            &purchases,
-            "purchases/s",
-            creates,
-            0.3,
-            &cpu,
-        );
+        let title = "purchases: POST /api/v1/purchases, 3 received lines (stock, costs, read-your-writes)";
+        let purchases = Phase { title, unit: "purchases/s", each: "purchase", target: 0.3 };
+        writes_against_creates(setup, make, creates, purchases).await;
     }
 
     // Sales of three product lines, each authorized by the tax authority (the built-in simulator the
     // service runs) before it answers.
-    let org: serde_json::Value = client
-        .get(format!("{base}/api/v1/organization"))
-        .header("authorization", auth)
-        .send()
-        .await
-        .expect("organization")
-        .json()
-        .await
-        .expect("json");
+    let org = api.get("/api/v1/organization").await;
     let org_id = org["data"]["id"].as_str().expect("org id").to_owned();
     psql(
         &setup.database_url,
@@ -192,18 +149,9 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
     if !backoffice_if_known(setup, &certificate) {
         println!("  (this binary has no set-fiscal-certificate: its fiscal simulator signs in without one)");
     }
-    let points: serde_json::Value = client
-        .get(format!("{base}/api/v1/points-of-sale"))
-        .header("authorization", auth)
-        .send()
-        .await
-        .expect("points of sale")
-        .json()
-        .await
-        .expect("json");
-    let point = points["data"][0]["id"].as_str().expect("the seeded point of sale").to_owned();
+    let point = api.first("/api/v1/points-of-sale").await;
     // Sales of three product lines at `point` (keys prefixed `prefix`).
-    let sales_at = |point: String, prefix: &'static str| -> Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> {
+    let sales_at = |point: String, prefix: &'static str| -> Make {
         let (auth, addr, products) = (auth.to_owned(), setup.http_addr.clone(), products.clone());
         let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
         Arc::new(move |n| {
@@ -221,17 +169,9 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
         })
     };
     if phase("sales") {
-        let cpu = cpu_times();
-        let sales = load(setup, sales_at(point.clone(), "sale"), 201).await;
-        let cpu = cpu_line(&cpu, sales.count, "sale", true);
-        print_against_creates(
-            "sales: POST /api/v1/sales, 3 product lines, each authorized by the tax authority (the simulator)",
-            &sales,
-            "sales/s",
-            creates,
-            0.15,
-            &cpu,
-        );
+        let title = "sales: POST /api/v1/sales, 3 product lines, each authorized by the tax authority (the simulator)";
+        let sales = Phase { title, unit: "sales/s", each: "sale", target: 0.15 };
+        writes_against_creates(setup, sales_at(point.clone(), "sale"), creates, sales).await;
     }
     // The same sales at a manual point of sale: numbered by the service, no authority involved.
     if phase("sales_manual") {
@@ -241,50 +181,24 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
         );
         let created: serde_json::Value = serde_json::from_str(&created).expect("the new point of sale");
         let manual = created["point_of_sale_id"].as_str().expect("point of sale id").to_owned();
-        let cpu = cpu_times();
-        let sales = load(setup, sales_at(manual, "manual-sale"), 201).await;
-        let cpu = cpu_line(&cpu, sales.count, "sale", true);
-        print_against_creates(
-            "sales (not invoiced): the same sales at a manual point of sale",
-            &sales,
-            "sales/s",
-            creates,
-            0.3,
-            &cpu,
-        );
+        let title = "sales (not invoiced): the same sales at a manual point of sale";
+        let sales = Phase { title, unit: "sales/s", each: "sale", target: 0.3 };
+        writes_against_creates(setup, sales_at(manual, "manual-sale"), creates, sales).await;
     }
 
     // Delivery notes for orders of five lines: 64 open orders that reserve their lines, each note
     // delivering one unit of every line of one of them (consuming that much of its reservation).
     if phase("delivery_notes") {
-        let customer: serde_json::Value = client
-            .post(format!("{base}/api/v1/customers"))
-            .header("authorization", auth)
-            .json(&serde_json::json!({"name": "Cliente de pedidos"}))
-            .send()
-            .await
-            .expect("customer")
-            .json()
-            .await
-            .expect("json");
-        let customer = customer["data"]["id"].as_str().expect("customer id").to_owned();
+        let customer = api.create("/api/v1/customers", &[], serde_json::json!({"name": "Cliente de pedidos"})).await;
         let mut orders = Vec::new();
         for n in 0..64usize {
             let lines: Vec<serde_json::Value> = (0..5)
                 .map(|j| serde_json::json!({"product_id": products[(n * 5 + j) % products.len()], "quantity": 100_000, "unit_price": 1000}))
                 .collect();
-            let order: serde_json::Value = client
-                .post(format!("{base}/api/v1/orders"))
-                .header("authorization", auth)
-                .header("idempotency-key", format!("bench-order-{n}"))
-                .json(&serde_json::json!({"customer_id": customer, "assigned_warehouse_id": warehouse,
-                    "reservation": {"enabled": true}, "lines": lines}))
-                .send()
-                .await
-                .expect("order")
-                .json()
-                .await
-                .expect("json");
+            let key = format!("bench-order-{n}");
+            let order = serde_json::json!({"customer_id": customer, "assigned_warehouse_id": warehouse,
+                "reservation": {"enabled": true}, "lines": lines});
+            let order = api.post("/api/v1/orders", &[("idempotency-key", &key)], order).await;
             let id = order["data"]["id"].as_str().expect("order id").to_owned();
             let items: Vec<serde_json::Value> = order["data"]["lines"]
                 .as_array()
@@ -296,23 +210,10 @@ pub async fn commerce(setup: &Setup, auth: &str, creates: f64) {
                 "items": items});
             orders.push(Bytes::from(body.to_string()));
         }
-        let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
-            let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
-            Arc::new(move |n| {
-                keyed_post(&addr, &auth, "/api/v1/delivery-notes", n, "note", &orders[n as usize % orders.len()])
-            })
-        };
-        let cpu = cpu_times();
-        let notes = load(setup, make, 201).await;
-        let cpu = cpu_line(&cpu, notes.count, "note", true);
-        print_against_creates(
-            "delivery notes: POST /api/v1/delivery-notes for orders of 5 lines (stock, reservation, order, read-your-writes)",
-            &notes,
-            "notes/s",
-            creates,
-            0.4,
-            &cpu,
-        );
+        let make = rotating_posts(setup, auth, "/api/v1/delivery-notes", "note", orders);
+        let title = "delivery notes: POST /api/v1/delivery-notes for orders of 5 lines (stock, reservation, order, read-your-writes)";
+        let notes = Phase { title, unit: "notes/s", each: "note", target: 0.4 };
+        writes_against_creates(setup, make, creates, notes).await;
     }
 
     if phase("transfers") {

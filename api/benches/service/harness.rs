@@ -155,9 +155,12 @@ pub struct Load {
     pub errors: u64,
 }
 
+/// What makes a phase's `n`th request.
+pub type Make = Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync>;
+
 /// Runs `setup.connections` keep-alive connections for `setup.seconds`, each sending requests made by
 /// `make`.
-pub async fn load(setup: &Setup, make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync>, expect: u16) -> Load {
+pub async fn load(setup: &Setup, make: Make, expect: u16) -> Load {
     let counter = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(setup.seconds);
@@ -214,4 +217,46 @@ pub fn print_pair(title: &str, ours: f64, ours_unit: &str, baseline: f64, baseli
 pub fn http_client() -> reqwest::Client {
     projections::webhooks::dispatch::install_crypto_provider();
     reqwest::Client::new()
+}
+
+/// The service's JSON API as a phase's set-up calls it, with one credential.
+pub struct Api<'a> {
+    client: reqwest::Client,
+    base: String,
+    auth: &'a str,
+}
+
+impl<'a> Api<'a> {
+    pub fn new(setup: &Setup, auth: &'a str) -> Self {
+        Api { client: http_client(), base: format!("http://{}", setup.http_addr), auth }
+    }
+
+    /// The JSON `path` answers.
+    pub async fn get(&self, path: &str) -> serde_json::Value {
+        let answer = self.client.get(format!("{}{path}", self.base)).header("authorization", self.auth).send().await;
+        answer.unwrap_or_else(|e| panic!("GET {path}: {e}")).json().await.expect("json")
+    }
+
+    /// The id of the first record `path` lists.
+    pub async fn first(&self, path: &str) -> String {
+        let list = self.get(path).await;
+        list["data"][0]["id"].as_str().unwrap_or_else(|| panic!("{path} lists nothing: {list}")).to_owned()
+    }
+
+    /// POSTs `body` to `path` with `headers` (an idempotency key, a service version) and answers the
+    /// JSON.
+    pub async fn post(&self, path: &str, headers: &[(&str, &str)], body: serde_json::Value) -> serde_json::Value {
+        let mut request = self.client.post(format!("{}{path}", self.base)).header("authorization", self.auth);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let answer = request.json(&body).send().await;
+        answer.unwrap_or_else(|e| panic!("POST {path}: {e}")).json().await.expect("json")
+    }
+
+    /// The id of what POSTing `body` to `path` created.
+    pub async fn create(&self, path: &str, headers: &[(&str, &str)], body: serde_json::Value) -> String {
+        let created = self.post(path, headers, body).await;
+        created["data"]["id"].as_str().unwrap_or_else(|| panic!("POST {path} created nothing: {created}")).to_owned()
+    }
 }

@@ -1,17 +1,13 @@
 //! The metrics phase: the write path's CPU with the metrics recorder on and off.
 
 use crate::cpu::{cpu_times, deployment_cpu_per_op};
-use crate::harness::{Setup, http_client, load, start_service_metrics};
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::Request;
-use std::sync::Arc;
+use crate::harness::{Make, Setup, http_client, load, start_service_metrics};
 use std::time::Duration;
 
 /// The write path's CPU with the metrics recorder and without it, in alternated rounds (each on a fresh
 /// service), with `/metrics` scraped every second while it is on (a scrape reads the lag of every
 /// projection from Postgres and NATS). Prints both medians and the overhead; the bound is 5%.
-pub async fn metrics_overhead(setup: &Setup, make_post: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync>) {
+pub async fn metrics_overhead(setup: &Setup, make_post: Make) {
     let mut off = Vec::new();
     let mut on = Vec::new();
     for round in 1..=setup.write_rounds {

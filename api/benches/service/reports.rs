@@ -5,7 +5,7 @@
 //! load beside it) answers a month-by-category sales report, today and as of random positions, one
 //! request at a time: p50 and p99 of each.
 
-use crate::harness::{Service, Setup, backoffice, env, http_client, psql, start_role};
+use crate::harness::{Api, Service, Setup, backoffice, env, http_client, psql, start_role};
 use std::time::Instant;
 
 const CATEGORIES: usize = 20;
@@ -38,32 +38,14 @@ async fn latencies(setup: &Setup, auth: &str, count: usize, body: impl Fn(usize)
 pub async fn reports(setup: &Setup, auth: &str, org_id: &str, service: Service) {
     let lines: i64 = env("BENCH_REPORT_LINES", "1000000").parse().expect("BENCH_REPORT_LINES");
     let sales = (lines / LINES_PER_SALE).max(1);
-    let client = http_client();
-    let base = format!("http://{}", setup.http_addr);
+    let api = Api::new(setup, auth);
     let mut categories = Vec::new();
     for n in 0..CATEGORIES {
-        let created: serde_json::Value = client
-            .post(format!("{base}/api/v1/categories"))
-            .header("authorization", auth)
-            .json(&serde_json::json!({ "name": format!("Categoría {n}") }))
-            .send()
-            .await
-            .expect("sent")
-            .json()
-            .await
-            .expect("json");
-        categories.push(format!("'{}'", created["data"]["id"].as_str().expect("category id")));
+        let category = serde_json::json!({ "name": format!("Categoría {n}") });
+        categories.push(format!("'{}'", api.create("/api/v1/categories", &[], category).await));
     }
-    let first = |path: &str| {
-        let (client, url, auth) = (client.clone(), format!("{base}{path}"), auth.to_owned());
-        async move {
-            let list: serde_json::Value =
-                client.get(url).header("authorization", auth).send().await.expect("sent").json().await.expect("json");
-            list["data"][0]["id"].as_str().expect("a seeded record").to_owned()
-        }
-    };
-    let warehouse = first("/api/v1/warehouses").await;
-    let pos = first("/api/v1/points-of-sale").await;
+    let warehouse = api.first("/api/v1/warehouses").await;
+    let pos = api.first("/api/v1/points-of-sale").await;
     drop(service);
 
     let started = Instant::now();

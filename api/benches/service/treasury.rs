@@ -1,9 +1,8 @@
 //! The treasury phase (`BENCH_PHASES=transfers`): funds transfers beside the customer creates of the
 //! same run, then the balances read with a ledger of a million movements, now and as of a past instant.
 
-use crate::commerce::{keyed_post, print_against_creates};
-use crate::cpu::{cpu_line, cpu_times};
-use crate::harness::{Setup, backoffice, load, psql};
+use crate::commerce::{Phase, rotating_posts, writes_against_creates};
+use crate::harness::{Api, Make, Setup, backoffice, load, psql};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::Request;
@@ -39,23 +38,11 @@ pub async fn transfers(setup: &Setup, auth: &str, creates: f64) {
             Bytes::from(body.to_string())
         })
         .collect();
-    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
-        let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
-        Arc::new(move |n| {
-            keyed_post(&addr, &auth, "/api/v1/funds-transfers", n, "transfer", &bodies[n as usize % bodies.len()])
-        })
-    };
-    let cpu = cpu_times();
-    let moved = load(setup, make, 201).await;
-    let cpu = cpu_line(&cpu, moved.count, "transfer", true);
-    print_against_creates(
-        "funds transfers: POST /api/v1/funds-transfers between peso locations (one balanced entry, read-your-writes)",
-        &moved,
-        "transfers/s",
-        creates,
-        0.5,
-        &cpu,
-    );
+    let make = rotating_posts(setup, auth, "/api/v1/funds-transfers", "transfer", bodies);
+    let title =
+        "funds transfers: POST /api/v1/funds-transfers between peso locations (one balanced entry, read-your-writes)";
+    let transfers = Phase { title, unit: "transfers/s", each: "transfer", target: 0.5 };
+    writes_against_creates(setup, make, creates, transfers).await;
 
     // A ledger of a million lines over the 32 locations, written straight into the journal's read table
     // with the running figures the projection keeps (posting them through the API would take the
@@ -82,7 +69,7 @@ pub async fn transfers(setup: &Setup, auth: &str, creates: f64) {
     );
     let lines = psql(&setup.database_url, "select count(*) from journal_lines");
     for (what, query) in [("now", String::new()), ("as_of an hour ago", format!("?as_of={before}"))] {
-        let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+        let make: Make = {
             let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
             Arc::new(move |_| {
                 Request::get(format!("http://{addr}/api/v1/treasury/balances{query}"))
@@ -104,65 +91,29 @@ pub async fn transfers(setup: &Setup, auth: &str, creates: f64) {
 /// allocated to one of sixteen open sales, beside the customer creates of the same run.
 pub async fn payments(setup: &Setup, auth: &str, creates: f64) {
     let org = psql(&setup.database_url, "select id from organizations order by created_at limit 1");
-    let client = crate::harness::http_client();
-    let base = format!("http://{}", setup.http_addr);
-    let get = |path: &str| {
-        let request = client.get(format!("{base}{path}")).header("authorization", auth);
-        async move { request.send().await.expect("read").json::<serde_json::Value>().await.expect("json") }
-    };
-    let method = get("/api/v1/payment-methods").await["data"][0]["id"].as_str().expect("a payment method").to_owned();
-    let point = get("/api/v1/points-of-sale").await["data"][0]["id"].as_str().expect("a point of sale").to_owned();
+    let api = Api::new(setup, auth);
+    let method = api.first("/api/v1/payment-methods").await;
+    let point = api.first("/api/v1/points-of-sale").await;
     let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
     let mut bodies = Vec::new();
     for n in 0..16 {
         let register = open(setup, &org, "create-cash-register", &format!("Caja de cobro {n}"));
-        let customer: serde_json::Value = client
-            .post(format!("{base}/api/v1/customers"))
-            .header("authorization", auth)
-            .json(&serde_json::json!({ "name": format!("Cliente de cobro {n}") }))
-            .send()
-            .await
-            .expect("customer")
-            .json()
-            .await
-            .expect("json");
-        let customer = customer["data"]["id"].as_str().expect("customer id").to_owned();
+        let customer =
+            api.create("/api/v1/customers", &[], serde_json::json!({ "name": format!("Cliente de cobro {n}") })).await;
         // A sale that owes a million pesos: every payment of the phase settles a peso of one of them.
-        let sale: serde_json::Value = client
-            .post(format!("{base}/api/v1/sales"))
-            .header("authorization", auth)
-            .header("idempotency-key", format!("bench-payment-sale-{n}"))
-            .header("service-version", "2026-08-20")
-            .json(&serde_json::json!({ "voucherType": 6, "pointOfSaleId": point, "invoiceDate": today,
-                "customerId": customer, "total": 100_000_000,
-                "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": 100_000_000 }] }))
-            .send()
-            .await
-            .expect("sale")
-            .json()
-            .await
-            .expect("json");
-        let sale = sale["data"]["id"].as_str().expect("sale id").to_owned();
+        let key = format!("bench-payment-sale-{n}");
+        let sale = serde_json::json!({ "voucherType": 6, "pointOfSaleId": point, "invoiceDate": today,
+            "customerId": customer, "total": 100_000_000,
+            "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": 100_000_000 }] });
+        let headers = [("idempotency-key", key.as_str()), ("service-version", "2026-08-20")];
+        let sale = api.create("/api/v1/sales", &headers, sale).await;
         let body = serde_json::json!({ "customer_id": customer, "occurred_on": today,
             "lines": [{ "payment_method_id": method, "amount": 100, "balance_type": "cash_register", "balance_id": register }],
             "allocations": [{ "sale_id": sale, "amount": 100 }] });
         bodies.push(Bytes::from(body.to_string()));
     }
-    let make: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
-        let (auth, addr) = (auth.to_owned(), setup.http_addr.clone());
-        Arc::new(move |n| {
-            keyed_post(&addr, &auth, "/api/v1/customer-payments", n, "payment", &bodies[n as usize % bodies.len()])
-        })
-    };
-    let cpu = cpu_times();
-    let paid = load(setup, make, 201).await;
-    let cpu = cpu_line(&cpu, paid.count, "payment", true);
-    print_against_creates(
-        "customer payments: POST /api/v1/customer-payments, one line into a register and one allocation (read-your-writes)",
-        &paid,
-        "payments/s",
-        creates,
-        0.5,
-        &cpu,
-    );
+    let make = rotating_posts(setup, auth, "/api/v1/customer-payments", "payment", bodies);
+    let title = "customer payments: POST /api/v1/customer-payments, one line into a register and one allocation (read-your-writes)";
+    let payments = Phase { title, unit: "payments/s", each: "payment", target: 0.5 };
+    writes_against_creates(setup, make, creates, payments).await;
 }

@@ -1,6 +1,6 @@
 //! The webhooks phase: delivery latency under load, then the sender draining a backlog.
 
-use crate::harness::{Setup, env, http_client, load, psql};
+use crate::harness::{Api, Make, Setup, env, load, psql};
 use crate::receiver;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -11,26 +11,17 @@ use std::time::{Duration, Instant};
 /// Webhook deliveries: the p99 time from the commit of a test request to its arrival at a local HTTPS
 /// receiver under steady load, then the sender's throughput draining a backlog spread over endpoints.
 pub async fn webhooks(setup: &Setup, auth: &str, receiver: &receiver::Receiver) {
-    let client = http_client();
+    let api = Api::new(setup, auth);
     let mut endpoints = Vec::new();
     for n in 0..16 {
-        let created = client
-            .post(format!("http://{}/api/v1/webhook-endpoints", setup.http_addr))
-            .header("authorization", auth)
-            .header("Idempotency-Key", format!("bench-endpoint-{n}"))
-            .json(&serde_json::json!({"label": format!("bench {n}"), "url": receiver.url(&format!("/hook{n}")),
-                "enabled_events": ["product.created"], "api_version": "2026-06-29"}))
-            .send()
-            .await
-            .expect("create endpoint")
-            .json::<serde_json::Value>()
-            .await
-            .expect("json");
-        endpoints.push(created["data"]["id"].as_str().expect("endpoint id").to_owned());
+        let key = format!("bench-endpoint-{n}");
+        let endpoint = serde_json::json!({"label": format!("bench {n}"), "url": receiver.url(&format!("/hook{n}")),
+            "enabled_events": ["product.created"], "api_version": "2026-06-29"});
+        endpoints.push(api.create("/api/v1/webhook-endpoints", &[("Idempotency-Key", &key)], endpoint).await);
     }
 
     // Latency under load: test requests spread over the endpoints; each is a command, an event and a delivery.
-    let make_test: Arc<dyn Fn(u64) -> Request<Full<Bytes>> + Send + Sync> = {
+    let make_test: Make = {
         let (auth, addr, targets) = (auth.to_owned(), setup.http_addr.clone(), endpoints.clone());
         Arc::new(move |n| {
             let endpoint = &targets[n as usize % targets.len()];
