@@ -130,18 +130,6 @@ pub struct LineInput {
     pub order_line_id: Option<Uuid>,
 }
 
-/// A payment as sent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PaymentInput {
-    pub method_id: Uuid,
-    pub amount: Cents,
-    pub description: Option<String>,
-    pub reference: Option<String>,
-    pub register_id: Option<Uuid>,
-    pub safe_id: Option<Uuid>,
-    pub bank_account_id: Option<Uuid>,
-}
-
 /// A global discount: a percentage (stored as hundredths) or a fixed amount.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "value", rename_all = "snake_case")]
@@ -183,7 +171,8 @@ pub struct SaleInput {
     pub non_taxed: Cents,
     /// The expected total (required by the dated contract).
     pub total: Option<Cents>,
-    pub payments: Vec<PaymentInput>,
+    /// As sent, and as the sale records them.
+    pub payments: Vec<SalePayment>,
     pub notes: Option<String>,
     pub fiscal_notes: Option<String>,
     pub integration_source: Option<String>,
@@ -394,7 +383,7 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
                     }
                     r.errors.append(&mut p.errors);
                     if let (Some(method_id), Some(amount)) = (method_id, amount) {
-                        payments.push(PaymentInput {
+                        payments.push(SalePayment {
                             method_id,
                             amount,
                             description,
@@ -850,19 +839,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         discount_amount: computed.discount_amount,
         total: computed.total,
         vat: computed.breakdown.iter().map(|v| SaleVat { code: v.code, base: v.base, amount: v.amount }).collect(),
-        payments: input
-            .payments
-            .iter()
-            .map(|p| SalePayment {
-                method_id: p.method_id,
-                amount: p.amount,
-                description: p.description.clone(),
-                reference: p.reference.clone(),
-                register_id: p.register_id,
-                safe_id: p.safe_id,
-                bank_account_id: p.bank_account_id,
-            })
-            .collect(),
+        payments: input.payments.clone(),
         balance,
         notes: input.notes.clone(),
         fiscal_notes: input.fiscal_notes.clone(),
