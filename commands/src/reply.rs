@@ -93,3 +93,20 @@ pub enum FailureCause {
     #[serde(other)]
     Internal,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn an_accepted_reply_carries_its_state_encoded_or_is_an_error() {
+        let state = serde_json::json!({ "id": 7, "status": "open" });
+        let reply = CommandReply::accepted(None, true, &state, Vec::new()).expect("encoded");
+        let CommandReply::Accepted { state: encoded, created, replayed, .. } = reply else { panic!("accepted") };
+        assert_eq!((encoded, created, replayed), (state, true, false));
+        // A map keyed by pairs has no JSON form: the command fails rather than answering null.
+        let unencodable = BTreeMap::from([((1, 2), "pair")]);
+        assert!(CommandReply::accepted(None, true, &unencodable, Vec::new()).is_err());
+    }
+}

@@ -249,3 +249,71 @@ impl StoredVoucher {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::date;
+
+    fn invoice() -> VoucherRequest {
+        VoucherRequest {
+            point_of_sale: 3,
+            voucher_type: 1,
+            number: 12,
+            concept: 1,
+            doc_type: 80,
+            doc_number: 20267565393,
+            date: date!(2026 - 03 - 02),
+            total: Cents::of(12_100),
+            net: Cents::of(10_000),
+            exempt: Cents::ZERO,
+            non_taxed: Cents::ZERO,
+            other_taxes: Cents::ZERO,
+            vat: Cents::of(2_100),
+            vat_lines: vec![VatLine { code: 5, base: Cents::of(10_000), amount: Cents::of(2_100) }],
+            other_tax_lines: vec![],
+            currency: "PES".into(),
+            rate: Rate::ONE,
+            receiver_vat_condition: 1,
+            associated: vec![],
+            service_from: None,
+            service_to: None,
+            payment_due: None,
+        }
+    }
+
+    /// What the authority would hold for `request`, as `FECompConsultar` answers it.
+    fn stored(request: &VoucherRequest) -> wire::StoredDetail {
+        let (header, detail) = request.to_wire();
+        let authorization = wire::StoredAuthorization {
+            result: "A".into(),
+            code: "76123456789012".into(),
+            due: date!(2026 - 03 - 12),
+            processed_at: "20260302120000".into(),
+            observations: vec![],
+        };
+        wire::StoredDetail::of(detail, &header, authorization)
+    }
+
+    #[test]
+    fn a_voucher_reads_back_in_cents_and_matches_its_request() {
+        let request = invoice();
+        let (_, detail) = request.to_wire();
+        assert_eq!(
+            (detail.total.to_string(), detail.vat_lines[0].base.to_string()),
+            ("121.00".into(), "100.00".into())
+        );
+        let voucher = StoredVoucher::from_wire(stored(&request)).expect("read");
+        assert_eq!((voucher.total, voucher.net, voucher.vat), (Cents::of(12_100), Cents::of(10_000), Cents::of(2_100)));
+        assert!(voucher.is_approved() && voucher.matches(&request));
+        assert!(!voucher.matches(&VoucherRequest { vat: Cents::of(2_101), ..request }));
+    }
+
+    #[test]
+    fn an_amount_beyond_cents_is_the_authoritys_error_naming_its_field() {
+        let mut detail = stored(&invoice());
+        detail.total = Amount::from_cents(Cents::MAX + 1);
+        let error = StoredVoucher::from_wire(detail).expect_err("out of range");
+        assert!(error.contains("ImpTotal") && error.contains("10000000000.01"), "{error}");
+    }
+}
