@@ -167,7 +167,7 @@ impl TestApp {
     /// Creates a record named `name` at `path` with `key` and answers its id.
     pub async fn named_with(&self, key: &str, path: &str, name: &str) -> String {
         let created = self.request(Method::POST, path, Some(key), Some(&json!({ "name": name }))).await;
-        json(created, 201).await["data"]["id"].as_str().expect("id").to_owned()
+        id_of(&json(created, 201).await)
     }
 
     /// The id of a record named `name` at `path` in another organization: what a tenancy check must
