@@ -295,10 +295,6 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     Ok(Vec::new())
 }
 
-fn quantity(thousandths: i64) -> Quantity {
-    // Rows are only ever written from quantities in range.
-    Quantity::from_thousandths(thousandths).unwrap_or_default()
-}
 
 /// One inventory row: a variant in a warehouse.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -315,8 +311,9 @@ pub struct LevelRow {
 }
 
 impl LevelRow {
+    /// On hand − active reservations (negative when over-reserved or short).
     pub fn available(&self) -> Quantity {
-        self.on_hand.checked_sub(self.reserved).unwrap_or_default()
+        self.on_hand.saturating_sub(self.reserved)
     }
 
     /// Available stock is under the product's minimum.
@@ -346,7 +343,7 @@ pub async fn levels(
     limit: i64,
 ) -> Result<Vec<LevelRow>, sqlx::Error> {
     #[allow(clippy::type_complexity, reason = "the row as the query returns it")]
-    let rows: Vec<(Uuid, Uuid, i64, Option<String>, Option<String>, Option<i64>, Option<String>, i64)> = sqlx::query_as(
+    let rows: Vec<(Uuid, Uuid, Quantity, Option<String>, Option<String>, Option<i64>, Option<String>, Quantity)> = sqlx::query_as(
         "select * from (
              select l.variant_id, l.warehouse_id, l.on_hand, p.sku, p.name, p.stock_minimum, w.name as warehouse_name,
                     coalesce((select sum(r.quantity) from inventory_reservations r
@@ -382,8 +379,8 @@ pub async fn levels(
             sku,
             name,
             warehouse_name,
-            on_hand: quantity(on_hand),
-            reserved: quantity(reserved),
+            on_hand,
+            reserved,
             stock_minimum,
         })
         .collect())
@@ -423,7 +420,7 @@ pub async fn movements(
     limit: i64,
 ) -> Result<Vec<MovementRow>, sqlx::Error> {
     #[allow(clippy::type_complexity, reason = "the row as the query returns it")]
-    let rows: Vec<(i64, Uuid, Uuid, Uuid, String, Uuid, i64, i64, Date, OffsetDateTime)> = sqlx::query_as(
+    let rows: Vec<(i64, Uuid, Uuid, Uuid, String, Uuid, Quantity, Quantity, Date, OffsetDateTime)> = sqlx::query_as(
         "select seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand, occurred_on, created_at
          from inventory_movements
          where org_id = $1 and ($2::uuid is null or variant_id = $2) and ($3::uuid is null or warehouse_id = $3)
@@ -443,19 +440,8 @@ pub async fn movements(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(seq, id, variant_id, warehouse_id, cause_type, cause_id, q, on_hand, occurred_on, created_at)| {
-            MovementRow {
-                seq,
-                id,
-                variant_id,
-                warehouse_id,
-                cause_type,
-                cause_id,
-                quantity: quantity(q),
-                on_hand: quantity(on_hand),
-                occurred_on,
-                created_at,
-            }
+        .map(|(seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand, occurred_on, created_at)| {
+            MovementRow { seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand, occurred_on, created_at }
         })
         .collect())
 }
@@ -510,7 +496,7 @@ pub async fn active_reservations(
     org_id: Uuid,
     reservation_ids: &[Uuid],
     today: time::Date,
-) -> Result<Vec<(Uuid, Uuid, Uuid, i64, time::Date)>, sqlx::Error> {
+) -> Result<Vec<(Uuid, Uuid, Uuid, Quantity, time::Date)>, sqlx::Error> {
     sqlx::query_as(
         "select reservation_id, variant_id, warehouse_id, quantity, reserved_through from inventory_reservations
          where org_id = $1 and reservation_id = any($2) and reserved_through >= $3

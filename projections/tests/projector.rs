@@ -607,3 +607,38 @@ async fn a_lingering_projection_folds_what_arrives_meanwhile_in_one_batch(pool: 
     relay.abort();
     let _ = bus.js.delete_stream(bus.stream_name()).await;
 }
+
+/// A read row is read as its newtype: a stored level within a quantity's range reads exactly, and one
+/// beyond it (a broken row) is a decoding error, never zero stock.
+#[sqlx::test(migrations = "../schema")]
+async fn a_stored_level_beyond_a_quantity_is_a_decoding_error_not_zero_stock(pool: PgPool) {
+    use events::domain::Quantity;
+    use projections::inventory::{LevelFilter, levels};
+    let (org, variant, warehouse) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    sqlx::query(
+        "insert into inventory_levels (org_id, variant_id, warehouse_id, on_hand, updated_at) values ($1, $2, $3, $4, now())",
+    )
+    .bind(org)
+    .bind(variant)
+    .bind(warehouse)
+    .bind(-7_250_i64)
+    .execute(&pool)
+    .await
+    .expect("a level");
+    let today = time::OffsetDateTime::now_utc().date();
+    let rows = levels(&pool, org, &LevelFilter::default(), today, None, 10).await.expect("in range");
+    assert_eq!(
+        (rows[0].on_hand, rows[0].available()),
+        (Quantity::from_thousandths(-7_250).expect("q"), rows[0].on_hand)
+    );
+
+    let beyond = Quantity::MAX_UNITS * 1_000 + 1;
+    sqlx::query("update inventory_levels set on_hand = $1 where org_id = $2")
+        .bind(beyond)
+        .bind(org)
+        .execute(&pool)
+        .await
+        .expect("set");
+    let error = levels(&pool, org, &LevelFilter::default(), today, None, 10).await.expect_err("out of range");
+    assert!(matches!(error, sqlx::Error::ColumnDecode { .. }), "{error}");
+}

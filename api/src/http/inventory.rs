@@ -654,7 +654,6 @@ pub async fn held_by_owner(
         read::active_reservations(&state.pool, org_id, &reservations, today).await?
     {
         if let Some(owner) = owners.get(&reservation) {
-            let quantity = Quantity::from_thousandths(quantity).unwrap_or_default();
             held.entry(*owner).or_default().push((variant, warehouse, quantity, through));
         }
     }

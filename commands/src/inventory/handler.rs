@@ -68,7 +68,7 @@ pub async fn combo_components(
     org_id: Uuid,
     ids: &[Uuid],
 ) -> Result<BTreeMap<Uuid, Vec<StockLine>>, sqlx::Error> {
-    let rows: Vec<(Uuid, Uuid, i64)> = sqlx::query_as(
+    let rows: Vec<(Uuid, Uuid, events::domain::Quantity)> = sqlx::query_as(
         "select combo_id, component_id, quantity from product_components
          where org_id = $1 and combo_id = any($2) order by combo_id, component_id",
     )
@@ -77,8 +77,7 @@ pub async fn combo_components(
     .fetch_all(conn)
     .await?;
     let mut out: BTreeMap<Uuid, Vec<StockLine>> = BTreeMap::new();
-    for (combo, component, thousandths) in rows {
-        let quantity = events::domain::Quantity::from_thousandths(thousandths).unwrap_or_default();
+    for (combo, component, quantity) in rows {
         out.entry(combo).or_default().push(StockLine { variant_id: component, quantity });
     }
     Ok(out)

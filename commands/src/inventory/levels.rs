@@ -22,13 +22,8 @@ pub struct Level {
 impl Level {
     /// On hand − active reservations (negative when over-reserved or short).
     pub fn available(&self) -> Quantity {
-        self.on_hand.checked_sub(self.reserved).unwrap_or_default()
+        self.on_hand.saturating_sub(self.reserved)
     }
-}
-
-pub(crate) fn quantity(thousandths: i64) -> Quantity {
-    // Rows are only ever written from quantities in range.
-    Quantity::from_thousandths(thousandths).unwrap_or_default()
 }
 
 /// Locks the levels of `keys` for the rest of the transaction (creating missing ones at zero) and
@@ -62,7 +57,7 @@ pub async fn lock_adding(
         warehouses.push(warehouse);
         amounts.push(delta);
     }
-    let rows: Vec<(Uuid, Uuid, i64, i64)> = sqlx::query_as(
+    let rows: Vec<(Uuid, Uuid, i64, Quantity)> = sqlx::query_as(
         "with locked as (
              insert into stock_levels (org_id, variant_id, warehouse_id, on_hand)
              select $1, v, w, d from unnest($2::uuid[], $3::uuid[], $4::bigint[]) with ordinality as k(v, w, d, n)
@@ -82,13 +77,14 @@ pub async fn lock_adding(
     .bind(today)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|(v, w, after, reserved)| {
             let before = after - deltas.get(&(v, w)).copied().unwrap_or(0);
-            ((v, w), Level { on_hand: quantity(before), reserved: quantity(reserved) })
+            // A stored level beyond a quantity's range is a broken row, not zero stock.
+            let on_hand = Quantity::from_thousandths(before).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            Ok(((v, w), Level { on_hand, reserved }))
         })
-        .collect())
+        .collect()
 }
 
 /// The levels of `keys` as they are now, without locking or creating anything (a preview's view: what a
@@ -101,7 +97,7 @@ pub async fn peek(
 ) -> Result<BTreeMap<Key, Level>, sqlx::Error> {
     let keys: std::collections::BTreeSet<Key> = keys.into_iter().collect();
     let (variants, warehouses): (Vec<Uuid>, Vec<Uuid>) = keys.iter().copied().unzip();
-    let rows: Vec<(Uuid, Uuid, i64, i64)> = sqlx::query_as(
+    let rows: Vec<(Uuid, Uuid, Quantity, Quantity)> = sqlx::query_as(
         "select k.v, k.w, coalesce(l.on_hand, 0),
                 coalesce((select sum(r.quantity) from stock_reservations r
                           where r.org_id = $1 and r.variant_id = k.v and r.warehouse_id = k.w
@@ -115,10 +111,7 @@ pub async fn peek(
     .bind(today)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(v, w, on_hand, reserved)| ((v, w), Level { on_hand: quantity(on_hand), reserved: quantity(reserved) }))
-        .collect())
+    Ok(rows.into_iter().map(|(v, w, on_hand, reserved)| ((v, w), Level { on_hand, reserved })).collect())
 }
 
 /// Writes the on-hand each change left (the last change of a level wins).

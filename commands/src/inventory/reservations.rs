@@ -53,7 +53,7 @@ async fn current_rows(
     org_id: Uuid,
     reservation: Uuid,
 ) -> Result<(BTreeMap<Key, Quantity>, Option<Date>), sqlx::Error> {
-    let rows: Vec<(Uuid, Uuid, i64, Date)> = sqlx::query_as(
+    let rows: Vec<(Uuid, Uuid, Quantity, Date)> = sqlx::query_as(
         "select variant_id, warehouse_id, quantity, reserved_through from stock_reservations
          where org_id = $1 and reservation_id = $2 for update",
     )
@@ -62,7 +62,7 @@ async fn current_rows(
     .fetch_all(&mut *conn)
     .await?;
     let through = rows.first().map(|r| r.3);
-    let lines = rows.into_iter().map(|(v, w, q, _)| ((v, w), levels::quantity(q))).collect();
+    let lines = rows.into_iter().map(|(v, w, q, _)| ((v, w), q)).collect();
     Ok((lines, through))
 }
 
@@ -103,7 +103,7 @@ pub async fn set(
             if *quantity <= own {
                 continue;
             }
-            let available = level.available().checked_add(own).unwrap_or_default();
+            let available = level.available().saturating_add(own);
             if *quantity > available {
                 shortfalls.push(StockShortfall {
                     field: field.clone(),

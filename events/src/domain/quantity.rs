@@ -112,6 +112,20 @@ impl Quantity {
         Self::from_i128(i128::from(self.0) - i128::from(other.0))
     }
 
+    /// The sum, held at ±[`Quantity::MAX_UNITS`] beyond them (two quantities in range cannot overflow
+    /// `i64`): what a comparison against available stock needs, where a zero would be a wrong answer.
+    pub fn saturating_add(self, other: Quantity) -> Quantity {
+        let max = Self::MAX_THOUSANDTHS;
+        Quantity((self.0 + other.0).clamp(-max, max))
+    }
+
+    /// The difference, held at ±[`Quantity::MAX_UNITS`] beyond them: a level's available stock (on hand
+    /// less reserved) says "as far short as a quantity goes", never zero, when the two are far apart.
+    pub fn saturating_sub(self, other: Quantity) -> Quantity {
+        let max = Self::MAX_THOUSANDTHS;
+        Quantity((self.0 - other.0).clamp(-max, max))
+    }
+
     /// This quantity at `unit_price` each, rounded half away from zero to the cent, or `None` beyond
     /// [`Cents::MAX`]. Computed in `i128`, where the largest product (10^15 × 10^12) fits easily.
     pub fn checked_mul_cents(self, unit_price: Cents) -> Option<Cents> {
@@ -143,6 +157,10 @@ fn out_of_range(value: &str, positive: bool) -> DomainError {
     let min = if positive { "0.001".to_owned() } else { format!("-{max}") };
     DomainError::OutOfRange { min, max, value: shown(value) }
 }
+
+// A `bigint` column of thousandths: levels, reservations and the ledger are read as [`Quantity`], and a
+// stored value out of range is a decoding error, never a silent zero.
+super::bigint_column!(Quantity, Quantity::thousandths, Quantity::from_thousandths);
 
 /// The range is symmetric, so negation cannot leave it.
 impl Neg for Quantity {
@@ -392,5 +410,16 @@ mod tests {
         assert_eq!(Quantity::ONE.checked_mul_cents(cents(Cents::MAX)), Some(cents(Cents::MAX)));
         assert_eq!(quantity("1.001").checked_mul_cents(cents(Cents::MAX)), None);
         assert_eq!(quantity("1000").checked_mul_cents(cents(1_000_000_000)), Some(cents(Cents::MAX)));
+    }
+
+    #[test]
+    fn a_difference_beyond_the_bound_is_held_at_it_not_zeroed() {
+        let max = Quantity::from_units(Quantity::MAX_UNITS).expect("max");
+        assert_eq!(quantity("5").saturating_sub(quantity("7.5")), quantity("-2.5"));
+        assert_eq!((-max).saturating_sub(Quantity::ONE), -max);
+        assert_eq!(max.saturating_sub(-max), max);
+        assert_eq!(max.saturating_add(Quantity::ONE), max);
+        assert_eq!(quantity("-1.5").saturating_add(quantity("2")), quantity("0.5"));
+        assert_eq!((-max).checked_sub(Quantity::ONE), None);
     }
 }
