@@ -17,7 +17,8 @@ schema language:
   service period's order, a sale's payments and fixed discount within its total;
 - a line's amount, its quantity times its unit price or cost (times the exchange rate of a purchase in
   another currency), within the range of money (a product of sibling fields): lines are kept under
-  10^9 cents each so that no document's totals overflow;
+  10^9 cents each so that no document's totals overflow, and so are a historical sale's exempt and
+  non-taxed amounts, which its total adds to its lines' (a sum of sibling fields);
 - a v2 purchase `commit` carries an `Idempotency-Key`, which a `preview` does not need, and so does a
   structural order edit, which a notes-only one does not (a header required by a body's fields);
 - a manual treasury movement's counterparts: one `account_id` (cost centers at the root) or `lines`
@@ -263,6 +264,11 @@ def _repair_sale(body):
         if isinstance(payment, dict):
             _snake_aliases_dropped(payment)
     _bound_lines(body.get("items"), ("unitPrice", "unit_price"))
+    # The total adds the exempt and non-taxed amounts to the lines: each kept as small as a line.
+    for field in ("exemptAmount", "nonTaxedAmount"):
+        amount = body.get(field)
+        if isinstance(amount, int) and not isinstance(amount, bool) and amount > LINE_CENTS:
+            body[field] = LINE_CENTS
     # A business date is not after today, and a service period does not end before it starts.
     for field in ("invoiceDate", "invoice_date"):
         if isinstance(body.get(field), str):

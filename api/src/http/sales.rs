@@ -489,15 +489,18 @@ pub struct SaleInput {
     pub integration_source: Optional<Blank<50>>,
     pub integration_id: Optional<Blank<100>>,
     /// The expected final total: required by the dated contract (a different canonical total is 422
-    /// `TOTAL_MISMATCH`); compatibility only in the historical one.
+    /// `TOTAL_MISMATCH`; one beyond 1000000000000, the money a sale holds, is 400); compatibility only
+    /// in the historical one.
     pub total: Optional<Int<0, 9_007_199_254_740_991>>,
     /// Historical contract only (compatibility, never stored).
     pub subtotal: Optional<Int<0, 9_007_199_254_740_991>>,
     /// Historical contract only (compatibility, never stored).
     pub tax_amount: Optional<Int<0, 9_007_199_254_740_991>>,
-    /// Historical contract only.
+    /// Historical contract only. Recorded on the sale, so at most 1000000000000 (the money a sale
+    /// holds, with its lines and other amounts: more is 400).
     pub exempt_amount: Optional<Int<0, 9_007_199_254_740_991>>,
-    /// Historical contract only.
+    /// Historical contract only. Recorded on the sale, so at most 1000000000000 (the money a sale
+    /// holds, with its lines and other amounts: more is 400).
     pub non_taxed_amount: Optional<Int<0, 9_007_199_254_740_991>>,
     /// Historical contract only (compatibility, never stored).
     pub discount_amount: Optional<Int<0, 9_007_199_254_740_991>>,

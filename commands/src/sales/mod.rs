@@ -204,18 +204,27 @@ pub struct InvoiceCommand {
     pub sale_id: Uuid,
 }
 
-/// A positive amount in cents no larger than [`MAX_SAFE`] (the bound the interface states), and within
-/// the range of [`Cents`].
+/// An amount the sale records: a whole number of cents from 0 to [`MAX_SAFE`] (the bound the interface
+/// states) that is also money a sale can hold (at most [`Cents::MAX`]).
 fn safe_amount(r: &mut ObjectReader<'_>, name: &str) -> Option<Cents> {
+    let n = interface_amount(r, name)?;
+    match Cents::new(n) {
+        Ok(cents) => Some(cents),
+        Err(_) => {
+            let most = Cents::MAX;
+            r.reject(name, "out_of_range", format!("is beyond the money a sale holds: at most {most} cents, not {n}"));
+            None
+        }
+    }
+}
+
+/// A whole number of cents from 0 to [`MAX_SAFE`], as the interface states it. Alone, for the
+/// historical contract's compatibility amounts: checked, never stored, so never held to the range of
+/// money.
+fn interface_amount(r: &mut ObjectReader<'_>, name: &str) -> Option<i64> {
     let value = r.value(name)?;
     match value.as_i64() {
-        Some(n) if (0..=MAX_SAFE).contains(&n) => match Cents::new(n) {
-            Ok(cents) => Some(cents),
-            Err(error) => {
-                r.reject(name, "out_of_range", error.to_string());
-                None
-            }
-        },
+        Some(n) if (0..=MAX_SAFE).contains(&n) => Some(n),
         Some(_) => {
             r.reject(name, "out_of_range", format!("must be between 0 and {MAX_SAFE}"));
             None
@@ -268,8 +277,8 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
         }
     } else {
         // Compatibility fields: read and checked, never stored as truth.
-        for name in ["subtotal", "taxAmount", "discountAmount"] {
-            safe_amount(&mut r, name);
+        for name in ["subtotal", "taxAmount", "discountAmount", "total"] {
+            interface_amount(&mut r, name);
         }
     }
     let voucher_type = r.required_int("voucherType", 1, 95).map(|v| v as i32);
@@ -348,7 +357,8 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
         let exempt = safe_amount(&mut r, "exemptAmount").unwrap_or(Cents::ZERO);
         (exempt, safe_amount(&mut r, "nonTaxedAmount").unwrap_or(Cents::ZERO))
     };
-    let total = safe_amount(&mut r, "total");
+    // The dated contract's expected total; the historical one's is a compatibility amount (above).
+    let total = if dated.is_some() { safe_amount(&mut r, "total") } else { None };
     if dated.is_some() && r.value("total").is_none() {
         r.reject("total", "required", "the expected final total is required by this contract");
     }
@@ -891,6 +901,35 @@ mod tests {
         historical["color"] = json!("rojo");
         let input = parse_sale(&historical, None, TODAY).expect("historical");
         assert_eq!((input.contract.as_str(), input.invoice, input.total), ("historical", true, None));
+    }
+
+    #[test]
+    fn amounts_keep_the_interfaces_bound_and_only_recorded_ones_are_held_to_the_range_of_money() {
+        let beyond_money = Cents::MAX + 1;
+        // The historical contract's compatibility amounts are never stored: anything the interface
+        // allows is accepted, and the total is not kept.
+        let mut historical = body();
+        for name in ["subtotal", "taxAmount", "discountAmount", "total"] {
+            historical[name] = json!(MAX_SAFE);
+        }
+        let input = parse_sale(&historical, None, TODAY).expect("compatibility amounts");
+        assert_eq!(input.total, None);
+        historical["taxAmount"] = json!(MAX_SAFE + 1);
+        let errors = parse_sale(&historical, None, TODAY).expect_err("beyond the interface");
+        assert_eq!((errors[0].field.as_str(), errors[0].code.as_str()), ("taxAmount", "out_of_range"));
+        // Exempt and non-taxed amounts are recorded: beyond the money a sale holds is refused, naming it.
+        let mut recorded = body();
+        recorded["nonTaxedAmount"] = json!(beyond_money);
+        recorded["exemptAmount"] = json!(Cents::MAX);
+        let errors = parse_sale(&recorded, None, TODAY).expect_err("beyond money");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!((errors[0].field.as_str(), errors[0].code.as_str()), ("nonTaxedAmount", "out_of_range"));
+        assert!(errors[0].message.contains("at most 1000000000000 cents"), "{}", errors[0].message);
+        // So is the dated contract's expected total, which is compared with the canonical one.
+        let mut dated = body();
+        dated["total"] = json!(beyond_money);
+        let errors = parse_sale(&dated, Some(DATED_CONTRACT), TODAY).expect_err("beyond money");
+        assert_eq!((errors[0].field.as_str(), errors[0].code.as_str()), ("total", "out_of_range"));
     }
 
     #[test]
