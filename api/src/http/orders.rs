@@ -168,7 +168,7 @@ impl OrderData {
     fn from_state(
         id: Uuid,
         o: &OrderState,
-        reserved: &mut HashMap<(Uuid, Uuid), i64>,
+        reserved: &mut HashMap<(Uuid, Uuid), Quantity>,
         created_at: OffsetDateTime,
         updated_at: OffsetDateTime,
     ) -> Self {
@@ -181,11 +181,12 @@ impl OrderData {
                 let held = match (l.variant_id, warehouse) {
                     (Some(v), Some(w)) => {
                         let left = reserved.entry((v, w)).or_default();
-                        let take = (*left).min(l.unmoved().thousandths()).max(0);
-                        *left -= take;
+                        // Between zero and what is left, so what stays is a quantity too.
+                        let take = (*left).min(l.unmoved()).max(Quantity::ZERO);
+                        *left = left.saturating_sub(take);
                         take
                     }
-                    _ => 0,
+                    _ => Quantity::ZERO,
                 };
                 SalesOrderLineData {
                     id: l.id,
@@ -200,7 +201,7 @@ impl OrderData {
                     tax_rate_id: l.tax_rate_id,
                     warehouse_id: warehouse.into(),
                     discount: l.discount.map(QuoteDiscountData::from).into(),
-                    reserved: Quantity::from_thousandths(held).unwrap_or_default().into(),
+                    reserved: held.into(),
                     delivered: l.delivered.into(),
                     billed: l.billed.into(),
                 }
@@ -235,19 +236,20 @@ impl OrderData {
     }
 }
 
-/// What the active reservations of orders `ids` hold, by order and (product, warehouse), in thousandths.
+/// What the active reservations of orders `ids` hold, by order and (product, warehouse).
 async fn held(
     state: &AppState,
     org_id: Uuid,
     ids: &[Uuid],
-) -> Result<HashMap<Uuid, HashMap<(Uuid, Uuid), i64>>, ApiError> {
+) -> Result<HashMap<Uuid, HashMap<(Uuid, Uuid), Quantity>>, ApiError> {
     let held = crate::http::inventory::held_by_owner(state, org_id, ids).await?;
     Ok(held
         .into_iter()
         .map(|(order, lines)| {
-            let mut by_level: HashMap<(Uuid, Uuid), i64> = HashMap::new();
+            let mut by_level: HashMap<(Uuid, Uuid), Quantity> = HashMap::new();
             for (variant, warehouse, quantity, _) in lines {
-                *by_level.entry((variant, warehouse)).or_default() += quantity.thousandths();
+                let held = by_level.entry((variant, warehouse)).or_default();
+                *held = held.saturating_add(quantity);
             }
             (order, by_level)
         })
