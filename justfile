@@ -29,7 +29,8 @@ test: check
 
 # The OpenAPI contract: the running service against openapi-spec-validator, schemathesis (every
 # operation, every check, its stateful phase) and a generated Python client (see scripts/contract).
-# CONTRACT_EXAMPLES sets the examples per operation (default 100).
+# CONTRACT_BUDGET sets the examples shared by all operations (default 3400), CONTRACT_EXAMPLES those of
+# each operation instead.
 contract: services
     scripts/contract
 
