@@ -34,6 +34,20 @@ impl VariantFacts {
             markup: group.shared.markup_hundredths,
         })
     }
+
+    /// An active physical product of `group_id` at 21% VAT, without cost or margin: what the deciders'
+    /// tests stock.
+    #[cfg(test)]
+    pub(crate) fn plain_product(group_id: Uuid) -> Self {
+        Self {
+            group_id,
+            product_type: "product".into(),
+            is_active: true,
+            tax_rate_id: 5,
+            cost: Cents::ZERO,
+            markup: None,
+        }
+    }
 }
 
 /// The latest state of a product group, with its stream version and how many events since the last

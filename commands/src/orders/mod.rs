@@ -735,17 +735,7 @@ mod tests {
             .lines
             .iter()
             .filter_map(|l| l.variant_id)
-            .map(|v| {
-                let facts = VariantFacts {
-                    group_id: v,
-                    product_type: "product".into(),
-                    is_active: true,
-                    tax_rate_id: 5,
-                    cost: Cents::ZERO,
-                    markup: None,
-                };
-                (v, facts)
-            })
+            .map(|v| (v, VariantFacts::plain_product(v)))
             .collect();
         let warehouses = input.assigned_warehouse_id.into_iter().map(|w| (w, true)).collect();
         OrderFacts { customer: Some("Ana".into()), products, warehouses, today: Some(TODAY), ..OrderFacts::default() }

@@ -541,18 +541,7 @@ mod tests {
     const TODAY: Date = time::macros::date!(2026 - 11 - 25);
 
     fn facts(variant: Uuid, cost: i64) -> BTreeMap<Uuid, VariantFacts> {
-        let cost = Cents::of(cost);
-        BTreeMap::from([(
-            variant,
-            VariantFacts {
-                group_id: Uuid::now_v7(),
-                product_type: "product".into(),
-                is_active: true,
-                tax_rate_id: 5,
-                cost,
-                markup: None,
-            },
-        )])
+        BTreeMap::from([(variant, VariantFacts { cost: Cents::of(cost), ..VariantFacts::plain_product(Uuid::now_v7()) })])
     }
 
     #[test]

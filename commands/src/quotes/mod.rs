@@ -511,17 +511,7 @@ mod tests {
         let products = input
             .items
             .iter()
-            .map(|item| {
-                let facts = VariantFacts {
-                    group_id: item.variant_id,
-                    product_type: "product".into(),
-                    is_active: true,
-                    tax_rate_id: 5,
-                    cost: Cents::ZERO,
-                    markup: None,
-                };
-                (item.variant_id, facts)
-            })
+            .map(|item| (item.variant_id, VariantFacts::plain_product(item.variant_id)))
             .collect();
         let warehouses = input.items.iter().filter_map(|item| item.warehouse_id).map(|id| (id, true)).collect();
         QuoteFacts {

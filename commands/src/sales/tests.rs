@@ -86,17 +86,7 @@ fn sale_facts(input: &SaleInput) -> SaleFacts {
         .items
         .iter()
         .filter_map(|item| item.variant_id)
-        .map(|id| {
-            let facts = VariantFacts {
-                group_id: Uuid::now_v7(),
-                product_type: "product".into(),
-                is_active: true,
-                tax_rate_id: 5,
-                cost: Cents::ZERO,
-                markup: None,
-            };
-            (id, facts)
-        })
+        .map(|id| (id, VariantFacts::plain_product(Uuid::now_v7())))
         .collect();
     SaleFacts {
         org: OrgFacts { negative_stock: NegativeStock::Allow, prices_include_tax: true, default_customer: None },
