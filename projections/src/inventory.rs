@@ -295,9 +295,8 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     Ok(Vec::new())
 }
 
-
 /// One inventory row: a variant in a warehouse.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct LevelRow {
     pub variant_id: Uuid,
     pub warehouse_id: Uuid,
@@ -342,8 +341,7 @@ pub async fn levels(
     after: Option<(Uuid, Uuid)>,
     limit: i64,
 ) -> Result<Vec<LevelRow>, sqlx::Error> {
-    #[allow(clippy::type_complexity, reason = "the row as the query returns it")]
-    let rows: Vec<(Uuid, Uuid, Quantity, Option<String>, Option<String>, Option<i64>, Option<String>, Quantity)> = sqlx::query_as(
+    sqlx::query_as(
         "select * from (
              select l.variant_id, l.warehouse_id, l.on_hand, p.sku, p.name, p.stock_minimum, w.name as warehouse_name,
                     coalesce((select sum(r.quantity) from inventory_reservations r
@@ -370,24 +368,11 @@ pub async fn levels(
     .bind(filter.below_minimum)
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(variant_id, warehouse_id, on_hand, sku, name, stock_minimum, warehouse_name, reserved)| LevelRow {
-            variant_id,
-            warehouse_id,
-            sku,
-            name,
-            warehouse_name,
-            on_hand,
-            reserved,
-            stock_minimum,
-        })
-        .collect())
+    .await
 }
 
 /// One row of the ledger.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct MovementRow {
     pub seq: i64,
     pub id: Uuid,
@@ -419,8 +404,7 @@ pub async fn movements(
     after: Option<i64>,
     limit: i64,
 ) -> Result<Vec<MovementRow>, sqlx::Error> {
-    #[allow(clippy::type_complexity, reason = "the row as the query returns it")]
-    let rows: Vec<(i64, Uuid, Uuid, Uuid, String, Uuid, Quantity, Quantity, Date, OffsetDateTime)> = sqlx::query_as(
+    sqlx::query_as(
         "select seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand, occurred_on, created_at
          from inventory_movements
          where org_id = $1 and ($2::uuid is null or variant_id = $2) and ($3::uuid is null or warehouse_id = $3)
@@ -437,13 +421,7 @@ pub async fn movements(
     .bind(after)
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand, occurred_on, created_at)| {
-            MovementRow { seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand, occurred_on, created_at }
-        })
-        .collect())
+    .await
 }
 
 /// A stock transfer as stored for reads.
