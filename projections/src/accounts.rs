@@ -39,13 +39,15 @@ struct Row<'a> {
     occurred_on: Date,
     amount: Cents,
     description: Option<String>,
+    /// The row's place among those its event writes: a sale's payment follows the sale.
+    line_no: i16,
 }
 
 async fn insert(conn: &mut PgConnection, target: Target, event: &RecordedEvent, row: Row<'_>) -> Folded {
     let sql = format!(
         "insert into {} (org_id, side, contact_id, entry_id, kind, document_id, occurred_on, position, amount,
-                         description)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) on conflict (org_id, entry_id) do nothing",
+                         description, line_no)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) on conflict (org_id, entry_id) do nothing",
         target.table(LEDGER)
     );
     sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -59,11 +61,11 @@ async fn insert(conn: &mut PgConnection, target: Target, event: &RecordedEvent, 
         .bind(event.position)
         .bind(row.amount)
         .bind(row.description)
+        .bind(row.line_no)
         .execute(&mut *conn)
         .await?;
     Ok(Vec::new())
 }
-
 
 /// How a statement names a sale: its kind and voucher number when it has one.
 fn sale_description(sale: &SaleRecorded) -> String {
@@ -100,6 +102,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                         occurred_on: payment.occurred_on,
                         amount: -payment.total,
                         description: payment.note.clone(),
+                        line_no: 0,
                     };
                     insert(conn, target, event, row).await?;
                 }
@@ -116,6 +119,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                         occurred_on: void.reversal.occurred_on,
                         amount: total,
                         description: None,
+                        line_no: 0,
                     };
                     insert(conn, target, event, row).await?;
                 }
@@ -134,6 +138,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                 occurred_on: purchase.invoice_date,
                 amount: purchase.amounts.total_ars,
                 description: Some(purchase.supplier_invoice_number.clone()),
+                line_no: 0,
             };
             insert(conn, target, event, row).await?;
             continue;
@@ -154,6 +159,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             occurred_on: sale.invoice_date,
             amount,
             description: Some(sale_description(&sale)),
+            line_no: 0,
         };
         insert(conn, target, event, row).await?;
         let taken = Cents::checked_sum(sale.payments.iter().map(|p| p.amount))
@@ -168,6 +174,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                 occurred_on: sale.invoice_date,
                 amount: -taken,
                 description: Some(sale_description(&sale)),
+                line_no: 1,
             };
             insert(conn, target, event, row).await?;
         }
@@ -223,7 +230,8 @@ pub async fn balance(
         .await
 }
 
-/// The facts from `from` to `to` (inclusive), at most `limit`, in business-date then log order, each
+/// The facts from `from` to `to` (inclusive), at most `limit`, in business-date then log order (a sale
+/// before the payment it took), each
 /// with the running balance after it; the first is the balance before `from`.
 pub async fn statement(
     pool: &PgPool,
@@ -240,7 +248,7 @@ pub async fn statement(
     let sql = format!(
         "select kind, document_id, occurred_on, amount, description from {LEDGER}
          where org_id = $1 and side = $2 and contact_id = $3 and occurred_on between $4 and $5
-         order by occurred_on, position, entry_id limit $6"
+         order by occurred_on, position, line_no limit $6"
     );
     let rows: Vec<(String, Uuid, Date, Cents, Option<String>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(org_id)

@@ -10,6 +10,7 @@
 //! appended the same way from a few of their own tests (orders, delivery notes, treasury, tenancy). `fixtures/read_tables.json`
 //! holds every read table after the replay; `UPDATE_REPLAY_FIXTURE=1` rewrites it, for a change that
 //! means to alter what a projection keeps (never to hide a change of what stored events say).
+//! One of its events, stored again under a chosen id, pins an order the accounts' statement must keep.
 
 use events::EventPayload;
 use events::catalogue::{
@@ -132,45 +133,54 @@ async fn read_tables(pool: &PgPool) -> BTreeMap<String, Value> {
     tables
 }
 
+/// Waits until `count` events lie below the commit horizon: a rebuild folds only those, and other
+/// tests' open transactions on the server can hold it back for a moment.
+async fn below_horizon(pool: &PgPool, count: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let visible = events::follower::read_committed_after(pool, events::CommitKey::ZERO, 100_000)
+            .await
+            .expect("the log reads")
+            .len();
+        if visible >= count {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "only {visible} of {count} events below the horizon");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Stores `event` of the fixture as it was stored, under `stream_id` when one is given.
+async fn store(executor: impl sqlx::PgExecutor<'_>, event: &Stored, stream_id: Option<Uuid>) {
+    sqlx::query(
+        "insert into events (org_id, stream_type, stream_id, version, event_id, event_type, schema_version, data,
+                                 metadata, recorded_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8::json, $9::json, $10::timestamptz)",
+    )
+    .bind(event.org_id)
+    .bind(&event.stream_type)
+    .bind(stream_id.unwrap_or(event.stream_id))
+    .bind(event.version)
+    .bind(event.event_id)
+    .bind(&event.event_type)
+    .bind(event.schema_version)
+    .bind(&event.data)
+    .bind(&event.metadata)
+    .bind(&event.recorded_at)
+    .execute(executor)
+    .await
+    .expect("the fixture event inserts");
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn the_fixture_log_replays_into_the_recorded_read_tables(pool: PgPool) {
     let log = log();
     let mut tx = pool.begin().await.expect("begin");
     for event in &log {
-        sqlx::query(
-            "insert into events (org_id, stream_type, stream_id, version, event_id, event_type, schema_version, data,
-                                 metadata, recorded_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8::json, $9::json, $10::timestamptz)",
-        )
-        .bind(event.org_id)
-        .bind(&event.stream_type)
-        .bind(event.stream_id)
-        .bind(event.version)
-        .bind(event.event_id)
-        .bind(&event.event_type)
-        .bind(event.schema_version)
-        .bind(&event.data)
-        .bind(&event.metadata)
-        .bind(&event.recorded_at)
-        .execute(&mut *tx)
-        .await
-        .expect("the fixture event inserts");
+        store(&mut *tx, event, None).await;
     }
     tx.commit().await.expect("commit");
-    // A rebuild folds what lies below the commit horizon, which other tests' open transactions on the
-    // server can hold back for a moment: wait until the whole log is below it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let visible = events::follower::read_committed_after(&pool, events::CommitKey::ZERO, 100_000)
-            .await
-            .expect("the log reads")
-            .len();
-        if visible >= log.len() {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "only {visible} of {} events below the horizon", log.len());
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    below_horizon(&pool, log.len()).await;
     for projection in projections::all() {
         projections::rebuild::rebuild(&pool, &*projection, |_| {}).await.expect("the rebuild");
     }
@@ -187,4 +197,38 @@ async fn the_fixture_log_replays_into_the_recorded_read_tables(pool: PgPool) {
     for (table, rows) in &recorded {
         assert_eq!(&replayed[table], rows, "{table} replays into the rows recorded with the fixture");
     }
+}
+
+/// A sale and the payment it took are one event: its statement shows the sale, then the payment,
+/// whichever of their ids sorts first (here the payment's, derived from the sale's highest one).
+#[sqlx::test(migrations = "../schema")]
+async fn a_statement_shows_a_sale_before_the_payment_it_took(pool: PgPool) {
+    let log = log();
+    let stored = log
+        .iter()
+        .find(|e| e.event_type == "SaleRecorded" && e.data.contains("\"payments\":[{"))
+        .expect("the fixture holds a sale that took a payment");
+    let SaleEvent::SaleRecorded(sale) =
+        SaleEvent::decode(&stored.event_type, stored.schema_version, serde_json::from_str(&stored.data).expect("json"))
+            .expect("a sale")
+    else {
+        unreachable!("found by its type")
+    };
+    let id = Uuid::max();
+    assert!(events::catalogue::sale_payment_id(id) < id, "the payment's id sorts first");
+    store(&pool, stored, Some(id)).await;
+    below_horizon(&pool, 1).await;
+    let projection = projections::all()
+        .into_iter()
+        .find(|p| p.id() == projections::ProjectionId::Accounts)
+        .expect("the accounts projection");
+    projections::rebuild::rebuild(&pool, &*projection, |_| {}).await.expect("the rebuild");
+    let side = events::catalogue::PaymentSide::Customer;
+    let day = (sale.invoice_date, sale.invoice_date);
+    let (_, lines) = projections::accounts::statement(&pool, stored.org_id, side, sale.customer.id, day, 10)
+        .await
+        .expect("the statement");
+    let paid: i64 = sale.payments.iter().map(|p| p.amount.get()).sum();
+    let seen: Vec<(&str, i64)> = lines.iter().map(|l| (l.kind.as_str(), l.balance)).collect();
+    assert_eq!(seen, [("sale", sale.total.get()), ("payment", sale.total.get() - paid)]);
 }
