@@ -45,7 +45,7 @@ def main(base, key):
     customer = created.data
     assert customer.name == f"Cliente {run}" and customer.phone is None, customer
 
-    read = expect(get_customer.sync_detailed(client=api, customer_id=str(customer.id)), 200, ContactEnvelope)
+    read = expect(get_customer.sync_detailed(client=api, customer_id=customer.id), 200, ContactEnvelope)
     assert read.data.id == customer.id and read.data.email == f"cliente{run}@example.com", read.data
 
     page = expect(list_customers.sync_detailed(client=api, limit=100), 200, ListEnvelopeContactData)
@@ -69,7 +69,7 @@ def main(base, key):
     variants = made.data.variants
     assert len(variants) == 2, made.data
 
-    variant = expect(get_product.sync_detailed(client=api, product_id=str(variants[1].id)), 200, ProductEnvelope)
+    variant = expect(get_product.sync_detailed(client=api, product_id=variants[1].id), 200, ProductEnvelope)
     assert variant.data.sku == f"REM-{run}-M-R" and variant.data.price == 155000, variant.data
     print(f"client: customer {customer.id} and product {made.data.id} round-tripped through the generated client")
 

@@ -3,6 +3,7 @@
 //! still owe something, what is on account unallocated, and a statement between two dates with a
 //! running balance. Served from the `accounts` projection beside the sales and purchases read models.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::RawJson;
 use crate::http::error::ApiError;
@@ -273,7 +274,7 @@ impl AccountsApi {
         auth: Auth,
         state: Data<&Arc<AppState>>,
         request_id: &RequestId,
-        customer_id: Path<String>,
+        customer_id: Path<IdText>,
         /// `YYYY-MM-DD`: the balance at the end of this day.
         as_of: Query<Option<String>>,
         /// `YYYY-MM-DD`: the statement's first day.
@@ -299,7 +300,7 @@ impl AccountsApi {
         auth: Auth,
         state: Data<&Arc<AppState>>,
         request_id: &RequestId,
-        supplier_id: Path<String>,
+        supplier_id: Path<IdText>,
         /// `YYYY-MM-DD`: the balance at the end of this day.
         as_of: Query<Option<String>>,
         /// `YYYY-MM-DD`: the statement's first day.

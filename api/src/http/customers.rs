@@ -1,6 +1,7 @@
 //! `/api/v1/customers` and `/api/v1/suppliers`: create, replace, read and list contacts (Style B
 //! objects, camelCase). Both kinds share the body, its rules and the handlers below.
 
+use crate::http::schema::IdText;
 use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
@@ -266,7 +267,7 @@ async fn replace(
     state: &AppState,
     request_id: &RequestId,
     version: ServiceVersion,
-    id: Path<String>,
+    id: Path<IdText>,
     key: Key,
     body: JsonBody<ContactInput>,
 ) -> Result<ReadResponse, ApiError> {
@@ -296,7 +297,7 @@ async fn get(
     auth: Auth,
     state: &AppState,
     request_id: &RequestId,
-    id: Path<String>,
+    id: Path<IdText>,
 ) -> Result<ReadResponse, ApiError> {
     let call = Call::new(contacts.get, state, &auth, request_id)?;
     let bytes = call
@@ -392,7 +393,7 @@ macro_rules! contacts_api {
                     state: Data<&Arc<AppState>>,
                     request_id: &RequestId,
                     version: ServiceVersion,
-                    $param: Path<String>,
+                    $param: Path<IdText>,
                     #[oai(name = "Idempotency-Key")] key: Key,
                     body: JsonBody<ContactInput>,
                 ) -> Result<ReadResponse, ApiError> {
@@ -406,7 +407,7 @@ macro_rules! contacts_api {
                     auth: Auth,
                     state: Data<&Arc<AppState>>,
                     request_id: &RequestId,
-                    $param: Path<String>,
+                    $param: Path<IdText>,
                 ) -> Result<ReadResponse, ApiError> {
                     get(&$contacts, auth, &state, request_id, $param).await
                 }

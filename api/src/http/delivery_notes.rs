@@ -2,6 +2,7 @@
 //! a sale or for an order (each with an `Idempotency-Key`), read, listed and deleted, and the signed
 //! download of the printed remito (its PDF, without prices).
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::documents::link;
@@ -329,7 +330,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            delivery_note_id: Path<String>,
+            delivery_note_id: Path<IdText>,
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
@@ -361,7 +362,7 @@ routes! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            delivery_note_id: Path<String>,
+            delivery_note_id: Path<IdText>,
         ) -> Result<DocumentRedirect, ApiError> {
             let call = Call::new(GET_NOTE_DOCUMENT, &state, &auth, request_id)?;
             let id = call.id(&NOTES, &delivery_note_id.0)?;

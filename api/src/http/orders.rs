@@ -3,6 +3,7 @@
 //! (notes alone, or the structure against `expected_updated_at`), cancelled and completed. Amounts are
 //! canonical; a reservation holds what is still to deliver.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::discounts::{QuoteDiscountData, QuoteDiscountInput};
@@ -475,7 +476,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            order_id: Path<String>,
+            order_id: Path<IdText>,
             /// Required on structural edits; a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,

@@ -4,6 +4,7 @@
 //! delegated token with assigned registers or safes, the payments whose every line is in one of them
 //! (and it may only post to those); with `own` visibility, the payments its user recorded.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
@@ -541,7 +542,7 @@ routes! {
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
-            payment_id: Path<String>,
+            payment_id: Path<IdText>,
             body: JsonBody<PaymentVoidInput>,
         ) -> Result<PaymentVoided, ApiError> {
             let call = Call::new(VOID_CUSTOMER_PAYMENT, &state, &auth, request_id)?;
@@ -572,7 +573,7 @@ routes! {
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
-            payment_id: Path<String>,
+            payment_id: Path<IdText>,
             body: JsonBody<CustomerAllocationInput>,
         ) -> Result<PaymentAllocated, ApiError> {
             let call = Call::new(ALLOCATE_CUSTOMER_PAYMENT, &state, &auth, request_id)?;
@@ -625,7 +626,7 @@ routes! {
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
-            payment_id: Path<String>,
+            payment_id: Path<IdText>,
             body: JsonBody<PaymentVoidInput>,
         ) -> Result<PaymentVoided, ApiError> {
             let call = Call::new(VOID_SUPPLIER_PAYMENT, &state, &auth, request_id)?;
@@ -656,7 +657,7 @@ routes! {
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
-            payment_id: Path<String>,
+            payment_id: Path<IdText>,
             body: JsonBody<SupplierAllocationInput>,
         ) -> Result<PaymentAllocated, ApiError> {
             let call = Call::new(ALLOCATE_SUPPLIER_PAYMENT, &state, &auth, request_id)?;

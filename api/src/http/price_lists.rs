@@ -2,6 +2,7 @@
 //! under each list. Prices are computed on read from the variants' base prices and the list's
 //! explicit prices, so they are always current; `pricing_revision` names the state they come from.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::envelopes::PageParam;
@@ -464,7 +465,7 @@ routes! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            price_list_id: Path<String>,
+            price_list_id: Path<IdText>,
             #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
         ) -> Result<Detail, ApiError> {
             let call = Call::new(GET_PRICE_LIST, &state, &auth, request_id)?;
@@ -487,7 +488,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            price_list_id: Path<String>,
+            price_list_id: Path<IdText>,
             #[oai(name = "Idempotency-Key")] key: Key,
             body: JsonBody<PriceListInput>,
         ) -> Result<Single, ApiError> {
@@ -510,7 +511,7 @@ routes! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            price_list_id: Path<String>,
+            price_list_id: Path<IdText>,
             /// `true` or `false`.
             is_active: Query<Option<String>>,
             /// 1 to 100, default 50.
@@ -581,8 +582,8 @@ routes! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            price_list_id: Path<String>,
-            product_id: Path<String>,
+            price_list_id: Path<IdText>,
+            product_id: Path<IdText>,
             #[oai(name = "If-None-Match")] if_none_match: Header<Option<String>>,
         ) -> Result<Price, ApiError> {
             let call = Call::new(GET_PRICE_LIST_PRICE, &state, &auth, request_id)?;

@@ -1,6 +1,7 @@
 //! `/api/v1/products`: products as groups of sellable variants (Style B objects, camelCase). Every id
 //! these routes take or return is a variant id; the detail names its group.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
@@ -704,7 +705,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            product_id: Path<String>,
+            product_id: Path<IdText>,
             /// Optional: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
@@ -759,7 +760,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            product_id: Path<String>,
+            product_id: Path<IdText>,
             /// Optional: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
@@ -783,7 +784,7 @@ routes! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            product_id: Path<String>,
+            product_id: Path<IdText>,
             #[oai(name = "priceListId")] price_list_id: Query<Option<String>>,
         ) -> Result<ReadResponse, ApiError> {
             let call = Call::new(GET_PRODUCT, &state, &auth, request_id)?;

@@ -2,6 +2,7 @@
 //! `Idempotency-Key`), read and list. Amounts are canonical; a reservation of stock is taken, adjusted
 //! and released with the quote.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::discounts::{QuoteDiscountData, QuoteDiscountInput};
@@ -437,7 +438,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            quote_id: Path<String>,
+            quote_id: Path<IdText>,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
@@ -464,7 +465,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            quote_id: Path<String>,
+            quote_id: Path<IdText>,
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
@@ -499,7 +500,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            quote_id: Path<String>,
+            quote_id: Path<IdText>,
             /// Required: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,

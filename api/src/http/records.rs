@@ -2,6 +2,7 @@
 //! configuration resources. Each kind describes itself once ([`ResourceKind`]); the handlers share one
 //! implementation per verb, over the shared handler sequence (`resource.rs`).
 
+use crate::http::schema::IdText;
 use crate::cache::Resource;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
@@ -503,7 +504,7 @@ macro_rules! records_api {
                 auth: Auth,
                 state: Data<&Arc<AppState>>,
                 request_id: &RequestId,
-                $param: Path<String>,
+                $param: Path<IdText>,
             ) -> Result<Single<<$kind as ResourceKind>::Data>, ApiError> {
                 let call = Call::new(Operation::read($id, Some(Scope::$read)), &state, &auth, &request_id)?;
                 Ok(Single::Ok(RawJson::new(get_one::<$kind>(&call, &$param.0).await?)))
@@ -527,7 +528,7 @@ macro_rules! records_api {
                 state: Data<&Arc<AppState>>,
                 request_id: &RequestId,
                 version: ServiceVersion,
-                $param: Path<String>,
+                $param: Path<IdText>,
                 #[oai(name = "Idempotency-Key")] key: Key,
                 body: JsonBody<$input>,
             ) -> Result<Single<<$kind as ResourceKind>::Data>, ApiError> {

@@ -209,7 +209,7 @@ macro_rules! routes {
                     auth: $crate::http::auth::Auth,
                     state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
                     request_id: &$crate::http::RequestId,
-                    $get_param: ::poem_openapi::param::Path<String>,
+                    $get_param: ::poem_openapi::param::Path<$crate::http::schema::IdText>,
                 ) -> Result<$get_answer, $crate::http::error::ApiError> {
                     let call = $crate::http::resource::Call::new($get_operation, &state, &auth, &request_id)?;
                     let body = call.get(&$get_kind, &$get_param.0, async |id| $get_load(&call, id).await).await?;
@@ -226,7 +226,7 @@ macro_rules! routes {
                     state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
                     request_id: &$crate::http::RequestId,
                     version: $crate::http::ServiceVersion,
-                    $action_param: ::poem_openapi::param::Path<String>,
+                    $action_param: ::poem_openapi::param::Path<$crate::http::schema::IdText>,
                     #[doc = $action_key]
                     #[oai(name = "Idempotency-Key")]
                     key: ::poem_openapi::param::Header<Option<String>>,

@@ -2,6 +2,7 @@
 //! contract or the dated one (`Service-Version: 2026-08-20`), reads, invoicing an existing sale, and
 //! the signed download of its PDF.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::documents::link;
@@ -676,7 +677,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            sale_id: Path<String>,
+            sale_id: Path<IdText>,
             /// Optional: a retry with the same key returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
@@ -709,7 +710,7 @@ routes! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            sale_id: Path<String>,
+            sale_id: Path<IdText>,
         ) -> Result<DocumentRedirect, ApiError> {
             let call = Call::new(GET_SALE_DOCUMENT, &state, &auth, request_id)?;
             let id = call.id(&SALES, &sale_id.0)?;

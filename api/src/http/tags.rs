@@ -1,5 +1,6 @@
 //! `/api/v1/tags` (Style A objects) and the apply routes of customers, suppliers, products and sales.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
@@ -331,7 +332,7 @@ tags_api! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            tag_id: Path<String>,
+            tag_id: Path<IdText>,
         ) -> Result<Single, ApiError> {
             let call = Call::new(GET_TAG, &state, &auth, request_id)?;
             let body = call
@@ -353,7 +354,7 @@ tags_api! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            tag_id: Path<String>,
+            tag_id: Path<IdText>,
             /// Optional: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,

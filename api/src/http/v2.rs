@@ -3,6 +3,7 @@
 //! a preview assesses the purchase exactly as a commit would and writes nothing; a commit identical to
 //! a clean preview records what was previewed.
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::customers::ContactData;
@@ -201,7 +202,7 @@ routes! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            #[oai(name = "purchaseId")] purchase_id: Path<String>,
+            #[oai(name = "purchaseId")] purchase_id: Path<IdText>,
         ) -> Result<V2PurchaseRead, ApiError> {
             let call = Call::new(V2_GET_PURCHASE, &state, &auth, request_id)?;
             let id = call.id(&PURCHASES, &purchase_id.0)?;

@@ -1,6 +1,7 @@
 //! `/api/v1/webhook-endpoints` and `/api/v1/webhook-event-types` (Style A). The signing secret appears
 //! only in the creation and rotation responses (and their idempotent replays).
 
+use crate::http::schema::IdText;
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
@@ -344,7 +345,7 @@ macro_rules! webhooks_api {
                         state: Data<&Arc<AppState>>,
                         request_id: &RequestId,
                         version: ServiceVersion,
-                        id: Path<String>,
+                        id: Path<IdText>,
                         #[oai(name = "Idempotency-Key")] key: Key,
                     ) -> Result<$response, ApiError> {
                         let $call = Call::new(endpoint_write($id), &state, &auth, &request_id)?;
@@ -376,7 +377,7 @@ async fn endpoints(call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiErro
 }
 
 /// A page of a visible endpoint's deliveries, newest first.
-async fn deliveries(call: &Call<'_>, params: PageParams, id: String) -> Result<Bytes, ApiError> {
+async fn deliveries(call: &Call<'_>, params: PageParams, id: IdText) -> Result<Bytes, ApiError> {
     let endpoint = visible(call, &id).await?;
     let url = format!("/api/v1/webhook-endpoints/{}/deliveries", endpoint.id);
     call.cursor_list(
@@ -448,7 +449,7 @@ webhooks_api! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            id: Path<String>,
+            id: Path<IdText>,
             #[oai(name = "Idempotency-Key")] key: Key,
             body: JsonBody<WebhookEndpointPatch>,
         ) -> Result<Endpoint, ApiError> {
@@ -474,7 +475,7 @@ webhooks_api! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            id: Path<String>,
+            id: Path<IdText>,
         ) -> Result<Endpoint, ApiError> {
             let call = Call::new(GET_WEBHOOK_ENDPOINT, &state, &auth, request_id)?;
             let row = visible(&call, &id.0).await?;
@@ -519,7 +520,7 @@ webhooks_api! {
         /// The delivery history, newest first: each event's id and type, every attempt (time, status code
         /// or failure), and the final state.
         deliveries("/webhook-endpoints/:id/deliveries", "listWebhookDeliveries")
-            -> Deliveries = LIST_WEBHOOK_DELIVERIES, deliveries { id: Path<String> };
+            -> Deliveries = LIST_WEBHOOK_DELIVERIES, deliveries { id: Path<IdText> };
     }
     lifecycle: {
         /// Pause a webhook endpoint

@@ -27,6 +27,7 @@ pub use outcome::{
     SupplierBalanceData, normalized_and_effects, outcome_names,
 };
 
+use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
@@ -164,7 +165,7 @@ routes! {
             auth: Auth,
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
-            purchase_id: Path<String>,
+            purchase_id: Path<IdText>,
         ) -> Result<DocumentRedirect, ApiError> {
             let call = Call::new(GET_PURCHASE_DOCUMENT, &state, &auth, request_id)?;
             let id = call.id(&PURCHASES, &purchase_id.0)?;
@@ -219,7 +220,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            purchase_order_id: Path<String>,
+            purchase_order_id: Path<IdText>,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,

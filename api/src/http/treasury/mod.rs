@@ -7,6 +7,7 @@
 //! resource: `locations.rs` (locations and balances), `movements.rs` (movements and manual movements'
 //! bodies) and `transfers.rs` (funds transfers). None of them imports this file.
 
+use crate::http::schema::IdText;
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::{ApiError, ErrorType};
@@ -293,7 +294,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            treasury_movement_id: Path<String>,
+            treasury_movement_id: Path<IdText>,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
@@ -331,7 +332,7 @@ routes! {
             state: Data<&Arc<AppState>>,
             request_id: &RequestId,
             version: ServiceVersion,
-            treasury_movement_id: Path<String>,
+            treasury_movement_id: Path<IdText>,
             /// Required: a retry with the same key and body returns the first outcome.
             #[oai(name = "Idempotency-Key")]
             key: Key,
