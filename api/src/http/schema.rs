@@ -444,12 +444,13 @@ impl From<events::domain::Quantity> for QuantityText {
     }
 }
 
-/// A resource's id in a path (`Path<IdText>`): documented as a UUID, which every id the service issues
-/// is, and read as the text it is, so that text which is no UUID names no resource and answers 404 like
-/// an unknown id (the handlers parse it), never a 400 of its own.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdText(pub String);
-inline_type!(IdText, MetaSchema { format: Some("uuid"), ..MetaSchema::new("string") });
+text_parameter!(
+    /// A resource's id in a path (`Path<IdText>`): documented as a UUID, which every id the service
+    /// issues is, and read as the text it is, so that text which is no UUID names no resource and answers
+    /// 404 like an unknown id (the handlers parse it), never a 400 of its own.
+    IdText,
+    MetaSchema { format: Some("uuid"), ..MetaSchema::new("string") }
+);
 
 impl IdText {
     pub fn as_str(&self) -> &str {
@@ -462,12 +463,6 @@ impl std::ops::Deref for IdText {
 
     fn deref(&self) -> &str {
         &self.0
-    }
-}
-
-impl poem_openapi::types::ParseFromParameter for IdText {
-    fn parse_from_parameter(value: &str) -> ParseResult<Self> {
-        Ok(Self(value.to_owned()))
     }
 }
 
