@@ -4,7 +4,7 @@
 use crate::engine::{ExecuteError, WithId, load};
 use events::EventPayload;
 use events::catalogue::{ProductEvent, ProductGroup, WHOLE_GROUP_EVERY};
-use events::domain::{Adjustment, Cents};
+use events::domain::{Adjustment, Cents, VatRate};
 use sqlx::PgConnection;
 use std::collections::BTreeMap;
 use uuid::Uuid;
@@ -15,7 +15,7 @@ pub struct VariantFacts {
     pub group_id: Uuid,
     pub product_type: String,
     pub is_active: bool,
-    pub tax_rate_id: i32,
+    pub tax_rate_id: VatRate,
     pub cost: Cents,
     /// The group's automatic margin, which a new cost must leave a price in range under.
     pub markup: Option<Adjustment>,
@@ -43,7 +43,7 @@ impl VariantFacts {
             group_id,
             product_type: "product".into(),
             is_active: true,
-            tax_rate_id: 5,
+            tax_rate_id: VatRate::GENERAL,
             cost: Cents::ZERO,
             markup: None,
         }

@@ -342,6 +342,23 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// An optional VAT rate, given by its code: a whole number the tax authority's table holds.
+    pub fn optional_vat_rate(&mut self, name: &str) -> Option<events::domain::VatRate> {
+        let value = self.raw(name)?;
+        let Some(code) = value.as_i64() else {
+            let message = if value.is_number() { "must be a whole number" } else { "must be a number" };
+            self.fail(name, "invalid_type", message);
+            return None;
+        };
+        match events::domain::VatRate::from_code(code) {
+            Ok(rate) => Some(rate),
+            Err(error) => {
+                self.fail(name, "invalid_value", format!("{error} (see /api/v1/tax-rates)"));
+                None
+            }
+        }
+    }
+
     /// A required whole number within `min..=max`.
     pub fn required_int(&mut self, name: &str, min: i64, max: i64) -> Option<i64> {
         if self.object.is_some() && self.raw(name).is_none() {

@@ -4,8 +4,8 @@
 
 use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
-use events::catalogue::{PriceListEvent, RecordEvent, vat_hundredths};
-use events::domain::{Adjustment, Cents, Percentage};
+use events::catalogue::{PriceListEvent, RecordEvent};
+use events::domain::{Adjustment, Cents, VatRate};
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -122,7 +122,7 @@ pub struct PriceInput {
     pub product_id: Uuid,
     pub is_active: bool,
     pub base_price: Cents,
-    pub tax_rate_id: i32,
+    pub tax_rate_id: VatRate,
     pub explicit_price: Option<Cents>,
 }
 
@@ -150,25 +150,17 @@ pub struct ListedPrice {
 /// The price of `input` under `list`. Explicit prices are stated in the list's own basis (VAT included
 /// when the list is tax-inclusive); computed prices start from the base price, which is before VAT.
 pub fn price_of(list: &PriceListRow, input: &PriceInput) -> Option<ListedPrice> {
-    let vat = Percentage::from_hundredths(vat_hundredths(input.tax_rate_id)?).ok()?;
+    let vat = input.tax_rate_id;
     if let Some(unit_price) = input.explicit_price {
-        let net_price = if list.tax_inclusive { net_of(unit_price, vat) } else { unit_price };
+        let net_price = if list.tax_inclusive { vat.net_of(unit_price) } else { unit_price };
         return Some(ListedPrice { unit_price, net_price, provenance: Provenance::Manual });
     }
     if !list.is_automatic || input.base_price <= Cents::ZERO {
         return None;
     }
     let net_price = list.adjustment_hundredths.unwrap_or_default().apply_to(input.base_price)?.max(Cents::ZERO);
-    let unit_price = if list.tax_inclusive { net_price.checked_add(vat.apply_to(net_price))? } else { net_price };
+    let unit_price = if list.tax_inclusive { vat.gross_of(net_price)? } else { net_price };
     Some(ListedPrice { unit_price, net_price, provenance: Provenance::Automatic })
-}
-
-/// The amount before VAT of a VAT-inclusive amount, rounded half up: never larger than `gross`.
-fn net_of(gross: Cents, vat: Percentage) -> Cents {
-    let scaled = i128::from(gross.get()) * 10_000;
-    let divisor = 10_000 + i128::from(vat.hundredths());
-    let net = (scaled * 2 + divisor) / (divisor * 2);
-    Cents::of(i64::try_from(net).expect("at most the gross amount, which is in range"))
 }
 
 /// A page of the price inputs of a list's variants in id order after `after` (`active` filters on the
@@ -245,7 +237,7 @@ mod tests {
 
     fn input(base_price: i64, explicit_price: Option<i64>) -> PriceInput {
         let (base_price, explicit_price) = (Cents::of(base_price), explicit_price.map(Cents::of));
-        PriceInput { product_id: Uuid::nil(), is_active: true, base_price, tax_rate_id: 5, explicit_price }
+        PriceInput { product_id: Uuid::nil(), is_active: true, base_price, tax_rate_id: VatRate::GENERAL, explicit_price }
     }
 
     #[test]

@@ -151,7 +151,7 @@ pub struct ProductRow {
     pub currency: String,
     pub cost: events::domain::Cents,
     pub price: events::domain::Cents,
-    pub tax_rate_id: i32,
+    pub tax_rate_id: events::domain::VatRate,
     pub stock_minimum: Option<i64>,
     pub default_supplier_id: Option<Uuid>,
     pub default_supplier_name: Option<String>,

@@ -336,11 +336,11 @@ fn check_amounts(class: Option<Class>, detail: &DetRequest, blocking: &mut Vec<M
             if amount < 0 {
                 refuse(10021, "El campo Importe en AlicIva debe ser mayor o igual a 0.");
             }
-            match events::catalogue::vat_hundredths(line.code) {
-                None => refuse(10019, "El campo Id en AlicIva debe ser un valor devuelto por FEParamGetTiposIva."),
+            match events::domain::VatRate::from_code(i64::from(line.code)) {
+                Err(_) => refuse(10019, "El campo Id en AlicIva debe ser un valor devuelto por FEParamGetTiposIva."),
                 // amount = base × rate within a cent, compared in ten-thousandths of a cent.
-                Some(hundredths) => {
-                    if (amount * 10_000 - base * i128::from(hundredths)).abs() > TOLERANCE * 10_000 {
+                Ok(rate) => {
+                    if (amount * 10_000 - base * i128::from(rate.hundredths())).abs() > TOLERANCE * 10_000 {
                         refuse(10051, "Los importes informados en AlicIva no se corresponden con el tipo de IVA.");
                     }
                 }

@@ -21,7 +21,7 @@ use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
-use commands::orders::{OrderCommand, OrderOutcome, READ_ONLY, net_of, parse_order, parse_patch};
+use commands::orders::{OrderCommand, OrderOutcome, READ_ONLY, parse_order, parse_patch};
 use commands::protocol::{Command, CommandKind};
 use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus, ar_date};
 use events::domain::{Quantity, Scope};
@@ -195,11 +195,11 @@ impl OrderData {
                     name: l.name.clone().into(),
                     quantity: l.quantity.into(),
                     unit_price: if o.prices_include_tax {
-                        net_of(l.unit_price, l.tax_rate_id).get()
+                        l.tax_rate_id.net_of(l.unit_price).get()
                     } else {
                         l.unit_price.get()
                     },
-                    tax_rate_id: l.tax_rate_id,
+                    tax_rate_id: l.tax_rate_id.code(),
                     warehouse_id: warehouse.into(),
                     discount: l.discount.map(QuoteDiscountData::from).into(),
                     reserved: held.into(),

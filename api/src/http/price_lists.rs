@@ -24,7 +24,6 @@ use bytes::Bytes;
 use commands::price_lists::{PriceList, parse_price_list};
 use commands::protocol::{Command, CommandKind};
 use commands::records::RecordCommand;
-use events::catalogue::vat_percentage;
 use events::domain::Scope;
 use poem::http::StatusCode;
 use poem::web::Data;
@@ -207,8 +206,8 @@ impl PriceEntryData {
             unit_price: listed.as_ref().map(|l| l.unit_price.get()).into(),
             tax_basis: if list.tax_inclusive { "tax_included" } else { "tax_excluded" }.into(),
             tax_rate: PriceTaxRate {
-                id: input.tax_rate_id,
-                value: vat_percentage(input.tax_rate_id).unwrap_or_default(),
+                id: input.tax_rate_id.code(),
+                value: input.tax_rate_id.percent(),
             },
             provenance: PriceProvenance {
                 source: listed

@@ -31,7 +31,7 @@ use commands::products::{
 };
 use commands::protocol::{Command, CommandKind};
 use commands::tags::Taggable;
-use events::catalogue::{Metafield, OptionValue, vat_percentage};
+use events::catalogue::{Metafield, OptionValue};
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
@@ -365,7 +365,7 @@ impl ProductData {
             currency: row.currency,
             cost: row.cost.get(),
             price: row.price.get(),
-            tax_rate: TaxRateRef { id: row.tax_rate_id, value: vat_percentage(row.tax_rate_id).unwrap_or_default() },
+            tax_rate: TaxRateRef { id: row.tax_rate_id.code(), value: row.tax_rate_id.percent() },
             stock_minimum: row.stock_minimum.into(),
             default_supplier: row
                 .default_supplier_id

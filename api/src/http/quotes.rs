@@ -183,7 +183,7 @@ impl QuoteData {
                     product_id: l.variant_id,
                     quantity: l.quantity.into(),
                     unit_price: l.unit_price.get(),
-                    tax_rate_id: l.tax_rate_id,
+                    tax_rate_id: l.tax_rate_id.code(),
                     warehouse_id: l.warehouse_id.into(),
                     discount: l.discount.map(QuoteDiscountData::from).into(),
                 })

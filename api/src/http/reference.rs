@@ -13,6 +13,7 @@ use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
+use events::domain::VatRate;
 use poem::web::Data;
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
 use poem_openapi::{Enum, Object};
@@ -257,16 +258,15 @@ routes! {
 
 /// The VAT rates by code.
 async fn tax_rates(call: &Call<'_>, params: PageParams) -> Result<Bytes, ApiError> {
-    let items = events::catalogue::VAT_RATES
-        .iter()
-        .map(|(code, hundredths, description)| {
+    let items = VatRate::all()
+        .map(|rate| {
             let item = TaxRateReference {
                 object: "tax_rate_reference".into(),
-                code: *code,
-                percentage: *hundredths as f64 / 100.0,
-                description: (*description).into(),
+                code: rate.code(),
+                percentage: rate.percent(),
+                description: rate.description().into(),
             };
-            (*code, item)
+            (rate.code(), item)
         })
         .collect();
     static_page(call, "/api/v1/tax-rates", items, params)
@@ -297,9 +297,9 @@ mod tests {
 
     #[test]
     fn reference_data_matches_the_fiscal_reference() {
-        assert_eq!(events::catalogue::vat_percentage(5), Some(21.0));
-        assert_eq!(events::catalogue::vat_percentage(4), Some(10.5));
-        assert_eq!(events::catalogue::vat_percentage(7), None);
+        assert_eq!(VatRate::from_code(5).map(VatRate::percent), Ok(21.0));
+        assert_eq!(VatRate::from_code(4).map(VatRate::percent), Ok(10.5));
+        assert!(VatRate::from_code(7).is_err());
         let codes: Vec<i32> = VOUCHER_TYPES.iter().map(|v| v.0).collect();
         assert!(codes.windows(2).all(|w| w[0] < w[1]), "sorted by code");
         assert!(codes.contains(&90) && codes.contains(&213));

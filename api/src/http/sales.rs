@@ -319,7 +319,7 @@ impl SaleData {
                     quantity: l.quantity.into(),
                     unit_price: l.unit_price.get(),
                     unit_cost: l.unit_cost.map(events::domain::Cents::get).into(),
-                    tax_rate_id: l.tax_rate_id,
+                    tax_rate_id: l.tax_rate_id.code(),
                     discount_percentage: l.discount_hundredths.map(|p| p.to_string()).into(),
                     product: l
                         .variant_id
@@ -335,7 +335,7 @@ impl SaleData {
             vat_breakdown: sale
                 .vat
                 .iter()
-                .map(|v| SaleVatData { code: v.code, base: v.base.get(), amount: v.amount.get() })
+                .map(|v| SaleVatData { code: v.code.code(), base: v.base.get(), amount: v.amount.get() })
                 .collect(),
             payments: sale
                 .payments

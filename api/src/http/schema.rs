@@ -522,7 +522,7 @@ schema_only!(
     VatCode,
     MetaSchema {
         format: Some("int32"),
-        enum_items: [3, 4, 5, 6, 8, 9].into_iter().map(Value::from).collect(),
+        enum_items: events::domain::VatRate::all().map(|rate| Value::from(rate.code())).collect(),
         ..MetaSchema::new("integer")
     }
 );

@@ -26,9 +26,9 @@ use crate::tax::PriceBasis;
 use crate::validate::{FieldEdit, FieldError, ObjectReader};
 use events::catalogue::{
     FulfillmentStatus, OrderEvent, OrderLine, OrderReservation, OrderState, OrderStatus, QuoteDiscount, QuoteState,
-    ReservedLine, vat_hundredths,
+    ReservedLine,
 };
-use events::domain::{Cents, Quantity};
+use events::domain::{Cents, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -37,8 +37,6 @@ use uuid::Uuid;
 
 /// The most lines one order lists.
 pub const MAX_LINES: usize = 200;
-/// The VAT code of a free-text line that names none: 21%.
-pub const DEFAULT_VAT_CODE: i32 = 5;
 /// The date an order's reservation holds through when it names none: until the order closes.
 pub const UNTIL_CLOSED: Date = time::macros::date!(9999 - 12 - 31);
 
@@ -81,7 +79,7 @@ pub struct LineInput {
     pub name: Option<String>,
     pub quantity: Quantity,
     pub unit_price: Cents,
-    pub tax_rate_id: Option<i32>,
+    pub tax_rate_id: Option<VatRate>,
     pub discount: Option<QuoteDiscount>,
 }
 
@@ -193,12 +191,7 @@ fn read_lines(r: &mut ObjectReader, body_lines: &[Value]) -> Vec<LineInput> {
         }
         let quantity = line.required_quantity("quantity", true);
         let unit_price = line.required_cents("unit_price");
-        let tax_rate_id = line.optional_int("tax_rate_id", 1, 99).map(|c| c as i32);
-        if let Some(code) = tax_rate_id
-            && vat_hundredths(code).is_none()
-        {
-            line.reject("tax_rate_id", "invalid_value", "is not a VAT rate code");
-        }
+        let tax_rate_id = line.optional_vat_rate("tax_rate_id");
         let discount = read_discount(&mut line, &path);
         r.errors.append(&mut line.errors);
         if let (Some(quantity), Some(unit_price)) = (quantity, unit_price) {
@@ -341,26 +334,6 @@ fn closed(order: &OrderState, what: &str) -> Rejection {
     )
 }
 
-/// Round half away from zero of `numerator / denominator` (positive denominator).
-fn div_round(numerator: i128, denominator: i128) -> i128 {
-    let (q, r) = (numerator / denominator, numerator % denominator);
-    if 2 * r.abs() >= denominator { q + numerator.signum() } else { q }
-}
-
-/// The net of a VAT-inclusive amount at `code`'s rate, rounded half away from zero.
-pub fn net_of(gross: Cents, code: i32) -> Cents {
-    let h = i128::from(vat_hundredths(code).unwrap_or(0));
-    let net = div_round(i128::from(gross.get()) * 10_000, 10_000 + h);
-    Cents::new(net as i64).unwrap_or(gross)
-}
-
-/// The VAT-inclusive amount of a net one at `code`'s rate, rounded half away from zero.
-pub fn gross_of(net: Cents, code: i32) -> Option<Cents> {
-    let h = i128::from(vat_hundredths(code).unwrap_or(0));
-    let gross = div_round(i128::from(net.get()) * (10_000 + h), 10_000);
-    i64::try_from(gross).ok().and_then(|g| Cents::new(g).ok())
-}
-
 /// The amounts of `lines` with `global` off, on the order's price basis.
 fn priced(mut order: OrderState) -> Result<OrderState, Rejection> {
     let basis = if order.prices_include_tax { PriceBasis::Gross } else { PriceBasis::Net };
@@ -450,13 +423,13 @@ fn build_lines(
             .tax_rate_id
             .or(fact.map(|f| f.tax_rate_id))
             .or(existing.map(|l| l.tax_rate_id))
-            .unwrap_or(DEFAULT_VAT_CODE);
+            .unwrap_or(VatRate::GENERAL);
         // Lines carry net prices on the wire; an order made with VAT-inclusive prices keeps an
         // untouched line's stored price exactly.
         let unit_price = match (prices_include_tax, existing) {
             (false, _) => item.unit_price,
-            (true, Some(line)) if net_of(line.unit_price, line.tax_rate_id) == item.unit_price => line.unit_price,
-            (true, _) => match gross_of(item.unit_price, code) {
+            (true, Some(line)) if line.tax_rate_id.net_of(line.unit_price) == item.unit_price => line.unit_price,
+            (true, _) => match code.gross_of(item.unit_price) {
                 Some(gross) => gross,
                 None => {
                     errors.push(FieldError::new(format!("lines[{i}].unit_price"), "out_of_range", "is too large"));
@@ -822,13 +795,5 @@ mod tests {
         facts.current = Some(OrderState { status: OrderStatus::Completed, ..order });
         let closed = decide(&OrderCommand::EditNotes { id, notes: None }, &facts).expect_err("closed");
         assert!(matches!(closed, Rejection::StateConflict { .. }));
-    }
-
-    #[test]
-    fn vat_inclusive_prices_turn_net_and_back_exactly_for_untouched_lines() {
-        assert_eq!(net_of(Cents::of(1210), 5), Cents::of(1000));
-        assert_eq!(gross_of(Cents::of(1000), 5), Some(Cents::of(1210)));
-        assert_eq!(net_of(Cents::of(1000), 5), Cents::of(826));
-        assert_eq!(gross_of(Cents::of(826), 5), Some(Cents::of(999)), "so a kept line keeps its stored price");
     }
 }

@@ -13,7 +13,7 @@ use events::catalogue::{
     ComboComponent, Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductUpdated,
     SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
-use events::domain::{Adjustment, Cents, Quantity};
+use events::domain::{Adjustment, Cents, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -243,14 +243,7 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let category_id = r.optional_uuid("categoryId");
     let oem_code = r.optional_str("oemCode", 60);
     let currency = r.optional_enum("currency", &["PES"]).unwrap_or_else(|| "PES".to_owned());
-    let tax_rate_id = match r.optional_count("taxRateId", 99) {
-        Some(code) if events::catalogue::vat_hundredths(code as i32).is_some() => code as i32,
-        Some(_) => {
-            r.reject("taxRateId", "invalid_value", "is not a VAT rate code (see /api/v1/reference/tax-rates)");
-            5
-        }
-        None => 5,
-    };
+    let tax_rate_id = r.optional_vat_rate("taxRateId").unwrap_or(VatRate::GENERAL);
     let stock_minimum = r.optional_count("stockMinimum", 1_000_000_000);
     let default_supplier_id = r.optional_uuid("defaultSupplierId");
     let product_type = r.optional_enum("productType", PRODUCT_TYPES).unwrap_or_else(|| "product".to_owned());

@@ -15,7 +15,7 @@ use crate::aggregate::{BusinessDetail, Rejection};
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
 use events::catalogue::{CostUpdate, PurchaseAmounts, PurchaseLine, StockChange, iso_date, iso_date_option};
-use events::domain::{Cents, ExchangeRate, Quantity};
+use events::domain::{Cents, ExchangeRate, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -35,7 +35,7 @@ pub struct ItemInput {
     /// Of the purchase's currency.
     pub unit_cost: Cents,
     /// The product's VAT rate when omitted.
-    pub tax_rate_id: Option<i32>,
+    pub tax_rate_id: Option<VatRate>,
 }
 
 /// A purchase as sent (after the parser's checks of each field on its own).
@@ -175,12 +175,7 @@ pub fn parse_items(r: &mut ObjectReader<'_>) -> Vec<ItemInput> {
         let variant_id = line.required_uuid("productId");
         let quantity = line.required_quantity("quantity", true);
         let unit_cost = line.required_cents("unitCost");
-        let tax_rate_id = line.optional_int("taxRateId", 0, 99).map(|c| c as i32);
-        if let Some(code) = tax_rate_id
-            && events::catalogue::vat_hundredths(code).is_none()
-        {
-            line.reject("taxRateId", "invalid_value", "must be a VAT rate code (see /api/v1/tax-rates)");
-        }
+        let tax_rate_id = line.optional_vat_rate("taxRateId");
         r.errors.append(&mut line.errors);
         if let (Some(variant_id), Some(quantity), Some(unit_cost)) = (variant_id, quantity, unit_cost) {
             items.push(ItemInput { variant_id, quantity, unit_cost, tax_rate_id });
@@ -272,7 +267,7 @@ pub fn price_lines(
     let mut errors = Vec::new();
     let mut lines = Vec::with_capacity(items.len());
     for item in items {
-        let code = item.tax_rate_id.or_else(|| facts.get(&item.variant_id).map(|f| f.tax_rate_id)).unwrap_or(5);
+        let code = item.tax_rate_id.or_else(|| facts.get(&item.variant_id).map(|f| f.tax_rate_id)).unwrap_or(VatRate::GENERAL);
         lines.push(tax::Line { quantity: item.quantity, unit_price: item.unit_cost, vat_code: code, discount: None });
     }
     let computed = tax::compute(PriceBasis::of_voucher(voucher_type), &lines, &tax::Adjustments::default())

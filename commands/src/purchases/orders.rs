@@ -348,7 +348,7 @@ async fn receive(
 mod tests {
     use super::*;
     use events::catalogue::{PurchaseAmounts, PurchaseLine};
-    use events::domain::Quantity;
+    use events::domain::{Quantity, VatRate};
 
     fn order(lines: &[(Uuid, &str)]) -> PurchaseOrder {
         let now = OffsetDateTime::now_utc();
@@ -367,7 +367,7 @@ mod tests {
                     variant_id: *v,
                     quantity: q.parse().expect("q"),
                     unit_cost: events::domain::Cents::of(100),
-                    tax_rate_id: 5,
+                    tax_rate_id: VatRate::GENERAL,
                     net: events::domain::Cents::of(0),
                     vat: events::domain::Cents::of(0),
                     total: events::domain::Cents::of(0),

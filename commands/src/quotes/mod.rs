@@ -30,7 +30,7 @@ use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
     QuoteDiscount, QuoteEvent, QuoteLine, QuoteReservation, QuoteState, QuoteStatus, ReservedLine, iso_date_option,
 };
-use events::domain::{Cents, Percentage};
+use events::domain::{Cents, Percentage, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -232,7 +232,7 @@ pub(crate) fn read_discount(line: &mut ObjectReader, path: &str) -> Option<Quote
 pub(crate) fn tax_line(
     quantity: events::domain::Quantity,
     unit_price: Cents,
-    vat_code: i32,
+    vat_code: VatRate,
     discount: Option<QuoteDiscount>,
 ) -> tax::Line {
     let discount = discount.map(|discount| match discount {
@@ -421,8 +421,8 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
         return Err(Rejection::Invalid { errors });
     }
     reject_fields(errors)?;
-    let codes: Vec<i32> =
-        input.items.iter().map(|i| products.get(&i.variant_id).map_or(5, |f| f.tax_rate_id)).collect();
+    let codes: Vec<VatRate> =
+        input.items.iter().map(|i| products.get(&i.variant_id).map_or(VatRate::GENERAL, |f| f.tax_rate_id)).collect();
     let lines: Vec<tax::Line> = input
         .items
         .iter()

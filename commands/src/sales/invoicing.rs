@@ -108,7 +108,7 @@ pub fn voucher_request(
     let vat_lines = if without_vat {
         Vec::new()
     } else {
-        sale.vat.iter().map(|v| VatLine { code: v.code, base: v.base, amount: v.amount }).collect()
+        sale.vat.iter().map(|v| VatLine { code: v.code.code(), base: v.base, amount: v.amount }).collect()
     };
     let services = sale.concept != 1;
     Ok(VoucherRequest {

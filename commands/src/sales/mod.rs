@@ -28,7 +28,7 @@ use events::catalogue::{
     FiscalStatus, OrderEvent, OrderState, OrderStatus, SaleCustomer, SaleFiscal, SaleLine, SalePayment, SaleRecorded,
     SaleVat, StockLine, iso_date, iso_date_option,
 };
-use events::domain::{Cents, Percentage, Quantity};
+use events::domain::{Cents, Percentage, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -121,7 +121,7 @@ pub struct LineInput {
     pub name: Option<String>,
     pub quantity: Quantity,
     pub unit_price: Cents,
-    pub tax_rate_id: Option<i32>,
+    pub tax_rate_id: Option<VatRate>,
     pub unit_cost: Option<Cents>,
     #[serde(default, with = "events::domain::hundredths_option")]
     pub discount_hundredths: Option<Percentage>,
@@ -313,12 +313,7 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
         }
         let quantity = line.required_quantity("quantity", true);
         let unit_price = line.required_cents("unitPrice");
-        let tax_rate_id = line.optional_int("taxRateId", 0, 99).map(|c| c as i32);
-        if let Some(code) = tax_rate_id
-            && events::catalogue::vat_hundredths(code).is_none()
-        {
-            line.reject("taxRateId", "invalid_value", "must be a VAT rate code (see /api/v1/tax-rates)");
-        }
+        let tax_rate_id = line.optional_vat_rate("taxRateId");
         let unit_cost = line.value("unitCost").and_then(|_| line.required_cents("unitCost"));
         let discount_hundredths = percentage(&mut line, "discountPercentage");
         let order_line_id = line.optional_uuid("orderLineId");
@@ -471,7 +466,7 @@ pub fn price_basis(input: &SaleInput, prices_include_tax: bool) -> PriceBasis {
 }
 
 /// The canonical amounts of a sale's lines.
-pub fn compute(input: &SaleInput, basis: PriceBasis, codes: &[i32]) -> Result<tax::Computed, Vec<FieldError>> {
+pub fn compute(input: &SaleInput, basis: PriceBasis, codes: &[VatRate]) -> Result<tax::Computed, Vec<FieldError>> {
     let mut lines = Vec::with_capacity(input.items.len());
     for (item, code) in input.items.iter().zip(codes) {
         let unit_price = item.unit_price;
@@ -680,7 +675,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         }
         let group = fact.and_then(|f| groups.get(&f.group_id)).map(|state| &state.group);
         let variant = item.variant_id.and_then(|v| group.and_then(|g| g.variants.iter().find(|x| x.id == v)));
-        let code = item.tax_rate_id.or(fact.map(|f| f.tax_rate_id)).unwrap_or(5);
+        let code = item.tax_rate_id.or(fact.map(|f| f.tax_rate_id)).unwrap_or(VatRate::GENERAL);
         codes.push(code);
         lines.push((
             item,

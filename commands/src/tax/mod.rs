@@ -17,8 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use events::catalogue::vat_hundredths;
-use events::domain::{Cents, Percentage, Quantity};
+use events::domain::{Cents, Percentage, Quantity, VatRate};
 use serde::Serialize;
 
 #[cfg(test)]
@@ -67,8 +66,8 @@ pub struct Line {
     pub quantity: Quantity,
     /// Not negative; net or gross by the document's [`PriceBasis`].
     pub unit_price: Cents,
-    /// A code of the VAT rate table (`events::catalogue::VAT_RATES`).
-    pub vat_code: i32,
+    /// The line's VAT rate.
+    pub vat_code: VatRate,
     /// The line's own discount, applied before the global one.
     pub discount: Option<Discount>,
 }
@@ -103,7 +102,7 @@ pub struct LineAmounts {
 /// The lines of one VAT rate added up: one entry of the authority's `Iva` list (`AlicIva`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct VatAmount {
-    pub code: i32,
+    pub code: VatRate,
     /// The rate's taxed net (`BaseImp`).
     pub base: Cents,
     /// The VAT at that rate (`Importe`).
@@ -139,8 +138,6 @@ pub struct Computed {
 /// offence found is reported (field-by-field reporting belongs to the parsers in front of this).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TaxError {
-    #[error("line {line}: {code} is not a known VAT rate code")]
-    UnknownVatCode { line: usize, code: i32 },
     #[error("line {line}: the quantity must be greater than zero")]
     QuantityNotPositive { line: usize },
     #[error("line {line}: the unit price must not be negative")]
@@ -181,7 +178,7 @@ pub fn compute(basis: PriceBasis, lines: &[Line], adjustments: &Adjustments) -> 
     let shares = share_out(global, &afters)?;
 
     let mut amounts = Vec::with_capacity(lines.len());
-    let mut breakdown: BTreeMap<i32, (i128, i128)> = BTreeMap::new();
+    let mut breakdown: BTreeMap<VatRate, (i128, i128)> = BTreeMap::new();
     let (mut net_sum, mut vat_sum, mut line_discounts) = (0i128, 0i128, 0i128);
     for (index, (line, share)) in discounted.iter().zip(shares).enumerate() {
         let left = line.after - share;
@@ -232,7 +229,7 @@ pub fn compute(basis: PriceBasis, lines: &[Line], adjustments: &Adjustments) -> 
 
 /// A line after steps 1 and 2, with its rate looked up.
 struct Discounted {
-    code: i32,
+    code: VatRate,
     rate: i64,
     amount: i128,
     discount: i128,
@@ -247,7 +244,7 @@ fn discount_line(index: usize, line: &Line) -> Result<Discounted, TaxError> {
     if line.unit_price.is_negative() {
         return Err(TaxError::NegativeUnitPrice { line: index });
     }
-    let rate = vat_hundredths(line.vat_code).ok_or(TaxError::UnknownVatCode { line: index, code: line.vat_code })?;
+    let rate = line.vat_code.hundredths();
     let amount = line.quantity.checked_mul_cents(line.unit_price).ok_or(TaxError::LineOutOfRange { line: index })?;
     let discount = match line.discount {
         None => Cents::ZERO,

@@ -98,7 +98,6 @@ catalogue! {
     stock,
     tag,
     treasury,
-    vat,
     webhook,
 }
 

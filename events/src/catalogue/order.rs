@@ -8,7 +8,7 @@
 //! open order changes. `fulfillment_status` follows the delivered quantities.
 
 use super::quote::QuoteDiscount;
-use crate::domain::{Cents, Quantity};
+use crate::domain::{Cents, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::Date;
@@ -78,7 +78,7 @@ pub struct OrderLine {
     pub quantity: Quantity,
     /// Net of VAT, in cents.
     pub unit_price: Cents,
-    pub tax_rate_id: i32,
+    pub tax_rate_id: VatRate,
     /// Where the line's goods leave from (and are reserved in); none: the order's
     /// `assigned_warehouse_id`.
     pub warehouse_id: Option<Uuid>,

@@ -2,13 +2,13 @@
 //! carries the group's whole state after it, so subscribers (read models, the webhook sender) need no
 //! history; updates also name, per variant, the public fields that changed.
 
-use crate::domain::{Adjustment, Cents, Quantity};
+use crate::domain::{Adjustment, Cents, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 /// Fields every variant of a group shares.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SharedFields {
     pub name: String,
     pub description: Option<String>,
@@ -17,7 +17,7 @@ pub struct SharedFields {
     /// Always `PES` (Argentine pesos).
     pub currency: String,
     /// A VAT rate code of the tax authority (5 is 21%).
-    pub tax_rate_id: i32,
+    pub tax_rate_id: VatRate,
     pub stock_minimum: Option<i64>,
     pub default_supplier_id: Option<Uuid>,
     pub product_type: String,
@@ -75,7 +75,7 @@ pub struct Metafield {
 }
 
 /// The whole stored state of a variant group.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProductGroup {
     pub shared: SharedFields,
     /// Option names (empty for a single product).
@@ -253,7 +253,7 @@ pub fn public_product(group_id: Uuid, group: &ProductGroup, variant: &Variant) -
         "promotional_price": Value::Null,
         "markup_percentage": shared.markup_hundredths.map(|markup| markup.to_string()),
         "tax_rate_id": shared.tax_rate_id,
-        "is_exempt": shared.tax_rate_id == 3,
+        "is_exempt": shared.tax_rate_id == VatRate::ZERO,
         "product_type": shared.product_type,
         "visibility": "visible",
         "is_active": variant.is_active,
@@ -294,11 +294,16 @@ mod tests {
         ProductGroup {
             shared: SharedFields {
                 name: "Remera".into(),
+                description: None,
+                category_id: None,
+                oem_code: None,
                 currency: "PES".into(),
-                tax_rate_id: 5,
+                tax_rate_id: VatRate::GENERAL,
+                stock_minimum: None,
+                default_supplier_id: None,
                 product_type: "product".into(),
                 markup_hundredths: None,
-                ..SharedFields::default()
+                components: Vec::new(),
             },
             options: vec!["Talle".into()],
             variants: vec![Variant {

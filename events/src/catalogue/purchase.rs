@@ -4,7 +4,7 @@
 //! raise stock list their [`StockChange`]s with the on-hand each left, like every stock event.
 
 use super::stock::{StockChange, StockLine, iso_date, iso_date_option};
-use crate::domain::{Cents, ExchangeRate, Quantity};
+use crate::domain::{Cents, ExchangeRate, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use time::{Date, OffsetDateTime};
@@ -18,7 +18,7 @@ pub struct PurchaseLine {
     pub quantity: Quantity,
     /// Cents of the document's currency: net of VAT on A vouchers, VAT included otherwise.
     pub unit_cost: Cents,
-    pub tax_rate_id: i32,
+    pub tax_rate_id: VatRate,
     pub net: Cents,
     pub vat: Cents,
     pub total: Cents,
@@ -344,7 +344,7 @@ mod tests {
             variant_id: variant,
             quantity: "2.5".parse().expect("q"),
             unit_cost: Cents::of(1000),
-            tax_rate_id: 5,
+            tax_rate_id: VatRate::GENERAL,
             net: Cents::of(2500),
             vat: Cents::of(525),
             total: Cents::of(3025),

@@ -4,7 +4,7 @@
 //! (`stock_reservation`) and changes in the same transactions.
 
 use super::stock::{iso_date, iso_date_option};
-use crate::domain::{Cents, Percentage, Quantity};
+use crate::domain::{Cents, Percentage, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
@@ -52,7 +52,7 @@ pub struct QuoteLine {
     pub variant_id: Uuid,
     pub quantity: Quantity,
     pub unit_price: Cents,
-    pub tax_rate_id: i32,
+    pub tax_rate_id: VatRate,
     pub warehouse_id: Option<Uuid>,
     pub discount: Option<QuoteDiscount>,
 }

@@ -3,7 +3,7 @@
 //! tax authority when that came later (issued, deferred again, or finally rejected).
 
 use super::stock::{StockChange, iso_date, iso_date_option};
-use crate::domain::{Cents, Percentage, Quantity};
+use crate::domain::{Cents, Percentage, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::Date;
@@ -66,7 +66,7 @@ pub struct SaleLine {
     pub quantity: Quantity,
     pub unit_price: Cents,
     pub unit_cost: Option<Cents>,
-    pub tax_rate_id: i32,
+    pub tax_rate_id: VatRate,
     #[serde(default, with = "crate::domain::hundredths_option")]
     pub discount_hundredths: Option<Percentage>,
     /// Where its stock moved (product lines).
@@ -85,7 +85,7 @@ pub struct SaleLine {
 /// VAT by rate code.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SaleVat {
-    pub code: i32,
+    pub code: VatRate,
     pub base: Cents,
     pub amount: Cents,
 }

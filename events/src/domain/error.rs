@@ -25,6 +25,9 @@ pub enum DomainError {
     /// A scope string that names no scope the service knows.
     #[error("must be a known scope, not {0:?}")]
     UnknownScope(String),
+    /// A VAT rate code the tax authority's table does not hold.
+    #[error("must be a VAT rate code (3, 4, 5, 6, 8 or 9), not {0}")]
+    UnknownVatCode(i64),
 }
 
 /// The client's own text, cut short so that a huge input does not come back in full in the answer.

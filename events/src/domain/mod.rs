@@ -13,6 +13,7 @@
 //! - [`Percentage`] is written as a JSON number (`15`, `12.5`) and read from a number or a string.
 //! - [`Adjustment`] is written as its integer hundredths of a percent (`1050` for +10.5%).
 //! - [`Scope`] is its `resource:access` string.
+//! - [`VatRate`] is the tax authority's integer code (`5` for 21%).
 
 mod adjustment;
 mod cents;
@@ -22,6 +23,7 @@ mod percentage;
 mod quantity;
 mod rate;
 mod scope;
+mod vat;
 
 pub use adjustment::Adjustment;
 pub use cents::Cents;
@@ -30,6 +32,7 @@ pub use percentage::{Percentage, hundredths, hundredths_option};
 pub use quantity::Quantity;
 pub use rate::ExchangeRate;
 pub use scope::Scope;
+pub use vat::VatRate;
 
 /// `sqlx` reads and writes a newtype kept as an `i64` (`$get` gives it, `$new` checks it back) as a
 /// `bigint` column, and arrays of it: a stored value the type refuses is a decoding error.

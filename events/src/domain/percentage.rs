@@ -38,6 +38,13 @@ impl Percentage {
         Self::from_i128(i128::from(hundredths)).ok_or_else(|| out_of_range(&super::hundredths_text(hundredths)))
     }
 
+    /// A percentage from hundredths known to be in range, in a constant (the VAT table's rates), where
+    /// the bound is checked when the crate compiles.
+    pub(super) const fn of_hundredths(hundredths: u16) -> Self {
+        assert!(hundredths <= Self::MAX_HUNDREDTHS);
+        Percentage(hundredths)
+    }
+
     /// A percentage from a JSON number or a string holding a decimal (`15`, `12.5`, `"0.25"`),
     /// refusing more than two decimal places, other shapes and values outside 0 to 100. Text is
     /// trimmed first, as every text field of a request is.

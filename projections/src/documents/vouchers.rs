@@ -2,8 +2,8 @@
 //! fiscal profile: the one place the commercial read models turn into [`VoucherDocument`]s.
 
 use super::{Authorization, DocumentLine, ExchangeRate, Party, QrData, VatLine, VoucherDocument};
-use events::catalogue::{FiscalStatus, PurchaseRecorded, SaleRecorded, vat_percentage};
-use events::domain::Quantity;
+use events::catalogue::{FiscalStatus, PurchaseRecorded, SaleRecorded};
+use events::domain::{Quantity, VatRate};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -42,8 +42,9 @@ pub async fn issuer(conn: &mut PgConnection, org_id: Uuid) -> Result<Party, sqlx
     }))
 }
 
-fn vat_label(code: i32) -> Option<String> {
-    vat_percentage(code).map(|p| format!("{}%", p.to_string().replace('.', ",")))
+/// A rate as the voucher prints it: `21%`, `10,5%`.
+fn vat_label(rate: VatRate) -> String {
+    format!("{}%", rate.percentage().to_string().replace('.', ","))
 }
 
 fn title(kind: &str) -> &'static str {
@@ -78,7 +79,7 @@ pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocum
                 let (whole, fraction) = (p.hundredths() / 100, p.hundredths() % 100);
                 if fraction == 0 { format!("{whole}%") } else { format!("{whole},{fraction:02}%") }
             }),
-            vat_label: vat_label(l.tax_rate_id),
+            vat_label: Some(vat_label(l.tax_rate_id)),
             amount_cents: l.total,
         })
         .collect();
@@ -87,7 +88,7 @@ pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocum
         sale.vat
             .iter()
             .map(|v| VatLine {
-                label: format!("IVA {}", vat_label(v.code).unwrap_or_default()),
+                label: format!("IVA {}", vat_label(v.code)),
                 base_cents: v.base,
                 amount_cents: v.amount,
             })
@@ -178,13 +179,13 @@ pub fn purchase_document(
             quantity: quantity_text(l.quantity),
             unit_price_cents: l.unit_cost,
             discount: None,
-            vat_label: vat_label(l.tax_rate_id),
+            vat_label: Some(vat_label(l.tax_rate_id)),
             amount_cents: l.total,
         })
         .collect();
     let mut vat: Vec<VatLine> = Vec::new();
     for line in &purchase.lines {
-        let label = format!("IVA {}", vat_label(line.tax_rate_id).unwrap_or_default());
+        let label = format!("IVA {}", vat_label(line.tax_rate_id));
         match vat.iter_mut().find(|v| v.label == label) {
             Some(v) => {
                 // Within the purchase's subtotal and tax, which are in range.

@@ -69,7 +69,7 @@ pub(super) fn items(lines: &[PurchaseLine], names: &HashMap<Uuid, (String, Strin
                 },
                 quantity: l.quantity.into(),
                 unit_cost: l.unit_cost.get(),
-                tax_rate_id: l.tax_rate_id,
+                tax_rate_id: l.tax_rate_id.code(),
                 net: l.net.get(),
                 vat: l.vat.get(),
                 total: l.total.get(),
