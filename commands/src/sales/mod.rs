@@ -25,8 +25,8 @@ use crate::orders::{settled, wanted};
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
 use events::catalogue::{
-    FiscalStatus, OrderEvent, OrderState, OrderStatus, SaleCustomer, SaleFiscal, SaleLine, SalePayment, SaleRecorded,
-    SaleVat, StockLine, iso_date, iso_date_option,
+    FiscalStatus, OrderEvent, OrderState, OrderStatus, SaleCustomer, SaleDiscount, SaleFiscal, SaleLine, SalePayment,
+    SaleRecorded, SaleVat, StockLine, iso_date, iso_date_option,
 };
 use events::domain::{Cents, Percentage, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
@@ -130,24 +130,6 @@ pub struct LineInput {
     pub order_line_id: Option<Uuid>,
 }
 
-/// A global discount: a percentage (stored as hundredths) or a fixed amount.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", content = "value", rename_all = "snake_case")]
-pub enum GlobalDiscount {
-    Percentage(#[serde(with = "events::domain::hundredths")] Percentage),
-    Fixed(Cents),
-}
-
-impl GlobalDiscount {
-    /// What the sale's event records of it: its type and its value, hundredths of a percent or cents.
-    fn recorded(self) -> (String, i64) {
-        match self {
-            GlobalDiscount::Percentage(p) => ("percentage".to_owned(), i64::from(p.hundredths())),
-            GlobalDiscount::Fixed(c) => ("fixed".to_owned(), c.get()),
-        }
-    }
-}
-
 /// A sale as sent, either contract.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SaleInput {
@@ -166,7 +148,7 @@ pub struct SaleInput {
     pub concept: Option<i32>,
     pub customer_id: Option<Uuid>,
     pub items: Vec<LineInput>,
-    pub discount: Option<GlobalDiscount>,
+    pub discount: Option<SaleDiscount>,
     pub exempt: Cents,
     pub non_taxed: Cents,
     /// The expected total (required by the dated contract).
@@ -335,8 +317,8 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
     let discount =
         match (r.optional_enum("discountType", &["percentage", "fixed"]).as_deref(), r.value("discountValue")) {
             (None, None) => None,
-            (Some("percentage"), Some(_)) => percentage(&mut r, "discountValue").map(GlobalDiscount::Percentage),
-            (Some(_), Some(_)) => safe_amount(&mut r, "discountValue").map(GlobalDiscount::Fixed),
+            (Some("percentage"), Some(_)) => percentage(&mut r, "discountValue").map(SaleDiscount::Percentage),
+            (Some(_), Some(_)) => safe_amount(&mut r, "discountValue").map(SaleDiscount::Fixed),
             (Some(_), None) => {
                 r.reject("discountValue", "required", "discountType needs its discountValue");
                 None
@@ -474,8 +456,8 @@ pub fn compute(input: &SaleInput, basis: PriceBasis, codes: &[VatRate]) -> Resul
         lines.push(tax::Line { quantity: item.quantity, unit_price, vat_code: *code, discount });
     }
     let global_discount = input.discount.map(|discount| match discount {
-        GlobalDiscount::Percentage(percentage) => tax::Discount::Percentage(percentage),
-        GlobalDiscount::Fixed(cents) => tax::Discount::Fixed(cents),
+        SaleDiscount::Percentage(percentage) => tax::Discount::Percentage(percentage),
+        SaleDiscount::Fixed(cents) => tax::Discount::Fixed(cents),
     });
     let adjustments = tax::Adjustments { global_discount, exempt: input.exempt, non_taxed: input.non_taxed };
     tax::compute(basis, &lines, &adjustments).map_err(|e| {
@@ -817,7 +799,6 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
             3
         }
     });
-    let (discount_type, discount_value) = input.discount.map(GlobalDiscount::recorded).unzip();
     let sale = SaleRecorded {
         contract: input.contract.clone(),
         voucher_type: input.voucher_type,
@@ -835,8 +816,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         customer: customer.unwrap_or_default(),
         prices_include_tax: facts.org.prices_include_tax,
         lines: sale_lines,
-        discount_type,
-        discount_value,
+        discount: input.discount,
         exempt: computed.exempt,
         non_taxed: computed.non_taxed,
         subtotal: computed.subtotal,

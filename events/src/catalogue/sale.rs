@@ -127,6 +127,59 @@ pub struct SaleFiscal {
     pub rejection: Vec<(i64, String)>,
 }
 
+/// A sale's global discount: a percentage of what the lines come to after their own discounts, or a
+/// fixed amount. A command carries it as `{"type": "percentage", "value": 1250}` (hundredths of a
+/// percent, or cents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum SaleDiscount {
+    Percentage(#[serde(with = "crate::domain::hundredths")] Percentage),
+    Fixed(Cents),
+}
+
+/// A sale's discount in the two fields its event has always had, `discount_type` and `discount_value`;
+/// a type without its value, a value without its type or a value out of its type's range is an error.
+mod recorded_discount {
+    use super::SaleDiscount;
+    use crate::domain::{Cents, Percentage};
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize)]
+    struct Fields<'a> {
+        discount_type: Option<&'a str>,
+        discount_value: Option<i64>,
+    }
+
+    pub fn serialize<S: Serializer>(discount: &Option<SaleDiscount>, serializer: S) -> Result<S::Ok, S::Error> {
+        let (discount_type, discount_value) = match discount {
+            None => (None, None),
+            Some(SaleDiscount::Percentage(p)) => (Some("percentage"), Some(i64::from(p.hundredths()))),
+            Some(SaleDiscount::Fixed(c)) => (Some("fixed"), Some(c.get())),
+        };
+        Fields { discount_type, discount_value }.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<SaleDiscount>, D::Error> {
+        #[derive(Deserialize)]
+        struct Owned {
+            discount_type: Option<String>,
+            discount_value: Option<i64>,
+        }
+        let Owned { discount_type, discount_value } = Owned::deserialize(deserializer)?;
+        match (discount_type.as_deref(), discount_value) {
+            (None, None) => Ok(None),
+            (Some("percentage"), Some(hundredths)) => {
+                Percentage::from_hundredths(hundredths).map(|p| Some(SaleDiscount::Percentage(p))).map_err(D::Error::custom)
+            }
+            (Some("fixed"), Some(cents)) => {
+                Cents::new(cents).map(|c| Some(SaleDiscount::Fixed(c))).map_err(D::Error::custom)
+            }
+            (kind, value) => Err(D::Error::custom(format!("discount_type {kind:?} does not go with discount_value {value:?}"))),
+        }
+    }
+}
+
 /// A sale as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SaleRecorded {
@@ -155,9 +208,10 @@ pub struct SaleRecorded {
     pub customer: SaleCustomer,
     pub prices_include_tax: bool,
     pub lines: Vec<SaleLine>,
-    /// `percentage` or `fixed`, with its value (hundredths of a percent, or cents).
-    pub discount_type: Option<String>,
-    pub discount_value: Option<i64>,
+    /// Recorded as two fields, `discount_type` (`percentage` or `fixed`) and `discount_value`
+    /// (hundredths of a percent, or cents), both null without one.
+    #[serde(flatten, with = "recorded_discount")]
+    pub discount: Option<SaleDiscount>,
     pub exempt: Cents,
     pub non_taxed: Cents,
     pub subtotal: Cents,
@@ -248,6 +302,49 @@ impl super::MovesStock for SaleEvent {
                 changes: s.changes,
             }),
             SaleEvent::SaleRecorded(_) | SaleEvent::SaleFiscalChanged(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The discount between two other fields, as in a sale's event.
+    #[derive(Debug, PartialEq, Serialize, Deserialize)]
+    struct Recorded {
+        before: i32,
+        #[serde(flatten, with = "recorded_discount")]
+        discount: Option<SaleDiscount>,
+        after: i32,
+    }
+
+    #[test]
+    fn a_discount_is_recorded_as_the_two_fields_it_always_was() {
+        let percentage = SaleDiscount::Percentage(Percentage::from_hundredths(1250).expect("in range"));
+        for (discount, text) in [
+            (None, r#"{"before":1,"discount_type":null,"discount_value":null,"after":2}"#),
+            (Some(percentage), r#"{"before":1,"discount_type":"percentage","discount_value":1250,"after":2}"#),
+            (Some(SaleDiscount::Fixed(Cents::of(2100))), r#"{"before":1,"discount_type":"fixed","discount_value":2100,"after":2}"#),
+        ] {
+            let recorded = Recorded { before: 1, discount, after: 2 };
+            assert_eq!(serde_json::to_string(&recorded).expect("encodes"), text);
+            assert_eq!(serde_json::from_str::<Recorded>(text).expect("decodes"), recorded);
+        }
+    }
+
+    #[test]
+    fn a_recorded_discount_that_is_not_one_is_an_error_not_a_guess() {
+        for (kind, value) in [
+            (json!("percentage"), json!(null)),
+            (json!(null), json!(100)),
+            (json!("markup"), json!(100)),
+            (json!("percentage"), json!(10_001)),
+            (json!("fixed"), json!(Cents::MAX + 1)),
+        ] {
+            let stored = json!({ "before": 1, "discount_type": kind, "discount_value": value, "after": 2 });
+            assert!(serde_json::from_value::<Recorded>(stored.clone()).is_err(), "{stored}");
         }
     }
 }
