@@ -309,16 +309,21 @@ async fn reports_query_answers_as_the_api_does_in_json_and_csv(pool: PgPool) {
     let (org, key) = create_org(&deployment, "Informes");
     let _service = deployment.start().await;
     let client = crate::helpers::http_client();
-    let warehouses: Value = client
-        .get(format!("{}/api/v1/warehouses", deployment.base()))
-        .bearer_auth(&key)
-        .send()
-        .await
-        .expect("sent")
-        .json()
-        .await
-        .expect("json");
-    let warehouse = warehouses["data"][0]["id"].as_str().expect("a seeded warehouse").to_owned();
+    // The organization's seeded warehouse is readable once the projector has folded its creation.
+    let warehouses = || async {
+        let page: Value = client
+            .get(format!("{}/api/v1/warehouses", deployment.base()))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .expect("sent")
+            .json()
+            .await
+            .expect("json");
+        page["data"][0]["id"].as_str().map(str::to_owned)
+    };
+    eventually("the seeded warehouse is readable", || async { warehouses().await.is_some() }).await;
+    let warehouse = warehouses().await.expect("a seeded warehouse");
     for (sku, name, quantity) in [("CAFE", "Café", 12), ("TE", "Té", 30)] {
         let body = serde_json::json!({ "name": format!("Artículo {name}"), "sku": sku, "price": 900, "cost": 500,
             "warehouseStocks": [{ "warehouseId": warehouse, "quantity": quantity }] });
