@@ -62,6 +62,9 @@ pub enum AdminError {
     Append(#[from] AppendError),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
+    /// An event that does not encode: nothing is written.
+    #[error("an event does not encode: {0}")]
+    Unencodable(#[from] serde_json::Error),
 }
 
 /// Requests per minute and per hour allowed to one organization.
@@ -124,7 +127,7 @@ async fn append_to_organization(
     let version = organization_version(conn, org_id).await?;
     let stream =
         StreamRef { org_id, stream_type: OrganizationEvent::STREAM_TYPE, stream_id: org_id, expected_version: version };
-    let new: Vec<NewEvent> = events.iter().map(EventPayload::to_new_event).collect();
+    let new: Vec<NewEvent> = events.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
     store::append(conn, stream, &new, &Metadata::system("admin")).await?;
     Ok(())
 }
@@ -136,7 +139,7 @@ async fn create_record<E: RecordEvent>(
 ) -> Result<Uuid, AdminError> {
     let id = Uuid::now_v7();
     let stream = StreamRef { org_id, stream_type: E::STREAM_TYPE, stream_id: id, expected_version: 0 };
-    store::append(conn, stream, &[E::created(fields).to_new_event()], &Metadata::system("admin")).await?;
+    store::append(conn, stream, &[E::created(fields).to_new_event()?], &Metadata::system("admin")).await?;
     Ok(id)
 }
 
@@ -197,7 +200,7 @@ pub async fn create_organization_with(
     ];
     let org_stream =
         StreamRef { org_id, stream_type: OrganizationEvent::STREAM_TYPE, stream_id: org_id, expected_version: 0 };
-    let new: Vec<_> = org_events.iter().map(EventPayload::to_new_event).collect();
+    let new: Vec<_> = org_events.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
     store::append(&mut tx, org_stream, &new, &Metadata::system("admin")).await?;
 
     let default_customer = create_record::<CustomerEvent>(
@@ -422,7 +425,7 @@ async fn disable_grant_endpoints(conn: &mut PgConnection, org_id: Uuid, credenti
             stream_id: endpoint,
             expected_version: version,
         };
-        store::append(conn, stream, &[event.to_new_event()], &Metadata::system("admin")).await?;
+        store::append(conn, stream, &[event.to_new_event()?], &Metadata::system("admin")).await?;
     }
     Ok(())
 }
@@ -698,7 +701,7 @@ async fn insert_point_of_sale(
     }
     let stream = StreamRef { org_id, stream_type: PointOfSaleEvent::STREAM_TYPE, stream_id: id, expected_version: 0 };
     let event = PointOfSaleEvent::created(fields);
-    store::append(conn, stream, &[event.to_new_event()], &Metadata::system("admin")).await?;
+    store::append(conn, stream, &[event.to_new_event()?], &Metadata::system("admin")).await?;
     Ok(id)
 }
 

@@ -23,7 +23,9 @@ async fn append_customers(pool: &PgPool, org: Uuid, count: usize) {
         let event =
             CustomerEvent::CustomerCreated(CustomerFields { name: format!("c{i}"), ..CustomerFields::default() });
         let stream = StreamRef { org_id: org, stream_type: "customer", stream_id: Uuid::now_v7(), expected_version: 0 };
-        store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("t")).await.expect("append");
+        store::append(&mut conn, stream, &[event.to_new_event().expect("encodes")], &Metadata::system("t"))
+            .await
+            .expect("append");
     }
 }
 
@@ -32,8 +34,9 @@ async fn append_one(pool: &PgPool, org: Uuid, name: &str) -> i64 {
     let mut conn = pool.acquire().await.expect("connection");
     let event = CustomerEvent::CustomerCreated(CustomerFields { name: name.into(), ..CustomerFields::default() });
     let stream = StreamRef { org_id: org, stream_type: "customer", stream_id: Uuid::now_v7(), expected_version: 0 };
-    let appended =
-        store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("t")).await.expect("append");
+    let appended = store::append(&mut conn, stream, &[event.to_new_event().expect("encodes")], &Metadata::system("t"))
+        .await
+        .expect("append");
     appended.key.transaction_id
 }
 

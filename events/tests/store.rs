@@ -10,7 +10,9 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 fn created(name: &str) -> events::NewEvent {
-    CustomerEvent::CustomerCreated(CustomerFields { name: name.into(), ..CustomerFields::default() }).to_new_event()
+    CustomerEvent::CustomerCreated(CustomerFields { name: name.into(), ..CustomerFields::default() })
+        .to_new_event()
+        .expect("encodes")
 }
 
 /// Seals until `count` events are chained. Followers only read below the cluster-wide commit horizon,

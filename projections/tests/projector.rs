@@ -30,7 +30,9 @@ fn fields(name: &str) -> CustomerFields {
 async fn append(pool: &PgPool, org: Uuid, id: Uuid, version: i32, event: CustomerEvent) {
     let mut conn = pool.acquire().await.expect("connection");
     let stream = StreamRef { org_id: org, stream_type: "customer", stream_id: id, expected_version: version };
-    store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("t")).await.expect("append");
+    store::append(&mut conn, stream, &[event.to_new_event().expect("encodes")], &Metadata::system("t"))
+        .await
+        .expect("append");
 }
 
 /// Every committed event, once the commit horizon (which other tests' transactions can hold back for a
@@ -384,7 +386,9 @@ async fn progress_reaches_the_same_process_directly_and_its_bus_copy_says_so(poo
 async fn append_new<E: EventPayload>(pool: &PgPool, org: Uuid, event: E) {
     let mut conn = pool.acquire().await.expect("connection");
     let stream = StreamRef { org_id: org, stream_type: E::STREAM_TYPE, stream_id: Uuid::now_v7(), expected_version: 0 };
-    store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("t")).await.expect("append");
+    store::append(&mut conn, stream, &[event.to_new_event().expect("encodes")], &Metadata::system("t"))
+        .await
+        .expect("append");
 }
 
 /// A projection folding two aggregates that records the stream types it is handed. It borrows the tags

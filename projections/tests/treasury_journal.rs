@@ -24,7 +24,7 @@ async fn store<E: EventPayload>(pool: &PgPool, org: Uuid, stream: Uuid, event: &
     .bind(Uuid::now_v7())
     .bind(event.event_type())
     .bind(event.schema_version())
-    .bind(event.to_data())
+    .bind(event.to_data().expect("encodes"))
     .bind(at)
     .execute(pool)
     .await

@@ -696,7 +696,7 @@ async fn legacy_dollar_income(app: &TestApp, bank: &str, account: Uuid) {
         expected_version: 0,
     };
     let mut conn = app.pool.acquire().await.expect("connection");
-    events::store::append(&mut conn, stream, &[event.to_new_event()], &Metadata::system("import"))
+    events::store::append(&mut conn, stream, &[event.to_new_event().expect("encodes")], &Metadata::system("import"))
         .await
         .expect("appended");
 }

@@ -163,7 +163,7 @@ impl Document for DeliveryNotes {
                 stream_id: owner.id,
                 expected_version: *version,
             };
-            let events = events.iter().map(EventPayload::to_new_event).collect();
+            let events = events.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
             requests.push(AppendRequest { stream, events, metadata: metadata.clone() });
             requests.extend(decided.append);
         }
@@ -216,7 +216,7 @@ impl Document for DeliveryNotes {
             stream_id: id,
             expected_version: facts.version,
         };
-        requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+        requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
         let (key, keys) = append_typed(conn, &requests, id).await?;
         let outcome = NoteOutcome { id, note, deleted, warnings, at: OffsetDateTime::now_utc() };
         Ok(CommandReply::accepted(key, !deleted, &outcome, keys)?)

@@ -119,7 +119,7 @@ where
             let state = state.ok_or_else(|| Rejection::not_found(A::Event::STREAM_TYPE))?;
             return Ok(Executed { state, commit: None, created: false });
         }
-        let new_events: Vec<_> = decided.iter().map(EventPayload::to_new_event).collect();
+        let new_events: Vec<_> = decided.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
         let stream = StreamRef { org_id, stream_type: A::Event::STREAM_TYPE, stream_id, expected_version: version };
         let request = AppendRequest { stream, events: new_events, metadata: metadata.clone() };
         let mut requests = vec![request];

@@ -164,10 +164,10 @@ pub async fn run_movements(
                     stream_id: member.command.id,
                     expected_version: 0,
                 };
-                let event = movement_event(member.command, own.clone()).to_new_event();
-                AppendRequest { stream, events: vec![event], metadata: member.metadata.clone() }
+                let event = movement_event(member.command, own.clone()).to_new_event()?;
+                Ok(AppendRequest { stream, events: vec![event], metadata: member.metadata.clone() })
             })
-            .collect();
+            .collect::<Result<_, serde_json::Error>>()?;
         let appended = match events::store::append_many(&mut tx, &appends).await {
             Ok(appended) => appended,
             Err(AppendError::Conflict { stream_id, .. }) => return Err(ExecuteError::Contended(stream_id)),

@@ -185,7 +185,7 @@ async fn run_movement(
     }
     let event = movement_event(command, changes.clone());
     let (commit, created_at) =
-        append_document(conn, org_id, StockMovementEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
+        append_document(conn, org_id, StockMovementEvent::STREAM_TYPE, command.id, event.to_new_event()?, metadata)
             .await?;
     Ok(movement_reply(command, changes, warnings, commit, created_at)?)
 }
@@ -293,7 +293,7 @@ async fn run_transfer(
         changes,
     });
     let (commit, created_at) =
-        append_document(conn, org_id, StockTransferEvent::STREAM_TYPE, command.id, event.to_new_event(), metadata)
+        append_document(conn, org_id, StockTransferEvent::STREAM_TYPE, command.id, event.to_new_event()?, metadata)
             .await?;
     let outcome = TransferOutcome {
         id: command.id,

@@ -158,7 +158,7 @@ pub async fn set(
         stream_id: reservation,
         expected_version: version,
     };
-    let append = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
+    let append = AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() };
     Ok(Decided { append: Some(append), warnings, released: released && !current.is_empty() })
 }
 
@@ -304,7 +304,7 @@ pub async fn expire_due(pool: &PgPool, today: Date, limit: i64) -> Result<usize,
             stream_id: *reservation,
             expected_version: version,
         };
-        let event = StockReservationEvent::ReservationExpired.to_new_event();
+        let event = StockReservationEvent::ReservationExpired.to_new_event()?;
         requests.push(AppendRequest { stream, events: vec![event], metadata: Metadata::system("reservation_sweeper") });
     }
     let expired = requests.len();

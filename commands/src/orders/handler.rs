@@ -152,7 +152,7 @@ impl Document for Orders {
                 };
                 requests.push(AppendRequest {
                     stream,
-                    events: vec![quote_event.to_new_event()],
+                    events: vec![quote_event.to_new_event()?],
                     metadata: metadata.clone(),
                 });
                 requests.extend(released.append);
@@ -170,7 +170,7 @@ impl Document for Orders {
         let order = order.ok_or_else(|| ExecuteError::Corrupt(id, "an order command decided no state".into()))?;
         let stream =
             StreamRef { org_id, stream_type: OrderEvent::STREAM_TYPE, stream_id: id, expected_version: facts.version };
-        let events = events.iter().map(EventPayload::to_new_event).collect();
+        let events = events.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
         requests.insert(0, AppendRequest { stream, events, metadata: metadata.clone() });
         let (key, keys) = append_typed(conn, &requests, id).await?;
         let outcome = OrderOutcome { id, order, warnings, at: OffsetDateTime::now_utc() };

@@ -134,7 +134,7 @@ pub async fn with_sale(
     let stored = PaymentFact::Recorded(Box::new(payment)).stored(PaymentSide::Customer);
     let stream =
         StreamRef { org_id, stream_type: CustomerPaymentEvent::STREAM_TYPE, stream_id: id, expected_version: 0 };
-    Ok(Some(AppendRequest { stream, events: vec![stored.to_new_event()], metadata: metadata.clone() }))
+    Ok(Some(AppendRequest { stream, events: vec![stored.to_new_event()?], metadata: metadata.clone() }))
 }
 
 /// A payment's rejection, its fields named as the sale that recorded it spells them.
@@ -370,7 +370,7 @@ async fn write(
     let created = matches!(fact, PaymentFact::Recorded(_));
     let stored = fact.stored(side);
     let stream = StreamRef { org_id, stream_type: side.stream_type(), stream_id: id, expected_version: version };
-    let request = AppendRequest { stream, events: vec![stored.to_new_event()], metadata: metadata.clone() };
+    let request = AppendRequest { stream, events: vec![stored.to_new_event()?], metadata: metadata.clone() };
     let (key, keys) = append_typed(conn, &[request], id).await?;
     let outcome = PaymentOutcome { id, side, payment, voided, at: OffsetDateTime::now_utc() };
     Ok(CommandReply::accepted(key, created, &outcome, keys)?)

@@ -223,7 +223,7 @@ async fn run_bulk_adjustment(
         total.changed += adjusted.changed;
         total.repriced += adjusted.repriced;
         let stream = StreamRef { org_id, stream_type: "product", stream_id: group_id, expected_version: state.version };
-        requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+        requests.push(AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
     }
     let commit = append_together(conn, &requests, adjustment.id).await?;
     let state = serde_json::json!({

@@ -114,7 +114,7 @@ pub(crate) fn cost_appends(
     facts: &BTreeMap<Uuid, VariantFacts>,
     groups: &Groups,
     metadata: &Metadata,
-) -> Result<Vec<AppendRequest>, Rejection> {
+) -> Result<Vec<AppendRequest>, ExecuteError> {
     let mut by_group: BTreeMap<Uuid, Vec<&CostUpdate>> = BTreeMap::new();
     for update in updates {
         if let Some(fact) = facts.get(&update.variant_id) {
@@ -136,7 +136,7 @@ pub(crate) fn cost_appends(
         let Some(event) = crate::products::variants_updated(group_id, state, next) else { continue };
         let stream =
             StreamRef { org_id, stream_type: ProductEvent::STREAM_TYPE, stream_id: group_id, expected_version: state.version };
-        requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+        requests.push(AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
     }
     Ok(requests)
 }

@@ -146,7 +146,7 @@ impl Document for Purchases {
         let stream =
             StreamRef { org_id, stream_type: PurchaseEvent::STREAM_TYPE, stream_id: command.id, expected_version: 0 };
         let mut requests =
-            vec![AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }];
+            vec![AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() }];
         requests.extend(cost_appends(org_id, &updates, &facts.products, &facts.groups, metadata)?);
         let (key, keys) = append_typed(conn, &requests, command.id).await?;
         // What the purchase leaves owed, in pesos, for supplier payments to settle.

@@ -230,7 +230,7 @@ pub(crate) async fn run(
     };
     let stream =
         StreamRef { org_id, stream_type: PurchaseOrderEvent::STREAM_TYPE, stream_id: id, expected_version: version };
-    let new = events.iter().map(EventPayload::to_new_event).collect();
+    let new = events.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
     let key = append_together(conn, &[AppendRequest { stream, events: new, metadata: metadata.clone() }], id).await?;
     let now = OffsetDateTime::now_utc();
     let mut next = state.clone();

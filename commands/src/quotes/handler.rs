@@ -112,7 +112,7 @@ impl Document for Quotes {
         let stream =
             StreamRef { org_id, stream_type: QuoteEvent::STREAM_TYPE, stream_id: id, expected_version: facts.version };
         let mut requests =
-            vec![AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }];
+            vec![AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() }];
         requests.extend(decided.append);
         let (key, keys) = append_typed(conn, &requests, id).await?;
         let outcome = QuoteOutcome {
@@ -181,7 +181,7 @@ pub async fn expire_due(pool: &PgPool, today: Date) -> Result<usize, ExecuteErro
             let event = QuoteEvent::QuoteExpired(QuoteExpired { expired_on: today });
             let stream =
                 StreamRef { org_id, stream_type: QuoteEvent::STREAM_TYPE, stream_id: id, expected_version: version };
-            requests.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+            requests.push(AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
             let owner = ReservationOwner { kind: "quote".into(), id };
             let policy = crate::inventory::NegativeStock::Allow;
             requests.extend(reservations::set(&mut tx, org_id, &owner, None, today, policy, &metadata).await?.append);

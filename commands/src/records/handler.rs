@@ -63,7 +63,7 @@ impl<E: RecordRules> FollowUps<Record<E>> for DefaultFlag {
             let event = E::replaced(E::with_default_flag(&state.fields, false));
             let stream =
                 StreamRef { org_id, stream_type: E::STREAM_TYPE, stream_id: previous, expected_version: version };
-            follow_ups.push(AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+            follow_ups.push(AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
         }
         Ok(follow_ups)
     }

@@ -196,7 +196,7 @@ impl Document for Sales {
                 stream_id: order_id,
                 expected_version: *version,
             };
-            let events = events.iter().map(EventPayload::to_new_event).collect();
+            let events = events.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
             requests.push(AppendRequest { stream, events, metadata: metadata.clone() });
             requests.extend(decided.append);
         }
@@ -235,7 +235,7 @@ impl Document for Sales {
         let event = SaleEvent::SaleRecorded(Box::new(sale.clone()));
         let stream =
             StreamRef { org_id, stream_type: SaleEvent::STREAM_TYPE, stream_id: command.id, expected_version: 0 };
-        requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() });
+        requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
         // A sale billing an order writes three stream types: the reply names each one's last key.
         let (key, keys) = append_typed(conn, &requests, command.id).await?;
         // What the sale leaves owed, for payments to settle; a credit note lowers the sale it corrects.
@@ -306,7 +306,7 @@ async fn invoice_sale(
     let associated = invoicing::associated_voucher(conn, org_id, issuer, sale.associated_sale_id).await?;
     let outcome = invoicing::authorize(conn, org_id, issuer, &sale, associated).await?;
     invoicing::track(conn, org_id, command.sale_id, matches!(outcome, Outcome::Deferred { .. })).await?;
-    let request = invoicing::fiscal_change(org_id, command.sale_id, version, &sale, &outcome, metadata);
+    let request = invoicing::fiscal_change(org_id, command.sale_id, version, &sale, &outcome, metadata)?;
     let key = append_together(conn, &[request], command.sale_id).await?;
     sale.number = outcome.number().or(sale.number);
     sale.fiscal = outcome.fiscal();

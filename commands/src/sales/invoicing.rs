@@ -361,14 +361,14 @@ pub fn fiscal_change(
     sale: &SaleRecorded,
     outcome: &Outcome,
     metadata: &Metadata,
-) -> AppendRequest {
+) -> Result<AppendRequest, serde_json::Error> {
     let mut after = sale.clone();
     after.number = outcome.number().or(sale.number);
     after.fiscal = outcome.fiscal();
     let event = SaleEvent::SaleFiscalChanged(Box::new(after));
     let stream =
         StreamRef { org_id, stream_type: SaleEvent::STREAM_TYPE, stream_id: sale_id, expected_version: version };
-    AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() }
+    Ok(AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() })
 }
 
 /// The sales' background job: [`retry_forever`].
@@ -427,7 +427,7 @@ pub async fn retry_due(pool: &PgPool) -> Result<usize, ExecuteError> {
                     continue;
                 }
                 settled += usize::from(!deferred);
-                fiscal_change(org_id, sale_id, version, &sale, &outcome, &metadata)
+                fiscal_change(org_id, sale_id, version, &sale, &outcome, &metadata)?
             }
             Err(ExecuteError::Rejected(Rejection::Unprocessable { details, .. })) => {
                 // A final rejection of a deferred sale: it stays recorded, marked rejected.
@@ -454,7 +454,7 @@ pub async fn retry_due(pool: &PgPool) -> Result<usize, ExecuteError> {
                     stream_id: sale_id,
                     expected_version: version,
                 };
-                AppendRequest { stream, events: vec![event.to_new_event()], metadata }
+                AppendRequest { stream, events: vec![event.to_new_event()?], metadata }
             }
             Err(other) => return Err(other),
         };

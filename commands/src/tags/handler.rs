@@ -150,7 +150,7 @@ async fn run_apply_tags(
                     };
                     requests.push(AppendRequest {
                         stream,
-                        events: vec![event.to_new_event()],
+                        events: vec![event.to_new_event()?],
                         metadata: metadata.clone(),
                     });
                 }

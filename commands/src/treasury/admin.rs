@@ -36,7 +36,7 @@ async fn append<E: EventPayload>(
     event: E,
 ) -> Result<(), AdminError> {
     let stream = StreamRef { org_id, stream_type: E::STREAM_TYPE, stream_id: id, expected_version: version };
-    store::append(conn, stream, &[event.to_new_event()], &Metadata::system("admin")).await?;
+    store::append(conn, stream, &[event.to_new_event()?], &Metadata::system("admin")).await?;
     Ok(())
 }
 

@@ -98,7 +98,7 @@ impl Document for FundsTransfers {
         let event = FundsTransferEvent::FundsTransferred(Box::new(transfer.clone()));
         let stream =
             StreamRef { org_id, stream_type: FundsTransferEvent::STREAM_TYPE, stream_id: id, expected_version: 0 };
-        let request = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
+        let request = AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() };
         let (key, keys) = append_typed(conn, &[request], id).await?;
         let outcome = TransferOutcome { id, transfer, at: OffsetDateTime::now_utc() };
         Ok(CommandReply::accepted(key, true, &outcome, keys)?)
@@ -358,7 +358,7 @@ impl Document for ManualMovements {
             stream_id: id,
             expected_version: version,
         };
-        let request = AppendRequest { stream, events: vec![event.to_new_event()], metadata: metadata.clone() };
+        let request = AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() };
         let (key, keys) = append_typed(conn, &[request], id).await?;
         // The events' recorded time is the transaction's.
         let now: OffsetDateTime = sqlx::query_scalar("select now()").fetch_one(&mut *conn).await?;

@@ -12,7 +12,7 @@ macro_rules! payloads {
     (@version $version:literal) => { $version };
     (@pattern $variant:ident, $payload:ident) => { Self::$variant };
     (@pattern $variant:ident ($kind:tt), $payload:ident) => { Self::$variant($payload) };
-    (@data $payload:ident) => { ::serde_json::Value::Object(Default::default()) };
+    (@data $payload:ident) => { Ok(::serde_json::Value::Object(Default::default())) };
     (@data $payload:ident ($kind:tt)) => { $crate::catalogue::to_value($payload) };
     (@decode $variant:ident, $event_type:ident, $data:ident) => { Ok(Self::$variant) };
     (@decode $variant:ident (_), $event_type:ident, $data:ident) => {
@@ -41,7 +41,7 @@ macro_rules! payloads {
                 }
             }
 
-            fn to_data(&self) -> ::serde_json::Value {
+            fn to_data(&self) -> Result<::serde_json::Value, ::serde_json::Error> {
                 match self {
                     $(payloads!(@pattern $variant $(($kind))?, payload) => payloads!(@data payload $(($kind))?),)+
                 }
@@ -131,18 +131,19 @@ pub trait EventPayload: Sized {
         1
     }
 
-    fn to_data(&self) -> Value;
+    /// The payload's stored form; an error (a payload that does not encode) refuses the write.
+    fn to_data(&self) -> Result<Value, serde_json::Error>;
 
     /// Decodes a stored payload of any known version into the current shape.
     fn decode(event_type: &str, schema_version: i32, data: Value) -> Result<Self, DecodeError>;
 
-    fn to_new_event(&self) -> NewEvent {
-        NewEvent {
+    fn to_new_event(&self) -> Result<NewEvent, serde_json::Error> {
+        Ok(NewEvent {
             event_id: Uuid::now_v7(),
             event_type: self.event_type(),
             schema_version: self.schema_version(),
-            data: self.to_data(),
-        }
+            data: self.to_data()?,
+        })
     }
 }
 
@@ -151,9 +152,10 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(event_type: &str, data: Valu
     serde_json::from_value(data).map_err(|source| DecodeError::Malformed { event_type: event_type.to_owned(), source })
 }
 
-pub(crate) fn to_value<T: serde::Serialize>(payload: &T) -> Value {
-    // Serializing plain data structs into a Value cannot fail (no maps with non-string keys).
-    serde_json::to_value(payload).unwrap_or(Value::Null)
+/// A payload's JSON. Plain data structs always encode, but a payload that did not (a map keyed by
+/// something other than text, a custom form that fails) is an error, never a `null` event.
+pub(crate) fn to_value<T: serde::Serialize>(payload: &T) -> Result<Value, serde_json::Error> {
+    serde_json::to_value(payload)
 }
 
 #[cfg(test)]
@@ -167,7 +169,7 @@ mod tests {
         assert!(matches!(decode("TagArchived", 2), DecodeError::UnknownVersion { schema_version: 2, .. }));
         assert!(matches!(decode("TagVanished", 1), DecodeError::UnknownType { .. }));
         assert!(matches!(decode("TagVanished", 2), DecodeError::UnknownType { .. }));
-        assert_eq!(TagEvent::TagArchived.to_data(), serde_json::json!({}));
+        assert_eq!(TagEvent::TagArchived.to_data().expect("encodes"), serde_json::json!({}));
         assert_eq!(OrganizationEvent::SettingsChanged(OrganizationSettings::default()).schema_version(), 1);
     }
 }

@@ -207,7 +207,7 @@ pub enum StoredPayment {
 }
 
 impl StoredPayment {
-    pub fn to_new_event(&self) -> crate::envelope::NewEvent {
+    pub fn to_new_event(&self) -> Result<crate::envelope::NewEvent, serde_json::Error> {
         use super::EventPayload;
         match self {
             Self::Customer(event) => event.to_new_event(),

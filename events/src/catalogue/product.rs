@@ -338,7 +338,7 @@ mod tests {
             group: group(),
             changes: vec![VariantChange { variant_id: Uuid::now_v7(), changed_fields: vec!["price".into()] }],
         });
-        let stored = event.to_data();
+        let stored = event.to_data().expect("encodes");
         assert_eq!(ProductEvent::decode("ProductUpdated", 1, stored).expect("decodes"), event);
     }
 
@@ -358,7 +358,7 @@ mod tests {
         assert!(!part.is_whole());
         assert_eq!(part.fold(Some(whole.clone())), Some(next));
         assert_eq!(part.fold(None), None, "a part needs the group before it");
-        let decoded = ProductEvent::decode("ProductVariantsUpdated", 1, part.to_data()).expect("decodes");
+        let decoded = ProductEvent::decode("ProductVariantsUpdated", 1, part.to_data().expect("encodes")).expect("decodes");
         assert_eq!(decoded, part);
     }
 }

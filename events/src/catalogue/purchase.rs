@@ -378,14 +378,14 @@ mod tests {
             }],
             cost_updates: vec![],
         }));
-        let data = event.to_data();
+        let data = event.to_data().expect("encodes");
         assert_eq!(data["invoice_date"], "2026-11-20");
         assert_eq!(data["exchange_rate"], "1");
         assert_eq!(data["due_date"], serde_json::Value::Null);
         assert_eq!(PurchaseEvent::decode("PurchaseRecorded", 1, data).expect("decodes"), event);
         let confirmed = PurchaseOrderEvent::PurchaseOrderConfirmed;
         assert_eq!(
-            PurchaseOrderEvent::decode(confirmed.event_type(), 1, confirmed.to_data()).expect("decodes"),
+            PurchaseOrderEvent::decode(confirmed.event_type(), 1, confirmed.to_data().expect("encodes")).expect("decodes"),
             confirmed
         );
     }

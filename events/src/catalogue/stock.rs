@@ -294,7 +294,7 @@ mod tests {
                 on_hand: q("8.5"),
             }],
         });
-        let data = event.to_data();
+        let data = event.to_data().expect("encodes");
         assert_eq!(data["occurred_on"], "2026-11-25");
         assert_eq!(data["changes"][0]["quantity"], "-1.5");
         assert_eq!(data["changes"][0]["on_hand"], "8.5");
@@ -302,7 +302,7 @@ mod tests {
         assert!(StockMovementEvent::decode("StockMovementRecorded", 2, data).is_err());
         let released = StockReservationEvent::ReservationReleased;
         assert_eq!(
-            StockReservationEvent::decode(released.event_type(), 1, released.to_data()).expect("decodes"),
+            StockReservationEvent::decode(released.event_type(), 1, released.to_data().expect("encodes")).expect("decodes"),
             released
         );
     }

@@ -26,7 +26,7 @@ pub enum DomainError {
     #[error("must be a known scope, not {0:?}")]
     UnknownScope(String),
     /// A VAT rate code the tax authority's table does not hold.
-    #[error("must be a VAT rate code (3, 4, 5, 6, 8 or 9), not {0}")]
+    #[error("must be a VAT rate code ({codes}), not {0}", codes = super::VatRate::codes_text())]
     UnknownVatCode(i64),
 }
 

@@ -30,9 +30,22 @@ pub struct VatRate(u8);
 
 impl VatRate {
     /// The general rate, 21% (code 5).
-    pub const GENERAL: VatRate = VatRate(2);
+    pub const GENERAL: VatRate = VatRate::known(5);
     /// The zero rate (code 3).
-    pub const ZERO: VatRate = VatRate(0);
+    pub const ZERO: VatRate = VatRate::known(3);
+
+    /// The rate of a code the table holds, for the constants above: a code it does not hold fails the
+    /// build.
+    const fn known(code: i32) -> Self {
+        let mut index = 0;
+        while index < RATES.len() {
+            if RATES[index].0 == code {
+                return VatRate(index as u8);
+            }
+            index += 1;
+        }
+        panic!("not a code of the VAT table")
+    }
 
     /// The rate of a code, refusing a code the table does not hold.
     pub fn from_code(code: i64) -> Result<Self, DomainError> {
@@ -41,6 +54,16 @@ impl VatRate {
             .position(|(known, _, _)| i64::from(*known) == code)
             .map(|index| VatRate(index as u8))
             .ok_or(DomainError::UnknownVatCode(code))
+    }
+
+    /// Every code of the table, as messages list them: `3, 4, 5, 6, 8 or 9`.
+    pub fn codes_text() -> String {
+        let codes: Vec<String> = RATES.iter().map(|(code, _, _)| code.to_string()).collect();
+        match codes.split_last() {
+            Some((last, [])) => last.clone(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
     }
 
     /// Every rate, in the table's order.
@@ -195,7 +218,7 @@ mod tests {
             assert_eq!(VatRate::from_code(code), Err(DomainError::UnknownVatCode(code)));
         }
         let error = serde_json::from_value::<VatRate>(json!(7)).expect_err("unknown");
-        assert!(error.to_string().contains("must be a VAT rate code"), "{error}");
+        assert!(error.to_string().contains("must be a VAT rate code (3, 4, 5, 6, 8 or 9), not 7"), "{error}");
         assert!(serde_json::from_value::<VatRate>(json!("5")).is_err());
     }
 }
