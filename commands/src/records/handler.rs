@@ -9,7 +9,7 @@ use crate::handler::{Batching, Commit, handler};
 use crate::records::{Category, Record, RecordCommand};
 use crate::validate::FieldError;
 use events::Metadata;
-use events::catalogue::{CategoryEvent, CategoryFields, PaymentMethodEvent, RecordEvent, WarehouseEvent};
+use events::catalogue::{CategoryEvent, CategoryFields, PaymentMethodEvent, OrganizationDefault, RecordEvent, WarehouseEvent};
 use events::store::{AppendRequest, StreamRef};
 use sqlx::PgConnection;
 use std::future::Future;
@@ -49,7 +49,7 @@ impl<E: RecordRules> FollowUps<Record<E>> for DefaultFlag {
         metadata: &Metadata,
     ) -> Result<Vec<AppendRequest>, ExecuteError> {
         let Some(last) = decided.last() else { return Ok(Vec::new()) };
-        if E::default_flag(last.fields()) != Some(true) {
+        if last.fields().default_flag() != Some(true) {
             return Ok(Vec::new());
         }
         let conn = conn.get().await?;
@@ -60,7 +60,7 @@ impl<E: RecordRules> FollowUps<Record<E>> for DefaultFlag {
             }
             let (state, version) = load::<Record<E>>(conn, org_id, previous).await?;
             let Some(state) = state else { continue };
-            let event = E::replaced(E::with_default_flag(&state.fields, false));
+            let event = E::replaced(state.fields.with_default_flag(false));
             let stream =
                 StreamRef { org_id, stream_type: E::STREAM_TYPE, stream_id: previous, expected_version: version };
             follow_ups.push(AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });

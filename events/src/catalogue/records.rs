@@ -4,30 +4,23 @@
 
 use super::EventPayload;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uuid::Uuid;
 
 /// An aggregate whose events are "created with these fields" and "replaced by these fields".
 pub trait RecordEvent: EventPayload + Clone + Send + Sync + 'static {
-    type Fields: Clone + PartialEq + Serialize + serde::de::DeserializeOwned + Send + Sync + 'static;
+    type Fields: Clone
+        + PartialEq
+        + Serialize
+        + serde::de::DeserializeOwned
+        + OrganizationDefault
+        + Send
+        + Sync
+        + 'static;
     fn created(fields: Self::Fields) -> Self;
     fn replaced(fields: Self::Fields) -> Self;
     fn fields(&self) -> &Self::Fields;
     fn is_creation(&self) -> bool;
 
-    /// The `is_default` flag of these fields, for kinds that have one.
-    fn default_flag(fields: &Self::Fields) -> Option<bool> {
-        serde_json::to_value(fields).ok()?.get("is_default")?.as_bool()
-    }
-
-    /// The same fields with the `is_default` flag set to `flag` (unchanged for kinds without one).
-    fn with_default_flag(fields: &Self::Fields, flag: bool) -> Self::Fields {
-        let mut value = serde_json::to_value(fields).unwrap_or(Value::Null);
-        if let Some(object) = value.as_object_mut().filter(|o| o.contains_key("is_default")) {
-            object.insert("is_default".into(), Value::Bool(flag));
-        }
-        serde_json::from_value(value).unwrap_or_else(|_| fields.clone())
-    }
 }
 
 macro_rules! record_events {
@@ -68,6 +61,45 @@ macro_rules! record_events {
     };
 }
 pub(crate) use record_events;
+
+/// The organization's-default flag of a record kind (`is_default`: at most one payment method and one
+/// warehouse is the default). Every kind's fields say whether they have one, through the table below:
+/// no kind gets an answer by omission.
+pub trait OrganizationDefault: Sized {
+    /// The flag, for kinds that have one.
+    fn default_flag(&self) -> Option<bool>;
+    /// The same fields with the flag set to `flag` (unchanged for kinds without one).
+    fn with_default_flag(self, flag: bool) -> Self;
+}
+
+macro_rules! organization_default {
+    (flagged: $($flagged:ty),+; unflagged: $($plain:ty),+ $(,)?) => {
+        $(impl OrganizationDefault for $flagged {
+            fn default_flag(&self) -> Option<bool> {
+                Some(self.is_default)
+            }
+
+            fn with_default_flag(self, flag: bool) -> Self {
+                Self { is_default: flag, ..self }
+            }
+        })+
+        $(impl OrganizationDefault for $plain {
+            fn default_flag(&self) -> Option<bool> {
+                None
+            }
+
+            fn with_default_flag(self, _flag: bool) -> Self {
+                self
+            }
+        })+
+    };
+}
+
+organization_default! {
+    flagged: PaymentMethodFields, WarehouseFields;
+    unflagged: super::CustomerFields, super::MetafieldDefinitionFields, super::PriceListFields, CategoryFields,
+        PointOfSaleFields,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PaymentMethodFields {
