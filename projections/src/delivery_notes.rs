@@ -43,7 +43,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             .bind(note.number)
             .bind(note.customer_id)
             .bind(deleted)
-            .bind(serde_json::to_value(note).unwrap_or_default())
+            .bind(sqlx::types::Json(note))
             .bind(event.recorded_at)
             .execute(&mut *conn)
             .await?;

@@ -33,7 +33,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             .bind(order.customer_id)
             .bind(order.status.as_str())
             .bind(order.fulfillment_status.as_str())
-            .bind(serde_json::to_value(order).unwrap_or_default())
+            .bind(sqlx::types::Json(order))
             .bind(event.recorded_at)
             .execute(&mut *conn)
             .await?;

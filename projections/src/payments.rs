@@ -55,7 +55,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                     .bind(payment.occurred_on)
                     .bind(&locations)
                     .bind(payment.created_by.as_deref())
-                    .bind(serde_json::to_value(&doc).unwrap_or_default())
+                    .bind(sqlx::types::Json(&doc))
                     .bind(event.recorded_at)
                     .execute(&mut *conn)
                     .await?;
@@ -71,7 +71,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                     .bind(event.org_id)
                     .bind(event.stream_id)
                     .bind(event.recorded_at)
-                    .bind(serde_json::to_value(&allocated.allocations).unwrap_or_default())
+                    .bind(sqlx::types::Json(&allocated.allocations))
                     .execute(&mut *conn)
                     .await?;
             }

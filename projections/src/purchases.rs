@@ -58,7 +58,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                 .bind(&recorded.supplier_invoice_number)
                 .bind(recorded.invoice_date)
                 .bind(recorded.amounts.total_ars)
-                .bind(serde_json::to_value(&*recorded).unwrap_or_default())
+                .bind(sqlx::types::Json(&*recorded))
                 .bind(event.recorded_at)
                 .execute(&mut *conn)
                 .await?;
@@ -86,7 +86,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             .bind(next.number)
             .bind(next.supplier_id)
             .bind(next.status.as_str())
-            .bind(serde_json::to_value(&next).unwrap_or_default())
+            .bind(sqlx::types::Json(&next))
             .bind(next.created_at)
             .bind(next.updated_at)
             .execute(&mut *conn)

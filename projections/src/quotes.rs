@@ -52,7 +52,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                     .bind(quote.customer_id)
                     .bind(&quote.customer_name)
                     .bind(quote.status.as_str())
-                    .bind(serde_json::to_value(&quote).unwrap_or_default())
+                    .bind(sqlx::types::Json(&quote))
                     .bind(event.recorded_at)
                     .execute(&mut *conn)
                     .await?;

@@ -65,7 +65,7 @@ impl<E: RecordEvent> json_fold::Rows for RecordRows<E> {
             .iter()
             .map(|event| {
                 let decoded: E = crate::decode(event)?;
-                let doc = serde_json::to_value(decoded.fields()).unwrap_or(Value::Null);
+                let doc = serde_json::to_value(decoded.fields()).map_err(|e| ProjectionError::undecodable(event, e))?;
                 Ok(RecordDoc { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at })
             })
             .collect::<Result<Vec<_>, ProjectionError>>()?;

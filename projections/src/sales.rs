@@ -70,7 +70,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             .bind(&sale.integration_id)
             .bind(formatted(&sale))
             .bind(sale.total)
-            .bind(serde_json::to_value(&sale).unwrap_or_default())
+            .bind(sqlx::types::Json(&sale))
             .bind(event.recorded_at)
             .bind(opening_due(&sale))
             .execute(&mut *conn)

@@ -149,7 +149,7 @@ async fn open(
         .bind(event.stream_id)
         .bind(location.currency.as_str())
         .bind(location.status.as_str())
-        .bind(serde_json::to_value(location).unwrap_or_default())
+        .bind(sqlx::types::Json(location))
         .bind(event.recorded_at)
         .execute(&mut *conn)
         .await?;
@@ -364,7 +364,7 @@ async fn insert_movement(
         .bind(&doc.movement_type)
         .bind(doc.occurred_on)
         .bind(created_by)
-        .bind(serde_json::to_value(doc).unwrap_or_default())
+        .bind(sqlx::types::Json(doc))
         .bind(created_at)
         .execute(&mut *conn)
         .await?;

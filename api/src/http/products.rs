@@ -858,17 +858,16 @@ async fn products(
         |row: &ProductRow| row.id,
         async |rows| {
             let rows = tagged(call.state, call.org_id(), Taggable::Product, rows, |r| r.id).await?;
-            Ok(rows
-                .into_iter()
+            rows.into_iter()
                 .map(|(row, tags)| {
                     let product = ProductData { tags, ..ProductData::from_row(row, false) };
-                    let mut item = serde_json::to_value(product).unwrap_or_default();
+                    let mut item = serde_json::to_value(product).map_err(|_| ApiError::internal())?;
                     if let (Some(names), Some(object)) = (&fields, item.as_object_mut()) {
                         object.retain(|key, _| key == "id" || names.iter().any(|n| n == key));
                     }
-                    item
+                    Ok(item)
                 })
-                .collect::<Vec<Value>>())
+                .collect::<Result<Vec<Value>, ApiError>>()
         },
     )
     .await

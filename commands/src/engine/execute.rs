@@ -25,7 +25,8 @@ pub enum ExecuteError {
     Corrupt(Uuid, String),
     #[error("gave up after repeated concurrent updates of stream {0}")]
     Contended(Uuid),
-    #[error("the command's reply could not be encoded: {0}")]
+    /// A decided event or the reply did not encode as JSON: nothing is written.
+    #[error("the command's events or reply could not be encoded: {0}")]
     Unencodable(#[from] serde_json::Error),
 }
 

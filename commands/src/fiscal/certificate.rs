@@ -134,7 +134,7 @@ pub async fn set_certificate(
     })?;
     let mut summary = inspect(cert_pem, key_pem, &cuit, OffsetDateTime::now_utc())?;
     summary.organization_id = org_id;
-    let sealed = serde_json::to_value(secrets.seal(key_pem)).unwrap_or_default();
+    let sealed = serde_json::to_value(secrets.seal(key_pem))?;
     sqlx::query(
         "insert into fiscal_certificates (org_id, certificate, sealed_key, subject, cuit, not_before, not_after, updated_at)
          values ($1, $2, $3, $4, $5, $6, $7, now())

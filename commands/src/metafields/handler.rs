@@ -38,13 +38,17 @@ pub(crate) async fn definitions(
     conn: &mut sqlx::PgConnection,
     org_id: Uuid,
 ) -> Result<Vec<MetafieldDefinitionFields>, ExecuteError> {
-    let stored: Vec<serde_json::Value> = sqlx::query_scalar(
-        "select data from (select distinct on (stream_id) data from events
+    let stored: Vec<(Uuid, serde_json::Value)> = sqlx::query_as(
+        "select stream_id, data from (select distinct on (stream_id) stream_id, data from events
                            where org_id = $1 and stream_type = 'metafield_definition'
                            order by stream_id, version desc) latest",
     )
     .bind(org_id)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(stored.into_iter().filter_map(|data| serde_json::from_value(data).ok()).collect())
+    // A definition that no longer decodes is corrupt history, not one to skip: its rule would go unchecked.
+    stored
+        .into_iter()
+        .map(|(stream, data)| serde_json::from_value(data).map_err(|e| ExecuteError::Corrupt(stream, e.to_string())))
+        .collect()
 }
