@@ -133,27 +133,15 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
-    /// An optional non-negative integer no greater than `max` (amounts in cents, quantities).
     /// A whole number of cents from 0 to [`Cents::MAX`](events::domain::Cents::MAX), refused as
     /// [`ObjectReader::optional_count`] refuses.
     pub fn optional_cents_count(&mut self, name: &str) -> Option<events::domain::Cents> {
         self.optional_count(name, events::domain::Cents::MAX).and_then(|n| events::domain::Cents::new(n).ok())
     }
 
+    /// An optional non-negative integer no greater than `max` (amounts in cents, quantities).
     pub fn optional_count(&mut self, name: &str, max: i64) -> Option<i64> {
-        let value = self.raw(name)?;
-        match value.as_i64() {
-            Some(n) if (0..=max).contains(&n) => Some(n),
-            Some(_) => {
-                self.fail(name, "out_of_range", format!("must be between 0 and {max}"));
-                None
-            }
-            None => {
-                let message = if value.is_number() { "must be a whole number" } else { "must be a number" };
-                self.fail(name, "invalid_type", message);
-                None
-            }
-        }
+        self.optional_int(name, 0, max)
     }
 
     /// An optional percentage with at most two decimals, as a JSON number or decimal text (`10.5`,
@@ -325,31 +313,30 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// An optional whole number, of any size an `i64` holds; anything else is `invalid_type`.
+    fn optional_whole(&mut self, name: &str) -> Option<i64> {
+        let value = self.raw(name)?;
+        let whole = value.as_i64();
+        if whole.is_none() {
+            let message = if value.is_number() { "must be a whole number" } else { "must be a number" };
+            self.fail(name, "invalid_type", message);
+        }
+        whole
+    }
+
     /// An optional whole number within `min..=max`.
     pub fn optional_int(&mut self, name: &str, min: i64, max: i64) -> Option<i64> {
-        let value = self.raw(name)?;
-        match value.as_i64() {
-            Some(n) if (min..=max).contains(&n) => Some(n),
-            Some(_) => {
-                self.fail(name, "out_of_range", format!("must be between {min} and {max}"));
-                None
-            }
-            None => {
-                let message = if value.is_number() { "must be a whole number" } else { "must be a number" };
-                self.fail(name, "invalid_type", message);
-                None
-            }
+        let n = self.optional_whole(name)?;
+        if !(min..=max).contains(&n) {
+            self.fail(name, "out_of_range", format!("must be between {min} and {max}"));
+            return None;
         }
+        Some(n)
     }
 
     /// An optional VAT rate, given by its code: a whole number the tax authority's table holds.
     pub fn optional_vat_rate(&mut self, name: &str) -> Option<events::domain::VatRate> {
-        let value = self.raw(name)?;
-        let Some(code) = value.as_i64() else {
-            let message = if value.is_number() { "must be a whole number" } else { "must be a number" };
-            self.fail(name, "invalid_type", message);
-            return None;
-        };
+        let code = self.optional_whole(name)?;
         match events::domain::VatRate::from_code(code) {
             Ok(rate) => Some(rate),
             Err(error) => {

@@ -303,6 +303,11 @@ async fn fiscal_check_passes_against_the_simulator_and_names_what_is_missing(poo
     assert_eq!(report["points_of_sale"][1]["enabled_at_authority"], false);
 }
 
+/// The JSON body of the answer to `request`.
+async fn answer(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.expect("sent").json().await.expect("json")
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn reports_query_answers_as_the_api_does_in_json_and_csv(pool: PgPool) {
     let deployment = Deployment::new(&pool, &shared_nats_url());
@@ -311,15 +316,7 @@ async fn reports_query_answers_as_the_api_does_in_json_and_csv(pool: PgPool) {
     let client = crate::helpers::http_client();
     // The organization's seeded warehouse is readable once the projector has folded its creation.
     let warehouses = || async {
-        let page: Value = client
-            .get(format!("{}/api/v1/warehouses", deployment.base()))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .expect("sent")
-            .json()
-            .await
-            .expect("json");
+        let page = answer(client.get(format!("{}/api/v1/warehouses", deployment.base())).bearer_auth(&key)).await;
         page["data"][0]["id"].as_str().map(str::to_owned)
     };
     eventually("the seeded warehouse is readable", || async { warehouses().await.is_some() }).await;
@@ -340,17 +337,8 @@ async fn reports_query_answers_as_the_api_does_in_json_and_csv(pool: PgPool) {
     let query = serde_json::json!({ "report": "inventory", "group_by": ["product"], "metrics": ["on_hand", "value"],
         "sort": ["-on_hand"] });
     let api = || async {
-        let answer: Value = client
-            .post(format!("{}/api/v1/reports/query", deployment.base()))
-            .bearer_auth(&key)
-            .json(&query)
-            .send()
-            .await
-            .expect("sent")
-            .json()
-            .await
-            .expect("json");
-        answer["data"].clone()
+        let url = format!("{}/api/v1/reports/query", deployment.base());
+        answer(client.post(url).bearer_auth(&key).json(&query)).await["data"].clone()
     };
     eventually("the reports projection folds the opening stock", || async { api().await["totals"]["on_hand"] == "42" })
         .await;
