@@ -416,6 +416,8 @@ async fn bulk_adjustments_change_every_matching_variant_at_once(pool: PgPool) {
     assert_eq!(done["data"]["unchanged_variants"], 1);
     assert_eq!(done["data"]["affected_products"], 3);
     assert_eq!(done["data"]["synchronization_effects"], json!([]));
+    // The change as applied, in the form it has always had: the percentage a JSON float.
+    assert_eq!(done["data"]["change"], json!({"kind": "percentage", "value": 10.0}));
     let price = |id: String| {
         let app = &app;
         async move {
@@ -439,6 +441,7 @@ async fn bulk_adjustments_change_every_matching_variant_at_once(pool: PgPool) {
     let body = json!({"target": "cost", "product_ids": [ids[0], ids[2]], "amount": -600});
     let done = json(bulk(&app, "ajuste-2", &body).await, 200).await;
     assert_eq!(done["data"]["affected_variants"], 2);
+    assert_eq!(done["data"]["change"], json!({"kind": "amount", "value": -600}));
     let cost = json(app.get(&format!("/api/v1/products/{}", ids[0])).await, 200).await["data"]["cost"].clone();
     assert_eq!(cost, 0, "500 - 600 stops at zero");
 }

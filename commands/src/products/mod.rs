@@ -13,7 +13,7 @@ use events::catalogue::{
     ComboComponent, Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductUpdated,
     SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
-use events::domain::{Adjustment, Cents, Quantity, VatRate};
+use events::domain::{Adjustment, Cents, DomainError, FineAdjustment, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -590,6 +590,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A bulk percentage as a client's JSON number reaches the command.
+    fn percent(value: f64) -> Change {
+        Change::Percentage(FineAdjustment::parse(&json!(value)).expect("in range"))
+    }
+
     fn fields(errors: &[FieldError]) -> Vec<&str> {
         let mut f: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         f.sort_unstable();
@@ -642,21 +647,24 @@ mod tests {
 
     #[test]
     fn changes_round_half_away_from_zero_and_never_go_negative() {
-        assert_eq!(Change::Percentage(10.0).apply(1005), 1106);
+        let moved = |change: Change, cents: i64| change.apply(Cents::of(cents)).map(Cents::get);
+        assert_eq!(moved(percent(10.0), 1005), Some(1106));
         // Exact halves that binary floating point puts just below .5.
-        assert_eq!(Change::Percentage(15.0).apply(50), 58);
-        assert_eq!(Change::Percentage(2.5).apply(60), 62);
-        assert_eq!(Change::Percentage(0.1).apply(500), 501);
-        assert_eq!(Change::Percentage(-12.5).apply(4), 4);
-        assert_eq!(Change::Percentage(-0.5).apply(100), 100);
-        assert_eq!(Change::Percentage(33.333).apply(300_000), 399_999);
-        assert_eq!(Change::Percentage(1000.0).apply(MAX_CENTS), MAX_CENTS * 11);
-        // Far beyond any price the exact product leaves 128 bits: the amount saturates, never wraps.
-        assert_eq!(Change::Percentage(0.012345678901234567).apply(i64::MAX), i64::MAX);
-        assert_eq!(Change::Percentage(-50.0).apply(3), 2);
-        assert_eq!(Change::Percentage(-100.0).apply(999), 0);
-        assert_eq!(Change::Amount(-500).apply(300), 0);
-        assert_eq!(Change::Amount(250).apply(300), 550);
+        assert_eq!(moved(percent(15.0), 50), Some(58));
+        assert_eq!(moved(percent(2.5), 60), Some(62));
+        assert_eq!(moved(percent(0.1), 500), Some(501));
+        assert_eq!(moved(percent(-12.5), 4), Some(4));
+        assert_eq!(moved(percent(-0.5), 100), Some(100));
+        assert_eq!(moved(percent(33.333), 300_000), Some(399_999));
+        assert_eq!(moved(percent(1000.0), MAX_CENTS / 11), Some(MAX_CENTS / 11 * 11));
+        // Beyond the range of cents there is no amount to give: the caller refuses it.
+        assert_eq!(moved(percent(1000.0), MAX_CENTS), None);
+        assert_eq!(moved(percent(0.012345678901234567), MAX_CENTS), None);
+        assert_eq!(moved(percent(-50.0), 3), Some(2));
+        assert_eq!(moved(percent(-100.0), 999), Some(0));
+        assert_eq!(moved(Change::Amount(Cents::of(-500)), 300), Some(0));
+        assert_eq!(moved(Change::Amount(Cents::of(250)), 300), Some(550));
+        assert_eq!(moved(Change::Amount(Cents::of(1)), MAX_CENTS), None);
         let errors =
             parse_bulk_adjustment(&json!({"target": "margin", "percentage": 5, "amount": 3})).expect_err("invalid");
         assert_eq!(fields(&errors), ["amount", "filter", "target"]);
@@ -685,15 +693,15 @@ mod tests {
         // A bulk adjustment that would pass the maximum refuses the whole group.
         let (plain, _) = parse_create(&json!({"name": "y", "sku": "b", "price": Cents::MAX})).expect("valid");
         let chosen = [plain.variants[0].id];
-        let refused = adjust_group(&plain, &chosen, "price", Change::Amount(1)).expect_err("out of range");
+        let refused = adjust_group(&plain, &chosen, "price", Change::Amount(Cents::of(1))).expect_err("out of range");
         let Rejection::Invalid { errors } = refused else { panic!("a field error: {refused:?}") };
         assert_eq!((errors[0].field.as_str(), errors[0].code.as_str()), ("amount", "out_of_range"));
-        let (lowered, adjusted) = adjust_group(&plain, &chosen, "price", Change::Percentage(-50.0)).expect("in range");
+        let (lowered, adjusted) = adjust_group(&plain, &chosen, "price", percent(-50.0)).expect("in range");
         assert_eq!((lowered.variants[0].price, adjusted.changed), (Cents::of(Cents::MAX / 2), 1));
         // A cost moved under the markup takes the price past the maximum: refused, naming the percentage.
         let (marked, _) = parse_create(&fits).expect("in range");
         let chosen = [marked.variants[0].id];
-        let refused = adjust_group(&marked, &chosen, "cost", Change::Percentage(10.0)).expect_err("out of range");
+        let refused = adjust_group(&marked, &chosen, "cost", percent(10.0)).expect_err("out of range");
         assert!(matches!(&refused, Rejection::Invalid { errors } if errors[0].field == "percentage"), "{refused:?}");
     }
 
@@ -776,59 +784,25 @@ pub struct BulkFilter {
     pub product_ids: Vec<Uuid>,
 }
 
-/// A percentage (`10` adds 10%, `-5` takes 5% off) or a fixed amount in cents.
+/// A percentage (`10` adds 10%, `-5` takes 5% off) or a fixed amount in cents (negative takes off).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
 pub enum Change {
-    Percentage(f64),
-    Amount(i64),
+    Percentage(FineAdjustment),
+    Amount(Cents),
 }
 
 impl Change {
-    /// The adjusted amount in cents, rounded half away from zero, never below zero. A percentage is
-    /// applied exactly as the decimal the client wrote (`15` on 50 cents is 57.5, so 58), never through
-    /// binary floating point, which makes that 57.49999… and rounds a cent short.
-    pub fn apply(self, cents: i64) -> i64 {
+    /// The adjusted amount, never below zero; `None` beyond [`Cents::MAX`]. A percentage is applied
+    /// exactly as the decimal the client wrote ([`FineAdjustment::apply_to`]), rounded half away from
+    /// zero to the cent.
+    pub fn apply(self, amount: Cents) -> Option<Cents> {
         let next = match self {
-            Change::Percentage(p) => {
-                exact_percentage(cents, p).unwrap_or_else(|| (cents as f64 * (1.0 + p / 100.0)).round() as i64)
-            }
-            Change::Amount(delta) => cents.saturating_add(delta),
-        };
-        next.max(0)
+            Change::Percentage(percentage) => percentage.apply_to(amount),
+            Change::Amount(delta) => amount.checked_add(delta),
+        }?;
+        Some(if next.is_negative() { Cents::ZERO } else { next })
     }
-}
-
-/// `cents` moved by `percentage` percent, computed on the exact decimal of the percentage, rounded half
-/// away from zero; None where that decimal or the product does not fit in integers (amounts far beyond
-/// any price), for the caller's approximate fallback.
-fn exact_percentage(cents: i64, percentage: f64) -> Option<i64> {
-    let (digits, scale) = exact_decimal(percentage)?;
-    // cents × (1 + digits / 10^scale / 100) = cents × (100·10^scale + digits) / (100·10^scale)
-    let denominator = 100 * 10i128.pow(scale);
-    let numerator = i128::from(cents).checked_mul(denominator.checked_add(digits)?)?;
-    let half = denominator / 2;
-    let rounded = if numerator >= 0 {
-        numerator.checked_add(half)? / denominator
-    } else {
-        -(numerator.checked_neg()?.checked_add(half)? / denominator)
-    };
-    Some(i64::try_from(rounded).unwrap_or(if rounded > 0 { i64::MAX } else { i64::MIN }))
-}
-
-/// `value` as an exact decimal `digits / 10^scale`, read from the shortest text that reads back as
-/// `value`: for a number written with up to 15 significant digits, the very digits the client sent.
-/// None for values out of the range a percentage may take, or with more than 18 decimals.
-fn exact_decimal(value: f64) -> Option<(i128, u32)> {
-    if !value.is_finite() || value.abs() > 1e6 {
-        return None;
-    }
-    let text = value.to_string();
-    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
-    let scale = u32::try_from(fraction.len()).ok().filter(|s| *s <= 18)?;
-    let negative = whole.starts_with('-');
-    let magnitude: i128 = format!("{}{fraction}", whole.trim_start_matches('-')).parse().ok()?;
-    Some((if negative { -magnitude } else { magnitude }, scale))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -871,15 +845,19 @@ pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldEr
     } else if r.value("product_ids").and_then(Value::as_array).is_some_and(Vec::is_empty) {
         r.reject("product_ids", "too_short", "name at least one product, or leave product_ids out");
     }
-    let percentage = r.optional_number("percentage").and_then(|n| n.as_f64());
-    let amount = r.value("amount").map(|v| v.as_i64());
+    let percentage = r.optional_number("percentage").map(|n| FineAdjustment::parse(&Value::Number(n)));
+    let amount = r.value("amount").map(|v| v.as_i64().and_then(|cents| Cents::new(cents).ok()));
     let change = match (percentage, amount) {
-        (Some(p), None) if (-100.0..=1000.0).contains(&p) => Some(Change::Percentage(p)),
-        (Some(_), None) => {
+        (Some(Ok(percentage)), None) => Some(Change::Percentage(percentage)),
+        (Some(Err(DomainError::OutOfRange { .. })), None) => {
             r.reject("percentage", "out_of_range", "must be between -100 and 1000");
             None
         }
-        (None, Some(Some(cents))) if cents.abs() <= MAX_CENTS => Some(Change::Amount(cents)),
+        (Some(Err(error)), None) => {
+            r.reject("percentage", "invalid_value", error.to_string());
+            None
+        }
+        (None, Some(Some(cents))) => Some(Change::Amount(cents)),
         (None, Some(_)) => {
             r.reject("amount", "invalid_value", "must be a whole number of cents");
             None
@@ -894,12 +872,10 @@ pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldEr
         }
     };
     let filter = BulkFilter { default_supplier_id, category_id, tag_id, product_ids };
-    r.finish(()).map(|()| BulkAdjustment {
-        id: Uuid::now_v7(),
-        target,
-        filter,
-        change: change.unwrap_or(Change::Amount(0)),
-    })
+    r.finish(())?;
+    // Every way of leaving `change` unset rejected a field above.
+    let change = change.ok_or_else(|| vec![FieldError::new("percentage", "required", "send percentage or amount")])?;
+    Ok(BulkAdjustment { id: Uuid::now_v7(), target, filter, change })
 }
 
 /// What adjusting one group did.
@@ -938,7 +914,7 @@ pub fn adjust_group(
             continue;
         }
         let slot = if target == "cost" { &mut variant.cost } else { &mut variant.price };
-        let adjusted = Cents::new(change.apply(slot.get())).map_err(|_| refused(variant.id))?;
+        let adjusted = change.apply(*slot).ok_or_else(|| refused(variant.id))?;
         if adjusted != *slot {
             *slot = adjusted;
             outcome.changed += 1;

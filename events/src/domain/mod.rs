@@ -12,6 +12,7 @@
 //!   `"0.125"`) and read from either a number or such a string.
 //! - [`Percentage`] is written as a JSON number (`15`, `12.5`) and read from a number or a string.
 //! - [`Adjustment`] is written as its integer hundredths of a percent (`1050` for +10.5%).
+//! - [`FineAdjustment`] is written as a JSON number (`10.0`, `33.333`) and read from one.
 //! - [`Scope`] is its `resource:access` string.
 //! - [`VatRate`] is the tax authority's integer code (`5` for 21%).
 
@@ -25,7 +26,7 @@ mod rate;
 mod scope;
 mod vat;
 
-pub use adjustment::Adjustment;
+pub use adjustment::{Adjustment, FineAdjustment};
 pub use cents::Cents;
 pub use error::DomainError;
 pub use percentage::{Percentage, hundredths, hundredths_option};
