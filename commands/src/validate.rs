@@ -139,6 +139,19 @@ impl<'a> ObjectReader<'a> {
         self.optional_count(name, events::domain::Cents::MAX).and_then(|n| events::domain::Cents::new(n).ok())
     }
 
+    /// A whole number of units from 0 to [`WholeUnits::MAX`](events::domain::WholeUnits::MAX), refused
+    /// as [`ObjectReader::optional_count`] refuses.
+    pub fn optional_whole_units(&mut self, name: &str) -> Option<events::domain::WholeUnits> {
+        let units = self.optional_count(name, events::domain::WholeUnits::MAX)?;
+        match events::domain::WholeUnits::new(units) {
+            Ok(units) => Some(units),
+            Err(error) => {
+                self.fail(name, "out_of_range", error.to_string());
+                None
+            }
+        }
+    }
+
     /// An optional non-negative integer no greater than `max` (amounts in cents, quantities).
     pub fn optional_count(&mut self, name: &str, max: i64) -> Option<i64> {
         self.optional_int(name, 0, max)

@@ -6,7 +6,7 @@
 
 use crate::{Folded, Folds, ProjectionError, Rendered, RenderedFold, StreamType, Target, contains_pattern, json_fold};
 use events::catalogue::{StockEffect, StockTransferEvent, ar_date, cause, iso_date, stock_effect};
-use events::domain::Quantity;
+use events::domain::{Quantity, WholeUnits};
 use events::{EventPayload, RecordedEvent};
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -305,8 +305,8 @@ pub struct LevelRow {
     pub warehouse_name: Option<String>,
     pub on_hand: Quantity,
     pub reserved: Quantity,
-    /// Whole units, as the product states it.
-    pub stock_minimum: Option<i64>,
+    /// As the product states it.
+    pub stock_minimum: Option<WholeUnits>,
 }
 
 impl LevelRow {
@@ -317,7 +317,7 @@ impl LevelRow {
 
     /// Available stock is under the product's minimum.
     pub fn below_minimum(&self) -> bool {
-        self.stock_minimum.is_some_and(|m| self.available().thousandths() < m.saturating_mul(Quantity::SCALE))
+        self.stock_minimum.is_some_and(|minimum| self.available() < minimum.quantity())
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
+use events::domain::WholeUnits;
 use events::catalogue::ProductEvent;
 use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool};
@@ -152,7 +153,7 @@ pub struct ProductRow {
     pub cost: events::domain::Cents,
     pub price: events::domain::Cents,
     pub tax_rate_id: events::domain::VatRate,
-    pub stock_minimum: Option<i64>,
+    pub stock_minimum: Option<WholeUnits>,
     pub default_supplier_id: Option<Uuid>,
     pub default_supplier_name: Option<String>,
     pub product_type: String,

@@ -102,7 +102,7 @@ impl InventoryData {
             product_id: row.variant_id,
             below_minimum: row.below_minimum(),
             available: row.available().into(),
-            stock_minimum: row.stock_minimum.and_then(|m| Quantity::from_units(m).ok()).map(QuantityText).into(),
+            stock_minimum: row.stock_minimum.map(|minimum| QuantityText(minimum.quantity())).into(),
             sku: row.sku.into(),
             name: row.name.into(),
             warehouse: WarehouseRef { id: row.warehouse_id, name: row.warehouse_name.into() },

@@ -32,7 +32,7 @@ use commands::products::{
 use commands::protocol::{Command, CommandKind};
 use commands::tags::Taggable;
 use events::catalogue::{Metafield, OptionValue};
-use events::domain::Scope;
+use events::domain::{Scope, WholeUnits};
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::{ApiResponse, Object};
@@ -366,7 +366,7 @@ impl ProductData {
             cost: row.cost.get(),
             price: row.price.get(),
             tax_rate: TaxRateRef { id: row.tax_rate_id.code(), value: row.tax_rate_id.percent() },
-            stock_minimum: row.stock_minimum.into(),
+            stock_minimum: row.stock_minimum.map(WholeUnits::get).into(),
             default_supplier: row
                 .default_supplier_id
                 .map(|id| NamedRef { id, name: row.default_supplier_name.unwrap_or_default() })

@@ -244,7 +244,7 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let oem_code = r.optional_str("oemCode", 60);
     let currency = r.optional_enum("currency", &["PES"]).unwrap_or_else(|| "PES".to_owned());
     let tax_rate_id = r.optional_vat_rate("taxRateId").unwrap_or(VatRate::GENERAL);
-    let stock_minimum = r.optional_count("stockMinimum", 1_000_000_000);
+    let stock_minimum = r.optional_whole_units("stockMinimum");
     let default_supplier_id = r.optional_uuid("defaultSupplierId");
     let product_type = r.optional_enum("productType", PRODUCT_TYPES).unwrap_or_else(|| "product".to_owned());
     let markup_hundredths = r.optional_adjustment("markupPercentage", 0, 1000);

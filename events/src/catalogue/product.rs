@@ -2,7 +2,7 @@
 //! carries the group's whole state after it, so subscribers (read models, the webhook sender) need no
 //! history; updates also name, per variant, the public fields that changed.
 
-use crate::domain::{Adjustment, Cents, Quantity, VatRate};
+use crate::domain::{Adjustment, Cents, Quantity, VatRate, WholeUnits};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -18,7 +18,7 @@ pub struct SharedFields {
     pub currency: String,
     /// A VAT rate code of the tax authority (5 is 21%).
     pub tax_rate_id: VatRate,
-    pub stock_minimum: Option<i64>,
+    pub stock_minimum: Option<WholeUnits>,
     pub default_supplier_id: Option<Uuid>,
     pub product_type: String,
     /// Automatic margin pricing: when set, every variant's price is its cost plus this many hundredths

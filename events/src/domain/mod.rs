@@ -11,6 +11,7 @@
 //! - [`Quantity`] is written as a JSON string holding its shortest exact decimal (`"2.5"`, `"3"`,
 //!   `"0.125"`) and read from either a number or such a string.
 //! - [`Percentage`] is written as a JSON number (`15`, `12.5`) and read from a number or a string.
+//! - [`WholeUnits`] (a stock minimum) is a JSON integer.
 //! - [`Adjustment`] is written as its integer hundredths of a percent (`1050` for +10.5%).
 //! - [`FineAdjustment`] is written as a JSON number (`10.0`, `33.333`) and read from one.
 //! - [`Scope`] is its `resource:access` string.
@@ -30,7 +31,7 @@ pub use adjustment::{Adjustment, FineAdjustment};
 pub use cents::Cents;
 pub use error::DomainError;
 pub use percentage::{Percentage, hundredths, hundredths_option};
-pub use quantity::Quantity;
+pub use quantity::{Quantity, WholeUnits};
 pub use rate::ExchangeRate;
 pub use scope::Scope;
 pub use vat::VatRate;

@@ -210,6 +210,51 @@ impl Cents {
     }
 }
 
+/// A whole number of units from 0 to [`WholeUnits::MAX`], as a product states its stock minimum: always
+/// a [`Quantity`] too ([`WholeUnits::quantity`]), so a comparison with stock needs no fallback.
+///
+/// JSON form: an integer (`5`), stored in a `bigint` column, as the field has always been.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct WholeUnits(i64);
+
+impl WholeUnits {
+    /// The largest count: a billion units.
+    pub const MAX: i64 = 1_000_000_000;
+
+    /// A count of units, refusing negative ones and more than [`WholeUnits::MAX`].
+    pub fn new(units: i64) -> Result<Self, DomainError> {
+        if (0..=Self::MAX).contains(&units) {
+            Ok(WholeUnits(units))
+        } else {
+            Err(DomainError::OutOfRange { min: "0".into(), max: Self::MAX.to_string(), value: units.to_string() })
+        }
+    }
+
+    pub const fn get(self) -> i64 {
+        self.0
+    }
+
+    /// The same count as a quantity; [`WholeUnits::MAX`] is far inside [`Quantity::MAX_UNITS`].
+    pub const fn quantity(self) -> Quantity {
+        Quantity(self.0 * Quantity::SCALE)
+    }
+}
+
+impl Serialize for WholeUnits {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_i64(self.0)
+    }
+}
+
+/// Reads an integer, refusing values out of range.
+impl<'de> Deserialize<'de> for WholeUnits {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        WholeUnits::new(i64::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+super::bigint_column!(WholeUnits, WholeUnits::get, WholeUnits::new);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,5 +466,18 @@ mod tests {
         assert_eq!(max.saturating_add(Quantity::ONE), max);
         assert_eq!(quantity("-1.5").saturating_add(quantity("2")), quantity("0.5"));
         assert_eq!((-max).checked_sub(Quantity::ONE), None);
+    }
+
+    #[test]
+    fn whole_units_are_counts_from_zero_to_a_billion_written_as_integers() {
+        let five = WholeUnits::new(5).expect("in range");
+        assert_eq!(five.quantity(), quantity("5"));
+        assert_eq!(WholeUnits::new(WholeUnits::MAX).expect("in range").quantity(), quantity("1000000000"));
+        assert_eq!(WholeUnits::new(-1).expect_err("negative").to_string(), "must be between 0 and 1000000000, not -1");
+        assert!(WholeUnits::new(WholeUnits::MAX + 1).is_err());
+        assert_eq!(serde_json::to_value(five).expect("serialize"), json!(5));
+        assert_eq!(serde_json::from_value::<WholeUnits>(json!(5)).expect("read"), five);
+        assert!(serde_json::from_value::<WholeUnits>(json!(-5)).is_err());
+        assert!(serde_json::from_value::<WholeUnits>(json!("5")).is_err());
     }
 }
