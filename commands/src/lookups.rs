@@ -3,7 +3,7 @@
 
 use crate::engine::{ExecuteError, WithId, load};
 use events::EventPayload;
-use events::catalogue::{ProductEvent, ProductGroup, WHOLE_GROUP_EVERY};
+use events::catalogue::{ProductEvent, ProductGroup, ProductType, WHOLE_GROUP_EVERY};
 use events::domain::{Adjustment, Cents, VatRate};
 use sqlx::PgConnection;
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use uuid::Uuid;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VariantFacts {
     pub group_id: Uuid,
-    pub product_type: String,
+    pub product_type: ProductType,
     pub is_active: bool,
     pub tax_rate_id: VatRate,
     pub cost: Cents,
@@ -27,7 +27,7 @@ impl VariantFacts {
         let v = group.variants.iter().find(|v| v.id == variant)?;
         Some(Self {
             group_id,
-            product_type: group.shared.product_type.clone(),
+            product_type: group.shared.product_type,
             is_active: v.is_active,
             tax_rate_id: group.shared.tax_rate_id,
             cost: v.cost,
@@ -41,7 +41,7 @@ impl VariantFacts {
     pub(crate) fn plain_product(group_id: Uuid) -> Self {
         Self {
             group_id,
-            product_type: "product".into(),
+            product_type: ProductType::Product,
             is_active: true,
             tax_rate_id: VatRate::GENERAL,
             cost: Cents::ZERO,

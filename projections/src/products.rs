@@ -112,7 +112,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         .bind(batch.iter().map(|r| r.shared.tax_rate_id).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| r.shared.stock_minimum).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| r.shared.default_supplier_id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.product_type.clone()).collect::<Vec<_>>())
+        .bind(batch.iter().map(|r| r.shared.product_type).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| r.variant.is_active).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| r.options.clone()).collect::<Vec<_>>())
         .bind(batch.iter().map(|r| Json(r.variant.option_values.clone())).collect::<Vec<_>>())
@@ -156,7 +156,7 @@ pub struct ProductRow {
     pub stock_minimum: Option<WholeUnits>,
     pub default_supplier_id: Option<Uuid>,
     pub default_supplier_name: Option<String>,
-    pub product_type: String,
+    pub product_type: events::catalogue::ProductType,
     pub is_active: bool,
     pub markup_hundredths: Option<events::domain::Adjustment>,
     pub options: Json<Vec<String>>,

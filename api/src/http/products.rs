@@ -371,7 +371,7 @@ impl ProductData {
                 .default_supplier_id
                 .map(|id| NamedRef { id, name: row.default_supplier_name.unwrap_or_default() })
                 .into(),
-            product_type: row.product_type,
+            product_type: row.product_type.as_str().to_owned(),
             components: None,
             is_active: row.is_active,
             markup_percentage: row.markup_hundredths.map(|markup| markup.to_string()).into(),
@@ -455,7 +455,7 @@ async fn readable(state: &AppState, org_id: Uuid, id: Uuid) -> Result<ProductDat
 
 /// The detail's `components`: a combo's, read with its group; none for any other product.
 async fn components(state: &AppState, org_id: Uuid, product: &ProductData) -> Result<Vec<ComponentData>, ApiError> {
-    if product.product_type != "combo" {
+    if product.product_type != events::catalogue::ProductType::Combo.as_str() {
         return Ok(Vec::new());
     }
     Ok(read::components(&state.pool, org_id, product.variant_group_id)

@@ -117,7 +117,7 @@ impl Document for DeliveryNotes {
             })
             .collect();
         let combos: Vec<Uuid> =
-            facts.products.iter().filter(|(_, (f, _))| f.product_type == "combo").map(|(id, _)| *id).collect();
+            facts.products.iter().filter(|(_, (f, _))| f.product_type.is_combo()).map(|(id, _)| *id).collect();
         if !combos.is_empty() {
             facts.components = combo_components(conn, org_id, &combos).await?;
         }

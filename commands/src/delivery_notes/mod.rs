@@ -287,7 +287,7 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                     None => item.name.clone().unwrap_or_default(),
                     Some(variant) => match facts.products.get(&variant).filter(|(f, _)| f.is_active) {
                         Some((fact, name)) => {
-                            if let (true, Some(w)) = (fact.product_type != "service", note.warehouse_id) {
+                            if let (true, Some(w)) = (fact.product_type.is_stocked(), note.warehouse_id) {
                                 let line = StockLine { variant_id: variant, quantity: item.quantity };
                                 stocked.push((line, w, format!("items[{i}].quantity")));
                             }

@@ -16,7 +16,7 @@ use crate::handler::{Batching, Commit, handler};
 use crate::records::Warehouse;
 use crate::reply::CommandReply;
 use crate::validate::FieldError;
-use events::catalogue::{StockLine, StockMovementEvent, StockTransferEvent, StockTransferred, ar_date};
+use events::catalogue::{ProductType, StockLine, StockMovementEvent, StockTransferEvent, StockTransferred, ar_date};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
@@ -51,8 +51,8 @@ pub async fn product_types(
     conn: &mut PgConnection,
     org_id: Uuid,
     ids: &[Uuid],
-) -> Result<HashMap<Uuid, String>, sqlx::Error> {
-    let rows: Vec<(Uuid, String)> = sqlx::query_as(
+) -> Result<HashMap<Uuid, ProductType>, sqlx::Error> {
+    let rows: Vec<(Uuid, ProductType)> = sqlx::query_as(
         "select variant_id, product_type from product_variants where org_id = $1 and variant_id = any($2)",
     )
     .bind(org_id)

@@ -9,7 +9,7 @@ use crate::engine::ExecuteError;
 use crate::records::Warehouse;
 use crate::reply::CommandReply;
 use crate::validate::FieldError;
-use events::catalogue::{StockChange, StockLine, StockMovementEvent, StockMovementRecorded};
+use events::catalogue::{ProductType, StockChange, StockLine, StockMovementEvent, StockMovementRecorded};
 use sqlx::PgConnection;
 use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
@@ -42,7 +42,7 @@ pub(super) fn warehouse_verdict(
 /// their streams, as [`load`] does one.
 pub(super) struct References {
     pub warehouses: HashMap<Uuid, Option<bool>>,
-    pub types: HashMap<Uuid, String>,
+    pub types: HashMap<Uuid, ProductType>,
     pub policy: NegativeStock,
 }
 
@@ -71,7 +71,7 @@ pub(super) async fn movement_references(
     let first = rows.first().ok_or(sqlx::Error::RowNotFound)?;
     let policy: Option<String> = first.try_get("policy")?;
     let policy = policy.as_deref().and_then(NegativeStock::parse).unwrap_or(NegativeStock::Allow);
-    let types = first.try_get::<sqlx::types::Json<HashMap<Uuid, String>>, _>("types")?.0;
+    let types = first.try_get::<sqlx::types::Json<HashMap<Uuid, ProductType>>, _>("types")?.0;
     let mut streams: HashMap<Uuid, Vec<events::RecordedEvent>> = HashMap::new();
     for row in &rows {
         if row.try_get::<Option<Uuid>, _>("stream_id")?.is_some() {
@@ -93,7 +93,7 @@ pub(super) async fn movement_references(
 /// [`check_products`]'s verdict on the lines, given the product type of every variant of the
 /// organization among them: the combos among the lines.
 pub(super) fn products_verdict(
-    types: &HashMap<Uuid, String>,
+    types: &HashMap<Uuid, ProductType>,
     lines: &[StockLine],
     field: &str,
     combos_allowed: bool,
@@ -102,16 +102,18 @@ pub(super) fn products_verdict(
     let mut combos = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let path = format!("{field}[{i}].product_id");
-        match types.get(&line.variant_id).map(String::as_str) {
+        match types.get(&line.variant_id) {
             None => errors.push(FieldError::new(path, "not_found", "no product of this organization has this id")),
-            Some("service") => errors.push(FieldError::new(path, "not_stocked", "a service holds no stock")),
-            Some("combo") if !combos_allowed => errors.push(FieldError::new(
+            Some(ProductType::Service) => {
+                errors.push(FieldError::new(path, "not_stocked", "a service holds no stock"));
+            }
+            Some(ProductType::Combo) if !combos_allowed => errors.push(FieldError::new(
                 path,
                 "not_stocked",
                 "a combo holds no stock of its own: move its components",
             )),
-            Some("combo") => combos.push(line.variant_id),
-            Some(_) => {}
+            Some(ProductType::Combo) => combos.push(line.variant_id),
+            Some(ProductType::Product) => {}
         }
     }
     combos

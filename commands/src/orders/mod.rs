@@ -449,7 +449,7 @@ fn build_lines(
             tax_rate_id: code,
             warehouse_id: None,
             discount: item.discount,
-            physical: fact.map_or_else(|| existing.is_some_and(|l| l.physical), |f| f.product_type == "product"),
+            physical: fact.map_or_else(|| existing.is_some_and(|l| l.physical), |f| f.product_type.is_physical()),
             delivered,
             billed,
         });
@@ -539,7 +539,7 @@ fn of_quote(id: Uuid, quote_id: Uuid, quote: &QuoteState, facts: &OrderFacts) ->
             tax_rate_id: item.tax_rate_id,
             warehouse_id: item.warehouse_id,
             discount: item.discount,
-            physical: facts.products.get(&item.variant_id).is_some_and(|f| f.product_type == "product"),
+            physical: facts.products.get(&item.variant_id).is_some_and(|f| f.product_type.is_physical()),
             delivered: Quantity::ZERO,
             billed: Quantity::ZERO,
         })

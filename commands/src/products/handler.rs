@@ -15,6 +15,7 @@ use crate::records::{Category, Warehouse};
 use crate::reply::CommandReply;
 use crate::tags::{Tag, tagged_products};
 use crate::validate::FieldError;
+use events::catalogue::ProductType;
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
@@ -110,10 +111,10 @@ async fn check_product_references(
         let types = crate::inventory::product_types(conn, org_id, &ids).await?;
         for (i, component) in shared.components.iter().enumerate() {
             let path = format!("components[{i}].productId");
-            match types.get(&component.variant_id).map(String::as_str) {
+            match types.get(&component.variant_id) {
                 None => errors.push(FieldError::new(path, "not_found", "no product of this organization has this id")),
-                Some("product") => {}
-                Some(other) => errors.push(FieldError::new(
+                Some(ProductType::Product) => {}
+                Some(other @ (ProductType::Service | ProductType::Combo)) => errors.push(FieldError::new(
                     path,
                     "not_stocked",
                     format!("a component must be a product that holds stock, not a {other}"),
@@ -125,7 +126,7 @@ async fn check_product_references(
         // A combo moves as its components and holds no stock: it cannot become, or stop being, one.
         let types = crate::inventory::product_types(conn, org_id, &[*variant_id]).await?;
         if let Some(current) = types.get(variant_id)
-            && (current == "combo") != (shared.product_type == "combo")
+            && current.is_combo() != shared.product_type.is_combo()
         {
             errors.push(FieldError::new(
                 "productType",
@@ -300,7 +301,7 @@ async fn run_product(
         .bind(variants.iter().map(|v| v.sku.clone()).collect::<Vec<_>>())
         .bind(shared.default_supplier_id)
         .bind(shared.category_id)
-        .bind(&shared.product_type)
+        .bind(shared.product_type)
         .execute(&mut *conn)
         .await?;
         crate::inventory::write_components(conn, org_id, variants.iter().map(|v| v.id), &shared.components).await?;

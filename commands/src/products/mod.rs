@@ -10,8 +10,8 @@ use crate::aggregate::{Aggregate, Rejection};
 use crate::metafields::valid_metafield_key;
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
-    ComboComponent, Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductUpdated,
-    SharedFields, Variant, VariantChange, changed_fields, public_product,
+    ComboComponent, Metafield, OpeningStock, OptionValue, ProductCreated, ProductEvent, ProductGroup, ProductType,
+    ProductUpdated, SharedFields, Variant, VariantChange, changed_fields, public_product,
 };
 use events::domain::{Adjustment, Cents, DomainError, FineAdjustment, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
@@ -22,7 +22,6 @@ use uuid::Uuid;
 
 pub const MAX_VARIANTS: usize = 250;
 pub const MAX_OPTIONS: usize = 3;
-pub const PRODUCT_TYPES: &[&str] = &["product", "service", "combo"];
 /// The most components one combo lists.
 pub const MAX_COMPONENTS: usize = 50;
 /// The largest cost or price, and the largest fixed amount of a bulk adjustment: the range of [`Cents`].
@@ -246,9 +245,13 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let tax_rate_id = r.optional_vat_rate("taxRateId").unwrap_or(VatRate::GENERAL);
     let stock_minimum = r.optional_whole_units("stockMinimum");
     let default_supplier_id = r.optional_uuid("defaultSupplierId");
-    let product_type = r.optional_enum("productType", PRODUCT_TYPES).unwrap_or_else(|| "product".to_owned());
+    // Absent: a product. A name outside the list was refused by `optional_enum`.
+    let product_type = r
+        .optional_enum("productType", ProductType::NAMES)
+        .and_then(|name| ProductType::parse(&name))
+        .unwrap_or_default();
     let markup_hundredths = r.optional_adjustment("markupPercentage", 0, 1000);
-    let components = combo_components(r, &product_type);
+    let components = combo_components(r, product_type);
     SharedFields {
         name,
         description,
@@ -266,8 +269,8 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
 
 /// A combo's `components` (1 to 50 variants of other products, each once, with a positive quantity,
 /// decimals allowed); refused on any other product type.
-fn combo_components(r: &mut ObjectReader<'_>, product_type: &str) -> Vec<ComboComponent> {
-    if product_type != "combo" {
+fn combo_components(r: &mut ObjectReader<'_>, product_type: ProductType) -> Vec<ComboComponent> {
+    if !product_type.is_combo() {
         if r.value("components").is_some() {
             r.reject("components", "not_allowed", "only a combo (productType combo) has components");
         }
@@ -415,7 +418,7 @@ pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), V
     let mut variants = Vec::new();
     let mut opening_stock = Vec::new();
     let mut options: Vec<String> = Vec::new();
-    if shared.product_type == "combo" {
+    if shared.product_type.is_combo() {
         for field in ["options", "variants", "warehouseStocks"] {
             if r.has(field) {
                 r.reject(field, "not_allowed", "a combo is a single product that holds no stock of its own");

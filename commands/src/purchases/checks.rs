@@ -58,12 +58,12 @@ pub(crate) async fn stocked_lines(
     facts: &BTreeMap<Uuid, VariantFacts>,
 ) -> Result<Vec<StockLine>, ExecuteError> {
     let lines: Vec<StockLine> = lines
-        .filter(|(variant, _)| facts.get(variant).is_some_and(|f| f.product_type != "service"))
+        .filter(|(variant, _)| facts.get(variant).is_some_and(|f| f.product_type.is_stocked()))
         .map(|(variant_id, quantity)| StockLine { variant_id, quantity })
         .collect();
     let combos: Vec<Uuid> = lines
         .iter()
-        .filter(|l| facts.get(&l.variant_id).is_some_and(|f| f.product_type == "combo"))
+        .filter(|l| facts.get(&l.variant_id).is_some_and(|f| f.product_type.is_combo()))
         .map(|l| l.variant_id)
         .collect();
     let components = if combos.is_empty() { BTreeMap::new() } else { combo_components(conn, org_id, &combos).await? };

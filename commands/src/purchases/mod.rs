@@ -325,7 +325,7 @@ pub fn cost_updates(
     let mut order = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let Some(fact) = facts.get(&line.variant_id) else { continue };
-        if fact.product_type == "combo" {
+        if fact.product_type.is_combo() {
             continue;
         }
         let exact = i128::from(line.net_ars.get()) * i128::from(Quantity::SCALE);
@@ -497,7 +497,7 @@ pub fn decide(command: &PurchaseCommand, facts: &PurchaseFacts) -> Result<Purcha
         .collect();
     if input.products_received {
         for (i, item) in input.items.iter().enumerate() {
-            if facts.products.get(&item.variant_id).is_some_and(|f| f.product_type == "service") {
+            if facts.products.get(&item.variant_id).is_some_and(|f| !f.product_type.is_stocked()) {
                 warnings.push(PurchaseWarning {
                     path: format!("items[{i}].productId"),
                     code: "NOT_STOCKED".into(),

@@ -401,7 +401,7 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
                 ));
             }
         }
-        let physical = fact.is_some_and(|f| f.product_type == "product");
+        let physical = fact.is_some_and(|f| f.product_type.is_physical());
         if reserving && physical {
             match item.warehouse_id {
                 None => errors.push(FieldError::new(

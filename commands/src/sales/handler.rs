@@ -149,7 +149,7 @@ impl Document for Sales {
             Some(id) => invoicing::load_sale(conn, org_id, id).await?,
             None => None,
         };
-        let combos: Vec<Uuid> = products.iter().filter(|(_, f)| f.product_type == "combo").map(|(id, _)| *id).collect();
+        let combos: Vec<Uuid> = products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
         let components =
             if combos.is_empty() { BTreeMap::new() } else { combo_components(conn, org_id, &combos).await? };
         Ok(SaleFacts {

@@ -633,7 +633,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         if item.variant_id.is_some() && fact.is_none_or(|f| !f.is_active) {
             errors.push(not_found(format!("items[{i}].productId"), "product"));
         }
-        let stocked = fact.is_some_and(|f| f.product_type != "service");
+        let stocked = fact.is_some_and(|f| f.product_type.is_stocked());
         // A line billing an order line leaves from where the order holds it (the line's warehouse, or
         // the order's), so the units its reservation held are the ones that leave.
         let of_order = item.order_line_id.and_then(|line_id| {
@@ -789,7 +789,7 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         let services = input
             .items
             .iter()
-            .filter(|i| i.variant_id.and_then(|v| products.get(&v)).is_some_and(|f| f.product_type == "service"))
+            .filter(|i| i.variant_id.and_then(|v| products.get(&v)).is_some_and(|f| !f.product_type.is_stocked()))
             .count();
         if services == 0 {
             1

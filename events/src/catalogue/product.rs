@@ -20,7 +20,7 @@ pub struct SharedFields {
     pub tax_rate_id: VatRate,
     pub stock_minimum: Option<WholeUnits>,
     pub default_supplier_id: Option<Uuid>,
-    pub product_type: String,
+    pub product_type: ProductType,
     /// Automatic margin pricing: when set, every variant's price is its cost plus this many hundredths
     /// of a percent (4000 = 40%), recomputed whenever the cost changes.
     #[serde(default)]
@@ -29,6 +29,92 @@ pub struct SharedFields {
     /// quantity one combo holds. A combo holds no stock of its own; moving it moves these.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<ComboComponent>,
+}
+
+/// What a product is. Stored and shown as its name (`product`, `service`, `combo`), as it always was;
+/// a stored name the type does not know is a decoding error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProductType {
+    /// Goods stocked as themselves (the default).
+    #[default]
+    Product,
+    /// Never stocked.
+    Service,
+    /// Stocked as its components, never as itself.
+    Combo,
+}
+
+impl ProductType {
+    pub const ALL: [ProductType; 3] = [ProductType::Product, ProductType::Service, ProductType::Combo];
+    /// The names, in the order of [`ProductType::ALL`], as a request may send them.
+    pub const NAMES: &[&str] = &["product", "service", "combo"];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProductType::Product => "product",
+            ProductType::Service => "service",
+            ProductType::Combo => "combo",
+        }
+    }
+
+    /// The type a name stands for.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// Moves stock, as itself or through its components: anything but a service.
+    pub const fn is_stocked(self) -> bool {
+        !matches!(self, ProductType::Service)
+    }
+
+    pub const fn is_combo(self) -> bool {
+        matches!(self, ProductType::Combo)
+    }
+
+    /// Goods held as themselves: a line of this product reserves and delivers its own stock.
+    pub const fn is_physical(self) -> bool {
+        matches!(self, ProductType::Product)
+    }
+}
+
+impl std::fmt::Display for ProductType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+// A `text` column holding the name (`product_variants.product_type`, `products_view.product_type`).
+impl sqlx::Type<sqlx::Postgres> for ProductType {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        <&str as sqlx::Type<sqlx::Postgres>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+        <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+    }
+}
+
+impl sqlx::postgres::PgHasArrayType for ProductType {
+    fn array_type_info() -> sqlx::postgres::PgTypeInfo {
+        <&str as sqlx::postgres::PgHasArrayType>::array_type_info()
+    }
+}
+
+impl sqlx::Encode<'_, sqlx::Postgres> for ProductType {
+    fn encode_by_ref(
+        &self,
+        buf: &mut sqlx::postgres::PgArgumentBuffer,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        <&str as sqlx::Encode<sqlx::Postgres>>::encode_by_ref(&self.as_str(), buf)
+    }
+}
+
+impl sqlx::Decode<'_, sqlx::Postgres> for ProductType {
+    fn decode(value: sqlx::postgres::PgValueRef<'_>) -> Result<Self, sqlx::error::BoxDynError> {
+        let name = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
+        ProductType::parse(name).ok_or_else(|| format!("not a product type: {name:?}").into())
+    }
 }
 
 /// One component of a combo.
@@ -290,6 +376,20 @@ mod tests {
     use super::*;
     use crate::catalogue::EventPayload;
 
+    #[test]
+    fn a_product_type_is_stored_as_the_name_a_request_sends() {
+        let names: Vec<&str> = ProductType::ALL.iter().map(|kind| kind.as_str()).collect();
+        assert_eq!(names, ProductType::NAMES);
+        for kind in ProductType::ALL {
+            assert_eq!(serde_json::to_value(kind).expect("serialize"), json!(kind.as_str()));
+            assert_eq!(ProductType::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(ProductType::parse("kit"), None);
+        assert!(serde_json::from_value::<ProductType>(json!("kit")).is_err());
+        let stocked: Vec<bool> = ProductType::ALL.iter().map(|kind| kind.is_stocked()).collect();
+        assert_eq!(stocked, [true, false, true]);
+    }
+
     fn group() -> ProductGroup {
         ProductGroup {
             shared: SharedFields {
@@ -301,7 +401,7 @@ mod tests {
                 tax_rate_id: VatRate::GENERAL,
                 stock_minimum: None,
                 default_supplier_id: None,
-                product_type: "product".into(),
+                product_type: ProductType::Product,
                 markup_hundredths: None,
                 components: Vec::new(),
             },
