@@ -8,6 +8,7 @@ pub mod chain;
 pub mod domain;
 pub mod envelope;
 pub mod follower;
+mod names;
 pub mod relay;
 pub mod secrets;
 pub mod store;

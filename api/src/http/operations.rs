@@ -7,22 +7,9 @@
 use commands::protocol::CommandKind;
 use events::domain::Scope;
 
-/// How an operation uses `Idempotency-Key`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Idempotency {
-    Required,
-    Optional,
-    NotUsed,
-}
-
-impl Idempotency {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Idempotency::Required => "required",
-            Idempotency::Optional => "optional",
-            Idempotency::NotUsed => "not_used",
-        }
-    }
+events::named_enum! {
+    /// How an operation uses `Idempotency-Key`.
+    pub enum Idempotency { Required = "required", Optional = "optional", NotUsed = "not_used" }
 }
 
 /// An operation of the interface: its `operationId`, the scope a credential needs (none: any valid

@@ -39,30 +39,13 @@ use uuid::Uuid;
 /// The most lines one movement or transfer lists.
 pub const MAX_LINES: usize = 100;
 
-/// The organization's answer to a shortfall.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NegativeStock {
-    /// The write goes through and carries warnings (the default).
-    Allow,
-    /// The write is refused (422 `INSUFFICIENT_STOCK`) and nothing is written.
-    Block,
-}
-
-impl NegativeStock {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Block => "block",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "allow" => Some(Self::Allow),
-            "block" => Some(Self::Block),
-            _ => None,
-        }
+events::named_enum! {
+    /// The organization's answer to a shortfall.
+    pub enum NegativeStock {
+        /// The write goes through and carries warnings (the default).
+        Allow = "allow",
+        /// The write is refused (422 `INSUFFICIENT_STOCK`) and nothing is written.
+        Block = "block",
     }
 }
 
@@ -177,25 +160,9 @@ pub fn insufficient_stock(shortfalls: Vec<StockShortfall>) -> Rejection {
     }
 }
 
-/// `in`, `out` or `count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MovementType {
-    In,
-    Out,
-    Count,
-}
-
-impl MovementType {
-    pub const NAMES: &[&str] = &["in", "out", "count"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::In => "in",
-            Self::Out => "out",
-            Self::Count => "count",
-        }
-    }
+events::named_enum! {
+    /// `in`, `out` or `count`.
+    pub enum MovementType { In = "in", Out = "out", Count = "count" }
 }
 
 /// A manual stock movement in one warehouse.

@@ -67,32 +67,15 @@ impl TagCommand {
     }
 }
 
-/// The kinds of resource tags apply to (stored as their snake_case names in tag events).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Taggable {
-    Customer,
-    Supplier,
-    Product,
-    Sale,
-    StockTransfer,
-    Purchase,
-    PurchaseOrder,
+events::named_enum! {
+    /// The kinds of resource tags apply to (stored as their snake_case names in tag events).
+    pub enum Taggable {
+        Customer = "customer", Supplier = "supplier", Product = "product", Sale = "sale",
+        StockTransfer = "stock_transfer", Purchase = "purchase", PurchaseOrder = "purchase_order",
+    }
 }
 
 impl Taggable {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Taggable::Customer => "customer",
-            Taggable::Supplier => "supplier",
-            Taggable::Product => "product",
-            Taggable::Sale => "sale",
-            Taggable::StockTransfer => "stock_transfer",
-            Taggable::Purchase => "purchase",
-            Taggable::PurchaseOrder => "purchase_order",
-        }
-    }
-
     /// The scope that lets a credential change the tags of this kind of resource.
     pub fn write_scope(self) -> Scope {
         match self {

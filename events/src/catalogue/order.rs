@@ -14,45 +14,17 @@ use serde_json::Value;
 use time::Date;
 use uuid::Uuid;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OrderStatus {
-    Open,
-    Completed,
-    Cancelled,
+crate::named_enum! {
+    pub enum OrderStatus { Open = "open", Completed = "completed", Cancelled = "cancelled" }
 }
 
-impl OrderStatus {
-    pub const NAMES: &[&str] = &["open", "completed", "cancelled"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Open => "open",
-            Self::Completed => "completed",
-            Self::Cancelled => "cancelled",
-        }
+crate::named_enum! {
+    pub enum FulfillmentStatus {
+        Unfulfilled = "unfulfilled", PartiallyFulfilled = "partially_fulfilled", Fulfilled = "fulfilled",
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FulfillmentStatus {
-    Unfulfilled,
-    PartiallyFulfilled,
-    Fulfilled,
 }
 
 impl FulfillmentStatus {
-    pub const NAMES: &[&str] = &["unfulfilled", "partially_fulfilled", "fulfilled"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Unfulfilled => "unfulfilled",
-            Self::PartiallyFulfilled => "partially_fulfilled",
-            Self::Fulfilled => "fulfilled",
-        }
-    }
-
     /// What the delivered quantities of `lines` make of an order.
     pub fn of(lines: &[OrderLine]) -> Self {
         if lines.iter().all(|l| l.delivered >= l.quantity) {

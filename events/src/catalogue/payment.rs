@@ -12,12 +12,9 @@ use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
 
-/// Who paid whom: a customer the business, or the business a supplier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PaymentSide {
-    Customer,
-    Supplier,
+crate::named_enum! {
+    /// Who paid whom: a customer the business, or the business a supplier.
+    pub enum PaymentSide { Customer = "customer", Supplier = "supplier" }
 }
 
 impl PaymentSide {
@@ -26,14 +23,6 @@ impl PaymentSide {
         match self {
             Self::Customer => "sale",
             Self::Supplier => "purchase",
-        }
-    }
-
-    /// The side's name as read models store it (`customer`, `supplier`), the same as serde writes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Customer => "customer",
-            Self::Supplier => "supplier",
         }
     }
 

@@ -31,38 +31,22 @@ pub struct SharedFields {
     pub components: Vec<ComboComponent>,
 }
 
-/// What a product is. Stored and shown as its name (`product`, `service`, `combo`), as it always was;
-/// a stored name the type does not know is a decoding error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProductType {
-    /// Goods stocked as themselves (the default).
-    #[default]
-    Product,
-    /// Never stocked.
-    Service,
-    /// Stocked as its components, never as itself.
-    Combo,
+crate::named_enum! {
+    /// What a product is. Stored and shown as its name (`product`, `service`, `combo`), as it always
+    /// was; a stored name the type does not know is a decoding error.
+    #[derive(Default)]
+    pub enum ProductType {
+        /// Goods stocked as themselves (the default).
+        #[default]
+        Product = "product",
+        /// Never stocked.
+        Service = "service",
+        /// Stocked as its components, never as itself.
+        Combo = "combo",
+    }
 }
 
 impl ProductType {
-    pub const ALL: [ProductType; 3] = [ProductType::Product, ProductType::Service, ProductType::Combo];
-    /// The names, in the order of [`ProductType::ALL`], as a request may send them.
-    pub const NAMES: &[&str] = &["product", "service", "combo"];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ProductType::Product => "product",
-            ProductType::Service => "service",
-            ProductType::Combo => "combo",
-        }
-    }
-
-    /// The type a name stands for.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
-    }
-
     /// Moves stock, as itself or through its components: anything but a service.
     pub const fn is_stocked(self) -> bool {
         !matches!(self, ProductType::Service)
@@ -75,12 +59,6 @@ impl ProductType {
     /// Goods held as themselves: a line of this product reserves and delivers its own stock.
     pub const fn is_physical(self) -> bool {
         matches!(self, ProductType::Product)
-    }
-}
-
-impl std::fmt::Display for ProductType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
     }
 }
 

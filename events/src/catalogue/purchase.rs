@@ -123,28 +123,11 @@ pub enum PurchaseOrderEvent {
     PurchaseOrderReopened,
 }
 
-/// Where a purchase order stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PurchaseOrderStatus {
-    Draft,
-    Confirmed,
-    PartiallyReceived,
-    Received,
-    Closed,
-}
-
-impl PurchaseOrderStatus {
-    pub const NAMES: &[&str] = &["draft", "confirmed", "partially_received", "received", "closed"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Draft => "draft",
-            Self::Confirmed => "confirmed",
-            Self::PartiallyReceived => "partially_received",
-            Self::Received => "received",
-            Self::Closed => "closed",
-        }
+crate::named_enum! {
+    /// Where a purchase order stands.
+    pub enum PurchaseOrderStatus {
+        Draft = "draft", Confirmed = "confirmed", PartiallyReceived = "partially_received", Received = "received",
+        Closed = "closed",
     }
 }
 

@@ -9,32 +9,13 @@ use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
 
-/// Where a quote stands: `draft` when created; `sent`, then `accepted` or `rejected`, by its
-/// operations; `converted` once an order was made of it; `expired` by itself once `expires_at` has
-/// passed (a draft or a sent quote).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QuoteStatus {
-    Draft,
-    Sent,
-    Accepted,
-    Rejected,
-    Expired,
-    Converted,
-}
-
-impl QuoteStatus {
-    pub const NAMES: &[&str] = &["draft", "sent", "accepted", "rejected", "expired", "converted"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Draft => "draft",
-            Self::Sent => "sent",
-            Self::Accepted => "accepted",
-            Self::Rejected => "rejected",
-            Self::Expired => "expired",
-            Self::Converted => "converted",
-        }
+crate::named_enum! {
+    /// Where a quote stands: `draft` when created; `sent`, then `accepted` or `rejected`, by its
+    /// operations; `converted` once an order was made of it; `expired` by itself once `expires_at` has
+    /// passed (a draft or a sent quote).
+    pub enum QuoteStatus {
+        Draft = "draft", Sent = "sent", Accepted = "accepted", Rejected = "rejected", Expired = "expired",
+        Converted = "converted",
     }
 }
 

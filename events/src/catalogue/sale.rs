@@ -9,33 +9,19 @@ use serde_json::Value;
 use time::Date;
 use uuid::Uuid;
 
-/// Where a sale stands with the tax authority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FiscalStatus {
-    /// Recorded without authorization (`invoice: false`, imported sales): invoice it later.
-    NotInvoiced,
-    /// Authorized: it has the authority's number, CAE and CAE expiry.
-    Issued,
-    /// The authority was unavailable or its answer was lost: a worker retries (consulting first).
-    Deferred,
-    /// The authority refused it for good while it was deferred.
-    Rejected,
-    /// Numbered by the service itself (a manual point of sale, or a voucher the authority never sees).
-    Internal,
-}
-
-impl FiscalStatus {
-    pub const NAMES: &[&str] = &["not_invoiced", "issued", "deferred", "rejected", "internal"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::NotInvoiced => "not_invoiced",
-            Self::Issued => "issued",
-            Self::Deferred => "deferred",
-            Self::Rejected => "rejected",
-            Self::Internal => "internal",
-        }
+crate::named_enum! {
+    /// Where a sale stands with the tax authority.
+    pub enum FiscalStatus {
+        /// Recorded without authorization (`invoice: false`, imported sales): invoice it later.
+        NotInvoiced = "not_invoiced",
+        /// Authorized: it has the authority's number, CAE and CAE expiry.
+        Issued = "issued",
+        /// The authority was unavailable or its answer was lost: a worker retries (consulting first).
+        Deferred = "deferred",
+        /// The authority refused it for good while it was deferred.
+        Rejected = "rejected",
+        /// Numbered by the service itself (a manual point of sale, or a voucher the authority never sees).
+        Internal = "internal",
     }
 }
 

@@ -10,77 +10,20 @@ use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
 
-/// The kinds of place money is kept, as `balance_type` names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LocationKind {
-    BankAccount,
-    CashRegister,
-    Safe,
+crate::named_enum! {
+    /// The kinds of place money is kept, as `balance_type` names them.
+    #[derive(PartialOrd, Ord)]
+    pub enum LocationKind { BankAccount = "bank_account", CashRegister = "cash_register", Safe = "safe" }
 }
 
-impl LocationKind {
-    pub const ALL: [LocationKind; 3] = [LocationKind::BankAccount, LocationKind::CashRegister, LocationKind::Safe];
-    pub const NAMES: &[&str] = &["bank_account", "cash_register", "safe"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::BankAccount => "bank_account",
-            Self::CashRegister => "cash_register",
-            Self::Safe => "safe",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
-    }
+crate::named_enum! {
+    /// A location's currency: pesos (`PES`) or dollars (`DOL`).
+    pub enum Currency { Pes = "PES", Dol = "DOL" }
 }
 
-/// A location's currency: pesos (`PES`) or dollars (`DOL`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Currency {
-    #[serde(rename = "PES")]
-    Pes,
-    #[serde(rename = "DOL")]
-    Dol,
-}
-
-impl Currency {
-    pub const NAMES: &[&str] = &["PES", "DOL"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pes => "PES",
-            Self::Dol => "DOL",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "PES" => Some(Self::Pes),
-            "DOL" => Some(Self::Dol),
-            _ => None,
-        }
-    }
-}
-
-/// `active` or `inactive`: an inactive location takes no new movements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LocationStatus {
-    Active,
-    Inactive,
-}
-
-impl LocationStatus {
-    pub const NAMES: &[&str] = &["active", "inactive"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Active => "active",
-            Self::Inactive => "inactive",
-        }
-    }
+crate::named_enum! {
+    /// `active` or `inactive`: an inactive location takes no new movements.
+    pub enum LocationStatus { Active = "active", Inactive = "inactive" }
 }
 
 /// A location: the pair is its identity (one uuid may name a register and a safe).
@@ -152,31 +95,11 @@ pub enum CostCenterEvent {
 
 payloads!(CostCenterEvent, "cost_center", CostCenterOpened(_));
 
-/// What a location's line of a journal entry is, as the movements list names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MovementType {
-    TransferOut,
-    TransferIn,
-    ManualIncome,
-    ManualExpense,
-    CustomerPayment,
-    SupplierPayment,
-}
-
-impl MovementType {
-    pub const NAMES: &[&str] =
-        &["transfer_out", "transfer_in", "manual_income", "manual_expense", "customer_payment", "supplier_payment"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::TransferOut => "transfer_out",
-            Self::TransferIn => "transfer_in",
-            Self::ManualIncome => "manual_income",
-            Self::ManualExpense => "manual_expense",
-            Self::CustomerPayment => "customer_payment",
-            Self::SupplierPayment => "supplier_payment",
-        }
+crate::named_enum! {
+    /// What a location's line of a journal entry is, as the movements list names it.
+    pub enum MovementType {
+        TransferOut = "transfer_out", TransferIn = "transfer_in", ManualIncome = "manual_income",
+        ManualExpense = "manual_expense", CustomerPayment = "customer_payment", SupplierPayment = "supplier_payment",
     }
 }
 
@@ -260,23 +183,9 @@ pub enum FundsTransferEvent {
 
 payloads!(FundsTransferEvent, "funds_transfer", FundsTransferred(Box));
 
-/// `income` (money in) or `expense` (money out) of a manual movement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    Income,
-    Expense,
-}
-
-impl Direction {
-    pub const NAMES: &[&str] = &["income", "expense"];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Income => "income",
-            Self::Expense => "expense",
-        }
-    }
+crate::named_enum! {
+    /// `income` (money in) or `expense` (money out) of a manual movement.
+    pub enum Direction { Income = "income", Expense = "expense" }
 }
 
 /// A counterpart of a manual movement: a ledger account, its share of the amount (in the location's
@@ -300,22 +209,13 @@ pub struct Distribution {
     pub amount_cents: Cents,
 }
 
-/// Where a dollar movement's rate came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RateSource {
-    /// The central bank's rate of the date (or the latest earlier one the operator loaded).
-    CentralBank,
-    /// The rate the request sent.
-    Manual,
-}
-
-impl RateSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::CentralBank => "central_bank",
-            Self::Manual => "manual",
-        }
+crate::named_enum! {
+    /// Where a dollar movement's rate came from.
+    pub enum RateSource {
+        /// The central bank's rate of the date (or the latest earlier one the operator loaded).
+        CentralBank = "central_bank",
+        /// The rate the request sent.
+        Manual = "manual",
     }
 }
 

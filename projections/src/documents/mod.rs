@@ -26,26 +26,13 @@ use std::fmt;
 use std::str::FromStr;
 use time::Date;
 
-/// What owns a document: the store keys documents by (organization, owner kind, owner id), and
-/// signed links name the kind. Stored as text; a name, once written, is never renamed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum OwnerKind {
-    Sale,
-    Purchase,
-    DeliveryNote,
+events::named_enum! {
+    /// What owns a document: the store keys documents by (organization, owner kind, owner id), and
+    /// signed links name the kind. Stored as text; a name, once written, is never renamed.
+    pub enum OwnerKind { Sale = "sale", Purchase = "purchase", DeliveryNote = "delivery_note" }
 }
 
 impl OwnerKind {
-    pub const ALL: [OwnerKind; 3] = [OwnerKind::Sale, OwnerKind::Purchase, OwnerKind::DeliveryNote];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OwnerKind::Sale => "sale",
-            OwnerKind::Purchase => "purchase",
-            OwnerKind::DeliveryNote => "delivery_note",
-        }
-    }
-
     /// The projection that requests this kind's documents ([`store::request`]) as it folds their
     /// owners: the document worker wakes on its progress.
     pub const fn requested_by(self) -> crate::ProjectionId {
@@ -57,12 +44,6 @@ impl OwnerKind {
     }
 }
 
-impl fmt::Display for OwnerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0:?} is not a document owner kind")]
 pub struct UnknownOwnerKind(pub String);
@@ -71,7 +52,7 @@ impl FromStr for OwnerKind {
     type Err = UnknownOwnerKind;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        OwnerKind::ALL.into_iter().find(|kind| kind.as_str() == text).ok_or_else(|| UnknownOwnerKind(text.to_owned()))
+        OwnerKind::parse(text).ok_or_else(|| UnknownOwnerKind(text.to_owned()))
     }
 }
 

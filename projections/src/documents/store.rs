@@ -8,29 +8,20 @@ use sqlx::types::Json;
 use sqlx::{PgConnection, PgExecutor};
 use uuid::Uuid;
 
-/// Where a document stands, as `document.file.state` shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DocumentState {
-    /// Never requested.
-    Missing,
-    /// Waiting to be rendered (or re-rendered after its input changed).
-    Pending,
-    Ready,
-    /// Rendering failed repeatedly; it is still retried, less often.
-    Failed,
+events::named_enum! {
+    /// Where a document stands, as `document.file.state` shows it.
+    pub enum DocumentState {
+        /// Never requested.
+        Missing = "missing",
+        /// Waiting to be rendered (or re-rendered after its input changed).
+        Pending = "pending",
+        Ready = "ready",
+        /// Rendering failed repeatedly; it is still retried, less often.
+        Failed = "failed",
+    }
 }
 
 impl DocumentState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DocumentState::Missing => "missing",
-            DocumentState::Pending => "pending",
-            DocumentState::Ready => "ready",
-            DocumentState::Failed => "failed",
-        }
-    }
-
     fn from_column(state: &str) -> Self {
         match state {
             "ready" => DocumentState::Ready,

@@ -1,0 +1,62 @@
+//! Closed sets of names stored and sent as text (statuses, kinds, types): one list gives the enum, its
+//! serde names, `ALL`, `NAMES`, `as_str`, `parse` and `Display`,
+//! so the spellings cannot drift apart.
+
+/// Declares an enum whose every variant is written as the name beside it:
+///
+/// ```
+/// events::named_enum! {
+///     /// Where a thing stands.
+///     pub enum Standing { Open = "open", Closed = "closed" }
+/// }
+/// assert_eq!(Standing::parse("closed"), Some(Standing::Closed));
+/// assert_eq!(Standing::NAMES, ["open", "closed"]);
+/// assert_eq!(serde_json::to_string(&Standing::Open).unwrap(), r#""open""#);
+/// assert_eq!(Standing::ALL.map(Standing::as_str), Standing::NAMES);
+/// ```
+///
+/// The macro derives `Debug`, `Clone`, `Copy`, `PartialEq`, `Eq`, `Hash` and serde's traits; the
+/// caller adds any other derive it needs. A name no variant carries does not deserialize.
+#[macro_export]
+macro_rules! named_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$variant_meta:meta])* $variant:ident = $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        $vis enum $name {
+            $( $(#[$variant_meta])* #[serde(rename = $text)] $variant, )+
+        }
+
+        impl $name {
+            /// Every variant, in the order declared.
+            pub const ALL: [$name; [$($text),+].len()] = [$($name::$variant),+];
+            /// Every name, in the order of `ALL`, as a request may send them.
+            pub const NAMES: &[&str] = &[$($text),+];
+
+            /// The name it is stored and shown as.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+
+            /// The variant a name stands for.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text {
+                    $($text => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
+}
