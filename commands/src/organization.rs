@@ -4,9 +4,9 @@
 use crate::Rejection;
 use crate::records::point_of_sale_fields;
 use events::catalogue::{
-    ApiKeyIssued, CredentialRevoked, CustomerEvent, CustomerFields, DelegatedTokenIssued, OrganizationCreated,
-    OrganizationEvent, OrganizationSettings, PaymentMethodEvent, PaymentMethodFields, PointOfSaleEvent,
-    RateLimitsChanged, RecordEvent, WarehouseEvent, WarehouseFields,
+    ApiKeyIssued, CredentialRevoked, CustomerEvent, CustomerFields, DelegatedTokenIssued, NegativeStock,
+    OrganizationCreated, OrganizationEvent, OrganizationSettings, PaymentMethodEvent, PaymentMethodFields,
+    PointOfSaleEvent, RateLimitsChanged, RecordEvent, WarehouseEvent, WarehouseFields,
 };
 use events::domain::Scope;
 use events::store::{self, AppendError, StreamRef};
@@ -554,7 +554,7 @@ pub async fn update_organization(
              where id = $1",
         )
         .bind(org_id)
-        .bind(&next.negative_stock)
+        .bind(next.negative_stock)
         .bind(&next.legal_name)
         .bind(&next.tax_id)
         .bind(&next.tax_category)
@@ -606,10 +606,8 @@ async fn peso_account(conn: &mut PgConnection, org_id: Uuid, flag: &str, text: &
 fn apply_settings(current: &OrganizationSettings, change: SettingsChange) -> Result<OrganizationSettings, AdminError> {
     let mut next = current.clone();
     if let Some(policy) = change.negative_stock {
-        if crate::inventory::NegativeStock::parse(&policy).is_none() {
-            return Err(AdminError::Invalid(format!("--negative-stock must be allow or block, not {policy:?}")));
-        }
-        next.negative_stock = policy;
+        next.negative_stock = NegativeStock::parse(&policy)
+            .ok_or_else(|| AdminError::Invalid(format!("--negative-stock must be allow or block, not {policy:?}")))?;
     }
     let optional = |text: String| {
         let text = text.trim().to_owned();
@@ -731,7 +729,7 @@ mod tests {
         let blocked =
             apply_settings(&current, SettingsChange { negative_stock: Some("block".into()), ..Default::default() })
                 .expect("valid");
-        assert_eq!(blocked.negative_stock, "block");
+        assert_eq!(blocked.negative_stock, NegativeStock::Block);
         assert!(blocked.prices_include_tax, "untouched");
         let fiscal = SettingsChange {
             tax_id: Some("20267565393".into()),
@@ -741,7 +739,7 @@ mod tests {
         };
         let fiscal = apply_settings(&blocked, fiscal).expect("valid");
         assert_eq!(fiscal.legal_name.as_deref(), Some("Almacén SA"));
-        assert_eq!(fiscal.negative_stock, "block");
+        assert_eq!(fiscal.negative_stock, NegativeStock::Block);
         let cleared = apply_settings(&fiscal, SettingsChange { legal_name: Some(" ".into()), ..Default::default() });
         assert_eq!(cleared.expect("valid").legal_name, None);
         for bad in [

@@ -1,6 +1,6 @@
 //! Closed sets of names stored and sent as text (statuses, kinds, types): one list gives the enum, its
-//! serde names, `ALL`, `NAMES`, `as_str`, `parse` and `Display`,
-//! so the spellings cannot drift apart.
+//! serde names, `ALL`, `NAMES`, `as_str`, `parse`, `Display` and its `text` column, so the spellings
+//! cannot drift apart.
 
 /// Declares an enum whose every variant is written as the name beside it:
 ///
@@ -56,6 +56,39 @@ macro_rules! named_enum {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.pad(self.as_str())
+            }
+        }
+
+        // A `text` column holding the name; a stored name no variant carries is a decoding error.
+        impl sqlx::Type<sqlx::Postgres> for $name {
+            fn type_info() -> sqlx::postgres::PgTypeInfo {
+                <&str as sqlx::Type<sqlx::Postgres>>::type_info()
+            }
+
+            fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+                <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+            }
+        }
+
+        impl sqlx::postgres::PgHasArrayType for $name {
+            fn array_type_info() -> sqlx::postgres::PgTypeInfo {
+                <&str as sqlx::postgres::PgHasArrayType>::array_type_info()
+            }
+        }
+
+        impl sqlx::Encode<'_, sqlx::Postgres> for $name {
+            fn encode_by_ref(
+                &self,
+                buf: &mut sqlx::postgres::PgArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&str as sqlx::Encode<sqlx::Postgres>>::encode_by_ref(&self.as_str(), buf)
+            }
+        }
+
+        impl sqlx::Decode<'_, sqlx::Postgres> for $name {
+            fn decode(value: sqlx::postgres::PgValueRef<'_>) -> Result<Self, sqlx::error::BoxDynError> {
+                let text = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
+                $name::parse(text).ok_or_else(|| format!("not a {}: {text:?}", stringify!($name)).into())
             }
         }
     };

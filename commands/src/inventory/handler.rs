@@ -24,13 +24,14 @@ use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// The organization's negative-stock policy (read in the command's transaction).
+/// The organization's negative-stock policy (read in the command's transaction); the default for an
+/// organization without a registry row. A stored name the type does not know is an error.
 pub async fn negative_stock_policy(conn: &mut PgConnection, org_id: Uuid) -> Result<NegativeStock, sqlx::Error> {
-    let policy: Option<String> = sqlx::query_scalar("select negative_stock from organizations where id = $1")
+    let policy: Option<NegativeStock> = sqlx::query_scalar("select negative_stock from organizations where id = $1")
         .bind(org_id)
         .fetch_optional(conn)
         .await?;
-    Ok(policy.as_deref().and_then(NegativeStock::parse).unwrap_or(NegativeStock::Allow))
+    Ok(policy.unwrap_or_default())
 }
 
 /// A warehouse a command moves stock in: of the organization (else `not_found` on `field`) and active

@@ -39,15 +39,7 @@ use uuid::Uuid;
 /// The most lines one movement or transfer lists.
 pub const MAX_LINES: usize = 100;
 
-events::named_enum! {
-    /// The organization's answer to a shortfall.
-    pub enum NegativeStock {
-        /// The write goes through and carries warnings (the default).
-        Allow = "allow",
-        /// The write is refused (422 `INSUFFICIENT_STOCK`) and nothing is written.
-        Block = "block",
-    }
-}
+pub use events::catalogue::NegativeStock;
 
 /// A line that asks for more than is available: a warning under `allow`, a refusal under `block`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

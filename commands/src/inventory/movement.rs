@@ -69,8 +69,8 @@ pub(super) async fn movement_references(
     let rows =
         sqlx::query(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(variants).bind(warehouses).fetch_all(conn).await?;
     let first = rows.first().ok_or(sqlx::Error::RowNotFound)?;
-    let policy: Option<String> = first.try_get("policy")?;
-    let policy = policy.as_deref().and_then(NegativeStock::parse).unwrap_or(NegativeStock::Allow);
+    // None only for an organization without a registry row: the default policy.
+    let policy = first.try_get::<Option<NegativeStock>, _>("policy")?.unwrap_or_default();
     let types = first.try_get::<sqlx::types::Json<HashMap<Uuid, ProductType>>, _>("types")?.0;
     let mut streams: HashMap<Uuid, Vec<events::RecordedEvent>> = HashMap::new();
     for row in &rows {

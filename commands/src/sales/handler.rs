@@ -39,17 +39,13 @@ pub struct SaleOutcome {
 }
 
 async fn org_facts(conn: &mut PgConnection, org_id: Uuid) -> Result<OrgFacts, sqlx::Error> {
-    let (policy, prices_include_tax, default_customer): (String, bool, Option<Uuid>) = sqlx::query_as(
+    let (negative_stock, prices_include_tax, default_customer): (NegativeStock, bool, Option<Uuid>) = sqlx::query_as(
         "select negative_stock, prices_include_tax, default_customer_id from organizations where id = $1",
     )
     .bind(org_id)
     .fetch_one(conn)
     .await?;
-    Ok(OrgFacts {
-        negative_stock: NegativeStock::parse(&policy).unwrap_or(NegativeStock::Allow),
-        prices_include_tax,
-        default_customer,
-    })
+    Ok(OrgFacts { negative_stock, prices_include_tax, default_customer })
 }
 
 fn precondition(code: &str, field: Option<&str>, message: impl Into<String>) -> Rejection {

@@ -67,12 +67,23 @@ pub struct RateLimitsChanged {
     pub per_hour: i32,
 }
 
+crate::named_enum! {
+    /// The organization's answer to a shortfall of stock.
+    #[derive(Default)]
+    pub enum NegativeStock {
+        /// The write goes through and carries warnings (the default).
+        #[default]
+        Allow = "allow",
+        /// The write is refused (422 `INSUFFICIENT_STOCK`) and nothing is written.
+        Block = "block",
+    }
+}
+
 /// The organization's settings after an operator changed them (the whole set, so one event is the
 /// state): the negative-stock policy and the fiscal profile invoicing uses.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 pub struct OrganizationSettings {
-    /// `allow` (a shortfall is a warning) or `block` (a 422 with nothing written).
-    pub negative_stock: String,
+    pub negative_stock: NegativeStock,
     pub legal_name: Option<String>,
     /// The issuer's CUIT (11 digits).
     pub tax_id: Option<String>,
@@ -104,7 +115,7 @@ pub struct OrganizationSettings {
 impl Default for OrganizationSettings {
     fn default() -> Self {
         Self {
-            negative_stock: "allow".to_owned(),
+            negative_stock: NegativeStock::Allow,
             legal_name: None,
             tax_id: None,
             tax_category: None,

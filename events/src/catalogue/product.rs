@@ -62,39 +62,6 @@ impl ProductType {
     }
 }
 
-// A `text` column holding the name (`product_variants.product_type`, `products_view.product_type`).
-impl sqlx::Type<sqlx::Postgres> for ProductType {
-    fn type_info() -> sqlx::postgres::PgTypeInfo {
-        <&str as sqlx::Type<sqlx::Postgres>>::type_info()
-    }
-
-    fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
-        <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
-    }
-}
-
-impl sqlx::postgres::PgHasArrayType for ProductType {
-    fn array_type_info() -> sqlx::postgres::PgTypeInfo {
-        <&str as sqlx::postgres::PgHasArrayType>::array_type_info()
-    }
-}
-
-impl sqlx::Encode<'_, sqlx::Postgres> for ProductType {
-    fn encode_by_ref(
-        &self,
-        buf: &mut sqlx::postgres::PgArgumentBuffer,
-    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
-        <&str as sqlx::Encode<sqlx::Postgres>>::encode_by_ref(&self.as_str(), buf)
-    }
-}
-
-impl sqlx::Decode<'_, sqlx::Postgres> for ProductType {
-    fn decode(value: sqlx::postgres::PgValueRef<'_>) -> Result<Self, sqlx::error::BoxDynError> {
-        let name = <&str as sqlx::Decode<sqlx::Postgres>>::decode(value)?;
-        ProductType::parse(name).ok_or_else(|| format!("not a product type: {name:?}").into())
-    }
-}
-
 /// One component of a combo.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComboComponent {
