@@ -388,13 +388,14 @@ impl Currencies {
         }
         let sql =
             format!("select currency from {} where org_id = $1 and kind = $2 and id = $3", target.table(LOCATIONS));
-        let currency: Option<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        let currency: Option<Currency> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .bind(org_id)
             .bind(at.kind.as_str())
             .bind(at.id)
             .fetch_optional(&mut *conn)
             .await?;
-        let currency = currency.as_deref().and_then(Currency::parse).unwrap_or(Currency::Pes);
+        // A location not (yet) folded is in pesos, as every location but a dollar account.
+        let currency = currency.unwrap_or(Currency::Pes);
         self.0.insert((org_id, at), currency);
         Ok(currency)
     }
@@ -638,7 +639,7 @@ pub struct BalanceRow {
 
 /// kind, id, doc, the last line's running functional and native figures, whether there is one, its
 /// running count of unknown native amounts.
-type BalanceTuple = (String, Uuid, Value, Option<i64>, Option<i64>, bool, i64);
+type BalanceTuple = (LocationKind, Uuid, Value, Option<i64>, Option<i64>, bool, i64);
 
 /// The balances of the locations `filter` selects, after `after` (kind, id): from every line recorded
 /// by `as_of` (none: now). With `own` visibility, only the lines the user created count.
@@ -689,7 +690,7 @@ pub async fn balances(
     let mut balances = Vec::with_capacity(rows.len());
     for (kind, id, doc, functional, native, found, anomalies) in rows {
         let location: TreasuryLocation = crate::from_doc(doc)?;
-        let at = LocationRef { kind: LocationKind::parse(&kind).unwrap_or(location.kind), id };
+        let at = LocationRef { kind, id };
         let (functional, native) = match &visibility.own {
             // The user's own lines: summed (no running figure is kept per user).
             Some(user) => {
@@ -699,7 +700,7 @@ pub async fn balances(
                        and created_by = $4 and ($5::timestamptz is null or recorded_at <= $5)",
                 )
                 .bind(org_id)
-                .bind(&kind)
+                .bind(kind)
                 .bind(id)
                 .bind(user)
                 .bind(as_of)

@@ -27,7 +27,7 @@ pub async fn load_location(
     org_id: Uuid,
     at: LocationRef,
 ) -> Result<Option<LocationFacts>, ExecuteError> {
-    let row: Option<(String, String, Uuid, Option<bool>)> = sqlx::query_as(
+    let row: Option<(Currency, LocationStatus, Uuid, Option<bool>)> = sqlx::query_as(
         "select l.currency, l.status, l.ledger_account_id, a.is_active
          from treasury_locations l left join ledger_accounts a on a.org_id = l.org_id and a.id = l.ledger_account_id
          where l.org_id = $1 and l.kind = $2 and l.id = $3",
@@ -38,8 +38,8 @@ pub async fn load_location(
     .fetch_optional(&mut *conn)
     .await?;
     Ok(row.map(|(currency, status, ledger_account_id, account_active)| LocationFacts {
-        currency: Currency::parse(&currency).unwrap_or(Currency::Pes),
-        status: if status == "active" { LocationStatus::Active } else { LocationStatus::Inactive },
+        currency,
+        status,
         ledger_account_id,
         account_active,
     }))
@@ -151,7 +151,7 @@ pub async fn ledger_accounts(
     if ids.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let rows: Vec<(Uuid, bool, String)> =
+    let rows: Vec<(Uuid, bool, Currency)> =
         sqlx::query_as("select id, is_active, currency from ledger_accounts where org_id = $1 and id = any($2)")
             .bind(org_id)
             .bind(ids)
@@ -159,7 +159,7 @@ pub async fn ledger_accounts(
             .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, active, currency)| (id, (active, Currency::parse(&currency).unwrap_or(Currency::Pes))))
+        .map(|(id, active, currency)| (id, (active, currency)))
         .collect())
 }
 

@@ -21,17 +21,6 @@ events::named_enum! {
     }
 }
 
-impl DocumentState {
-    fn from_column(state: &str) -> Self {
-        match state {
-            "ready" => DocumentState::Ready,
-            "failed" => DocumentState::Failed,
-            // The table's check allows nothing else.
-            _ => DocumentState::Pending,
-        }
-    }
-}
-
 /// What the store keeps as a document's input: a [`VoucherDocument`] or a
 /// [`DeliveryNoteDocument`](super::delivery_notes::DeliveryNoteDocument), as JSON, with its download's
 /// file name.
@@ -92,14 +81,14 @@ pub async fn state<'e>(
     kind: OwnerKind,
     id: Uuid,
 ) -> Result<DocumentState, sqlx::Error> {
-    let state: Option<String> =
+    let state: Option<DocumentState> =
         sqlx::query_scalar("select state from documents where org_id = $1 and owner_kind = $2 and owner_id = $3")
             .bind(org)
             .bind(kind.as_str())
             .bind(id)
             .fetch_optional(db)
             .await?;
-    Ok(state.map_or(DocumentState::Missing, |s| DocumentState::from_column(&s)))
+    Ok(state.unwrap_or(DocumentState::Missing))
 }
 
 /// The PDF of a ready document; none when it is missing or not ready.
