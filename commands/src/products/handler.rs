@@ -218,7 +218,7 @@ async fn run_bulk_adjustment(
     let mut total = crate::products::Adjusted::default();
     for (group_id, state) in latest {
         let chosen = by_group.get(&group_id).map(Vec::as_slice).unwrap_or_default();
-        let (next, adjusted) = adjust_group(&state.group, chosen, &adjustment.target, adjustment.change)?;
+        let (next, adjusted) = adjust_group(&state.group, chosen, adjustment.target, adjustment.change)?;
         total.skipped += adjusted.skipped;
         let Some(event) = crate::products::variants_updated(group_id, &state, next) else { continue };
         total.changed += adjusted.changed;

@@ -696,15 +696,15 @@ mod tests {
         // A bulk adjustment that would pass the maximum refuses the whole group.
         let (plain, _) = parse_create(&json!({"name": "y", "sku": "b", "price": Cents::MAX})).expect("valid");
         let chosen = [plain.variants[0].id];
-        let refused = adjust_group(&plain, &chosen, "price", Change::Amount(Cents::of(1))).expect_err("out of range");
+        let refused = adjust_group(&plain, &chosen, AdjustmentTarget::Price, Change::Amount(Cents::of(1))).expect_err("out of range");
         let Rejection::Invalid { errors } = refused else { panic!("a field error: {refused:?}") };
         assert_eq!((errors[0].field.as_str(), errors[0].code.as_str()), ("amount", "out_of_range"));
-        let (lowered, adjusted) = adjust_group(&plain, &chosen, "price", percent(-50.0)).expect("in range");
+        let (lowered, adjusted) = adjust_group(&plain, &chosen, AdjustmentTarget::Price, percent(-50.0)).expect("in range");
         assert_eq!((lowered.variants[0].price, adjusted.changed), (Cents::of(Cents::MAX / 2), 1));
         // A cost moved under the markup takes the price past the maximum: refused, naming the percentage.
         let (marked, _) = parse_create(&fits).expect("in range");
         let chosen = [marked.variants[0].id];
-        let refused = adjust_group(&marked, &chosen, "cost", percent(10.0)).expect_err("out of range");
+        let refused = adjust_group(&marked, &chosen, AdjustmentTarget::Cost, percent(10.0)).expect_err("out of range");
         assert!(matches!(&refused, Rejection::Invalid { errors } if errors[0].field == "percentage"), "{refused:?}");
     }
 
@@ -808,11 +808,15 @@ impl Change {
     }
 }
 
+events::named_enum! {
+    /// What a bulk adjustment moves.
+    pub enum AdjustmentTarget { Cost = "cost", Price = "price" }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BulkAdjustment {
     pub id: Uuid,
-    /// `cost` or `price`.
-    pub target: String,
+    pub target: AdjustmentTarget,
     pub filter: BulkFilter,
     pub change: Change,
 }
@@ -821,8 +825,8 @@ pub struct BulkAdjustment {
 /// `category_id`, `tag_id`, `product_ids`), and exactly one of `percentage` and `amount`.
 pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
-    let target = r.optional_enum("target", &["cost", "price"]).unwrap_or_default();
-    if target.is_empty() && r.value("target").is_none() {
+    let target = r.optional_enum("target", AdjustmentTarget::NAMES).and_then(|name| AdjustmentTarget::parse(&name));
+    if r.value("target").is_none() {
         r.reject("target", "required", "is required: cost or price");
     }
     let default_supplier_id = r.optional_uuid("default_supplier_id");
@@ -876,7 +880,8 @@ pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldEr
     };
     let filter = BulkFilter { default_supplier_id, category_id, tag_id, product_ids };
     r.finish(())?;
-    // Every way of leaving `change` unset rejected a field above.
+    // Every way of leaving `target` or `change` unset rejected a field above.
+    let target = target.ok_or_else(|| vec![FieldError::new("target", "required", "is required: cost or price")])?;
     let change = change.ok_or_else(|| vec![FieldError::new("percentage", "required", "send percentage or amount")])?;
     Ok(BulkAdjustment { id: Uuid::now_v7(), target, filter, change })
 }
@@ -898,7 +903,7 @@ pub struct Adjusted {
 pub fn adjust_group(
     group: &ProductGroup,
     chosen: &[Uuid],
-    target: &str,
+    target: AdjustmentTarget,
     change: Change,
 ) -> Result<(ProductGroup, Adjusted), Rejection> {
     let refused = |variant_id: Uuid| {
@@ -912,11 +917,14 @@ pub fn adjust_group(
     let mut next = group.clone();
     let mut outcome = Adjusted::default();
     for variant in next.variants.iter_mut().filter(|v| chosen.contains(&v.id)) {
-        if target == "price" && group.shared.markup_hundredths.is_some() {
+        if target == AdjustmentTarget::Price && group.shared.markup_hundredths.is_some() {
             outcome.skipped += 1;
             continue;
         }
-        let slot = if target == "cost" { &mut variant.cost } else { &mut variant.price };
+        let slot = match target {
+            AdjustmentTarget::Cost => &mut variant.cost,
+            AdjustmentTarget::Price => &mut variant.price,
+        };
         let adjusted = change.apply(*slot).ok_or_else(|| refused(variant.id))?;
         if adjusted != *slot {
             *slot = adjusted;
