@@ -2,13 +2,16 @@
 //! store (append, commit-order reads, export, hash-chain verification), the relay to NATS JetStream
 //! and the helpers every subscriber uses.
 
+// First, so that `named_enum!` is in scope by name in every module below.
+#[macro_use]
+mod names;
+
 pub mod bus;
 pub mod catalogue;
 pub mod chain;
 pub mod domain;
 pub mod envelope;
 pub mod follower;
-mod names;
 pub mod relay;
 pub mod secrets;
 pub mod store;

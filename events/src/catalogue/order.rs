@@ -14,11 +14,11 @@ use serde_json::Value;
 use time::Date;
 use uuid::Uuid;
 
-crate::named_enum! {
+named_enum! {
     pub enum OrderStatus { Open = "open", Completed = "completed", Cancelled = "cancelled" }
 }
 
-crate::named_enum! {
+named_enum! {
     pub enum FulfillmentStatus {
         Unfulfilled = "unfulfilled", PartiallyFulfilled = "partially_fulfilled", Fulfilled = "fulfilled",
     }

@@ -67,7 +67,7 @@ pub struct RateLimitsChanged {
     pub per_hour: i32,
 }
 
-crate::named_enum! {
+named_enum! {
     /// The organization's answer to a shortfall of stock.
     #[derive(Default)]
     pub enum NegativeStock {

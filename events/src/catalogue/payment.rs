@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
 
-crate::named_enum! {
+named_enum! {
     /// Who paid whom: a customer the business, or the business a supplier.
     pub enum PaymentSide { Customer = "customer", Supplier = "supplier" }
 }

@@ -31,7 +31,7 @@ pub struct SharedFields {
     pub components: Vec<ComboComponent>,
 }
 
-crate::named_enum! {
+named_enum! {
     /// What a product is. Stored and shown as its name (`product`, `service`, `combo`), as it always
     /// was; a stored name the type does not know is a decoding error.
     #[derive(Default)]

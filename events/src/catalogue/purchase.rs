@@ -123,7 +123,7 @@ pub enum PurchaseOrderEvent {
     PurchaseOrderReopened,
 }
 
-crate::named_enum! {
+named_enum! {
     /// Where a purchase order stands.
     pub enum PurchaseOrderStatus {
         Draft = "draft", Confirmed = "confirmed", PartiallyReceived = "partially_received", Received = "received",

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
 
-crate::named_enum! {
+named_enum! {
     /// Where a quote stands: `draft` when created; `sent`, then `accepted` or `rejected`, by its
     /// operations; `converted` once an order was made of it; `expired` by itself once `expires_at` has
     /// passed (a draft or a sent quote).

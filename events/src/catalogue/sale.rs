@@ -9,7 +9,7 @@ use serde_json::Value;
 use time::Date;
 use uuid::Uuid;
 
-crate::named_enum! {
+named_enum! {
     /// Where a sale stands with the tax authority.
     pub enum FiscalStatus {
         /// Recorded without authorization (`invoice: false`, imported sales): invoice it later.

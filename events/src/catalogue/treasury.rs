@@ -10,18 +10,18 @@ use serde::{Deserialize, Serialize};
 use time::Date;
 use uuid::Uuid;
 
-crate::named_enum! {
+named_enum! {
     /// The kinds of place money is kept, as `balance_type` names them.
     #[derive(PartialOrd, Ord)]
     pub enum LocationKind { BankAccount = "bank_account", CashRegister = "cash_register", Safe = "safe" }
 }
 
-crate::named_enum! {
+named_enum! {
     /// A location's currency: pesos (`PES`) or dollars (`DOL`).
     pub enum Currency { Pes = "PES", Dol = "DOL" }
 }
 
-crate::named_enum! {
+named_enum! {
     /// `active` or `inactive`: an inactive location takes no new movements.
     pub enum LocationStatus { Active = "active", Inactive = "inactive" }
 }
@@ -95,7 +95,7 @@ pub enum CostCenterEvent {
 
 payloads!(CostCenterEvent, "cost_center", CostCenterOpened(_));
 
-crate::named_enum! {
+named_enum! {
     /// What a location's line of a journal entry is, as the movements list names it.
     pub enum MovementType {
         TransferOut = "transfer_out", TransferIn = "transfer_in", ManualIncome = "manual_income",
@@ -183,7 +183,7 @@ pub enum FundsTransferEvent {
 
 payloads!(FundsTransferEvent, "funds_transfer", FundsTransferred(Box));
 
-crate::named_enum! {
+named_enum! {
     /// `income` (money in) or `expense` (money out) of a manual movement.
     pub enum Direction { Income = "income", Expense = "expense" }
 }
@@ -209,7 +209,7 @@ pub struct Distribution {
     pub amount_cents: Cents,
 }
 
-crate::named_enum! {
+named_enum! {
     /// Where a dollar movement's rate came from.
     pub enum RateSource {
         /// The central bank's rate of the date (or the latest earlier one the operator loaded).
