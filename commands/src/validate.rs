@@ -109,6 +109,12 @@ impl<'a> ObjectReader<'a> {
         }
     }
 
+    /// An optional name of a [`named_enum!`](events::named_enum) set, refused as
+    /// [`ObjectReader::optional_enum`] refuses.
+    pub fn optional_named<T: events::Named>(&mut self, name: &str) -> Option<T> {
+        self.optional_enum(name, T::NAMES).and_then(|text| T::parse(&text))
+    }
+
     /// An optional boolean (absent or null reads as `None`).
     pub fn optional_bool(&mut self, name: &str) -> Option<bool> {
         let value = self.raw(name)?;

@@ -18,6 +18,7 @@ pub mod store;
 
 pub use catalogue::EventPayload;
 pub use envelope::{CommitKey, Metadata, NewEvent, RecordedEvent};
+pub use names::Named;
 
 /// An error and its sources on one line, `: `-separated: how an outbound call's failure (the tax
 /// authority's, a webhook's) is told in logs and stored reasons.

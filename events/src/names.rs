@@ -2,6 +2,15 @@
 //! serde names, `ALL`, `NAMES`, `as_str`, `parse`, `Display` and its `text` column, so the spellings
 //! cannot drift apart.
 
+/// What [`named_enum!`] gives every enum it declares, for code generic over them (a request reader).
+pub trait Named: Sized + Copy + 'static {
+    /// Every name, as a request may send them.
+    const NAMES: &'static [&'static str];
+
+    /// The variant a name stands for.
+    fn parse(text: &str) -> Option<Self>;
+}
+
 /// Declares an enum whose every variant is written as the name beside it:
 ///
 /// ```
@@ -50,6 +59,14 @@ macro_rules! named_enum {
                     $($text => Some($name::$variant),)+
                     _ => None,
                 }
+            }
+        }
+
+        impl $crate::Named for $name {
+            const NAMES: &'static [&'static str] = $name::NAMES;
+
+            fn parse(text: &str) -> Option<Self> {
+                $name::parse(text)
             }
         }
 

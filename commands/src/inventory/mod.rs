@@ -266,17 +266,10 @@ fn lines(r: &mut ObjectReader<'_>, name: &str, zero_allowed: bool, repeats: bool
 /// (at most 500 characters), `occurred_on` (default `today`, never later).
 pub fn parse_movement(body: &Value, today: Date) -> Result<StockMovementCommand, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
-    let movement_type = match r.optional_enum("type", MovementType::NAMES).as_deref() {
-        Some("in") => Some(MovementType::In),
-        Some("out") => Some(MovementType::Out),
-        Some("count") => Some(MovementType::Count),
-        _ => {
-            if r.value("type").is_none() {
-                r.reject("type", "required", "is required: in, out or count");
-            }
-            None
-        }
-    };
+    let movement_type = r.optional_named::<MovementType>("type");
+    if r.value("type").is_none() {
+        r.reject("type", "required", "is required: in, out or count");
+    }
     let warehouse_id = r.required_uuid("warehouse_id");
     let reason = r.optional_str("reason", 500);
     let occurred_on = optional_date(&mut r, "occurred_on", today).unwrap_or(today);

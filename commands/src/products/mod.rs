@@ -246,10 +246,7 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let stock_minimum = r.optional_whole_units("stockMinimum");
     let default_supplier_id = r.optional_uuid("defaultSupplierId");
     // Absent: a product. A name outside the list was refused by `optional_enum`.
-    let product_type = r
-        .optional_enum("productType", ProductType::NAMES)
-        .and_then(|name| ProductType::parse(&name))
-        .unwrap_or_default();
+    let product_type = r.optional_named::<ProductType>("productType").unwrap_or_default();
     let markup_hundredths = r.optional_adjustment("markupPercentage", 0, 1000);
     let components = combo_components(r, product_type);
     SharedFields {
@@ -825,7 +822,7 @@ pub struct BulkAdjustment {
 /// `category_id`, `tag_id`, `product_ids`), and exactly one of `percentage` and `amount`.
 pub fn parse_bulk_adjustment(body: &Value) -> Result<BulkAdjustment, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
-    let target = r.optional_enum("target", AdjustmentTarget::NAMES).and_then(|name| AdjustmentTarget::parse(&name));
+    let target = r.optional_named::<AdjustmentTarget>("target");
     if r.value("target").is_none() {
         r.reject("target", "required", "is required: cost or price");
     }

@@ -77,8 +77,9 @@ super::bigint_column!(Adjustment, Adjustment::hundredths, Adjustment::from_hundr
 
 /// A change of an amount by a percentage from -100 to 1000 to 18 decimal places, as a bulk adjustment
 /// takes it from a client: kept as the exact decimal the client wrote, in units of 10^-18 of a percent
-/// (digits beyond, which move no amount by a cent's billionth, rounded half away from zero), so `15` on 50 cents is exactly 57.5 and rounds to 58, where binary floating point
-/// makes it 57.49999… and rounds a cent short. An [`Adjustment`] keeps two decimals because events
+/// (digits beyond, which move no amount by a cent's billionth, rounded half away from zero), so `15` on
+/// 50 cents is exactly 57.5 and rounds to 58, where binary floating point makes it 57.49999… and
+/// rounds a cent short. An [`Adjustment`] keeps two decimals because events
 /// store its hundredths; this one is never stored, only applied.
 ///
 /// JSON form: a number, the `f64` nearest the exact decimal (`10.0`, `33.333`), which prints as that
@@ -91,6 +92,9 @@ impl FineAdjustment {
     pub const DECIMALS: u32 = 18;
     /// Units in one percent.
     const PERCENT: i128 = 10i128.pow(Self::DECIMALS);
+    /// The bounds in whole percent, those of an [`Adjustment`].
+    const MIN_PERCENT: i64 = Adjustment::MIN_HUNDREDTHS / 100;
+    const MAX_PERCENT: i64 = Adjustment::MAX_HUNDREDTHS / 100;
 
     /// A fine adjustment from a JSON number (`10`, `-2.5`, `33.333`), refusing other shapes and
     /// values outside -100 to 1000.
@@ -120,14 +124,16 @@ impl FineAdjustment {
             }
             Err(Refusal::TooLarge) => return Err(Self::out_of_range(text)),
         };
-        let bounds = Adjustment::MIN_HUNDREDTHS / 100..=Adjustment::MAX_HUNDREDTHS / 100;
-        let (min, max) = (i128::from(*bounds.start()) * Self::PERCENT, i128::from(*bounds.end()) * Self::PERCENT);
+        let (min, max) = (i128::from(Self::MIN_PERCENT) * Self::PERCENT, i128::from(Self::MAX_PERCENT) * Self::PERCENT);
         if (min..=max).contains(&units) { Ok(FineAdjustment(units)) } else { Err(Self::out_of_range(text)) }
     }
 
     fn out_of_range(text: &str) -> DomainError {
-        let (min, max) = (Adjustment::MIN_HUNDREDTHS / 100, Adjustment::MAX_HUNDREDTHS / 100);
-        DomainError::OutOfRange { min: min.to_string(), max: max.to_string(), value: shown(text) }
+        DomainError::OutOfRange {
+            min: Self::MIN_PERCENT.to_string(),
+            max: Self::MAX_PERCENT.to_string(),
+            value: shown(text),
+        }
     }
 
     /// `amount` moved by this adjustment (`amount × (1 + p/100)`), rounded half away from zero to the
@@ -149,7 +155,7 @@ impl fmt::Display for FineAdjustment {
         if fraction == 0 {
             return f.pad(&format!("{sign}{whole}"));
         }
-        let digits = format!("{fraction:018}");
+        let digits = format!("{fraction:0width$}", width = Self::DECIMALS as usize);
         f.pad(&format!("{sign}{whole}.{}", digits.trim_end_matches('0')))
     }
 }
