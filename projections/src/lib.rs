@@ -592,7 +592,7 @@ mod tests {
         assert_eq!(started, ProjectionId::ALL, "the runtime starts each projection once, in order");
         for id in ProjectionId::ALL {
             let by_name = by_names(&[id.as_str().to_owned()]).expect("known name");
-            assert_eq!(by_name.iter().map(|p| p.id()).collect::<Vec<_>>(), [*id]);
+            assert_eq!(by_name.iter().map(|p| p.id()).collect::<Vec<_>>(), [id]);
         }
         assert!(by_names(&["customer".to_owned()]).is_err());
         let mut tables: Vec<&str> = all().iter().flat_map(|p| p.tables().iter().copied()).collect();

@@ -14,34 +14,18 @@ pub struct UnknownName {
     pub known: String,
 }
 
-/// An enum of fixed names: each variant's string is written once, and serde, [`Display`],
-/// [`FromStr`] and `ALL` are all derived from that one list, so they cannot disagree.
+/// An enum of fixed names, declared through [`events::named_enum!`] (which gives serde, `Display`, `ALL`,
+/// `NAMES` and `parse` from the one list) with an order and a [`FromStr`] whose error lists the known
+/// names, for the CLI's arguments and the query strings the read side answers.
 ///
-/// [`Display`]: std::fmt::Display
 /// [`FromStr`]: std::str::FromStr
 macro_rules! names {
     ($(#[$meta:meta])* $name:ident ($kind:literal) { $($(#[$variant_meta:meta])* $variant:ident = $text:literal,)+ }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-        pub enum $name {
-            $($(#[$variant_meta])* #[serde(rename = $text)] $variant,)+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            pub const ALL: &'static [Self] = &[$(Self::$variant,)+];
-
-            /// The stable string: the same one serde writes.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $text,)+
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
+        events::named_enum! {
+            $(#[$meta])*
+            #[derive(PartialOrd, Ord)]
+            pub enum $name {
+                $($(#[$variant_meta])* $variant = $text,)+
             }
         }
 
@@ -49,10 +33,10 @@ macro_rules! names {
             type Err = $crate::registry::UnknownName;
 
             fn from_str(text: &str) -> Result<Self, Self::Err> {
-                Self::ALL.iter().copied().find(|value| value.as_str() == text).ok_or_else(|| $crate::registry::UnknownName {
+                Self::parse(text).ok_or_else(|| $crate::registry::UnknownName {
                     kind: $kind,
                     name: text.to_owned(),
-                    known: Self::ALL.iter().map(|value| value.as_str()).collect::<Vec<_>>().join(", "),
+                    known: Self::NAMES.join(", "),
                 })
             }
         }
@@ -149,8 +133,8 @@ mod tests {
                 assert_eq!(&text.parse::<T>().expect("parsed"), value);
             }
         }
-        check(ProjectionId::ALL, |p| p.as_str());
-        check(CacheResource::ALL, |r| r.as_str());
+        check(&ProjectionId::ALL, |p| p.as_str());
+        check(&CacheResource::ALL, |r| r.as_str());
         let unknown = "customer".parse::<ProjectionId>().expect_err("a resource is no projection");
         assert!(unknown.to_string().contains("customers"), "lists the known names: {unknown}");
     }

@@ -121,7 +121,7 @@ pub async fn read(pool: &PgPool, bus: Option<&Bus>) -> Result<Status, sqlx::Erro
     let mut projections = Vec::new();
     for id in ProjectionId::ALL {
         let name = id.as_str();
-        let mut mine: Vec<&Consumer> = consumers.iter().filter(|c| c.projection == *id).collect();
+        let mut mine: Vec<&Consumer> = consumers.iter().filter(|c| c.projection == id).collect();
         mine.sort_by_key(|c| (c.partition.count, c.partition.index));
         if mine.is_empty() {
             // Never started (everything in the stream is still to fold), or NATS did not answer.
@@ -414,8 +414,8 @@ mod tests {
     fn consumer_names_read_back_as_projection_and_partition() {
         for id in ProjectionId::ALL {
             let partition = Partition { index: 1, count: 3 };
-            let name = projections::runtime::consumer_name(*id, partition);
-            assert_eq!(parse_consumer_name(&name), Some((*id, partition)), "{name}");
+            let name = projections::runtime::consumer_name(id, partition);
+            assert_eq!(parse_consumer_name(&name), Some((id, partition)), "{name}");
         }
         assert_eq!(parse_consumer_name("stranger"), None);
         assert_eq!(parse_consumer_name("nothing-p1ofx"), None);

@@ -325,7 +325,7 @@ fn pick<'a, T>(rng: &mut Rng, items: &'a [T]) -> &'a T {
 /// A random query over what the history has: a report, up to two groups, random filters.
 fn random_query(rng: &mut Rng, facts: &[Fact], today: Date) -> Value {
     use projections::reports::query::{Group, Metric, Report};
-    let report = *pick(rng, Report::ALL);
+    let report = *pick(rng, &Report::ALL);
     let metrics: Vec<&str> = report.metrics().iter().map(|m| m.as_str()).collect();
     let levels = metrics.iter().any(|m| *m == Metric::OnHand.as_str()) && rng.below(2) == 0;
     let metrics: Vec<&str> = metrics.into_iter().filter(|m| levels || !["on_hand", "value"].contains(m)).collect();

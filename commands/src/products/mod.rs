@@ -245,7 +245,7 @@ fn shared_fields(r: &mut ObjectReader<'_>) -> SharedFields {
     let tax_rate_id = r.optional_vat_rate("taxRateId").unwrap_or(VatRate::GENERAL);
     let stock_minimum = r.optional_whole_units("stockMinimum");
     let default_supplier_id = r.optional_uuid("defaultSupplierId");
-    // Absent: a product. A name outside the list was refused by `optional_enum`.
+    // Absent: a product. A name outside the list was refused by `optional_named`.
     let product_type = r.optional_named::<ProductType>("productType").unwrap_or_default();
     let markup_hundredths = r.optional_adjustment("markupPercentage", 0, 1000);
     let components = combo_components(r, product_type);

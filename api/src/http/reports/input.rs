@@ -30,15 +30,15 @@ fn names<T: Copy>(values: &[T], name: fn(T) -> &'static str) -> Vec<Value> {
 
 /// A report's name.
 pub struct ReportName;
-schema_only!(ReportName, MetaSchema { enum_items: names(Report::ALL, Report::as_str), ..MetaSchema::new("string") });
+schema_only!(ReportName, MetaSchema { enum_items: names(&Report::ALL, Report::as_str), ..MetaSchema::new("string") });
 
 /// A group's name.
 pub struct GroupName;
-schema_only!(GroupName, MetaSchema { enum_items: names(Group::ALL, Group::as_str), ..MetaSchema::new("string") });
+schema_only!(GroupName, MetaSchema { enum_items: names(&Group::ALL, Group::as_str), ..MetaSchema::new("string") });
 
 /// A metric's name.
 pub struct MetricName;
-schema_only!(MetricName, MetaSchema { enum_items: names(Metric::ALL, Metric::as_str), ..MetaSchema::new("string") });
+schema_only!(MetricName, MetaSchema { enum_items: names(&Metric::ALL, Metric::as_str), ..MetaSchema::new("string") });
 
 /// A group or metric of the query, `-` before it for descending.
 pub struct SortField;
