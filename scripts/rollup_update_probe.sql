@@ -32,7 +32,8 @@ call fold('key_only', 2000);
 \timing off
 select relname, n_tup_upd, n_tup_hot_upd, n_dead_tup, pg_size_pretty(pg_table_size(relid)) heap, pg_size_pretty(pg_indexes_size(relid)) idx from pg_stat_user_tables order by relname;
 \timing on
-select sum(count), sum(value) from measures_in_key where org_id='00000000-0000-0000-0000-000000000001' and report='inventory' and period='month' and dimension='product';
-select sum(count), sum(value) from key_only where org_id='00000000-0000-0000-0000-000000000001' and report='inventory' and period='month' and dimension='product';
-select sum(count), sum(value) from measures_in_key where org_id='00000000-0000-0000-0000-000000000001' and report='inventory' and period='month' and dimension='product';
-select sum(count), sum(value) from key_only where org_id='00000000-0000-0000-0000-000000000001' and report='inventory' and period='month' and dimension='product';
+\set month_report 'where org_id = ''00000000-0000-0000-0000-000000000001'' and report = ''inventory'' and period = ''month'' and dimension = ''product'''
+select sum(count), sum(value) from measures_in_key :month_report;
+select sum(count), sum(value) from key_only :month_report;
+select sum(count), sum(value) from measures_in_key :month_report;
+select sum(count), sum(value) from key_only :month_report;
