@@ -22,12 +22,12 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run every role in one process (api, commands, projections), and the fiscal simulator unless
-    /// FISCAL_URL is set.
+    /// FISCAL_ENV or FISCAL_URL is set.
     All,
     /// Run the HTTP gateway.
     Api,
     /// Run the command workers, the relay to NATS and the hash-chain sealer, and the fiscal simulator
-    /// unless FISCAL_URL is set.
+    /// unless FISCAL_ENV or FISCAL_URL is set.
     Commands,
     /// Run the tax authority's simulator alone on FISCAL_SIMULATOR_ADDR.
     FiscalSimulator,

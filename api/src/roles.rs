@@ -30,7 +30,7 @@ pub struct Settings {
     pub pool_size: u32,
     /// `READ_WAIT_TIMEOUT_MS`: longest wait for the read side after a write.
     pub read_wait: Duration,
-    /// `FISCAL_URL`, `FISCAL_SIMULATOR_ADDR`, `FISCAL_TIMEOUT_MS`: the tax authority.
+    /// `FISCAL_ENV`, `FISCAL_URL`, `FISCAL_SIMULATOR_ADDR`, `FISCAL_TIMEOUT_MS`: the tax authority.
     pub fiscal: FiscalSettings,
     /// `METRICS_ADDR`: where a process without HTTP of its own serves `/metrics`, `/healthz` and
     /// `/readyz` (none: it does not).
