@@ -333,20 +333,25 @@ impl Batch<'_> {
     }
 
     /// The facts `document` was first recorded with in `report`.
-    async fn recorded_facts(&mut self, org_id: Uuid, report: Report, document: Uuid) -> Result<Vec<Fact>, ProjectionError> {
+    async fn recorded_facts(
+        &mut self,
+        org_id: Uuid,
+        report: ByDocument,
+        document: Uuid,
+    ) -> Result<Vec<Fact>, ProjectionError> {
         self.write_facts().await?;
         let table = self.target.table(FACTS);
+        let report = report.as_str();
         let sql = format!(
             "select row_to_json(f)::text from {table} f
-             where org_id = $1 and document_id = $2 and report = $3
+             where org_id = $1 and document_id = $2 and report = '{report}'
                and position = (select min(position) from {table}
-                               where org_id = $1 and document_id = $2 and report = $3)
+                               where org_id = $1 and document_id = $2 and report = '{report}')
              order by seq"
         );
         let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
             .bind(org_id)
             .bind(document)
-            .bind(report.as_str())
             .fetch_all(&mut *self.conn)
             .await?;
         rows.iter()
@@ -357,17 +362,17 @@ impl Batch<'_> {
     }
 
     /// The status `document`'s facts in `report` count under now.
-    async fn status(&mut self, org_id: Uuid, report: Report, document: Uuid) -> Result<Option<String>, ProjectionError> {
+    async fn status(&mut self, org_id: Uuid, report: ByDocument, document: Uuid) -> Result<Option<String>, ProjectionError> {
         self.write_facts().await?;
         let sql = format!(
-            "select status from {} where org_id = $1 and document_id = $2 and report = $3
+            "select status from {} where org_id = $1 and document_id = $2 and report = '{}'
              order by position desc, seq desc limit 1",
-            self.target.table(FACTS)
+            self.target.table(FACTS),
+            report.as_str()
         );
         Ok(sqlx::query_scalar::<_, Option<String>>(sqlx::AssertSqlSafe(sql))
             .bind(org_id)
             .bind(document)
-            .bind(report.as_str())
             .fetch_optional(&mut *self.conn)
             .await?
             .flatten())
@@ -379,6 +384,24 @@ impl Batch<'_> {
             fact.seq = self.next_seq(event);
             fact.position = event.position;
             self.facts.push(fact);
+        }
+    }
+}
+
+/// The reports whose facts are looked up by document: a sale's change of fiscal status, a payment's
+/// void. `report_facts_by_document` (`schema/0039`) indexes those alone, so a lookup names its report in
+/// the statement, where the planner sees it matches the index.
+#[derive(Debug, Clone, Copy)]
+enum ByDocument {
+    Sales,
+    Payments,
+}
+
+impl ByDocument {
+    fn as_str(self) -> &'static str {
+        match self {
+            ByDocument::Sales => Report::Sales.as_str(),
+            ByDocument::Payments => Report::Payments.as_str(),
         }
     }
 }
@@ -577,11 +600,11 @@ async fn fold_sale(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), P
         }
         SaleEvent::SaleFiscalChanged(sale) => {
             let status = sale.fiscal.status.as_str();
-            let before = batch.status(event.org_id, Report::Sales, event.stream_id).await?;
+            let before = batch.status(event.org_id, ByDocument::Sales, event.stream_id).await?;
             if before.as_deref() == Some(status) {
                 return Ok(());
             }
-            let recorded = batch.recorded_facts(event.org_id, Report::Sales, event.stream_id).await?;
+            let recorded = batch.recorded_facts(event.org_id, ByDocument::Sales, event.stream_id).await?;
             let out: Vec<Fact> =
                 recorded.iter().map(|f| Fact { status: before.clone(), ..f.negated() }).collect();
             let moved: Vec<Fact> =
@@ -618,7 +641,7 @@ async fn fold_payment(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<()
             }
         }
         PaymentFact::Voided(void) => {
-            let recorded = batch.recorded_facts(event.org_id, Report::Payments, event.stream_id).await?;
+            let recorded = batch.recorded_facts(event.org_id, ByDocument::Payments, event.stream_id).await?;
             let day = void.reversal.occurred_on;
             let voids =
                 recorded.iter().map(|f| Fact { status: Some("voided".to_owned()), day, ..f.negated() }).collect();
