@@ -1,6 +1,7 @@
 //! `/api/v1/customers` and `/api/v1/suppliers`: create, replace, read and list contacts (Style B
 //! objects, camelCase). Both kinds share the body, its rules and the handlers below.
 
+use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::cache::Resource;
 use crate::http::auth::Auth;
@@ -27,7 +28,7 @@ use events::catalogue::CustomerFields;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::param::{Header, Path};
+use poem_openapi::param::Path;
 use projections::ProjectionId;
 use projections::customers::{self as read, CustomerRow};
 use serde::Serialize;
@@ -233,8 +234,6 @@ fn accepted_contact(state: Value) -> Result<ContactData, ApiError> {
     // Customers and suppliers have one state shape.
     Ok(ContactData::from_state(decode_state::<Customer>(state, "contact")?))
 }
-
-type Key = Header<Option<String>>;
 
 #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
 async fn create(

@@ -2,9 +2,10 @@
 //! a sale or for an order (each with an `Idempotency-Key`), read, listed and deleted, and the signed
 //! download of the printed remito (its PDF, without prices).
 
+use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::documents::link;
 use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
@@ -25,7 +26,7 @@ use commands::protocol::{Command, CommandKind};
 use events::catalogue::{DeliveryNoteState, DeliveryOrigin, formatted_number};
 use events::domain::Scope;
 use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::{Path, Query};
 use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::delivery_notes::{self as read, NoteFilter, NoteRow};
@@ -243,8 +244,6 @@ responses! {
         302, "A signed link to the PDF, valid five minutes (see the description).";
 }
 
-type Key = Header<Option<String>>;
-
 pub struct DeliveryNotesApi;
 
 const INPUT_RULES: &[InputRule] = &[
@@ -261,62 +260,19 @@ const INPUT_RULES: &[InputRule] = &[
     },
 ];
 
-async fn write(
+async fn dispatched(
     call: &Call<'_>,
-    state: &AppState,
     write: Write<'_>,
     command: NoteCommand,
 ) -> Result<(NoteOutcome, bool), ApiError> {
     let accepted = call.dispatch(write, Command::DeliveryNote(command)).await?;
-    for projection in [ProjectionId::DeliveryNotes, ProjectionId::Inventory, ProjectionId::Orders] {
-        state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
-    }
+    call.await_reads(&accepted, [ProjectionId::DeliveryNotes, ProjectionId::Inventory, ProjectionId::Orders]).await?;
     Ok((decode_state(accepted.state, "delivery_note")?, accepted.replayed))
 }
 
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::DeliveryNotes")]
     DeliveryNotesApi {
-        /// Create a delivery note
-        ///
-        /// Scope `sales:write`; `Idempotency-Key` required. A retry with the same key and body returns the
-        /// original with `idempotent_replay: true`, and 409 `STATE_CONFLICT` when that note was deleted
-        /// since (no new note is made); another body under the key is 409 `IDEMPOTENCY_CONFLICT`. A second
-        /// note for a sale is 409 `STATE_CONFLICT`. Numbers are gap-free per point of sale and never reused.
-        /// Stock leaves under the organization's negative-stock policy (shortfalls are `warnings`, or 422
-        /// with nothing saved when it blocks negative stock). For an order: delivering more than is left of
-        /// a line is 422 naming it; the order's `delivered` and `fulfillment_status` follow.
-        #[oai(path = "/delivery-notes", method = "post", operation_id = "createDeliveryNote")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<DeliveryNoteInput>,
-        ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_NOTE, &state, &auth, request_id)?;
-            let input = parse_note(&body.value).map_err(ApiError::validation)?;
-            let command = NoteCommand::Create { id: Uuid::now_v7(), input };
-            let (outcome, replayed) = write(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
-            let row = read::get(&state.pool, call.org_id(), outcome.id).await?;
-            if replayed && row.as_ref().is_none_or(|r| r.deleted) {
-                return Err(ApiError::from_rejection(Rejection::state_conflict(
-                    "DELIVERY_NOTE_DELETED",
-                    "deleted",
-                    "the delivery note this key made was deleted since; no new note was made",
-                )));
-            }
-            let created_at = row.map_or(outcome.at, |r| r.created_at);
-            let mut data = DeliveryNoteData::from_state(outcome.id, &outcome.note, created_at);
-            data.idempotent_replay = Some(replayed);
-            data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
-            Ok(Created::Created(RawJson::new(Style::a(&DeliveryNoteEnvelope { request_id: request_id.0.clone(), data }))))
-        }
-
         /// Delete a delivery note
         ///
         /// Scope `sales:write`; `Idempotency-Key` required. Restores exactly what the note did: the stock
@@ -339,12 +295,11 @@ routes! {
             let id = call.id(&NOTES, &delivery_note_id.0)?;
             let path = [delivery_note_id.0.as_str()];
             let (_, replayed) =
-                write(&call, &state, Write::bare(key.0, &version, &path), NoteCommand::Delete { id }).await?;
+                dispatched(&call, Write::bare(key.0, &version, &path), NoteCommand::Delete { id }).await?;
             let data =
                 DeliveryNoteDeletedData { object: "delivery_note".into(), id, deleted: true, idempotent_replay: replayed };
             Ok(Deleted::Ok(RawJson::new(Style::a(&DeliveryNoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
         }
-
         /// Download a delivery note's PDF
         ///
         /// Scope `sales:read`. The stable, authenticated path to the printed remito (the issuer, the
@@ -371,6 +326,37 @@ routes! {
             }
             Ok(DocumentRedirect::Found(link(&state, call.org_id(), OwnerKind::DeliveryNote, id).await?))
         }
+    }
+    writes: {
+        /// Create a delivery note
+        ///
+        /// Scope `sales:write`; `Idempotency-Key` required. A retry with the same key and body returns the
+        /// original with `idempotent_replay: true`, and 409 `STATE_CONFLICT` when that note was deleted
+        /// since (no new note is made); another body under the key is 409 `IDEMPOTENCY_CONFLICT`. A second
+        /// note for a sale is 409 `STATE_CONFLICT`. Numbers are gap-free per point of sale and never reused.
+        /// Stock leaves under the organization's negative-stock policy (shortfalls are `warnings`, or 422
+        /// with nothing saved when it blocks negative stock). For an order: delivering more than is left of
+        /// a line is 422 naming it; the order's `delivered` and `fulfillment_status` follow.
+        create("/delivery-notes", "createDeliveryNote", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> Created::Created = CREATE_NOTE, |call, write, body: DeliveryNoteInput| {
+                let input = parse_note(&body.value).map_err(ApiError::validation)?;
+                let command = NoteCommand::Create { id: Uuid::now_v7(), input };
+                let (outcome, replayed) = dispatched(&call, write, command).await?;
+                let row = read::get(&call.state.pool, call.org_id(), outcome.id).await?;
+                if replayed && row.as_ref().is_none_or(|r| r.deleted) {
+                    return Err(ApiError::from_rejection(Rejection::state_conflict(
+                        "DELIVERY_NOTE_DELETED",
+                        "deleted",
+                        "the delivery note this key made was deleted since; no new note was made",
+                    )));
+                }
+                let created_at = row.map_or(outcome.at, |r| r.created_at);
+                let mut data = DeliveryNoteData::from_state(outcome.id, &outcome.note, created_at);
+                data.idempotent_replay = Some(replayed);
+                data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
+                Style::a(&DeliveryNoteEnvelope { request_id: call.request_id.to_owned(), data })
+            }
     }
     cursor_lists: {
         /// List delivery notes

@@ -2,13 +2,12 @@
 //! movements (`in`, `out`, `count`) and stock transfers between warehouses (combos moved as their
 //! components). Quantities are exact decimals, written as decimal text in every response.
 
-use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{Call, Kind, ListAt, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, ListAt, PageParams, decode_state};
 use crate::http::routes_group::routes;
 use crate::http::schema::{Blank, QuantityIn, QuantityText};
 use crate::http::shared_filters::{Filters, binding, date_schema, id_filter, search, uuid_schema};
@@ -16,7 +15,7 @@ use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
 use crate::http::shared_responses::responses;
 use crate::http::tags::{TagData, tags_of_one};
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::{ApiTags, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::inventory::{
@@ -26,13 +25,11 @@ use commands::protocol::{Command, CommandKind};
 use commands::tags::Taggable;
 use events::catalogue::{STOCK_CAUSES, StockLine, ar_date};
 use events::domain::{Quantity, Scope};
-use poem::web::Data;
-use poem_openapi::param::{Header, Query};
+use poem_openapi::param::Query;
 use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::inventory::{self as read, LevelFilter, LevelRow, MovementFilter, MovementRow, TransferRow};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -401,8 +398,6 @@ responses! {
     Transfers: Ok(RawJson<ListEnvelope<StockTransferData>>) = 200, "A page of transfers, oldest first.";
 }
 
-type Key = Header<Option<String>>;
-
 /// `in` and `out` lines move positive quantities; a `count` may count zero.
 fn movement_shapes() -> serde_json::Value {
     let positive =
@@ -441,7 +436,8 @@ const INPUT_RULES: &[InputRule] = &[
 
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Inventory")]
-    InventoryApi {
+    InventoryApi {}
+    writes: {
         /// Record a stock movement
         ///
         /// Scope `inventory:write`; `Idempotency-Key` required (a replay with the same key and body answers
@@ -449,30 +445,18 @@ routes! {
         /// on-hand to the counted quantities, in one warehouse, all lines or none. A line that takes more than
         /// is available (on hand − active reservations) is a warning when the organization allows negative
         /// stock, and a 422 with nothing written when it blocks it.
-        #[oai(path = "/stock-movements", method = "post", operation_id = "createStockMovement")]
-        async fn create_movement(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<StockMovementInput>,
-        ) -> Result<MovementCreated, ApiError> {
-            let call = Call::new(CREATE_STOCK_MOVEMENT, &state, &auth, request_id)?;
-            let command = parse_movement(&body.value, today()).map_err(ApiError::validation)?;
-            let write = Write::json(key.0, &version, &[], &body);
-            let body = call
-                .write(&INVENTORY, write, Command::StockMovement(command), |accepted| {
-                    let outcome: MovementOutcome = decode_state(accepted.state, "stock movement")?;
-                    let data = StockMovementData::from_outcome(outcome, accepted.replayed);
-                    Ok(Style::a(&StockMovementEnvelope { request_id: request_id.0.clone(), data }))
-                })
-                .await?;
-            Ok(MovementCreated::Created(RawJson::new(body)))
-        }
+        create_movement("/stock-movements", "createStockMovement", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> MovementCreated::Created = CREATE_STOCK_MOVEMENT, |call, write, body: StockMovementInput| {
+                let command = parse_movement(&body.value, today()).map_err(ApiError::validation)?;
+                call
+                    .write(&INVENTORY, write, Command::StockMovement(command), |accepted| {
+                        let outcome: MovementOutcome = decode_state(accepted.state, "stock movement")?;
+                        let data = StockMovementData::from_outcome(outcome, accepted.replayed);
+                        Ok(Style::a(&StockMovementEnvelope { request_id: call.request_id.to_owned(), data }))
+                    })
+                    .await?
+            }
 
         /// Transfer stock between warehouses
         ///
@@ -480,31 +464,19 @@ routes! {
         /// again). Moves every line from the origin to the destination, all or nothing; a combo moves its
         /// components (its quantity, a whole number, times each component's), and the answer lists what
         /// moved per variant. Shortfalls at the origin follow the organization's negative-stock policy.
-        #[oai(path = "/stock-transfers", method = "post", operation_id = "createStockTransfer")]
-        async fn create_transfer(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Optional: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<StockTransferInput>,
-        ) -> Result<TransferCreated, ApiError> {
-            let call = Call::new(CREATE_STOCK_TRANSFER, &state, &auth, request_id)?;
-            let command = parse_transfer(&body.value, today()).map_err(ApiError::validation)?;
-            let write = Write::json(key.0, &version, &[], &body);
-            let body = call
-                .write_then_read(&TRANSFERS, write, Command::StockTransfer(command), async |accepted| {
-                    let outcome: TransferOutcome = decode_state(accepted.state, "stock transfer")?;
-                    let mut data = StockTransferData::from_outcome(outcome, accepted.replayed);
-                    data.tags = tags_of_one(&state, call.org_id(), Taggable::StockTransfer, data.id).await?;
-                    Ok(Style::a(&StockTransferEnvelope { request_id: request_id.0.clone(), data }))
-                })
-                .await?;
-            Ok(TransferCreated::Created(RawJson::new(body)))
-        }
+        create_transfer("/stock-transfers", "createStockTransfer", "post")
+            ("Optional: a retry with the same key and body returns the first outcome.")
+            -> TransferCreated::Created = CREATE_STOCK_TRANSFER, |call, write, body: StockTransferInput| {
+                let command = parse_transfer(&body.value, today()).map_err(ApiError::validation)?;
+                call
+                    .write_then_read(&TRANSFERS, write, Command::StockTransfer(command), async |accepted| {
+                        let outcome: TransferOutcome = decode_state(accepted.state, "stock transfer")?;
+                        let mut data = StockTransferData::from_outcome(outcome, accepted.replayed);
+                        data.tags = tags_of_one(call.state, call.org_id(), Taggable::StockTransfer, data.id).await?;
+                        Ok(Style::a(&StockTransferEnvelope { request_id: call.request_id.to_owned(), data }))
+                    })
+                    .await?
+            }
     }
     cursor_lists: {
         /// List stock levels

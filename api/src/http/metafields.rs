@@ -1,6 +1,7 @@
 //! `/api/v1/products/metafield-definitions`: the custom fields an organization defines for its
 //! products (Style B objects); product writes validate values under a defined key against it.
 
+use crate::http::Key;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
@@ -19,7 +20,6 @@ use commands::records::RecordCommand;
 use events::catalogue::MetafieldDefinitionFields;
 use events::domain::Scope;
 use poem::web::Data;
-use poem_openapi::param::Header;
 use poem_openapi::{Object, OpenApi};
 use projections::ProjectionId;
 use serde::Serialize;
@@ -94,8 +94,6 @@ fn definition_data(id: Uuid, fields: MetafieldDefinitionFields, created_at: Offs
         created_at: ar_time(created_at),
     }
 }
-
-type Key = Header<Option<String>>;
 
 /// Metafield definitions, as the shared handler sequence sees them (listed whole, never cached).
 const DEFINITIONS: Kind = Kind {

@@ -178,6 +178,9 @@ fn check_key_encoding(request: &Request) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The `Idempotency-Key` header as a route receives it (absent: `None`).
+pub type Key = poem_openapi::param::Header<Option<String>>;
+
 /// The id of the current request (also sent back in `Service-Request-Id`).
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);

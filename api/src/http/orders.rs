@@ -3,9 +3,7 @@
 //! (notes alone, or the structure against `expected_updated_at`), cancelled and completed. Amounts are
 //! canonical; a reservation holds what is still to deliver.
 
-use crate::http::schema::IdText;
-use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::discounts::{QuoteDiscountData, QuoteDiscountInput};
 use crate::http::error::ApiError;
 use crate::http::idempotency;
@@ -19,20 +17,18 @@ use crate::http::schema::{Blank, Cents, QuantityIn, QuantityText, Text, VatCode,
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::{ApiTags, Style, ar_time};
 use crate::state::AppState;
 use commands::orders::{OrderCommand, OrderOutcome, READ_ONLY, parse_order, parse_patch};
 use commands::protocol::{Command, CommandKind};
 use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus, ar_date};
 use events::domain::{Quantity, Scope};
-use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::Query;
 use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::orders::{self as read, OrderFilter, OrderRow};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::sync::Arc;
 use time::{Date, OffsetDateTime, UtcOffset};
 use uuid::Uuid;
 
@@ -347,8 +343,6 @@ responses! {
     Orders: Ok(RawJson<ListEnvelope<OrderData>>) = 200, "A page of orders, newest first.";
 }
 
-type Key = Header<Option<String>>;
-
 /// A line discount is an amount or a percentage, not both; a line is a product or free text; the
 /// read-only fields are refused.
 fn order_shapes() -> serde_json::Value {
@@ -399,9 +393,7 @@ const INPUT_RULES: &[InputRule] = &[
 pub(crate) async fn saved(call: &Call<'_>, write: Write<'_>, command: OrderCommand) -> Result<bytes::Bytes, ApiError> {
     let state = call.state;
     let accepted = call.dispatch(write, Command::Order(command)).await?;
-    for projection in [ProjectionId::Orders, ProjectionId::Inventory, ProjectionId::Quotes] {
-        state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
-    }
+    call.await_reads(&accepted, [ProjectionId::Orders, ProjectionId::Inventory, ProjectionId::Quotes]).await?;
     let replayed = accepted.replayed;
     let outcome: OrderOutcome = decode_state(accepted.state, "order")?;
     let org_id = call.org_id();
@@ -423,7 +415,8 @@ fn day_start(date: Date) -> OffsetDateTime {
 
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Orders")]
-    OrdersApi {
+    OrdersApi {}
+    writes: {
         /// Create an order
         ///
         /// Scope `orders:write`; `Idempotency-Key` required (a retry with the same key and body answers the
@@ -438,24 +431,13 @@ routes! {
         /// delivered and billed) or `cancelled` (`POST .../cancel`, while nothing was delivered or billed).
         /// Only an open order is edited, cancelled or completed; anything else is 409 `STATE_CONFLICT`
         /// naming the current state. Both ends release what is still reserved.
-        #[oai(path = "/orders", method = "post", operation_id = "createOrder")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<OrderInput>,
-        ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_ORDER, &state, &auth, request_id)?;
-            let input = parse_order(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
-            let command = OrderCommand::Create { id: Uuid::now_v7(), input };
-            let body = saved(&call, Write::json(key.0, &version, &[], &body), command).await?;
-            Ok(Created::Created(RawJson::new(body)))
-        }
+        create("/orders", "createOrder", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> Created::Created = CREATE_ORDER, |call, write, body: OrderInput| {
+                let input = parse_order(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+                let command = OrderCommand::Create { id: Uuid::now_v7(), input };
+                saved(&call, write, command).await?
+            }
 
         /// Edit an order
         ///
@@ -468,35 +450,21 @@ routes! {
         /// warehouse in the same transaction. Omitted optional fields keep their value; `0` clears the
         /// global discount and `""` the notes or the delivery method. A completed or cancelled order is 409
         /// `STATE_CONFLICT`.
-        #[oai(path = "/orders/:order_id", method = "patch", operation_id = "updateOrder")]
-        #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
-        async fn update(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            order_id: Path<IdText>,
-            /// Required on structural edits; a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<OrderEditInput>,
-        ) -> Result<Single, ApiError> {
-            let call = Call::new(UPDATE_ORDER, &state, &auth, request_id)?;
-            let id = call.id(&ORDERS, &order_id.0)?;
-            let command = match parse_patch(&body.value).map_err(ApiError::validation)? {
-                Err(notes) => OrderCommand::EditNotes { id, notes },
-                Ok(edit) => {
-                    if key.0.is_none() {
-                        return Err(idempotency::key_required());
+        update("/orders/:order_id", "updateOrder", "patch")
+            (order_id, "Required on structural edits; a retry with the same key and body returns the first outcome.")
+            -> Single::Ok = UPDATE_ORDER, |call, write, body: OrderEditInput| {
+                let id = call.id(&ORDERS, &order_id.0)?;
+                let command = match parse_patch(&body.value).map_err(ApiError::validation)? {
+                    Err(notes) => OrderCommand::EditNotes { id, notes },
+                    Ok(edit) => {
+                        if write.key.is_none() {
+                            return Err(idempotency::key_required());
+                        }
+                        OrderCommand::Edit { id, edit }
                     }
-                    OrderCommand::Edit { id, edit }
-                }
-            };
-            let path = [order_id.0.as_str()];
-            let body = saved(&call, Write::json(key.0, &version, &path, &body), command).await?;
-            Ok(Single::Ok(RawJson::new(body)))
-        }
+                };
+                saved(&call, write, command).await?
+            }
     }
     cursor_lists: {
         /// List orders

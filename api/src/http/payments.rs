@@ -4,9 +4,7 @@
 //! delegated token with assigned registers or safes, the payments whose every line is in one of them
 //! (and it may only post to those); with `own` visibility, the payments its user recorded.
 
-use crate::http::schema::IdText;
-use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
@@ -18,19 +16,16 @@ use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
 use crate::http::treasury::{BalanceType, Dated, visibility};
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
-use crate::state::AppState;
+use crate::http::{ApiTags, Style, ar_time};
 use commands::payments::{PaymentCommand, PaymentOutcome, names, parse_allocation, parse_payment};
 use commands::protocol::{Command, CommandKind};
 use events::catalogue::{PaymentRecorded, PaymentSide};
 use events::domain::Scope;
-use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::Query;
 use poem_openapi::Object;
 use projections::ProjectionId;
 use projections::payments::{self as read, PaymentFilter, PaymentRow};
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -313,8 +308,6 @@ responses! {
     PaymentAllocated: Ok(RawJson<PaymentEnvelope>) = 200, "The payment with its new allocations.";
 }
 
-type Key = Header<Option<String>>;
-
 pub struct PaymentsApi;
 
 fn status_schema() -> serde_json::Value {
@@ -398,28 +391,24 @@ async fn payment(call: &Call<'_>, side: PaymentSide, id: Uuid) -> Result<Option<
 /// Sends a payment command, waits until reads show it, and answers the payment as the command left it.
 async fn write(
     call: &Call<'_>,
-    state: &AppState,
     write: Write<'_>,
     command: PaymentCommand,
-    request_id: &str,
 ) -> Result<bytes::Bytes, ApiError> {
     let side = command.side();
     let accepted = call.dispatch(write, command_of(command)).await?;
     // The payment, its lines in the locations' movements and balances, what its documents still owe and
     // the contact's account are read back at once.
     let documents = if side == PaymentSide::Customer { ProjectionId::Sales } else { ProjectionId::Purchases };
-    for projection in [ProjectionId::Payments, ProjectionId::Treasury, documents, ProjectionId::Accounts] {
-        state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
-    }
+    call.await_reads(&accepted, [ProjectionId::Payments, ProjectionId::Treasury, documents, ProjectionId::Accounts]).await?;
     let replayed = accepted.replayed;
     let outcome: PaymentOutcome = decode_state(accepted.state, side.stream_type())?;
     let seen = projections::treasury::Visibility::default();
-    let row = read::payment(&state.pool, call.org_id(), side, outcome.id, &seen).await?;
+    let row = read::payment(&call.state.pool, call.org_id(), side, outcome.id, &seen).await?;
     let created_at = row.as_ref().map_or(outcome.at, |r| r.created_at);
     let voided_at = outcome.voided.then(|| row.as_ref().and_then(|r| r.doc.voided_at).unwrap_or(outcome.at));
     let mut data = payment_data(side, outcome.id, &outcome.payment, created_at, voided_at);
     data.idempotent_replay = Some(replayed);
-    Ok(Style::a(&PaymentEnvelope { request_id: request_id.to_owned(), data }))
+    Ok(Style::a(&PaymentEnvelope { request_id: call.request_id.to_owned(), data }))
 }
 
 fn command_of(command: PaymentCommand) -> Command {
@@ -432,11 +421,9 @@ fn command_of(command: PaymentCommand) -> Command {
 /// Records a payment: the body parsed, every line's location seen by the credential.
 async fn record(
     call: &Call<'_>,
-    state: &AppState,
     side: PaymentSide,
     body: &serde_json::Value,
     write_of: Write<'_>,
-    request_id: &str,
 ) -> Result<bytes::Bytes, ApiError> {
     let input = parse_payment(body, side).map_err(ApiError::validation)?;
     let seen = visibility(call.principal);
@@ -449,32 +436,30 @@ async fn record(
     }
     let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
     let command = PaymentCommand::Record { side, id: Uuid::now_v7(), input, created_by };
-    write(call, state, write_of, command, request_id).await
+    write(call, write_of, command).await
 }
 
 /// Allocates what a payment the credential sees has on account.
 async fn allocate(
     call: &Call<'_>,
-    state: &AppState,
     side: PaymentSide,
     id: &str,
     body: &serde_json::Value,
     write_of: Write<'_>,
-    request_id: &str,
 ) -> Result<bytes::Bytes, ApiError> {
     let allocations = parse_allocation(body, side).map_err(ApiError::validation)?;
-    let id = seen_payment(call, state, side, id).await?;
-    write(call, state, write_of, PaymentCommand::Allocate { side, id, allocations }, request_id).await
+    let id = seen_payment(call, side, id).await?;
+    write(call, write_of, PaymentCommand::Allocate { side, id, allocations }).await
 }
 
 /// A payment id the credential may act on: one it sees, or one not projected yet (the command decides,
 /// and answers 404 for another organization's).
-async fn seen_payment(call: &Call<'_>, state: &AppState, side: PaymentSide, id: &str) -> Result<Uuid, ApiError> {
+async fn seen_payment(call: &Call<'_>, side: PaymentSide, id: &str) -> Result<Uuid, ApiError> {
     let resource = side.stream_type();
     let id = Uuid::parse_str(id).map_err(|_| ApiError::not_found(resource))?;
     let seen = visibility(call.principal);
-    if read::payment(&state.pool, call.org_id(), side, id, &seen).await?.is_none()
-        && read::payment(&state.pool, call.org_id(), side, id, &Default::default()).await?.is_some()
+    if read::payment(&call.state.pool, call.org_id(), side, id, &seen).await?.is_none()
+        && read::payment(&call.state.pool, call.org_id(), side, id, &Default::default()).await?.is_some()
     {
         return Err(ApiError::not_found(resource));
     }
@@ -484,19 +469,18 @@ async fn seen_payment(call: &Call<'_>, state: &AppState, side: PaymentSide, id: 
 /// Voids a payment the credential sees.
 async fn void(
     call: &Call<'_>,
-    state: &AppState,
     side: PaymentSide,
     id: &str,
     write_of: Write<'_>,
-    request_id: &str,
 ) -> Result<bytes::Bytes, ApiError> {
-    let id = seen_payment(call, state, side, id).await?;
-    write(call, state, write_of, PaymentCommand::Void { side, id }, request_id).await
+    let id = seen_payment(call, side, id).await?;
+    write(call, write_of, PaymentCommand::Void { side, id }).await
 }
 
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Payments")]
-    PaymentsApi {
+    PaymentsApi {}
+    writes: {
         /// Record a customer payment
         ///
         /// Scope `payments:write`; `Idempotency-Key` required. Money a customer paid: one or more `lines`,
@@ -508,49 +492,22 @@ routes! {
         /// account, and the customer's receivables are credited with the whole amount. A missing, hidden or
         /// foreign customer, sale of another customer, location or payment method is 404; an inactive
         /// location or method 409.
-        #[oai(path = "/customer-payments", method = "post", operation_id = "createCustomerPayment")]
-        async fn create_customer_payment(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<CustomerPaymentInput>,
-        ) -> Result<PaymentCreated, ApiError> {
-            let call = Call::new(CREATE_CUSTOMER_PAYMENT, &state, &auth, request_id)?;
-            let write_of = Write::json(key.0, &version, &[], &body);
-            let body = record(&call, &state, PaymentSide::Customer, &body.value, write_of, &request_id.0).await?;
-            Ok(PaymentCreated::Created(RawJson::new(body)))
-        }
+        create_customer_payment("/customer-payments", "createCustomerPayment", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> PaymentCreated::Created = CREATE_CUSTOMER_PAYMENT, |call, write, body: CustomerPaymentInput| {
+                record(&call, PaymentSide::Customer, &body.value, write).await?
+            }
 
         /// Void a customer payment
         ///
         /// Scope `payments:write`; `Idempotency-Key` required. Posts the entry reversing the payment and
         /// gives its allocations back to the sales; the payment stays, `voided`. Voiding a voided payment is
         /// 409 `STATE_CONFLICT`.
-        #[oai(path = "/customer-payments/:payment_id/void", method = "post", operation_id = "voidCustomerPayment")]
-        #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
-        async fn void_customer_payment(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            payment_id: Path<IdText>,
-            body: JsonBody<PaymentVoidInput>,
-        ) -> Result<PaymentVoided, ApiError> {
-            let call = Call::new(VOID_CUSTOMER_PAYMENT, &state, &auth, request_id)?;
-            let route = [payment_id.0.as_str()];
-            let write_of = Write::json(key.0, &version, &route, &body);
-            let body = void(&call, &state, PaymentSide::Customer, &payment_id.0, write_of, &request_id.0).await?;
-            Ok(PaymentVoided::Ok(RawJson::new(body)))
-        }
+        void_customer_payment("/customer-payments/:payment_id/void", "voidCustomerPayment", "post")
+            ("Required: a retry with the same key returns the first outcome.", payment_id)
+            -> PaymentVoided::Ok = VOID_CUSTOMER_PAYMENT, |call, write, body: PaymentVoidInput| {
+                void(&call, PaymentSide::Customer, &payment_id.0, write).await?
+            }
 
         /// Allocate a customer payment
         ///
@@ -558,31 +515,11 @@ routes! {
         /// (`unallocated_amount`) to sales of its customer: in all at most that, each at most what its
         /// sale still owes. No money moves. A voided payment is 409 `STATE_CONFLICT`; a sale of another
         /// customer is 404.
-        #[oai(
-            path = "/customer-payments/:payment_id/allocations",
-            method = "post",
-            operation_id = "allocateCustomerPayment"
-        )]
-        #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
-        async fn allocate_customer_payment(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            payment_id: Path<IdText>,
-            body: JsonBody<CustomerAllocationInput>,
-        ) -> Result<PaymentAllocated, ApiError> {
-            let call = Call::new(ALLOCATE_CUSTOMER_PAYMENT, &state, &auth, request_id)?;
-            let route = [payment_id.0.as_str()];
-            let write_of = Write::json(key.0, &version, &route, &body);
-            let body =
-                allocate(&call, &state, PaymentSide::Customer, &payment_id.0, &body.value, write_of, &request_id.0).await?;
-            Ok(PaymentAllocated::Ok(RawJson::new(body)))
-        }
+        allocate_customer_payment("/customer-payments/:payment_id/allocations", "allocateCustomerPayment", "post")
+            ("Required: a retry with the same key and body returns the first outcome.", payment_id)
+            -> PaymentAllocated::Ok = ALLOCATE_CUSTOMER_PAYMENT, |call, write, body: CustomerAllocationInput| {
+                    allocate(&call, PaymentSide::Customer, &payment_id.0, &body.value, write).await?
+            }
 
         /// Record a supplier payment
         ///
@@ -593,48 +530,21 @@ routes! {
         /// fee, the fees go to the fees account, and the supplier's payables are debited with the amount.
         /// A missing, hidden or foreign supplier, purchase of another supplier, location or payment method
         /// is 404; an inactive location or method 409.
-        #[oai(path = "/supplier-payments", method = "post", operation_id = "createSupplierPayment")]
-        async fn create_supplier_payment(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<SupplierPaymentInput>,
-        ) -> Result<PaymentCreated, ApiError> {
-            let call = Call::new(CREATE_SUPPLIER_PAYMENT, &state, &auth, request_id)?;
-            let write_of = Write::json(key.0, &version, &[], &body);
-            let body = record(&call, &state, PaymentSide::Supplier, &body.value, write_of, &request_id.0).await?;
-            Ok(PaymentCreated::Created(RawJson::new(body)))
-        }
+        create_supplier_payment("/supplier-payments", "createSupplierPayment", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> PaymentCreated::Created = CREATE_SUPPLIER_PAYMENT, |call, write, body: SupplierPaymentInput| {
+                record(&call, PaymentSide::Supplier, &body.value, write).await?
+            }
 
         /// Void a supplier payment
         ///
         /// Scope `payments:write`; `Idempotency-Key` required. Posts the entry reversing the payment and
         /// gives its allocations back to the purchases; voiding a voided payment is 409 `STATE_CONFLICT`.
-        #[oai(path = "/supplier-payments/:payment_id/void", method = "post", operation_id = "voidSupplierPayment")]
-        #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
-        async fn void_supplier_payment(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            payment_id: Path<IdText>,
-            body: JsonBody<PaymentVoidInput>,
-        ) -> Result<PaymentVoided, ApiError> {
-            let call = Call::new(VOID_SUPPLIER_PAYMENT, &state, &auth, request_id)?;
-            let route = [payment_id.0.as_str()];
-            let write_of = Write::json(key.0, &version, &route, &body);
-            let body = void(&call, &state, PaymentSide::Supplier, &payment_id.0, write_of, &request_id.0).await?;
-            Ok(PaymentVoided::Ok(RawJson::new(body)))
-        }
+        void_supplier_payment("/supplier-payments/:payment_id/void", "voidSupplierPayment", "post")
+            ("Required: a retry with the same key returns the first outcome.", payment_id)
+            -> PaymentVoided::Ok = VOID_SUPPLIER_PAYMENT, |call, write, body: PaymentVoidInput| {
+                void(&call, PaymentSide::Supplier, &payment_id.0, write).await?
+            }
 
         /// Allocate a supplier payment
         ///
@@ -642,31 +552,11 @@ routes! {
         /// (`unallocated_amount`) to purchases of its supplier: in all at most that, each at most what its
         /// purchase still owes. No money moves. A voided payment is 409 `STATE_CONFLICT`; a purchase of another
         /// supplier is 404.
-        #[oai(
-            path = "/supplier-payments/:payment_id/allocations",
-            method = "post",
-            operation_id = "allocateSupplierPayment"
-        )]
-        #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
-        async fn allocate_supplier_payment(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            payment_id: Path<IdText>,
-            body: JsonBody<SupplierAllocationInput>,
-        ) -> Result<PaymentAllocated, ApiError> {
-            let call = Call::new(ALLOCATE_SUPPLIER_PAYMENT, &state, &auth, request_id)?;
-            let route = [payment_id.0.as_str()];
-            let write_of = Write::json(key.0, &version, &route, &body);
-            let body =
-                allocate(&call, &state, PaymentSide::Supplier, &payment_id.0, &body.value, write_of, &request_id.0).await?;
-            Ok(PaymentAllocated::Ok(RawJson::new(body)))
-        }
+        allocate_supplier_payment("/supplier-payments/:payment_id/allocations", "allocateSupplierPayment", "post")
+            ("Required: a retry with the same key and body returns the first outcome.", payment_id)
+            -> PaymentAllocated::Ok = ALLOCATE_SUPPLIER_PAYMENT, |call, write, body: SupplierAllocationInput| {
+                    allocate(&call, PaymentSide::Supplier, &payment_id.0, &body.value, write).await?
+            }
     }
     cursor_lists: {
         /// List customer payments

@@ -2,6 +2,7 @@
 //! under each list. Prices are computed on read from the variants' base prices and the list's
 //! explicit prices, so they are always current; `pricing_revision` names the state they come from.
 
+use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
@@ -384,8 +385,6 @@ fn changed_prices() -> ApiError {
     )
     .with_detail(Some("cursor"), "stale_cursor", "the pricing revision moved")
 }
-
-type Key = Header<Option<String>>;
 
 /// Automatic lists name their mode and percentage; manual lists send neither.
 fn automatic_rule() -> serde_json::Value {

@@ -3,7 +3,7 @@
 
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::error::ApiError;
 use crate::http::kinds::PRODUCTS;
 use crate::http::list::ListEnvelope;
@@ -23,7 +23,7 @@ use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
 use crate::http::shared_responses::responses;
 use crate::http::tags::{TagData, tags_of_one};
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::products::{
@@ -34,7 +34,7 @@ use commands::tags::Taggable;
 use events::catalogue::{Metafield, OptionValue};
 use events::domain::{Scope, WholeUnits};
 use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::{Path, Query};
 use poem_openapi::{ApiResponse, Object};
 use projections::ProjectionId;
 use projections::products::{self as read, ProductRow};
@@ -465,8 +465,6 @@ async fn components(state: &AppState, org_id: Uuid, product: &ProductData) -> Re
         .collect())
 }
 
-type Key = Header<Option<String>>;
-
 /// Custom fields patch.
 #[derive(Debug, Object)]
 pub struct MetafieldPatchInput {
@@ -644,135 +642,6 @@ const INPUT_RULES: &[InputRule] = &[
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
     ProductsApi {
-        /// Create a product
-        ///
-        /// Scope `products:write`; `Idempotency-Key` required. A single product, or a matrix of up to 250
-        /// variants over 1 to 3 options. SKUs are unique per organization and within the request; option
-        /// combinations are unique. A rejected request creates nothing.
-        #[oai(path = "/products", method = "post", operation_id = "createProduct")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the same product.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<ProductInput>,
-        ) -> Result<CreateResponse, ApiError> {
-            let call = Call::new(CREATE_PRODUCT, &state, &auth, request_id)?;
-            let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
-            let stocked = !opening_stock.is_empty();
-            let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
-            let write = Write::json(key.0, &version, &[], &body);
-            let body = call
-                .write_then_read(&PRODUCTS, write, command, async |accepted| {
-                    // Opening stock is read through the inventory: readable there too once this answers.
-                    if stocked {
-                        let key = accepted.key_for(ProjectionId::Inventory);
-                        state.await_read(ProjectionId::Inventory, call.principal, key).await?;
-                    }
-                    let product: Product = decode_state(accepted.state, "product")?;
-                    let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
-                    let detail = readable(&state, call.org_id(), first).await?;
-                    let variants = product
-                        .group
-                        .variants
-                        .iter()
-                        .map(|v| CreatedVariant {
-                            id: v.id,
-                            sku: v.sku.clone(),
-                            option_values: option_values(&v.option_values),
-                        })
-                        .collect();
-                    let data = ProductCreatedData { product: detail, variants };
-                    Ok(Style::b(&ProductCreatedEnvelope { success: true, data }))
-                })
-                .await?;
-            Ok(CreateResponse::Created(RawJson::new(body)))
-        }
-
-        /// Set custom fields
-        ///
-        /// Scope `products:write`. `entries` maps keys to a string (assigns) or null (deletes); an empty
-        /// string is refused. Custom fields belong to the variant's group. A key with a definition is
-        /// validated against it. No webhook event follows custom field changes.
-        #[oai(path = "/products/:product_id/metafields", method = "patch", operation_id = "patchProductMetafields")]
-        async fn patch_metafields(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            product_id: Path<IdText>,
-            /// Optional: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<MetafieldPatchInput>,
-        ) -> Result<ReadResponse, ApiError> {
-            let call = Call::new(PATCH_PRODUCT_METAFIELDS, &state, &auth, request_id)?;
-            let variant_id = PRODUCTS.id(&product_id.0)?;
-            let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
-            let command = ProductCommand::SetMetafields { variant_id, assign, delete };
-            update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
-        }
-
-        /// Adjust costs or prices in bulk
-        ///
-        /// Scope `products:write`; `Idempotency-Key` required. Changes `target` (`cost` or `price`) of every
-        /// variant matching all the given filters, by a percentage or a fixed amount, in one atomic
-        /// operation; each changed variant gets a `product.updated` event. Answers with a summary once the
-        /// products read the new amounts.
-        #[oai(path = "/products/bulk-adjustments", method = "post", operation_id = "createBulkAdjustment")]
-        async fn bulk_adjust(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome and adjusts nothing more.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<BulkAdjustmentInput>,
-        ) -> Result<BulkAdjusted, ApiError> {
-            let call = Call::new(CREATE_BULK_ADJUSTMENT, &state, &auth, request_id)?;
-            let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
-            let command = Command::BulkAdjustProducts(adjustment);
-            let write = Write::json(key.0, &version, &[], &body);
-            let body = call
-                .write(&PRODUCTS, write, command, |accepted| {
-                    let data: BulkAdjustmentData = decode_state(accepted.state, "bulk adjustment summary")?;
-                    Ok(Style::a(&BulkAdjustmentEnvelope { request_id: request_id.0.clone(), data }))
-                })
-                .await?;
-            Ok(BulkAdjusted::Ok(RawJson::new(body)))
-        }
-
-        /// Replace a product variant
-        ///
-        /// Scope `products:write`. Replaces this variant's fields and the fields its group shares (which
-        /// change for every variant of the group). `metafields` are refused here.
-        #[oai(path = "/products/:product_id", method = "put", operation_id = "replaceProduct")]
-        async fn replace(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            product_id: Path<IdText>,
-            /// Optional: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<ProductReplaceInput>,
-        ) -> Result<ReadResponse, ApiError> {
-            let call = Call::new(REPLACE_PRODUCT, &state, &auth, request_id)?;
-            let variant_id = PRODUCTS.id(&product_id.0)?;
-            let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
-            let command = ProductCommand::Replace { variant_id, shared, variant };
-            update_variant(&call, Write::json(key.0, &version, &[&product_id.0], &body), command).await
-        }
-
         /// Get a product variant
         ///
         /// Scope `products:read`. Includes `metafields`. `priceListId` (an active price list of the
@@ -822,7 +691,87 @@ routes! {
                 .await?;
             Ok(ReadResponse::Ok(RawJson::new(bytes)))
         }
+    }
+    writes: {
+        /// Create a product
+        ///
+        /// Scope `products:write`; `Idempotency-Key` required. A single product, or a matrix of up to 250
+        /// variants over 1 to 3 options. SKUs are unique per organization and within the request; option
+        /// combinations are unique. A rejected request creates nothing.
+        create("/products", "createProduct", "post")
+            ("Required: a retry with the same key and body returns the same product.")
+            -> CreateResponse::Created = CREATE_PRODUCT, |call, write, body: ProductInput| {
+                let (group, opening_stock) = parse_create(&body.value).map_err(ApiError::validation)?;
+                let stocked = !opening_stock.is_empty();
+                let command = Command::Product(ProductCommand::Create { id: Uuid::now_v7(), group, opening_stock });
+                call
+                    .write_then_read(&PRODUCTS, write, command, async |accepted| {
+                        // Opening stock is read through the inventory: readable there too once this answers.
+                        call.await_reads(&accepted, Some(ProjectionId::Inventory).filter(|_| stocked)).await?;
+                        let product: Product = decode_state(accepted.state, "product")?;
+                        let first = product.group.variants.first().map(|v| v.id).ok_or_else(ApiError::internal)?;
+                        let detail = readable(call.state, call.org_id(), first).await?;
+                        let variants = product
+                            .group
+                            .variants
+                            .iter()
+                            .map(|v| CreatedVariant {
+                                id: v.id,
+                                sku: v.sku.clone(),
+                                option_values: option_values(&v.option_values),
+                            })
+                            .collect();
+                        let data = ProductCreatedData { product: detail, variants };
+                        Ok(Style::b(&ProductCreatedEnvelope { success: true, data }))
+                    })
+                    .await?
+            }
 
+        /// Set custom fields
+        ///
+        /// Scope `products:write`. `entries` maps keys to a string (assigns) or null (deletes); an empty
+        /// string is refused. Custom fields belong to the variant's group. A key with a definition is
+        /// validated against it. No webhook event follows custom field changes.
+        patch_metafields("/products/:product_id/metafields", "patchProductMetafields", "patch")
+            (product_id, "Optional: a retry with the same key and body returns the first outcome.")
+            -> ReadResponse = PATCH_PRODUCT_METAFIELDS, |call, write, body: MetafieldPatchInput| {
+                let variant_id = PRODUCTS.id(&product_id.0)?;
+                let (assign, delete) = parse_metafield_patch(&body.value).map_err(ApiError::validation)?;
+                let command = ProductCommand::SetMetafields { variant_id, assign, delete };
+                update_variant(&call, write, command).await?
+            }
+
+        /// Adjust costs or prices in bulk
+        ///
+        /// Scope `products:write`; `Idempotency-Key` required. Changes `target` (`cost` or `price`) of every
+        /// variant matching all the given filters, by a percentage or a fixed amount, in one atomic
+        /// operation; each changed variant gets a `product.updated` event. Answers with a summary once the
+        /// products read the new amounts.
+        bulk_adjust("/products/bulk-adjustments", "createBulkAdjustment", "post")
+            ("Required: a retry with the same key and body returns the first outcome and adjusts nothing more.")
+            -> BulkAdjusted::Ok = CREATE_BULK_ADJUSTMENT, |call, write, body: BulkAdjustmentInput| {
+                let adjustment = parse_bulk_adjustment(&body.value).map_err(ApiError::validation)?;
+                let command = Command::BulkAdjustProducts(adjustment);
+                call
+                    .write(&PRODUCTS, write, command, |accepted| {
+                        let data: BulkAdjustmentData = decode_state(accepted.state, "bulk adjustment summary")?;
+                        Ok(Style::a(&BulkAdjustmentEnvelope { request_id: call.request_id.to_owned(), data }))
+                    })
+                    .await?
+            }
+
+        /// Replace a product variant
+        ///
+        /// Scope `products:write`. Replaces this variant's fields and the fields its group shares (which
+        /// change for every variant of the group). `metafields` are refused here.
+        replace("/products/:product_id", "replaceProduct", "put")
+            (product_id, "Optional: a retry with the same key and body returns the first outcome.")
+            -> ReadResponse = REPLACE_PRODUCT, |call, write, body: ProductReplaceInput| {
+                let variant_id = PRODUCTS.id(&product_id.0)?;
+                let (shared, variant) = parse_replace(&body.value).map_err(ApiError::validation)?;
+                let command = ProductCommand::Replace { variant_id, shared, variant };
+                update_variant(&call, write, command).await?
+            }
     }
     cursor_lists: {
         /// List product variants

@@ -2,9 +2,10 @@
 //! `Idempotency-Key`), read and list. Amounts are canonical; a reservation of stock is taken, adjusted
 //! and released with the quote.
 
+use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::discounts::{QuoteDiscountData, QuoteDiscountInput};
 use crate::http::error::ApiError;
 use crate::http::inventory::StockWarning;
@@ -26,7 +27,7 @@ use commands::quotes::{QuoteCommand, QuoteOutcome, READ_ONLY, parse_quote};
 use events::catalogue::{QuoteState, QuoteStatus, ar_date};
 use events::domain::Scope;
 use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::{Path, Query};
 use poem_openapi::{Enum, Object};
 use projections::ProjectionId;
 use projections::quotes::{self as read, QuoteRow};
@@ -324,8 +325,6 @@ responses! {
     Quotes: Ok(RawJson<ListEnvelope<QuoteData>>) = 200, "A page of quotes, newest first.";
 }
 
-type Key = Header<Option<String>>;
-
 /// A line discount is an amount or a percentage, not both; the read-only fields are refused.
 fn quote_shapes() -> serde_json::Value {
     serde_json::json!({ "allOf": [
@@ -355,23 +354,20 @@ const INPUT_RULES: &[InputRule] = &[
     },
 ];
 
-async fn write(
+async fn dispatched(
     call: &Call<'_>,
-    state: &AppState,
     write: Write<'_>,
     command: QuoteCommand,
 ) -> Result<(QuoteOutcome, bool), ApiError> {
     let accepted = call.dispatch(write, Command::Quote(command)).await?;
-    for projection in [ProjectionId::Quotes, ProjectionId::Inventory] {
-        state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
-    }
+    call.await_reads(&accepted, [ProjectionId::Quotes, ProjectionId::Inventory]).await?;
     Ok((decode_state(accepted.state, "quote")?, accepted.replayed))
 }
 
 /// Creates or replaces a quote and answers it as stored, in its envelope.
 async fn saved(call: &Call<'_>, write: Write<'_>, command: QuoteCommand) -> Result<bytes::Bytes, ApiError> {
     let state = call.state;
-    let (outcome, replayed) = self::write(call, state, write, command).await?;
+    let (outcome, replayed) = dispatched(call, write, command).await?;
     let data = answer(state, call, outcome, replayed).await?;
     Ok(Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data }))
 }
@@ -397,62 +393,6 @@ async fn answer(
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Quotes")]
     QuotesApi {
-        /// Create a quote
-        ///
-        /// Scope `quotes:write`; `Idempotency-Key` required (a retry with the same key and body answers the
-        /// stored quote with `idempotent_replay: true`, even if it changed since; another body is 409
-        /// `IDEMPOTENCY_CONFLICT`; permissions are checked again on every retry). A new quote is a `draft`
-        /// with a gap-free `number`. With `reservation.enabled`, stock of every physical line is held in its
-        /// warehouse through `reserved_through_date`, in the same transaction: shortfalls are `warnings`
-        /// when the organization allows negative stock and 422 with nothing saved when it blocks it.
-        #[oai(path = "/quotes", method = "post", operation_id = "createQuote")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<QuoteInput>,
-        ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_QUOTE, &state, &auth, request_id)?;
-            let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
-            let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
-            let body = saved(&call, Write::json(key.0, &version, &[], &body), command).await?;
-            Ok(Created::Created(RawJson::new(body)))
-        }
-
-        /// Replace a quote
-        ///
-        /// Scope `quotes:write`; `Idempotency-Key` required. Replaces the whole mutable representation
-        /// (customer and every line to keep are sent again; an omitted `price_list_id` is cleared and an
-        /// omitted `reservation` means none) and adjusts or releases the reservation in the same
-        /// transaction. A quote that is not a draft is 409 `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
-        #[oai(path = "/quotes/:quote_id", method = "put", operation_id = "replaceQuote")]
-        #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
-        async fn replace(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            quote_id: Path<IdText>,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<QuoteInput>,
-        ) -> Result<Single, ApiError> {
-            let call = Call::new(REPLACE_QUOTE, &state, &auth, request_id)?;
-            let id = call.id(&QUOTES, &quote_id.0)?;
-            let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
-            let path = [quote_id.0.as_str()];
-            let command = QuoteCommand::Replace { id, input };
-            let body = saved(&call, Write::json(key.0, &version, &path, &body), command).await?;
-            Ok(Single::Ok(RawJson::new(body)))
-        }
-
         /// Delete a quote
         ///
         /// Scope `quotes:write`; `Idempotency-Key` required. Removes a draft quote and releases its
@@ -474,7 +414,7 @@ routes! {
             let id = call.id(&QUOTES, &quote_id.0)?;
             let path = [quote_id.0.as_str()];
             let (outcome, replayed) =
-                write(&call, &state, Write::bare(key.0, &version, &path), QuoteCommand::Delete { id }).await?;
+                dispatched(&call, Write::bare(key.0, &version, &path), QuoteCommand::Delete { id }).await?;
             let data = QuoteDeletedData {
                 object: "quote".into(),
                 id,
@@ -484,7 +424,6 @@ routes! {
             };
             Ok(Deleted::Ok(RawJson::new(Style::a(&QuoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
         }
-
         /// Convert a quote into an order
         ///
         /// Scope `quotes:write`; `Idempotency-Key` required. A `draft`, `sent` or `accepted` quote becomes
@@ -514,6 +453,38 @@ routes! {
             let body = orders::saved(&call, Write::bare(key.0, &version, &path), command).await?;
             Ok(Converted::Created(RawJson::new(body)))
         }
+    }
+    writes: {
+        /// Create a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required (a retry with the same key and body answers the
+        /// stored quote with `idempotent_replay: true`, even if it changed since; another body is 409
+        /// `IDEMPOTENCY_CONFLICT`; permissions are checked again on every retry). A new quote is a `draft`
+        /// with a gap-free `number`. With `reservation.enabled`, stock of every physical line is held in its
+        /// warehouse through `reserved_through_date`, in the same transaction: shortfalls are `warnings`
+        /// when the organization allows negative stock and 422 with nothing saved when it blocks it.
+        create("/quotes", "createQuote", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> Created::Created = CREATE_QUOTE, |call, write, body: QuoteInput| {
+                let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+                let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
+                saved(&call, write, command).await?
+            }
+
+        /// Replace a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required. Replaces the whole mutable representation
+        /// (customer and every line to keep are sent again; an omitted `price_list_id` is cleared and an
+        /// omitted `reservation` means none) and adjusts or releases the reservation in the same
+        /// transaction. A quote that is not a draft is 409 `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
+        replace("/quotes/:quote_id", "replaceQuote", "put")
+            (quote_id, "Required: a retry with the same key and body returns the first outcome.")
+            -> Single::Ok = REPLACE_QUOTE, |call, write, body: QuoteInput| {
+                let id = call.id(&QUOTES, &quote_id.0)?;
+                let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+                let command = QuoteCommand::Replace { id, input };
+                saved(&call, write, command).await?
+            }
     }
     cursor_lists: {
         /// List quotes

@@ -2,6 +2,7 @@
 //! configuration resources. Each kind describes itself once ([`ResourceKind`]); the handlers share one
 //! implementation per verb, over the shared handler sequence (`resource.rs`).
 
+use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::cache::Resource;
 use crate::http::auth::Auth;
@@ -28,7 +29,7 @@ use events::catalogue::{
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::{Path, Query};
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
 use projections::records::{self as read, PageQuery, RecordRow, RecordsProjection, SortBy};
 use serde::{Serialize, Serializer};
@@ -370,8 +371,6 @@ pub(crate) async fn record_page<K: ResourceKind>(
     let data = rows.into_iter().map(from_row::<K>).collect::<Result<Vec<_>, _>>()?;
     Ok((data, Pagination::new(query.page, query.limit, total)))
 }
-
-type Key = Header<Option<String>>;
 
 pub struct RecordsApi;
 

@@ -331,6 +331,19 @@ impl<'a> Call<'a> {
         self.state.dispatch(self.principal, self.request_id, claim, command).await
     }
 
+    /// Waits until each of `projections` has what `accepted` wrote: a read of any of them right after
+    /// sees it.
+    pub async fn await_reads(
+        &self,
+        accepted: &Accepted,
+        projections: impl IntoIterator<Item = projections::ProjectionId>,
+    ) -> Result<(), ApiError> {
+        for projection in projections {
+            self.state.await_read(projection, self.principal, accepted.key_for(projection)).await?;
+        }
+        Ok(())
+    }
+
     /// Writes, renders the answer from the command's outcome while the kind's projection catches up,
     /// and answers once it has: a read right after sees the change.
     pub async fn write<T>(

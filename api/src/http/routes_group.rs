@@ -28,8 +28,18 @@ macro_rules! api_group {
     };
 }
 
-/// `routes! { #[OpenApi(..)] Api { routes written out } cursor_lists: { rows } v2_pages: { rows } gets: { rows } actions: { rows } }`
-/// (each section optional): the `#[OpenApi]` impl of `Api`, with a route per cursor-list row. A row is the list's doc (summary, blank line,
+/// `routes! { #[OpenApi(..)] Api { routes written out } writes: { rows } cursor_lists: { rows } v2_pages: { rows } gets: { rows } actions: { rows } }`
+/// (each section optional): the `#[OpenApi]` impl of `Api`, with a route per `writes` row, then the
+/// routes written out, then a route per cursor-list row.
+///
+/// A `writes` row is the route's doc, then `method("/path", "operationId", "http method") (params) ->
+/// Answer[::Variant] = OPERATION, |call, write, body: Input| { .. }`: a write with a JSON body, whose
+/// parameters are the caller's credential, the contract version, the `params` and the body. The params are
+/// the path parameters and, where they stand among them, the `Idempotency-Key`'s doc (a string): `(id,
+/// "Required: ..")` or `("Required: ..", id)`. It opens a [`Call`] for `OPERATION` as `call`, claims the
+/// write as `write` (the key, the version, the path parameters in order and the body), and runs the block
+/// with those and `body` (the [`JsonBody`]); with `::Variant` the block gives the body's bytes and the
+/// route answers `Answer::Variant` with them, without it the block gives the `Answer`. A row is the list's doc (summary, blank line,
 /// description), then
 /// `method("/path", "operationId"[, tag = "Tag"]) -> Answer = OPERATION, serve { params } [then { params }];`:
 /// a `get` whose parameters are the caller's credential, the `params` (each with its attributes and type,
@@ -65,6 +75,13 @@ macro_rules! api_group {
 /// [`Call`]: crate::http::resource::Call
 /// [`Call::get`]: crate::http::resource::Call::get
 macro_rules! routes {
+    // A `writes` row's answer: the bytes its block gave under the row's variant, or the block's own.
+    (@answer $bytes:ident, $answer:ident :: $variant:ident) => {
+        $answer::$variant($crate::http::body::RawJson::new($bytes))
+    };
+    (@answer $answer_value:ident, $answer:ident) => {
+        $answer_value
+    };
     // Every action row given its key's doc: write the impl.
     (@actions $front:tt [$($done:tt)*]) => {
         $crate::http::routes_group::routes!(@impl $front actions: { $($done)* });
@@ -99,6 +116,7 @@ macro_rules! routes {
     (
         #[OpenApi($($openapi:tt)*)]
         $api:ident { $($route:tt)* }
+        $(writes: { $($writes:tt)* })?
         $(cursor_lists: { $($lists:tt)* })?
         $(v2_pages: { $($pages:tt)* })?
         $(gets: { $($gets:tt)* })?
@@ -107,6 +125,7 @@ macro_rules! routes {
         $crate::http::routes_group::routes!(@actions [
             #[OpenApi($($openapi)*)]
             $api { $($route)* }
+            writes: { $($($writes)*)? }
             cursor_lists: { $($($lists)*)? }
             v2_pages: { $($($pages)*)? }
             gets: { $($($gets)*)? }
@@ -116,6 +135,15 @@ macro_rules! routes {
         @impl [
         #[OpenApi($($openapi:tt)*)]
         $api:ident { $($route:tt)* }
+        writes: {
+            $(
+                $(#[doc = $write_doc:tt])*
+                $write_method:ident($write_path:literal, $write_id:literal, $write_http:literal)
+                    ($($write_before:ident,)* $write_key:literal $(, $write_after:ident)*)
+                    -> $write_answer:ident $(:: $write_variant:ident)? = $write_operation:ident,
+                    |$write_call:ident, $write_claim:ident, $write_body:ident: $write_input:ty| $write_serve:block
+            )*
+        }
         $(cursor_lists: {
             $(
                 $(#[doc = $doc:tt])*
@@ -154,6 +182,31 @@ macro_rules! routes {
     ) => {
         #[::poem_openapi::OpenApi($($openapi)*)]
         impl $api {
+            $(
+                $(#[doc = $write_doc])*
+                #[oai(path = $write_path, method = $write_http, operation_id = $write_id)]
+                #[allow(clippy::too_many_arguments, reason = "the route's parameters")]
+                async fn $write_method(
+                    &self,
+                    auth: $crate::http::auth::Auth,
+                    state: ::poem::web::Data<&::std::sync::Arc<$crate::state::AppState>>,
+                    request_id: &$crate::http::RequestId,
+                    version: $crate::http::ServiceVersion,
+                    $($write_before: ::poem_openapi::param::Path<$crate::http::schema::IdText>,)*
+                    #[doc = $write_key]
+                    #[oai(name = "Idempotency-Key")]
+                    key: ::poem_openapi::param::Header<Option<String>>,
+                    $($write_after: ::poem_openapi::param::Path<$crate::http::schema::IdText>,)*
+                    $write_body: $crate::http::body::JsonBody<$write_input>,
+                ) -> Result<$write_answer, $crate::http::error::ApiError> {
+                    let $write_call = $crate::http::resource::Call::new($write_operation, &state, &auth, &request_id)?;
+                    let path: &[&str] = &[$($write_before.0.as_str(),)* $($write_after.0.as_str(),)*];
+                    let $write_claim = $crate::http::resource::Write::json(key.0, &version, path, &$write_body);
+                    let answer = $write_serve;
+                    Ok($crate::http::routes_group::routes!(@answer answer, $write_answer $(:: $write_variant)?))
+                }
+            )*
+
             $($route)*
 
             $($(

@@ -2,6 +2,7 @@
 //! contract or the dated one (`Service-Version: 2026-08-20`), reads, invoicing an existing sale, and
 //! the signed download of its PDF.
 
+use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
@@ -27,7 +28,7 @@ use commands::tags::Taggable;
 use events::catalogue::{FiscalStatus, SaleRecorded, ar_date};
 use events::domain::Scope;
 use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::{Path, Query};
 use poem_openapi::{ApiResponse, Enum, Object};
 use projections::ProjectionId;
 use projections::documents::{DocumentState, OwnerKind, store};
@@ -565,8 +566,6 @@ responses! {
         302, "A signed link to the PDF, valid five minutes (see the description).";
 }
 
-type Key = Header<Option<String>>;
-
 /// A credit or debit note names the sale it corrects; a global discount is a percentage up to 100 or
 /// whole cents, and comes with its type.
 fn sale_shapes() -> serde_json::Value {
@@ -649,9 +648,8 @@ routes! {
             let payments = [ProjectionId::Payments, ProjectionId::Treasury].into_iter().filter(|_| paid);
             // A sale that bills an order moved the order too: it reads billed (and completed) right after.
             let order = outcome.sale.order_id.map(|_| ProjectionId::Orders);
-            for projection in [ProjectionId::Sales, ProjectionId::Inventory].into_iter().chain(payments).chain(order) {
-                state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
-            }
+            let read_by = [ProjectionId::Sales, ProjectionId::Inventory].into_iter().chain(payments).chain(order);
+            call.await_reads(&accepted, read_by).await?;
             let mut sale = SaleData::from_sale(outcome.id, &outcome.sale, outcome.created_at, outcome.created_at);
             sale.document = document_of(&state, call.org_id(), outcome.id).await?;
             let data = SaleCreatedData {
@@ -688,7 +686,7 @@ routes! {
             let accepted = call
                 .dispatch(Write::bare(key.0, &version, &path), Command::InvoiceSale(InvoiceCommand { sale_id: id }))
                 .await?;
-            state.await_read(ProjectionId::Sales, call.principal, accepted.key_for(ProjectionId::Sales)).await?;
+            call.await_reads(&accepted, [ProjectionId::Sales]).await?;
             let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
             let row = read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("sale"))?;
             let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);

@@ -1,5 +1,6 @@
 //! `/api/v1/tags` (Style A objects) and the apply routes of customers, suppliers, products and sales.
 
+use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::{JsonBody, RawJson};
@@ -21,7 +22,7 @@ use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::{Path, Query};
 use projections::ProjectionId;
 use projections::tags::{self as read, TagRow};
 use serde::{Deserialize, Serialize};
@@ -176,8 +177,6 @@ responses! {
     Tags: Ok(RawJson<ListEnvelope<TagData>>) = 200, "A page of tags, oldest first.";
     Applied: Ok(RawJson<TagApplicationEnvelope>) = 200, "Applied; every resource shows its tags at once.";
 }
-
-type Key = Header<Option<String>>;
 
 fn accepted_tag(value: Value) -> Result<TagData, ApiError> {
     Ok(TagData::from_state(decode_state::<Tag>(value, "tag")?))

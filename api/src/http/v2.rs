@@ -280,9 +280,7 @@ routes! {
                 }
                 error
             })?;
-            for projection in [ProjectionId::Purchases, ProjectionId::Inventory, ProjectionId::Products] {
-                state.await_read(projection, call.principal, accepted.key_for(projection)).await?;
-            }
+            call.await_reads(&accepted, [ProjectionId::Purchases, ProjectionId::Inventory, ProjectionId::Products]).await?;
             let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
             let names = outcome_names(&state, call.org_id(), &outcome).await?;
             let (normalized, effects) = normalized_and_effects(&outcome, &names);

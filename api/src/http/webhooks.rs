@@ -1,6 +1,7 @@
 //! `/api/v1/webhook-endpoints` and `/api/v1/webhook-event-types` (Style A). The signing secret appears
 //! only in the creation and rotation responses (and their idempotent replays).
 
+use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::{Auth, Principal};
 use crate::http::body::{JsonBody, RawJson};
@@ -23,7 +24,7 @@ use events::catalogue::PUBLIC_EVENT_TYPES;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::param::{Header, Path};
+use poem_openapi::param::Path;
 use projections::ProjectionId;
 use projections::webhooks::{self as read, AttemptRow, DeliveryRow, EndpointRow};
 use serde::Serialize;
@@ -298,8 +299,6 @@ fn delivery_data((row, attempts): (DeliveryRow, Vec<AttemptRow>)) -> DeliveryDat
         status: row.status,
     }
 }
-
-type Key = Header<Option<String>>;
 
 pub struct WebhooksApi;
 

@@ -7,7 +7,6 @@ use crate::http::presence::{Nullable, Optional};
 use crate::http::schema::{Cents, QuantityIn, QuantityText, VatCode};
 use commands::FieldError;
 use events::catalogue::{PurchaseLine, ar_date};
-use poem_openapi::param::Header;
 use poem_openapi::{Enum, Object};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -15,8 +14,6 @@ use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
 pub use crate::http::schema::ExchangeRateIn;
-
-pub(super) type Key = Header<Option<String>>;
 
 /// The organization's date now (UTC-3).
 pub fn today() -> Date {

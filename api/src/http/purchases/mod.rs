@@ -29,19 +29,17 @@ pub use outcome::{
 
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
 use crate::http::error::ApiError;
 use crate::http::operations::{Idempotency, InputRule};
 use crate::http::routes_group::routes;
-use crate::http::resource::{Call, Kind, PageParams, Write, decode_state};
+use crate::http::resource::{Call, Kind, PageParams, decode_state};
 use crate::http::shared_filters::{date_schema, id_filter, one_of, uuid_schema};
 use crate::http::shared_operations::operations;
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style};
+use crate::http::{ApiTags, RequestId, Style};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
 use commands::purchases::orders::{OrderCommand, PurchaseOrderStatus, parse_order, parse_receipt};
 use commands::purchases::{Mode, PurchaseCommand, PurchaseOutcome, parse_purchase};
-use data::Key;
 use events::domain::Scope;
 use invoices::{DocumentRedirect, PurchaseCreated, PurchaseList, PurchaseRead};
 use orders::{OrderCreated, OrderList, OrderRead, order_shapes, order_write, render_order};
@@ -101,59 +99,6 @@ const INPUT_RULES: &[InputRule] = &[
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Purchases")]
     PurchasesApi {
-        /// Record a purchase
-        ///
-        /// Scope `purchases:write`; `Idempotency-Key` required. Records a supplier's invoice with canonical
-        /// amounts (in its currency and in pesos); when `productsReceived` is true, stock rises in
-        /// `warehouseId` in the same transaction. Each product's cost becomes its line's net unit cost in
-        /// pesos. A supplier, product or warehouse that does not exist or is inactive answers 404; a
-        /// supplier invoice number already recorded for the supplier and voucher type answers 409.
-        #[oai(path = "/purchases", method = "post", operation_id = "createPurchase")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<PurchaseInput>,
-        ) -> Result<PurchaseCreated, ApiError> {
-            let call = Call::new(CREATE_PURCHASE, &state, &auth, request_id)?;
-            let input = parse_purchase(&body.value, today()).map_err(ApiError::validation)?;
-            let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode: Mode::Commit, input });
-            let write = Write::json(key.0, &version, &[], &body);
-            let body = call
-                .write_then_read(&PURCHASES, write, command, async |accepted| {
-                    // The stock and the costs it moved are readable at once too.
-                    state
-                        .await_read(ProjectionId::Inventory, call.principal, accepted.key_for(ProjectionId::Inventory))
-                        .await?;
-                    state
-                        .await_read(ProjectionId::Products, call.principal, accepted.key_for(ProjectionId::Products))
-                        .await?;
-                    let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
-                    let id = outcome.id.ok_or_else(ApiError::internal)?;
-                    let row =
-                        read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("purchase"))?;
-                    let purchase = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
-                    let names = outcome_names(&state, call.org_id(), &outcome).await?;
-                    let (normalized, effects) = normalized_and_effects(&outcome, &names);
-                    let data = PurchaseCreatedData {
-                        purchase,
-                        normalized_purchase: normalized,
-                        projected_effects: effects,
-                        warnings: outcome.warnings.into_iter().map(Into::into).collect(),
-                        idempotent_replay: accepted.replayed,
-                    };
-                    Ok(Style::b(&PurchaseCreatedEnvelope { success: true, data }))
-                })
-                .await
-                .map_err(v1_refusal)?;
-            Ok(PurchaseCreated::Created(RawJson::new(body)))
-        }
-
         /// Download a purchase's PDF
         ///
         /// Scope `purchases:read`. The stable, authenticated path to the purchase's PDF: 302 to a signed link,
@@ -177,30 +122,55 @@ routes! {
                     .await?;
             Ok(DocumentRedirect::Found(location))
         }
+    }
+    writes: {
+        /// Record a purchase
+        ///
+        /// Scope `purchases:write`; `Idempotency-Key` required. Records a supplier's invoice with canonical
+        /// amounts (in its currency and in pesos); when `productsReceived` is true, stock rises in
+        /// `warehouseId` in the same transaction. Each product's cost becomes its line's net unit cost in
+        /// pesos. A supplier, product or warehouse that does not exist or is inactive answers 404; a
+        /// supplier invoice number already recorded for the supplier and voucher type answers 409.
+        create("/purchases", "createPurchase", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> PurchaseCreated::Created = CREATE_PURCHASE, |call, write, body: PurchaseInput| {
+                let input = parse_purchase(&body.value, today()).map_err(ApiError::validation)?;
+                let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode: Mode::Commit, input });
+                call
+                    .write_then_read(&PURCHASES, write, command, async |accepted| {
+                        // The stock and the costs it moved are readable at once too.
+                        call.await_reads(&accepted, [ProjectionId::Inventory, ProjectionId::Products]).await?;
+                        let outcome: PurchaseOutcome = decode_state(accepted.state, "purchase")?;
+                        let id = outcome.id.ok_or_else(ApiError::internal)?;
+                        let row =
+                            read::get(&call.state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("purchase"))?;
+                        let purchase = render_purchases(call.state, call.org_id(), vec![row]).await?.remove(0);
+                        let names = outcome_names(call.state, call.org_id(), &outcome).await?;
+                        let (normalized, effects) = normalized_and_effects(&outcome, &names);
+                        let data = PurchaseCreatedData {
+                            purchase,
+                            normalized_purchase: normalized,
+                            projected_effects: effects,
+                            warnings: outcome.warnings.into_iter().map(Into::into).collect(),
+                            idempotent_replay: accepted.replayed,
+                        };
+                        Ok(Style::b(&PurchaseCreatedEnvelope { success: true, data }))
+                    })
+                    .await
+                    .map_err(v1_refusal)?
+            }
 
         /// Create a purchase order
         ///
         /// Scope `purchases:write`; `Idempotency-Key` required. A draft, numbered gap-free per organization
         /// (a refused request takes no number). Then: `confirm`, receipts, `close`, `reopen`.
-        #[oai(path = "/purchase-orders", method = "post", operation_id = "createPurchaseOrder")]
-        async fn create_order(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<PurchaseOrderInput>,
-        ) -> Result<OrderCreated, ApiError> {
-            let call = Call::new(CREATE_PURCHASE_ORDER, &state, &auth, request_id)?;
-            let input = parse_order(&body.value).map_err(ApiError::validation)?;
-            let command = Command::PurchaseOrder(OrderCommand::Create { id: Uuid::now_v7(), input });
-            let write = Write::json(key.0, &version, &[], &body);
-            let body = order_write(&call, write, command).await?;
-            Ok(OrderCreated::Created(RawJson::new(body)))
-        }
+        create_order("/purchase-orders", "createPurchaseOrder", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> OrderCreated::Created = CREATE_PURCHASE_ORDER, |call, write, body: PurchaseOrderInput| {
+                let input = parse_order(&body.value).map_err(ApiError::validation)?;
+                let command = Command::PurchaseOrder(OrderCommand::Create { id: Uuid::now_v7(), input });
+                order_write(&call, write, command).await?
+            }
 
         /// Receive goods of a purchase order
         ///
@@ -208,32 +178,14 @@ routes! {
         /// partially received order and raises the stock (in the order's warehouse unless the receipt names
         /// another); the order becomes `received` once nothing is pending. A line beyond what is pending is
         /// 422 `RECEIPT_EXCEEDS_PENDING` unless `allowOverReceipt` is true; another state is 409.
-        #[oai(
-            path = "/purchase-orders/:purchase_order_id/receipts",
-            method = "post",
-            operation_id = "receivePurchaseOrder"
-        )]
-        #[allow(clippy::too_many_arguments, reason = "the handler's extracted parts")]
-        async fn receive(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            purchase_order_id: Path<IdText>,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<ReceiptInput>,
-        ) -> Result<OrderCreated, ApiError> {
-            let call = Call::new(RECEIVE_PURCHASE_ORDER, &state, &auth, request_id)?;
-            let id = call.id(&ORDERS, &purchase_order_id.0)?;
-            let input = parse_receipt(&body.value, today()).map_err(ApiError::validation)?;
-            let command = Command::PurchaseOrder(OrderCommand::Receive { id, receipt_id: Uuid::now_v7(), input });
-            let path = [purchase_order_id.0.as_str()];
-            let body = order_write(&call, Write::json(key.0, &version, &path, &body), command).await?;
-            Ok(OrderCreated::Created(RawJson::new(body)))
-        }
+        receive("/purchase-orders/:purchase_order_id/receipts", "receivePurchaseOrder", "post")
+            (purchase_order_id, "Required: a retry with the same key and body returns the first outcome.")
+            -> OrderCreated::Created = RECEIVE_PURCHASE_ORDER, |call, write, body: ReceiptInput| {
+                let id = call.id(&ORDERS, &purchase_order_id.0)?;
+                let input = parse_receipt(&body.value, today()).map_err(ApiError::validation)?;
+                let command = Command::PurchaseOrder(OrderCommand::Receive { id, receipt_id: Uuid::now_v7(), input });
+                order_write(&call, write, command).await?
+            }
     }
     cursor_lists: {
         /// List purchases

@@ -263,8 +263,7 @@ pub(super) async fn order_write(call: &Call<'_>, write: Write<'_>, command: Comm
     let state = call.state;
     let accepted = call.dispatch(write, command).await.map_err(v1_refusal)?;
     let order: PurchaseOrder = decode_state(accepted.state.clone(), "purchase order")?;
-    state.await_read(ProjectionId::Purchases, call.principal, accepted.key_for(ProjectionId::Purchases)).await?;
-    state.await_read(ProjectionId::Inventory, call.principal, accepted.key_for(ProjectionId::Inventory)).await?;
+    call.await_reads(&accepted, [ProjectionId::Purchases, ProjectionId::Inventory]).await?;
     let supplier = projections::customers::get(
         &state.pool,
         projections::customers::SUPPLIERS_TABLE,

@@ -7,9 +7,8 @@
 //! resource: `locations.rs` (locations and balances), `movements.rs` (movements and manual movements'
 //! bodies) and `transfers.rs` (funds transfers). None of them imports this file.
 
-use crate::http::schema::IdText;
-use crate::http::auth::{Auth, Principal};
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::auth::Principal;
+use crate::http::body::RawJson;
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::list::ListEnvelope;
 use crate::http::operations::{Idempotency, InputRule};
@@ -18,7 +17,7 @@ use crate::http::resource::{Call, Kind, PageParams, Position, Write, decode_stat
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style};
+use crate::http::{ApiTags, Style};
 use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
 use commands::treasury::movements::{MovementCommand, MovementOutcome, parse_deletion, parse_movement};
@@ -26,14 +25,12 @@ use commands::treasury::{TransferCommand, TransferOutcome, parse_transfer};
 use events::catalogue::{AR_OFFSET, LocationKind, LocationRef, LocationStatus, MovementType};
 use events::domain::Scope;
 use poem::http::StatusCode;
-use poem::web::Data;
-use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::param::Query;
 use projections::ProjectionId;
 use projections::treasury::{
     self as read, BalanceRow, DatedKey, LocationFilter, LocationRow, MovementFilter, MovementRow, TransferFilter,
     TransferRow, Visibility,
 };
-use std::sync::Arc;
 use time::format_description::well_known::Rfc3339;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
@@ -106,8 +103,6 @@ responses! {
     MovementCreated: Created(RawJson<MovementEnvelope>) = 201, "The manual movement.";
     MovementDeleted: Ok(RawJson<MovementDeletedEnvelope>) = 200, "The movement is deleted and its entry reversed.";
 }
-
-type Key = Header<Option<String>>;
 
 pub struct TreasuryApi;
 
@@ -238,7 +233,8 @@ fn as_of(text: Option<String>) -> Result<Option<OffsetDateTime>, ApiError> {
 
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Treasury")]
-    TreasuryApi {
+    TreasuryApi {}
+    writes: {
         /// Record a manual movement
         ///
         /// Scope `treasury:write`; `Idempotency-Key` required. An income or an expense of `amount` on one
@@ -254,30 +250,20 @@ routes! {
         /// positive a gain, negative a loss). `exchange_rate` on a peso location is 400. A missing or hidden location,
         /// account, cost center or contact is 404; an inactive one 409. The same key and body return the
         /// stored result, even after a later edit or delete.
-        #[oai(path = "/treasury/movements", method = "post", operation_id = "createTreasuryMovement")]
-        async fn create_movement(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<MovementInput>,
-        ) -> Result<MovementCreated, ApiError> {
-            let call = Call::new(CREATE_MOVEMENT, &state, &auth, request_id)?;
-            let (input, _) = parse_movement(&body.value, false).map_err(ApiError::validation)?;
-            let seen = visibility(call.principal);
-            seen_or_404(&seen, input.location)?;
-            let created_by = call.principal.delegation.as_ref().map(|d| d.user.clone());
-            let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by };
-            let data = write_movement(&call, &state, Write::json(key.0, &version, &[], &body), command).await?;
-            Ok(MovementCreated::Created(RawJson::new(Style::a(&MovementEnvelope {
-                request_id: request_id.0.clone(),
-                data: data.ok_or_else(ApiError::internal)?,
-            }))))
-        }
+        create_movement("/treasury/movements", "createTreasuryMovement", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> MovementCreated::Created = CREATE_MOVEMENT, |call, write, body: MovementInput| {
+                let (input, _) = parse_movement(&body.value, false).map_err(ApiError::validation)?;
+                let seen = visibility(call.principal);
+                seen_or_404(&seen, input.location)?;
+                let created_by = call.principal.delegation.as_ref().map(|d| d.user.clone());
+                let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by };
+                let data = write_movement(&call, write, command).await?;
+                Style::a(&MovementEnvelope {
+                    request_id: call.request_id.to_owned(),
+                    data: data.ok_or_else(ApiError::internal)?,
+                })
+            }
 
         /// Replace a manual movement
         ///
@@ -287,70 +273,42 @@ routes! {
         /// `contact_id` keeps the contact (null clears it). The previous version's entry is reversed and
         /// the new one posted; the movement keeps its `treasury_movement_id`, its row gets a new `id`.
         /// Transfers' effects are not manual movements (404).
-        #[oai(path = "/treasury/movements/:treasury_movement_id", method = "put", operation_id = "replaceTreasuryMovement")]
-        async fn replace_movement(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            treasury_movement_id: Path<IdText>,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<MovementReplacement>,
-        ) -> Result<Movement, ApiError> {
-            let call = Call::new(REPLACE_MOVEMENT, &state, &auth, request_id)?;
-            let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
-            let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
-            let seen = visibility(call.principal);
-            seen_or_404(&seen, input.location)?;
-            manual_or_404(&state, &call, id, &seen).await?;
-            let updated_at = updated_at.ok_or_else(ApiError::internal)?;
-            let path = [treasury_movement_id.0.as_str()];
-            let command = MovementCommand::Replace { id, input, updated_at };
-            let data = write_movement(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
-            Ok(Movement::Ok(RawJson::new(Style::a(&MovementEnvelope {
-                request_id: request_id.0.clone(),
-                data: data.ok_or_else(ApiError::internal)?,
-            }))))
-        }
+        replace_movement("/treasury/movements/:treasury_movement_id", "replaceTreasuryMovement", "put")
+            (treasury_movement_id, "Required: a retry with the same key and body returns the first outcome.")
+            -> Movement::Ok = REPLACE_MOVEMENT, |call, write, body: MovementReplacement| {
+                let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
+                let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
+                let seen = visibility(call.principal);
+                seen_or_404(&seen, input.location)?;
+                manual_or_404(call.state, &call, id, &seen).await?;
+                let updated_at = updated_at.ok_or_else(ApiError::internal)?;
+                let command = MovementCommand::Replace { id, input, updated_at };
+                let data = write_movement(&call, write, command).await?;
+                Style::a(&MovementEnvelope {
+                    request_id: call.request_id.to_owned(),
+                    data: data.ok_or_else(ApiError::internal)?,
+                })
+            }
 
         /// Delete a manual movement
         ///
         /// Scope `treasury:write`; `Idempotency-Key` required. The body is the `updated_at` of the detail
         /// you read, and only that (missing: 400; the movement changed since: 409 `CONFLICT`, nothing
         /// deleted). Its entry is reversed; it leaves the movements list.
-        #[oai(
-            path = "/treasury/movements/:treasury_movement_id",
-            method = "delete",
-            operation_id = "deleteTreasuryMovement"
-        )]
-        async fn delete_movement(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            treasury_movement_id: Path<IdText>,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<MovementDeletion>,
-        ) -> Result<MovementDeleted, ApiError> {
-            let call = Call::new(DELETE_MOVEMENT, &state, &auth, request_id)?;
-            let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
-            let updated_at = parse_deletion(&body.value).map_err(ApiError::validation)?;
-            manual_or_404(&state, &call, id, &visibility(call.principal)).await?;
-            let path = [treasury_movement_id.0.as_str()];
-            let command = MovementCommand::Delete { id, updated_at };
-            write_movement(&call, &state, Write::json(key.0, &version, &path, &body), command).await?;
-            let data = MovementDeletedData { object: "treasury_movement".into(), id, deleted: true };
-            Ok(MovementDeleted::Ok(RawJson::new(Style::a(&MovementDeletedEnvelope {
-                request_id: request_id.0.clone(),
-                data,
-            }))))
-        }
+        delete_movement("/treasury/movements/:treasury_movement_id", "deleteTreasuryMovement", "delete")
+            (treasury_movement_id, "Required: a retry with the same key and body returns the first outcome.")
+            -> MovementDeleted::Ok = DELETE_MOVEMENT, |call, write, body: MovementDeletion| {
+                let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
+                let updated_at = parse_deletion(&body.value).map_err(ApiError::validation)?;
+                manual_or_404(call.state, &call, id, &visibility(call.principal)).await?;
+                let command = MovementCommand::Delete { id, updated_at };
+                write_movement(&call, write, command).await?;
+                let data = MovementDeletedData { object: "treasury_movement".into(), id, deleted: true };
+                Style::a(&MovementDeletedEnvelope {
+                    request_id: call.request_id.to_owned(),
+                    data,
+                })
+            }
 
         /// Create a funds transfer
         ///
@@ -363,49 +321,39 @@ routes! {
         /// a date after today (UTC-3), a dollar or mixed transfer, or an endpoint without ledger
         /// configuration is 422. `currency` must not be sent (400). Transfers have no status and are never
         /// updated, cancelled or deleted.
-        #[oai(path = "/funds-transfers", method = "post", operation_id = "createFundsTransfer")]
-        async fn create_transfer(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<FundsTransferInput>,
-        ) -> Result<TransferCreated, ApiError> {
-            let call = Call::new(CREATE_TRANSFER, &state, &auth, request_id)?;
-            let input = parse_transfer(&body.value).map_err(ApiError::validation)?;
-            let seen = visibility(call.principal);
-            let hidden: Vec<_> = [("source", input.source), ("destination", input.destination)]
-                .into_iter()
-                .filter(|(_, at)| !seen.sees(*at))
-                .collect();
-            if let Some((side, _)) = hidden.first() {
-                return Err(ApiError::not_found("location").with_detail(
-                    Some(&format!("{side}.balance_id")),
-                    "not_found",
-                    "no location this credential sees has this id",
-                ));
+        create_transfer("/funds-transfers", "createFundsTransfer", "post")
+            ("Required: a retry with the same key and body returns the first outcome.")
+            -> TransferCreated::Created = CREATE_TRANSFER, |call, write, body: FundsTransferInput| {
+                let input = parse_transfer(&body.value).map_err(ApiError::validation)?;
+                let seen = visibility(call.principal);
+                let hidden: Vec<_> = [("source", input.source), ("destination", input.destination)]
+                    .into_iter()
+                    .filter(|(_, at)| !seen.sees(*at))
+                    .collect();
+                if let Some((side, _)) = hidden.first() {
+                    return Err(ApiError::not_found("location").with_detail(
+                        Some(&format!("{side}.balance_id")),
+                        "not_found",
+                        "no location this credential sees has this id",
+                    ));
+                }
+                let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
+                let command = TransferCommand::Create { id: Uuid::now_v7(), input, created_by };
+                let accepted = call.dispatch(write, Command::FundsTransfer(command)).await?;
+                call.await_reads(&accepted, [ProjectionId::Treasury]).await?;
+                let replayed = accepted.replayed;
+                let outcome: TransferOutcome = decode_state(accepted.state, "funds_transfer")?;
+                let created_at = match read::transfer(&call.state.pool, call.org_id(), outcome.id, &Visibility::default()).await? {
+                    Some(row) => row.created_at,
+                    None => outcome.at,
+                };
+                let mut data = transfer_data(outcome.id, &outcome.transfer, created_at, true);
+                data.idempotent_replay = Some(replayed);
+                Style::a(&FundsTransferEnvelope {
+                    request_id: call.request_id.to_owned(),
+                    data,
+                })
             }
-            let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
-            let command = TransferCommand::Create { id: Uuid::now_v7(), input, created_by };
-            let accepted = call.dispatch(Write::json(key.0, &version, &[], &body), Command::FundsTransfer(command)).await?;
-            state.await_read(ProjectionId::Treasury, call.principal, accepted.key_for(ProjectionId::Treasury)).await?;
-            let replayed = accepted.replayed;
-            let outcome: TransferOutcome = decode_state(accepted.state, "funds_transfer")?;
-            let created_at = match read::transfer(&state.pool, call.org_id(), outcome.id, &Visibility::default()).await? {
-                Some(row) => row.created_at,
-                None => outcome.at,
-            };
-            let mut data = transfer_data(outcome.id, &outcome.transfer, created_at, true);
-            data.idempotent_replay = Some(replayed);
-            Ok(TransferCreated::Created(RawJson::new(Style::a(&FundsTransferEnvelope {
-                request_id: request_id.0.clone(),
-                data,
-            }))))
-        }
     }
     cursor_lists: {
         /// List bank accounts
@@ -691,12 +639,11 @@ async fn manual_or_404(state: &AppState, call: &Call<'_>, id: Uuid, seen: &Visib
 /// it (a replay: as the first request did).
 async fn write_movement(
     call: &Call<'_>,
-    state: &AppState,
     write: Write<'_>,
     command: MovementCommand,
 ) -> Result<Option<MovementData>, ApiError> {
     let accepted = call.dispatch(write, Command::TreasuryMovement(command)).await?;
-    state.await_read(ProjectionId::Treasury, call.principal, accepted.key_for(ProjectionId::Treasury)).await?;
+    call.await_reads(&accepted, [ProjectionId::Treasury]).await?;
     let outcome: MovementOutcome = decode_state(accepted.state, "treasury_movement")?;
     let Some(movement) = &outcome.movement else { return Ok(None) };
     let Some(doc) = read::manual_doc(movement, outcome.currency, outcome.updated_at) else { return Ok(None) };
