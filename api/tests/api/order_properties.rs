@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 const ORDERS: &str = "/api/v1/orders";
@@ -75,9 +75,6 @@ struct Line {
     billed: i64,
     /// Index into the warehouses; none: the order's assigned one.
     warehouse: Option<usize>,
-    /// Where the units that left went from, oldest first (a unit comes back the way it left, last out
-    /// first in).
-    departed: Vec<(usize, i64)>,
 }
 
 impl Line {
@@ -117,9 +114,28 @@ impl Order {
 struct Note {
     id: String,
     order: usize,
-    /// (order line id, quantity delivered).
-    lines: Vec<(String, i64)>,
+    /// (order line id, quantity delivered, the warehouse its stock left from when some did).
+    lines: Vec<(String, i64, Option<usize>)>,
+    /// The order's warehouse when the note moved any stock.
+    warehouse: Option<usize>,
     deleted: bool,
+}
+
+impl Note {
+    /// Where a deleted note gives back a line's units: where that line's stock left from; else where
+    /// the note took the product from (one warehouse, or the line's own among several); else the
+    /// line's own warehouse, the note's, or the order's as it is now.
+    fn back_to(&self, line: &Line, took: Option<usize>, order: &Order, lines: &[Line]) -> usize {
+        let product = |id: &str| lines.iter().find(|l| l.id == id).and_then(|l| l.product);
+        let taken: BTreeSet<usize> =
+            self.lines.iter().filter(|(id, _, w)| w.is_some() && product(id) == line.product).filter_map(|l| l.2).collect();
+        let from_note = match (taken.len(), line.warehouse) {
+            (1, _) => taken.first().copied(),
+            (_, Some(w)) if taken.contains(&w) => Some(w),
+            _ => None,
+        };
+        took.or(from_note).or(line.warehouse).or(self.warehouse).unwrap_or(order.assigned)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -276,7 +292,6 @@ fn lines_of(model: &Model, order: &Value) -> Vec<Line> {
             delivered: units(&l["delivered"]),
             billed: units(&l["billed"]),
             warehouse: l["warehouse_id"].as_str().map(|w| model.warehouses.iter().position(|x| x == w).expect("w")),
-            departed: Vec::new(),
         })
         .collect()
 }
@@ -426,21 +441,27 @@ async fn deliver(app: &TestApp, rng: &mut StdRng, model: &mut Model, world: &Wor
     };
     let note_lines = answer["data"]["lines"].as_array().expect("lines").len();
     assert_eq!(note_lines, delivered.len(), "the note lists what it delivered: {answer}\n{}", model.history());
-    for (line_id, quantity) in &delivered {
+    let mut lines = Vec::new();
+    for (line_id, quantity) in delivered {
         let order = &mut model.orders[o];
-        let at = order.lines.iter().position(|l| &l.id == line_id).expect("the line");
+        let at = order.lines.iter().position(|l| l.id == line_id).expect("the line");
         let warehouse = order.warehouse_of(&order.lines[at]);
         let line = &mut order.lines[at];
         let before = line.moved();
         line.delivered += quantity;
         let leaving = line.moved() - before;
-        if let (Some(p), true) = (line.product, leaving > 0) {
-            line.departed.push((warehouse, leaving));
-            model.take(p, warehouse, leaving);
-        }
+        let took = match (line.product, leaving > 0) {
+            (Some(p), true) => {
+                model.take(p, warehouse, leaving);
+                Some(warehouse)
+            }
+            _ => None,
+        };
+        lines.push((line_id, quantity, took));
     }
+    let warehouse = lines.iter().any(|l| l.2.is_some()).then_some(model.orders[o].assigned);
     model.orders[o].settle();
-    model.notes.push(Note { id: id(&answer["data"]["id"]), order: o, lines: delivered, deleted: false });
+    model.notes.push(Note { id: id(&answer["data"]["id"]), order: o, lines, warehouse, deleted: false });
     Some(o)
 }
 
@@ -490,7 +511,6 @@ async fn bill(app: &TestApp, rng: &mut StdRng, model: &mut Model, world: &World,
         line.billed += quantity;
         let leaving = line.moved() - before;
         if leaving > 0 {
-            line.departed.push((warehouse, leaving));
             model.take(p, warehouse, leaving);
         }
     }
@@ -507,26 +527,18 @@ async fn delete_note(app: &TestApp, rng: &mut StdRng, model: &mut Model) -> Opti
     let note = model.notes[n].clone();
     model.log.push(format!("delete note {n} of order {} (expect 200)", note.order));
     expect(keyed(app, Method::DELETE, &format!("{NOTES}/{}", note.id), None).await, 200, "delete note").await;
-    for (line_id, quantity) in &note.lines {
-        let line = model.orders[note.order].lines.iter_mut().find(|l| &l.id == line_id).expect("the line");
+    // What leaves the lines unmoved again comes back where the note took it, even if the order's
+    // warehouse changed since (a unit a bill took stays out).
+    for (line_id, quantity, took) in &note.lines {
+        let order = &model.orders[note.order];
+        let at = order.lines.iter().position(|l| &l.id == line_id).expect("the line");
+        let warehouse = note.back_to(&order.lines[at], *took, order, &order.lines);
+        let line = &mut model.orders[note.order].lines[at];
         let before = line.moved();
         line.delivered = (line.delivered - quantity).max(0);
-        let mut returning = before - line.moved();
-        let mut back = Vec::new();
-        while returning > 0 && line.product.is_some() {
-            let (warehouse, left) = line.departed.last_mut().expect("the units came from somewhere");
-            let now = returning.min(*left);
-            *left -= now;
-            returning -= now;
-            back.push((*warehouse, now));
-            if *left == 0 {
-                line.departed.pop();
-            }
-        }
-        if let Some(p) = line.product {
-            for (warehouse, quantity) in back {
-                model.take(p, warehouse, -quantity);
-            }
+        let returning = before - line.moved();
+        if let (Some(p), true) = (line.product, returning > 0) {
+            model.take(p, warehouse, -returning);
         }
     }
     model.notes[n].deleted = true;
