@@ -518,7 +518,7 @@ routes! {
         allocate_customer_payment("/customer-payments/:payment_id/allocations", "allocateCustomerPayment", "post")
             ("Required: a retry with the same key and body returns the first outcome.", payment_id)
             -> PaymentAllocated::Ok = ALLOCATE_CUSTOMER_PAYMENT, |call, write, body: CustomerAllocationInput| {
-                    allocate(&call, PaymentSide::Customer, &payment_id.0, &body.value, write).await?
+                allocate(&call, PaymentSide::Customer, &payment_id.0, &body.value, write).await?
             }
 
         /// Record a supplier payment
@@ -555,7 +555,7 @@ routes! {
         allocate_supplier_payment("/supplier-payments/:payment_id/allocations", "allocateSupplierPayment", "post")
             ("Required: a retry with the same key and body returns the first outcome.", payment_id)
             -> PaymentAllocated::Ok = ALLOCATE_SUPPLIER_PAYMENT, |call, write, body: SupplierAllocationInput| {
-                    allocate(&call, PaymentSide::Supplier, &payment_id.0, &body.value, write).await?
+                allocate(&call, PaymentSide::Supplier, &payment_id.0, &body.value, write).await?
             }
     }
     cursor_lists: {

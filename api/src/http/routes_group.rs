@@ -39,8 +39,9 @@ macro_rules! api_group {
 /// "Required: ..")` or `("Required: ..", id)`. It opens a [`Call`] for `OPERATION` as `call`, claims the
 /// write as `write` (the key, the version, the path parameters in order and the body), and runs the block
 /// with those and `body` (the [`JsonBody`]); with `::Variant` the block gives the body's bytes and the
-/// route answers `Answer::Variant` with them, without it the block gives the `Answer`. A row is the list's doc (summary, blank line,
-/// description), then
+/// route answers `Answer::Variant` with them, without it the block gives the `Answer`.
+///
+/// A cursor-list row is the list's doc (summary, blank line, description), then
 /// `method("/path", "operationId"[, tag = "Tag"]) -> Answer = OPERATION, serve { params } [then { params }];`:
 /// a `get` whose parameters are the caller's credential, the `params` (each with its attributes and type,
 /// `Query<..>` or `Path<..>`, in the order the document lists them; the extractor stays a plain name,
@@ -74,6 +75,7 @@ macro_rules! api_group {
 ///
 /// [`Call`]: crate::http::resource::Call
 /// [`Call::get`]: crate::http::resource::Call::get
+/// [`JsonBody`]: crate::http::body::JsonBody
 macro_rules! routes {
     // A `writes` row's answer: the bytes its block gave under the row's variant, or the block's own.
     (@answer $bytes:ident, $answer:ident :: $variant:ident) => {
@@ -195,7 +197,7 @@ macro_rules! routes {
                     $($write_before: ::poem_openapi::param::Path<$crate::http::schema::IdText>,)*
                     #[doc = $write_key]
                     #[oai(name = "Idempotency-Key")]
-                    key: ::poem_openapi::param::Header<Option<String>>,
+                    key: $crate::http::Key,
                     $($write_after: ::poem_openapi::param::Path<$crate::http::schema::IdText>,)*
                     $write_body: $crate::http::body::JsonBody<$write_input>,
                 ) -> Result<$write_answer, $crate::http::error::ApiError> {
@@ -282,7 +284,7 @@ macro_rules! routes {
                     $action_param: ::poem_openapi::param::Path<$crate::http::schema::IdText>,
                     #[doc = $action_key]
                     #[oai(name = "Idempotency-Key")]
-                    key: ::poem_openapi::param::Header<Option<String>>,
+                    key: $crate::http::Key,
                 ) -> Result<$action_answer, $crate::http::error::ApiError> {
                     let call = $crate::http::resource::Call::new($action_operation, &state, &auth, &request_id)?;
                     let $action_bound = call.id(&$action_kind, &$action_param.0)?;

@@ -18,7 +18,6 @@ use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
 use crate::http::{ApiTags, Style};
-use crate::state::AppState;
 use commands::protocol::{Command, CommandKind};
 use commands::treasury::movements::{MovementCommand, MovementOutcome, parse_deletion, parse_movement};
 use commands::treasury::{TransferCommand, TransferOutcome, parse_transfer};
@@ -280,7 +279,7 @@ routes! {
                 let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
                 let seen = visibility(call.principal);
                 seen_or_404(&seen, input.location)?;
-                manual_or_404(call.state, &call, id, &seen).await?;
+                manual_or_404(&call, id, &seen).await?;
                 let updated_at = updated_at.ok_or_else(ApiError::internal)?;
                 let command = MovementCommand::Replace { id, input, updated_at };
                 let data = write_movement(&call, write, command).await?;
@@ -300,7 +299,7 @@ routes! {
             -> MovementDeleted::Ok = DELETE_MOVEMENT, |call, write, body: MovementDeletion| {
                 let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
                 let updated_at = parse_deletion(&body.value).map_err(ApiError::validation)?;
-                manual_or_404(call.state, &call, id, &visibility(call.principal)).await?;
+                manual_or_404(&call, id, &visibility(call.principal)).await?;
                 let command = MovementCommand::Delete { id, updated_at };
                 write_movement(&call, write, command).await?;
                 let data = MovementDeletedData { object: "treasury_movement".into(), id, deleted: true };
@@ -626,8 +625,8 @@ fn seen_or_404(seen: &Visibility, at: LocationRef) -> Result<(), ApiError> {
 
 /// A manual movement the credential sees (not a transfer's effect), or 404. A movement deleted since
 /// is left to the command, which refuses it the same way unless this is the replay of its deletion.
-async fn manual_or_404(state: &AppState, call: &Call<'_>, id: Uuid, seen: &Visibility) -> Result<(), ApiError> {
-    match read::movement(&state.pool, call.org_id(), id, seen).await? {
+async fn manual_or_404(call: &Call<'_>, id: Uuid, seen: &Visibility) -> Result<(), ApiError> {
+    match read::movement(&call.state.pool, call.org_id(), id, seen).await? {
         Some(row) if row.movement.manual.is_none() || row.movement.treasury_movement_id != id => {
             Err(ApiError::not_found("treasury_movement"))
         }
