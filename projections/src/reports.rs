@@ -43,6 +43,35 @@ pub fn epoch(position: i64) -> i64 {
     position >> EPOCH_BITS
 }
 
+/// Runs `{prefix} (columns) select … from unnest($1::type[], …) {suffix}` over `rows`: each column
+/// bound as one typed array (`column: "type" => |row| value`, `as "cast"` when the value travels as
+/// another type), so Postgres reads binary arrays instead of parsing a JSON document per batch.
+macro_rules! unnest_rows {
+    ($conn:expr, $prefix:expr, $suffix:expr, $rows:expr,
+     { $($column:ident : $ty:literal $(as $cast:literal)? => |$row:ident| $value:expr),+ $(,)? }) => {{
+        let columns = [$(stringify!($column)),+];
+        let types = [$($ty),+];
+        let casts = [$(concat!("" $(, "::", $cast)?)),+];
+        let arrays: Vec<String> = types.iter().enumerate().map(|(i, ty)| format!("${}::{ty}[]", i + 1)).collect();
+        let select: Vec<String> = casts.iter().enumerate().map(|(i, cast)| format!("c{i}{cast}")).collect();
+        let names: Vec<String> = (0..columns.len()).map(|i| format!("c{i}")).collect();
+        let sql = format!(
+            "{} ({}) select {} from unnest({}) as u({}) {}",
+            $prefix,
+            columns.join(", "),
+            select.join(", "),
+            arrays.join(", "),
+            names.join(", "),
+            $suffix
+        );
+        let rows = $rows;
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            $(.bind(rows.iter().map(|$row| $value).collect::<Vec<_>>()))+
+            .execute($conn)
+            .await
+    }};
+}
+
 pub struct ReportsProjection;
 
 /// Everything that moves stock (the catalogue's one list), the payments of both sides, and tags (the
@@ -320,13 +349,37 @@ impl Batch<'_> {
 
     async fn write_facts(&mut self) -> Result<(), ProjectionError> {
         if self.written < self.facts.len() {
-            let table = self.target.table(FACTS);
-            let sql = format!(
-                "insert into {table} select * from json_populate_recordset(null::{table}, $1::json)
-                 on conflict (org_id, position, seq) do nothing"
-            );
-            let rows = json(&self.facts[self.written..]);
-            sqlx::query(sqlx::AssertSqlSafe(sql)).bind(rows).execute(&mut *self.conn).await?;
+            let prefix = format!("insert into {}", self.target.table(FACTS));
+            unnest_rows!(&mut *self.conn, prefix, "on conflict (org_id, position, seq) do nothing", &self.facts[self.written..], {
+                org_id: "uuid" => |f| f.org_id,
+                report: "text" => |f| f.report.as_str(),
+                position: "int8" => |f| f.position,
+                seq: "int4" => |f| f.seq,
+                day: "date" => |f| f.day,
+                status: "text" => |f| f.status.as_deref(),
+                document_id: "uuid" => |f| f.document_id,
+                customer_id: "uuid" => |f| f.customer_id,
+                supplier_id: "uuid" => |f| f.supplier_id,
+                product_id: "uuid" => |f| f.product_id,
+                category_id: "uuid" => |f| f.category_id,
+                tag_ids: "text" as "uuid[]" => |f| uuid_array(&f.tag_ids),
+                warehouse_id: "uuid" => |f| f.warehouse_id,
+                point_of_sale_id: "uuid" => |f| f.point_of_sale_id,
+                voucher_type: "int4" => |f| f.voucher_type,
+                payment_method_id: "uuid" => |f| f.payment_method_id,
+                location_id: "uuid" => |f| f.location_id,
+                side: "text" => |f| f.side.as_deref(),
+                currency: "text" => |f| f.currency.as_deref(),
+                count: "int8" => |f| f.measures.count,
+                quantity: "int8" => |f| f.measures.quantity,
+                net: "int8" => |f| f.measures.net,
+                tax: "int8" => |f| f.measures.tax,
+                total: "int8" => |f| f.measures.total,
+                cost: "int8" => |f| f.measures.cost,
+                amount: "int8" => |f| f.measures.amount,
+                fee: "int8" => |f| f.measures.fee,
+                value: "int8" => |f| f.measures.value,
+            })?;
             self.written = self.facts.len();
         }
         Ok(())
@@ -406,8 +459,18 @@ impl ByDocument {
     }
 }
 
-fn json<T: Serialize>(rows: &[T]) -> String {
-    serde_json::to_string(rows).unwrap_or_else(|_| "[]".to_owned())
+/// A uuid array's text form (`{a,b}`), for a column of arrays bound as text.
+fn uuid_array(ids: &[Uuid]) -> String {
+    let mut text = String::with_capacity(2 + ids.len() * 37);
+    text.push('{');
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&id.hyphenated().to_string());
+    }
+    text.push('}');
+    text
 }
 
 fn cents(event: &RecordedEvent, value: Option<Cents>) -> Result<i64, ProjectionError> {
@@ -432,42 +495,50 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     let rollups = rollups(&batch.facts)?;
     let conn = batch.conn;
     if !rollups.is_empty() {
-        let table = target.table(ROLLUPS);
-        let sql = format!(
-            "insert into {table} as t select * from json_populate_recordset(null::{table}, $1::json)
-             on conflict (org_id, report, period, dimension, day, key, epoch) do update set
-                 count = t.count + excluded.count, quantity = t.quantity + excluded.quantity,
-                 net = t.net + excluded.net, tax = t.tax + excluded.tax, total = t.total + excluded.total,
-                 cost = t.cost + excluded.cost, amount = t.amount + excluded.amount, fee = t.fee + excluded.fee,
-                 value = t.value + excluded.value"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(json(&rollups)).execute(&mut *conn).await?;
+        let prefix = format!("insert into {} as t", target.table(ROLLUPS));
+        let suffix = "on conflict (org_id, report, period, dimension, day, key, epoch) do update set
+             count = t.count + excluded.count, quantity = t.quantity + excluded.quantity,
+             net = t.net + excluded.net, tax = t.tax + excluded.tax, total = t.total + excluded.total,
+             cost = t.cost + excluded.cost, amount = t.amount + excluded.amount, fee = t.fee + excluded.fee,
+             value = t.value + excluded.value";
+        unnest_rows!(&mut *conn, prefix, suffix, &rollups, {
+            org_id: "uuid" => |r| r.org_id,
+            report: "text" => |r| r.report.as_str(),
+            period: "text" => |r| r.period,
+            dimension: "text" => |r| r.dimension,
+            key: "text" => |r| r.key.as_str(),
+            day: "date" => |r| r.day,
+            epoch: "int8" => |r| r.epoch,
+            count: "int8" => |r| r.measures.count,
+            quantity: "int8" => |r| r.measures.quantity,
+            net: "int8" => |r| r.measures.net,
+            tax: "int8" => |r| r.measures.tax,
+            total: "int8" => |r| r.measures.total,
+            cost: "int8" => |r| r.measures.cost,
+            amount: "int8" => |r| r.measures.amount,
+            fee: "int8" => |r| r.measures.fee,
+            value: "int8" => |r| r.measures.value,
+        })?;
     }
     let states: Vec<&ProductState> = batch.changed.iter().filter_map(|id| batch.products.get(id)).collect();
     if !states.is_empty() {
-        let table = target.table(PRODUCTS);
-        let sql = format!(
-            "insert into {table} select * from json_populate_recordset(null::{table}, $1::json)
-             on conflict (org_id, variant_id) do update set
-                 category_id = excluded.category_id, tag_ids = excluded.tag_ids, cost = excluded.cost"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql)).bind(json(&states)).execute(&mut *conn).await?;
+        let prefix = format!("insert into {}", target.table(PRODUCTS));
+        let suffix = "on conflict (org_id, variant_id) do update set
+             category_id = excluded.category_id, tag_ids = excluded.tag_ids, cost = excluded.cost";
+        unnest_rows!(&mut *conn, prefix, suffix, &states, {
+            org_id: "uuid" => |p| p.org_id,
+            variant_id: "uuid" => |p| p.variant_id,
+            category_id: "uuid" => |p| p.category_id,
+            tag_ids: "text" as "uuid[]" => |p| uuid_array(&p.tag_ids),
+            cost: "int8" => |p| p.cost.get(),
+        })?;
     }
-    #[derive(Serialize)]
-    struct Mark {
-        org_id: Uuid,
-        position: i64,
-        #[serde(with = "time::serde::rfc3339")]
-        recorded_at: time::OffsetDateTime,
-    }
-    let marks: Vec<Mark> =
-        events.iter().map(|e| Mark { org_id: e.org_id, position: e.position, recorded_at: e.recorded_at }).collect();
-    let table = target.table(MARKS);
-    let sql = format!(
-        "insert into {table} select * from json_populate_recordset(null::{table}, $1::json)
-         on conflict (org_id, position) do nothing"
-    );
-    sqlx::query(sqlx::AssertSqlSafe(sql)).bind(json(&marks)).execute(&mut *conn).await?;
+    let prefix = format!("insert into {}", target.table(MARKS));
+    unnest_rows!(&mut *conn, prefix, "on conflict (org_id, position) do nothing", events, {
+        org_id: "uuid" => |e| e.org_id,
+        position: "int8" => |e| e.position,
+        recorded_at: "timestamptz" => |e| e.recorded_at,
+    })?;
     Ok(Vec::new())
 }
 
@@ -488,18 +559,18 @@ async fn load_products(
     let orgs: Vec<Uuid> = orgs.into_iter().collect();
     let variants: Vec<Uuid> = variants.into_iter().collect();
     let sql = format!(
-        "select row_to_json(p)::text from {} p where org_id = any($1) and variant_id = any($2)",
+        "select org_id, variant_id, category_id, tag_ids, cost from {} where org_id = any($1) and variant_id = any($2)",
         target.table(PRODUCTS)
     );
-    let rows: Vec<String> =
-        sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).bind(&orgs).bind(&variants).fetch_all(&mut *conn).await?;
-    let mut states = HashMap::with_capacity(rows.len());
-    for row in rows {
-        let state: ProductState =
-            serde_json::from_str(&row).map_err(|e| ProjectionError::Database(sqlx::Error::Decode(Box::new(e))))?;
-        states.insert((state.org_id, state.variant_id), state);
-    }
-    Ok(states)
+    type Row = (Uuid, Uuid, Option<Uuid>, Vec<Uuid>, Cents);
+    let rows: Vec<Row> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(&orgs).bind(&variants).fetch_all(&mut *conn).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(org_id, variant_id, category_id, tag_ids, cost)| {
+            ((org_id, variant_id), ProductState { org_id, variant_id, category_id, tag_ids, cost })
+        })
+        .collect())
 }
 
 /// Every variant a payload names, wherever it nests: `variant_id` fields (lines, stock changes, opening
