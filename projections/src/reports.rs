@@ -229,17 +229,15 @@ impl Fact {
 }
 
 /// One rollup row (the columns of `report_rollups`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 struct Rollup {
     org_id: Uuid,
     report: String,
     period: &'static str,
     dimension: &'static str,
     key: String,
-    #[serde(with = "iso_date")]
     day: Date,
     epoch: i64,
-    #[serde(flatten)]
     measures: Measures,
 }
 
@@ -286,7 +284,7 @@ fn rollups(facts: &[Fact]) -> Result<Vec<Rollup>, ProjectionError> {
 }
 
 /// What the projection knows of a variant (a row of `report_products`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 struct ProductState {
     org_id: Uuid,
     variant_id: Uuid,
