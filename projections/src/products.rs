@@ -1,6 +1,7 @@
 //! The products read model: one row per variant (`products_view`), shared fields repeated, for the
 //! product detail and list.
 
+use crate::unnest::Unnest;
 use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
 use events::domain::WholeUnits;
@@ -76,50 +77,43 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         return Ok(Vec::new());
     }
     let batch: Vec<&Row> = order.iter().filter_map(|k| rows.get(k)).collect();
-    let table = target.table(TABLE);
-    let sql = format!(
-        "insert into {table} (org_id, id, group_id, name, description, category_id, sku, barcode, oem_code,
-             currency, cost, price, tax_rate_id, stock_minimum, default_supplier_id, product_type, is_active,
-             options, option_values, metafields, created_at, updated_at, markup_hundredths)
-         select o, i, g, n, d, c, s, b, oe, cu, co, pr, t, sm, ds, pt, a, op, ov, m, at, at, mk
-         from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::uuid[], $7::text[], $8::text[],
-                     $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::int[], $14::bigint[], $15::uuid[],
-                     $16::text[], $17::bool[], $18::jsonb[], $19::jsonb[], $20::jsonb[], $21::timestamptz[],
-                     $22::bigint[])
-              as u(o, i, g, n, d, c, s, b, oe, cu, co, pr, t, sm, ds, pt, a, op, ov, m, at, mk)
-         on conflict (org_id, id) do update set name = excluded.name, description = excluded.description,
+    let insert = format!("insert into {}", target.table(TABLE));
+    Unnest::new(&batch)
+        .column("org_id", "uuid", |r| r.org_id)
+        .column("id", "uuid", |r| r.id)
+        .column("group_id", "uuid", |r| r.group_id)
+        .column("name", "text", |r| r.shared.name.as_str())
+        .column("description", "text", |r| r.shared.description.as_deref())
+        .column("category_id", "uuid", |r| r.shared.category_id)
+        .column("sku", "text", |r| r.variant.sku.as_str())
+        .column("barcode", "text", |r| r.variant.barcode.as_deref())
+        .column("oem_code", "text", |r| r.shared.oem_code.as_deref())
+        .column("currency", "text", |r| r.shared.currency.as_str())
+        .column("cost", "bigint", |r| r.variant.cost)
+        .column("price", "bigint", |r| r.variant.price)
+        .column("tax_rate_id", "int", |r| r.shared.tax_rate_id)
+        .column("stock_minimum", "bigint", |r| r.shared.stock_minimum)
+        .column("default_supplier_id", "uuid", |r| r.shared.default_supplier_id)
+        .column("product_type", "text", |r| r.shared.product_type)
+        .column("is_active", "bool", |r| r.variant.is_active)
+        .column("options", "jsonb", |r| r.options.clone())
+        .column("option_values", "jsonb", |r| Json(r.variant.option_values.clone()))
+        .column("metafields", "jsonb", |r| r.metafields.clone())
+        .column("created_at", "timestamptz", |r| r.at)
+        .also("updated_at")
+        .column("markup_hundredths", "bigint", |r| r.shared.markup_hundredths)
+        .execute(
+            &mut *conn,
+            &insert,
+            "on conflict (org_id, id) do update set name = excluded.name, description = excluded.description,
              category_id = excluded.category_id, sku = excluded.sku, barcode = excluded.barcode,
              oem_code = excluded.oem_code, currency = excluded.currency, cost = excluded.cost,
              price = excluded.price, tax_rate_id = excluded.tax_rate_id, stock_minimum = excluded.stock_minimum,
              default_supplier_id = excluded.default_supplier_id, product_type = excluded.product_type,
              is_active = excluded.is_active, options = excluded.options, option_values = excluded.option_values,
              metafields = excluded.metafields, updated_at = excluded.updated_at,
-             markup_hundredths = excluded.markup_hundredths"
-    );
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-        .bind(batch.iter().map(|r| r.org_id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.group_id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.name.clone()).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.description.clone()).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.category_id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.variant.sku.clone()).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.variant.barcode.clone()).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.oem_code.clone()).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.currency.clone()).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.variant.cost).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.variant.price).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.tax_rate_id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.stock_minimum).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.default_supplier_id).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.product_type).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.variant.is_active).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.options.clone()).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| Json(r.variant.option_values.clone())).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.metafields.clone()).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.at).collect::<Vec<_>>())
-        .bind(batch.iter().map(|r| r.shared.markup_hundredths).collect::<Vec<_>>())
-        .execute(&mut *conn)
+             markup_hundredths = excluded.markup_hundredths",
+        )
         .await?;
     if !repriced.is_empty() {
         let table = target.table(PRICING_REVISIONS);

@@ -14,6 +14,7 @@
 
 pub mod query;
 
+use crate::unnest::Unnest;
 use crate::{Folded, Folds, ProjectionError, StreamType, Target};
 use events::catalogue::{
     CustomerPaymentEvent, PaymentFact, PaymentSide, ProductEvent, PurchaseEvent, SaleEvent, SaleRecorded, StockEffect,
@@ -41,35 +42,6 @@ pub const EPOCH_BITS: u32 = 10;
 /// The epoch a position falls in.
 pub fn epoch(position: i64) -> i64 {
     position >> EPOCH_BITS
-}
-
-/// Runs `{prefix} (columns) select … from unnest($1::type[], …) {suffix}` over `rows`: each column
-/// bound as one typed array (`column: "type" => |row| value`, `as "cast"` when the value travels as
-/// another type), so Postgres reads binary arrays instead of parsing a JSON document per batch.
-macro_rules! unnest_rows {
-    ($conn:expr, $prefix:expr, $suffix:expr, $rows:expr,
-     { $($column:ident : $ty:literal $(as $cast:literal)? => |$row:ident| $value:expr),+ $(,)? }) => {{
-        let columns = [$(stringify!($column)),+];
-        let types = [$($ty),+];
-        let casts = [$(concat!("" $(, "::", $cast)?)),+];
-        let arrays: Vec<String> = types.iter().enumerate().map(|(i, ty)| format!("${}::{ty}[]", i + 1)).collect();
-        let select: Vec<String> = casts.iter().enumerate().map(|(i, cast)| format!("c{i}{cast}")).collect();
-        let names: Vec<String> = (0..columns.len()).map(|i| format!("c{i}")).collect();
-        let sql = format!(
-            "{} ({}) select {} from unnest({}) as u({}) {}",
-            $prefix,
-            columns.join(", "),
-            select.join(", "),
-            arrays.join(", "),
-            names.join(", "),
-            $suffix
-        );
-        let rows = $rows;
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            $(.bind(rows.iter().map(|$row| $value).collect::<Vec<_>>()))+
-            .execute($conn)
-            .await
-    }};
 }
 
 pub struct ReportsProjection;
@@ -144,6 +116,23 @@ pub struct Measures {
 }
 
 impl Measures {
+    /// The measures' columns, the same in `report_facts` and `report_rollups`, in the order of
+    /// [`Measures::values`].
+    const COLUMNS: [&'static str; 9] = ["count", "quantity", "net", "tax", "total", "cost", "amount", "fee", "value"];
+
+    fn values(self) -> [i64; 9] {
+        let Measures { count, quantity, net, tax, total, cost, amount, fee, value } = self;
+        [count, quantity, net, tax, total, cost, amount, fee, value]
+    }
+
+    /// The measures' columns of `rows`, added to `unnest`.
+    fn columns<'r, R>(mut unnest: Unnest<'r, R>, measures: impl Fn(&'r R) -> Measures) -> Unnest<'r, R> {
+        for (i, column) in Measures::COLUMNS.into_iter().enumerate() {
+            unnest = unnest.column(column, "int8", |row| measures(row).values()[i]);
+        }
+        unnest
+    }
+
     /// Every measure's sign turned (a void, or a move out of a status).
     fn negated(self) -> Measures {
         let Measures { count, quantity, net, tax, total, cost, amount, fee, value } = self;
@@ -228,17 +217,17 @@ impl Fact {
     }
 }
 
-/// One rollup row (the columns of `report_rollups`).
-#[derive(Debug, Clone)]
-struct Rollup {
+/// One rollup row's key (the key columns of `report_rollups`), its report and key borrowed from the
+/// facts it sums and their keys.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Rollup<'f, K> {
     org_id: Uuid,
-    report: String,
+    report: &'f str,
     period: &'static str,
     dimension: &'static str,
-    key: String,
+    key: K,
     day: Date,
     epoch: i64,
-    measures: Measures,
 }
 
 /// The dimension name of the rollup rows that sum every fact of a day.
@@ -247,40 +236,44 @@ pub const ALL: &str = "all";
 pub const DAY: &str = "day";
 pub const MONTH: &str = "month";
 
-/// The rollup rows `facts` add to, summed per row.
-fn rollups(facts: &[Fact]) -> Result<Vec<Rollup>, ProjectionError> {
-    type Id = (Uuid, String, &'static str, &'static str, String, Date, i64);
-    let mut rows: HashMap<Id, Rollup> = HashMap::new();
+/// The rollup rows `facts` add to, with what they add to each.
+fn rollups(facts: &[Fact]) -> Result<Vec<(Rollup<'_, String>, Measures)>, ProjectionError> {
+    // Every fact's keys first (the empty key of `all`, then one or more per dimension), so the rows
+    // below borrow them instead of copying a key per row: a fact adds to a day row and a month row per key.
+    let mut keyed = Vec::with_capacity(facts.len());
     for fact in facts {
-        let report: Report = fact.report.parse().map_err(|e| ProjectionError::Undecodable {
-            position: fact.position,
-            reason: format!("{e}"),
-        })?;
+        let undecodable = |reason: String| ProjectionError::Undecodable { position: fact.position, reason };
+        let report: Report = fact.report.parse().map_err(|e| undecodable(format!("{e}")))?;
+        let month = fact.day.replace_day(1).map_err(|e| undecodable(e.to_string()))?;
         let dimensions = report.groups().iter().filter(|g| !g.is_period());
-        let keys = std::iter::once((ALL, String::new()))
-            .chain(dimensions.flat_map(|g| fact.keys(*g).into_iter().map(|key| (g.as_str(), key))));
-        let month = fact.day.replace_day(1).map_err(|e| ProjectionError::Undecodable {
-            position: fact.position,
-            reason: e.to_string(),
-        })?;
+        let keys: Vec<(&'static str, String)> = std::iter::once((ALL, String::new()))
+            .chain(dimensions.flat_map(|g| fact.keys(*g).into_iter().map(|key| (g.as_str(), key))))
+            .collect();
+        keyed.push((fact, month, keys));
+    }
+    let mut rows: HashMap<Rollup<'_, &str>, Measures> = HashMap::new();
+    for (fact, month, keys) in &keyed {
         for (dimension, key) in keys {
-            for (period, day) in [(DAY, fact.day), (MONTH, month)] {
-                let id = (fact.org_id, fact.report.clone(), period, dimension, key.clone(), day, epoch(fact.position));
-                let row = rows.entry(id.clone()).or_insert_with(|| Rollup {
-                    org_id: id.0,
-                    report: id.1,
-                    period: id.2,
-                    dimension: id.3,
-                    key: id.4,
-                    day: id.5,
-                    epoch: id.6,
-                    measures: Measures::default(),
-                });
-                row.measures.add(fact.measures);
+            for (period, day) in [(DAY, fact.day), (MONTH, *month)] {
+                let row = Rollup {
+                    org_id: fact.org_id,
+                    report: &fact.report,
+                    period,
+                    dimension,
+                    key: key.as_str(),
+                    day,
+                    epoch: epoch(fact.position),
+                };
+                rows.entry(row).or_default().add(fact.measures);
             }
         }
     }
-    Ok(rows.into_values().collect())
+    Ok(rows
+        .into_iter()
+        .map(|(Rollup { org_id, report, period, dimension, key, day, epoch }, measures)| {
+            (Rollup { org_id, report, period, dimension, key: key.to_owned(), day, epoch }, measures)
+        })
+        .collect())
 }
 
 /// What the projection knows of a variant (a row of `report_products`).
@@ -347,37 +340,30 @@ impl Batch<'_> {
 
     async fn write_facts(&mut self) -> Result<(), ProjectionError> {
         if self.written < self.facts.len() {
-            let prefix = format!("insert into {}", self.target.table(FACTS));
-            unnest_rows!(&mut *self.conn, prefix, "on conflict (org_id, position, seq) do nothing", &self.facts[self.written..], {
-                org_id: "uuid" => |f| f.org_id,
-                report: "text" => |f| f.report.as_str(),
-                position: "int8" => |f| f.position,
-                seq: "int4" => |f| f.seq,
-                day: "date" => |f| f.day,
-                status: "text" => |f| f.status.as_deref(),
-                document_id: "uuid" => |f| f.document_id,
-                customer_id: "uuid" => |f| f.customer_id,
-                supplier_id: "uuid" => |f| f.supplier_id,
-                product_id: "uuid" => |f| f.product_id,
-                category_id: "uuid" => |f| f.category_id,
-                tag_ids: "text" as "uuid[]" => |f| uuid_array(&f.tag_ids),
-                warehouse_id: "uuid" => |f| f.warehouse_id,
-                point_of_sale_id: "uuid" => |f| f.point_of_sale_id,
-                voucher_type: "int4" => |f| f.voucher_type,
-                payment_method_id: "uuid" => |f| f.payment_method_id,
-                location_id: "uuid" => |f| f.location_id,
-                side: "text" => |f| f.side.as_deref(),
-                currency: "text" => |f| f.currency.as_deref(),
-                count: "int8" => |f| f.measures.count,
-                quantity: "int8" => |f| f.measures.quantity,
-                net: "int8" => |f| f.measures.net,
-                tax: "int8" => |f| f.measures.tax,
-                total: "int8" => |f| f.measures.total,
-                cost: "int8" => |f| f.measures.cost,
-                amount: "int8" => |f| f.measures.amount,
-                fee: "int8" => |f| f.measures.fee,
-                value: "int8" => |f| f.measures.value,
-            })?;
+            let facts = Unnest::new(&self.facts[self.written..])
+                .column("org_id", "uuid", |f| f.org_id)
+                .column("report", "text", |f| f.report.as_str())
+                .column("position", "int8", |f| f.position)
+                .column("seq", "int4", |f| f.seq)
+                .column("day", "date", |f| f.day)
+                .column("status", "text", |f| f.status.as_deref())
+                .column("document_id", "uuid", |f| f.document_id)
+                .column("customer_id", "uuid", |f| f.customer_id)
+                .column("supplier_id", "uuid", |f| f.supplier_id)
+                .column("product_id", "uuid", |f| f.product_id)
+                .column("category_id", "uuid", |f| f.category_id)
+                .cast("tag_ids", "text", "::uuid[]", |f| uuid_array(&f.tag_ids))
+                .column("warehouse_id", "uuid", |f| f.warehouse_id)
+                .column("point_of_sale_id", "uuid", |f| f.point_of_sale_id)
+                .column("voucher_type", "int4", |f| f.voucher_type)
+                .column("payment_method_id", "uuid", |f| f.payment_method_id)
+                .column("location_id", "uuid", |f| f.location_id)
+                .column("side", "text", |f| f.side.as_deref())
+                .column("currency", "text", |f| f.currency.as_deref());
+            let insert = format!("insert into {}", self.target.table(FACTS));
+            Measures::columns(facts, |f| f.measures)
+                .execute(&mut *self.conn, &insert, "on conflict (org_id, position, seq) do nothing")
+                .await?;
             self.written = self.facts.len();
         }
         Ok(())
@@ -492,51 +478,40 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     batch.write_facts().await?;
     let rollups = rollups(&batch.facts)?;
     let conn = batch.conn;
-    if !rollups.is_empty() {
-        let prefix = format!("insert into {} as t", target.table(ROLLUPS));
-        let suffix = "on conflict (org_id, report, period, dimension, day, key, epoch) do update set
-             count = t.count + excluded.count, quantity = t.quantity + excluded.quantity,
-             net = t.net + excluded.net, tax = t.tax + excluded.tax, total = t.total + excluded.total,
-             cost = t.cost + excluded.cost, amount = t.amount + excluded.amount, fee = t.fee + excluded.fee,
-             value = t.value + excluded.value";
-        unnest_rows!(&mut *conn, prefix, suffix, &rollups, {
-            org_id: "uuid" => |r| r.org_id,
-            report: "text" => |r| r.report.as_str(),
-            period: "text" => |r| r.period,
-            dimension: "text" => |r| r.dimension,
-            key: "text" => |r| r.key.as_str(),
-            day: "date" => |r| r.day,
-            epoch: "int8" => |r| r.epoch,
-            count: "int8" => |r| r.measures.count,
-            quantity: "int8" => |r| r.measures.quantity,
-            net: "int8" => |r| r.measures.net,
-            tax: "int8" => |r| r.measures.tax,
-            total: "int8" => |r| r.measures.total,
-            cost: "int8" => |r| r.measures.cost,
-            amount: "int8" => |r| r.measures.amount,
-            fee: "int8" => |r| r.measures.fee,
-            value: "int8" => |r| r.measures.value,
-        })?;
-    }
+    let insert = format!("insert into {} as t", target.table(ROLLUPS));
+    let sums: Vec<String> = Measures::COLUMNS.iter().map(|c| format!("{c} = t.{c} + excluded.{c}")).collect();
+    let suffix = format!("on conflict (org_id, report, period, dimension, day, key, epoch) do update set {}", sums.join(", "));
+    let rows = Unnest::new(&rollups)
+        .column("org_id", "uuid", |(r, _)| r.org_id)
+        .column("report", "text", |(r, _)| r.report)
+        .column("period", "text", |(r, _)| r.period)
+        .column("dimension", "text", |(r, _)| r.dimension)
+        .column("key", "text", |(r, _)| r.key.as_str())
+        .column("day", "date", |(r, _)| r.day)
+        .column("epoch", "int8", |(r, _)| r.epoch);
+    Measures::columns(rows, |(_, measures)| *measures).execute(&mut *conn, &insert, &suffix).await?;
     let states: Vec<&ProductState> = batch.changed.iter().filter_map(|id| batch.products.get(id)).collect();
-    if !states.is_empty() {
-        let prefix = format!("insert into {}", target.table(PRODUCTS));
-        let suffix = "on conflict (org_id, variant_id) do update set
-             category_id = excluded.category_id, tag_ids = excluded.tag_ids, cost = excluded.cost";
-        unnest_rows!(&mut *conn, prefix, suffix, &states, {
-            org_id: "uuid" => |p| p.org_id,
-            variant_id: "uuid" => |p| p.variant_id,
-            category_id: "uuid" => |p| p.category_id,
-            tag_ids: "text" as "uuid[]" => |p| uuid_array(&p.tag_ids),
-            cost: "int8" => |p| p.cost.get(),
-        })?;
-    }
-    let prefix = format!("insert into {}", target.table(MARKS));
-    unnest_rows!(&mut *conn, prefix, "on conflict (org_id, position) do nothing", events, {
-        org_id: "uuid" => |e| e.org_id,
-        position: "int8" => |e| e.position,
-        recorded_at: "timestamptz" => |e| e.recorded_at,
-    })?;
+    let insert = format!("insert into {}", target.table(PRODUCTS));
+    Unnest::new(&states)
+        .column("org_id", "uuid", |p| p.org_id)
+        .column("variant_id", "uuid", |p| p.variant_id)
+        .column("category_id", "uuid", |p| p.category_id)
+        .cast("tag_ids", "text", "::uuid[]", |p| uuid_array(&p.tag_ids))
+        .column("cost", "int8", |p| p.cost.get())
+        .execute(
+            &mut *conn,
+            &insert,
+            "on conflict (org_id, variant_id) do update set
+             category_id = excluded.category_id, tag_ids = excluded.tag_ids, cost = excluded.cost",
+        )
+        .await?;
+    let insert = format!("insert into {}", target.table(MARKS));
+    Unnest::new(events)
+        .column("org_id", "uuid", |e| e.org_id)
+        .column("position", "int8", |e| e.position)
+        .column("recorded_at", "timestamptz", |e| e.recorded_at)
+        .execute(&mut *conn, &insert, "on conflict (org_id, position) do nothing")
+        .await?;
     Ok(Vec::new())
 }
 

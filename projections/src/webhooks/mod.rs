@@ -5,6 +5,7 @@
 pub mod dispatch;
 pub mod envelope;
 
+use crate::unnest::Unnest;
 use crate::{CacheKey, CacheResource, EventHead, Folded, Folds, ProjectionError, Target};
 use envelope::PublicEvent;
 use events::catalogue::{SealedSecret, WebhookEndpointEvent};
@@ -263,21 +264,16 @@ async fn insert_deliveries(conn: &mut PgConnection, deliveries: Vec<NewDelivery>
     if deliveries.is_empty() {
         return Ok(());
     }
-    let ids: Vec<Uuid> = deliveries.iter().map(|_| Uuid::now_v7()).collect();
-    sqlx::query(
-        "insert into webhook_deliveries (id, org_id, endpoint_id, event_id, event_type, payload, is_test)
-         select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::bool[])
-         on conflict (endpoint_id, event_id) do nothing",
-    )
-    .bind(&ids)
-    .bind(deliveries.iter().map(|d| d.org_id).collect::<Vec<_>>())
-    .bind(deliveries.iter().map(|d| d.endpoint_id).collect::<Vec<_>>())
-    .bind(deliveries.iter().map(|d| d.event.id).collect::<Vec<_>>())
-    .bind(deliveries.iter().map(|d| d.event.event_type.clone()).collect::<Vec<_>>())
-    .bind(deliveries.iter().map(|d| d.payload.clone()).collect::<Vec<_>>())
-    .bind(deliveries.iter().map(|d| d.event.test).collect::<Vec<_>>())
-    .execute(conn)
-    .await?;
+    Unnest::new(&deliveries)
+        .column("id", "uuid", |_| Uuid::now_v7())
+        .column("org_id", "uuid", |d| d.org_id)
+        .column("endpoint_id", "uuid", |d| d.endpoint_id)
+        .column("event_id", "uuid", |d| d.event.id)
+        .column("event_type", "text", |d| d.event.event_type.as_str())
+        .column("payload", "text", |d| d.payload.as_str())
+        .column("is_test", "bool", |d| d.event.test)
+        .execute(conn, "insert into webhook_deliveries", "on conflict (endpoint_id, event_id) do nothing")
+        .await?;
     Ok(())
 }
 
