@@ -15,6 +15,7 @@ pub mod follower;
 pub mod relay;
 pub mod secrets;
 pub mod store;
+pub mod unnest;
 
 pub use catalogue::EventPayload;
 pub use envelope::{CommitKey, Metadata, NewEvent, RecordedEvent};

@@ -7,7 +7,6 @@ pub mod progress;
 pub mod rebuild;
 pub mod registry;
 pub mod runtime;
-pub mod unnest;
 
 pub use registry::{CacheResource, Folds, StreamType};
 

@@ -1,11 +1,11 @@
 //! The products read model: one row per variant (`products_view`), shared fields repeated, for the
 //! product detail and list.
 
-use crate::unnest::Unnest;
 use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
 use events::domain::WholeUnits;
 use events::catalogue::ProductEvent;
+use events::unnest::Unnest;
 use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;

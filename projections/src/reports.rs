@@ -14,13 +14,13 @@
 
 pub mod query;
 
-use crate::unnest::Unnest;
 use crate::{Folded, Folds, ProjectionError, StreamType, Target};
 use events::catalogue::{
     CustomerPaymentEvent, PaymentFact, PaymentSide, ProductEvent, PurchaseEvent, SaleEvent, SaleRecorded, StockEffect,
     SupplierPaymentEvent, TagEvent, ar_date, iso_date, stock_effect,
 };
 use events::domain::{Cents, Quantity};
+use events::unnest::Unnest;
 use events::{EventPayload, RecordedEvent};
 use query::{Group, Report};
 use serde::{Deserialize, Serialize};

@@ -6,6 +6,7 @@
 use super::levels::Key;
 use events::catalogue::{STOCK_STREAM_TYPES, StockEffect, stock_effect};
 use events::domain::Quantity;
+use events::unnest::Unnest;
 use futures::TryStreamExt;
 use serde::Serialize;
 use sqlx::PgPool;
@@ -116,33 +117,24 @@ pub async fn rebuild(pool: &PgPool, mut progress: impl FnMut(u64)) -> Result<Reb
 
     sqlx::query("delete from stock_levels").execute(&mut *tx).await?;
     sqlx::query("delete from stock_reservations").execute(&mut *tx).await?;
-    let orgs: Vec<Uuid> = rebuilt.keys().map(|k| k.0).collect();
-    let variants: Vec<Uuid> = rebuilt.keys().map(|k| k.1.0).collect();
-    let warehouses: Vec<Uuid> = rebuilt.keys().map(|k| k.1.1).collect();
-    let quantities: Vec<i64> = rebuilt.values().copied().collect();
-    sqlx::query(
-        "insert into stock_levels (org_id, variant_id, warehouse_id, on_hand)
-         select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::bigint[])",
-    )
-    .bind(&orgs)
-    .bind(&variants)
-    .bind(&warehouses)
-    .bind(&quantities)
-    .execute(&mut *tx)
-    .await?;
-    let rows: Vec<_> = rebuilt_reservations.iter().collect();
-    sqlx::query(
-        "insert into stock_reservations (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
-         select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::bigint[], $6::date[])",
-    )
-    .bind(rows.iter().map(|((o, ..), _)| *o).collect::<Vec<_>>())
-    .bind(rows.iter().map(|((_, r, ..), _)| *r).collect::<Vec<_>>())
-    .bind(rows.iter().map(|((_, _, v, _), _)| *v).collect::<Vec<_>>())
-    .bind(rows.iter().map(|((.., w), _)| *w).collect::<Vec<_>>())
-    .bind(rows.iter().map(|(_, (q, _))| *q).collect::<Vec<_>>())
-    .bind(rows.iter().map(|(_, (_, d))| *d).collect::<Vec<_>>())
-    .execute(&mut *tx)
-    .await?;
+    let levels: Vec<_> = rebuilt.iter().collect();
+    Unnest::new(&levels)
+        .column("org_id", "uuid", |((o, _), _)| *o)
+        .column("variant_id", "uuid", |((_, (v, _)), _)| *v)
+        .column("warehouse_id", "uuid", |((_, (_, w)), _)| *w)
+        .column("on_hand", "bigint", |(_, q)| **q)
+        .execute(&mut tx, "insert into stock_levels", "")
+        .await?;
+    let reservations: Vec<_> = rebuilt_reservations.iter().collect();
+    Unnest::new(&reservations)
+        .column("org_id", "uuid", |((o, ..), _)| *o)
+        .column("reservation_id", "uuid", |((_, r, ..), _)| *r)
+        .column("variant_id", "uuid", |((_, _, v, _), _)| *v)
+        .column("warehouse_id", "uuid", |((.., w), _)| *w)
+        .column("quantity", "bigint", |(_, (q, _))| *q)
+        .column("reserved_through", "date", |(_, (_, d))| *d)
+        .execute(&mut tx, "insert into stock_reservations", "")
+        .await?;
     tx.commit().await?;
     Ok(report)
 }

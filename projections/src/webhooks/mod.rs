@@ -5,10 +5,10 @@
 pub mod dispatch;
 pub mod envelope;
 
-use crate::unnest::Unnest;
 use crate::{CacheKey, CacheResource, EventHead, Folded, Folds, ProjectionError, Target};
 use envelope::PublicEvent;
 use events::catalogue::{SealedSecret, WebhookEndpointEvent};
+use events::unnest::Unnest;
 use events::{EventPayload, RecordedEvent};
 use futures::future::BoxFuture;
 use sqlx::{PgConnection, PgPool};
