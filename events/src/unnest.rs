@@ -10,14 +10,16 @@ use sqlx::{Arguments, Encode, PgConnection, Postgres, Type};
 /// The columns of one insert over `rows`, each encoded as it is added.
 pub struct Unnest<'r, R> {
     rows: &'r [R],
-    arrays: Vec<Array>,
+    binds: Vec<Bind>,
     arguments: PgArguments,
     /// The first value that could not be encoded, reported by [`Unnest::execute`].
     error: Option<BoxDynError>,
 }
 
-/// One bound array: its element type, the cast the select applies, and the columns it fills.
-struct Array {
+/// One bound parameter: an array of one value per row, or one value for every row; its type, the cast
+/// the select applies, and the columns it fills.
+struct Bind {
+    per_row: bool,
     ty: &'static str,
     cast: &'static str,
     columns: Vec<&'static str>,
@@ -25,7 +27,7 @@ struct Array {
 
 impl<'r, R> Unnest<'r, R> {
     pub fn new(rows: &'r [R]) -> Self {
-        Unnest { rows, arrays: Vec::new(), arguments: PgArguments::default(), error: None }
+        Unnest { rows, binds: Vec::new(), arguments: PgArguments::default(), error: None }
     }
 
     /// Column `name`, of Postgres type `ty`, one `value` per row.
@@ -38,27 +40,37 @@ impl<'r, R> Unnest<'r, R> {
 
     /// Column `name`, whose values travel as `ty` and are cast by `cast` (`"::uuid[]"` for an array of
     /// uuids bound as its text form).
-    pub fn cast<T>(
-        mut self,
-        name: &'static str,
-        ty: &'static str,
-        cast: &'static str,
-        value: impl Fn(&'r R) -> T,
-    ) -> Self
+    pub fn cast<T>(self, name: &'static str, ty: &'static str, cast: &'static str, value: impl Fn(&'r R) -> T) -> Self
     where
         Vec<T>: Encode<'r, Postgres> + Type<Postgres>,
     {
         let values: Vec<T> = self.rows.iter().map(value).collect();
-        if let Err(error) = self.arguments.add(values) {
+        self.bind(values, Bind { per_row: true, ty, cast, columns: vec![name] })
+    }
+
+    /// Column `name`, of Postgres type `ty`, the same `value` in every row (the organization of a batch
+    /// that has one).
+    pub fn constant<T>(self, name: &'static str, ty: &'static str, value: T) -> Self
+    where
+        T: Encode<'r, Postgres> + Type<Postgres>,
+    {
+        self.bind(value, Bind { per_row: false, ty, cast: "", columns: vec![name] })
+    }
+
+    fn bind<T>(mut self, value: T, bind: Bind) -> Self
+    where
+        T: Encode<'r, Postgres> + Type<Postgres>,
+    {
+        if let Err(error) = self.arguments.add(value) {
             self.error.get_or_insert(error);
         }
-        self.arrays.push(Array { ty, cast, columns: vec![name] });
+        self.binds.push(bind);
         self
     }
 
     /// The last column's values again, under column `name` (`created_at` and `updated_at` from one).
     pub fn also(mut self, name: &'static str) -> Self {
-        if let Some(last) = self.arrays.last_mut() {
+        if let Some(last) = self.binds.last_mut() {
             last.columns.push(name);
         }
         self
@@ -70,13 +82,18 @@ impl<'r, R> Unnest<'r, R> {
         let mut select = Vec::new();
         let mut arrays = Vec::new();
         let mut names = Vec::new();
-        for (i, array) in self.arrays.iter().enumerate() {
-            for column in &array.columns {
+        for (i, bind) in self.binds.iter().enumerate() {
+            let value = if bind.per_row {
+                arrays.push(format!("${}::{}[]", i + 1, bind.ty));
+                names.push(format!("c{i}"));
+                format!("c{i}{}", bind.cast)
+            } else {
+                format!("${}::{}", i + 1, bind.ty)
+            };
+            for column in &bind.columns {
                 columns.push(*column);
-                select.push(format!("c{i}{}", array.cast));
+                select.push(value.clone());
             }
-            arrays.push(format!("${}::{}[]", i + 1, array.ty));
-            names.push(format!("c{i}"));
         }
         format!(
             "{insert} ({}) select {} from unnest({}) as u({}) {suffix}",
@@ -108,6 +125,16 @@ impl<'r, R> Unnest<'r, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_constant_is_bound_once_and_selected_in_every_row() {
+        let rows = [1_i64, 2];
+        let unnest = Unnest::new(&rows).constant("org_id", "uuid", uuid::Uuid::nil()).column("n", "int8", |r| *r);
+        assert_eq!(
+            unnest.sql("insert into t", ""),
+            "insert into t (org_id, n) select $1::uuid, c1 from unnest($2::int8[]) as u(c1) "
+        );
+    }
 
     #[test]
     fn one_array_per_column_and_a_column_filled_twice() {

@@ -6,6 +6,7 @@ use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
 use events::catalogue::{PriceListEvent, RecordEvent};
 use events::domain::{Adjustment, Cents, VatRate};
+use events::unnest::Unnest;
 use sqlx::{PgConnection, PgPool};
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -47,19 +48,13 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             .await?;
         let sql = format!("delete from {prices} where org_id = $1 and price_list_id = $2");
         sqlx::query(sqlx::AssertSqlSafe(sql)).bind(event.org_id).bind(event.stream_id).execute(&mut *conn).await?;
-        if !f.prices.is_empty() {
-            let sql = format!(
-                "insert into {prices} (org_id, price_list_id, product_id, unit_price)
-                 select $1, $2, p, u from unnest($3::uuid[], $4::bigint[]) as t(p, u)"
-            );
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(event.org_id)
-                .bind(event.stream_id)
-                .bind(f.prices.iter().map(|p| p.product_id).collect::<Vec<_>>())
-                .bind(f.prices.iter().map(|p| p.unit_price).collect::<Vec<_>>())
-                .execute(&mut *conn)
-                .await?;
-        }
+        Unnest::new(&f.prices)
+            .constant("org_id", "uuid", event.org_id)
+            .constant("price_list_id", "uuid", event.stream_id)
+            .column("product_id", "uuid", |p| p.product_id)
+            .column("unit_price", "bigint", |p| p.unit_price)
+            .execute(&mut *conn, &format!("insert into {prices}"), "")
+            .await?;
         stale.push(CacheKey { resource: CacheResource::PriceList, org_id: event.org_id, id: event.stream_id });
     }
     Ok(stale)

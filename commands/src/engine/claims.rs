@@ -4,6 +4,7 @@
 use crate::aggregate::Rejection;
 use crate::engine::execute::ExecuteError;
 use crate::reply::{CommandReply, Idempotency};
+use events::unnest::Unnest;
 use uuid::Uuid;
 
 /// What claiming an idempotency key found.
@@ -64,24 +65,18 @@ pub(crate) async fn store_outcomes(
     org_id: Uuid,
     outcomes: &[(&Idempotency, &CommandReply)],
 ) -> Result<(), ExecuteError> {
-    let (mut keys, mut operations, mut hashes, mut responses) = (vec![], vec![], vec![], vec![]);
+    let mut rows = Vec::with_capacity(outcomes.len());
     for (claim, reply) in outcomes {
-        keys.push(claim.key.as_str());
-        operations.push(claim.operation.as_str());
-        hashes.push(hex::decode(&claim.request_hash).unwrap_or_default());
-        responses.push(serde_json::to_value(reply)?);
+        rows.push((claim, hex::decode(&claim.request_hash).unwrap_or_default(), serde_json::to_value(reply)?));
     }
-    sqlx::query(
-        "insert into idempotency_keys (org_id, key, operation, request_hash, response)
-         select $1, k, o, h, r from unnest($2::text[], $3::text[], $4::bytea[], $5::jsonb[]) as t(k, o, h, r)",
-    )
-    .bind(org_id)
-    .bind(&keys)
-    .bind(&operations)
-    .bind(&hashes)
-    .bind(&responses)
-    .execute(conn)
-    .await?;
+    Unnest::new(&rows)
+        .constant("org_id", "uuid", org_id)
+        .column("key", "text", |(claim, ..)| claim.key.as_str())
+        .column("operation", "text", |(claim, ..)| claim.operation.as_str())
+        .column("request_hash", "bytea", |(_, hash, _)| hash.as_slice())
+        .column("response", "jsonb", |(.., response)| response)
+        .execute(conn, "insert into idempotency_keys", "")
+        .await?;
     Ok(())
 }
 
