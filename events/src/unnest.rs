@@ -1,7 +1,7 @@
 //! A batch of rows written in one statement: `insert into t (a, b, …) select … from unnest($1::type[],
-//! $2::type[], …)`, every column bound as one typed array. Postgres reads binary arrays: no statement
-//! per row, and no JSON document to parse per batch (measured in BENCHMARKS.md, "Typed arrays instead of
-//! JSON").
+//! $2::type[], …)`, every column bound as one typed array, or as one value when every row shares it
+//! (`constant`). Postgres reads binary arrays: no statement per row, and no JSON document to parse per
+//! batch (measured in BENCHMARKS.md, "Typed arrays instead of JSON").
 
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgQueryResult};
