@@ -115,18 +115,17 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
              markup_hundredths = excluded.markup_hundredths",
         )
         .await?;
-    if !repriced.is_empty() {
-        let table = target.table(PRICING_REVISIONS);
-        let sql = format!(
-            "insert into {table} (org_id, revision) select * from unnest($1::uuid[], $2::bigint[])
-             on conflict (org_id) do update set revision = greatest({table}.revision, excluded.revision)"
-        );
-        sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(repriced.keys().copied().collect::<Vec<_>>())
-            .bind(repriced.values().copied().collect::<Vec<_>>())
-            .execute(&mut *conn)
-            .await?;
-    }
+    let table = target.table(PRICING_REVISIONS);
+    let repriced: Vec<(Uuid, i64)> = repriced.into_iter().collect();
+    Unnest::new(&repriced)
+        .column("org_id", "uuid", |(org, _)| *org)
+        .column("revision", "bigint", |(_, revision)| *revision)
+        .execute(
+            &mut *conn,
+            &format!("insert into {table}"),
+            &format!("on conflict (org_id) do update set revision = greatest({table}.revision, excluded.revision)"),
+        )
+        .await?;
     Ok(batch.iter().map(|r| CacheKey { resource: CacheResource::Product, org_id: r.org_id, id: r.id }).collect())
 }
 

@@ -478,10 +478,9 @@ fn batch_organizations(events: &[RecordedEvent]) -> Vec<Uuid> {
     orgs
 }
 
-/// The events above both the floor and their organization's checkpoint in `checkpoints`.
-/// The events of a batch past their organizations' checkpoints: the batch itself when all are (a
-/// redelivery is rare, and a copy of every event's payload was a measurable share of a projector's
-/// CPU), a copy of the fresh ones otherwise.
+/// The events above both the floor and their organization's checkpoint in `checkpoints`: the batch
+/// itself when all are (a redelivery is rare, and a copy of every event's payload was a measurable share
+/// of a projector's CPU), a copy of those events otherwise.
 fn unapplied<'e>(events: &'e [RecordedEvent], checkpoints: &HashMap<Uuid, CommitKey>) -> Cow<'e, [RecordedEvent]> {
     let at = |org: &Uuid| checkpoints.get(org).copied().unwrap_or_default();
     let floor = at(&Uuid::nil());

@@ -261,9 +261,6 @@ async fn upsert_endpoint(conn: &mut PgConnection, table: &str, row: &EndpointRow
 }
 
 async fn insert_deliveries(conn: &mut PgConnection, deliveries: Vec<NewDelivery>) -> Result<(), sqlx::Error> {
-    if deliveries.is_empty() {
-        return Ok(());
-    }
     Unnest::new(&deliveries)
         .column("id", "uuid", |_| Uuid::now_v7())
         .column("org_id", "uuid", |d| d.org_id)
