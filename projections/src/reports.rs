@@ -451,7 +451,7 @@ fn uuid_array(ids: &[Uuid]) -> String {
         if i > 0 {
             text.push(',');
         }
-        text.push_str(&id.hyphenated().to_string());
+        text.push_str(id.hyphenated().encode_lower(&mut uuid::Uuid::encode_buffer()));
     }
     text.push('}');
     text

@@ -1,18 +1,18 @@
 //! `/api/v1/products/metafield-definitions`: the custom fields an organization defines for its
 //! products (Style B objects); product writes validate values under a defined key against it.
 
-use crate::http::Key;
 use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
-use crate::http::operations::{Idempotency, Operation, Operations};
+use crate::http::operations::{Idempotency, Operation};
 use crate::http::presence::{Nullable, Optional};
-use crate::http::resource::{Call, Kind, ListAt, Write, decode_state};
+use crate::http::resource::{Call, Kind, ListAt, decode_state};
+use crate::http::routes_group::api_group;
 use crate::http::schema::{Blank, Int, MetafieldKey, MetafieldValueType, Text};
 use crate::http::shared_responses::responses;
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use commands::metafields::{MetafieldDefinition, parse_metafield_definition};
 use commands::protocol::{Command, CommandKind};
@@ -20,7 +20,7 @@ use commands::records::RecordCommand;
 use events::catalogue::MetafieldDefinitionFields;
 use events::domain::Scope;
 use poem::web::Data;
-use poem_openapi::{Object, OpenApi};
+use poem_openapi::Object;
 use projections::ProjectionId;
 use serde::Serialize;
 use std::sync::Arc;
@@ -126,66 +126,53 @@ fn value_type_rule() -> serde_json::Value {
 
 pub struct MetafieldsApi;
 
-impl Operations for MetafieldsApi {
-    const OPERATIONS: &'static [Operation] = &[LIST_METAFIELD_DEFINITIONS, CREATE_METAFIELD_DEFINITION];
-    const INPUT_RULES: &'static [InputRule] =
-        &[InputRule::Body { schema: "MetafieldDefinitionInput", rule: value_type_rule }];
-}
-
-#[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
-impl MetafieldsApi {
-    /// List custom field definitions
-    ///
-    /// Scope `products:read`. The keys products may carry with a definition, and how their values are
-    /// validated (on creation and on the metafields patch). Keys without a definition hold free text.
-    #[oai(path = "/products/metafield-definitions", method = "get", operation_id = "listMetafieldDefinitions")]
-    async fn definitions(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: &RequestId,
-    ) -> Result<Definitions, ApiError> {
-        let call = Call::new(LIST_METAFIELD_DEFINITIONS, &state, &auth, request_id)?;
-        let table = projections::records::METAFIELD_DEFINITIONS.table_name();
-        // Every definition on one page: an organization defines a handful.
-        let rows = projections::records::list(&state.pool, table, call.org_id(), None, 1000).await?;
-        let data = rows
-            .into_iter()
-            .filter_map(|row| {
-                let fields: MetafieldDefinitionFields = serde_json::from_value(row.doc).ok()?;
-                Some(definition_data(row.id, fields, row.created_at))
-            })
-            .collect();
-        let body = ListEnvelope::new(request_id.0.clone(), DEFINITIONS.list.url, data, false, None);
-        Ok(Definitions::Ok(RawJson::new(Style::a(&body))))
+api_group! {
+    MetafieldsApi,
+    operations: [LIST_METAFIELD_DEFINITIONS, CREATE_METAFIELD_DEFINITION],
+    input_rules: &[InputRule::Body { schema: "MetafieldDefinitionInput", rule: value_type_rule }],
+    #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Products")]
+    routes: {
+        /// List custom field definitions
+        ///
+        /// Scope `products:read`. The keys products may carry with a definition, and how their values are
+        /// validated (on creation and on the metafields patch). Keys without a definition hold free text.
+        #[oai(path = "/products/metafield-definitions", method = "get", operation_id = "listMetafieldDefinitions")]
+        async fn definitions(
+            &self,
+            auth: Auth,
+            state: Data<&Arc<AppState>>,
+            request_id: &RequestId,
+        ) -> Result<Definitions, ApiError> {
+            let call = Call::new(LIST_METAFIELD_DEFINITIONS, &state, &auth, request_id)?;
+            let table = projections::records::METAFIELD_DEFINITIONS.table_name();
+            // Every definition on one page: an organization defines a handful.
+            let rows = projections::records::list(&state.pool, table, call.org_id(), None, 1000).await?;
+            let data = rows
+                .into_iter()
+                .filter_map(|row| {
+                    let fields: MetafieldDefinitionFields = serde_json::from_value(row.doc).ok()?;
+                    Some(definition_data(row.id, fields, row.created_at))
+                })
+                .collect();
+            let body = ListEnvelope::new(request_id.0.clone(), DEFINITIONS.list.url, data, false, None);
+            Ok(Definitions::Ok(RawJson::new(Style::a(&body))))
+        }
     }
-
-    /// Create a custom field definition
-    ///
-    /// Scope `products:write`. Later product writes validate values under `key` against it.
-    #[oai(path = "/products/metafield-definitions", method = "post", operation_id = "createMetafieldDefinition")]
-    async fn create_definition(
-        &self,
-        auth: Auth,
-        state: Data<&Arc<AppState>>,
-        request_id: &RequestId,
-        version: ServiceVersion,
-        /// Optional: a retry with the same key and body returns the first outcome.
-        #[oai(name = "Idempotency-Key")]
-        key: Key,
-        body: JsonBody<MetafieldDefinitionInput>,
-    ) -> Result<DefinitionCreated, ApiError> {
-        let call = Call::new(CREATE_METAFIELD_DEFINITION, &state, &auth, request_id)?;
-        let fields = parse_metafield_definition(&body.value).map_err(ApiError::validation)?;
-        let command = Command::MetafieldDefinition(RecordCommand::Create { id: Uuid::now_v7(), fields });
-        let write = Write::json(key.0, &version, &[], &body);
-        let body = call
-            .write(&DEFINITIONS, write, command, |accepted| {
-                let record: MetafieldDefinition = decode_state(accepted.state, "metafield definition")?;
-                let data = definition_data(record.id, record.fields, record.created_at);
-                Ok(Style::b(&MetafieldDefinitionEnvelope { success: true, data }))
-            })
-            .await?;
-        Ok(DefinitionCreated::Created(RawJson::new(body)))
+    writes: {
+        /// Create a custom field definition
+        ///
+        /// Scope `products:write`. Later product writes validate values under `key` against it.
+        create_definition("/products/metafield-definitions", "createMetafieldDefinition", "post")
+            ("Optional: a retry with the same key and body returns the first outcome.")
+            -> DefinitionCreated::Created = CREATE_METAFIELD_DEFINITION, |call, write, body: MetafieldDefinitionInput| {
+                let fields = parse_metafield_definition(&body.value).map_err(ApiError::validation)?;
+                let command = Command::MetafieldDefinition(RecordCommand::Create { id: Uuid::now_v7(), fields });
+                call.write(&DEFINITIONS, write, command, |accepted| {
+                    let record: MetafieldDefinition = decode_state(accepted.state, "metafield definition")?;
+                    let data = definition_data(record.id, record.fields, record.created_at);
+                    Ok(Style::b(&MetafieldDefinitionEnvelope { success: true, data }))
+                })
+                .await?
+            }
     }
 }

@@ -2,10 +2,9 @@
 //! under each list. Prices are computed on read from the variants' base prices and the list's
 //! explicit prices, so they are always current; `pricing_revision` names the state they come from.
 
-use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::envelopes::PageParam;
 use crate::http::error::{ApiError, ErrorType};
 use crate::http::kinds::PRODUCTS;
@@ -19,7 +18,7 @@ use crate::http::schema::rules;
 use crate::http::schema::{AutomaticPricingMode, Blank, Cents, Limit, Percent, Text};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::price_lists::{PriceList, parse_price_list};
@@ -331,21 +330,14 @@ async fn price_list(call: &Call<'_>, id: &str) -> Result<PriceListRow, ApiError>
 /// Creates or replaces a price list (`target`: the id in the path of a replace). The answer is read
 /// back once the read model has the change: it carries the computed `explicit_prices` and
 /// `pricing_revision`.
-async fn write(
-    call: &Call<'_>,
-    key: Option<String>,
-    version: &ServiceVersion,
-    target: Option<&str>,
-    body: &JsonBody<PriceListInput>,
-) -> Result<Bytes, ApiError> {
+async fn write(call: &Call<'_>, write: Write<'_>, body: &serde_json::Value, target: Option<&str>) -> Result<Bytes, ApiError> {
     let id = match target {
         None => Uuid::now_v7(),
         Some(text) => call.id(&PRICE_LISTS, text)?,
     };
-    let fields = parse_price_list(&body.value).map_err(ApiError::validation)?;
+    let fields = parse_price_list(body).map_err(ApiError::validation)?;
     let command =
         if target.is_none() { RecordCommand::Create { id, fields } } else { RecordCommand::Replace { id, fields } };
-    let write = Write::json(key, version, target.as_slice(), body);
     call.write_then_read(&PRICE_LISTS, write, Command::PriceList(command), async |accepted| {
         let stored: PriceList = decode_state(accepted.state, "price list")?;
         let row = read::get(&call.state.pool, call.org_id(), stored.id)
@@ -433,26 +425,6 @@ async fn list_price_lists(call: &Call<'_>, params: PageParams) -> Result<Bytes, 
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::PriceLists")]
     PriceListsApi {
-        /// Create a price list
-        ///
-        /// Scope `price_lists:write`. Explicit prices must name variants of the organization.
-        #[oai(path = "/price-lists", method = "post", operation_id = "createPriceList")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Optional: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<PriceListInput>,
-        ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_PRICE_LIST, &state, &auth, request_id)?;
-            let body = write(&call, key.0, &version, None, &body).await?;
-            Ok(Created::Created(RawJson::new(body)))
-        }
-
         /// Get a price list
         ///
         /// Scope `price_lists:read`. Carries a weak `ETag`; sending it back as `If-None-Match` answers 304
@@ -474,25 +446,6 @@ routes! {
             }
             let body = PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) };
             Ok(Detail::Ok(RawJson::new(Style::a(&body)), etag))
-        }
-
-        /// Replace a price list
-        ///
-        /// Scope `price_lists:write`. States the whole list, explicit prices included.
-        #[oai(path = "/price-lists/:price_list_id", method = "put", operation_id = "replacePriceList")]
-        async fn replace(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            price_list_id: Path<IdText>,
-            #[oai(name = "Idempotency-Key")] key: Key,
-            body: JsonBody<PriceListInput>,
-        ) -> Result<Single, ApiError> {
-            let call = Call::new(REPLACE_PRICE_LIST, &state, &auth, request_id)?;
-            let body = write(&call, key.0, &version, Some(price_list_id.0.as_str()), &body).await?;
-            Ok(Single::Ok(RawJson::new(body)))
         }
 
         /// List a price list's prices
@@ -599,6 +552,25 @@ routes! {
             let body = PriceEntryEnvelope { request_id: call.request_id.to_owned(), data: entry };
             Ok(Price::Ok(RawJson::new(Style::a(&body)), etag))
         }
+    }
+    writes: {
+        /// Create a price list
+        ///
+        /// Scope `price_lists:write`. Explicit prices must name variants of the organization.
+        create("/price-lists", "createPriceList", "post")
+            ("Optional: a retry with the same key and body returns the first outcome.")
+            -> Created::Created = CREATE_PRICE_LIST, |call, claim, body: PriceListInput| {
+                write(&call, claim, &body.value, None).await?
+            }
+
+        /// Replace a price list
+        ///
+        /// Scope `price_lists:write`. States the whole list, explicit prices included.
+        replace("/price-lists/:price_list_id", "replacePriceList", "put")
+            (price_list_id, "")
+            -> Single::Ok = REPLACE_PRICE_LIST, |call, claim, body: PriceListInput| {
+                write(&call, claim, &body.value, Some(price_list_id.0.as_str())).await?
+            }
     }
     cursor_lists: {
         /// List price lists

@@ -4,8 +4,8 @@
 //! operation from the same row. [`routes!`] writes an `#[OpenApi]` impl alone: routes written out,
 //! then the group's cursor lists, one row each.
 
-/// `api_group! { Api, operations: [..], input_rules: .., #[OpenApi(..)] routes: { .. } cursor_lists: { .. } }`
-/// (the cursor lists as [`routes!`] reads them, optional).
+/// `api_group! { Api, operations: [..], input_rules: .., #[OpenApi(..)] routes: { .. } writes: { .. }
+/// cursor_lists: { .. } gets: { .. } }` (the last three as [`routes!`] reads them, each optional).
 macro_rules! api_group {
     (
         $api:ident,
@@ -13,7 +13,9 @@ macro_rules! api_group {
         input_rules: $rules:expr,
         #[OpenApi($($openapi:tt)*)]
         routes: { $($route:tt)* }
+        $(writes: { $($writes:tt)* })?
         $(cursor_lists: { $($lists:tt)* })?
+        $(gets: { $($gets:tt)* })?
     ) => {
         impl $crate::http::operations::Operations for $api {
             const OPERATIONS: &'static [$crate::http::operations::Operation] = &[$($operation),*];
@@ -23,7 +25,9 @@ macro_rules! api_group {
         $crate::http::routes_group::routes! {
             #[OpenApi($($openapi)*)]
             $api { $($route)* }
+            writes: { $($($writes)*)? }
             cursor_lists: { $($($lists)*)? }
+            gets: { $($($gets)*)? }
         }
     };
 }
@@ -142,7 +146,7 @@ macro_rules! routes {
                 $(#[doc = $write_doc:tt])*
                 $write_method:ident($write_path:literal, $write_id:literal, $write_http:literal)
                     ($($write_before:ident,)* $write_key:literal $(, $write_after:ident)*)
-                    -> $write_answer:ident $(:: $write_variant:ident)? = $write_operation:ident,
+                    -> $write_answer:ident $(:: $write_variant:ident)? = $write_operation:expr,
                     |$write_call:ident, $write_claim:ident, $write_body:ident: $write_input:ty| $write_serve:block
             )*
         }

@@ -5,7 +5,7 @@
 use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::documents::link;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
@@ -612,55 +612,6 @@ const INPUT_RULES: &[InputRule] = &[
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Sales")]
     SalesApi {
-        /// Create a sale
-        ///
-        /// Scope `sales:write`; `Idempotency-Key` required (the contract version is part of the claim: one
-        /// key used across the historical and dated contracts is 409 `IDEMPOTENCY_CONFLICT`; a retry returns
-        /// the stored sale without recomputing it). The amounts are the canonical ones (the tax engine's).
-        /// Lines with a product move its stock (combos their components) under the organization's
-        /// negative-stock policy; free-text lines move nothing. A fiscal voucher at an electronic point of
-        /// sale is authorized by the tax authority now (unless `invoice` is false): approved, the sale is
-        /// `issued` with the authority's number and CAE; refused for good, 422 and nothing is recorded;
-        /// unavailable or unanswered, the sale is created `deferred` and authorized in the background.
-        /// Quote-type vouchers (90) and manual points of sale get the service's gap-free numbers.
-        #[oai(path = "/sales", method = "post", operation_id = "createSale")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key, body and `Service-Version` returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<SaleInput>,
-        ) -> Result<SaleCreated, ApiError> {
-            let call = Call::new(CREATE_SALE, &state, &auth, request_id)?;
-            let today = ar_date(OffsetDateTime::now_utc());
-            let input = parse_sale(&body.value, version.0.as_deref(), today).map_err(ApiError::validation)?;
-            let historical = !input.is_dated();
-            let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input });
-            let write = Write::json(key.0, &version, &[], &body);
-            let mut accepted = call.dispatch(write, command).await?;
-            let outcome: SaleOutcome = decode_state(std::mem::take(&mut accepted.state), "sale")?;
-            // A sale paid with its own payment methods also wrote a customer payment to the treasury.
-            let paid = !outcome.sale.payments.is_empty();
-            let payments = [ProjectionId::Payments, ProjectionId::Treasury].into_iter().filter(|_| paid);
-            // A sale that bills an order moved the order too: it reads billed (and completed) right after.
-            let order = outcome.sale.order_id.map(|_| ProjectionId::Orders);
-            let read_by = [ProjectionId::Sales, ProjectionId::Inventory].into_iter().chain(payments).chain(order);
-            call.await_reads(&accepted, read_by).await?;
-            let mut sale = SaleData::from_sale(outcome.id, &outcome.sale, outcome.created_at, outcome.created_at);
-            sale.document = document_of(&state, call.org_id(), outcome.id).await?;
-            let data = SaleCreatedData {
-                sale,
-                warnings: outcome.warnings.into_iter().map(Into::into).collect(),
-                idempotent_replay: accepted.replayed,
-            };
-            let body = Style::b(&SaleCreatedEnvelope { success: true, data });
-            Ok(SaleCreated::Created(RawJson::new(body), historical.then(|| "true".to_owned())))
-        }
-
         /// Invoice a sale
         ///
         /// Scope `sales:write`; `Idempotency-Key` optional. Authorizes an existing sale that is not
@@ -717,6 +668,45 @@ routes! {
             }
             Ok(DocumentRedirect::Found(link(&state, call.org_id(), OwnerKind::Sale, id).await?))
         }
+    }
+    writes: {
+        /// Create a sale
+        ///
+        /// Scope `sales:write`; `Idempotency-Key` required (the contract version is part of the claim: one
+        /// key used across the historical and dated contracts is 409 `IDEMPOTENCY_CONFLICT`; a retry returns
+        /// the stored sale without recomputing it). The amounts are the canonical ones (the tax engine's).
+        /// Lines with a product move its stock (combos their components) under the organization's
+        /// negative-stock policy; free-text lines move nothing. A fiscal voucher at an electronic point of
+        /// sale is authorized by the tax authority now (unless `invoice` is false): approved, the sale is
+        /// `issued` with the authority's number and CAE; refused for good, 422 and nothing is recorded;
+        /// unavailable or unanswered, the sale is created `deferred` and authorized in the background.
+        /// Quote-type vouchers (90) and manual points of sale get the service's gap-free numbers.
+        create("/sales", "createSale", "post")
+            ("Required: a retry with the same key, body and `Service-Version` returns the first outcome.")
+            -> SaleCreated = CREATE_SALE, |call, write, body: SaleInput| {
+                let today = ar_date(OffsetDateTime::now_utc());
+                let input = parse_sale(&body.value, write.version.0.as_deref(), today).map_err(ApiError::validation)?;
+                let historical = !input.is_dated();
+                let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input });
+                let mut accepted = call.dispatch(write, command).await?;
+                let outcome: SaleOutcome = decode_state(std::mem::take(&mut accepted.state), "sale")?;
+                // A sale paid with its own payment methods also wrote a customer payment to the treasury.
+                let paid = !outcome.sale.payments.is_empty();
+                let payments = [ProjectionId::Payments, ProjectionId::Treasury].into_iter().filter(|_| paid);
+                // A sale that bills an order moved the order too: it reads billed (and completed) right after.
+                let order = outcome.sale.order_id.map(|_| ProjectionId::Orders);
+                let read_by = [ProjectionId::Sales, ProjectionId::Inventory].into_iter().chain(payments).chain(order);
+                call.await_reads(&accepted, read_by).await?;
+                let mut sale = SaleData::from_sale(outcome.id, &outcome.sale, outcome.created_at, outcome.created_at);
+                sale.document = document_of(call.state, call.org_id(), outcome.id).await?;
+                let data = SaleCreatedData {
+                    sale,
+                    warnings: outcome.warnings.into_iter().map(Into::into).collect(),
+                    idempotent_replay: accepted.replayed,
+                };
+                let body = Style::b(&SaleCreatedEnvelope { success: true, data });
+                SaleCreated::Created(RawJson::new(body), historical.then(|| "true".to_owned()))
+            }
     }
     cursor_lists: {
         /// List sales

@@ -1,9 +1,6 @@
 //! `/api/v1/tags` (Style A objects) and the apply routes of customers, suppliers, products and sales.
 
-use crate::http::Key;
-use crate::http::schema::IdText;
-use crate::http::auth::Auth;
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
@@ -14,21 +11,19 @@ use crate::http::routes_group::api_group;
 use crate::http::schema::rules;
 use crate::http::schema::{Color, Text};
 use crate::http::shared_responses::responses;
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::{ApiTags, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
 use commands::protocol::{Command, CommandKind};
 use commands::tags::{Tag, TagCommand, Taggable, parse_apply, parse_create, parse_update};
 use events::domain::Scope;
-use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::param::{Path, Query};
+use poem_openapi::param::Query;
 use projections::ProjectionId;
 use projections::tags::{self as read, TagRow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
@@ -186,27 +181,20 @@ fn tag_envelope(request_id: &str, data: TagData) -> bytes::Bytes {
     Style::a(&TagEnvelope { request_id: request_id.to_owned(), data })
 }
 
-#[allow(clippy::too_many_arguments, reason = "the handler's extracted parts, passed on")]
-async fn apply(
-    operation: Operation,
-    resource_type: Taggable,
-    auth: Auth,
-    state: &AppState,
-    request_id: &RequestId,
-    version: ServiceVersion,
-    key: Key,
-    body: JsonBody<ApplyInput>,
-) -> Result<Applied, ApiError> {
-    let call = Call::new(operation, state, &auth, request_id)?;
-    let command = parse_apply(&body.value, resource_type).map_err(ApiError::validation)?;
-    let write = Write::json(key.0, &version, &[], &body);
-    let body = call
-        .write(&TAGS, write, Command::ApplyTags(command), |accepted| {
-            let data: TagApplicationData = decode_state(accepted.state, "tag application")?;
-            Ok(Style::a(&TagApplicationEnvelope { request_id: request_id.0.clone(), data }))
-        })
-        .await?;
-    Ok(Applied::Ok(RawJson::new(body)))
+/// Adds and removes tags on resources of one kind, all at once.
+async fn apply(call: &Call<'_>, write: Write<'_>, body: &Value, resource_type: Taggable) -> Result<Bytes, ApiError> {
+    let command = parse_apply(body, resource_type).map_err(ApiError::validation)?;
+    call.write(&TAGS, write, Command::ApplyTags(command), |accepted| {
+        let data: TagApplicationData = decode_state(accepted.state, "tag application")?;
+        Ok(Style::a(&TagApplicationEnvelope { request_id: call.request_id.to_owned(), data }))
+    })
+    .await
+}
+
+/// One tag, in its envelope.
+async fn tag(call: &Call<'_>, id: Uuid) -> Result<Option<Bytes>, ApiError> {
+    let row = read::get(&call.state.pool, call.org_id(), id).await?;
+    Ok(row.map(|row| tag_envelope(call.request_id, TagData::from_row(row))))
 }
 
 /// A patch names a new `name`, a `color` (null clears it) or `archived`.
@@ -234,16 +222,17 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Body { schema: "ApplyInput", rule: applies_a_tag },
 ];
 
-/// The tags API: the routes of tags themselves (`operations` and `routes`, written out; their list a
-/// row of `cursor_lists`, as `routes!` reads it) and one apply route per taggable kind, each a row of
-/// `apply`: its doc (summary, blank line, description), method name, path, `operationId`, the write
-/// scope it needs and the `Taggable` it names. Writes the `Operations` and the `#[OpenApi]` impl, so a
-/// row is the whole route.
+/// The tags API: the routes of tags themselves (`operations`, then their rows of `writes`,
+/// `cursor_lists` and `gets`, as `routes!` reads them) and one apply route per taggable kind, each a
+/// row of `apply`: its doc (summary, blank line, description), method name, path, `operationId`, the
+/// write scope it needs and the `Taggable` it names. Writes the `Operations` and the `#[OpenApi]` impl,
+/// so a row is the whole route.
 macro_rules! tags_api {
     (
         operations: [$($operation:ident),* $(,)?];
-        routes: { $($route:tt)* }
+        writes: { $($writes:tt)* }
         cursor_lists: { $($lists:tt)* }
+        gets: { $($gets:tt)* }
         apply: {
             $(
                 $(#[doc = $doc:tt])*
@@ -256,27 +245,19 @@ macro_rules! tags_api {
             operations: [$($operation,)* $(apply_tags($id, Scope::$scope),)*],
             input_rules: INPUT_RULES,
             #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Tags")]
-            routes: {
-                $($route)*
-
+            routes: {}
+            writes: {
+                $($writes)*
                 $(
                     $(#[doc = $doc])*
-                    #[oai(path = $path, method = "post", operation_id = $id)]
-                    async fn $method(
-                        &self,
-                        auth: Auth,
-                        state: Data<&Arc<AppState>>,
-                        request_id: &RequestId,
-                        version: ServiceVersion,
-                        #[oai(name = "Idempotency-Key")] key: Key,
-                        body: JsonBody<ApplyInput>,
-                    ) -> Result<Applied, ApiError> {
-                        let operation = apply_tags($id, Scope::$scope);
-                        apply(operation, Taggable::$taggable, auth, &state, request_id, version, key, body).await
-                    }
+                    $method($path, $id, "post") ("")
+                        -> Applied::Ok = apply_tags($id, Scope::$scope), |call, write, body: ApplyInput| {
+                            apply(&call, write, &body.value, Taggable::$taggable).await?
+                        }
                 )*
             }
             cursor_lists: { $($lists)* }
+            gets: { $($gets)* }
         }
     };
 }
@@ -296,86 +277,43 @@ async fn tags(call: &Call<'_>, params: PageParams, include_archived: Option<bool
 
 tags_api! {
     operations: [LIST_TAGS, CREATE_TAG, GET_TAG, UPDATE_TAG];
-    routes: {
+    writes: {
         /// Create a tag
         ///
         /// Scope `tags:write`. Names are unique in the organization (ignoring case).
-        #[oai(path = "/tags", method = "post", operation_id = "createTag")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Optional: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<TagInput>,
-        ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_TAG, &state, &auth, request_id)?;
-            let fields = parse_create(&body.value).map_err(ApiError::validation)?;
-            let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
-            let write = Write::json(key.0, &version, &[], &body);
-            let body = call
-                .write(&TAGS, write, command, |accepted| Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?)))
-                .await?;
-            Ok(Created::Created(RawJson::new(body)))
-        }
-
-        /// Get a tag
-        ///
-        /// Scope `tags:read`.
-        #[oai(path = "/tags/:tag_id", method = "get", operation_id = "getTag")]
-        async fn get(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            tag_id: Path<IdText>,
-        ) -> Result<Single, ApiError> {
-            let call = Call::new(GET_TAG, &state, &auth, request_id)?;
-            let body = call
-                .get(&TAGS, &tag_id.0, async |id| {
-                    let row = read::get(&state.pool, call.org_id(), id).await?;
-                    Ok(row.map(|row| tag_envelope(&request_id.0, TagData::from_row(row))))
-                })
-                .await?;
-            Ok(Single::Ok(RawJson::new(body)))
-        }
+        create("/tags", "createTag", "post")
+            ("Optional: a retry with the same key and body returns the first outcome.")
+            -> Created::Created = CREATE_TAG, |call, write, body: TagInput| {
+                let fields = parse_create(&body.value).map_err(ApiError::validation)?;
+                let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
+                call.write(&TAGS, write, command, |accepted| Ok(tag_envelope(call.request_id, accepted_tag(accepted.state)?)))
+                    .await?
+            }
 
         /// Rename, recolour, archive or restore a tag
         ///
         /// Scope `tags:write`. Archived tags stay shown on the resources that carry them.
-        #[oai(path = "/tags/:tag_id", method = "patch", operation_id = "updateTag")]
-        async fn update(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            tag_id: Path<IdText>,
-            /// Optional: a retry with the same key and body returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<TagPatch>,
-        ) -> Result<Single, ApiError> {
-            let call = Call::new(UPDATE_TAG, &state, &auth, request_id)?;
-            let id = TAGS.id(&tag_id.0)?;
-            let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
-            let command = Command::Tag(TagCommand::Update { id, name, color, archived });
-            let path = [tag_id.0.as_str()];
-            let write = Write::json(key.0, &version, &path, &body);
-            let body = call
-                .write(&TAGS, write, command, |accepted| Ok(tag_envelope(&request_id.0, accepted_tag(accepted.state)?)))
-                .await?;
-            Ok(Single::Ok(RawJson::new(body)))
-        }
+        update("/tags/:tag_id", "updateTag", "patch")
+            (tag_id, "Optional: a retry with the same key and body returns the first outcome.")
+            -> Single::Ok = UPDATE_TAG, |call, write, body: TagPatch| {
+                let id = TAGS.id(&tag_id.0)?;
+                let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
+                let command = Command::Tag(TagCommand::Update { id, name, color, archived });
+                call.write(&TAGS, write, command, |accepted| Ok(tag_envelope(call.request_id, accepted_tag(accepted.state)?)))
+                    .await?
+            }
     }
     cursor_lists: {
         /// List tags
         ///
         /// Scope `tags:read`. A cursor list in creation order; archived tags only with `include_archived=true`.
         list("/tags", "listTags") -> Tags = LIST_TAGS, tags { include_archived: Query<Option<bool>> };
+    }
+    gets: {
+        /// Get a tag
+        ///
+        /// Scope `tags:read`.
+        get("/tags/:tag_id", "getTag") -> Single = GET_TAG, TAGS, tag_id => tag;
     }
     apply: {
         /// Tag customers

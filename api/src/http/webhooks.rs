@@ -4,7 +4,7 @@
 use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::{Auth, Principal};
-use crate::http::body::{JsonBody, RawJson};
+use crate::http::body::RawJson;
 use crate::http::error::ApiError;
 use crate::http::list::ListEnvelope;
 use crate::http::operations::InputRule;
@@ -307,8 +307,8 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Body { schema: "WebhookEndpointPatch", rule: || rules::refused(&["status", "signing_secret", "id"]) },
 ];
 
-/// The webhooks API: the routes written out (`operations` and `routes`), the cursor lists (rows of
-/// `cursor_lists`, as `routes!` reads them), and the lifecycle routes that
+/// The webhooks API: the routes written out (`operations` and `routes`), the writes and the cursor
+/// lists (rows of `writes` and `cursor_lists`, as `routes!` reads them), and the lifecycle routes that
 /// run one command on the endpoint in the path, each a row of `lifecycle`: its doc (summary, blank
 /// line, description), method name, path, `operationId`, response, the block making its command from
 /// the call and the endpoint's id as given, and the closure answering with the endpoint it left. Writes
@@ -317,6 +317,7 @@ macro_rules! webhooks_api {
     (
         operations: [$($operation:ident),* $(,)?];
         routes: { $($route:tt)* }
+        writes: { $($writes:tt)* }
         cursor_lists: { $($lists:tt)* }
         lifecycle: {
             $(
@@ -357,6 +358,7 @@ macro_rules! webhooks_api {
                     }
                 )*
             }
+            writes: { $($writes)* }
             cursor_lists: { $($lists)* }
         }
     };
@@ -410,61 +412,6 @@ webhooks_api! {
         LIST_WEBHOOK_EVENT_TYPES,
     ];
     routes: {
-        /// Create a webhook endpoint
-        ///
-        /// Needs `webhooks:write` and the read scope of every enabled event family. The response is the only
-        /// time `signing_secret` is shown (an idempotent replay shows the same one).
-        #[oai(path = "/webhook-endpoints", method = "post", operation_id = "createWebhookEndpoint")]
-        async fn create(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            /// Required: a retry with the same key and body returns the same endpoint and secret.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-            body: JsonBody<WebhookEndpointInput>,
-        ) -> Result<Created, ApiError> {
-            let call = Call::new(CREATE_WEBHOOK_ENDPOINT, &state, &auth, request_id)?;
-            let fields = parse_create(&body.value).map_err(ApiError::validation)?;
-            require_event_scopes(&call, &fields.enabled_events)?;
-            let secret = state.secrets.seal(&events::secrets::new_signing_secret());
-            let command =
-                WebhookCommand::CreateEndpoint { id: Uuid::now_v7(), fields, secret, owner: owner(call.principal) };
-            let write = Write::json(key.0, &version, &[], &body);
-            let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, true)).await?;
-            Ok(Created::Created(RawJson::new(body)))
-        }
-
-        /// Update a webhook endpoint
-        ///
-        /// Any of `label`, `url`, `enabled_events`, `api_version`; `status` is read-only. A disabled endpoint
-        /// answers 409.
-        #[oai(path = "/webhook-endpoints/:id", method = "patch", operation_id = "updateWebhookEndpoint")]
-        async fn update(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            id: Path<IdText>,
-            #[oai(name = "Idempotency-Key")] key: Key,
-            body: JsonBody<WebhookEndpointPatch>,
-        ) -> Result<Endpoint, ApiError> {
-            let call = Call::new(UPDATE_WEBHOOK_ENDPOINT, &state, &auth, request_id)?;
-            let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
-            if let Some(events) = &changes.enabled_events {
-                require_event_scopes(&call, events)?;
-            }
-            let endpoint = call.id(&ENDPOINTS, &id.0)?;
-            let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(call.principal), changes };
-            let path = [id.0.as_str()];
-            let write = Write::json(key.0, &version, &path, &body);
-            let body = lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?;
-            Ok(Endpoint::Ok(RawJson::new(body)))
-        }
-
         /// Get a webhook endpoint
         ///
         /// Never includes the signing secret.
@@ -507,6 +454,38 @@ webhooks_api! {
             let body = ListEnvelope::new(call.request_id.to_owned(), "/api/v1/webhook-event-types", data, false, None);
             Ok(EventTypes::Ok(RawJson::new(Style::a(&body))))
         }
+    }
+    writes: {
+        /// Create a webhook endpoint
+        ///
+        /// Needs `webhooks:write` and the read scope of every enabled event family. The response is the only
+        /// time `signing_secret` is shown (an idempotent replay shows the same one).
+        create("/webhook-endpoints", "createWebhookEndpoint", "post")
+            ("Required: a retry with the same key and body returns the same endpoint and secret.")
+            -> Created::Created = CREATE_WEBHOOK_ENDPOINT, |call, write, body: WebhookEndpointInput| {
+                let fields = parse_create(&body.value).map_err(ApiError::validation)?;
+                require_event_scopes(&call, &fields.enabled_events)?;
+                let secret = call.state.secrets.seal(&events::secrets::new_signing_secret());
+                let owner = owner(call.principal);
+                let command = WebhookCommand::CreateEndpoint { id: Uuid::now_v7(), fields, secret, owner };
+                lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, true)).await?
+            }
+
+        /// Update a webhook endpoint
+        ///
+        /// Any of `label`, `url`, `enabled_events`, `api_version`; `status` is read-only. A disabled endpoint
+        /// answers 409.
+        update("/webhook-endpoints/:id", "updateWebhookEndpoint", "patch")
+            (id, "")
+            -> Endpoint::Ok = UPDATE_WEBHOOK_ENDPOINT, |call, write, body: WebhookEndpointPatch| {
+                let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
+                if let Some(events) = &changes.enabled_events {
+                    require_event_scopes(&call, events)?;
+                }
+                let endpoint = call.id(&ENDPOINTS, &id.0)?;
+                let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(call.principal), changes };
+                lifecycle(&call, write, command, |endpoint| answer(&call, endpoint, false)).await?
+            }
     }
     cursor_lists: {
         /// List webhook endpoints

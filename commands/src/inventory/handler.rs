@@ -18,6 +18,7 @@ use crate::reply::CommandReply;
 use crate::validate::FieldError;
 use events::catalogue::{ProductType, StockLine, StockMovementEvent, StockTransferEvent, StockTransferred, ar_date};
 use events::store::{AppendRequest, StreamRef};
+use events::unnest::Unnest;
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
 use std::collections::{BTreeMap, HashMap};
@@ -98,19 +99,16 @@ pub async fn write_components(
         .bind(&variants)
         .execute(&mut *conn)
         .await?;
-    if components.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "insert into product_components (org_id, combo_id, component_id, quantity)
-         select $1, combo, c, q from unnest($2::uuid[]) as combo, unnest($3::uuid[], $4::bigint[]) as t(c, q)",
-    )
-    .bind(org_id)
-    .bind(&variants)
-    .bind(components.iter().map(|c| c.variant_id).collect::<Vec<_>>())
-    .bind(components.iter().map(|c| c.quantity.thousandths()).collect::<Vec<_>>())
-    .execute(conn)
-    .await?;
+    // Every combo variant holds every component.
+    let rows: Vec<(Uuid, &events::catalogue::ComboComponent)> =
+        variants.iter().flat_map(|combo| components.iter().map(|c| (*combo, c))).collect();
+    Unnest::new(&rows)
+        .constant("org_id", "uuid", org_id)
+        .column("combo_id", "uuid", |(combo, _)| *combo)
+        .column("component_id", "uuid", |(_, c)| c.variant_id)
+        .column("quantity", "int8", |(_, c)| c.quantity.thousandths())
+        .execute(conn, "insert into product_components", "")
+        .await?;
     Ok(())
 }
 

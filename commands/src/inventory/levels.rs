@@ -3,6 +3,7 @@
 
 use events::catalogue::StockChange;
 use events::domain::Quantity;
+use events::unnest::Unnest;
 use sqlx::PgConnection;
 use std::collections::BTreeMap;
 use time::Date;
@@ -158,19 +159,16 @@ pub async fn add_opening(
     org_id: Uuid,
     stock: &[events::catalogue::OpeningStock],
 ) -> Result<(), sqlx::Error> {
-    if stock.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "insert into stock_levels (org_id, variant_id, warehouse_id, on_hand)
-         select $1, v, w, q from unnest($2::uuid[], $3::uuid[], $4::bigint[]) as t(v, w, q)
-         on conflict (org_id, variant_id, warehouse_id) do update set on_hand = stock_levels.on_hand + excluded.on_hand",
-    )
-    .bind(org_id)
-    .bind(stock.iter().map(|s| s.variant_id).collect::<Vec<_>>())
-    .bind(stock.iter().map(|s| s.warehouse_id).collect::<Vec<_>>())
-    .bind(stock.iter().map(|s| s.quantity.thousandths()).collect::<Vec<_>>())
-    .execute(conn)
-    .await?;
+    Unnest::new(stock)
+        .constant("org_id", "uuid", org_id)
+        .column("variant_id", "uuid", |s| s.variant_id)
+        .column("warehouse_id", "uuid", |s| s.warehouse_id)
+        .column("on_hand", "int8", |s| s.quantity.thousandths())
+        .execute(
+            conn,
+            "insert into stock_levels",
+            "on conflict (org_id, variant_id, warehouse_id) do update set on_hand = stock_levels.on_hand + excluded.on_hand",
+        )
+        .await?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use crate::engine::ExecuteError;
 use events::catalogue::{Reservation, ReservationOwner, ReservedLine, StockReservationEvent};
 use events::domain::Quantity;
 use events::store::{AppendRequest, StreamRef};
+use events::unnest::Unnest;
 use events::{EventPayload, Metadata};
 use sqlx::{PgConnection, PgPool};
 use std::collections::BTreeMap;
@@ -225,21 +226,21 @@ async fn write_rows(
     .bind(&warehouses)
     .execute(&mut *conn)
     .await?;
-    sqlx::query(
-        "insert into stock_reservations as r (org_id, reservation_id, variant_id, warehouse_id, quantity, reserved_through)
-         select $1, $2, v, w, q, $6 from unnest($3::uuid[], $4::uuid[], $5::bigint[]) as t(v, w, q)
-         on conflict (org_id, reservation_id, variant_id, warehouse_id) do update
-             set quantity = excluded.quantity, reserved_through = excluded.reserved_through
-             where (r.quantity, r.reserved_through) is distinct from (excluded.quantity, excluded.reserved_through)",
-    )
-    .bind(org_id)
-    .bind(reservation)
-    .bind(&variants)
-    .bind(&warehouses)
-    .bind(lines.iter().map(|l| l.quantity.thousandths()).collect::<Vec<_>>())
-    .bind(through)
-    .execute(conn)
-    .await?;
+    Unnest::new(lines)
+        .constant("org_id", "uuid", org_id)
+        .constant("reservation_id", "uuid", reservation)
+        .column("variant_id", "uuid", |l| l.variant_id)
+        .column("warehouse_id", "uuid", |l| l.warehouse_id)
+        .column("quantity", "int8", |l| l.quantity.thousandths())
+        .constant("reserved_through", "date", through)
+        .execute(
+            conn,
+            "insert into stock_reservations as r",
+            "on conflict (org_id, reservation_id, variant_id, warehouse_id) do update
+                 set quantity = excluded.quantity, reserved_through = excluded.reserved_through
+                 where (r.quantity, r.reserved_through) is distinct from (excluded.quantity, excluded.reserved_through)",
+        )
+        .await?;
     Ok(())
 }
 

@@ -17,6 +17,7 @@ use crate::tags::{Tag, tagged_products};
 use crate::validate::FieldError;
 use events::catalogue::ProductType;
 use events::store::{AppendRequest, StreamRef};
+use events::unnest::Unnest;
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -288,22 +289,22 @@ async fn run_product(
         let variants = &executed.state.group.variants;
         let shared = &executed.state.group.shared;
         let conn = conn.get().await?;
-        sqlx::query(
-            "insert into product_variants (org_id, variant_id, group_id, sku, default_supplier_id, category_id, product_type)
-             select $1, v, $2, s, $5, $6, $7 from unnest($3::uuid[], $4::text[]) as t(v, s)
-             on conflict (variant_id) do update set sku = excluded.sku,
-                 default_supplier_id = excluded.default_supplier_id, category_id = excluded.category_id,
-                 product_type = excluded.product_type",
-        )
-        .bind(org_id)
-        .bind(group_id)
-        .bind(variants.iter().map(|v| v.id).collect::<Vec<_>>())
-        .bind(variants.iter().map(|v| v.sku.clone()).collect::<Vec<_>>())
-        .bind(shared.default_supplier_id)
-        .bind(shared.category_id)
-        .bind(shared.product_type)
-        .execute(&mut *conn)
-        .await?;
+        Unnest::new(variants)
+            .constant("org_id", "uuid", org_id)
+            .column("variant_id", "uuid", |v| v.id)
+            .constant("group_id", "uuid", group_id)
+            .column("sku", "text", |v| v.sku.as_str())
+            .constant("default_supplier_id", "uuid", shared.default_supplier_id)
+            .constant("category_id", "uuid", shared.category_id)
+            .constant("product_type", "text", shared.product_type)
+            .execute(
+                &mut *conn,
+                "insert into product_variants",
+                "on conflict (variant_id) do update set sku = excluded.sku,
+                     default_supplier_id = excluded.default_supplier_id, category_id = excluded.category_id,
+                     product_type = excluded.product_type",
+            )
+            .await?;
         crate::inventory::write_components(conn, org_id, variants.iter().map(|v| v.id), &shared.components).await?;
         if let ProductCommand::Create { opening_stock, .. } = command {
             crate::inventory::levels::add_opening(conn, org_id, opening_stock).await?;
