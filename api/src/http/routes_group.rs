@@ -39,8 +39,9 @@ macro_rules! api_group {
 /// A `writes` row is the route's doc, then `method("/path", "operationId", "http method") (params) ->
 /// Answer[::Variant] = OPERATION, |call, write, body: Input| { .. }`: a write with a JSON body, whose
 /// parameters are the caller's credential, the contract version, the `params` and the body. The params are
-/// the path parameters and, where they stand among them, the `Idempotency-Key`'s doc (a string): `(id,
-/// "Required: ..")` or `("Required: ..", id)`. It opens a [`Call`] for `OPERATION` as `call`, claims the
+/// the path parameters and, where they stand among them, the `Idempotency-Key`'s doc (a string; `""`
+/// leaves the key undescribed): `(id, "Required: ..")` or `("Required: ..", id)`. `OPERATION` is any
+/// expression of an [`Operation`]. It opens a [`Call`] for `OPERATION` as `call`, claims the
 /// write as `write` (the key, the version, the path parameters in order and the body), and runs the block
 /// with those and `body` (the [`JsonBody`]); with `::Variant` the block gives the body's bytes and the
 /// route answers `Answer::Variant` with them, without it the block gives the `Answer`.
@@ -78,6 +79,7 @@ macro_rules! api_group {
 /// `serve(&call, write, command)` writes, given the bare write and the command of that id.
 ///
 /// [`Call`]: crate::http::resource::Call
+/// [`Operation`]: crate::http::operations::Operation
 /// [`Call::get`]: crate::http::resource::Call::get
 /// [`JsonBody`]: crate::http::body::JsonBody
 macro_rules! routes {
