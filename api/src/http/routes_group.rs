@@ -1,8 +1,8 @@
 //! An API group's two impls written from one place: its `Operations` (the operations it serves and its
 //! input rules) and its `#[OpenApi]` impl (its routes). The route macros of the domains (`tags_api!`,
 //! `records_api!`, `webhooks_api!`, `contacts_api!`) write their rows into it, each route and its
-//! operation from the same row. [`routes!`] writes an `#[OpenApi]` impl alone: routes written out,
-//! then the group's cursor lists, one row each.
+//! operation from the same row. [`routes!`] writes an `#[OpenApi]` impl alone: its writes, the routes
+//! written out, its cursor lists, v2 pages, gets and actions, one row each.
 
 /// `api_group! { Api, operations: [..], input_rules: .., #[OpenApi(..)] routes: { .. } writes: { .. }
 /// cursor_lists: { .. } gets: { .. } }` (the last three as [`routes!`] reads them, each optional).
@@ -34,7 +34,7 @@ macro_rules! api_group {
 
 /// `routes! { #[OpenApi(..)] Api { routes written out } writes: { rows } cursor_lists: { rows } v2_pages: { rows } gets: { rows } actions: { rows } }`
 /// (each section optional): the `#[OpenApi]` impl of `Api`, with a route per `writes` row, then the
-/// routes written out, then a route per cursor-list row.
+/// routes written out, then a route per row of `cursor_lists`, `v2_pages`, `gets` and `actions`.
 ///
 /// A `writes` row is the route's doc, then `method("/path", "operationId", "http method") (params) ->
 /// Answer[::Variant] = OPERATION, |call, write, body: Input| { .. }`: a write with a JSON body, whose
