@@ -173,12 +173,17 @@ responses! {
     Applied: Ok(RawJson<TagApplicationEnvelope>) = 200, "Applied; every resource shows its tags at once.";
 }
 
-fn accepted_tag(value: Value) -> Result<TagData, ApiError> {
-    Ok(TagData::from_state(decode_state::<Tag>(value, "tag")?))
-}
-
 fn tag_envelope(request_id: &str, data: TagData) -> bytes::Bytes {
     Style::a(&TagEnvelope { request_id: request_id.to_owned(), data })
+}
+
+/// Runs a tag's create or update and answers with the tag it left, in its envelope.
+async fn saved(call: &Call<'_>, write: Write<'_>, command: TagCommand) -> Result<Bytes, ApiError> {
+    call.write(&TAGS, write, Command::Tag(command), |accepted| {
+        let tag = decode_state::<Tag>(accepted.state, "tag")?;
+        Ok(tag_envelope(call.request_id, TagData::from_state(tag)))
+    })
+    .await
 }
 
 /// Adds and removes tags on resources of one kind, all at once.
@@ -285,9 +290,7 @@ tags_api! {
             ("Optional: a retry with the same key and body returns the first outcome.")
             -> Created::Created = CREATE_TAG, |call, write, body: TagInput| {
                 let fields = parse_create(&body.value).map_err(ApiError::validation)?;
-                let command = Command::Tag(TagCommand::Create { id: Uuid::now_v7(), fields });
-                call.write(&TAGS, write, command, |accepted| Ok(tag_envelope(call.request_id, accepted_tag(accepted.state)?)))
-                    .await?
+                saved(&call, write, TagCommand::Create { id: Uuid::now_v7(), fields }).await?
             }
 
         /// Rename, recolour, archive or restore a tag
@@ -298,9 +301,7 @@ tags_api! {
             -> Single::Ok = UPDATE_TAG, |call, write, body: TagPatch| {
                 let id = TAGS.id(&tag_id.0)?;
                 let (name, color, archived) = parse_update(&body.value).map_err(ApiError::validation)?;
-                let command = Command::Tag(TagCommand::Update { id, name, color, archived });
-                call.write(&TAGS, write, command, |accepted| Ok(tag_envelope(call.request_id, accepted_tag(accepted.state)?)))
-                    .await?
+                saved(&call, write, TagCommand::Update { id, name, color, archived }).await?
             }
     }
     cursor_lists: {
