@@ -1,11 +1,18 @@
 //! A batch of rows written in one statement: `insert into t (a, b, …) select … from unnest($1::type[],
 //! $2::type[], …)`, every column bound as one typed array, or as one value when every row shares it
-//! (`constant`). Postgres reads binary arrays: no statement per row, and no JSON document to parse per
+//! (`constant`). Each column's Postgres type is the one sqlx encodes its Rust values as, so the statement
+//! cannot name another. Postgres reads binary arrays: no statement per row, and no JSON document to parse per
 //! batch (measured in BENCHMARKS.md, "Typed arrays instead of JSON").
 
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgQueryResult};
-use sqlx::{Arguments, Encode, PgConnection, Postgres, Type};
+use sqlx::{Arguments, Encode, PgConnection, Postgres, Type, TypeInfo};
+
+/// The Postgres type sqlx encodes `T` as (`int8` for `i64`, `text` for `&str`), as the statement casts
+/// its parameter.
+fn type_name<T: Type<Postgres>>() -> String {
+    T::type_info().name().to_ascii_lowercase()
+}
 
 /// The columns of one insert over `rows`, each encoded as it is added.
 pub struct Unnest<'r, R> {
@@ -20,7 +27,7 @@ pub struct Unnest<'r, R> {
 /// the select applies, and the columns it fills.
 struct Bind {
     per_row: bool,
-    ty: &'static str,
+    ty: String,
     cast: &'static str,
     columns: Vec<&'static str>,
 }
@@ -30,31 +37,32 @@ impl<'r, R> Unnest<'r, R> {
         Unnest { rows, binds: Vec::new(), arguments: PgArguments::default(), error: None }
     }
 
-    /// Column `name`, of Postgres type `ty`, one `value` per row.
-    pub fn column<T>(self, name: &'static str, ty: &'static str, value: impl Fn(&'r R) -> T) -> Self
+    /// Column `name`, one `value` per row.
+    pub fn column<T>(self, name: &'static str, value: impl Fn(&'r R) -> T) -> Self
     where
+        T: Type<Postgres>,
         Vec<T>: Encode<'r, Postgres> + Type<Postgres>,
     {
-        self.cast(name, ty, "", value)
+        self.cast(name, "", value)
     }
 
-    /// Column `name`, whose values travel as `ty` and are cast by `cast` (`"::uuid[]"` for an array of
-    /// uuids bound as its text form).
-    pub fn cast<T>(self, name: &'static str, ty: &'static str, cast: &'static str, value: impl Fn(&'r R) -> T) -> Self
+    /// Column `name`, whose values are cast by `cast` in the select (`"::uuid[]"` for an array of uuids
+    /// bound as its text form).
+    pub fn cast<T>(self, name: &'static str, cast: &'static str, value: impl Fn(&'r R) -> T) -> Self
     where
+        T: Type<Postgres>,
         Vec<T>: Encode<'r, Postgres> + Type<Postgres>,
     {
         let values: Vec<T> = self.rows.iter().map(value).collect();
-        self.bind(values, Bind { per_row: true, ty, cast, columns: vec![name] })
+        self.bind(values, Bind { per_row: true, ty: type_name::<T>(), cast, columns: vec![name] })
     }
 
-    /// Column `name`, of Postgres type `ty`, the same `value` in every row (the organization of a batch
-    /// that has one).
-    pub fn constant<T>(self, name: &'static str, ty: &'static str, value: T) -> Self
+    /// Column `name`, the same `value` in every row (the organization of a batch that has one).
+    pub fn constant<T>(self, name: &'static str, value: T) -> Self
     where
         T: Encode<'r, Postgres> + Type<Postgres>,
     {
-        self.bind(value, Bind { per_row: false, ty, cast: "", columns: vec![name] })
+        self.bind(value, Bind { per_row: false, ty: type_name::<T>(), cast: "", columns: vec![name] })
     }
 
     fn bind<T>(mut self, value: T, bind: Bind) -> Self
@@ -129,7 +137,7 @@ mod tests {
     #[test]
     fn a_constant_is_bound_once_and_selected_in_every_row() {
         let rows = [1_i64, 2];
-        let unnest = Unnest::new(&rows).constant("org_id", "uuid", uuid::Uuid::nil()).column("n", "int8", |r| *r);
+        let unnest = Unnest::new(&rows).constant("org_id", uuid::Uuid::nil()).column("n", |r| *r);
         assert_eq!(
             unnest.sql("insert into t", ""),
             "insert into t (org_id, n) select $1::uuid, c1 from unnest($2::int8[]) as u(c1) "
@@ -139,8 +147,7 @@ mod tests {
     #[test]
     fn one_array_per_column_and_a_column_filled_twice() {
         let rows = [(1_i64, "a"), (2, "b")];
-        let unnest =
-            Unnest::new(&rows).column("id", "int8", |r| r.0).also("copy").cast("tags", "text", "::uuid[]", |r| r.1);
+        let unnest = Unnest::new(&rows).column("id", |r| r.0).also("copy").cast("tags", "::uuid[]", |r| r.1);
         assert_eq!(
             unnest.sql("insert into t", "on conflict do nothing"),
             "insert into t (id, copy, tags) select c0, c0, c1::uuid[] from unnest($1::int8[], $2::text[]) as u(c0, c1) \

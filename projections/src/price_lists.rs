@@ -49,10 +49,10 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         let sql = format!("delete from {prices} where org_id = $1 and price_list_id = $2");
         sqlx::query(sqlx::AssertSqlSafe(sql)).bind(event.org_id).bind(event.stream_id).execute(&mut *conn).await?;
         Unnest::new(&f.prices)
-            .constant("org_id", "uuid", event.org_id)
-            .constant("price_list_id", "uuid", event.stream_id)
-            .column("product_id", "uuid", |p| p.product_id)
-            .column("unit_price", "bigint", |p| p.unit_price)
+            .constant("org_id", event.org_id)
+            .constant("price_list_id", event.stream_id)
+            .column("product_id", |p| p.product_id)
+            .column("unit_price", |p| p.unit_price)
             .execute(&mut *conn, &format!("insert into {prices}"), "")
             .await?;
         stale.push(CacheKey { resource: CacheResource::PriceList, org_id: event.org_id, id: event.stream_id });

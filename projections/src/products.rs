@@ -79,29 +79,29 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     let batch: Vec<&Row> = order.iter().filter_map(|k| rows.get(k)).collect();
     let insert = format!("insert into {}", target.table(TABLE));
     Unnest::new(&batch)
-        .column("org_id", "uuid", |r| r.org_id)
-        .column("id", "uuid", |r| r.id)
-        .column("group_id", "uuid", |r| r.group_id)
-        .column("name", "text", |r| r.shared.name.as_str())
-        .column("description", "text", |r| r.shared.description.as_deref())
-        .column("category_id", "uuid", |r| r.shared.category_id)
-        .column("sku", "text", |r| r.variant.sku.as_str())
-        .column("barcode", "text", |r| r.variant.barcode.as_deref())
-        .column("oem_code", "text", |r| r.shared.oem_code.as_deref())
-        .column("currency", "text", |r| r.shared.currency.as_str())
-        .column("cost", "bigint", |r| r.variant.cost)
-        .column("price", "bigint", |r| r.variant.price)
-        .column("tax_rate_id", "int", |r| r.shared.tax_rate_id)
-        .column("stock_minimum", "bigint", |r| r.shared.stock_minimum)
-        .column("default_supplier_id", "uuid", |r| r.shared.default_supplier_id)
-        .column("product_type", "text", |r| r.shared.product_type)
-        .column("is_active", "bool", |r| r.variant.is_active)
-        .column("options", "jsonb", |r| r.options.clone())
-        .column("option_values", "jsonb", |r| Json(r.variant.option_values.clone()))
-        .column("metafields", "jsonb", |r| r.metafields.clone())
-        .column("created_at", "timestamptz", |r| r.at)
+        .column("org_id", |r| r.org_id)
+        .column("id", |r| r.id)
+        .column("group_id", |r| r.group_id)
+        .column("name", |r| r.shared.name.as_str())
+        .column("description", |r| r.shared.description.as_deref())
+        .column("category_id", |r| r.shared.category_id)
+        .column("sku", |r| r.variant.sku.as_str())
+        .column("barcode", |r| r.variant.barcode.as_deref())
+        .column("oem_code", |r| r.shared.oem_code.as_deref())
+        .column("currency", |r| r.shared.currency.as_str())
+        .column("cost", |r| r.variant.cost)
+        .column("price", |r| r.variant.price)
+        .column("tax_rate_id", |r| r.shared.tax_rate_id)
+        .column("stock_minimum", |r| r.shared.stock_minimum)
+        .column("default_supplier_id", |r| r.shared.default_supplier_id)
+        .column("product_type", |r| r.shared.product_type)
+        .column("is_active", |r| r.variant.is_active)
+        .column("options", |r| r.options.clone())
+        .column("option_values", |r| Json(r.variant.option_values.clone()))
+        .column("metafields", |r| r.metafields.clone())
+        .column("created_at", |r| r.at)
         .also("updated_at")
-        .column("markup_hundredths", "bigint", |r| r.shared.markup_hundredths)
+        .column("markup_hundredths", |r| r.shared.markup_hundredths)
         .execute(
             &mut *conn,
             &insert,
@@ -118,8 +118,8 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     let table = target.table(PRICING_REVISIONS);
     let repriced: Vec<(Uuid, i64)> = repriced.into_iter().collect();
     Unnest::new(&repriced)
-        .column("org_id", "uuid", |(org, _)| *org)
-        .column("revision", "bigint", |(_, revision)| *revision)
+        .column("org_id", |(org, _)| *org)
+        .column("revision", |(_, revision)| *revision)
         .execute(
             &mut *conn,
             &format!("insert into {table}"),

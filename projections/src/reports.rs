@@ -128,7 +128,7 @@ impl Measures {
     /// The measures' columns of `rows`, added to `unnest`.
     fn columns<'r, R>(mut unnest: Unnest<'r, R>, measures: impl Fn(&'r R) -> Measures) -> Unnest<'r, R> {
         for (i, column) in Measures::COLUMNS.into_iter().enumerate() {
-            unnest = unnest.column(column, "int8", |row| measures(row).values()[i]);
+            unnest = unnest.column(column, |row| measures(row).values()[i]);
         }
         unnest
     }
@@ -341,25 +341,25 @@ impl Batch<'_> {
     async fn write_facts(&mut self) -> Result<(), ProjectionError> {
         if self.written < self.facts.len() {
             let facts = Unnest::new(&self.facts[self.written..])
-                .column("org_id", "uuid", |f| f.org_id)
-                .column("report", "text", |f| f.report.as_str())
-                .column("position", "int8", |f| f.position)
-                .column("seq", "int4", |f| f.seq)
-                .column("day", "date", |f| f.day)
-                .column("status", "text", |f| f.status.as_deref())
-                .column("document_id", "uuid", |f| f.document_id)
-                .column("customer_id", "uuid", |f| f.customer_id)
-                .column("supplier_id", "uuid", |f| f.supplier_id)
-                .column("product_id", "uuid", |f| f.product_id)
-                .column("category_id", "uuid", |f| f.category_id)
-                .cast("tag_ids", "text", "::uuid[]", |f| uuid_array(&f.tag_ids))
-                .column("warehouse_id", "uuid", |f| f.warehouse_id)
-                .column("point_of_sale_id", "uuid", |f| f.point_of_sale_id)
-                .column("voucher_type", "int4", |f| f.voucher_type)
-                .column("payment_method_id", "uuid", |f| f.payment_method_id)
-                .column("location_id", "uuid", |f| f.location_id)
-                .column("side", "text", |f| f.side.as_deref())
-                .column("currency", "text", |f| f.currency.as_deref());
+                .column("org_id", |f| f.org_id)
+                .column("report", |f| f.report.as_str())
+                .column("position", |f| f.position)
+                .column("seq", |f| f.seq)
+                .column("day", |f| f.day)
+                .column("status", |f| f.status.as_deref())
+                .column("document_id", |f| f.document_id)
+                .column("customer_id", |f| f.customer_id)
+                .column("supplier_id", |f| f.supplier_id)
+                .column("product_id", |f| f.product_id)
+                .column("category_id", |f| f.category_id)
+                .cast("tag_ids", "::uuid[]", |f| uuid_array(&f.tag_ids))
+                .column("warehouse_id", |f| f.warehouse_id)
+                .column("point_of_sale_id", |f| f.point_of_sale_id)
+                .column("voucher_type", |f| f.voucher_type)
+                .column("payment_method_id", |f| f.payment_method_id)
+                .column("location_id", |f| f.location_id)
+                .column("side", |f| f.side.as_deref())
+                .column("currency", |f| f.currency.as_deref());
             let insert = format!("insert into {}", self.target.table(FACTS));
             Measures::columns(facts, |f| f.measures)
                 .execute(&mut *self.conn, &insert, "on conflict (org_id, position, seq) do nothing")
@@ -482,22 +482,22 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     let sums: Vec<String> = Measures::COLUMNS.iter().map(|c| format!("{c} = t.{c} + excluded.{c}")).collect();
     let suffix = format!("on conflict (org_id, report, period, dimension, day, key, epoch) do update set {}", sums.join(", "));
     let rows = Unnest::new(&rollups)
-        .column("org_id", "uuid", |(r, _)| r.org_id)
-        .column("report", "text", |(r, _)| r.report)
-        .column("period", "text", |(r, _)| r.period)
-        .column("dimension", "text", |(r, _)| r.dimension)
-        .column("key", "text", |(r, _)| r.key.as_str())
-        .column("day", "date", |(r, _)| r.day)
-        .column("epoch", "int8", |(r, _)| r.epoch);
+        .column("org_id", |(r, _)| r.org_id)
+        .column("report", |(r, _)| r.report)
+        .column("period", |(r, _)| r.period)
+        .column("dimension", |(r, _)| r.dimension)
+        .column("key", |(r, _)| r.key.as_str())
+        .column("day", |(r, _)| r.day)
+        .column("epoch", |(r, _)| r.epoch);
     Measures::columns(rows, |(_, measures)| *measures).execute(&mut *conn, &insert, &suffix).await?;
     let states: Vec<&ProductState> = batch.changed.iter().filter_map(|id| batch.products.get(id)).collect();
     let insert = format!("insert into {}", target.table(PRODUCTS));
     Unnest::new(&states)
-        .column("org_id", "uuid", |p| p.org_id)
-        .column("variant_id", "uuid", |p| p.variant_id)
-        .column("category_id", "uuid", |p| p.category_id)
-        .cast("tag_ids", "text", "::uuid[]", |p| uuid_array(&p.tag_ids))
-        .column("cost", "int8", |p| p.cost.get())
+        .column("org_id", |p| p.org_id)
+        .column("variant_id", |p| p.variant_id)
+        .column("category_id", |p| p.category_id)
+        .cast("tag_ids", "::uuid[]", |p| uuid_array(&p.tag_ids))
+        .column("cost", |p| p.cost.get())
         .execute(
             &mut *conn,
             &insert,
@@ -507,9 +507,9 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         .await?;
     let insert = format!("insert into {}", target.table(MARKS));
     Unnest::new(events)
-        .column("org_id", "uuid", |e| e.org_id)
-        .column("position", "int8", |e| e.position)
-        .column("recorded_at", "timestamptz", |e| e.recorded_at)
+        .column("org_id", |e| e.org_id)
+        .column("position", |e| e.position)
+        .column("recorded_at", |e| e.recorded_at)
         .execute(&mut *conn, &insert, "on conflict (org_id, position) do nothing")
         .await?;
     Ok(Vec::new())

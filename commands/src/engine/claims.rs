@@ -70,11 +70,11 @@ pub(crate) async fn store_outcomes(
         rows.push((claim, hex::decode(&claim.request_hash).unwrap_or_default(), serde_json::to_value(reply)?));
     }
     Unnest::new(&rows)
-        .constant("org_id", "uuid", org_id)
-        .column("key", "text", |(claim, ..)| claim.key.as_str())
-        .column("operation", "text", |(claim, ..)| claim.operation.as_str())
-        .column("request_hash", "bytea", |(_, hash, _)| hash.as_slice())
-        .column("response", "jsonb", |(.., response)| response)
+        .constant("org_id", org_id)
+        .column("key", |(claim, ..)| claim.key.as_str())
+        .column("operation", |(claim, ..)| claim.operation.as_str())
+        .column("request_hash", |(_, hash, _)| hash.as_slice())
+        .column("response", |(.., response)| response)
         .execute(conn, "insert into idempotency_keys", "")
         .await?;
     Ok(())

@@ -103,10 +103,10 @@ pub async fn write_components(
     let rows: Vec<(Uuid, &events::catalogue::ComboComponent)> =
         variants.iter().flat_map(|combo| components.iter().map(|c| (*combo, c))).collect();
     Unnest::new(&rows)
-        .constant("org_id", "uuid", org_id)
-        .column("combo_id", "uuid", |(combo, _)| *combo)
-        .column("component_id", "uuid", |(_, c)| c.variant_id)
-        .column("quantity", "int8", |(_, c)| c.quantity.thousandths())
+        .constant("org_id", org_id)
+        .column("combo_id", |(combo, _)| *combo)
+        .column("component_id", |(_, c)| c.variant_id)
+        .column("quantity", |(_, c)| c.quantity.thousandths())
         .execute(conn, "insert into product_components", "")
         .await?;
     Ok(())

@@ -160,10 +160,10 @@ pub async fn add_opening(
     stock: &[events::catalogue::OpeningStock],
 ) -> Result<(), sqlx::Error> {
     Unnest::new(stock)
-        .constant("org_id", "uuid", org_id)
-        .column("variant_id", "uuid", |s| s.variant_id)
-        .column("warehouse_id", "uuid", |s| s.warehouse_id)
-        .column("on_hand", "int8", |s| s.quantity.thousandths())
+        .constant("org_id", org_id)
+        .column("variant_id", |s| s.variant_id)
+        .column("warehouse_id", |s| s.warehouse_id)
+        .column("on_hand", |s| s.quantity.thousandths())
         .execute(
             conn,
             "insert into stock_levels",

@@ -119,20 +119,20 @@ pub async fn rebuild(pool: &PgPool, mut progress: impl FnMut(u64)) -> Result<Reb
     sqlx::query("delete from stock_reservations").execute(&mut *tx).await?;
     let levels: Vec<_> = rebuilt.iter().collect();
     Unnest::new(&levels)
-        .column("org_id", "uuid", |((o, _), _)| *o)
-        .column("variant_id", "uuid", |((_, (v, _)), _)| *v)
-        .column("warehouse_id", "uuid", |((_, (_, w)), _)| *w)
-        .column("on_hand", "bigint", |(_, q)| **q)
+        .column("org_id", |((o, _), _)| *o)
+        .column("variant_id", |((_, (v, _)), _)| *v)
+        .column("warehouse_id", |((_, (_, w)), _)| *w)
+        .column("on_hand", |(_, q)| **q)
         .execute(&mut tx, "insert into stock_levels", "")
         .await?;
     let reservations: Vec<_> = rebuilt_reservations.iter().collect();
     Unnest::new(&reservations)
-        .column("org_id", "uuid", |((o, ..), _)| *o)
-        .column("reservation_id", "uuid", |((_, r, ..), _)| *r)
-        .column("variant_id", "uuid", |((_, _, v, _), _)| *v)
-        .column("warehouse_id", "uuid", |((.., w), _)| *w)
-        .column("quantity", "bigint", |(_, (q, _))| *q)
-        .column("reserved_through", "date", |(_, (_, d))| *d)
+        .column("org_id", |((o, ..), _)| *o)
+        .column("reservation_id", |((_, r, ..), _)| *r)
+        .column("variant_id", |((_, _, v, _), _)| *v)
+        .column("warehouse_id", |((.., w), _)| *w)
+        .column("quantity", |(_, (q, _))| *q)
+        .column("reserved_through", |(_, (_, d))| *d)
         .execute(&mut tx, "insert into stock_reservations", "")
         .await?;
     tx.commit().await?;

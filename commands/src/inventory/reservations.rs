@@ -227,12 +227,12 @@ async fn write_rows(
     .execute(&mut *conn)
     .await?;
     Unnest::new(lines)
-        .constant("org_id", "uuid", org_id)
-        .constant("reservation_id", "uuid", reservation)
-        .column("variant_id", "uuid", |l| l.variant_id)
-        .column("warehouse_id", "uuid", |l| l.warehouse_id)
-        .column("quantity", "int8", |l| l.quantity.thousandths())
-        .constant("reserved_through", "date", through)
+        .constant("org_id", org_id)
+        .constant("reservation_id", reservation)
+        .column("variant_id", |l| l.variant_id)
+        .column("warehouse_id", |l| l.warehouse_id)
+        .column("quantity", |l| l.quantity.thousandths())
+        .constant("reserved_through", through)
         .execute(
             conn,
             "insert into stock_reservations as r",

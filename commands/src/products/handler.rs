@@ -290,13 +290,13 @@ async fn run_product(
         let shared = &executed.state.group.shared;
         let conn = conn.get().await?;
         Unnest::new(variants)
-            .constant("org_id", "uuid", org_id)
-            .column("variant_id", "uuid", |v| v.id)
-            .constant("group_id", "uuid", group_id)
-            .column("sku", "text", |v| v.sku.as_str())
-            .constant("default_supplier_id", "uuid", shared.default_supplier_id)
-            .constant("category_id", "uuid", shared.category_id)
-            .constant("product_type", "text", shared.product_type)
+            .constant("org_id", org_id)
+            .column("variant_id", |v| v.id)
+            .constant("group_id", group_id)
+            .column("sku", |v| v.sku.as_str())
+            .constant("default_supplier_id", shared.default_supplier_id)
+            .constant("category_id", shared.category_id)
+            .constant("product_type", shared.product_type)
             .execute(
                 &mut *conn,
                 "insert into product_variants",

@@ -262,13 +262,13 @@ async fn upsert_endpoint(conn: &mut PgConnection, table: &str, row: &EndpointRow
 
 async fn insert_deliveries(conn: &mut PgConnection, deliveries: Vec<NewDelivery>) -> Result<(), sqlx::Error> {
     Unnest::new(&deliveries)
-        .column("id", "uuid", |_| Uuid::now_v7())
-        .column("org_id", "uuid", |d| d.org_id)
-        .column("endpoint_id", "uuid", |d| d.endpoint_id)
-        .column("event_id", "uuid", |d| d.event.id)
-        .column("event_type", "text", |d| d.event.event_type.as_str())
-        .column("payload", "text", |d| d.payload.as_str())
-        .column("is_test", "bool", |d| d.event.test)
+        .column("id", |_| Uuid::now_v7())
+        .column("org_id", |d| d.org_id)
+        .column("endpoint_id", |d| d.endpoint_id)
+        .column("event_id", |d| d.event.id)
+        .column("event_type", |d| d.event.event_type.as_str())
+        .column("payload", |d| d.payload.as_str())
+        .column("is_test", |d| d.event.test)
         .execute(conn, "insert into webhook_deliveries", "on conflict (endpoint_id, event_id) do nothing")
         .await?;
     Ok(())
