@@ -2,7 +2,7 @@
 //! a [`Command`] of the registry; replies and idempotency claims are domain-free ([`crate::reply`]).
 
 pub use crate::registered::{Command, CommandKind};
-pub use crate::reply::{Actor, CommandReply, FailureCause, Idempotency, StreamKey};
+pub use crate::reply::{Actor, CommandReply, FailureCause, Idempotency, RequestHash, StreamKey};
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;

@@ -22,8 +22,44 @@ pub struct Idempotency {
     pub key: String,
     /// The operation (for example `createCustomer`): a key reused on another operation is a conflict.
     pub operation: String,
-    /// SHA-256 (hex) of the operation, its path parameters, the contract version and the canonical body.
-    pub request_hash: String,
+    /// SHA-256 of the operation, its path parameters, the contract version and the canonical body.
+    pub request_hash: RequestHash,
+}
+
+/// What identifies a request under its idempotency key: a digest, hex on the wire and bytes at rest. A
+/// request whose hash is not hex does not decode, so a worker answers it as malformed and stores nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestHash(Vec<u8>);
+
+impl RequestHash {
+    pub fn new(digest: impl Into<Vec<u8>>) -> RequestHash {
+        RequestHash(digest.into())
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for RequestHash {
+    type Err = hex::FromHexError;
+
+    fn from_str(text: &str) -> Result<RequestHash, hex::FromHexError> {
+        hex::decode(text).map(RequestHash)
+    }
+}
+
+impl Serialize for RequestHash {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&hex::encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestHash {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<RequestHash, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,5 +144,14 @@ mod tests {
         // A map keyed by pairs has no JSON form: the command fails rather than answering null.
         let unencodable = BTreeMap::from([((1, 2), "pair")]);
         assert!(CommandReply::accepted(None, true, &unencodable, Vec::new()).is_err());
+    }
+
+    #[test]
+    fn a_request_hash_travels_as_hex_and_one_that_is_not_hex_does_not_decode() {
+        let hash = RequestHash::new(vec![0x0e, 0xff]);
+        assert_eq!(serde_json::to_string(&hash).expect("encodes"), r#""0eff""#);
+        assert_eq!(serde_json::from_str::<RequestHash>(r#""0eff""#).expect("decodes"), hash);
+        let claim = r#"{"key": "k1", "operation": "createX", "request_hash": "not hex"}"#;
+        assert!(serde_json::from_str::<Idempotency>(claim).is_err(), "no silent empty hash");
     }
 }

@@ -2,7 +2,7 @@
 //! (same key and same request: the stored outcome; same key and another request: 409).
 
 use crate::http::error::{ApiError, ErrorType};
-use commands::protocol::Idempotency;
+use commands::protocol::{Idempotency, RequestHash};
 use poem::http::StatusCode;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -55,7 +55,11 @@ pub fn claim(
     if let Some(body) = body {
         hasher.update(events::chain::canonical_json(body));
     }
-    Ok(Some(Idempotency { key, operation: operation.to_owned(), request_hash: hex::encode(hasher.finalize()) }))
+    Ok(Some(Idempotency {
+        key,
+        operation: operation.to_owned(),
+        request_hash: RequestHash::new(hasher.finalize().to_vec()),
+    }))
 }
 
 #[cfg(test)]
@@ -67,10 +71,11 @@ mod tests {
     fn the_same_request_hashes_the_same_whatever_its_key_order() {
         let a = claim(Some("k1".into()), true, "createX", &[], None, Some(&json!({"a": 1, "b": [2]})));
         let b = claim(Some("k1".into()), true, "createX", &[], None, Some(&json!({"b": [2], "a": 1})));
-        assert_eq!(a.expect("ok"), b.expect("ok"));
+        let (a, b) = (a.expect("ok").expect("claim"), b.expect("ok").expect("claim"));
+        assert_eq!(a, b);
         let other =
             claim(Some("k1".into()), true, "createX", &[], Some("2026-08-20"), Some(&json!({"a": 1, "b": [2]})));
-        assert_ne!(other.expect("ok").expect("claim").request_hash, "", "version changes the hash");
+        assert_ne!(other.expect("ok").expect("claim").request_hash, a.request_hash, "version changes the hash");
         assert!(claim(None, true, "createX", &[], None, None).is_err());
         assert_eq!(claim(None, false, "createX", &[], None, None).expect("ok"), None);
         assert!(claim(Some("has space".into()), false, "createX", &[], None, None).is_err());

@@ -621,7 +621,7 @@ fn keyed_movement(
         idempotency: Some(commands::protocol::Idempotency {
             key: key.into(),
             operation: "createStockMovement".into(),
-            request_hash: hash.into(),
+            request_hash: hash.parse().expect("a hex hash"),
         }),
         command: commands::protocol::Command::StockMovement(command),
     }

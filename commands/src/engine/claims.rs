@@ -67,13 +67,13 @@ pub(crate) async fn store_outcomes(
 ) -> Result<(), ExecuteError> {
     let mut rows = Vec::with_capacity(outcomes.len());
     for (claim, reply) in outcomes {
-        rows.push((claim, hex::decode(&claim.request_hash).unwrap_or_default(), serde_json::to_value(reply)?));
+        rows.push((claim, claim.request_hash.as_bytes(), serde_json::to_value(reply)?));
     }
     Unnest::new(&rows)
         .constant("org_id", org_id)
         .column("key", |(claim, ..)| claim.key.as_str())
         .column("operation", |(claim, ..)| claim.operation.as_str())
-        .column("request_hash", |(_, hash, _)| hash.as_slice())
+        .column("request_hash", |(_, hash, _)| *hash)
         .column("response", |(.., response)| response)
         .execute(conn, "insert into idempotency_keys", "")
         .await?;
@@ -99,7 +99,7 @@ fn replay(
     hash: &[u8],
     response: serde_json::Value,
 ) -> Result<CommandReply, ExecuteError> {
-    if operation != claim.operation || hex::encode(hash) != claim.request_hash {
+    if operation != claim.operation || hash != claim.request_hash.as_bytes() {
         return Err(Rejection::Idempotency {
             code: "IDEMPOTENCY_CONFLICT".into(),
             message: "this idempotency key was already used for a different request".into(),
