@@ -2,7 +2,6 @@
 //! a sale or for an order (each with an `Idempotency-Key`), read, listed and deleted, and the signed
 //! download of the printed remito (its PDF, without prices).
 
-use crate::http::Key;
 use crate::http::schema::IdText;
 use crate::http::auth::Auth;
 use crate::http::body::RawJson;
@@ -18,7 +17,7 @@ use crate::http::schema::{Blank, QuantityIn, QuantityText};
 use crate::http::shared_filters::{Filters, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
-use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
+use crate::http::{ApiTags, RequestId, Style, ar_time};
 use crate::state::AppState;
 use commands::aggregate::Rejection;
 use commands::delivery_notes::{NoteCommand, NoteOutcome, parse_note};
@@ -273,33 +272,6 @@ async fn dispatched(
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::DeliveryNotes")]
     DeliveryNotesApi {
-        /// Delete a delivery note
-        ///
-        /// Scope `sales:write`; `Idempotency-Key` required. Restores exactly what the note did: the stock
-        /// it moved comes back to its warehouse, and for an order its lines' `delivered` go back and its
-        /// reservation holds them again. The number is not reused; a sale may then have another note. A
-        /// deleted or unknown note is 404.
-        #[oai(path = "/delivery-notes/:delivery_note_id", method = "delete", operation_id = "deleteDeliveryNote")]
-        async fn delete(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            delivery_note_id: Path<IdText>,
-            /// Required: a retry with the same key returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-        ) -> Result<Deleted, ApiError> {
-            let call = Call::new(DELETE_NOTE, &state, &auth, request_id)?;
-            let id = call.id(&NOTES, &delivery_note_id.0)?;
-            let path = [delivery_note_id.0.as_str()];
-            let (_, replayed) =
-                dispatched(&call, Write::bare(key.0, &version, &path), NoteCommand::Delete { id }).await?;
-            let data =
-                DeliveryNoteDeletedData { object: "delivery_note".into(), id, deleted: true, idempotent_replay: replayed };
-            Ok(Deleted::Ok(RawJson::new(Style::a(&DeliveryNoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
-        }
         /// Download a delivery note's PDF
         ///
         /// Scope `sales:read`. The stable, authenticated path to the printed remito (the issuer, the
@@ -377,6 +349,29 @@ routes! {
         get("/delivery-notes/:delivery_note_id", "getDeliveryNote") -> Single = GET_NOTE, NOTES, delivery_note_id
             => delivery_note;
     }
+    actions: {
+        /// Delete a delivery note
+        ///
+        /// Scope `sales:write`; `Idempotency-Key` required. Restores exactly what the note did: the stock
+        /// it moved comes back to its warehouse, and for an order its lines' `delivered` go back and its
+        /// reservation holds them again. The number is not reused; a sale may then have another note. A
+        /// deleted or unknown note is 404.
+        delete("/delivery-notes/:delivery_note_id", "deleteDeliveryNote", method = "delete")
+            -> Deleted = DELETE_NOTE, NOTES, delivery_note_id
+            => deleted(|id| NoteCommand::Delete { id });
+    }
+}
+
+/// Deletes a delivery note and answers that it is gone, in its envelope.
+async fn deleted(call: &Call<'_>, write: Write<'_>, command: NoteCommand) -> Result<bytes::Bytes, ApiError> {
+    let (outcome, replayed) = dispatched(call, write, command).await?;
+    let data = DeliveryNoteDeletedData {
+        object: "delivery_note".into(),
+        id: outcome.id,
+        deleted: true,
+        idempotent_replay: replayed,
+    };
+    Ok(Style::a(&DeliveryNoteDeletedEnvelope { request_id: call.request_id.to_owned(), data }))
 }
 
 /// One delivery note, in its envelope (a deleted one is none).

@@ -372,6 +372,19 @@ async fn saved(call: &Call<'_>, write: Write<'_>, command: QuoteCommand) -> Resu
     Ok(Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data }))
 }
 
+/// Deletes a quote and answers what that did, in its envelope.
+async fn deleted(call: &Call<'_>, write: Write<'_>, command: QuoteCommand) -> Result<bytes::Bytes, ApiError> {
+    let (outcome, replayed) = dispatched(call, write, command).await?;
+    let data = QuoteDeletedData {
+        object: "quote".into(),
+        id: outcome.id,
+        deleted: true,
+        reservation_released: outcome.reservation_released,
+        idempotent_replay: replayed,
+    };
+    Ok(Style::a(&QuoteDeletedEnvelope { request_id: call.request_id.to_owned(), data }))
+}
+
 async fn answer(
     state: &AppState,
     call: &Call<'_>,
@@ -393,37 +406,6 @@ async fn answer(
 routes! {
     #[OpenApi(prefix_path = "/api/v1", tag = "ApiTags::Quotes")]
     QuotesApi {
-        /// Delete a quote
-        ///
-        /// Scope `quotes:write`; `Idempotency-Key` required. Removes a draft quote and releases its
-        /// reservation atomically (`reservation_released`); a quote that is not a draft is 409
-        /// `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
-        #[oai(path = "/quotes/:quote_id", method = "delete", operation_id = "deleteQuote")]
-        async fn delete(
-            &self,
-            auth: Auth,
-            state: Data<&Arc<AppState>>,
-            request_id: &RequestId,
-            version: ServiceVersion,
-            quote_id: Path<IdText>,
-            /// Required: a retry with the same key returns the first outcome.
-            #[oai(name = "Idempotency-Key")]
-            key: Key,
-        ) -> Result<Deleted, ApiError> {
-            let call = Call::new(DELETE_QUOTE, &state, &auth, request_id)?;
-            let id = call.id(&QUOTES, &quote_id.0)?;
-            let path = [quote_id.0.as_str()];
-            let (outcome, replayed) =
-                dispatched(&call, Write::bare(key.0, &version, &path), QuoteCommand::Delete { id }).await?;
-            let data = QuoteDeletedData {
-                object: "quote".into(),
-                id,
-                deleted: true,
-                reservation_released: outcome.reservation_released,
-                idempotent_replay: replayed,
-            };
-            Ok(Deleted::Ok(RawJson::new(Style::a(&QuoteDeletedEnvelope { request_id: request_id.0.clone(), data }))))
-        }
         /// Convert a quote into an order
         ///
         /// Scope `quotes:write`; `Idempotency-Key` required. A `draft`, `sent` or `accepted` quote becomes
@@ -527,6 +509,15 @@ routes! {
         reject("/quotes/:quote_id/reject", "rejectQuote")
             -> Single = REJECT_QUOTE, QUOTES, quote_id
             => saved(|id| QuoteCommand::Reject { id });
+
+        /// Delete a quote
+        ///
+        /// Scope `quotes:write`; `Idempotency-Key` required. Removes a draft quote and releases its
+        /// reservation atomically (`reservation_released`); a quote that is not a draft is 409
+        /// `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
+        delete("/quotes/:quote_id", "deleteQuote", method = "delete")
+            -> Deleted = DELETE_QUOTE, QUOTES, quote_id
+            => deleted(|id| QuoteCommand::Delete { id });
     }
 }
 

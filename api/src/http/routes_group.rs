@@ -70,11 +70,12 @@ macro_rules! api_group {
 /// as they are). A load that depends on the caller beyond the organization (its visibility, the
 /// request id in a Style A envelope) is for a kind that is not cached.
 ///
-/// And a route per `actions` row, `method("/path", "operationId"[, key optional]) -> Answer = OPERATION,
-/// KIND, param => serve(|id| command);`: a `post` without a body that moves the resource of `KIND` its
-/// path parameter `param` names (a state change: send, accept, cancel, confirm...), whose parameters
-/// are the caller's credential, the contract version, `param` and the `Idempotency-Key` (required,
-/// unless the row says `key optional`), as every such route documents them. It opens a [`Call`] for
+/// And a route per `actions` row, `method("/path", "operationId"[, key optional | , method = "delete"]) ->
+/// Answer = OPERATION, KIND, param => serve(|id| command);`: a `post` (or the row's HTTP method) without a
+/// body that moves the resource of `KIND` its path parameter `param` names (a state change: send, accept,
+/// cancel, confirm..., or a delete), whose parameters are the caller's credential, the contract version,
+/// `param` and the `Idempotency-Key` (required, unless the row says `key optional`), as every such route
+/// documents them. It opens a [`Call`] for
 /// `OPERATION`, reads the id (anything else is 404) and answers `Answer::Ok` with the body
 /// `serve(&call, write, command)` writes, given the bare write and the command of that id.
 ///
@@ -94,7 +95,8 @@ macro_rules! routes {
     (@actions $front:tt [$($done:tt)*]) => {
         $crate::http::routes_group::routes!(@impl $front actions: { $($done)* });
     };
-    // An action whose key is optional, then one whose key is required (the default).
+    // An action whose key is optional (a `post`), one with its own HTTP method (its key required), then a
+    // `post` whose key is required (the default).
     (
         @actions $front:tt [$($done:tt)*]
         $(#[doc = $doc:tt])*
@@ -104,8 +106,21 @@ macro_rules! routes {
     ) => {
         $crate::http::routes_group::routes!(@actions $front [$($done)*
             $(#[doc = $doc])*
-            $method($path, $id) -> $answer = $operation, $kind, $param,
+            $method($path, $id, "post") -> $answer = $operation, $kind, $param,
                 "Optional: a retry with the same key returns the first outcome." => $serve(|$bound| $command);
+        ] $($rest)*);
+    };
+    (
+        @actions $front:tt [$($done:tt)*]
+        $(#[doc = $doc:tt])*
+        $method:ident($path:literal, $id:literal, method = $http:literal)
+            -> $answer:ident = $operation:ident, $kind:ident, $param:ident => $serve:ident(|$bound:ident| $command:expr);
+        $($rest:tt)*
+    ) => {
+        $crate::http::routes_group::routes!(@actions $front [$($done)*
+            $(#[doc = $doc])*
+            $method($path, $id, $http) -> $answer = $operation, $kind, $param,
+                "Required: a retry with the same key returns the first outcome." => $serve(|$bound| $command);
         ] $($rest)*);
     };
     (
@@ -117,7 +132,7 @@ macro_rules! routes {
     ) => {
         $crate::http::routes_group::routes!(@actions $front [$($done)*
             $(#[doc = $doc])*
-            $method($path, $id) -> $answer = $operation, $kind, $param,
+            $method($path, $id, "post") -> $answer = $operation, $kind, $param,
                 "Required: a retry with the same key returns the first outcome." => $serve(|$bound| $command);
         ] $($rest)*);
     };
@@ -182,7 +197,7 @@ macro_rules! routes {
         actions: {
             $(
                 $(#[doc = $action_doc:tt])*
-                $action_method:ident($action_path:literal, $action_id:literal)
+                $action_method:ident($action_path:literal, $action_id:literal, $action_http:literal)
                     -> $action_answer:ident = $action_operation:ident, $action_kind:ident, $action_param:ident,
                     $action_key:tt => $action_serve:ident(|$action_bound:ident| $action_command:expr);
             )*
@@ -280,7 +295,7 @@ macro_rules! routes {
 
             $(
                 $(#[doc = $action_doc])*
-                #[oai(path = $action_path, method = "post", operation_id = $action_id)]
+                #[oai(path = $action_path, method = $action_http, operation_id = $action_id)]
                 async fn $action_method(
                     &self,
                     auth: $crate::http::auth::Auth,
