@@ -51,15 +51,13 @@ const MAX_LINES: i64 = 1_000;
 const MAX_DAYS: i64 = 366;
 
 /// A document that still owes something.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct OpenDocumentData {
     /// Customer accounts: the sale (an invoice, debit note or another voucher owed).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub sale_id: Option<Uuid>,
     /// Supplier accounts: the purchase.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub purchase_id: Option<Uuid>,
     /// The voucher number (`A 00001-00000042`; the supplier's invoice number for a purchase), null until
     /// the authority numbers a deferred sale.
@@ -114,15 +112,13 @@ pub struct StatementData {
 }
 
 /// What a customer or supplier owes.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct AccountData {
     /// `customer_account` or `supplier_account`.
     pub object: String,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub customer_id: Option<Uuid>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub supplier_id: Option<Uuid>,
     /// Always `ARS`: amounts are integer cents of pesos.
     pub currency: String,

@@ -62,18 +62,16 @@ pub enum OriginType {
 }
 
 /// What the note documents.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct OriginData {
     #[oai(rename = "type")]
     #[serde(rename = "type")]
     pub kind: OriginType,
     /// `sale`: the sale.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub sale_id: Option<Uuid>,
     /// `order`: the order.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub order_id: Option<Uuid>,
 }
 
@@ -89,7 +87,9 @@ pub struct DeliveryLineData {
 }
 
 /// A delivery note (remito): what left, for whom, and from where. It shows no prices.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct DeliveryNoteData {
     /// Always `delivery_note`.
     pub object: String,
@@ -113,12 +113,8 @@ pub struct DeliveryNoteData {
     pub created_at: OffsetDateTime,
     /// Write answers only: true when this is the stored outcome of an earlier request with the same key
     /// and body.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent_replay: Option<bool>,
     /// Write answers only: lines that took more than was available (negative stock allowed).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<StockWarning>>,
 }
 

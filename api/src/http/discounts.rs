@@ -7,14 +7,12 @@ use poem_openapi::Object;
 use serde::{Deserialize, Serialize};
 
 /// A line's discount: `amount` (cents) or `percentage`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct QuoteDiscountData {
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub amount: Option<i64>,
     /// Decimal text (`"12.5"`).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub percentage: Option<String>,
 }
 

@@ -25,16 +25,14 @@ pub enum ErrorType {
 }
 
 /// One detail of an error: usually one offending field or header.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,
     /// Logical path of the field or header concerned.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[oai(skip_serializing_if_is_none)]
     pub field: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[oai(skip_serializing_if_is_none)]
     pub metadata: Option<std::collections::BTreeMap<String, serde_json::Value>>,
 }
 

@@ -271,7 +271,9 @@ fn transfer_lines(lines: &[StockLine]) -> Vec<TransferLineData> {
 }
 
 /// A transfer of stock between two warehouses.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct StockTransferData {
     /// Always `stock_transfer`.
     pub object: String,
@@ -288,13 +290,9 @@ pub struct StockTransferData {
     /// Ordered by name; archived tags included.
     pub tags: Vec<TagData>,
     /// Creation answers only: lines that took more than was available (negative stock allowed).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<StockWarning>>,
     /// Creation answers only: true when this is the stored outcome of an earlier request with the same
     /// key and body.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent_replay: Option<bool>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,

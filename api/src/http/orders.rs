@@ -115,7 +115,9 @@ pub struct SalesOrderLineData {
 }
 
 /// An order.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct OrderData {
     /// Always `order`.
     pub object: String,
@@ -151,13 +153,9 @@ pub struct OrderData {
     pub updated_at: OffsetDateTime,
     /// Write answers only: true when this is the stored outcome of an earlier request with the same key
     /// and body.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent_replay: Option<bool>,
     /// Write answers only: reserved lines that asked for more than was available (negative stock
     /// allowed).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<StockWarning>>,
 }
 

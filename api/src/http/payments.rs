@@ -91,33 +91,29 @@ pub struct PaymentLineData {
 }
 
 /// A share of a payment settling one document.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct AllocationData {
     /// Customer payments: the sale settled.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub sale_id: Option<Uuid>,
     /// Supplier payments: the purchase settled.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub purchase_id: Option<Uuid>,
     /// Integer cents ARS.
     pub amount: i64,
 }
 
 /// A customer or supplier payment.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct PaymentData {
     /// `customer_payment` or `supplier_payment`.
     pub object: String,
     pub id: Uuid,
     /// Customer payments: who paid.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub customer_id: Option<Uuid>,
     /// Supplier payments: who was paid.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub supplier_id: Option<Uuid>,
     /// `posted`, or `voided` (its entry reversed and its allocations given back).
     pub status: String,
@@ -135,16 +131,12 @@ pub struct PaymentData {
     pub unallocated_amount: i64,
     /// Customer payments a sale recorded from its `paymentMethods`: that sale (the payment is allocated
     /// to it in full). Voiding the payment makes the sale owe its amount again.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub sale_id: Option<Uuid>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     #[serde(with = "crate::http::presence::rfc3339_nullable")]
     pub voided_at: Nullable<OffsetDateTime>,
     /// Write responses only: true when the same key and body already completed.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent_replay: Option<bool>,
 }
 

@@ -211,9 +211,10 @@ pub struct TaxRateRef {
 }
 
 /// A product variant.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Object)]
 #[serde(rename_all = "camelCase")]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct ProductData {
     /// The variant id.
     pub id: Uuid,
@@ -237,7 +238,6 @@ pub struct ProductData {
     /// A combo's components, in the order it lists them (`productType` `combo`; moving the combo moves
     /// these, times its quantity); an empty list for any other product. Detail only (lists never
     /// include them).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub components: Option<Vec<ComponentData>>,
     pub is_active: bool,
     /// Automatic margin pricing: when set (decimal text, for example `"40"`), every variant's price is
@@ -249,7 +249,6 @@ pub struct ProductData {
     /// This variant's value of each option.
     pub option_values: Vec<OptionValueData>,
     /// Custom fields (detail only; lists never include them).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub metafields: Option<Vec<MetafieldData>>,
     /// Tags, ordered by name (archived ones too while assigned).
     pub tags: Vec<TagData>,

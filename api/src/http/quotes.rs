@@ -123,7 +123,9 @@ pub struct ReservationData {
 /// Every 409 is `STATE_CONFLICT` with the current state in its detail's metadata, and changes nothing.
 /// Converting creates an order (`converted_order_id`) and moves the quote's active reservation to it in
 /// the same transaction.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct QuoteData {
     /// Always `quote`.
     pub object: String,
@@ -157,13 +159,9 @@ pub struct QuoteData {
     pub converted_order_id: Nullable<Uuid>,
     /// Write answers only: true when this is the stored outcome of an earlier request with the same key
     /// and body.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent_replay: Option<bool>,
     /// Write answers only: reserved lines that asked for more than was available (negative stock
     /// allowed).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub warnings: Option<Vec<StockWarning>>,
 }
 

@@ -130,14 +130,13 @@ impl From<Blocker> for BlockingIssue {
 }
 
 /// The outcome of a preview or a commit.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Object)]
 #[serde(rename_all = "camelCase")]
-#[oai(rename_all = "camelCase")]
+#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
 pub struct V2PurchaseResult {
     pub mode: PurchaseMode,
     /// The recorded purchase (commits only).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub purchase: Option<PurchaseData>,
     pub normalized_purchase: NormalizedPurchaseData,
     pub projected_effects: ProjectedEffectsData,
@@ -147,8 +146,6 @@ pub struct V2PurchaseResult {
     /// True when this is the stored outcome of an earlier commit with the same key and body.
     pub idempotent_replay: bool,
     /// The `client` of the request, as sent.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<serde_json::Value>,
 }
 

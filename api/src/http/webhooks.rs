@@ -55,7 +55,9 @@ const ENDPOINTS: Kind = Kind {
 };
 
 /// A webhook endpoint.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct WebhookEndpointData {
     /// Always `webhook_endpoint`.
     pub object: String,
@@ -67,8 +69,6 @@ pub struct WebhookEndpointData {
     /// `active`, `paused` or `disabled` (read-only).
     pub status: String,
     /// Only in the creation and rotation responses.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[oai(skip_serializing_if_is_none)]
     pub signing_secret: Option<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,

@@ -35,11 +35,11 @@ pub enum PurchaseDocumentState {
 
 /// A purchase's PDF: `url` (the authenticated document route, which redirects to a short-lived signed
 /// address) only when `ready`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct PurchaseDocument {
     pub state: PurchaseDocumentState,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
 }
 

@@ -67,40 +67,20 @@ pub struct ReportKeyData {
 
 /// Metrics as answered: those of the query only. Amounts are integer cents; quantities exact decimal
 /// text.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, Serialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct ReportMetricsData {
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<i64>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub quantity: Option<String>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub net: Option<i64>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tax: Option<i64>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<i64>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<i64>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub margin: Option<i64>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub amount: Option<i64>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub fee: Option<i64>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub on_hand: Option<String>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<i64>,
 }
 

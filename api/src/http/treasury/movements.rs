@@ -24,7 +24,9 @@ pub struct RateData {
 }
 
 /// A movement: one ledger line of a location, as it stands.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct MovementData {
     /// Always `treasury_movement`.
     pub object: String,
@@ -54,58 +56,30 @@ pub struct MovementData {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     /// Manual movements: `income` or `expense`.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub direction: Option<String>,
     /// Manual movements: the amount as sent (integer minor units in `currency`).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub amount: Option<i64>,
     /// Manual movements: the counterpart account when there are no `lines`.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub account_id: Option<Nullable<Uuid>>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<Nullable<String>>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub contact_id: Option<Nullable<Uuid>>,
     /// Manual movements without `lines`: the cost centers of the single counterpart.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_center1_id: Option<Nullable<Uuid>>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_center2_id: Option<Nullable<Uuid>>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_center3_id: Option<Nullable<Uuid>>,
     /// Manual movements: the itemized counterparts (empty when one `account_id` was sent).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub lines: Option<Vec<CounterLineData>>,
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub distributions: Option<Vec<DistributionData>>,
     /// Manual movements: pesos per dollar of a dollar movement (null on peso locations).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub exchange_rate: Option<Nullable<String>>,
     /// `manual` or `central_bank` (null on peso locations).
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub exchange_rate_source: Option<Nullable<String>>,
-    #[oai(skip_serializing_if_is_none)]
     #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::http::presence::optional_date_nullable")]
     pub exchange_rate_date: Option<Nullable<Date>>,
     /// Integer cents ARS: positive a gain, negative a loss, zero none (always zero on peso locations);
     /// null for old entries without a counterpart rate.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub exchange_difference_amount: Option<Nullable<i64>>,
     /// Manual movements: send it back in a `PUT` or `DELETE` body.
-    #[oai(skip_serializing_if_is_none)]
     #[serde(skip_serializing_if = "Option::is_none", with = "optional_rfc3339")]
     pub updated_at: Option<OffsetDateTime>,
 }

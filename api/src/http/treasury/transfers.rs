@@ -38,7 +38,9 @@ pub struct AccountingEffectData {
 
 /// Money moved between two peso locations. A transfer has no status and is never updated, cancelled
 /// or deleted.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
+#[oai(skip_serializing_if_is_none)]
 pub struct FundsTransferData {
     /// Always `funds_transfer`.
     pub object: String,
@@ -53,13 +55,9 @@ pub struct FundsTransferData {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
     /// Detail and creation only: the two effects, source first.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub accounting_effects: Option<Vec<AccountingEffectData>>,
     /// Creation only: true when this is the stored outcome of an earlier request with the same key and
     /// body.
-    #[oai(skip_serializing_if_is_none)]
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent_replay: Option<bool>,
 }
 
