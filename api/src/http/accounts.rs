@@ -281,7 +281,7 @@ impl AccountsApi {
         let call = Call::new(GET_CUSTOMER_ACCOUNT, &state, &auth, request_id)?;
         let dates = (as_of.0, date_from.0, date_to.0);
         let envelope = account(&call, &state, PaymentSide::Customer, &customer_id.0, dates, &request_id.0).await?;
-        Ok(Account::Ok(RawJson::new(Style::a(&envelope))))
+        Ok(Account::Ok(RawJson::new(Style::a(&envelope)?)))
     }
 
     /// What the business owes a supplier
@@ -307,6 +307,6 @@ impl AccountsApi {
         let call = Call::new(GET_SUPPLIER_ACCOUNT, &state, &auth, request_id)?;
         let dates = (as_of.0, date_from.0, date_to.0);
         let envelope = account(&call, &state, PaymentSide::Supplier, &supplier_id.0, dates, &request_id.0).await?;
-        Ok(Account::Ok(RawJson::new(Style::a(&envelope))))
+        Ok(Account::Ok(RawJson::new(Style::a(&envelope)?)))
     }
 }

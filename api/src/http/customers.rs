@@ -226,7 +226,7 @@ responses! {
     ListResponse: Ok(RawJson<ListEnvelope<ContactData>>) = 200, "A page, oldest first.";
 }
 
-fn envelope_bytes(data: ContactData) -> Bytes {
+fn envelope_bytes(data: ContactData) -> Result<Bytes, ApiError> {
     Style::b(&ContactEnvelope { success: true, data })
 }
 
@@ -254,7 +254,7 @@ async fn create(
     let write = Write::json(key.0, &version, &[], &body);
     // The body is made while the projection catches up, not after.
     let body = call
-        .write(&contacts.kind, write, command, |accepted| Ok(envelope_bytes(accepted_contact(accepted.state)?)))
+        .write(&contacts.kind, write, command, |accepted| envelope_bytes(accepted_contact(accepted.state)?))
         .await?;
     Ok(CreateResponse::Created(RawJson::new(body)))
 }
@@ -285,7 +285,7 @@ async fn replace(
         .write_then_read(&contacts.kind, write, command, async |accepted| {
             let mut data = accepted_contact(accepted.state)?;
             data.tags = tags_of_one(state, call.org_id(), contacts.taggable, data.id).await?;
-            Ok(envelope_bytes(data))
+            envelope_bytes(data)
         })
         .await?;
     Ok(ReadResponse::Ok(RawJson::new(body)))
@@ -304,7 +304,7 @@ async fn get(
             let Some(row) = read::get(&state.pool, contacts.table, call.org_id(), id).await? else { return Ok(None) };
             let mut data = ContactData::from_row(row);
             data.tags = tags_of_one(state, call.org_id(), contacts.taggable, id).await?;
-            Ok(Some(envelope_bytes(data)))
+            Ok(Some(envelope_bytes(data)?))
         })
         .await?;
     Ok(ReadResponse::Ok(RawJson::new(bytes)))

@@ -323,7 +323,7 @@ routes! {
                 let mut data = DeliveryNoteData::from_state(outcome.id, &outcome.note, created_at);
                 data.idempotent_replay = Some(replayed);
                 data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
-                Style::a(&DeliveryNoteEnvelope { request_id: call.request_id.to_owned(), data })
+                Style::a(&DeliveryNoteEnvelope { request_id: call.request_id.to_owned(), data })?
             }
     }
     cursor_lists: {
@@ -367,7 +367,7 @@ async fn deleted(call: &Call<'_>, write: Write<'_>, command: NoteCommand) -> Res
         deleted: true,
         idempotent_replay: replayed,
     };
-    Ok(Style::a(&DeliveryNoteDeletedEnvelope { request_id: call.request_id.to_owned(), data }))
+    Style::a(&DeliveryNoteDeletedEnvelope { request_id: call.request_id.to_owned(), data })
 }
 
 /// One delivery note, in its envelope (a deleted one is none).
@@ -376,7 +376,7 @@ async fn delivery_note(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>
         return Ok(None);
     };
     let data = DeliveryNoteData::of_row(&row);
-    Ok(Some(Style::a(&DeliveryNoteEnvelope { request_id: call.request_id.to_owned(), data })))
+    Ok(Some(Style::a(&DeliveryNoteEnvelope { request_id: call.request_id.to_owned(), data })?))
 }
 
 /// A page of delivery notes, newest first.

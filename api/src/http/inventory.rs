@@ -451,7 +451,7 @@ routes! {
                     .write(&INVENTORY, write, Command::StockMovement(command), |accepted| {
                         let outcome: MovementOutcome = decode_state(accepted.state, "stock movement")?;
                         let data = StockMovementData::from_outcome(outcome, accepted.replayed);
-                        Ok(Style::a(&StockMovementEnvelope { request_id: call.request_id.to_owned(), data }))
+                        Style::a(&StockMovementEnvelope { request_id: call.request_id.to_owned(), data })
                     })
                     .await?
             }
@@ -471,7 +471,7 @@ routes! {
                         let outcome: TransferOutcome = decode_state(accepted.state, "stock transfer")?;
                         let mut data = StockTransferData::from_outcome(outcome, accepted.replayed);
                         data.tags = tags_of_one(call.state, call.org_id(), Taggable::StockTransfer, data.id).await?;
-                        Ok(Style::a(&StockTransferEnvelope { request_id: call.request_id.to_owned(), data }))
+                        Style::a(&StockTransferEnvelope { request_id: call.request_id.to_owned(), data })
                     })
                     .await?
             }
@@ -522,7 +522,7 @@ async fn stock_transfer(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes
     let Some(row) = read::transfer(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
     let tags = tags_of_one(call.state, call.org_id(), Taggable::StockTransfer, id).await?;
     let data = StockTransferData::from_row(row, tags)?;
-    Ok(Some(Style::a(&StockTransferEnvelope { request_id: call.request_id.to_owned(), data })))
+    Ok(Some(Style::a(&StockTransferEnvelope { request_id: call.request_id.to_owned(), data })?))
 }
 
 /// A page of stock levels, by variant then warehouse.

@@ -155,7 +155,7 @@ api_group! {
                 })
                 .collect();
             let body = ListEnvelope::new(request_id.0.clone(), DEFINITIONS.list.url, data, false, None);
-            Ok(Definitions::Ok(RawJson::new(Style::a(&body))))
+            Ok(Definitions::Ok(RawJson::new(Style::a(&body)?)))
         }
     }
     writes: {
@@ -170,7 +170,7 @@ api_group! {
                 call.write(&DEFINITIONS, write, command, |accepted| {
                     let record: MetafieldDefinition = decode_state(accepted.state, "metafield definition")?;
                     let data = definition_data(record.id, record.fields, record.created_at);
-                    Ok(Style::b(&MetafieldDefinitionEnvelope { success: true, data }))
+                    Style::b(&MetafieldDefinitionEnvelope { success: true, data })
                 })
                 .await?
             }

@@ -32,7 +32,7 @@ use poem_openapi::{OpenApiService, Tags};
 use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use time::{OffsetDateTime, UtcOffset};
+use time::OffsetDateTime;
 use tracing::Instrument;
 
 pub const VERSION_HEADER: &str = "Service-Version";
@@ -101,20 +101,23 @@ pub enum ApiTags {
 
 /// The organization's time zone is the constant UTC-3: every date-time is rendered in it.
 pub fn ar_time(at: OffsetDateTime) -> OffsetDateTime {
-    at.to_offset(UtcOffset::from_hms(-3, 0, 0).unwrap_or(UtcOffset::UTC))
+    at.to_offset(events::catalogue::AR_OFFSET)
 }
 
 /// Serializing response bodies.
 pub struct Style;
 
 impl Style {
-    /// A Style A body.
-    pub fn a<T: Serialize>(body: &T) -> Bytes {
-        Bytes::from(serde_json::to_vec(body).unwrap_or_default())
+    /// A Style A body. One that does not encode (a failing `Serialize`) is a 500, never an empty 200.
+    pub fn a<T: Serialize>(body: &T) -> Result<Bytes, ApiError> {
+        serde_json::to_vec(body).map(Bytes::from).map_err(|error| {
+            tracing::error!(%error, "a response body did not encode");
+            ApiError::internal()
+        })
     }
 
     /// A Style B body.
-    pub fn b<T: Serialize>(body: &T) -> Bytes {
+    pub fn b<T: Serialize>(body: &T) -> Result<Bytes, ApiError> {
         Self::a(body)
     }
 }

@@ -29,7 +29,7 @@ use projections::ProjectionId;
 use projections::orders::{self as read, OrderFilter, OrderRow};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use time::{Date, OffsetDateTime, UtcOffset};
+use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
 const WHY: &str = "The organization blocks negative stock and the reservation asks for more than is available \
@@ -403,12 +403,12 @@ pub(crate) async fn saved(call: &Call<'_>, write: Write<'_>, command: OrderComma
     let mut data = OrderData::from_state(outcome.id, &outcome.order, &mut reserved, created_at, updated_at);
     data.idempotent_replay = Some(replayed);
     data.warnings = Some(outcome.warnings.into_iter().map(Into::into).collect());
-    Ok(Style::a(&OrderEnvelope { request_id: call.request_id.to_owned(), data }))
+    Style::a(&OrderEnvelope { request_id: call.request_id.to_owned(), data })
 }
 
 /// The start of `date` in UTC-3.
 fn day_start(date: Date) -> OffsetDateTime {
-    date.midnight().assume_offset(UtcOffset::from_hms(-3, 0, 0).unwrap_or(UtcOffset::UTC))
+    date.midnight().assume_offset(events::catalogue::AR_OFFSET)
 }
 
 routes! {
@@ -508,7 +508,7 @@ routes! {
 async fn order(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
     let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
     let data = render_rows(call.state, call.org_id(), vec![row]).await?.remove(0);
-    Ok(Some(Style::a(&OrderEnvelope { request_id: call.request_id.to_owned(), data })))
+    Ok(Some(Style::a(&OrderEnvelope { request_id: call.request_id.to_owned(), data })?))
 }
 
 /// A page of orders, newest first.

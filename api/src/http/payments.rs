@@ -377,7 +377,7 @@ async fn supplier_payment(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Byt
 async fn payment(call: &Call<'_>, side: PaymentSide, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
     let seen = visibility(call.principal);
     let Some(row) = read::payment(&call.state.pool, call.org_id(), side, id, &seen).await? else { return Ok(None) };
-    Ok(Some(Style::a(&PaymentEnvelope { request_id: call.request_id.to_owned(), data: row_data(side, &row) })))
+    Ok(Some(Style::a(&PaymentEnvelope { request_id: call.request_id.to_owned(), data: row_data(side, &row) })?))
 }
 
 /// Sends a payment command, waits until reads show it, and answers the payment as the command left it.
@@ -400,7 +400,7 @@ async fn write(
     let voided_at = outcome.voided.then(|| row.as_ref().and_then(|r| r.doc.voided_at).unwrap_or(outcome.at));
     let mut data = payment_data(side, outcome.id, &outcome.payment, created_at, voided_at);
     data.idempotent_replay = Some(replayed);
-    Ok(Style::a(&PaymentEnvelope { request_id: call.request_id.to_owned(), data }))
+    Style::a(&PaymentEnvelope { request_id: call.request_id.to_owned(), data })
 }
 
 fn command_of(command: PaymentCommand) -> Command {

@@ -343,7 +343,7 @@ async fn write(call: &Call<'_>, write: Write<'_>, body: &serde_json::Value, targ
         let row = read::get(&call.state.pool, call.org_id(), stored.id)
             .await?
             .ok_or_else(|| ApiError::not_found(PRICE_LISTS.label))?;
-        Ok(Style::a(&PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) }))
+        Style::a(&PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) })
     })
     .await
 }
@@ -445,7 +445,7 @@ routes! {
                 return Ok(Detail::NotModified(etag));
             }
             let body = PriceListEnvelope { request_id: call.request_id.to_owned(), data: PriceListData::from_row(&row) };
-            Ok(Detail::Ok(RawJson::new(Style::a(&body)), etag))
+            Ok(Detail::Ok(RawJson::new(Style::a(&body)?), etag))
         }
 
         /// List a price list's prices
@@ -520,7 +520,7 @@ routes! {
                 next_cursor: next_cursor.into(),
                 pricing_revision: revision,
             };
-            Ok(Prices::Ok(RawJson::new(Style::a(&body)), etag))
+            Ok(Prices::Ok(RawJson::new(Style::a(&body)?), etag))
         }
 
         /// Get a variant's price under a price list
@@ -550,7 +550,7 @@ routes! {
                 return Ok(Price::NotModified(etag));
             }
             let body = PriceEntryEnvelope { request_id: call.request_id.to_owned(), data: entry };
-            Ok(Price::Ok(RawJson::new(Style::a(&body)), etag))
+            Ok(Price::Ok(RawJson::new(Style::a(&body)?), etag))
         }
     }
     writes: {

@@ -437,7 +437,7 @@ async fn update_variant(call: &Call<'_>, write: Write<'_>, command: ProductComma
     let body = call
         .write_then_read(&PRODUCTS, write, Command::Product(command), async |_| {
             let data = readable(call.state, call.org_id(), variant_id).await?;
-            Ok(Style::b(&ProductEnvelope { success: true, data }))
+            Style::b(&ProductEnvelope { success: true, data })
         })
         .await?;
     Ok(ReadResponse::Ok(RawJson::new(body)))
@@ -677,7 +677,7 @@ routes! {
                     tax_inclusive: list.tax_inclusive,
                 })
                 .into();
-                return Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data }))));
+                return Ok(ReadResponse::Ok(RawJson::new(Style::b(&ProductEnvelope { success: true, data })?)));
             }
             let bytes = call
                 .get(&PRODUCTS, &product_id.0, async |id| {
@@ -685,7 +685,7 @@ routes! {
                     let mut data = ProductData::from_row(row, true);
                     data.components = Some(components(&state, call.org_id(), &data).await?);
                     data.tags = tags_of_one(&state, call.org_id(), Taggable::Product, id).await?;
-                    Ok(Some(Style::b(&ProductEnvelope { success: true, data })))
+                    Ok(Some(Style::b(&ProductEnvelope { success: true, data })?))
                 })
                 .await?;
             Ok(ReadResponse::Ok(RawJson::new(bytes)))
@@ -721,7 +721,7 @@ routes! {
                             })
                             .collect();
                         let data = ProductCreatedData { product: detail, variants };
-                        Ok(Style::b(&ProductCreatedEnvelope { success: true, data }))
+                        Style::b(&ProductCreatedEnvelope { success: true, data })
                     })
                     .await?
             }
@@ -754,7 +754,7 @@ routes! {
                 call
                     .write(&PRODUCTS, write, command, |accepted| {
                         let data: BulkAdjustmentData = decode_state(accepted.state, "bulk adjustment summary")?;
-                        Ok(Style::a(&BulkAdjustmentEnvelope { request_id: call.request_id.to_owned(), data }))
+                        Style::a(&BulkAdjustmentEnvelope { request_id: call.request_id.to_owned(), data })
                     })
                     .await?
             }

@@ -367,7 +367,7 @@ async fn saved(call: &Call<'_>, write: Write<'_>, command: QuoteCommand) -> Resu
     let state = call.state;
     let (outcome, replayed) = dispatched(call, write, command).await?;
     let data = answer(state, call, outcome, replayed).await?;
-    Ok(Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data }))
+    Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data })
 }
 
 /// Deletes a quote and answers what that did, in its envelope.
@@ -380,7 +380,7 @@ async fn deleted(call: &Call<'_>, write: Write<'_>, command: QuoteCommand) -> Re
         reservation_released: outcome.reservation_released,
         idempotent_replay: replayed,
     };
-    Ok(Style::a(&QuoteDeletedEnvelope { request_id: call.request_id.to_owned(), data }))
+    Style::a(&QuoteDeletedEnvelope { request_id: call.request_id.to_owned(), data })
 }
 
 async fn answer(
@@ -523,7 +523,7 @@ routes! {
 async fn quote(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
     let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
     let data = render_rows(call.state, call.org_id(), vec![row]).await?.remove(0);
-    Ok(Some(Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data })))
+    Ok(Some(Style::a(&QuoteEnvelope { request_id: call.request_id.to_owned(), data })?))
 }
 
 /// A page of quotes, newest first.

@@ -323,7 +323,7 @@ fn from_state<K: ResourceKind>(state: Value) -> Result<K::Data, ApiError> {
     Ok(K::render(record.id, record.fields, is_default, record.created_at, record.updated_at))
 }
 
-fn single<K: ResourceKind>(data: K::Data) -> Bytes {
+fn single<K: ResourceKind>(data: K::Data) -> Result<Bytes, ApiError> {
     Style::b(&StyleB { success: true, data })
 }
 
@@ -339,13 +339,13 @@ async fn write<K: ResourceKind>(call: &Call<'_>, write: Write<'_>, target: Optio
         None => RecordCommand::Create { id, fields },
         Some(_) => RecordCommand::Replace { id, fields },
     };
-    call.write(&K::KIND, write, K::command(command), |accepted| Ok(single::<K>(from_state::<K>(accepted.state)?))).await
+    call.write(&K::KIND, write, K::command(command), |accepted| single::<K>(from_state::<K>(accepted.state)?)).await
 }
 
 async fn get_one<K: ResourceKind>(call: &Call<'_>, id: &str) -> Result<Bytes, ApiError> {
     call.get(&K::KIND, id, async |id| {
         let row = read::get(&call.state.pool, K::PROJECTION.table_name(), call.org_id(), id).await?;
-        row.map(|row| Ok(single::<K>(from_row::<K>(row)?))).transpose()
+        row.map(|row| single::<K>(from_row::<K>(row)?)).transpose()
     })
     .await
 }
@@ -643,7 +643,7 @@ records_api! {
                 }
                 let query = PageQuery { search, sort, descending, page, limit };
                 let (data, pagination) = record_page::<CategoryEvent>(&call, &query).await?;
-                Ok(Pages::Ok(RawJson::new(Style::b(&PageList { success: true, data, pagination }))))
+                Ok(Pages::Ok(RawJson::new(Style::b(&PageList { success: true, data, pagination })?)))
             }
         }
 

@@ -175,7 +175,7 @@ where
     let next = page.finish(&mut rest, |(code, _)| code.to_string());
     let has_more = next.is_some();
     let data = rest.into_iter().map(|(_, item)| item).collect();
-    Ok(Style::a(&ListEnvelope::new(call.request_id.to_owned(), url, data, has_more, next)))
+    Style::a(&ListEnvelope::new(call.request_id.to_owned(), url, data, has_more, next))
 }
 
 /// The caller's organization, as the shared handler sequence sees it (a single read, cached).
@@ -227,7 +227,7 @@ routes! {
                         created_at: ar_time(row.created_at),
                         updated_at: ar_time(row.updated_at),
                     };
-                    Ok(Some(Style::a(&data)))
+                    Ok(Some(Style::a(&data)?))
                 })
                 .await?;
             // The cached part is `data`; the envelope carries this request's id.

@@ -448,7 +448,7 @@ impl<'a> Call<'a> {
         let next_cursor = page.finish(&mut rows, |row| position(row).write());
         let has_more = next_cursor.is_some();
         let data = render(rows).await?;
-        Ok(Style::a(&ListEnvelope::new(self.request_id.to_owned(), at.url, data, has_more, next_cursor)))
+        Style::a(&ListEnvelope::new(self.request_id.to_owned(), at.url, data, has_more, next_cursor))
     }
 }
 

@@ -641,7 +641,7 @@ routes! {
             let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
             let row = read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("sale"))?;
             let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
-            let body = Style::b(&SaleEnvelope { success: true, data });
+            let body = Style::b(&SaleEnvelope { success: true, data })?;
             Ok(match outcome.sale.fiscal.status {
                 FiscalStatus::Issued => Invoiced::Issued(RawJson::new(body)),
                 _ => Invoiced::Deferred(RawJson::new(body)),
@@ -704,7 +704,7 @@ routes! {
                     warnings: outcome.warnings.into_iter().map(Into::into).collect(),
                     idempotent_replay: accepted.replayed,
                 };
-                let body = Style::b(&SaleCreatedEnvelope { success: true, data });
+                let body = Style::b(&SaleCreatedEnvelope { success: true, data })?;
                 SaleCreated::Created(RawJson::new(body), historical.then(|| "true".to_owned()))
             }
     }
@@ -739,7 +739,7 @@ routes! {
 async fn sale(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
     let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
     let data = render_rows(call.state, call.org_id(), vec![row]).await?.remove(0);
-    Ok(Some(Style::b(&SaleEnvelope { success: true, data })))
+    Ok(Some(Style::b(&SaleEnvelope { success: true, data })?))
 }
 
 /// A page of sales, oldest first.

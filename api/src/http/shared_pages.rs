@@ -40,7 +40,7 @@ pub fn v2_page_params(page: Query<Option<PageNumber>>, limit: Query<Option<Limit
 }
 
 /// One v2 page of `data`, the `page` of `limit` rows out of `total`, in the v2 envelope.
-pub fn v2_page<T>(call: &Call<'_>, data: Vec<T>, page: i64, limit: i64, total: i64) -> Bytes
+pub fn v2_page<T>(call: &Call<'_>, data: Vec<T>, page: i64, limit: i64, total: i64) -> Result<Bytes, ApiError>
 where
     T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync,
 {
@@ -48,7 +48,7 @@ where
 }
 
 /// `data` and its `pagination` in the v2 envelope.
-pub fn v2_envelope<T>(call: &Call<'_>, data: Vec<T>, pagination: Pagination) -> Bytes
+pub fn v2_envelope<T>(call: &Call<'_>, data: Vec<T>, pagination: Pagination) -> Result<Bytes, ApiError>
 where
     T: Type + ParseFromJSON + ToJSON + Serialize + Send + Sync,
 {

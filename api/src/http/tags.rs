@@ -173,7 +173,7 @@ responses! {
     Applied: Ok(RawJson<TagApplicationEnvelope>) = 200, "Applied; every resource shows its tags at once.";
 }
 
-fn tag_envelope(request_id: &str, data: TagData) -> bytes::Bytes {
+fn tag_envelope(request_id: &str, data: TagData) -> Result<bytes::Bytes, ApiError> {
     Style::a(&TagEnvelope { request_id: request_id.to_owned(), data })
 }
 
@@ -181,7 +181,7 @@ fn tag_envelope(request_id: &str, data: TagData) -> bytes::Bytes {
 async fn saved(call: &Call<'_>, write: Write<'_>, command: TagCommand) -> Result<Bytes, ApiError> {
     call.write(&TAGS, write, Command::Tag(command), |accepted| {
         let tag = decode_state::<Tag>(accepted.state, "tag")?;
-        Ok(tag_envelope(call.request_id, TagData::from_state(tag)))
+        tag_envelope(call.request_id, TagData::from_state(tag))
     })
     .await
 }
@@ -191,7 +191,7 @@ async fn apply(call: &Call<'_>, write: Write<'_>, body: &Value, resource_type: T
     let command = parse_apply(body, resource_type).map_err(ApiError::validation)?;
     call.write(&TAGS, write, Command::ApplyTags(command), |accepted| {
         let data: TagApplicationData = decode_state(accepted.state, "tag application")?;
-        Ok(Style::a(&TagApplicationEnvelope { request_id: call.request_id.to_owned(), data }))
+        Style::a(&TagApplicationEnvelope { request_id: call.request_id.to_owned(), data })
     })
     .await
 }
@@ -199,7 +199,7 @@ async fn apply(call: &Call<'_>, write: Write<'_>, body: &Value, resource_type: T
 /// One tag, in its envelope.
 async fn tag(call: &Call<'_>, id: Uuid) -> Result<Option<Bytes>, ApiError> {
     let row = read::get(&call.state.pool, call.org_id(), id).await?;
-    Ok(row.map(|row| tag_envelope(call.request_id, TagData::from_row(row))))
+    row.map(|row| tag_envelope(call.request_id, TagData::from_row(row))).transpose()
 }
 
 /// A patch names a new `name`, a `color` (null clears it) or `archived`.

@@ -207,7 +207,7 @@ routes! {
                 .await?
                 .ok_or_else(|| ApiError::not_found("purchase"))?;
             let data = render_purchases(&state, call.org_id(), vec![row]).await?.remove(0);
-            Ok(V2PurchaseRead::Ok(RawJson::new(Style::a(&V2Single { request_id: request_id.0.clone(), success: true, data }))))
+            Ok(V2PurchaseRead::Ok(RawJson::new(Style::a(&V2Single { request_id: request_id.0.clone(), success: true, data })?)))
         }
 
         /// Preview or commit a purchase (v2)
@@ -300,7 +300,7 @@ routes! {
                 idempotent_replay: accepted.replayed,
                 client,
             };
-            let body = Style::a(&V2Single { request_id: request_id.0.clone(), success: true, data });
+            let body = Style::a(&V2Single { request_id: request_id.0.clone(), success: true, data })?;
             Ok(match mode {
                 Mode::Commit => V2PurchaseAnswer::Committed(RawJson::new(body)),
                 Mode::Preview => V2PurchaseAnswer::Previewed(RawJson::new(body)),
@@ -353,7 +353,7 @@ async fn warehouses(
     let search = shared_filters::search(search);
     let query = PageQuery { search, sort: SortBy::Name, descending: false, page, limit };
     let (data, pagination) = record_page::<WarehouseEvent>(call, &query).await?;
-    Ok(V2Pages::Ok(RawJson::new(v2_envelope(call, data, pagination))))
+    Ok(V2Pages::Ok(RawJson::new(v2_envelope(call, data, pagination)?)))
 }
 
 /// A page of suppliers by name, with their tags.
@@ -369,7 +369,7 @@ async fn suppliers(
         projections::customers::page(&call.state.pool, table, call.org_id(), search.as_deref(), page, limit).await?;
     let rows = tagged(call.state, call.org_id(), Taggable::Supplier, rows, |r| r.id).await?;
     let data = rows.into_iter().map(|(row, tags)| ContactData { tags, ..ContactData::from_row(row) }).collect();
-    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total))))
+    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total)?)))
 }
 
 /// A page of product variants by name, with their tags.
@@ -384,7 +384,7 @@ async fn products(
         projections::products::page(&call.state.pool, call.org_id(), search.as_deref(), page, limit).await?;
     let rows = tagged(call.state, call.org_id(), Taggable::Product, rows, |r| r.id).await?;
     let data = rows.into_iter().map(|(row, tags)| ProductData { tags, ..ProductData::from_row(row, false) }).collect();
-    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total))))
+    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total)?)))
 }
 
 /// A page of purchases, newest first; the filters' errors name them as v2 spells them.
@@ -406,5 +406,5 @@ async fn purchases(
     filter.query = filter.query.take();
     let (rows, total) = projections::purchases::page(&call.state.pool, call.org_id(), &filter, page, limit).await?;
     let data = render_purchases(call.state, call.org_id(), rows).await?;
-    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total))))
+    Ok(V2Pages::Ok(RawJson::new(v2_page(call, data, page, limit, total)?)))
 }

@@ -234,13 +234,13 @@ fn from_state(state: &AppState, endpoint: WebhookEndpoint, with_secret: bool) ->
     })
 }
 
-fn envelope(request_id: &str, data: WebhookEndpointData) -> Bytes {
+fn envelope(request_id: &str, data: WebhookEndpointData) -> Result<Bytes, ApiError> {
     Style::a(&WebhookEndpointEnvelope { request_id: request_id.to_owned(), data })
 }
 
 /// The endpoint a write left, as answered: the signing secret only after creation and rotation.
 fn answer(call: &Call<'_>, endpoint: WebhookEndpoint, with_secret: bool) -> Result<Bytes, ApiError> {
-    Ok(envelope(call.request_id, from_state(call.state, endpoint, with_secret)?))
+    envelope(call.request_id, from_state(call.state, endpoint, with_secret)?)
 }
 
 /// The answer to a test: the delivery it queued.
@@ -251,7 +251,7 @@ fn test_answer(call: &Call<'_>, endpoint: WebhookEndpoint) -> Result<Bytes, ApiE
         endpoint_id: endpoint.id,
         event_type: "webhook.test".into(),
     };
-    Ok(Style::a(&WebhookTestEnvelope { request_id: call.request_id.to_owned(), data }))
+    Style::a(&WebhookTestEnvelope { request_id: call.request_id.to_owned(), data })
 }
 
 /// The endpoint named in the path as the credential may see it: another owner's is not found.
@@ -425,7 +425,7 @@ webhooks_api! {
         ) -> Result<Endpoint, ApiError> {
             let call = Call::new(GET_WEBHOOK_ENDPOINT, &state, &auth, request_id)?;
             let row = visible(&call, &id.0).await?;
-            Ok(Endpoint::Ok(RawJson::new(envelope(call.request_id, from_row(row)))))
+            Ok(Endpoint::Ok(RawJson::new(envelope(call.request_id, from_row(row))?)))
         }
 
         /// Webhook event types
@@ -452,7 +452,7 @@ webhooks_api! {
                 .collect();
             // The catalogue is one short, fixed page.
             let body = ListEnvelope::new(call.request_id.to_owned(), "/api/v1/webhook-event-types", data, false, None);
-            Ok(EventTypes::Ok(RawJson::new(Style::a(&body))))
+            Ok(EventTypes::Ok(RawJson::new(Style::a(&body)?)))
         }
     }
     writes: {

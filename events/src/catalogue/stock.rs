@@ -36,10 +36,7 @@ pub mod iso_date_option {
 }
 
 /// The organization's calendar: Argentina, UTC-3 all year.
-pub const AR_OFFSET: UtcOffset = match UtcOffset::from_hms(-3, 0, 0) {
-    Ok(offset) => offset,
-    Err(_) => UtcOffset::UTC,
-};
+pub const AR_OFFSET: UtcOffset = time::macros::offset!(-3);
 
 /// The date in the organization's calendar at `at`.
 pub fn ar_date(at: OffsetDateTime) -> Date {

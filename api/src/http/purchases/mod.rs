@@ -154,7 +154,7 @@ routes! {
                             warnings: outcome.warnings.into_iter().map(Into::into).collect(),
                             idempotent_replay: accepted.replayed,
                         };
-                        Ok(Style::b(&PurchaseCreatedEnvelope { success: true, data }))
+                        Style::b(&PurchaseCreatedEnvelope { success: true, data })
                     })
                     .await
                     .map_err(v1_refusal)?
@@ -253,14 +253,14 @@ routes! {
 async fn purchase(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
     let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
     let data = render_purchases(call.state, call.org_id(), vec![row]).await?.remove(0);
-    Ok(Some(Style::b(&PurchaseEnvelope { success: true, data })))
+    Ok(Some(Style::b(&PurchaseEnvelope { success: true, data })?))
 }
 
 /// One purchase order, in its envelope.
 async fn purchase_order(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
     let Some(row) = read::order(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
     let data = render_order(call.state, call.org_id(), &row.state, row.supplier_name).await?;
-    Ok(Some(Style::b(&PurchaseOrderEnvelope { success: true, data })))
+    Ok(Some(Style::b(&PurchaseOrderEnvelope { success: true, data })?))
 }
 
 /// A page of purchases, oldest first.

@@ -273,5 +273,5 @@ pub(super) async fn order_write(call: &Call<'_>, write: Write<'_>, command: Comm
     .await?
     .map(|s| s.name);
     let data = render_order(state, call.org_id(), &order, supplier).await?;
-    Ok(Style::b(&PurchaseOrderEnvelope { success: true, data }))
+    Style::b(&PurchaseOrderEnvelope { success: true, data })
 }

@@ -427,6 +427,6 @@ impl ReportsApi {
         }
         let data = answer(&state.pool, Some(&state.cursors), org_id, &request, paging).await?;
         let envelope = ReportEnvelope { request_id: request_id.0.clone(), data };
-        Ok(ReportAnswer::Json(crate::http::Style::a(&envelope)))
+        Ok(ReportAnswer::Json(crate::http::Style::a(&envelope)?))
     }
 }

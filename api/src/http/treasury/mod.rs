@@ -261,7 +261,7 @@ routes! {
                 Style::a(&MovementEnvelope {
                     request_id: call.request_id.to_owned(),
                     data: data.ok_or_else(ApiError::internal)?,
-                })
+                })?
             }
 
         /// Replace a manual movement
@@ -286,7 +286,7 @@ routes! {
                 Style::a(&MovementEnvelope {
                     request_id: call.request_id.to_owned(),
                     data: data.ok_or_else(ApiError::internal)?,
-                })
+                })?
             }
 
         /// Delete a manual movement
@@ -306,7 +306,7 @@ routes! {
                 Style::a(&MovementDeletedEnvelope {
                     request_id: call.request_id.to_owned(),
                     data,
-                })
+                })?
             }
 
         /// Create a funds transfer
@@ -351,7 +351,7 @@ routes! {
                 Style::a(&FundsTransferEnvelope {
                     request_id: call.request_id.to_owned(),
                     data,
-                })
+                })?
             }
     }
     cursor_lists: {
@@ -462,7 +462,7 @@ async fn bank_account_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::B
     let at = LocationRef { kind: LocationKind::BankAccount, id };
     let Some(row) = seen_location(call, at).await? else { return Ok(None) };
     let data = bank_account(&row);
-    Ok(Some(Style::a(&BankAccountEnvelope { request_id: call.request_id.to_owned(), data })))
+    Ok(Some(Style::a(&BankAccountEnvelope { request_id: call.request_id.to_owned(), data })?))
 }
 
 /// One movement the caller sees, in its envelope (a dollar movement without complete amounts is 422).
@@ -478,7 +478,7 @@ async fn movement_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes
             "this dollar movement predates complete amounts: its dollars or their pesos are not recorded",
         ));
     }
-    Ok(Some(Style::a(&MovementEnvelope { request_id: call.request_id.to_owned(), data })))
+    Ok(Some(Style::a(&MovementEnvelope { request_id: call.request_id.to_owned(), data })?))
 }
 
 /// One funds transfer the caller sees, in its envelope.
@@ -486,7 +486,7 @@ async fn transfer_by_id(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes
     let seen = visibility(call.principal);
     let Some(row) = read::transfer(&call.state.pool, call.org_id(), id, &seen).await? else { return Ok(None) };
     let data = transfer_row(&row, true)?;
-    Ok(Some(Style::a(&FundsTransferEnvelope { request_id: call.request_id.to_owned(), data })))
+    Ok(Some(Style::a(&FundsTransferEnvelope { request_id: call.request_id.to_owned(), data })?))
 }
 
 /// A page of bank accounts, by id.
@@ -731,7 +731,7 @@ async fn seen_location(call: &Call<'_>, at: LocationRef) -> Result<Option<Locati
 async fn cash_by_id(call: &Call<'_>, at: LocationRef) -> Result<Option<bytes::Bytes>, ApiError> {
     let Some(row) = seen_location(call, at).await? else { return Ok(None) };
     let data = cash_location(&row);
-    Ok(Some(Style::a(&CashLocationEnvelope { request_id: call.request_id.to_owned(), data })))
+    Ok(Some(Style::a(&CashLocationEnvelope { request_id: call.request_id.to_owned(), data })?))
 }
 
 #[cfg(test)]
