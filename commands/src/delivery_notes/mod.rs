@@ -498,7 +498,7 @@ fn delete(note: &DeliveryNoteState, facts: &NoteFacts) -> Result<NoteDecision, R
         let moves = note
             .changes
             .iter()
-            .map(|c| add((c.variant_id, c.warehouse_id), Quantity::ZERO.checked_sub(c.quantity).unwrap_or_default()))
+            .map(|c| add((c.variant_id, c.warehouse_id), -c.quantity))
             .collect();
         return Ok(NoteDecision { note: note.clone(), deleted: true, moves, order: None });
     };
