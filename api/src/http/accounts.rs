@@ -53,7 +53,6 @@ const MAX_DAYS: i64 = 366;
 /// A document that still owes something.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct OpenDocumentData {
     /// Customer accounts: the sale (an invoice, debit note or another voucher owed).
     pub sale_id: Option<Uuid>,
@@ -114,7 +113,6 @@ pub struct StatementData {
 /// What a customer or supplier owes.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct AccountData {
     /// `customer_account` or `supplier_account`.
     pub object: String,

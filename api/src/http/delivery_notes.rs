@@ -64,7 +64,6 @@ pub enum OriginType {
 /// What the note documents.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct OriginData {
     #[oai(rename = "type")]
     #[serde(rename = "type")]
@@ -89,7 +88,6 @@ pub struct DeliveryLineData {
 /// A delivery note (remito): what left, for whom, and from where. It shows no prices.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct DeliveryNoteData {
     /// Always `delivery_note`.
     pub object: String,

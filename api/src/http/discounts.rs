@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 /// A line's discount: `amount` (cents) or `percentage`.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct QuoteDiscountData {
     pub amount: Option<i64>,
     /// Decimal text (`"12.5"`).

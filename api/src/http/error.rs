@@ -27,7 +27,6 @@ pub enum ErrorType {
 /// One detail of an error: usually one offending field or header.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,

@@ -273,7 +273,6 @@ fn transfer_lines(lines: &[StockLine]) -> Vec<TransferLineData> {
 /// A transfer of stock between two warehouses.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct StockTransferData {
     /// Always `stock_transfer`.
     pub object: String,

@@ -117,7 +117,6 @@ pub struct SalesOrderLineData {
 /// An order.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct OrderData {
     /// Always `order`.
     pub object: String,

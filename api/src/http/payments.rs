@@ -93,7 +93,6 @@ pub struct PaymentLineData {
 /// A share of a payment settling one document.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct AllocationData {
     /// Customer payments: the sale settled.
     pub sale_id: Option<Uuid>,
@@ -106,7 +105,6 @@ pub struct AllocationData {
 /// A customer or supplier payment.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct PaymentData {
     /// `customer_payment` or `supplier_payment`.
     pub object: String,

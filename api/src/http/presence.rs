@@ -6,10 +6,10 @@
 //! | `T`                      | always present, never `null`        | required                     |
 //! | [`Nullable<T>`]          | always present, may be `null`       | required, `nullable: true`   |
 //! | [`Optional<T>`]          | may be absent, may be `null`        | not required, `nullable`     |
-//! | `Option<T>` with `skip_serializing_if_is_none` | absent or a value | not required        |
+//! | `Option<T>`, its struct `#[serde_with::skip_serializing_none]` | absent or a value | not required |
 //!
 //! Responses use `Nullable<T>` for a field rendered as `null` when unset and `Option<T>` (skipped when
-//! none) for one left out; request bodies use `Optional<T>` for a field that may be omitted or sent as
+//! none, by the struct's `skip_serializing_none`) for one left out; request bodies use `Optional<T>` for a field that may be omitted or sent as
 //! `null` (both mean "unset"). A plain `Option<T>` without the skip would be documented as absent while
 //! sent as `null`: the contract test (`scripts/contract`) fails on it.
 

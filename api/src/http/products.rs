@@ -214,7 +214,7 @@ pub struct TaxRateRef {
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Object)]
 #[serde(rename_all = "camelCase")]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+#[oai(rename_all = "camelCase")]
 pub struct ProductData {
     /// The variant id.
     pub id: Uuid,

@@ -125,7 +125,6 @@ pub struct ReservationData {
 /// the same transaction.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct QuoteData {
     /// Always `quote`.
     pub object: String,

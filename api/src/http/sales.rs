@@ -191,7 +191,6 @@ pub enum FileState {
 /// The sale's PDF: `url` (the authenticated document route) only when `ready`.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct FileData {
     pub state: FileState,
     pub url: Option<String>,

@@ -133,7 +133,7 @@ impl From<Blocker> for BlockingIssue {
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Object)]
 #[serde(rename_all = "camelCase")]
-#[oai(rename_all = "camelCase", skip_serializing_if_is_none)]
+#[oai(rename_all = "camelCase")]
 pub struct V2PurchaseResult {
     pub mode: PurchaseMode,
     /// The recorded purchase (commits only).

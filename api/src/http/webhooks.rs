@@ -57,7 +57,6 @@ const ENDPOINTS: Kind = Kind {
 /// A webhook endpoint.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct WebhookEndpointData {
     /// Always `webhook_endpoint`.
     pub object: String,

@@ -37,7 +37,6 @@ pub enum PurchaseDocumentState {
 /// address) only when `ready`.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct PurchaseDocument {
     pub state: PurchaseDocumentState,
     pub url: Option<String>,

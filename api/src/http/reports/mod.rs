@@ -69,7 +69,6 @@ pub struct ReportKeyData {
 /// text.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, Serialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct ReportMetricsData {
     pub count: Option<i64>,
     pub quantity: Option<String>,

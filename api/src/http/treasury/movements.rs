@@ -26,7 +26,6 @@ pub struct RateData {
 /// A movement: one ledger line of a location, as it stands.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct MovementData {
     /// Always `treasury_movement`.
     pub object: String,

@@ -40,7 +40,6 @@ pub struct AccountingEffectData {
 /// or deleted.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
-#[oai(skip_serializing_if_is_none)]
 pub struct FundsTransferData {
     /// Always `funds_transfer`.
     pub object: String,
