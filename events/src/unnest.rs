@@ -1,8 +1,8 @@
 //! A batch of rows written in one statement: `insert into t (a, b, …) select … from unnest($1::type[],
 //! $2::type[], …)`, every column bound as one typed array, or as one value when every row shares it
 //! (`constant`). Each column's Postgres type is the one sqlx encodes its Rust values as, so the statement
-//! cannot name another. Postgres reads binary arrays: no statement per row, and no JSON document to parse per
-//! batch (measured in BENCHMARKS.md, "Typed arrays instead of JSON").
+//! cannot name another. Postgres reads binary arrays: no statement per row, and no JSON document to parse
+//! per batch (measured in BENCHMARKS.md, "Typed arrays instead of JSON").
 
 use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgQueryResult};

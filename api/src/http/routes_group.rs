@@ -75,9 +75,9 @@ macro_rules! api_group {
 /// body that moves the resource of `KIND` its path parameter `param` names (a state change: send, accept,
 /// cancel, confirm..., or a delete), whose parameters are the caller's credential, the contract version,
 /// `param` and the `Idempotency-Key` (required, unless the row says `key optional`), as every such route
-/// documents them. It opens a [`Call`] for
-/// `OPERATION`, reads the id (anything else is 404) and answers `Answer::Ok` with the body
-/// `serve(&call, write, command)` writes, given the bare write and the command of that id.
+/// documents them. It opens a [`Call`] for `OPERATION`, reads the id (anything else is 404) and answers
+/// `Answer::Ok` with the body `serve(&call, write, command)` writes, given the bare write and the command
+/// of that id.
 ///
 /// [`Call`]: crate::http::resource::Call
 /// [`Operation`]: crate::http::operations::Operation
@@ -95,8 +95,8 @@ macro_rules! routes {
     (@actions $front:tt [$($done:tt)*]) => {
         $crate::http::routes_group::routes!(@impl $front actions: { $($done)* });
     };
-    // An action whose key is optional (a `post`), one with its own HTTP method (its key required), then a
-    // `post` whose key is required (the default).
+    // An action whose key is optional (a `post`), one with its own HTTP method (its key required), and
+    // the default: a `post` whose key is required, read as `method = "post"`.
     (
         @actions $front:tt [$($done:tt)*]
         $(#[doc = $doc:tt])*
@@ -130,11 +130,10 @@ macro_rules! routes {
             -> $answer:ident = $operation:ident, $kind:ident, $param:ident => $serve:ident(|$bound:ident| $command:expr);
         $($rest:tt)*
     ) => {
-        $crate::http::routes_group::routes!(@actions $front [$($done)*
+        $crate::http::routes_group::routes!(@actions $front [$($done)*]
             $(#[doc = $doc])*
-            $method($path, $id, "post") -> $answer = $operation, $kind, $param,
-                "Required: a retry with the same key returns the first outcome." => $serve(|$bound| $command);
-        ] $($rest)*);
+            $method($path, $id, method = "post") -> $answer = $operation, $kind, $param => $serve(|$bound| $command);
+            $($rest)*);
     };
     (
         #[OpenApi($($openapi:tt)*)]
