@@ -389,8 +389,17 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                 }
                 // A unit leaves once: with its delivery, unless its bill already took it.
                 let moved_before = line.moved();
-                line.delivered = line.delivered.checked_add(quantity).unwrap_or(line.quantity);
-                let leaving = line.moved().checked_sub(moved_before).unwrap_or_default();
+                // Within the line's quantity: no more than was pending.
+                let Some(delivered) = line.delivered.checked_add(quantity) else {
+                    errors.push(FieldError::new(
+                        format!("items[{i}].quantity"),
+                        "out_of_range",
+                        "would take the line's delivered quantity beyond its bounds",
+                    ));
+                    continue;
+                };
+                line.delivered = delivered;
+                let leaving = line.moved().remaining_after(moved_before);
                 let line_warehouse = line.warehouse_id.or(warehouse);
                 let moved_now = line.variant_id.is_some()
                     && (line.physical || facts.components.contains_key(&line.variant_id.unwrap_or_default()))
@@ -507,9 +516,8 @@ fn delete(note: &DeliveryNoteState, facts: &NoteFacts) -> Result<NoteDecision, R
     for delivered in &note.lines {
         let Some(line) = next.lines.iter_mut().find(|l| Some(l.id) == delivered.order_line_id) else { continue };
         let moved_before = line.moved();
-        line.delivered =
-            line.delivered.checked_sub(delivered.quantity).filter(|q| !q.is_negative()).unwrap_or_default();
-        let returning = moved_before.checked_sub(line.moved()).unwrap_or_default();
+        line.delivered = line.delivered.remaining_after(delivered.quantity);
+        let returning = moved_before.remaining_after(line.moved());
         let stocked = line.physical || line.variant_id.is_some_and(|v| facts.components.contains_key(&v));
         // Back where the note took it from, even if the order's warehouse changed since.
         let fallback = line.warehouse_id.or(note.warehouse_id).or(order.assigned_warehouse_id);

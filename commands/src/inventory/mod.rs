@@ -99,12 +99,12 @@ pub fn plan(
             }
             Move::Set(q) => Some(q),
         };
-        let Some(after) = after else {
+        // A count far from a level far the other way moves more than one quantity holds.
+        let Some((after, delta)) = after.and_then(|after| Some((after, after.checked_sub(before)?))) else {
             errors.push(FieldError::new(&wanted.field, "out_of_range", "would take the stock level beyond its bounds"));
             continue;
         };
         level.on_hand = after;
-        let delta = after.checked_sub(before).unwrap_or_default();
         if !delta.is_zero() {
             changes.push(StockChange {
                 variant_id: wanted.key.0,
@@ -388,6 +388,11 @@ mod tests {
         let (changes, shortfalls) = plan(&mut levels, &counted).expect("planned");
         assert_eq!((changes[0].quantity, changes[0].on_hand), (q("-2.25"), q("1.25")));
         assert!(shortfalls.is_empty());
+        let most = Quantity::from_units(Quantity::MAX_UNITS).expect("in range");
+        let mut far = BTreeMap::from([((a, w), Level { on_hand: -most, reserved: Quantity::ZERO })]);
+        let count = [WantedMove { key: (a, w), action: Move::Set(most), field: "lines[0].quantity".into() }];
+        let Err(Rejection::Invalid { errors }) = plan(&mut far, &count) else { panic!("a change no quantity holds") };
+        assert_eq!((errors[0].field.as_str(), errors[0].code.as_str()), ("lines[0].quantity", "out_of_range"));
         assert!(
             matches!(apply_policy(NegativeStock::Block, vec![shortfalls_of(a, w)]), Err(Rejection::Unprocessable { ref code, .. }) if code == "INSUFFICIENT_STOCK")
         );

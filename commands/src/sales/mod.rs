@@ -585,9 +585,11 @@ fn bill_order(
                 continue;
             }
         }
-        let moved =
-            if credit { moved_before.checked_sub(line.moved()) } else { line.moved().checked_sub(moved_before) };
-        leaving.push(moved.unwrap_or_default());
+        leaving.push(if credit {
+            moved_before.remaining_after(line.moved())
+        } else {
+            line.moved().remaining_after(moved_before)
+        });
     }
     if !over.is_empty() {
         return Err(Rejection::Unprocessable {

@@ -64,12 +64,12 @@ pub struct OrderLine {
 impl OrderLine {
     /// What is still to deliver.
     pub fn pending(&self) -> Quantity {
-        left(self.quantity, self.delivered)
+        self.quantity.remaining_after(self.delivered)
     }
 
     /// What is still to bill.
     pub fn unbilled(&self) -> Quantity {
-        left(self.quantity, self.billed)
+        self.quantity.remaining_after(self.billed)
     }
 
     /// How much of the line's stock has left: a unit leaves once, with its delivery or its bill,
@@ -80,13 +80,8 @@ impl OrderLine {
 
     /// What has not left yet: what the order's reservation holds for the line.
     pub fn unmoved(&self) -> Quantity {
-        left(self.quantity, self.moved())
+        self.quantity.remaining_after(self.moved())
     }
-}
-
-/// `total` less `done`, never below zero.
-fn left(total: Quantity, done: Quantity) -> Quantity {
-    total.checked_sub(done).filter(|q| *q > Quantity::ZERO).unwrap_or(Quantity::ZERO)
 }
 
 /// The order's reservation of what has not left yet: held while the order is open, through `reserved_through_date` when one

@@ -171,24 +171,25 @@ pub struct PurchaseOrderState {
 }
 
 impl PurchaseOrderState {
-    /// Ordered per variant (lines of one product summed), in order of first appearance.
+    /// Ordered per variant (lines of one product summed, held at [`Quantity::MAX_UNITS`] as a comparison
+    /// with what was received needs), in order of first appearance.
     pub fn ordered(&self) -> Vec<(Uuid, Quantity)> {
         let mut out: Vec<(Uuid, Quantity)> = Vec::new();
         for line in &self.lines {
             match out.iter_mut().find(|(v, _)| *v == line.variant_id) {
-                Some((_, q)) => *q = q.checked_add(line.quantity).unwrap_or(*q),
+                Some((_, q)) => *q = q.saturating_add(line.quantity),
                 None => out.push((line.variant_id, line.quantity)),
             }
         }
         out
     }
 
-    /// Received so far per variant.
+    /// Received so far per variant (held at [`Quantity::MAX_UNITS`], as [`Self::ordered`] is).
     pub fn received(&self) -> BTreeMap<Uuid, Quantity> {
         let mut out: BTreeMap<Uuid, Quantity> = BTreeMap::new();
         for line in self.receipts.iter().flat_map(|r| &r.lines) {
             let q = out.entry(line.variant_id).or_default();
-            *q = q.checked_add(line.quantity).unwrap_or(*q);
+            *q = q.saturating_add(line.quantity);
         }
         out
     }
@@ -200,7 +201,7 @@ impl PurchaseOrderState {
             .into_iter()
             .map(|(v, q)| {
                 let got = received.get(&v).copied().unwrap_or_default();
-                (v, q.checked_sub(got).filter(|p| !p.is_negative()).unwrap_or_default())
+                (v, q.remaining_after(got))
             })
             .collect()
     }

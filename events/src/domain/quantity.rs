@@ -126,6 +126,14 @@ impl Quantity {
         Quantity((self.0 - other.0).clamp(-max, max))
     }
 
+    /// What is left of this total once `done` of it is done, never below zero. Exact whenever the
+    /// difference is in range, as it is for any two quantities of one sign (a line and what of it was
+    /// delivered, billed or received); held at [`Quantity::MAX_UNITS`] beyond it, as
+    /// [`Quantity::saturating_sub`] is.
+    pub fn remaining_after(self, done: Quantity) -> Quantity {
+        self.saturating_sub(done).max(Quantity::ZERO)
+    }
+
     /// This quantity at `unit_price` each, rounded half away from zero to the cent, or `None` beyond
     /// [`Cents::MAX`]. Computed in `i128`, where the largest product (10^15 × 10^12) fits easily.
     pub fn checked_mul_cents(self, unit_price: Cents) -> Option<Cents> {
@@ -275,6 +283,16 @@ mod tests {
         assert_eq!(cents(-101).checked_mul(half), Some(cents(-51)));
         let two: Quantity = "2".parse().expect("quantity");
         assert_eq!(cents(Cents::MAX).checked_mul(two), None);
+    }
+
+    #[test]
+    fn what_remains_is_exact_in_range_never_negative_and_held_at_the_bound() {
+        assert_eq!(quantity("5").remaining_after(quantity("1.5")), quantity("3.5"));
+        assert_eq!(quantity("5").remaining_after(quantity("7")), Quantity::ZERO, "over-done leaves nothing");
+        assert_eq!(quantity("5").remaining_after(quantity("-2")), quantity("7"));
+        let most = Quantity::from_units(Quantity::MAX_UNITS).expect("in range");
+        assert_eq!(most.remaining_after(-most), most, "beyond the bound it holds there, not at zero");
+        assert_eq!(most.saturating_add(most), most);
     }
 
     #[test]
