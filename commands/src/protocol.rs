@@ -20,7 +20,8 @@ pub struct CommandRequest {
 }
 
 /// Several requests sent as one NATS request on the batch subject; the worker runs them concurrently
-/// (each exactly as if it had come alone) and answers with one [`CommandBatchReply`].
+/// (each exactly as if it had come alone) and answers with one [`CommandBatchReply`]. It decodes each
+/// request on its own: one it cannot read is answered as malformed in its place, and the others run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandBatch {
     pub requests: Vec<CommandRequest>,

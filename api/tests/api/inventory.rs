@@ -646,13 +646,56 @@ async fn send_batch(
     requests: Vec<commands::protocol::CommandRequest>,
 ) -> Vec<commands::protocol::CommandReply> {
     let batch = commands::protocol::CommandBatch { requests };
-    let message = app
-        .bus
-        .client
-        .request(app.bus.command_batch_subject(), serde_json::to_vec(&batch).expect("batch").into())
-        .await
-        .expect("the workers answer");
+    send_batch_body(app, serde_json::to_vec(&batch).expect("batch")).await
+}
+
+async fn send_batch_body(app: &TestApp, body: Vec<u8>) -> Vec<commands::protocol::CommandReply> {
+    let message =
+        app.bus.client.request(app.bus.command_batch_subject(), body.into()).await.expect("the workers answer");
     serde_json::from_slice::<commands::protocol::CommandBatchReply>(&message.payload).expect("a batch reply").replies
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_request_the_worker_cannot_read_fails_alone_and_its_batch_runs(pool: PgPool) {
+    use commands::inventory::MovementType::In;
+    use commands::protocol::CommandReply;
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let item = product(&app, "LEER", Some((&main, json!(1))), json!({})).await;
+    let batch = commands::protocol::CommandBatch {
+        requests: vec![
+            keyed_movement(&app, "r1", "01", In, &main, &[(&item, 2)]),
+            keyed_movement(&app, "r2", "02", In, &main, &[(&item, 4)]),
+            keyed_movement(&app, "r3", "03", In, &main, &[(&item, 8)]),
+        ],
+    };
+    let mut body = serde_json::to_value(&batch).expect("batch");
+    // A command only a newer gateway knows.
+    body["requests"][1]["command"] = json!({ "StockMovementFromTheFuture": { "id": Uuid::now_v7() } });
+    let replies = send_batch_body(&app, serde_json::to_vec(&body).expect("body")).await;
+    assert_eq!(replies.len(), 3, "a reply for every request: {replies:?}");
+    let on_hand = |reply: &CommandReply| match reply {
+        CommandReply::Accepted { state, .. } => state["changes"][0]["on_hand"].clone(),
+        other => panic!("expected an acceptance, got {other:?}"),
+    };
+    assert_eq!((on_hand(&replies[0]), on_hand(&replies[2])), (json!("3"), json!("11")));
+    assert!(
+        matches!(&replies[1], CommandReply::Failed { retryable: false, message, .. } if message.starts_with("malformed command")),
+        "{:?}",
+        replies[1]
+    );
+    let keys: Vec<String> =
+        sqlx::query_scalar("select key from idempotency_keys where org_id = $1 and key like 'r%' order by key")
+            .bind(app.org_id)
+            .fetch_all(&app.pool)
+            .await
+            .expect("keys");
+    assert_eq!(keys, ["r1", "r3"], "nothing of the unread request is kept");
+    reads_on_hand(&app, &item, &main, "11").await;
+
+    // A batch whose envelope does not decode is one malformed reply.
+    let replies = send_batch_body(&app, b"{\"requests\": 7}".to_vec()).await;
+    assert!(matches!(replies.as_slice(), [CommandReply::Failed { retryable: false, .. }]), "{replies:?}");
 }
 
 #[sqlx::test(migrations = "../schema")]

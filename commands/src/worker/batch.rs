@@ -4,6 +4,7 @@
 //! group that fails as a whole (the database, never a command's own refusal) is run again command by
 //! command.
 
+use super::malformed;
 use super::single::{handle, metadata_of, reply_of};
 use crate::engine::{Appender, record};
 use crate::protocol::{CommandKind, CommandReply, CommandRequest, FailureCause};
@@ -12,13 +13,15 @@ use sqlx::PgPool;
 use std::collections::{BTreeMap, HashSet};
 use uuid::Uuid;
 
-/// Runs `requests` (one NATS message's worth) and answers their replies in order.
-pub(crate) async fn handle_all(pool: &PgPool, appender: &Appender, requests: Vec<CommandRequest>) -> Vec<CommandReply> {
+/// Runs `requests` (one NATS message's worth) and answers their replies in order: a request that did not
+/// decode is answered as malformed in its place, and the others run.
+pub(crate) async fn handle_all(pool: &PgPool, appender: &Appender, requests: Vec<Decoded>) -> Vec<CommandReply> {
     // Keyed commands that run together, by kind and organization; a key seen twice in the batch runs
     // alone (after its twin, or beside it: the key's lock decides, as for any two requests with one key).
     let mut groups: BTreeMap<(CommandKind, Uuid), Vec<usize>> = BTreeMap::new();
     let mut keys = HashSet::new();
     for (i, request) in requests.iter().enumerate() {
+        let Ok(request) = request else { continue };
         let kind = request.command.kind();
         if let Some(claim) = &request.idempotency
             && kind.runs_together()
@@ -29,20 +32,21 @@ pub(crate) async fn handle_all(pool: &PgPool, appender: &Appender, requests: Vec
     }
     groups.retain(|_, members| members.len() >= 2);
     if groups.is_empty() {
-        return futures::future::join_all(requests.into_iter().map(|request| handle(pool, appender, request))).await;
+        return futures::future::join_all(requests.into_iter().map(|request| handle_decoded(pool, appender, request)))
+            .await;
     }
     let grouped: HashSet<usize> = groups.values().flatten().copied().collect();
-    let mut slots: Vec<Option<CommandRequest>> = requests.into_iter().map(Some).collect();
+    let mut slots: Vec<Option<Decoded>> = requests.into_iter().map(Some).collect();
     let mut replies: Vec<Option<CommandReply>> = vec![None; slots.len()];
     let mut runs: Vec<futures::future::BoxFuture<'_, Vec<(usize, CommandReply)>>> = Vec::new();
     for ((kind, org_id), members) in groups {
         let members: Vec<(usize, CommandRequest)> =
-            members.into_iter().filter_map(|i| slots[i].take().map(|request| (i, request))).collect();
+            members.into_iter().filter_map(|i| slots[i].take()?.ok().map(|request| (i, request))).collect();
         runs.push(Box::pin(run_group(pool, appender, kind, org_id, members)));
     }
     for (i, slot) in slots.iter_mut().enumerate() {
         if let Some(request) = slot.take().filter(|_| !grouped.contains(&i)) {
-            runs.push(Box::pin(async move { vec![(i, handle(pool, appender, request).await)] }));
+            runs.push(Box::pin(async move { vec![(i, handle_decoded(pool, appender, request).await)] }));
         }
     }
     for (i, reply) in futures::future::join_all(runs).await.into_iter().flatten() {
@@ -58,6 +62,16 @@ pub(crate) async fn handle_all(pool: &PgPool, appender: &Appender, requests: Vec
             })
         })
         .collect()
+}
+
+/// A request as decoded, or why it could not be.
+pub(crate) type Decoded = Result<CommandRequest, serde_json::Error>;
+
+async fn handle_decoded(pool: &PgPool, appender: &Appender, request: Decoded) -> CommandReply {
+    match request {
+        Ok(request) => handle(pool, appender, request).await,
+        Err(error) => malformed(&error),
+    }
 }
 
 /// One organization's keyed commands of one kind, together; command by command if the group fails.

@@ -11,14 +11,46 @@ mod single;
 
 use crate::engine::{APPEND_LANES, Appender, RelayNudge, Services, with_services};
 use crate::handler::Job;
-use crate::protocol::{CommandBatch, CommandBatchReply, CommandReply, CommandRequest, FailureCause, QUEUE_GROUP};
-use batch::handle_all;
+use crate::protocol::{CommandBatchReply, CommandReply, FailureCause, QUEUE_GROUP};
+use batch::{Decoded, handle_all};
 use events::bus::Bus;
 use futures::StreamExt;
 use single::runs_in_own_transaction;
 use sqlx::PgPool;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
+
+/// One message's requests, each decoded on its own: in a batch, a request this worker cannot read (a
+/// command only a newer gateway knows, say) is answered as malformed in its place while the others run.
+/// A batch whose envelope does not decode is one malformed reply, which the gateway answers for all.
+fn decode(batched: bool, payload: &[u8]) -> Vec<Decoded> {
+    #[derive(serde::Deserialize)]
+    struct Requests<'a> {
+        #[serde(borrow)]
+        requests: Vec<&'a serde_json::value::RawValue>,
+    }
+    let decoded = if batched {
+        match serde_json::from_slice::<Requests<'_>>(payload) {
+            Ok(batch) => batch.requests.into_iter().map(|raw| serde_json::from_str(raw.get())).collect(),
+            Err(error) => vec![Err(error)],
+        }
+    } else {
+        vec![serde_json::from_slice(payload)]
+    };
+    for error in decoded.iter().filter_map(|request| request.as_ref().err()) {
+        tracing::warn!(%error, batched, "malformed command request");
+    }
+    decoded
+}
+
+/// The reply to a request that did not decode.
+fn malformed(error: &serde_json::Error) -> CommandReply {
+    CommandReply::Failed {
+        retryable: false,
+        message: format!("malformed command: {error}"),
+        cause: FailureCause::Internal,
+    }
+}
 
 /// Every background job of a command-worker process: the platform's (idempotency outcomes past their
 /// retention) and each domain's, as the registry's handlers declare them.
@@ -46,12 +78,8 @@ pub async fn run(
     let nudge = RelayNudge::start(bus.clone(), relay);
     let appender = Appender::start(pool.clone(), APPEND_LANES, nudge.clone());
     while let Some((batched, message)) = messages.next().await {
-        let requests = if batched {
-            serde_json::from_slice::<CommandBatch>(&message.payload).map(|batch| batch.requests)
-        } else {
-            serde_json::from_slice::<CommandRequest>(&message.payload).map(|request| vec![request])
-        };
-        let wanted = requests.as_ref().map_or(1, Vec::len).clamp(1, concurrency) as u32;
+        let requests = decode(batched, &message.payload);
+        let wanted = requests.len().clamp(1, concurrency) as u32;
         let Ok(permit) = permits.clone().acquire_many_owned(wanted).await else { break };
         let pool = pool.clone();
         let bus = bus.clone();
@@ -60,21 +88,9 @@ pub async fn run(
         let services = services.clone();
         tokio::spawn(with_services(services, async move {
             let _permit = permit;
-            let mut own_transaction = Vec::new();
-            let replies = match requests {
-                Ok(requests) => {
-                    own_transaction = requests.iter().map(runs_in_own_transaction).collect();
-                    handle_all(&pool, &appender, requests).await
-                }
-                Err(error) => {
-                    tracing::warn!(%error, batched, "malformed command request");
-                    vec![CommandReply::Failed {
-                        retryable: false,
-                        message: format!("malformed command: {error}"),
-                        cause: FailureCause::Internal,
-                    }]
-                }
-            };
+            let own_transaction: Vec<bool> =
+                requests.iter().map(|request| request.as_ref().is_ok_and(runs_in_own_transaction)).collect();
+            let replies = handle_all(&pool, &appender, requests).await;
             // Appends through the group appender woke the relay as they committed; commands that ran in
             // a transaction of their own wake it here.
             let newest = replies
