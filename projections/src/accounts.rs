@@ -303,7 +303,7 @@ pub async fn open_documents(
     let documents: Vec<OpenDocument> =
         sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(contact).bind(limit).fetch_all(pool).await?;
     let sum = format!(
-        "select coalesce(sum(amount_due), 0)::bigint from {table} where org_id = $1 and {contact_column} = $2"
+        "select coalesce(sum(greatest(amount_due, 0)), 0)::bigint from {table} where org_id = $1 and {contact_column} = $2"
     );
     let owed: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sum)).bind(org_id).bind(contact).fetch_one(pool).await?;
     Ok((documents, owed))

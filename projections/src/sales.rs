@@ -1,7 +1,8 @@
 //! The sales read model (`sales_view`): each sale's whole state (the recorded sale with its later fiscal
 //! outcomes, folded with the same fold the command side uses) beside the columns lists filter on, and
 //! what it still owes (`amount_due`: its balance, less the credit notes correcting it and the customer
-//! payments allocated to it; `payment_status` follows from it).
+//! payments allocated to it, below zero when credit notes passed what it owed: reads show it as never
+//! below zero; `payment_status` follows from it).
 
 use crate::{Folded, ProjectionError, Target, contains_pattern};
 use events::RecordedEvent;
@@ -17,7 +18,9 @@ pub struct SalesProjection;
 
 projection!(SalesProjection { id: Sales, tables: &[TABLE], folds: [SaleEvent, CustomerPaymentEvent] });
 
-/// Moves what a sale owes by `change` cents (never below zero).
+/// Moves what a sale owes by `change` cents. A credit note for more than the sale still owed takes it
+/// below zero, so a payment voided later gives back only what the sale then owes; reads show what is
+/// owed as never below zero.
 async fn owe(
     conn: &mut PgConnection,
     target: Target,
@@ -26,7 +29,7 @@ async fn owe(
     change: i64,
 ) -> Result<(), sqlx::Error> {
     let sql = format!(
-        "update {} set amount_due = greatest(0, amount_due + $3) where org_id = $1 and id = $2",
+        "update {} set amount_due = amount_due + $3 where org_id = $1 and id = $2",
         target.table(TABLE)
     );
     sqlx::query(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(sale).bind(change).execute(&mut *conn).await?;
@@ -153,7 +156,7 @@ pub async fn list(
     limit: i64,
 ) -> Result<Vec<SaleRow>, sqlx::Error> {
     sqlx::query_as(
-        "select id, doc, amount_due, created_at, updated_at from sales_view
+        "select id, doc, greatest(amount_due, 0) as amount_due, created_at, updated_at from sales_view
          where org_id = $1 and ($2::uuid is null or customer_id = $2)
            and ($3::date is null or invoice_date >= $3) and ($4::date is null or invoice_date <= $4)
            and ($5::text is null or status = $5) and ($6::text is null or integration_source = $6)
@@ -176,5 +179,6 @@ pub async fn list(
 }
 
 pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<SaleRow>, sqlx::Error> {
-    crate::row_by_id(pool, "sales_view", "id, doc, amount_due, created_at, updated_at", org_id, id).await
+    let columns = "id, doc, greatest(amount_due, 0) as amount_due, created_at, updated_at";
+    crate::row_by_id(pool, "sales_view", columns, org_id, id).await
 }

@@ -334,7 +334,7 @@ async fn a_sales_payment_methods_post_one_customer_payment_to_the_treasury(pool:
     // The rest is paid the usual way; voiding the sale's own payment makes it owe that part again.
     let rest = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 5_000, &register)],
         "allocations": [{ "sale_id": sale_id, "amount": 5_000 }] });
-    json(send(&app, CUSTOMER_PAYMENTS, "rest", &rest).await, 201).await;
+    let rest = json(send(&app, CUSTOMER_PAYMENTS, "rest", &rest).await, 201).await["data"]["id"].clone();
     assert_eq!(owed(&app, &sale_id).await, (0, "paid".to_owned()));
     let void_path = format!("{CUSTOMER_PAYMENTS}/{}/void", payment["id"].as_str().expect("id"));
     json(send(&app, &void_path, "void", &json!({})).await, 200).await;
@@ -358,6 +358,51 @@ async fn a_sales_payment_methods_post_one_customer_payment_to_the_treasury(pool:
         "paymentMethods": [{ "methodId": cash, "amount": 1_000, "registerId": register }] });
     let refused = error(sell(&app, &note, true).await, 400, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["paymentMethods"]);
+
+    // A credit note for more than the sale owes (8,000 of 5,000) leaves 3,000 against it: the sale owes
+    // nothing and takes no payment, and voiding the 5,000 paid later makes it owe 2,000, not 5,000.
+    let note = json!({ "voucherType": 8, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
+        "associatedSaleId": sale_id, "total": 8_000, "items": [{ "name": "Devolución", "quantity": 1, "unitPrice": 8_000 }] });
+    json(sell(&app, &note, true).await, 201).await;
+    assert_eq!(owed(&app, &sale_id).await, (0, "paid".to_owned()));
+    let more = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 1, &register)],
+        "allocations": [{ "sale_id": sale_id, "amount": 1 }] });
+    error(send(&app, CUSTOMER_PAYMENTS, "more", &more).await, 422, "business_error").await;
+    let dues = || async {
+        let due: i64 = sqlx::query_scalar("select due from open_documents where id = $1::uuid")
+            .bind(&sale_id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("write model");
+        let read: i64 = sqlx::query_scalar("select amount_due from sales_view where id = $1::uuid")
+            .bind(&sale_id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("read model");
+        (due, read)
+    };
+    assert_eq!(dues().await, (-3_000, -3_000));
+    // Where an earlier build held both at zero, the migration works them out again from the events.
+    sqlx::query("update open_documents set due = 0 where id = $1::uuid").bind(&sale_id).execute(&app.pool).await.expect("old");
+    sqlx::query("update sales_view set amount_due = 0 where id = $1::uuid").bind(&sale_id).execute(&app.pool).await.expect("old");
+    let mut migration = app.pool.begin().await.expect("begin");
+    sqlx::raw_sql(include_str!("../../../schema/0040_credit_beyond_what_a_sale_owes.sql"))
+        .execute(&mut *migration)
+        .await
+        .expect("the migration runs");
+    migration.commit().await.expect("commit");
+    assert_eq!(dues().await, (-3_000, -3_000));
+    let void_rest = format!("{CUSTOMER_PAYMENTS}/{}/void", rest.as_str().expect("id"));
+    json(send(&app, &void_rest, "void-rest", &json!({})).await, 200).await;
+    assert_eq!(owed(&app, &sale_id).await, (2_000, "partially_paid".to_owned()));
+    let account = account_at(&app, &format!("/api/v1/customers/{customer}/account"), 2_000).await;
+    let open: Vec<(&str, i64)> = account["open_documents"]
+        .as_array()
+        .expect("open documents")
+        .iter()
+        .map(|d| (d["sale_id"].as_str().expect("id"), d["amount_due"].as_i64().expect("due")))
+        .collect();
+    assert_eq!(open, [(&*sale_id, 2_000)]);
 }
 
 /// A contact's account once the accounts projection shows a balance of `balance` today.

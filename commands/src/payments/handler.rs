@@ -53,8 +53,9 @@ pub async fn open_document(
     Ok(())
 }
 
-/// Lowers what a sale owes by a credit note correcting it (what passes the sale's due stays on the
-/// customer's account).
+/// Lowers what a sale owes by a credit note correcting it. What passes what the sale still owed takes
+/// it below zero, so a payment voided later gives back only what the sale then owes; payments read
+/// what is owed as never below zero ([`lock`]).
 pub async fn credit_sale(
     conn: &mut PgConnection,
     org_id: Uuid,
@@ -62,7 +63,7 @@ pub async fn credit_sale(
     amount: Cents,
 ) -> Result<(), ExecuteError> {
     sqlx::query(
-        "update open_documents set due = greatest(0, due - $3) where org_id = $1 and kind = 'sale' and id = $2",
+        "update open_documents set due = due - $3 where org_id = $1 and kind = 'sale' and id = $2",
     )
     .bind(org_id)
     .bind(sale_id)
@@ -308,7 +309,7 @@ async fn lock_documents(
         return Ok(BTreeMap::new());
     }
     let rows: Vec<(Uuid, Uuid, Cents)> = sqlx::query_as(
-        "select id, contact_id, due from open_documents where org_id = $1 and kind = $2 and id = any($3)
+        "select id, contact_id, greatest(due, 0) from open_documents where org_id = $1 and kind = $2 and id = any($3)
          order by id for update",
     )
     .bind(org_id)
