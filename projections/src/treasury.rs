@@ -639,7 +639,8 @@ pub struct BalanceRow {
 
 /// kind, id, doc, the last line's running functional and native figures, whether there is one, its
 /// running count of unknown native amounts.
-type BalanceTuple = (LocationKind, Uuid, Value, Option<i64>, Option<i64>, bool, i64);
+/// The running figures decode as money: one beyond the range of an amount is an error, not a panic.
+type BalanceTuple = (LocationKind, Uuid, Value, Option<Cents>, Option<Cents>, bool, i64);
 
 /// The balances of the locations `filter` selects, after `after` (kind, id): from every line recorded
 /// by `as_of` (none: now). With `own` visibility, only the lines the user created count.
@@ -694,7 +695,7 @@ pub async fn balances(
         let (functional, native) = match &visibility.own {
             // The user's own lines: summed (no running figure is kept per user).
             Some(user) => {
-                let (functional, native, gaps): (Option<i64>, Option<i64>, i64) = sqlx::query_as(
+                let (functional, native, gaps): (Option<Cents>, Option<Cents>, i64) = sqlx::query_as(
                     "select sum(functional)::bigint, sum(native)::bigint, count(*) filter (where native is null)
                      from journal_lines where org_id = $1 and location_kind = $2 and location_id = $3
                        and created_by = $4 and ($5::timestamptz is null or recorded_at <= $5)",
@@ -706,9 +707,10 @@ pub async fn balances(
                 .bind(as_of)
                 .fetch_one(pool)
                 .await?;
-                (Cents::of(functional.unwrap_or(0)), if gaps > 0 { None } else { Some(Cents::of(native.unwrap_or(0))) })
+                // A sum over no lines is none: nothing moved.
+                (functional.unwrap_or(Cents::ZERO), if gaps > 0 { None } else { Some(native.unwrap_or(Cents::ZERO)) })
             }
-            None if found => (Cents::of(functional.unwrap_or(0)), native.map(Cents::of)),
+            None if found => (functional.unwrap_or(Cents::ZERO), native),
             None => (Cents::ZERO, Some(Cents::ZERO)),
         };
         balances.push(BalanceRow { at, location, functional, native, anomalies });

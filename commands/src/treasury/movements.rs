@@ -232,7 +232,8 @@ pub fn parse_movement(
             }
         }
         let sum = Cents::checked_sum(distributions.iter().map(|d| d.amount_cents));
-        if !distributions.is_empty() && amount.is_some() && sum.zip(amount).is_some_and(|(s, a)| s > a) {
+        // A sum beyond the range of money passes any amount.
+        if !distributions.is_empty() && amount.is_some_and(|a| sum.is_none_or(|s| s > a)) {
             r.reject("distributions", "out_of_range", "the distributions may not pass the movement's amount");
         }
     }
@@ -702,6 +703,13 @@ mod tests {
             (input.contact_id, input.exchange_rate, input.itemized),
             (FieldEdit::Clear, FieldEdit::Clear, false)
         );
+        let most = Cents::MAX;
+        let beyond = json!({ "balance_type": "safe", "balance_id": id, "direction": "income", "amount": 100,
+            "occurred_on": "2026-03-01", "account_id": id, "distributions": [{ "cost_center1_id": id, "amount_cents": most },
+            { "cost_center1_id": id, "amount_cents": most }] });
+        let fields: Vec<String> =
+            parse_movement(&beyond, false).expect_err("a sum past any amount").into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["distributions"]);
         assert!(parse_deletion(&json!({})).is_err());
         assert!(parse_deletion(&json!({ "updated_at": "2026-03-01T10:00:00-03:00", "note": "x" })).is_err());
     }
