@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use super::soap::{self, SoapError};
-use super::voucher::{Authorization, StoredVoucher, VoucherRequest};
+use super::voucher::{Authorization, StoredVoucher, VoucherRequest, well_formed_cae};
 use super::{Authenticator, Credentials, Issuer, wire};
 
 /// How a call to the authority ended, when it did not end well. The cases differ in what the caller
@@ -439,7 +439,7 @@ fn read_authorization(number: i64, answer: wire::CaeResponse) -> Result<Authoriz
             let cae_due = detail
                 .cae_due
                 .ok_or_else(|| FiscalError::NoReply(format!("voucher {number} approved without CAEFchVto")))?;
-            if detail.cae.len() != 14 || !detail.cae.bytes().all(|b| b.is_ascii_digit()) {
+            if !well_formed_cae(&detail.cae) {
                 return Err(FiscalError::NoReply(format!("voucher {number} approved with a malformed CAE")));
             }
             Ok(Authorization {

@@ -146,6 +146,12 @@ fn amount(cents: Cents) -> Amount {
 }
 
 /// The wire's amount as [`Cents`]; one beyond their range is the authority's error, named by `field`.
+/// Whether `cae` is a CAE as the authority issues one: 14 digits (what the printed voucher's QR code
+/// carries as a number).
+pub(super) fn well_formed_cae(cae: &str) -> bool {
+    cae.len() == 14 && cae.bytes().all(|b| b.is_ascii_digit())
+}
+
 fn cents(field: &str, amount: Amount) -> Result<Cents, String> {
     Cents::new(amount.cents()).map_err(|_| format!("ResultGet's {field} {amount} is out of range"))
 }
@@ -226,6 +232,9 @@ impl StoredVoucher {
     pub(super) fn from_wire(detail: wire::StoredDetail) -> Result<Self, String> {
         let date = detail.date.ok_or("ResultGet has no CbteFch")?;
         let cae_due = detail.authorization_due.ok_or("ResultGet has no FchVto")?;
+        if detail.result == "A" && !well_formed_cae(&detail.authorization_code) {
+            return Err("ResultGet approved the voucher with a malformed CodAutorizacion".into());
+        }
         Ok(StoredVoucher {
             point_of_sale: detail.point_of_sale,
             voucher_type: detail.voucher_type,
@@ -315,5 +324,16 @@ mod tests {
         detail.total = Amount::from_cents(Cents::MAX + 1);
         let error = StoredVoucher::from_wire(detail).expect_err("out of range");
         assert!(error.contains("ImpTotal") && error.contains("10000000000.01"), "{error}");
+    }
+
+    #[test]
+    fn an_approval_without_a_cae_of_fourteen_digits_is_the_authoritys_error() {
+        let mut detail = stored(&invoice());
+        detail.authorization_code = "7612345678901X".into();
+        let error = StoredVoucher::from_wire(detail).expect_err("malformed");
+        assert!(error.contains("CodAutorizacion"), "{error}");
+        let mut rejected = stored(&invoice());
+        (rejected.result, rejected.authorization_code) = ("R".into(), String::new());
+        assert!(StoredVoucher::from_wire(rejected).is_ok(), "a rejected voucher has no CAE");
     }
 }
