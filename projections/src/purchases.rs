@@ -121,14 +121,7 @@ async fn request_document(
             .fetch_all(&mut *conn)
             .await?;
     let name_of = |id: Uuid| names.iter().find(|(v, _)| *v == id).map_or_else(|| id.to_string(), |(_, n)| n.clone());
-    let number = purchase
-        .supplier_invoice_number
-        .rsplit('-')
-        .next()
-        .and_then(|n| n.trim().parse::<i64>().ok())
-        .filter(|n| (0..100_000_000).contains(n))
-        .unwrap_or(0);
-    match crate::documents::vouchers::purchase_document(purchase, supplier, organization, number, &name_of) {
+    match crate::documents::vouchers::purchase_document(purchase, supplier, organization, &name_of) {
         Some(document) => {
             crate::documents::store::request(conn, org_id, crate::documents::OwnerKind::Purchase, id, &document)
                 .await?;

@@ -164,13 +164,27 @@ pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocum
 
 /// The PDF of a purchase: the supplier's invoice as recorded (the supplier issued it; the
 /// organization received it).
+/// The supplier's point of sale and voucher number, from its invoice number as written
+/// (`0001-00001234`, or the number alone): each zero where the text does not give it, and the
+/// document's reference line shows the number as written.
+fn supplier_number(text: &str) -> (i32, i64) {
+    fn digits<T: std::str::FromStr + PartialOrd>(text: &str, most: T) -> Option<T> {
+        let text = text.trim();
+        let all_digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+        all_digits.then(|| text.parse().ok()).flatten().filter(|n| *n <= most)
+    }
+    let mut parts = text.rsplit('-');
+    let Some(number) = parts.next().and_then(|n| digits(n, 99_999_999_i64)) else { return (0, 0) };
+    (parts.next().and_then(|p| digits(p, 99_999_i32)).unwrap_or(0), number)
+}
+
 pub fn purchase_document(
     purchase: &PurchaseRecorded,
     supplier: Party,
     organization: Party,
-    number: i64,
     names: &dyn Fn(Uuid) -> String,
 ) -> Option<VoucherDocument> {
+    let (point_of_sale, number) = supplier_number(&purchase.supplier_invoice_number);
     let lines = purchase
         .lines
         .iter()
@@ -199,7 +213,7 @@ pub fn purchase_document(
         title: "COMPRA".into(),
         letter: None,
         voucher_code: Some(purchase.voucher_type),
-        point_of_sale: 0,
+        point_of_sale,
         number,
         date: purchase.invoice_date,
         issuer: supplier,
@@ -215,4 +229,21 @@ pub fn purchase_document(
         notes: purchase.notes.clone(),
         reference: Some(format!("Factura del proveedor {}", purchase.supplier_invoice_number)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::supplier_number;
+
+    #[test]
+    fn a_supplier_number_gives_its_point_of_sale_and_number_where_written_so() {
+        assert_eq!(supplier_number("0001-00001234"), (1, 1_234));
+        assert_eq!(supplier_number("00012 - 00001234"), (12, 1_234));
+        assert_eq!(supplier_number("1234"), (0, 1_234));
+        assert_eq!(supplier_number("B-0001"), (0, 1), "a letter is no point of sale");
+        assert_eq!(supplier_number("123456-1"), (0, 1), "a point of sale has at most five digits");
+        assert_eq!(supplier_number("0001-ABC"), (0, 0));
+        assert_eq!(supplier_number("1-123456789"), (0, 0), "a number has at most eight digits");
+        assert_eq!(supplier_number("0001-+12"), (0, 0));
+    }
 }
