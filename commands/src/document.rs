@@ -1,6 +1,6 @@
-//! The one shape of a domain that writes documents (quotes today; sales, purchases, stock movements,
-//! orders, delivery notes, payments as they move onto it): the handler loads, a pure `decide` decides,
-//! the handler writes. The decision is the only place the domain's rules live, and it does no IO, so it
+//! The one shape of a domain that writes documents (sales, purchases, quotes, orders, delivery notes,
+//! payments, funds transfers and manual treasury movements): the handler loads, a pure `decide`
+//! decides, the handler writes. The decision is the only place the domain's rules live, and it does no IO, so it
 //! is tested without a database and reads the same facts whatever order the loads ran in.
 //!
 //! 1. [`Document::load`] reads, in the command's transaction, the document's own state (its stream,
