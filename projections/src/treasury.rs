@@ -632,15 +632,15 @@ pub async fn locations(
 pub struct BalanceRow {
     pub at: LocationRef,
     pub location: TreasuryLocation,
-    pub functional: Cents,
-    pub native: Option<Cents>,
+    /// In cents, as sums over every line: like a report's measures, beyond the range of one amount.
+    pub functional: i64,
+    pub native: Option<i64>,
     pub anomalies: i64,
 }
 
 /// kind, id, doc, the last line's running functional and native figures, whether there is one, its
 /// running count of unknown native amounts.
-/// The running figures decode as money: one beyond the range of an amount is an error, not a panic.
-type BalanceTuple = (LocationKind, Uuid, Value, Option<Cents>, Option<Cents>, bool, i64);
+type BalanceTuple = (LocationKind, Uuid, Value, Option<i64>, Option<i64>, bool, i64);
 
 /// The balances of the locations `filter` selects, after `after` (kind, id): from every line recorded
 /// by `as_of` (none: now). With `own` visibility, only the lines the user created count.
@@ -695,7 +695,7 @@ pub async fn balances(
         let (functional, native) = match &visibility.own {
             // The user's own lines: summed (no running figure is kept per user).
             Some(user) => {
-                let (functional, native, gaps): (Option<Cents>, Option<Cents>, i64) = sqlx::query_as(
+                let (functional, native, gaps): (Option<i64>, Option<i64>, i64) = sqlx::query_as(
                     "select sum(functional)::bigint, sum(native)::bigint, count(*) filter (where native is null)
                      from journal_lines where org_id = $1 and location_kind = $2 and location_id = $3
                        and created_by = $4 and ($5::timestamptz is null or recorded_at <= $5)",
@@ -708,10 +708,10 @@ pub async fn balances(
                 .fetch_one(pool)
                 .await?;
                 // A sum over no lines is none: nothing moved.
-                (functional.unwrap_or(Cents::ZERO), if gaps > 0 { None } else { Some(native.unwrap_or(Cents::ZERO)) })
+                (functional.unwrap_or(0), if gaps > 0 { None } else { Some(native.unwrap_or(0)) })
             }
-            None if found => (functional.unwrap_or(Cents::ZERO), native),
-            None => (Cents::ZERO, Some(Cents::ZERO)),
+            None if found => (functional.unwrap_or(0), native),
+            None => (0, Some(0)),
         };
         balances.push(BalanceRow { at, location, functional, native, anomalies });
     }

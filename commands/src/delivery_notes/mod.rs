@@ -389,7 +389,8 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                 }
                 // A unit leaves once: with its delivery, unless its bill already took it.
                 let moved_before = line.moved();
-                // Within the line's quantity: no more than was pending.
+                // Within the line's quantity, as no more than was pending is delivered: refused rather than
+                // held if that ever fails.
                 let Some(delivered) = line.delivered.checked_add(quantity) else {
                     errors.push(FieldError::new(
                         format!("items[{i}].quantity"),

@@ -145,13 +145,13 @@ fn amount(cents: Cents) -> Amount {
     Amount::from_cents(cents.get())
 }
 
-/// The wire's amount as [`Cents`]; one beyond their range is the authority's error, named by `field`.
 /// Whether `cae` is a CAE as the authority issues one: 14 digits (what the printed voucher's QR code
 /// carries as a number).
 pub(super) fn well_formed_cae(cae: &str) -> bool {
     cae.len() == 14 && cae.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// The wire's amount as [`Cents`]; one beyond their range is the authority's error, named by `field`.
 fn cents(field: &str, amount: Amount) -> Result<Cents, String> {
     Cents::new(amount.cents()).map_err(|_| format!("ResultGet's {field} {amount} is out of range"))
 }

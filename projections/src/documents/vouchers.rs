@@ -162,8 +162,6 @@ pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocum
     })
 }
 
-/// The PDF of a purchase: the supplier's invoice as recorded (the supplier issued it; the
-/// organization received it).
 /// The supplier's point of sale and voucher number, from its invoice number as written
 /// (`0001-00001234`, or the number alone): each zero where the text does not give it, and the
 /// document's reference line shows the number as written.
@@ -178,6 +176,8 @@ fn supplier_number(text: &str) -> (i32, i64) {
     (parts.next().and_then(|p| digits(p, 99_999_i32)).unwrap_or(0), number)
 }
 
+/// The PDF of a purchase: the supplier's invoice as recorded (the supplier issued it; the
+/// organization received it).
 pub fn purchase_document(
     purchase: &PurchaseRecorded,
     supplier: Party,
