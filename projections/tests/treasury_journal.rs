@@ -124,3 +124,36 @@ async fn an_entry_recorded_earlier_but_committed_later_keeps_every_running_figur
         assert_eq!(balance, expected);
     }
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_balance_beyond_the_range_of_one_amount_reads_as_the_sum_it_is(pool: PgPool) {
+    let org = Uuid::now_v7();
+    let (register, safe) = (
+        LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() },
+        LocationRef { kind: LocationKind::Safe, id: Uuid::now_v7() },
+    );
+    let t0 = OffsetDateTime::now_utc() - time::Duration::hours(1);
+    store(&pool, org, register.id, &place(LocationKind::CashRegister), t0).await;
+    store(&pool, org, safe.id, &place(LocationKind::Safe), t0).await;
+    // Two transfers of the most one amount holds: the safe's running figure is twice that.
+    for seconds in [1, 2] {
+        let id = Uuid::now_v7();
+        let moved = transfer(id, register, safe, Cents::MAX);
+        store(&pool, org, id, &moved, t0 + time::Duration::seconds(seconds)).await;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while events::follower::read_committed_after(&pool, events::CommitKey::ZERO, 100).await.expect("reads").len() < 4 {
+        assert!(std::time::Instant::now() < deadline, "the events stay above the horizon");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let projection =
+        projections::all().into_iter().find(|p| p.id() == projections::ProjectionId::Treasury).expect("treasury");
+    projections::rebuild::rebuild(&pool, &*projection, |_| {}).await.expect("rebuilt");
+    let everyone = projections::treasury::Visibility { locations: None, own: None };
+    let filter = projections::treasury::LocationFilter::default();
+    let rows = projections::treasury::balances(&pool, org, &filter, &everyone, None, None, 10).await.expect("balances");
+    let figures: Vec<(LocationKind, i64, Option<i64>)> =
+        rows.iter().map(|r| (r.at.kind, r.functional, r.native)).collect();
+    let twice = 2 * Cents::MAX;
+    assert_eq!(figures, [(LocationKind::CashRegister, -twice, Some(-twice)), (LocationKind::Safe, twice, Some(twice))]);
+}
