@@ -19,8 +19,8 @@ pub struct SalesProjection;
 projection!(SalesProjection { id: Sales, tables: &[TABLE], folds: [SaleEvent, CustomerPaymentEvent] });
 
 /// Moves what a sale owes by `change` cents. A credit note for more than the sale still owed takes it
-/// below zero, so a payment voided later gives back only what the sale then owes; reads show what is
-/// owed as never below zero.
+/// below zero, so after a payment voided later the sale owes its total less its credits and the
+/// payments that remain; reads show what is owed as never below zero.
 async fn owe(
     conn: &mut PgConnection,
     target: Target,

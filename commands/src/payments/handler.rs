@@ -54,8 +54,8 @@ pub async fn open_document(
 }
 
 /// Lowers what a sale owes by a credit note correcting it. What passes what the sale still owed takes
-/// it below zero, so a payment voided later gives back only what the sale then owes; payments read
-/// what is owed as never below zero ([`lock`]).
+/// it below zero, so after a payment voided later the sale owes its total less its credits and the
+/// payments that remain; payments read what is owed as never below zero ([`lock_documents`]).
 pub async fn credit_sale(
     conn: &mut PgConnection,
     org_id: Uuid,
