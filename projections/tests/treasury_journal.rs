@@ -76,31 +76,41 @@ fn transfer(id: Uuid, from: LocationRef, to: LocationRef, amount: i64) -> FundsT
     }))
 }
 
-#[sqlx::test(migrations = "../schema")]
-async fn an_entry_recorded_earlier_but_committed_later_keeps_every_running_figure_exact(pool: PgPool) {
-    let org = Uuid::now_v7();
-    let (register, safe) = (
-        LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() },
-        LocationRef { kind: LocationKind::Safe, id: Uuid::now_v7() },
-    );
-    let t0 = OffsetDateTime::now_utc() - time::Duration::hours(1);
-    store(&pool, org, register.id, &place(LocationKind::CashRegister), t0).await;
-    store(&pool, org, safe.id, &place(LocationKind::Safe), t0).await;
-    // Committed in this order, recorded in the other: 300 at t0+2s, then 100 at t0+1s, then 50 at t0+3s.
-    for (amount, seconds) in [(300, 2), (100, 1), (50, 3)] {
-        let id = Uuid::now_v7();
-        store(&pool, org, id, &transfer(id, register, safe, amount), t0 + time::Duration::seconds(seconds)).await;
-    }
-    // A rebuild folds what lies below the commit horizon, which other tests' open transactions can hold
-    // back for a moment.
+/// A cash register and a safe of `org`, opened at `t0`.
+async fn open_register_and_safe(pool: &PgPool, org: Uuid, t0: OffsetDateTime) -> (LocationRef, LocationRef) {
+    let register = LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() };
+    let safe = LocationRef { kind: LocationKind::Safe, id: Uuid::now_v7() };
+    store(pool, org, register.id, &place(LocationKind::CashRegister), t0).await;
+    store(pool, org, safe.id, &place(LocationKind::Safe), t0).await;
+    (register, safe)
+}
+
+/// Rebuilds the treasury projection once the `stored` events are below the commit horizon, which
+/// other tests' open transactions can hold back for a moment.
+async fn rebuild_treasury(pool: &PgPool, stored: usize) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while events::follower::read_committed_after(&pool, events::CommitKey::ZERO, 100).await.expect("reads").len() < 5 {
+    while events::follower::read_committed_after(pool, events::CommitKey::ZERO, 100).await.expect("reads").len()
+        < stored
+    {
         assert!(std::time::Instant::now() < deadline, "the events stay above the horizon");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let projection =
         projections::all().into_iter().find(|p| p.id() == projections::ProjectionId::Treasury).expect("treasury");
-    projections::rebuild::rebuild(&pool, &*projection, |_| {}).await.expect("rebuilt");
+    projections::rebuild::rebuild(pool, &*projection, |_| {}).await.expect("rebuilt");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn an_entry_recorded_earlier_but_committed_later_keeps_every_running_figure_exact(pool: PgPool) {
+    let org = Uuid::now_v7();
+    let t0 = OffsetDateTime::now_utc() - time::Duration::hours(1);
+    let (register, safe) = open_register_and_safe(&pool, org, t0).await;
+    // Committed in this order, recorded in the other: 300 at t0+2s, then 100 at t0+1s, then 50 at t0+3s.
+    for (amount, seconds) in [(300, 2), (100, 1), (50, 3)] {
+        let id = Uuid::now_v7();
+        store(&pool, org, id, &transfer(id, register, safe, amount), t0 + time::Duration::seconds(seconds)).await;
+    }
+    rebuild_treasury(&pool, 5).await;
     let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
         "select functional, running_functional, running_native from journal_lines
          where location_kind = 'safe' and location_id = $1 order by recorded_at, position, line_no",
@@ -128,27 +138,15 @@ async fn an_entry_recorded_earlier_but_committed_later_keeps_every_running_figur
 #[sqlx::test(migrations = "../schema")]
 async fn a_balance_beyond_the_range_of_one_amount_reads_as_the_sum_it_is(pool: PgPool) {
     let org = Uuid::now_v7();
-    let (register, safe) = (
-        LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() },
-        LocationRef { kind: LocationKind::Safe, id: Uuid::now_v7() },
-    );
     let t0 = OffsetDateTime::now_utc() - time::Duration::hours(1);
-    store(&pool, org, register.id, &place(LocationKind::CashRegister), t0).await;
-    store(&pool, org, safe.id, &place(LocationKind::Safe), t0).await;
+    let (register, safe) = open_register_and_safe(&pool, org, t0).await;
     // Two transfers of the most one amount holds: the safe's running figure is twice that.
     for seconds in [1, 2] {
         let id = Uuid::now_v7();
         let moved = transfer(id, register, safe, Cents::MAX);
         store(&pool, org, id, &moved, t0 + time::Duration::seconds(seconds)).await;
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while events::follower::read_committed_after(&pool, events::CommitKey::ZERO, 100).await.expect("reads").len() < 4 {
-        assert!(std::time::Instant::now() < deadline, "the events stay above the horizon");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let projection =
-        projections::all().into_iter().find(|p| p.id() == projections::ProjectionId::Treasury).expect("treasury");
-    projections::rebuild::rebuild(&pool, &*projection, |_| {}).await.expect("rebuilt");
+    rebuild_treasury(&pool, 4).await;
     let everyone = projections::treasury::Visibility { locations: None, own: None };
     let filter = projections::treasury::LocationFilter::default();
     let rows = projections::treasury::balances(&pool, org, &filter, &everyone, None, None, 10).await.expect("balances");
