@@ -187,11 +187,7 @@ impl OrderData {
                     product_id: l.variant_id.into(),
                     name: l.name.clone().into(),
                     quantity: l.quantity.into(),
-                    unit_price: if o.prices_include_tax {
-                        l.tax_rate_id.net_of(l.unit_price).get()
-                    } else {
-                        l.unit_price.get()
-                    },
+                    unit_price: o.net_unit_price(l).get(),
                     tax_rate_id: l.tax_rate_id.code(),
                     warehouse_id: warehouse.into(),
                     discount: l.discount.map(QuoteDiscountData::from).into(),

@@ -753,3 +753,36 @@ async fn each_order_webhook_arrives_once_per_transition(pool: PgPool) {
     ids.dedup();
     assert_eq!(ids.len(), total, "no event delivered twice");
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn an_order_webhook_shows_the_orders_net_prices_and_its_amounts_as_the_api_reads_them(pool: PgPool) {
+    use crate::helpers::{customer, main_warehouse, stocked_product};
+    let receiver = Receiver::start().await;
+    let app = TestApp::spawn_with_sender(pool, Some(crate::webhooks::sender(&receiver))).await;
+    endpoint(&app, &receiver, "/orders", &["order.created"]).await;
+    let main = main_warehouse(&app).await;
+    let ana = customer(&app, "Ana Pérez").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    // A converted quote's order keeps the quote's VAT-inclusive prices; the API reads them net.
+    let quote = json!({ "customer_id": ana, "global_discount_amount": 500,
+        "items": [{ "product_id": mate, "quantity": 3, "unit_price": 12100 }] });
+    let quote = id(&style_a(app.post_keyed(QUOTES, &quote).await, 201).await["data"]["id"]);
+    for step in ["send", "accept"] {
+        style_a(keyed(&app, Method::POST, &format!("{QUOTES}/{quote}/{step}"), None).await, 200).await;
+    }
+    let converted = keyed(&app, Method::POST, &format!("{QUOTES}/{quote}/convert"), None).await;
+    let order = id(&style_a(converted, 201).await["data"]["id"]);
+    let read = style_a(app.get(&format!("{ORDERS}/{order}")).await, 200).await["data"].clone();
+    assert_eq!(read["prices_include_tax"], true);
+    assert_eq!(read["lines"][0]["unit_price"], 10000, "net of 21% VAT");
+
+    let got = receiver.wait_for("/orders", 1).await;
+    let body = got[0].json();
+    let object = &body["data"]["object"];
+    assert_eq!((body["type"].as_str(), object["id"].as_str()), (Some("order.created"), Some(order.as_str())));
+    assert_eq!(object["lines"][0]["unit_price"], read["lines"][0]["unit_price"], "the webhook's line price is the API's");
+    let amounts = json!({ "discount": read["discount_amount"], "subtotal": read["subtotal"], "tax": read["tax_amount"],
+        "total": read["total"] });
+    assert_eq!(object["amounts"], amounts);
+    assert_eq!(object["amounts"]["total"], 3 * 12100 - 500, "the quote's VAT-inclusive total less its discount");
+}

@@ -48,7 +48,8 @@ pub struct OrderLine {
     /// The free text of a line without a product.
     pub name: Option<String>,
     pub quantity: Quantity,
-    /// Net of VAT, in cents.
+    /// In cents, on the order's price basis: gross when the order was made with VAT-inclusive prices
+    /// (`prices_include_tax`), else net. Read it net through [`OrderState::net_unit_price`].
     pub unit_price: Cents,
     pub tax_rate_id: VatRate,
     /// Where the line's goods leave from (and are reserved in); none: the order's
@@ -109,8 +110,8 @@ pub struct OrderState {
     pub reservation: Option<OrderReservation>,
     /// The quote the order was converted from.
     pub quote_id: Option<Uuid>,
-    /// Whether the prices the order was made with included VAT (a quote's do); its lines carry net
-    /// unit prices either way.
+    /// Whether the prices the order was made with included VAT (a quote's do): its lines then store
+    /// gross unit prices, and the API and webhooks show them net either way.
     pub prices_include_tax: bool,
     pub subtotal: Cents,
     pub tax_amount: Cents,
@@ -119,6 +120,11 @@ pub struct OrderState {
 }
 
 impl OrderState {
+    /// A line's unit price net of VAT, as the API and webhooks show it whatever the order's price basis.
+    pub fn net_unit_price(&self, line: &OrderLine) -> Cents {
+        if self.prices_include_tax { line.tax_rate_id.net_of(line.unit_price) } else { line.unit_price }
+    }
+
     /// Whether anything of the order was delivered or billed.
     pub fn started(&self) -> bool {
         self.lines.iter().any(|l| l.delivered > Quantity::ZERO || l.billed > Quantity::ZERO)
@@ -182,8 +188,9 @@ pub fn fold_order(_: Option<OrderState>, event: &OrderEvent) -> Option<OrderStat
     Some(event.state().clone())
 }
 
-/// The public order object webhook events (`order.*`) carry: snake_case, amounts in cents, quantities
-/// as decimal text, the API's order without the per-line `reserved` (read it from the order).
+/// The public order object webhook events (`order.*`) carry: snake_case, amounts in cents (also
+/// together as `amounts`, as the spec shows the object), unit prices net of VAT, quantities as decimal
+/// text; the API's order without the per-line `reserved` (read it from the order).
 pub fn public_order(id: Uuid, order: &OrderState) -> Value {
     serde_json::json!({
         "object": "order",
@@ -202,12 +209,18 @@ pub fn public_order(id: Uuid, order: &OrderState) -> Value {
         "tax_amount": order.tax_amount,
         "discount_amount": order.discount_amount,
         "total": order.total,
+        "amounts": {
+            "discount": order.discount_amount,
+            "subtotal": order.subtotal,
+            "tax": order.tax_amount,
+            "total": order.total,
+        },
         "lines": order.lines.iter().map(|l| serde_json::json!({
             "id": l.id,
             "product_id": l.variant_id,
             "name": l.name,
             "quantity": l.quantity.to_string(),
-            "unit_price": l.unit_price,
+            "unit_price": order.net_unit_price(l),
             "delivered": l.delivered.to_string(),
             "billed": l.billed.to_string(),
         })).collect::<Vec<_>>(),
