@@ -248,6 +248,21 @@ async fn a_methods_fees_as_written_are_rounded_or_refuse_the_payment(pool: PgPoo
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn an_inactive_payment_method_is_an_unknown_reference_and_nothing_is_written(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let customer = customer(&app, "Ana Ñandú").await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let body = json!({ "name": "Cheque", "isActive": false });
+    let retired = json(app.post_keyed("/api/v1/payment-methods", &body).await, 201).await["data"]["id"].clone();
+    let pay = json!({ "customer_id": customer, "occurred_on": today(),
+        "lines": [line(retired.as_str().expect("id"), 10_000, &register)] });
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "retired-1", &pay).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["lines[0].payment_method_id"], "{refused}");
+    assert_eq!(balance(&app, &register).await, 0, "nothing was posted");
+    assert!(items(&json(app.get(CUSTOMER_PAYMENTS).await, 200).await).is_empty());
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn delegated_tokens_post_to_and_see_only_their_registers_payments(pool: PgPool) {
     use commands::organization::{Delegation, create_delegated_token};
     let app = TestApp::spawn(pool).await;

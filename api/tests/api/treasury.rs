@@ -444,6 +444,18 @@ async fn manual_movements_follow_the_spec_rules(pool: PgPool) {
     let refused =
         error(send(&app, Method::POST, MOVEMENTS, "manual-4", &foreign).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["cost_center1_id"]);
+    // An inactive counterpart account or cost center is a reference like a missing one: 404, nothing posted.
+    let retired = create_ledger_account(&app.pool, app.org_id, "5.1.9", "Baja", Currency::Pes).await.expect("account");
+    let closed = create_cost_center(&app.pool, app.org_id, "CC-9", "Cerrado").await.expect("center");
+    sqlx::query("update ledger_accounts set is_active = false where id = $1").bind(retired).execute(&app.pool).await.expect("retired");
+    sqlx::query("update cost_centers set is_active = false where id = $1").bind(closed).execute(&app.pool).await.expect("closed");
+    let mut inactive = body.clone();
+    inactive["account_id"] = json!(retired);
+    inactive["distributions"] = json!([{ "cost_center1_id": closed, "amount_cents": 1_000 }]);
+    let refused =
+        error(send(&app, Method::POST, MOVEMENTS, "manual-5", &inactive).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["account_id", "distributions[0].cost_center1_id"]);
+    assert_eq!(balances(&app, "", &app.api_key).await[&format!("cash_register/{register}")], (-1_000, Some(-1_000)));
     // Rule 3: the version read goes in the body; missing is 400, stale is 409, and neither changes anything.
     let path = format!("{MOVEMENTS}/{id}");
     let replacement = json!({ "balance_type": "cash_register", "balance_id": register, "direction": "expense",

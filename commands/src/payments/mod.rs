@@ -223,7 +223,7 @@ pub struct PaymentFacts {
     pub current: Option<PaymentRecorded>,
     pub voided: bool,
     pub version: i32,
-    /// Whether the contact is a customer (supplier) of the organization.
+    /// Whether the contact is a customer (supplier) of the organization (contacts are never inactive).
     pub contact_known: bool,
     pub methods: BTreeMap<Uuid, MethodFacts>,
     pub locations: BTreeMap<LocationRef, super::treasury::LocationFacts>,
@@ -266,10 +266,12 @@ fn record(
     if !facts.contact_known {
         missing.push(FieldError::new(contact_field, "not_found", "no contact of this organization has this id"));
     }
+    // An inactive payment method is a reference like a missing one (404), as every reference of the API
+    // is; an inactive location is a state conflict, as the spec has it for treasury endpoints.
     for (i, line) in input.lines.iter().enumerate() {
-        if !facts.methods.contains_key(&line.method_id) {
+        if !facts.methods.get(&line.method_id).is_some_and(|m| m.active) {
             let field = format!("lines[{i}].payment_method_id");
-            missing.push(FieldError::new(field, "not_found", "no payment method of this organization has this id"));
+            missing.push(FieldError::new(field, "not_found", "no active payment method of this organization has this id"));
         }
         if !facts.locations.contains_key(&line.location) {
             let field = format!("lines[{i}].balance_id");
@@ -296,13 +298,6 @@ fn record(
     }
     for (i, line) in input.lines.iter().enumerate() {
         let location = facts.locations[&line.location];
-        if !facts.methods[&line.method_id].active {
-            return Err(Rejection::state_conflict(
-                "PAYMENT_METHOD_INACTIVE",
-                "inactive",
-                format!("the payment method of lines[{i}] is inactive"),
-            ));
-        }
         if location.status == LocationStatus::Inactive || location.account_active == Some(false) {
             return Err(Rejection::state_conflict(
                 "LOCATION_INACTIVE",

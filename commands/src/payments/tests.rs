@@ -104,7 +104,7 @@ fn a_void_reverses_the_entry_and_gives_the_allocations_back_once() {
 }
 
 #[test]
-fn an_inactive_method_or_location_is_a_state_conflict() {
+fn an_inactive_method_is_not_found_and_an_inactive_location_a_state_conflict() {
     let (contact, method, sale) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
     let register = LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() };
     let input = parse_payment(&body(contact, method, register, sale, 1_000), PaymentSide::Customer).expect("valid");
@@ -113,9 +113,18 @@ fn an_inactive_method_or_location_is_a_state_conflict() {
         Err(Rejection::StateConflict { details, .. }) => details.first().map(|d| d.code.clone()),
         other => panic!("expected a state conflict, got {other:?}"),
     };
+    let not_found = |facts: &PaymentFacts| match decide(&command, facts) {
+        Err(Rejection::Invalid { errors }) => {
+            errors.iter().map(|e| (e.field.clone(), e.code.clone())).collect::<Vec<(String, String)>>()
+        }
+        other => panic!("expected an unknown reference, got {other:?}"),
+    };
     let mut stopped = facts(contact, method, register, sale);
     stopped.methods.get_mut(&method).expect("method").active = false;
-    assert_eq!(code(&stopped).as_deref(), Some("PAYMENT_METHOD_INACTIVE"));
+    assert_eq!(not_found(&stopped), [("lines[0].payment_method_id".to_owned(), "not_found".to_owned())]);
+    let mut gone = facts(contact, method, register, sale);
+    gone.contact_known = false;
+    assert_eq!(not_found(&gone), [("customer_id".to_owned(), "not_found".to_owned())]);
     let mut closed = facts(contact, method, register, sale);
     closed.locations.get_mut(&register).expect("location").status = LocationStatus::Inactive;
     assert_eq!(code(&closed).as_deref(), Some("LOCATION_INACTIVE"));

@@ -488,29 +488,31 @@ fn version(
     let mut missing = Vec::new();
     for (i, line) in input.counterparts.iter().enumerate() {
         let field = if input.itemized { format!("lines[{i}].account_id") } else { "account_id".to_owned() };
-        if !facts.accounts.contains_key(&line.account_id) {
-            missing.push(FieldError::new(field, "not_found", "no ledger account of this organization has this id"));
+        // An inactive account or cost center is a reference like a missing one (404), as every reference
+        // of the API is; only the location's own linked account is a state conflict.
+        if !facts.accounts.get(&line.account_id).is_some_and(|(active, _)| *active) {
+            missing.push(FieldError::new(field, "not_found", "no active ledger account of this organization has this id"));
         }
         let centers = [line.cost_center1_id, line.cost_center2_id, line.cost_center3_id];
         for (n, center) in centers.iter().enumerate() {
             if let Some(center) = center
-                && !facts.cost_centers.contains_key(center)
+                && facts.cost_centers.get(center) != Some(&true)
             {
                 let field = if input.itemized {
                     format!("lines[{i}].cost_center{}_id", n + 1)
                 } else {
                     format!("cost_center{}_id", n + 1)
                 };
-                missing.push(FieldError::new(field, "not_found", "no cost center of this organization has this id"));
+                missing.push(FieldError::new(field, "not_found", "no active cost center of this organization has this id"));
             }
         }
     }
     for (i, share) in input.distributions.iter().enumerate() {
-        if !facts.cost_centers.contains_key(&share.cost_center1_id) {
+        if facts.cost_centers.get(&share.cost_center1_id) != Some(&true) {
             missing.push(FieldError::new(
                 format!("distributions[{i}].cost_center1_id"),
                 "not_found",
-                "no cost center of this organization has this id",
+                "no active cost center of this organization has this id",
             ));
         }
     }
@@ -530,12 +532,11 @@ fn version(
     if location.status == LocationStatus::Inactive {
         return Err(Rejection::state_conflict("LOCATION_INACTIVE", "inactive", "the location takes no movements"));
     }
-    let inactive = facts.accounts.values().map(|(active, _)| active).chain(facts.cost_centers.values()).any(|a| !a);
-    if location.account_active == Some(false) || inactive {
+    if location.account_active == Some(false) {
         return Err(Rejection::state_conflict(
             "LEDGER_ACCOUNT_INACTIVE",
             "inactive",
-            "a ledger account or cost center of the movement is inactive",
+            "the ledger account linked to the location is inactive",
         ));
     }
     if location.account_active.is_none() {
