@@ -310,6 +310,58 @@ async fn the_authority_is_asked_once_even_when_its_answer_is_lost(pool: PgPool) 
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn an_invoice_call_that_waited_for_another_authorization_of_its_sale_asks_the_authority_nothing(pool: PgPool) {
+    use commands::sales::invoicing::{Outcome, fiscal_change, load_sale};
+    let app = TestApp::spawn(pool).await;
+    let body = mate_sale(&app).await;
+    json(sell(&app, &body, true).await, 201).await;
+    assert_eq!(approved(&app, 6).await.len(), 1);
+    let mut imported = body.clone();
+    imported["invoice"] = json!(false);
+    let id = json(sell(&app, &imported, true).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let sale_id: Uuid = id.parse().expect("uuid");
+
+    // Another transaction holds the series, as an authorization of the same sale elsewhere (the retry
+    // worker, another worker's invoice call) does while it waits for the authority...
+    let mut other = app.pool.begin().await.expect("begin");
+    sqlx::query("select last from document_numbers where org_id = $1 for update")
+        .bind(app.org_id)
+        .fetch_all(&mut *other)
+        .await
+        .expect("series locked");
+    let call = {
+        let (client, url, key) = (app.client.clone(), format!("{}{SALES}/{id}/invoice", app.base), app.api_key.clone());
+        tokio::spawn(async move { client.post(url).bearer_auth(key).send().await.expect("sent") })
+    };
+    eventually(Duration::from_secs(20), "the invoice call waits for the series", || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query like '%document_numbers%'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("activity");
+        (waiting > 0).then_some(())
+    })
+    .await;
+    // ...and records the sale issued before it lets go.
+    let (sale, version) = load_sale(&mut other, app.org_id, sale_id).await.expect("loaded").expect("sale");
+    let issued = Outcome::Issued(events::catalogue::SaleAuthorization {
+        number: 2,
+        cae: "76123456789012".into(),
+        cae_due: time::OffsetDateTime::now_utc().date(),
+        observations: Vec::new(),
+    });
+    let change = fiscal_change(app.org_id, sale_id, version, &sale, &issued, &events::Metadata::system("test"))
+        .expect("change");
+    events::store::append_many(&mut other, &[change]).await.expect("recorded");
+    other.commit().await.expect("commit");
+
+    let refused = error(call.await.expect("answered"), 409, "business_error").await;
+    assert_eq!(refused["error"]["code"], "ALREADY_INVOICED");
+    assert_eq!(approved(&app, 6).await.len(), 1, "the authority was asked for no second voucher");
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn an_issued_sale_has_a_pdf_with_its_cae_behind_a_signed_link(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     fiscal_profile(&app, "Responsable Inscripto").await;

@@ -280,6 +280,13 @@ async fn invoice_sale(
     org_id: Uuid,
     metadata: &Metadata,
 ) -> Result<CommandReply, ExecuteError> {
+    // The retry worker holds a deferred sale's pending row while it authorizes it, and takes it before
+    // the series: waiting for it here first reads what the worker recorded, in the same lock order.
+    sqlx::query("select 1 from fiscal_pending where org_id = $1 and sale_id = $2 for update")
+        .bind(org_id)
+        .bind(command.sale_id)
+        .fetch_optional(&mut *conn)
+        .await?;
     let Some((mut sale, version)) = invoicing::load_sale(conn, org_id, command.sale_id).await? else {
         return Err(Rejection::not_found("sale").into());
     };
@@ -300,7 +307,7 @@ async fn invoice_sale(
     }
     let issuer = fiscal_issuer(conn, org_id, sale.letter.as_deref(), None).await?;
     let associated = invoicing::associated_voucher(conn, org_id, issuer, sale.associated_sale_id).await?;
-    let outcome = invoicing::authorize(conn, org_id, issuer, &sale, associated).await?;
+    let outcome = invoicing::authorize(conn, org_id, issuer, (command.sale_id, &sale, version), associated).await?;
     invoicing::track(conn, org_id, command.sale_id, matches!(outcome, Outcome::Deferred { .. })).await?;
     let request = invoicing::fiscal_change(org_id, command.sale_id, version, &sale, &outcome, metadata)?;
     let key = append_together(conn, &[request], command.sale_id).await?;

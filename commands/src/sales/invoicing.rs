@@ -215,7 +215,7 @@ pub async fn authorize(
     conn: &mut PgConnection,
     org_id: Uuid,
     issuer: Issuer,
-    sale: &SaleRecorded,
+    (sale_id, sale, version): (Uuid, &SaleRecorded, i32),
     associated: Option<AssociatedVoucher>,
 ) -> Result<Outcome, ExecuteError> {
     let client = match authority() {
@@ -223,6 +223,18 @@ pub async fn authorize(
         Err(deferred) => return Ok(deferred),
     };
     let known = lock_series(conn, org_id, sale).await?;
+    // Whoever else authorized this sale (the retry worker, or an invoice call on another worker) held
+    // the series until it committed: a sale that moved since it was read is contended now, before the
+    // authority is asked for a second voucher that no sale would record.
+    let current: i32 =
+        sqlx::query_scalar("select coalesce(max(version), 0) from events where org_id = $1 and stream_id = $2")
+            .bind(org_id)
+            .bind(sale_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    if current != version {
+        return Err(ExecuteError::Contended(sale_id));
+    }
     // Every call for this voucher ends within the authority's share of the command.
     let deadline = tokio::time::Instant::now() + crate::fiscal::AUTHORITY_BUDGET;
     let lookup = |what: &str| FiscalError::Unavailable(format!("the command's time for the authority ran out ({what})"));
@@ -417,7 +429,7 @@ pub async fn retry_due(pool: &PgPool) -> Result<usize, ExecuteError> {
             continue;
         };
         let associated = associated_voucher(&mut tx, org_id, issuer, sale.associated_sale_id).await?;
-        let request = match authorize(&mut tx, org_id, issuer, &sale, associated).await {
+        let request = match authorize(&mut tx, org_id, issuer, (sale_id, &sale, version), associated).await {
             Ok(outcome) => {
                 let deferred = matches!(outcome, Outcome::Deferred { .. });
                 track(&mut tx, org_id, sale_id, deferred).await?;
