@@ -480,8 +480,8 @@ routes! {
         /// ledger entry: each location receives its line less the method's fee (`feePercentage` of the
         /// amount, half away from zero, plus `feeFixed` cents), the fees go to the organization's fees
         /// account, and the customer's receivables are credited with the whole amount. A missing, hidden or
-        /// foreign customer, sale of another customer, location or payment method is 404; an inactive
-        /// location or method 409.
+        /// foreign customer, sale of another customer, location, or missing or inactive payment method is
+        /// 404; an inactive location or linked account 409.
         create_customer_payment("/customer-payments", "createCustomerPayment", "post")
             ("Required: a retry with the same key and body returns the first outcome.")
             -> PaymentCreated::Created = CREATE_CUSTOMER_PAYMENT, |call, write, body: CustomerPaymentInput| {
@@ -518,8 +518,8 @@ routes! {
         /// and `allocations` to the supplier's purchases (in all at most the payment, each at most what its
         /// purchase still owes). One balanced ledger entry: each location pays its line plus the method's
         /// fee, the fees go to the fees account, and the supplier's payables are debited with the amount.
-        /// A missing, hidden or foreign supplier, purchase of another supplier, location or payment method
-        /// is 404; an inactive location or method 409.
+        /// A missing, hidden or foreign supplier, purchase of another supplier, location, or missing or
+        /// inactive payment method is 404; an inactive location or linked account 409.
         create_supplier_payment("/supplier-payments", "createSupplierPayment", "post")
             ("Required: a retry with the same key and body returns the first outcome.")
             -> PaymentCreated::Created = CREATE_SUPPLIER_PAYMENT, |call, write, body: SupplierPaymentInput| {

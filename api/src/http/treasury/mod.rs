@@ -246,9 +246,10 @@ routes! {
         /// enters at the counterparts' pesos; an expense leaves at the dollars' carrying value (their share
         /// of the pesos the location holds its dollars at) and the difference from the counterparts' pesos
         /// is booked to the organization's exchange-difference account (`exchange_difference_amount`:
-        /// positive a gain, negative a loss). `exchange_rate` on a peso location is 400. A missing or hidden location,
-        /// account, cost center or contact is 404; an inactive one 409. The same key and body return the
-        /// stored result, even after a later edit or delete.
+        /// positive a gain, negative a loss). `exchange_rate` on a peso location is 400. A missing or hidden
+        /// location, a missing or inactive account or cost center, or a missing contact is 404; an inactive
+        /// location or linked account 409. The same key and body return the stored result, even after a
+        /// later edit or delete.
         create_movement("/treasury/movements", "createTreasuryMovement", "post")
             ("Required: a retry with the same key and body returns the first outcome.")
             -> MovementCreated::Created = CREATE_MOVEMENT, |call, write, body: MovementInput| {
