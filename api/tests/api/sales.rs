@@ -362,6 +362,71 @@ async fn an_invoice_call_that_waited_for_another_authorization_of_its_sale_asks_
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn a_sale_billing_an_order_that_changes_meanwhile_asks_the_authority_once(pool: PgPool) {
+    use events::EventPayload;
+    use events::catalogue::{OrderEvent, OrderState};
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    let mate = product(&app, "MATE", 12100, Some((&main, 10))).await;
+    let customer = crate::helpers::customer(&app, "Ana Pérez").await;
+    let order = json!({ "customer_id": customer, "assigned_warehouse_id": main,
+        "lines": [{ "product_id": mate, "quantity": 4, "unit_price": 1000 }] });
+    let order = json(app.post_keyed("/api/v1/orders", &order).await, 201).await["data"].clone();
+    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
+    let order_uuid: Uuid = order_id.parse().expect("uuid");
+
+    // Another transaction changes the order (its notes) and has not committed yet...
+    let mut other = app.pool.begin().await.expect("begin");
+    let (data, version): (Value, i32) = sqlx::query_as(
+        "select data, version from events where org_id = $1 and stream_id = $2 order by version desc limit 1",
+    )
+    .bind(app.org_id)
+    .bind(order_uuid)
+    .fetch_one(&mut *other)
+    .await
+    .expect("order");
+    let mut state: OrderState = serde_json::from_value(data).expect("state");
+    state.notes = Some("Entregar por la tarde".into());
+    let change = events::store::AppendRequest {
+        stream: events::store::StreamRef {
+            org_id: app.org_id,
+            stream_type: OrderEvent::STREAM_TYPE,
+            stream_id: order_uuid,
+            expected_version: version,
+        },
+        events: vec![OrderEvent::OrderUpdated(Box::new(state)).to_new_event().expect("event")],
+        metadata: events::Metadata::system("test"),
+    };
+    events::store::append_many(&mut other, &[change]).await.expect("appended");
+    // ...when a sale bills the order and is authorized.
+    let sale = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
+        "orderId": order_id, "items": [{ "productId": mate, "quantity": 4, "unitPrice": 1210, "orderLineId": line }] });
+    let call = {
+        let app_client = (app.client.clone(), format!("{}{SALES}", app.base), app.api_key.clone());
+        tokio::spawn(async move {
+            let (client, url, key) = app_client;
+            let request = client.post(url).bearer_auth(key).header("Idempotency-Key", "billing-1").json(&sale);
+            request.send().await.expect("sent")
+        })
+    };
+    eventually(Duration::from_secs(20), "the sale waits for the order's change", || async {
+        let waiting: i64 = sqlx::query_scalar("select count(*) from pg_stat_activity where wait_event_type = 'Lock'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("activity");
+        (waiting > 0).then_some(())
+    })
+    .await;
+    other.commit().await.expect("commit");
+
+    let billed = json(call.await.expect("answered"), 201).await["data"].clone();
+    assert_eq!((billed["fiscal"]["status"].as_str(), billed["invoiceNumber"].as_i64()), (Some("issued"), Some(1)));
+    assert_eq!(approved(&app, 6).await.len(), 1, "one voucher at the authority for the one sale");
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn an_issued_sale_has_a_pdf_with_its_cae_behind_a_signed_link(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     fiscal_profile(&app, "Responsable Inscripto").await;

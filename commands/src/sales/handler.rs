@@ -201,6 +201,11 @@ impl Document for Sales {
         let warnings = apply_policy(facts.org.negative_stock, shortfalls)?;
         levels::write(conn, org_id, &changes).await?;
         sale.changes = changes;
+        // The billed order's and its reservation's events go in before the voucher is authorized: a
+        // concurrent change of the order is a conflict now, before the authority approves a voucher that
+        // the command's retry would ask for again, and one that comes later waits for this transaction.
+        let (_, early) = append_typed(conn, &requests, command.id).await?;
+        let mut requests = Vec::new();
         // What the customer paid lands in the treasury before the voucher is numbered or authorized.
         requests.extend(payments::with_sale(conn, org_id, command.id, &sale, metadata).await?);
 
@@ -232,8 +237,10 @@ impl Document for Sales {
         let stream =
             StreamRef { org_id, stream_type: SaleEvent::STREAM_TYPE, stream_id: command.id, expected_version: 0 };
         requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
-        // A sale billing an order writes three stream types: the reply names each one's last key.
-        let (key, keys) = append_typed(conn, &requests, command.id).await?;
+        // A sale billing an order writes three stream types: the reply names each one's last key (the
+        // sale's, appended last in the transaction, is the highest).
+        let (key, mut keys) = append_typed(conn, &requests, command.id).await?;
+        keys.extend(early);
         // What the sale leaves owed, for payments to settle; a credit note lowers the sale it corrects.
         match (sale.document_kind.as_str(), sale.associated_sale_id) {
             ("credit_note", Some(corrected)) => payments::credit_sale(conn, org_id, corrected, sale.total).await?,
