@@ -309,6 +309,21 @@ async fn the_authority_is_asked_once_even_when_its_answer_is_lost(pool: PgPool) 
     assert_eq!(approved(&app, 6).await.len(), 3);
 }
 
+/// Until a statement in the test's database waits for a lock (the test's other transaction holds the
+/// only ones taken there).
+async fn waits_for_a_lock(app: &TestApp, what: &str) {
+    eventually(Duration::from_secs(20), what, || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
+        )
+            .fetch_one(&app.pool)
+            .await
+            .expect("activity");
+        (waiting > 0).then_some(())
+    })
+    .await;
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn an_invoice_call_that_waited_for_another_authorization_of_its_sale_asks_the_authority_nothing(pool: PgPool) {
     use commands::sales::invoicing::{Outcome, fiscal_change, load_sale};
@@ -333,16 +348,7 @@ async fn an_invoice_call_that_waited_for_another_authorization_of_its_sale_asks_
         let (client, url, key) = (app.client.clone(), format!("{}{SALES}/{id}/invoice", app.base), app.api_key.clone());
         tokio::spawn(async move { client.post(url).bearer_auth(key).send().await.expect("sent") })
     };
-    eventually(Duration::from_secs(20), "the invoice call waits for the series", || async {
-        let waiting: i64 = sqlx::query_scalar(
-            "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query like '%document_numbers%'",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .expect("activity");
-        (waiting > 0).then_some(())
-    })
-    .await;
+    waits_for_a_lock(&app, "the invoice call waits for the series").await;
     // ...and records the sale issued before it lets go.
     let (sale, version) = load_sale(&mut other, app.org_id, sale_id).await.expect("loaded").expect("sale");
     let issued = Outcome::Issued(events::catalogue::SaleAuthorization {
@@ -411,14 +417,7 @@ async fn a_sale_billing_an_order_that_changes_meanwhile_asks_the_authority_once(
             request.send().await.expect("sent")
         })
     };
-    eventually(Duration::from_secs(20), "the sale waits for the order's change", || async {
-        let waiting: i64 = sqlx::query_scalar("select count(*) from pg_stat_activity where wait_event_type = 'Lock'")
-            .fetch_one(&app.pool)
-            .await
-            .expect("activity");
-        (waiting > 0).then_some(())
-    })
-    .await;
+    waits_for_a_lock(&app, "the sale waits for the order's change").await;
     other.commit().await.expect("commit");
 
     let billed = json(call.await.expect("answered"), 201).await["data"].clone();
