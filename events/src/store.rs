@@ -166,6 +166,17 @@ pub async fn load_latest(
     Ok(row.as_ref().map(event_from_row).transpose()?.filter(|event| event.org_id == org_id))
 }
 
+/// The version of one stream of one organization: its last event's (0 for an empty or foreign stream).
+pub async fn stream_version(conn: &mut PgConnection, org_id: Uuid, stream_id: Uuid) -> Result<i32, sqlx::Error> {
+    // The stream id alone in the condition, as in `load_stream`; the organization is checked on the row.
+    let last: Option<(Uuid, i32)> =
+        sqlx::query_as("select org_id, version from events where stream_id = $1 order by version desc limit 1")
+            .bind(stream_id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(last.filter(|(org, _)| *org == org_id).map_or(0, |(_, version)| version))
+}
+
 /// One line of `events export`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ExportedEvent {

@@ -9,7 +9,7 @@ use super::{NegativeStock, StockShortfall, apply_policy};
 use crate::engine::ExecuteError;
 use events::catalogue::{Reservation, ReservationOwner, ReservedLine, StockReservationEvent};
 use events::domain::Quantity;
-use events::store::{AppendRequest, StreamRef};
+use events::store::{AppendRequest, StreamRef, stream_version};
 use events::unnest::Unnest;
 use events::{EventPayload, Metadata};
 use sqlx::{PgConnection, PgPool};
@@ -242,17 +242,6 @@ async fn write_rows(
         )
         .await?;
     Ok(())
-}
-
-async fn stream_version(conn: &mut PgConnection, org_id: Uuid, stream: Uuid) -> Result<i32, sqlx::Error> {
-    // The stream id alone in the condition, so the `(stream_id, version)` index is the only plan (see
-    // `events::store::load_stream`); the organization is checked on the row.
-    let last: Option<(Uuid, i32)> =
-        sqlx::query_as("select org_id, version from events where stream_id = $1 order by version desc limit 1")
-            .bind(stream)
-            .fetch_optional(conn)
-            .await?;
-    Ok(last.filter(|(org, _)| *org == org_id).map_or(0, |(_, version)| version))
 }
 
 /// The active reservation `owner` holds (none when released, expired or never taken), as stored.

@@ -205,9 +205,8 @@ impl Document for Sales {
         // concurrent change of the order is a conflict now, before the authority approves a voucher that
         // the command's retry would ask for again, and one that comes later waits for this transaction.
         let (_, early) = append_typed(conn, &requests, command.id).await?;
-        let mut requests = Vec::new();
         // What the customer paid lands in the treasury before the voucher is numbered or authorized.
-        requests.extend(payments::with_sale(conn, org_id, command.id, &sale, metadata).await?);
+        let mut requests = Vec::from_iter(payments::with_sale(conn, org_id, command.id, &sale, metadata).await?);
 
         // Numbering and authorization.
         if !fiscal_voucher {
@@ -289,11 +288,7 @@ async fn invoice_sale(
 ) -> Result<CommandReply, ExecuteError> {
     // The retry worker holds a deferred sale's pending row while it authorizes it, and takes it before
     // the series: waiting for it here first reads what the worker recorded, in the same lock order.
-    sqlx::query("select 1 from fiscal_pending where org_id = $1 and sale_id = $2 for update")
-        .bind(org_id)
-        .bind(command.sale_id)
-        .fetch_optional(&mut *conn)
-        .await?;
+    invoicing::hold_pending(conn, org_id, command.sale_id).await?;
     let Some((mut sale, version)) = invoicing::load_sale(conn, org_id, command.sale_id).await? else {
         return Err(Rejection::not_found("sale").into());
     };

@@ -226,13 +226,7 @@ pub async fn authorize(
     // Whoever else authorized this sale (the retry worker, or an invoice call on another worker) held
     // the series until it committed: a sale that moved since it was read is contended now, before the
     // authority is asked for a second voucher that no sale would record.
-    let current: i32 =
-        sqlx::query_scalar("select coalesce(max(version), 0) from events where org_id = $1 and stream_id = $2")
-            .bind(org_id)
-            .bind(sale_id)
-            .fetch_one(&mut *conn)
-            .await?;
-    if current != version {
+    if events::store::stream_version(conn, org_id, sale_id).await? != version {
         return Err(ExecuteError::Contended(sale_id));
     }
     // Every call for this voucher ends within the authority's share of the command.
@@ -310,6 +304,17 @@ pub async fn track(conn: &mut PgConnection, org_id: Uuid, sale_id: Uuid, deferre
             .execute(conn)
             .await?;
     }
+    Ok(())
+}
+
+/// Waits for whoever holds `sale_id`'s `fiscal_pending` row (the retry worker authorizing it), and holds
+/// it for the caller's transaction; nothing when the sale has none.
+pub async fn hold_pending(conn: &mut PgConnection, org_id: Uuid, sale_id: Uuid) -> Result<(), sqlx::Error> {
+    sqlx::query("select 1 from fiscal_pending where org_id = $1 and sale_id = $2 for update")
+        .bind(org_id)
+        .bind(sale_id)
+        .fetch_optional(conn)
+        .await?;
     Ok(())
 }
 

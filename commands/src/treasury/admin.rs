@@ -222,10 +222,7 @@ pub async fn set_location_status(
         .bind(status.as_str())
         .execute(&mut *tx)
         .await?;
-    let version: i32 = sqlx::query_scalar("select coalesce(max(version), 0) from events where stream_id = $1")
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let version = store::stream_version(&mut tx, org_id, id).await?;
     append(&mut tx, org_id, id, version, TreasuryLocationEvent::LocationStatusChanged(LocationStatusChange { status }))
         .await?;
     tx.commit().await?;
