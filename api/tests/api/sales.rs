@@ -165,6 +165,23 @@ async fn worked_examples_price_a_b_c_and_90_vouchers_exactly(pool: PgPool) {
     assert_eq!(approved(&app, 11).await.len(), 1);
 }
 
+#[sqlx::test(migrations = "../schema")]
+async fn many_lines_of_one_rate_are_issued_with_vat_the_authority_accepts(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    // Five lines of 1.00 with VAT: the rate's 5.00 splits once into 4.13 + 0.87, within the authority's
+    // cent of 4.13 × 21% (rounding each line, 4.15 + 0.85 is 2.15 cents off: rejected with 10051).
+    let item = json!({ "name": "Caramelo", "quantity": 1, "unitPrice": 100 });
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 500,
+        "items": vec![item; 5] });
+    let b = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    assert_eq!(amounts(&b), (413, 87, 500));
+    assert_eq!(b["vatBreakdown"], json!([{ "code": 5, "base": 413, "amount": 87 }]));
+    assert_eq!(b["fiscal"]["status"], "issued", "{b}");
+    assert_eq!(approved(&app, 6).await.len(), 1);
+}
+
 pub async fn payment_method(app: &TestApp) -> String {
     seeded(app, "/api/v1/payment-methods", "Efectivo").await["id"].as_str().expect("id").to_owned()
 }

@@ -8,12 +8,14 @@
 //! 2. line discount = a percentage of the amount, or a fixed amount no larger than it;
 //! 3. the global discount (a percentage of the discounted lines, or a fixed amount) is shared out
 //!    over the discounted lines in proportion, by largest remainder, so the parts add up exactly;
-//! 4. VAT per line, by the document's [`PriceBasis`]: added to a net price, split out of a gross
-//!    one, or not computed at all.
+//! 4. VAT per rate, by the document's [`PriceBasis`]: the rate's lines added up, then VAT added to
+//!    that net once, or that gross split once into net and VAT (or no VAT at all); the rate's VAT (on
+//!    a net basis) or net (on a gross one) is then shared out over its lines like the global discount.
 //!
-//! Rounding per line and then adding, rather than rounding the sums, is what makes every printed
-//! line add up to the printed totals and the breakdown the tax authority checks (its tolerance is
-//! one cent per voucher) agree with the lines.
+//! Rounding each rate's sum once, rather than each line and then adding, is what keeps every entry
+//! of the breakdown the tax authority checks within its cent of base × rate (`AlicIva`, error 10051)
+//! however many lines the rate has; sharing the sums out by largest remainder keeps every printed line
+//! adding up to the printed totals.
 
 use std::collections::BTreeMap;
 
@@ -176,20 +178,13 @@ pub fn compute(basis: PriceBasis, lines: &[Line], adjustments: &Adjustments) -> 
     let afters: Vec<i128> = discounted.iter().map(|line| line.after).collect();
     let global = global_discount(adjustments.global_discount, afters.iter().sum())?;
     let shares = share_out(global, &afters)?;
+    let lefts: Vec<i128> = afters.iter().zip(&shares).map(|(after, share)| after - share).collect();
+    let split = split_vat(basis, &discounted, &lefts)?;
 
     let mut amounts = Vec::with_capacity(lines.len());
     let mut breakdown: BTreeMap<VatRate, (i128, i128)> = BTreeMap::new();
     let (mut net_sum, mut vat_sum, mut line_discounts) = (0i128, 0i128, 0i128);
-    for (index, (line, share)) in discounted.iter().zip(shares).enumerate() {
-        let left = line.after - share;
-        let (net, vat) = match basis {
-            PriceBasis::Net => (left, round_div(left * i128::from(line.rate), WHOLE)),
-            PriceBasis::Gross => {
-                let net = round_div(left * WHOLE, WHOLE + i128::from(line.rate));
-                (net, left - net)
-            }
-            PriceBasis::GrossWithoutVat => (left, 0),
-        };
+    for (index, ((line, share), (net, vat))) in discounted.iter().zip(shares).zip(split).enumerate() {
         let out_of_range = || TaxError::LineOutOfRange { line: index };
         amounts.push(LineAmounts {
             amount: cents(line.amount).ok_or_else(out_of_range)?,
@@ -230,7 +225,6 @@ pub fn compute(basis: PriceBasis, lines: &[Line], adjustments: &Adjustments) -> 
 /// A line after steps 1 and 2, with its rate looked up.
 struct Discounted {
     code: VatRate,
-    rate: i64,
     amount: i128,
     discount: i128,
     /// `amount - discount`, what the global discount is shared over.
@@ -244,7 +238,6 @@ fn discount_line(index: usize, line: &Line) -> Result<Discounted, TaxError> {
     if line.unit_price.is_negative() {
         return Err(TaxError::NegativeUnitPrice { line: index });
     }
-    let rate = line.vat_code.hundredths();
     let amount = line.quantity.checked_mul_cents(line.unit_price).ok_or(TaxError::LineOutOfRange { line: index })?;
     let discount = match line.discount {
         None => Cents::ZERO,
@@ -258,7 +251,7 @@ fn discount_line(index: usize, line: &Line) -> Result<Discounted, TaxError> {
         Some(Discount::Fixed(fixed)) => fixed,
     };
     let (amount, discount) = (i128::from(amount.get()), i128::from(discount.get()));
-    Ok(Discounted { code: line.vat_code, rate, amount, discount, after: amount - discount })
+    Ok(Discounted { code: line.vat_code, amount, discount, after: amount - discount })
 }
 
 /// The global discount in cents, given the sum of the discounted lines it applies to.
@@ -276,27 +269,57 @@ fn global_discount(discount: Option<Discount>, available: i128) -> Result<i128, 
     }
 }
 
-/// `discount` shared over `afters` in proportion by the largest remainder method: each part is the
-/// exact share rounded down, and the cents still missing go one each to the parts that lost the most,
-/// the earliest line first among equals. The parts add up to `discount` exactly and, since `discount`
-/// is at most the sum, none is larger than its line.
-fn share_out(discount: i128, afters: &[i128]) -> Result<Vec<i128>, TaxError> {
-    let sum: i128 = afters.iter().sum();
-    if discount == 0 || sum == 0 {
-        return Ok(vec![0; afters.len()]);
+/// Each line's (net, VAT) from what is `left` of it after the discounts: step 4, one rounding per rate.
+fn split_vat(basis: PriceBasis, lines: &[Discounted], left: &[i128]) -> Result<Vec<(i128, i128)>, TaxError> {
+    let mut split: Vec<(i128, i128)> = left.iter().map(|left| (*left, 0)).collect();
+    if basis == PriceBasis::GrossWithoutVat {
+        return Ok(split);
     }
-    let mut shares = Vec::with_capacity(afters.len());
-    let mut remainders = Vec::with_capacity(afters.len());
-    for (index, after) in afters.iter().enumerate() {
+    let mut rates: BTreeMap<VatRate, Vec<usize>> = BTreeMap::new();
+    for (index, line) in lines.iter().enumerate() {
+        rates.entry(line.code).or_default().push(index);
+    }
+    for (code, indexes) in rates {
+        let weights: Vec<i128> = indexes.iter().map(|index| left[*index]).collect();
+        let sum: i128 = weights.iter().sum();
+        let rate = i128::from(code.hundredths());
+        let parts = match basis {
+            // The rate's VAT on its whole net, shared over the lines' nets.
+            PriceBasis::Net => share_out(round_div(sum * rate, WHOLE), &weights)?,
+            // The rate's net out of its whole gross, shared over the lines' grosses.
+            _ => share_out(round_div(sum * WHOLE, WHOLE + rate), &weights)?,
+        };
+        for (index, part) in indexes.into_iter().zip(parts) {
+            split[index] = match basis {
+                PriceBasis::Net => (left[index], part),
+                _ => (part, left[index] - part),
+            };
+        }
+    }
+    Ok(split)
+}
+
+/// `whole` shared over `weights` in proportion by the largest remainder method: each part is the
+/// exact share rounded down, and the cents still missing go one each to the parts that lost the most,
+/// the earliest line first among equals. The parts add up to `whole` exactly and, where `whole` is at
+/// most the sum (a discount, a net inside a gross), none is larger than its weight.
+fn share_out(whole: i128, weights: &[i128]) -> Result<Vec<i128>, TaxError> {
+    let sum: i128 = weights.iter().sum();
+    if whole == 0 || sum == 0 {
+        return Ok(vec![0; weights.len()]);
+    }
+    let mut shares = Vec::with_capacity(weights.len());
+    let mut remainders = Vec::with_capacity(weights.len());
+    for (index, weight) in weights.iter().enumerate() {
         // Only a document with more lines than memory holds could overflow here.
-        let exact = discount.checked_mul(*after).ok_or(TaxError::TotalsOutOfRange)?;
+        let exact = whole.checked_mul(*weight).ok_or(TaxError::TotalsOutOfRange)?;
         shares.push(exact / sum);
         remainders.push((exact % sum, index));
     }
     // Largest remainder first; among equals the earliest line, so the result depends on the input only.
     remainders.sort_by(|(a, a_index), (b, b_index)| b.cmp(a).then(a_index.cmp(b_index)));
     // Fewer cents are missing than there are lines, each remainder being less than one cent.
-    let mut missing = discount - shares.iter().sum::<i128>();
+    let mut missing = whole - shares.iter().sum::<i128>();
     for (_, index) in remainders {
         if missing == 0 {
             break;

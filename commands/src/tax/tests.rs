@@ -101,6 +101,35 @@ fn examples() -> Vec<Example> {
             header: [10_900, 0, 100, 10_900, 10_900],
         },
         Example {
+            name: "B invoice: five lines of one rate, rounded once",
+            voucher: 6,
+            // 500 gross at 21%: net = 500 / 1.21 = 413.22… → 413, VAT 87 (413 × 21% = 86.73, within
+            // the authority's cent; rounding each line, 5 × 83 = 415 and 85 would be 2.15 cents off).
+            // 413 over five equal lines: 82.6 each, 82 down, the three missing cents to the earliest.
+            lines: vec![line("1", 100, 5, None); 5],
+            adjustments: no_adjustments(),
+            lines_out: vec![
+                [100, 0, 0, 83, 17],
+                [100, 0, 0, 83, 17],
+                [100, 0, 0, 83, 17],
+                [100, 0, 0, 82, 18],
+                [100, 0, 0, 82, 18],
+            ],
+            breakdown: vec![(5, 413, 87)],
+            header: [413, 87, 0, 500, 413],
+        },
+        Example {
+            name: "A invoice: three lines of one rate, rounded once",
+            voucher: 1,
+            // 3 × 1.02 net = 306 at 21%: VAT = 64.26 → 64 (rounding each line, 3 × 21 = 63).
+            // 64 over three equal lines: 21.33 each, 21 down, the missing cent to the first.
+            lines: vec![line("1", 102, 5, None); 3],
+            adjustments: no_adjustments(),
+            lines_out: vec![[102, 0, 0, 102, 22], [102, 0, 0, 102, 21], [102, 0, 0, 102, 21]],
+            breakdown: vec![(5, 306, 64)],
+            header: [306, 64, 0, 370, 306],
+        },
+        Example {
             name: "voucher 90: prices with VAT, a fixed line discount and a 0% line in the breakdown",
             voucher: 90,
             lines: vec![
@@ -134,12 +163,13 @@ fn examples() -> Vec<Example> {
             voucher: 6,
             lines: vec![line("1", 1_000, 5, None), line("1", 1_000, 5, None), line("1", 1_000, 4, None)],
             // 100 over three equal lines: 33 each and one cent left, every remainder equal: line 0.
-            // Gross 966 → net 798.347 → 798, VAT 168; 967 → 799.174 → 799, VAT 168;
-            // 967 at 10.5% → 875.113 → 875, VAT 92.
+            // At 21%: gross 966 + 967 = 1933 → net 1597.52… → 1598, VAT 335; 1598 shared over 966 and
+            // 967 is 798.59 and 799.41, 798 and 799 down, the missing cent to the larger remainder (the
+            // first): 799 and 799. At 10.5%: 967 → 875.11… → 875, VAT 92.
             adjustments: Adjustments { global_discount: fixed(100), ..no_adjustments() },
-            lines_out: vec![[1_000, 0, 34, 798, 168], [1_000, 0, 33, 799, 168], [1_000, 0, 33, 875, 92]],
-            breakdown: vec![(4, 875, 92), (5, 1_597, 336)],
-            header: [2_472, 428, 100, 2_900, 2_472],
+            lines_out: vec![[1_000, 0, 34, 799, 167], [1_000, 0, 33, 799, 168], [1_000, 0, 33, 875, 92]],
+            breakdown: vec![(4, 875, 92), (5, 1_598, 335)],
+            header: [2_473, 427, 100, 2_900, 2_473],
         },
         Example {
             name: "A invoice: exempt and non-taxed amounts carry no VAT",
@@ -451,19 +481,9 @@ fn check_invariants(
         }
         let left = after - share;
         match basis {
-            PriceBasis::Net => {
-                prop_assert_eq!(net, left, "line {}", index);
-                prop_assert_eq!(vat, half_up(net * i128::from(line.vat_code.hundredths()), 10_000), "line {}", index);
-            }
-            PriceBasis::Gross => {
-                prop_assert_eq!(net + vat, left, "line {}", index);
-                prop_assert_eq!(
-                    net,
-                    half_up(left * 10_000, 10_000 + i128::from(line.vat_code.hundredths())),
-                    "line {}",
-                    index
-                );
-            }
+            // How a rate's VAT or net falls on its lines is checked with the breakdown below.
+            PriceBasis::Net => prop_assert_eq!(net, left, "line {}", index),
+            PriceBasis::Gross => prop_assert_eq!(net + vat, left, "line {}", index),
             PriceBasis::GrossWithoutVat => {
                 prop_assert_eq!((net, vat), (left, 0), "line {}", index);
             }
@@ -501,10 +521,39 @@ fn check_invariants(
         prop_assert_eq!(amounts, vats);
         prop_assert_eq!(bases, nets);
         for entry in &computed.breakdown {
-            let of_code = lines.iter().zip(&computed.lines).filter(|(line, _)| line.vat_code == entry.code);
+            let of_code: Vec<&LineAmounts> = lines
+                .iter()
+                .zip(&computed.lines)
+                .filter(|(line, _)| line.vat_code == entry.code)
+                .map(|(_, out)| out)
+                .collect();
             let (base, amount) =
-                of_code.fold((0, 0), |(base, amount), (_, out)| (base + get(out.net), amount + get(out.vat)));
-            prop_assert_eq!((get(entry.base), get(entry.amount)), (base, amount), "code {:?}", entry.code);
+                of_code.iter().fold((0, 0), |(base, amount), out| (base + get(out.net), amount + get(out.vat)));
+            let (entry_base, entry_amount) = (get(entry.base), get(entry.amount));
+            prop_assert_eq!((entry_base, entry_amount), (base, amount), "code {:?}", entry.code);
+            // One rounding per rate: the authority's check of each entry, base × rate within a cent.
+            let rate = i128::from(entry.code.hundredths());
+            prop_assert!(
+                (entry_amount * 10_000 - entry_base * rate).abs() <= 10_000,
+                "code {:?}: {entry_amount} against {entry_base} × {rate}",
+                entry.code
+            );
+            let gross = entry_base + entry_amount;
+            match basis {
+                PriceBasis::Net => prop_assert_eq!(entry_amount, half_up(entry_base * rate, 10_000)),
+                _ => prop_assert_eq!(entry_base, half_up(gross * 10_000, 10_000 + rate)),
+            }
+            // Shared over the lines by largest remainder: each line's part is its exact proportion
+            // rounded down or up.
+            for out in of_code {
+                let (part, whole, weight, of) = match basis {
+                    PriceBasis::Net => (get(out.vat), entry_amount, get(out.net), entry_base),
+                    _ => (get(out.net), entry_base, get(out.total), gross),
+                };
+                if of > 0 {
+                    prop_assert!((part * of - whole * weight).abs() < of, "code {:?}: {out:?}", entry.code);
+                }
+            }
         }
     }
     Ok(())
