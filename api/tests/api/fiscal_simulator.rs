@@ -583,6 +583,29 @@ async fn a_second_login_while_a_ticket_is_valid_is_refused_and_reported(pool: Pg
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn a_cuit_the_ticket_does_not_represent_is_refused_with_601_and_the_ticket_is_kept(pool: PgPool) {
+    let simulator = Simulator::start(&pool).await;
+    // The organization's certificate asking for a CUIT it has not been authorized to represent (in the
+    // authority's portal): the login succeeds, every call for that CUIT is refused with 601.
+    let represented = Issuer::new(simulator.issuer.org_id(), 20123456786).expect("a valid CUIT");
+    let client = simulator.client().await;
+    for _ in 0..2 {
+        match client.last_authorized(represented, POS, 1).await {
+            Err(error @ FiscalError::NotRepresented(_)) => {
+                assert!(error.to_string().contains("601"), "{error}");
+                assert!(error.is_retryable(), "nothing was done");
+            }
+            other => panic!("expected 601, got {other:?}"),
+        }
+    }
+    // The ticket stays: dropping it would have the authority refuse the next login while it is valid,
+    // and the certificate's own CUIT goes on invoicing with it.
+    assert_eq!(tickets_issued(&pool).await, (1, 1), "one login, its ticket kept");
+    assert_eq!(client.last_authorized(simulator.issuer, POS, 1).await, Ok(0));
+    assert_eq!(tickets_issued(&pool).await, (1, 1));
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn an_expired_ticket_is_refused_with_600_and_the_next_call_logs_in_again(pool: PgPool) {
     let simulator = Simulator::start(&pool).await;
     let client = simulator.client().await;
@@ -619,7 +642,7 @@ async fn a_certificate_that_does_not_represent_the_cuit_or_does_not_verify_is_re
     .expect("copied");
     let issuer = Issuer::new(impostor, OTHER_ISSUER).expect("cuit");
     let refused = simulator.client().await.authorize(issuer, &invoice_a(1)).await;
-    assert!(matches!(&refused, Err(FiscalError::Unauthenticated(m)) if m.starts_with("601 ")), "{refused:?}");
+    assert!(matches!(&refused, Err(FiscalError::NotRepresented(m)) if m.starts_with("601 ")), "{refused:?}");
     assert!(simulator.listed("").await.is_empty());
 
     // Without a certificate nothing is sent, and the reason says what to do.

@@ -182,6 +182,21 @@ async fn many_lines_of_one_rate_are_issued_with_vat_the_authority_accepts(pool: 
     assert_eq!(approved(&app, 6).await.len(), 1);
 }
 
+#[sqlx::test(migrations = "../schema")]
+async fn a_c_voucher_with_an_exempt_amount_is_issued_with_it_in_its_net(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Monotributista").await;
+    let pos = point_of_sale(&app).await;
+    // The historical contract takes an exempt amount on any voucher; class C tells the authority none
+    // (it refuses a C voucher with one, 10044): the amount goes in the net.
+    let body = json!({ "voucherType": 11, "pointOfSaleId": pos, "invoiceDate": today(), "exemptAmount": 100,
+        "items": [{ "name": "Clase", "quantity": 1, "unitPrice": 1000 }] });
+    let c = json(sell(&app, &body, false).await, 201).await["data"].clone();
+    assert_eq!(amounts(&c), (1100, 0, 1100));
+    assert_eq!(c["fiscal"]["status"], "issued", "{c}");
+    assert_eq!(approved(&app, 11).await.len(), 1);
+}
+
 pub async fn payment_method(app: &TestApp) -> String {
     seeded(app, "/api/v1/payment-methods", "Efectivo").await["id"].as_str().expect("id").to_owned()
 }

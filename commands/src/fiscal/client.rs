@@ -39,6 +39,11 @@ pub enum FiscalError {
     },
     #[error("the tax authority did not accept the organization's credentials, nothing was done: {0}")]
     Unauthenticated(String),
+    /// 601: the ticket is good but does not represent the organization's CUIT (a representative's
+    /// certificate not yet authorized for it in the authority's portal). The ticket is kept: the
+    /// authority would refuse another login while it is valid.
+    #[error("the tax authority's ticket does not represent the organization's CUIT, nothing was done: {0}")]
+    NotRepresented(String),
     #[error("unexpected exchange with the tax authority: {0}")]
     Protocol(String),
 }
@@ -46,7 +51,13 @@ pub enum FiscalError {
 impl FiscalError {
     /// Whether the same request may succeed later (after a consult, for `NoReply`).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, FiscalError::Unavailable(_) | FiscalError::NoReply(_) | FiscalError::Unauthenticated(_))
+        matches!(
+            self,
+            FiscalError::Unavailable(_)
+                | FiscalError::NoReply(_)
+                | FiscalError::Unauthenticated(_)
+                | FiscalError::NotRepresented(_)
+        )
     }
 
     /// Whether the authority may have acted on the request without us hearing of it.
@@ -390,15 +401,24 @@ fn rejected(errors: Vec<wire::Message>, observations: Vec<wire::Message>) -> Fis
     FiscalError::Rejected { errors: errors.into_iter().chain(observations).map(|m| (m.code, m.msg)).collect() }
 }
 
-/// The authority's refusals of `Auth` itself: 600, the token or sign did not validate or expired; 601,
-/// the CUIT is not one the ticket represents.
-const AUTH_ERRORS: [i64; 2] = [600, 601];
+/// The authority's refusal of the ticket itself: the token or sign did not validate or expired.
+const TICKET_REFUSED: i64 = 600;
+/// The authority's refusal of `Auth.Cuit`: not one the (good) ticket represents.
+const NOT_REPRESENTED: i64 = 601;
 
-/// `Errors[]` that refuse who asked rather than what was asked: nothing was done.
+/// `Errors[]` that refuse who asked rather than what was asked: nothing was done. Only a refused
+/// ticket is [`FiscalError::Unauthenticated`], which makes the adapter drop it.
 fn auth_refusal(errors: &[wire::Message]) -> Option<FiscalError> {
-    let refused: Vec<String> =
-        errors.iter().filter(|e| AUTH_ERRORS.contains(&e.code)).map(|e| format!("{} {}", e.code, e.msg)).collect();
-    (!refused.is_empty()).then(|| FiscalError::Unauthenticated(refused.join("; ")))
+    let refused: Vec<String> = errors
+        .iter()
+        .filter(|e| [TICKET_REFUSED, NOT_REPRESENTED].contains(&e.code))
+        .map(|e| format!("{} {}", e.code, e.msg))
+        .collect();
+    if errors.iter().any(|e| e.code == TICKET_REFUSED) {
+        Some(FiscalError::Unauthenticated(refused.join("; ")))
+    } else {
+        (!refused.is_empty()).then(|| FiscalError::NotRepresented(refused.join("; ")))
+    }
 }
 
 /// Reads `FECAESolicitar`'s answer for each voucher `numbers` asked for: each voucher's detail with
@@ -553,6 +573,6 @@ mod tests {
         let mixed = answered_errors(vec![Message::new(501, "db"), Message::new(10015, "doc")], Stakes::Read);
         assert_eq!(mixed.codes(), vec![501, 10015]);
         let cuit = answered_errors(vec![Message::new(601, "CUIT no representada")], Stakes::Read);
-        assert!(matches!(cuit, FiscalError::Unauthenticated(m) if m.contains("601")));
+        assert!(matches!(cuit, FiscalError::NotRepresented(m) if m.contains("601")));
     }
 }

@@ -87,7 +87,8 @@ pub fn receiver_condition(tax_category: Option<&str>) -> i32 {
 /// The voucher the authority is asked to approve for `sale` under `number`; `associated` is the voucher
 /// a credit or debit note corrects. The taxed net is the subtotal less the exempt and non-taxed
 /// amounts; a sale where that falls out of range (which the tax computation never records) is refused
-/// rather than sent.
+/// rather than sent. Class C tells the authority no VAT, exempt or non-taxed amount: its whole
+/// subtotal is the net.
 pub fn voucher_request(
     sale: &SaleRecorded,
     number: i64,
@@ -101,7 +102,8 @@ pub fn voucher_request(
         _ => (99, 0),
     };
     let without_vat = sale.letter.as_deref() == Some("C");
-    let net = sale.subtotal.checked_sub(sale.exempt).and_then(|rest| rest.checked_sub(sale.non_taxed));
+    let (exempt, non_taxed) = if without_vat { (Cents::ZERO, Cents::ZERO) } else { (sale.exempt, sale.non_taxed) };
+    let net = sale.subtotal.checked_sub(exempt).and_then(|rest| rest.checked_sub(non_taxed));
     let net = net.ok_or_else(|| {
         Rejection::unprocessable("SALE_AMOUNTS_INVALID", "subtotal", "the sale's taxed net is out of range")
     })?;
@@ -121,8 +123,8 @@ pub fn voucher_request(
         date: sale.invoice_date,
         total: sale.total,
         net,
-        exempt: sale.exempt,
-        non_taxed: sale.non_taxed,
+        exempt,
+        non_taxed,
         other_taxes: Cents::ZERO,
         vat: if without_vat { Cents::ZERO } else { sale.tax_amount },
         vat_lines,
@@ -194,7 +196,10 @@ pub(super) fn deferral(error: FiscalError, asked: Option<i64>, outstanding: Opti
     match error {
         FiscalError::Rejected { errors } => Err(refused(errors)),
         FiscalError::NoReply(reason) => Ok(Outcome::Deferred { unconfirmed: asked.or(outstanding), reason }),
-        FiscalError::Unavailable(reason) | FiscalError::Unauthenticated(reason) | FiscalError::Protocol(reason) => {
+        FiscalError::Unavailable(reason)
+        | FiscalError::Unauthenticated(reason)
+        | FiscalError::NotRepresented(reason)
+        | FiscalError::Protocol(reason) => {
             Ok(Outcome::Deferred { unconfirmed: outstanding, reason })
         }
     }
