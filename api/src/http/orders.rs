@@ -34,7 +34,8 @@ use uuid::Uuid;
 
 const WHY: &str = "The organization blocks negative stock and the reservation asks for more than is available \
                    (`INSUFFICIENT_STOCK`, one detail per short line), or a line would drop below what was \
-                   already delivered or billed (`PRECONDITION_FAILED`, naming the line); nothing was saved";
+                   already delivered or billed, or such a line would name another product (`PRECONDITION_FAILED`, \
+                   naming the line); nothing was saved";
 
 operations! {
     OrdersApi, INPUT_RULES;
@@ -262,8 +263,8 @@ async fn render_rows(state: &AppState, org_id: Uuid, rows: Vec<OrderRow>) -> Res
 /// A line of an order body: a product or free text.
 #[derive(Debug, Object)]
 pub struct OrderLineInput {
-    /// Structural edits: the `id` of an existing line to keep (omitted: a new line; existing lines
-    /// left out are removed, unless delivered or billed).
+    /// Structural edits: the `id` of an existing line to keep, each at most once (omitted: a new line;
+    /// existing lines left out are removed, unless delivered or billed).
     pub id: Optional<Uuid>,
     /// An active product variant of the organization; or send `name` for a free-text line.
     pub product_id: Option<Uuid>,
@@ -439,7 +440,8 @@ routes! {
         /// read), `assigned_warehouse_id`, `expected_updated_at` equal to the order's `updated_at`, and an
         /// `Idempotency-Key` (400 without either); a stale `expected_updated_at` is 409 `CONFLICT` with
         /// nothing written. A line may not drop below what was delivered or billed, nor may such a line be
-        /// removed (422 `PRECONDITION_FAILED` naming it). The reservation follows the new lines and
+        /// removed or name another product (422 `PRECONDITION_FAILED` naming it); a line `id` sent twice
+        /// is 400. The reservation follows the new lines and
         /// warehouse in the same transaction. Omitted optional fields keep their value; `0` clears the
         /// global discount and `""` the notes or the delivery method. A completed or cancelled order is 409
         /// `STATE_CONFLICT`.

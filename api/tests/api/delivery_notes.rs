@@ -163,6 +163,48 @@ async fn notes_for_an_order_deliver_it_in_parts_consuming_its_reservation(pool: 
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn a_delivered_order_line_keeps_its_product_and_is_kept_once(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let yerba = stocked_product(&app, "YERBA", &main, 10).await;
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main,
+        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 10000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
+    let part = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos,
+        "items": [{ "order_line_id": line, "quantity": 2 }] });
+    let note = style_a(app.post_keyed(NOTES, &part).await, 201).await["data"].clone();
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    let edit = |lines: Value| {
+        json!({ "lines": lines, "assigned_warehouse_id": main, "expected_updated_at": read["updated_at"] })
+    };
+    let path = format!("{ORDERS}/{order_id}");
+    // Two of the mate left on that line: it may not become the yerba, nor free text.
+    for moved in [
+        json!([{ "id": line, "product_id": yerba, "quantity": 5, "unit_price": 10000 }]),
+        json!([{ "id": line, "name": "Mate de regalo", "quantity": 5, "unit_price": 10000 }]),
+    ] {
+        let refused = error(app.fresh_keyed(Method::PATCH, &path, Some(&edit(moved))).await, 422, "business_error").await;
+        assert_eq!(refused["error"]["details"][0]["field"], "lines[0].product_id");
+        assert_eq!(refused["error"]["details"][0]["code"], "FULFILLED_LINE_PRODUCT");
+    }
+    // Nor be kept twice (the copy would carry the same two delivered).
+    let twice = json!([{ "id": line, "product_id": mate, "quantity": 5, "unit_price": 10000 },
+        { "id": line, "product_id": mate, "quantity": 5, "unit_price": 10000 }]);
+    let refused =
+        error(app.fresh_keyed(Method::PATCH, &path, Some(&edit(twice))).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["lines[1].id"]);
+    let unchanged = style_a(app.get(&path).await, 200).await["data"].clone();
+    assert_eq!(unchanged["updated_at"], read["updated_at"], "nothing was written");
+    // Deleting the note gives the mate back.
+    style_a(delete(&app, note["id"].as_str().expect("id"), &Uuid::now_v7().to_string()).await, 200).await;
+    assert_eq!(level(&app, &mate).await.0, "10");
+    assert_eq!(level(&app, &yerba).await.0, "10");
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
@@ -172,6 +214,11 @@ async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
         "items": [{ "quantity": 1 }, { "is_custom": true, "quantity": 1 }] });
     let refused = error(app.post_keyed(NOTES, &unknown).await, 400, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["colour", "items[0].product_id", "items[1].name"]);
+    // A null product is no custom line: it names neither.
+    let null = json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos,
+        "items": [{ "product_id": null, "quantity": 1 }] });
+    let refused = error(app.post_keyed(NOTES, &null).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[0].product_id"]);
     let missing = json!({ "origin": { "type": "custom" }, "customer_id": Uuid::now_v7(), "point_of_sale_id": Uuid::now_v7(),
         "warehouse_id": Uuid::now_v7(), "items": [{ "product_id": Uuid::now_v7(), "quantity": 1 }] });
     let not_found = error(app.post_keyed(NOTES, &missing).await, 404, "invalid_request_error").await;

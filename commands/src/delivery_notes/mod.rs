@@ -128,6 +128,10 @@ pub fn parse_note(body: &Value) -> Result<NoteInput, Vec<FieldError>> {
             for (i, item) in r.required_array("items", 1, MAX_LINES).iter().enumerate() {
                 let mut line = ObjectReader::new(item, &format!("items[{i}]"));
                 refuse_unknown_item(&mut line, item);
+                // A line is a product or a custom one: `product_id` is never null.
+                if line.has("product_id") && line.value("product_id").is_none() {
+                    line.reject("product_id", "invalid_type", "must not be null: omit it on a custom line");
+                }
                 let variant_id = line.optional_uuid("product_id");
                 let is_custom = line.optional_bool("is_custom").unwrap_or(false);
                 let name = line.optional_str("name", 200);

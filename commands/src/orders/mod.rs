@@ -392,9 +392,15 @@ fn build_lines(
     mut errors: Vec<FieldError>,
 ) -> Result<Vec<OrderLine>, Rejection> {
     let mut lines = Vec::with_capacity(input.len());
+    // Kept lines that were delivered or billed and now name another product (or free text).
+    let mut moved = Vec::new();
     for (i, item) in input.iter().enumerate() {
         let existing = match item.id {
             None => None,
+            Some(line_id) if input[..i].iter().any(|earlier| earlier.id == Some(line_id)) => {
+                errors.push(FieldError::new(format!("lines[{i}].id"), "duplicate", "an earlier line keeps this line"));
+                continue;
+            }
             Some(line_id) => match current.and_then(|o| o.lines.iter().find(|l| l.id == line_id)) {
                 Some(line) => Some(line),
                 None => {
@@ -440,6 +446,9 @@ fn build_lines(
         // A quantity below what the line delivered or billed is checked after the references: a business
         // rule, answered 422 below (only a kept line has a floor, so it names the line's own id).
         let (delivered, billed) = existing.map_or((Quantity::ZERO, Quantity::ZERO), |l| (l.delivered, l.billed));
+        if existing.is_some_and(|l| l.variant_id != item.variant_id) && delivered.max(billed) > Quantity::ZERO {
+            moved.push(i);
+        }
         lines.push(OrderLine {
             id: existing.map_or_else(|| Uuid::new_v5(&id, format!("line-{seed}-{i}").as_bytes()), |l| l.id),
             variant_id: item.variant_id,
@@ -449,12 +458,29 @@ fn build_lines(
             tax_rate_id: code,
             warehouse_id: None,
             discount: item.discount,
-            physical: fact.map_or_else(|| existing.is_some_and(|l| l.physical), |f| f.product_type.is_physical()),
+            physical: fact.map_or_else(
+                || existing.is_some_and(|l| l.physical && l.variant_id == item.variant_id),
+                |f| f.product_type.is_physical(),
+            ),
             delivered,
             billed,
         });
     }
     reject_fields(errors)?;
+    // What a delivery note or a sale took stays what the line is: a delete of the note or a credit
+    // note gives back the line's product.
+    let moved: Vec<_> = moved
+        .into_iter()
+        .map(|i| crate::aggregate::BusinessDetail {
+            field: Some(format!("lines[{i}].product_id")),
+            code: "FULFILLED_LINE_PRODUCT".into(),
+            message: format!(
+                "line {} already has {} delivered and {} billed: it keeps its product",
+                lines[i].id, lines[i].delivered, lines[i].billed
+            ),
+            metadata: BTreeMap::from([("line_id".to_owned(), serde_json::json!(lines[i].id))]),
+        })
+        .collect();
     let below: Vec<_> = lines
         .iter()
         .enumerate()
@@ -473,11 +499,11 @@ fn build_lines(
             ]),
         })
         .collect();
-    if !below.is_empty() {
+    if !moved.is_empty() || !below.is_empty() {
         return Err(Rejection::Unprocessable {
             code: "PRECONDITION_FAILED".into(),
-            message: "a line may not drop below what was already delivered or billed".into(),
-            details: below,
+            message: "a line already delivered or billed keeps its product and may not drop below that".into(),
+            details: moved.into_iter().chain(below).collect(),
         });
     }
     // Every line that was delivered or billed must be kept.
