@@ -386,6 +386,34 @@ async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_
     assert_eq!(detail_fields(&refused), ["source.balance_id"]);
     let banks = json(app.request(Method::GET, "/api/v1/bank-accounts", Some(&ana), None).await, 200).await;
     assert!(items(&banks).is_empty());
+    // A manual movement someone else made at her own register is not hers under `own`: she can neither
+    // read it nor, knowing its id and `updated_at`, replace or delete it.
+    let expenses =
+        create_ledger_account(&app.pool, app.org_id, "5.1.1", "Gastos", Currency::Pes).await.expect("account");
+    let theirs = json!({ "balance_type": "cash_register", "balance_id": mine, "direction": "expense", "amount": 50,
+        "occurred_on": today(), "account_id": expenses });
+    let made = json(send(&app, Method::POST, MOVEMENTS, "theirs-1", &theirs).await, 201).await["data"].clone();
+    let path = format!("{MOVEMENTS}/{}", made["treasury_movement_id"].as_str().expect("id"));
+    error(app.request(Method::GET, &path, Some(&ana), None).await, 404, "invalid_request_error").await;
+    let replacement = json!({ "balance_type": "cash_register", "balance_id": mine, "direction": "expense",
+        "amount": 60, "occurred_on": today(), "account_id": expenses, "updated_at": made["updated_at"] });
+    for (method, key, body) in [
+        (Method::DELETE, "ana-3", json!({ "updated_at": made["updated_at"] })),
+        (Method::PUT, "ana-4", replacement),
+    ] {
+        let answer = app
+            .client
+            .request(method, format!("{}{path}", app.base))
+            .bearer_auth(&ana)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+            .await
+            .expect("sent");
+        error(answer, 404, "invalid_request_error").await;
+    }
+    let kept = json(app.get(&path).await, 200).await["data"].clone();
+    assert_eq!(kept, made, "neither changed it");
 }
 
 const MOVEMENTS: &str = "/api/v1/treasury/movements";

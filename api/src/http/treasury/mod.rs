@@ -625,13 +625,21 @@ fn seen_or_404(seen: &Visibility, at: LocationRef) -> Result<(), ApiError> {
 }
 
 /// A manual movement the credential sees (not a transfer's effect), or 404. A movement deleted since
-/// is left to the command, which refuses it the same way unless this is the replay of its deletion.
+/// is left to the command, which refuses it the same way unless this is the replay of its deletion; one
+/// that stands where the credential does not look (another user's under `own`, or at a location it is
+/// not assigned) is 404 here, as it is to read.
 async fn manual_or_404(call: &Call<'_>, id: Uuid, seen: &Visibility) -> Result<(), ApiError> {
-    match read::movement(&call.state.pool, call.org_id(), id, seen).await? {
+    let pool = &call.state.pool;
+    match read::movement(pool, call.org_id(), id, seen).await? {
         Some(row) if row.movement.manual.is_none() || row.movement.treasury_movement_id != id => {
             Err(ApiError::not_found("treasury_movement"))
         }
-        _ => Ok(()),
+        Some(_) => Ok(()),
+        None if *seen == Visibility::default() => Ok(()),
+        None => match read::movement(pool, call.org_id(), id, &Visibility::default()).await? {
+            Some(_) => Err(ApiError::not_found("treasury_movement")),
+            None => Ok(()),
+        },
     }
 }
 
