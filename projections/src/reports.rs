@@ -620,15 +620,29 @@ async fn fold_sale(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), P
     match crate::decode::<SaleEvent>(event)? {
         SaleEvent::SaleRecorded(sale) => {
             let sign = sale_sign(&sale);
-            for line in &sale.lines {
-                let mut fact = batch.product_fact(event, Report::Sales, sale.invoice_date, line.variant_id);
+            let sale_fact = |batch: &mut Batch<'_>, variant: Option<Uuid>| {
+                let mut fact = batch.product_fact(event, Report::Sales, sale.invoice_date, variant);
                 fact.status = Some(sale.fiscal.status.as_str().to_owned());
                 fact.document_id = Some(event.stream_id);
                 fact.customer_id = Some(sale.customer.id).filter(|id| !id.is_nil());
-                fact.warehouse_id = line.warehouse_id;
                 fact.point_of_sale_id = Some(sale.point_of_sale_id);
                 fact.voucher_type = Some(sale.voucher_type);
                 fact.currency = Some(sale.currency.clone());
+                fact
+            };
+            // The exempt and non-taxed amounts belong to no line: one fact of the sale's own, with no
+            // product and no count, so that `net` and `total` add up to the sale's subtotal and total.
+            let extras = sale.exempt.checked_add(sale.non_taxed);
+            if extras != Some(Cents::ZERO) {
+                let extras = cents(event, extras)?;
+                let mut fact = sale_fact(batch, None);
+                fact.measures.net = sign * extras;
+                fact.measures.total = sign * extras;
+                batch.facts.push(fact);
+            }
+            for line in &sale.lines {
+                let mut fact = sale_fact(batch, line.variant_id);
+                fact.warehouse_id = line.warehouse_id;
                 let cost = match line.unit_cost {
                     Some(unit) => cents(event, line.quantity.checked_mul_cents(unit))?,
                     None => 0,

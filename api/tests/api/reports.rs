@@ -170,6 +170,34 @@ async fn sales_group_by_month_and_category_as_recorded_and_credit_notes_subtract
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn a_sales_exempt_and_non_taxed_amounts_count_in_its_net_and_total(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    let mate = product(&app, "MATE", &category(&app, "Bebidas").await, &main).await;
+    // The historical contract: one line, plus 500 exempt and 300 not taxed on no line.
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "exemptAmount": 500,
+        "nonTaxedAmount": 300, "items": [{ "productId": mate, "quantity": 1, "unitPrice": 1210 }] });
+    let sale = json(sell(&app, &body, false).await, 201).await["data"].clone();
+    let figure = |name: &str| sale[name].as_i64().unwrap_or_else(|| panic!("{name} in {sale}"));
+    let (subtotal, tax, total) = (figure("subtotal"), figure("taxAmount"), figure("total"));
+    assert_eq!(subtotal + tax, total);
+    folded(&app, app.org_id).await;
+    let query = json!({ "report": "sales", "group_by": ["product"], "metrics": ["count", "net", "tax", "total"] });
+    let data = report(&app, &query).await;
+    assert_eq!(data["totals"], json!({ "count": 1, "net": subtotal, "tax": tax, "total": total }), "the sale's figures");
+    let line = data["rows"].as_array().expect("rows").iter().find(|r| r["keys"][0]["value"] == mate.as_str());
+    let line_net = subtotal - 800;
+    assert_eq!(
+        line.expect("the mate's row")["metrics"],
+        json!({ "count": 1, "net": line_net, "tax": tax, "total": line_net + tax })
+    );
+    let off_line = row(&data, 0, None);
+    assert_eq!(off_line["metrics"], json!({ "count": 0, "net": 800, "tax": 0, "total": 800 }));
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn bad_report_queries_are_400_naming_what_is_wrong(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let cases = [

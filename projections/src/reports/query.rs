@@ -5,7 +5,7 @@
 use super::{ALL, DAY, EPOCH_BITS, FACTS, MARKS, MONTH, ROLLUPS};
 use crate::registry::names;
 use futures::TryStreamExt;
-use sqlx::{PgConnection, PgPool, Row as _};
+use sqlx::{PgConnection, Row as _};
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -350,7 +350,7 @@ impl Plan {
 }
 
 /// The position `as_of` stands for (none: everything folded).
-pub async fn position_of(pool: &PgPool, org_id: Uuid, as_of: AsOf) -> Result<Option<i64>, sqlx::Error> {
+pub async fn position_of(conn: &mut PgConnection, org_id: Uuid, as_of: AsOf) -> Result<Option<i64>, sqlx::Error> {
     Ok(match as_of {
         AsOf::Now => None,
         AsOf::Position(position) => Some(position),
@@ -361,20 +361,20 @@ pub async fn position_of(pool: &PgPool, org_id: Uuid, as_of: AsOf) -> Result<Opt
             )))
             .bind(org_id)
             .bind(at)
-            .fetch_one(pool)
+            .fetch_one(conn)
             .await?,
         ),
     })
 }
 
 /// The last position the projection folded for `org_id` (a rebuild's floor when that is later).
-pub async fn folded_position(pool: &PgPool, org_id: Uuid) -> Result<i64, sqlx::Error> {
+pub async fn folded_position(conn: &mut PgConnection, org_id: Uuid) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar(
         "select coalesce(max(position), 0) from projection_checkpoints
          where projection = 'reports' and org_id in ($1, '00000000-0000-0000-0000-000000000000')",
     )
     .bind(org_id)
-    .fetch_one(pool)
+    .fetch_one(conn)
     .await
 }
 
@@ -580,19 +580,24 @@ pub struct Page {
 }
 
 /// The position an answer at `as_of` reflects, and the position its facts are cut at.
-pub async fn reflects(pool: &PgPool, org_id: Uuid, as_of: AsOf) -> Result<(Reflects, Option<i64>), sqlx::Error> {
-    let position = position_of(pool, org_id, as_of).await?;
+pub async fn reflects(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    as_of: AsOf,
+) -> Result<(Reflects, Option<i64>), sqlx::Error> {
+    let position = position_of(&mut *conn, org_id, as_of).await?;
     let reflected = match position {
         Some(position) => position,
-        None => folded_position(pool, org_id).await?,
+        None => folded_position(conn, org_id).await?,
     };
     Ok((Reflects { position: reflected }, position))
 }
 
 /// `limit` groups of `query` from `offset`, with the totals, as the history stood at `cut` (from
-/// [`reflects`]).
+/// [`reflects`]). Read in the snapshot `reflects` read in, the groups, the totals and the position
+/// agree (the projector moves its checkpoint in the transaction that folds).
 pub async fn page(
-    pool: &PgPool,
+    conn: &mut PgConnection,
     org_id: Uuid,
     query: &Query,
     (reflects, cut): (Reflects, Option<i64>),
@@ -602,22 +607,27 @@ pub async fn page(
     let plan = grouped_plan(query, cut, voucher_types, Some((offset, limit + 1)));
     let mut rows = plan
         .query(org_id)
-        .fetch_all(pool)
+        .fetch_all(&mut *conn)
         .await?
         .iter()
         .map(|r| row(query, r))
         .collect::<Result<Vec<Row>, _>>()?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
-    let totals = totals(pool, org_id, query, cut).await?;
+    let totals = totals(conn, org_id, query, cut).await?;
     Ok(Page { reflects, rows, has_more, totals })
 }
 
 /// The totals of `query` (its metrics over every fact it counts, without grouping).
-async fn totals(pool: &PgPool, org_id: Uuid, query: &Query, cut: Option<i64>) -> Result<Vec<Value>, sqlx::Error> {
+async fn totals(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    query: &Query,
+    cut: Option<i64>,
+) -> Result<Vec<Value>, sqlx::Error> {
     let ungrouped = Query { group_by: Vec::new(), sort: Vec::new(), ..query.clone() };
     let plan = grouped_plan(&ungrouped, cut, &[], None);
-    let found = plan.query(org_id).fetch_one(pool).await?;
+    let found = plan.query(org_id).fetch_one(conn).await?;
     Ok(row(&ungrouped, &found)?.metrics)
 }
 

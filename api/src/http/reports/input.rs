@@ -161,7 +161,8 @@ pub struct ReportQueryInput {
     pub group_by: Optional<Vec<GroupName>>,
     /// One or more metrics, each once. Sales: `count` (lines), `quantity`, `net`, `tax`, `total`,
     /// `cost` (each line's quantity times the unit cost it was sold with; nothing for a line sold
-    /// without one), `margin` (`net` less `cost`). Purchases: `count`, `quantity`, `net`, `tax`, `total` (pesos). Payments: `count`
+    /// without one), `margin` (`net` less `cost`); a sale's exempt and non-taxed amounts, on no line,
+    /// count in its `net`, `total` and `margin` under no product, category, tag or warehouse. Purchases: `count`, `quantity`, `net`, `tax`, `total` (pesos). Payments: `count`
     /// (payment lines), `amount` (pesos), `fee`. Inventory: `count` (changes of stock), `quantity`
     /// (the net change within the range), `on_hand` and `value` (the level at the end of the range:
     /// not with a period group nor `date_from`; `value` is each change at the variant's cost when it

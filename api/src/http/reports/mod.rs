@@ -168,15 +168,15 @@ fn resume(state: &AppState, org_id: Uuid, request: &ReportRequest) -> Result<(i6
 /// The position an answer reflects and where its facts are cut: a cursor's, or the query's `as_of`
 /// (a position past what the projection folded reflects what it folded).
 async fn cut(
-    pool: &sqlx::PgPool,
+    conn: &mut sqlx::PgConnection,
     org_id: Uuid,
     query: &Query,
     pinned: Option<i64>,
 ) -> Result<(report::Reflects, Option<i64>), sqlx::Error> {
     let as_of = pinned.map_or(query.as_of, AsOf::Position);
-    let (reflects, cut) = report::reflects(pool, org_id, as_of).await?;
+    let (reflects, cut) = report::reflects(&mut *conn, org_id, as_of).await?;
     if let Some(position) = cut {
-        let folded = report::folded_position(pool, org_id).await?;
+        let folded = report::folded_position(conn, org_id).await?;
         let position = position.min(folded);
         return Ok((report::Reflects { position }, Some(position)));
     }
@@ -192,12 +192,17 @@ pub async fn answer(
     (offset, pinned): (i64, Option<i64>),
 ) -> Result<ReportData, ApiError> {
     let query = &request.query;
-    let at = cut(pool, org_id, query, pinned).await?;
+    // One snapshot for the position and the page: what the projector folds meanwhile is in neither, so
+    // the cursor's position is the one the first page shows.
+    let mut snapshot = pool.begin().await?;
+    sqlx::query("set transaction isolation level repeatable read, read only").execute(&mut *snapshot).await?;
+    let at = cut(&mut snapshot, org_id, query, pinned).await?;
     let limit = match cursors {
         Some(_) => request.limit.unwrap_or(DEFAULT_LIMIT),
         None => request.limit.unwrap_or(i64::MAX / 2),
     };
-    let page = report::page(pool, org_id, query, at, &voucher_types(), (offset, limit)).await?;
+    let page = report::page(&mut snapshot, org_id, query, at, &voucher_types(), (offset, limit)).await?;
+    snapshot.commit().await?;
     let next_cursor = match (page.has_more, cursors) {
         (true, Some(codec)) => Some(codec.encode(
             &cursor_scope(org_id, query),
@@ -285,11 +290,11 @@ pub async fn write_csv(
     out: tokio::sync::mpsc::Sender<String>,
 ) -> Result<(), sqlx::Error> {
     let query = &request.query;
-    let (_, cut_at) = cut(pool, org_id, query, pinned).await?;
+    let mut conn = pool.acquire().await?;
+    let (_, cut_at) = cut(&mut conn, org_id, query, pinned).await?;
     if out.send(csv_header(query)).await.is_err() {
         return Ok(());
     }
-    let mut conn = pool.acquire().await?;
     let names = voucher_types();
     let limit = request.limit.unwrap_or(i64::MAX);
     let mut index = 0_i64;
