@@ -288,8 +288,9 @@ async fn transfers_move_combo_components_all_or_nothing(pool: PgPool) {
     .await;
     let events = app.event_count().await;
     let inactive = json!({ "origin_warehouse_id": main, "destination_warehouse_id": branch, "items": [{ "product_id": mate, "quantity": 1 }] });
-    let closed = error(app.post(TRANSFERS, &inactive).await, 409, "business_error").await;
-    assert_eq!(closed["error"]["code"], "WAREHOUSE_INACTIVE");
+    // An inactive warehouse is unknown to a transfer, as any inactive reference is (404).
+    let closed = error(app.post(TRANSFERS, &inactive).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&closed), ["destination_warehouse_id"]);
     assert_eq!(app.event_count().await, events, "nothing was written");
     assert_eq!(on_hand(&app, &mate, &main).await, "3");
     let foreign_read = app.request(Method::GET, &format!("{TRANSFERS}/{id}"), Some(&other_key), None).await;
@@ -339,8 +340,8 @@ async fn bad_stock_input_is_refused_and_writes_nothing(pool: PgPool) {
     let abroad = error(app.post_keyed(MOVEMENTS, &abroad).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&abroad), ["warehouse_id"]);
     let into_shut = movement("in", &shut, json!([{ "product_id": item, "quantity": 1 }]));
-    let closed = error(app.post_keyed(MOVEMENTS, &into_shut).await, 409, "business_error").await;
-    assert_eq!(closed["error"]["code"], "WAREHOUSE_INACTIVE");
+    let closed = error(app.post_keyed(MOVEMENTS, &into_shut).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&closed), ["warehouse_id"]);
     assert_eq!(app.event_count().await, before, "nothing was written");
     let events = app.event_count().await;
 
@@ -817,7 +818,8 @@ async fn movements_batched_together_are_decided_in_order_each_as_if_alone(pool: 
     )
     .await;
     assert_eq!(accepted(&spread[0]).0["changes"][0]["on_hand"], "3");
-    assert!(refusal(&spread[1]).to_string().contains("WAREHOUSE_INACTIVE"), "{:?}", spread[1]);
+    let inactive = refusal(&spread[1]).to_string();
+    assert!(inactive.contains("not_found") && inactive.contains("warehouse_id"), "{inactive}");
     let unknown = refusal(&spread[2]).to_string();
     assert!(unknown.contains("not_found") && unknown.contains("warehouse_id"), "{unknown}");
     assert_eq!(accepted(&spread[3]).0["changes"][0]["on_hand"], "3");

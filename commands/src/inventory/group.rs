@@ -84,16 +84,9 @@ pub async fn run_movements(
     for i in running {
         let command = members[i].command;
         let mut errors = Vec::new();
-        let verdict = warehouse_verdict(
-            active.get(&command.warehouse_id).copied().flatten(),
-            command.warehouse_id,
-            "warehouse_id",
-            &mut errors,
-        )
-        .and_then(|()| {
-            products_verdict(&types, &command.lines, "lines", false, &mut errors);
-            reject_fields(errors)
-        });
+        warehouse_verdict(active.get(&command.warehouse_id).copied().flatten(), "warehouse_id", &mut errors);
+        products_verdict(&types, &command.lines, "lines", false, &mut errors);
+        let verdict = reject_fields(errors);
         match verdict {
             Ok(()) => checked.push(i),
             Err(refused) => results[i] = Some(Err(refused)),

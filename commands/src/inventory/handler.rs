@@ -35,8 +35,7 @@ pub async fn negative_stock_policy(conn: &mut PgConnection, org_id: Uuid) -> Res
     Ok(policy.unwrap_or_default())
 }
 
-/// A warehouse a command moves stock in: of the organization (else `not_found` on `field`) and active
-/// (else 409 `WAREHOUSE_INACTIVE`).
+/// A warehouse a command moves stock in: of the organization and active (else `not_found` on `field`).
 async fn check_warehouse(
     conn: &mut PgConnection,
     org_id: Uuid,
@@ -45,7 +44,8 @@ async fn check_warehouse(
     errors: &mut Vec<FieldError>,
 ) -> Result<(), ExecuteError> {
     let active = load::<Warehouse>(conn, org_id, id).await?.0.map(|w| w.fields.is_active);
-    warehouse_verdict(active, id, field, errors)
+    warehouse_verdict(active, field, errors);
+    Ok(())
 }
 
 /// The product type of each of `ids` that is a variant of the organization.
@@ -149,7 +149,7 @@ handler! {
             let found = movement_references(conn, org_id, &[command.warehouse_id], &variants).await?;
             let mut errors = Vec::new();
             let active = found.warehouses.get(&command.warehouse_id).copied().flatten();
-            warehouse_verdict(active, command.warehouse_id, "warehouse_id", &mut errors)?;
+            warehouse_verdict(active, "warehouse_id", &mut errors);
             products_verdict(&found.types, &command.lines, "lines", false, &mut errors);
             reject_fields(errors)
         }

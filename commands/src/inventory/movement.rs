@@ -4,7 +4,6 @@
 
 use super::levels::Key;
 use super::{Move, MovementOutcome, MovementType, NegativeStock, StockMovementCommand, WantedMove};
-use crate::aggregate::Rejection;
 use crate::engine::ExecuteError;
 use crate::records::Warehouse;
 use crate::reply::CommandReply;
@@ -15,25 +14,13 @@ use std::collections::{BTreeMap, HashMap};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-/// [`check_warehouse`]'s verdict on whether the warehouse is active (`None`: not of the organization).
-pub(super) fn warehouse_verdict(
-    active: Option<bool>,
-    id: Uuid,
-    field: &str,
-    errors: &mut Vec<FieldError>,
-) -> Result<(), ExecuteError> {
-    match active {
-        None => errors.push(FieldError::new(field, "not_found", "no warehouse of this organization has this id")),
-        Some(false) => {
-            return Err(Rejection::conflict(
-                "WAREHOUSE_INACTIVE",
-                format!("the warehouse {id} ({field}) is inactive: activate it before moving stock there"),
-            )
-            .into());
-        }
-        Some(_) => {}
+/// [`check_warehouse`]'s verdict on the warehouse (`None`: not of the organization; else whether it is
+/// active): a missing or an inactive one is unknown to a movement (404 on `field`, the spec's rule for
+/// every reference, as quotes, orders and purchases have it).
+pub(super) fn warehouse_verdict(active: Option<bool>, field: &str, errors: &mut Vec<FieldError>) {
+    if active != Some(true) {
+        errors.push(FieldError::new(field, "not_found", "no active warehouse of this organization has this id"));
     }
-    Ok(())
 }
 
 /// What movements (a group or a lone one) check before they lock, read by one statement: each
