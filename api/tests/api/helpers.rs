@@ -680,3 +680,17 @@ pub async fn fiscal_client(pool: &PgPool, base: &str, timeout: Duration) -> comm
     let tickets = commands::fiscal::Tickets::new(pool.clone(), endpoints.wsaa, timeout).await.expect("tickets");
     commands::fiscal::FiscalClient::new(&endpoints.wsfe, timeout, std::sync::Arc::new(tickets)).expect("fiscal client")
 }
+
+/// Waits until `n` sessions of this test's database wait on a lock.
+pub async fn waiting_on_locks(app: &TestApp, n: i64, what: &str) {
+    eventually(Duration::from_secs(20), what, || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("activity");
+        (waiting >= n).then_some(())
+    })
+    .await;
+}

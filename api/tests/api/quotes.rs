@@ -121,6 +121,46 @@ async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn stock_taken_while_a_reservation_waits_on_the_same_level_counts_it(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = main_warehouse(&app).await;
+    let ana = customer(&app, "Ana").await;
+    let last = stocked_product(&app, "ULTIMOS", &main, 5).await;
+    app.negative_stock("block").await;
+    // Someone holds the level; a quote reserving all five queues on it, then a movement taking all five.
+    let mut holder = app.pool.begin().await.expect("begin");
+    sqlx::query("select 1 from stock_levels where variant_id = $1 for update")
+        .bind(Uuid::parse_str(&last).expect("id"))
+        .execute(&mut *holder)
+        .await
+        .expect("held");
+    let quote = json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today() },
+        "items": [{ "product_id": last, "quantity": 5, "unit_price": 100, "warehouse_id": main }] });
+    let reserving = tokio::spawn({
+        let (client, url, key) = (app.client.clone(), format!("{}{QUOTES}", app.base), app.api_key.clone());
+        async move {
+            let sent = client.post(url).bearer_auth(key).header("Idempotency-Key", "q-1").json(&quote).send();
+            sent.await.expect("sent").status().as_u16()
+        }
+    });
+    crate::helpers::waiting_on_locks(&app, 1, "the quote to wait on the level").await;
+    let out = json!({ "type": "out", "warehouse_id": main, "lines": [{ "product_id": last, "quantity": 5 }], "reason": "venta" });
+    let taking = tokio::spawn({
+        let (client, url, key) = (app.client.clone(), format!("{}/api/v1/stock-movements", app.base), app.api_key.clone());
+        async move {
+            let sent = client.post(url).bearer_auth(key).header("Idempotency-Key", "m-1").json(&out).send();
+            sent.await.expect("sent").status().as_u16()
+        }
+    });
+    crate::helpers::waiting_on_locks(&app, 2, "the movement to wait behind it").await;
+    holder.commit().await.expect("released");
+    // The quote reserves the five first; the movement, locking the level after it, sees them held.
+    assert_eq!(reserving.await.expect("quote"), 201);
+    assert_eq!(taking.await.expect("movement"), 422, "the five are reserved");
+    assert_eq!(reserved_and_available(&app, &last).await, ("5".to_owned(), "0".to_owned()));
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn concurrent_quotes_never_reserve_more_than_there_is(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let main = main_warehouse(&app).await;

@@ -344,16 +344,7 @@ async fn the_authority_is_asked_once_even_when_its_answer_is_lost(pool: PgPool) 
 /// Until a statement in the test's database waits for a lock (the test's other transaction holds the
 /// only ones taken there).
 async fn waits_for_a_lock(app: &TestApp, what: &str) {
-    eventually(Duration::from_secs(20), what, || async {
-        let waiting: i64 = sqlx::query_scalar(
-            "select count(*) from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database()",
-        )
-            .fetch_one(&app.pool)
-            .await
-            .expect("activity");
-        (waiting > 0).then_some(())
-    })
-    .await;
+    crate::helpers::waiting_on_locks(app, 1, what).await;
 }
 
 #[sqlx::test(migrations = "../schema")]

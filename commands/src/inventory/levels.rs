@@ -30,7 +30,8 @@ impl Level {
 /// Locks the levels of `keys` for the rest of the transaction (creating missing ones at zero) and
 /// returns them with the reservations active on `today`. Rows are locked in key order by one
 /// statement, so two commands touching the same levels never deadlock: the second waits for the
-/// first to commit or roll back, then reads what it left.
+/// first to commit or roll back, then reads what it left, its reservations included (read by
+/// `stock_reserved_now` after each lock, `schema/0041`, not from the statement's older snapshot).
 pub async fn lock(
     conn: &mut PgConnection,
     org_id: Uuid,
@@ -65,10 +66,7 @@ pub async fn lock_adding(
              order by n
              on conflict (org_id, variant_id, warehouse_id) do update set on_hand = stock_levels.on_hand + excluded.on_hand
              returning variant_id, warehouse_id, on_hand)
-         select l.variant_id, l.warehouse_id, l.on_hand,
-                coalesce((select sum(r.quantity) from stock_reservations r
-                          where r.org_id = $1 and r.variant_id = l.variant_id and r.warehouse_id = l.warehouse_id
-                            and r.reserved_through >= $5), 0)::bigint
+         select l.variant_id, l.warehouse_id, l.on_hand, stock_reserved_now($1, l.variant_id, l.warehouse_id, $5)
          from locked l",
     )
     .bind(org_id)
