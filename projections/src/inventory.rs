@@ -49,7 +49,8 @@ struct LevelJson {
     org_id: Uuid,
     variant_id: Uuid,
     warehouse_id: Uuid,
-    on_hand: i64,
+    /// Thousandths the batch moved the level by.
+    moved: i64,
     #[serde(with = "time::serde::rfc3339")]
     updated_at: OffsetDateTime,
 }
@@ -102,10 +103,16 @@ struct TransferJson {
     created_at: OffsetDateTime,
 }
 
+/// A ledger row's `seq` is its event's position × this + the change's index.
+const CHANGES_PER_EVENT: i64 = events::catalogue::MAX_STOCK_CHANGES as i64;
+
 /// The batch's changes, from its events in commit order.
 fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
-    // Levels end the batch at the on-hand of their last change (the batch is in commit order).
-    let mut last: BTreeMap<(Uuid, Uuid, Uuid), (i64, OffsetDateTime)> = BTreeMap::new();
+    // What the batch moves each level by, and when it last did. Summed, not the on-hand of the level's
+    // last change: the batch is in transaction order, which need not be the order the levels were
+    // locked in (a command that wrote before it waited for a level commits after the one it waited
+    // for, yet reads first), and a sum does not depend on it.
+    let mut moved: BTreeMap<(Uuid, Uuid, Uuid), (i64, OffsetDateTime)> = BTreeMap::new();
     // A reservation ends the batch in the state of its last event (`None`: gone).
     let mut reservations: BTreeMap<ReservationKey, Option<events::catalogue::Reservation>> = BTreeMap::new();
     let mut batch = Batch::default();
@@ -120,10 +127,11 @@ fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
                            quantity: Quantity,
                            on_hand: Quantity,
                            occurred_on: Date| {
-            last.insert((event.org_id, variant, warehouse), (on_hand.thousandths(), event.recorded_at));
+            let level = moved.entry((event.org_id, variant, warehouse)).or_insert((0, event.recorded_at));
+            *level = (level.0 + quantity.thousandths(), level.1.max(event.recorded_at));
             batch.ledger.push(LedgerJson {
                 org_id: event.org_id,
-                seq: event.position * 1000 + index as i64,
+                seq: event.position * CHANGES_PER_EVENT + index as i64,
                 id: Uuid::new_v5(&event.event_id, &(index as u32).to_be_bytes()),
                 variant_id: variant,
                 warehouse_id: warehouse,
@@ -146,6 +154,10 @@ fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
                 }
             }
             Some(StockEffect::Changes { cause_type, cause_id, occurred_on, changes }) => {
+                // Past the limit, rows of two events would share a `seq` and one would be lost.
+                if changes.len() as i64 > CHANGES_PER_EVENT {
+                    return Err(ProjectionError::undecodable(event, "more stock changes than a ledger numbers"));
+                }
                 for (i, c) in changes.iter().enumerate() {
                     let cause = (cause_type, cause_id.unwrap_or(event.stream_id));
                     changed(i, c.variant_id, c.warehouse_id, cause, c.quantity, c.on_hand, occurred_on);
@@ -168,13 +180,13 @@ fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
             });
         }
     }
-    batch.levels = last
+    batch.levels = moved
         .into_iter()
-        .map(|((org_id, variant_id, warehouse_id), (on_hand, updated_at))| LevelJson {
+        .map(|((org_id, variant_id, warehouse_id), (moved, updated_at))| LevelJson {
             org_id,
             variant_id,
             warehouse_id,
-            on_hand,
+            moved,
             updated_at,
         })
         .collect();
@@ -203,11 +215,11 @@ const STATEMENTS: [&str; 5] = ["levels", "ledger", "reservations", "reserved", "
 fn statements(levels: &str, reservations: &str, movements: &str, transfers: &str) -> [String; 5] {
     [
         format!(
-            "insert into {levels} (org_id, variant_id, warehouse_id, on_hand, updated_at)
+            "insert into {levels} as l (org_id, variant_id, warehouse_id, on_hand, updated_at)
                  select * from json_to_recordset($1::json)
-                     as t(org_id uuid, variant_id uuid, warehouse_id uuid, on_hand bigint, updated_at timestamptz)
+                     as t(org_id uuid, variant_id uuid, warehouse_id uuid, moved bigint, updated_at timestamptz)
                  on conflict (org_id, variant_id, warehouse_id)
-                 do update set on_hand = excluded.on_hand, updated_at = excluded.updated_at"
+                 do update set on_hand = l.on_hand + excluded.on_hand, updated_at = greatest(l.updated_at, excluded.updated_at)"
         ),
         format!(
             "insert into {movements} (org_id, seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity,
@@ -485,4 +497,55 @@ pub async fn active_reservations(
     .bind(today)
     .fetch_all(pool)
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use events::EventPayload;
+    use events::catalogue::{StockChange, StockLine, StockMovementEvent, StockMovementRecorded};
+
+    /// A movement at `position` changing `count` levels by one each.
+    fn movement(org_id: Uuid, position: i64, count: usize) -> RecordedEvent {
+        let warehouse = Uuid::now_v7();
+        let one = Quantity::from_thousandths(1_000).expect("one");
+        let variants: Vec<Uuid> = (0..count).map(|_| Uuid::now_v7()).collect();
+        let event = StockMovementEvent::StockMovementRecorded(StockMovementRecorded {
+            movement_type: "in".into(),
+            warehouse_id: warehouse,
+            reason: None,
+            occurred_on: time::macros::date!(2026 - 12 - 07),
+            lines: variants.iter().map(|v| StockLine { variant_id: *v, quantity: one }).collect(),
+            changes: variants
+                .iter()
+                .map(|v| StockChange { variant_id: *v, warehouse_id: warehouse, quantity: one, on_hand: one })
+                .collect(),
+        });
+        let new = event.to_new_event().expect("encodes");
+        RecordedEvent {
+            position,
+            transaction_id: 7,
+            org_id,
+            stream_type: StockMovementEvent::STREAM_TYPE.into(),
+            stream_id: Uuid::now_v7(),
+            version: 1,
+            event_id: new.event_id,
+            event_type: new.event_type.into(),
+            schema_version: new.schema_version,
+            data: new.data,
+            metadata: serde_json::json!({}),
+            recorded_at: OffsetDateTime::now_utc(),
+        }
+    }
+
+    #[test]
+    fn every_change_of_the_largest_event_has_a_ledger_row_of_its_own() {
+        let org = Uuid::now_v7();
+        let most = events::catalogue::MAX_STOCK_CHANGES;
+        let batch = fold(&[movement(org, 1, most), movement(org, 2, 10)]).expect("folds");
+        let seqs: std::collections::BTreeSet<i64> = batch.ledger.iter().map(|row| row.seq).collect();
+        assert_eq!(seqs.len(), most + 10, "no two rows share a seq");
+        // One more would collide with the next event's rows: never lost silently.
+        assert!(fold(&[movement(org, 1, most + 1)]).is_err());
+    }
 }

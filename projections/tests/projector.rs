@@ -646,3 +646,49 @@ async fn a_stored_level_beyond_a_quantity_is_a_decoding_error_not_zero_stock(poo
     let error = levels(&pool, org, &LevelFilter::default(), today, None, 10).await.expect_err("out of range");
     assert!(matches!(error, sqlx::Error::ColumnDecode { .. }), "{error}");
 }
+
+/// Followers deliver in transaction order, which is not always the order a level was locked in: a
+/// command that wrote before it waited for a level (lower transaction id) reads the level after the
+/// command it waited for, and commits after it. Its change then comes first yet carries the later
+/// on-hand. The read level is the sum of the changes, whatever their order.
+#[sqlx::test(migrations = "../schema")]
+async fn a_level_is_the_sum_of_its_changes_in_whatever_order_they_come(pool: PgPool) {
+    use events::catalogue::{StockChange, StockLine, StockMovementEvent, StockMovementRecorded};
+    use events::domain::Quantity;
+    let (org, variant, warehouse) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let q = |text: &str| text.parse::<Quantity>().expect("quantity");
+    let came_in = |taken: &str, left: &str| {
+        StockMovementEvent::StockMovementRecorded(StockMovementRecorded {
+            movement_type: "in".into(),
+            warehouse_id: warehouse,
+            reason: None,
+            occurred_on: time::macros::date!(2026 - 12 - 07),
+            lines: vec![StockLine { variant_id: variant, quantity: q(taken) }],
+            changes: vec![StockChange {
+                variant_id: variant,
+                warehouse_id: warehouse,
+                quantity: q(taken),
+                on_hand: q(left),
+            }],
+        })
+    };
+    // 10 came in second under the lock (on hand 10 → 10), 5 first (0 → 5), delivered in the other order.
+    let mut tx = pool.begin().await.expect("begin");
+    for event in [came_in("10", "15"), came_in("5", "5")] {
+        let stream =
+            StreamRef { org_id: org, stream_type: "stock_movement", stream_id: Uuid::now_v7(), expected_version: 0 };
+        store::append(&mut tx, stream, &[event.to_new_event().expect("encodes")], &Metadata::system("t"))
+            .await
+            .expect("append");
+    }
+    tx.commit().await.expect("commit");
+    all_events(&pool, 2).await;
+    let inventory = projections::projection(ProjectionId::Inventory);
+    projections::rebuild::rebuild(&pool, &*inventory, |_| {}).await.expect("the rebuild");
+    let on_hand: i64 = sqlx::query_scalar("select on_hand from inventory_levels where org_id = $1")
+        .bind(org)
+        .fetch_one(&pool)
+        .await
+        .expect("the level");
+    assert_eq!(on_hand, 15_000, "5 + 10, not the on-hand of the change delivered last");
+}

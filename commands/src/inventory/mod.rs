@@ -106,6 +106,15 @@ pub fn plan(
         };
         level.on_hand = after;
         if !delta.is_zero() {
+            if changes.len() == events::catalogue::MAX_STOCK_CHANGES {
+                let most = events::catalogue::MAX_STOCK_CHANGES;
+                errors.push(FieldError::new(
+                    &wanted.field,
+                    "too_many_changes",
+                    format!("a document changes at most {most} stock levels (combos count each component)"),
+                ));
+                break;
+            }
             changes.push(StockChange {
                 variant_id: wanted.key.0,
                 warehouse_id: wanted.key.1,
@@ -407,6 +416,23 @@ mod tests {
             requested_quantity: q("1"),
             available_quantity: q("0"),
         }
+    }
+
+    #[test]
+    fn a_document_changes_at_most_as_many_levels_as_the_ledger_numbers() {
+        let most = events::catalogue::MAX_STOCK_CHANGES;
+        let warehouse = Uuid::now_v7();
+        let moves: Vec<WantedMove> = (0..=most)
+            .map(|i| WantedMove {
+                key: (Uuid::now_v7(), warehouse),
+                action: Move::Add(q("1")),
+                field: format!("items[{}].quantity", i / 50),
+            })
+            .collect();
+        let (changes, _) = plan(&mut BTreeMap::new(), &moves[..most]).expect("the most there may be");
+        assert_eq!(changes.len(), most);
+        let Err(Rejection::Invalid { errors }) = plan(&mut BTreeMap::new(), &moves) else { panic!("one too many") };
+        assert_eq!((errors[0].field.as_str(), errors[0].code.as_str()), ("items[20].quantity", "too_many_changes"));
     }
 
     #[test]

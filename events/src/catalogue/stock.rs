@@ -54,6 +54,11 @@ pub mod cause {
     pub const SALE: &str = "sale";
 }
 
+/// The most changes of on-hand one event carries: the inventory ledger numbers an event's rows from its
+/// position × this (`seq`), so a larger event would share numbers with the next one. A command that
+/// would make more (200 lines of combos of 50 components can) is refused.
+pub const MAX_STOCK_CHANGES: usize = 1_000;
+
 /// One change of on-hand of one variant in one warehouse.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StockChange {
