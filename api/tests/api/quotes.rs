@@ -258,6 +258,7 @@ async fn bad_quotes_are_refused_and_write_nothing(pool: PgPool) {
         (json!({ "discount": { "percentage": -1 } }), "items[0].discount.percentage"),
         (json!({ "discount": { "amount": 10, "percentage": 5 } }), "items[0].discount.percentage"),
         (json!({ "discount": {} }), "items[0].discount.amount"),
+        (json!({ "discount": { "amount": 10, "pct": 5 } }), "items[0].discount.pct"),
         (json!({ "quantity": 0 }), "items[0].quantity"),
         (json!({ "total": 1 }), "items[0].total"),
     ] {
@@ -274,6 +275,8 @@ async fn bad_quotes_are_refused_and_write_nothing(pool: PgPool) {
             "reservation.reserved_through_date",
         ),
         (json!({ "reservation": { "enabled": true } }), "reservation.reserved_through_date"),
+        // A misspelt field would have left the quote reserving nothing.
+        (json!({ "reservation": { "enable": true, "reserved_through_date": today() } }), "reservation.enable"),
     ] {
         let mut body = json!({ "customer_id": ana, "items": [line(json!({ "warehouse_id": main }))] });
         for (k, v) in extra.as_object().into_iter().flatten() {

@@ -215,6 +215,7 @@ pub fn parse_order(body: &Value, today: Date) -> Result<OrderInput, Vec<FieldErr
     let mut reservation = None;
     if let Some(value) = r.value("reservation") {
         let mut res = ObjectReader::new(value, "reservation");
+        res.refuse_unknown(value, &["enabled", "reserved_through_date"], "a reservation");
         let enabled = res.optional_bool("enabled").unwrap_or(false);
         let through = res.optional_date("reserved_through_date");
         if through.is_some_and(|d| d < today) {

@@ -145,6 +145,7 @@ pub fn parse_quote(body: &Value, today: Date) -> Result<QuoteInput, Vec<FieldErr
     let mut reservation = None;
     if let Some(value) = r.value("reservation") {
         let mut res = ObjectReader::new(value, "reservation");
+        res.refuse_unknown(value, &["enabled", "reserved_through_date"], "a reservation");
         let enabled = res.optional_bool("enabled").unwrap_or(false);
         let through = res.optional_date("reserved_through_date");
         if enabled {
@@ -202,6 +203,7 @@ pub fn parse_quote(body: &Value, today: Date) -> Result<QuoteInput, Vec<FieldErr
 pub(crate) fn read_discount(line: &mut ObjectReader, path: &str) -> Option<QuoteDiscount> {
     let value = line.value("discount")?;
     let mut d = ObjectReader::new(value, &format!("{path}.discount"));
+    d.refuse_unknown(value, &["amount", "percentage"], "a discount");
     let amount = d.value("amount").and_then(|_| d.required_cents("amount"));
     let percentage = match d.value("percentage") {
         None => None,
