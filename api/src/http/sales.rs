@@ -42,8 +42,9 @@ const WHY_CREATE: &str = "The dated contract's `total` differs from the canonica
                           total in the detail's `metadata.expected_total`); the organization blocks negative stock \
                           and a line asks for more than is available (`INSUFFICIENT_STOCK`); or the tax authority \
                           rejected the voucher for good, or the organization has no fiscal profile \
-                          (`PRECONDITION_FAILED`, the authority's codes in `metadata.authority_code`). Nothing was \
-                          recorded: no sale, no number, no stock, no event";
+                          (`PRECONDITION_FAILED`, the authority's codes in `metadata.authority_code`), or a credit \
+                          or debit note names another customer than the sale it corrects (`PRECONDITION_FAILED`, \
+                          `ASSOCIATED_SALE_CUSTOMER`). Nothing was recorded: no sale, no number, no stock, no event";
 const WHY_INVOICE: &str = "The tax authority rejected the voucher for good, or the organization has no fiscal profile \
                            (`PRECONDITION_FAILED`); the sale stays as it was";
 
@@ -466,7 +467,7 @@ pub struct SaleInput {
     /// At least one line, at most 200.
     #[oai(validator(min_items = 1, max_items = 200))]
     pub items: Vec<SaleItemInput>,
-    /// The organization's default customer when omitted.
+    /// The organization's default customer when omitted (a credit or debit note's: its sale's).
     pub customer_id: Optional<Uuid>,
     pub due_date: Optional<Date>,
     /// Services' period (concepts 2 and 3).
@@ -508,7 +509,8 @@ pub struct SaleInput {
     /// An extension: false records the sale without asking the tax authority (as imported sales are);
     /// invoice it later with `POST /api/v1/sales/{sale_id}/invoice`. Default true.
     pub invoice: Optional<bool>,
-    /// Required for credit and debit notes (3, 8, 13...): the sale they correct.
+    /// Required for credit and debit notes (3, 8, 13...): the sale they correct. The note is that
+    /// sale's customer's: without `customerId` it takes it, with another one it is 422.
     pub associated_sale_id: Optional<Uuid>,
     /// An order of the organization the sale bills (`order_id` is read too): open, unless the sale is a
     /// credit note, which lowers what its lines billed. Its items name the lines by `orderLineId`.

@@ -533,6 +533,40 @@ async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPo
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn a_credit_note_is_for_the_customer_of_the_sale_it_corrects(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let customer = |name: &'static str| {
+        let app = &app;
+        async move { json(app.post("/api/v1/customers", &json!({ "name": name })).await, 201).await["data"]["id"].clone() }
+    };
+    let (ana, beto) = (customer("Ana").await, customer("Beto").await);
+    let sale = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 1000, "customerId": ana,
+        "items": [{ "name": "Servicio", "quantity": 1, "unitPrice": 1000 }] });
+    let sold = json(sell(&app, &sale, true).await, 201).await["data"].clone();
+    // Beto's credit note for Ana's sale would lower what Ana owes on Beto's account.
+    let events = app.event_count().await;
+    let note = |customer: Option<&Value>| {
+        let mut note = json!({ "voucherType": 8, "pointOfSaleId": pos, "invoiceDate": today(), "total": 400,
+            "associatedSaleId": sold["id"], "items": [{ "name": "Servicio", "quantity": 1, "unitPrice": 400 }] });
+        if let Some(customer) = customer {
+            note["customerId"] = customer.clone();
+        }
+        note
+    };
+    let refused = error(sell(&app, &note(Some(&beto)), true).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["details"][0]["code"], "ASSOCIATED_SALE_CUSTOMER");
+    assert_eq!(refused["error"]["details"][0]["field"], "customerId");
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    assert_eq!(approved(&app, 8).await.len(), 0, "nor asked of the authority");
+    // Without a customer the note is the sale's customer's.
+    let credited = json(sell(&app, &note(None), true).await, 201).await["data"].clone();
+    assert_eq!(credited["customer"]["id"], ana);
+    assert_eq!(credited["fiscal"]["status"], "issued");
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_twice(pool: PgPool) {
     use commands::fiscal::{Issuer, VoucherRequest};
     let app = TestApp::spawn(pool).await;

@@ -119,7 +119,13 @@ impl Document for Sales {
                 .bind(input.point_of_sale_id)
                 .fetch_optional(&mut *conn)
                 .await?;
-        let customer = match input.customer_id.or(org.default_customer) {
+        let associated = match input.associated_sale_id {
+            Some(id) => invoicing::load_sale(conn, org_id, id).await?,
+            None => None,
+        };
+        // A credit or debit note is the corrected sale's customer's unless it names one.
+        let corrected = associated.as_ref().map(|(sale, _)| sale.customer.id);
+        let customer = match input.customer_id.or(corrected).or(org.default_customer) {
             Some(id) => load::<Customer>(conn, org_id, id).await?.0,
             None => None,
         };
@@ -141,10 +147,6 @@ impl Document for Sales {
         let warehouses = active::<Warehouse>(conn, org_id, &named, |w| w.fields.is_active).await?;
         let methods: Vec<Uuid> = input.payments.iter().map(|p| p.method_id).collect();
         let payment_methods = active::<PaymentMethod>(conn, org_id, &methods, |m| m.fields.is_active).await?;
-        let associated = match input.associated_sale_id {
-            Some(id) => invoicing::load_sale(conn, org_id, id).await?,
-            None => None,
-        };
         let combos: Vec<Uuid> = products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
         let components =
             if combos.is_empty() { BTreeMap::new() } else { combo_components(conn, org_id, &combos).await? };

@@ -687,6 +687,21 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
     if !errors.is_empty() {
         return Err(Rejection::Invalid { errors });
     }
+    // A note corrects what one customer owes: its own customer's account is the one it moves.
+    if let (Some((corrected, _)), Some(customer)) = (&facts.associated, &customer)
+        && corrected.customer.id != customer.id
+    {
+        return Err(Rejection::Unprocessable {
+            code: "PRECONDITION_FAILED".into(),
+            message: "a credit or debit note is for the customer of the sale it corrects".into(),
+            details: vec![crate::aggregate::BusinessDetail {
+                field: Some("customerId".into()),
+                code: "ASSOCIATED_SALE_CUSTOMER".into(),
+                message: format!("the sale it corrects is {}'s (customer {})", corrected.customer.name, corrected.customer.id),
+                metadata: BTreeMap::from([("customer_id".to_owned(), serde_json::json!(corrected.customer.id))]),
+            }],
+        });
+    }
 
     // Canonical amounts; the dated contract's total must match them.
     let basis = price_basis(input, facts.org.prices_include_tax);
