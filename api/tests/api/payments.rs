@@ -656,3 +656,38 @@ async fn twenty_payments_racing_for_a_sales_last_thousand_cents_settle_it_once(p
     assert_eq!(app.event_count().await, events + 1, "the refused payments wrote nothing");
     assert_eq!(balance(&app, &register).await, 5_000, "only the one payment reached the register");
 }
+
+/// A void takes its locks as recording does (documents in id order): voids of payments allocated to
+/// two sales in one order, racing payments allocated to them in the other, all go through. Before, a
+/// void updated the sales in its allocations' order and such a pair could deadlock (a 500).
+#[sqlx::test(migrations = "../schema")]
+async fn voids_and_payments_settling_the_same_sales_queue_instead_of_deadlocking(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let (pos, customer, cash) = (point_of_sale(&app).await, customer(&app, "Eva").await, payment_method(&app).await);
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja", Currency::Pes).await;
+    let (first, second) = (invoice(&app, &pos, &customer, 100_000).await, invoice(&app, &pos, &customer, 100_000).await);
+    let paying = |allocations: [&str; 2]| {
+        json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 200, &register)],
+            "allocations": [{ "sale_id": allocations[0], "amount": 100 }, { "sale_id": allocations[1], "amount": 100 }] })
+    };
+    let mut voided = Vec::new();
+    for n in 0..12 {
+        let body = paying([&second, &first]);
+        let paid = json(send(&app, CUSTOMER_PAYMENTS, &format!("before-{n}"), &body).await, 201).await;
+        voided.push(format!("{CUSTOMER_PAYMENTS}/{}/void", paid["data"]["id"].as_str().expect("id")));
+    }
+    let voids = voided.iter().enumerate().map(|(n, path)| {
+        let app = &app;
+        async move { send(app, path, &format!("void-{n}"), &json!({})).await.status().as_u16() }
+    });
+    let payments = (0..12).map(|n| {
+        let (app, body) = (&app, paying([&first, &second]));
+        async move { send(app, CUSTOMER_PAYMENTS, &format!("after-{n}"), &body).await.status().as_u16() }
+    });
+    let (voids, payments) = tokio::join!(futures::future::join_all(voids), futures::future::join_all(payments));
+    assert!(voids.iter().all(|status| *status == 200), "{voids:?}");
+    assert!(payments.iter().all(|status| *status == 201), "{payments:?}");
+    assert_eq!(owed(&app, &first).await.0, 100_000 - 12 * 100);
+    assert_eq!(owed(&app, &second).await.0, 100_000 - 12 * 100);
+}

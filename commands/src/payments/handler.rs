@@ -20,7 +20,7 @@ use events::domain::{Cents, Percentage};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -254,7 +254,21 @@ async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -
             facts.documents = lock_documents(conn, org_id, side, allocations).await?;
             return Ok(facts);
         }
-        PaymentCommand::Void { .. } => return Ok(facts),
+        PaymentCommand::Void { .. } => {
+            // A void moves back what recording moved: it takes the same locks in the same order (the
+            // dollar holdings by location, then the documents by id), so a void and a payment settling
+            // the same documents queue instead of deadlocking.
+            if let Some(payment) = &facts.current {
+                let dollars: BTreeSet<LocationRef> =
+                    payment.lines.iter().filter(|line| line.rate.is_some()).map(|line| line.location).collect();
+                for at in dollars {
+                    facts.holdings.insert(at, crate::treasury::lock_holding(conn, org_id, at).await?);
+                }
+                let allocations = payment.allocations.clone();
+                facts.documents = lock_documents(conn, org_id, side, &allocations).await?;
+            }
+            return Ok(facts);
+        }
     };
     let contact_type = if side == PaymentSide::Customer { "customer" } else { "supplier" };
     facts.contact_known = sqlx::query_scalar(
