@@ -102,7 +102,8 @@ pub struct StatementData {
     pub date_to: Date,
     /// Integer cents ARS owed at the end of the day before `date_from`.
     pub opening_balance: i64,
-    /// Integer cents ARS owed at the end of `date_to` (the last line's balance, or the opening one).
+    /// Integer cents ARS owed at the end of `date_to` (the last line's balance, the opening one without
+    /// lines; with more lines than shown, every fact through `date_to`).
     pub closing_balance: i64,
     /// Business date, then the order the facts were recorded in; at most 1,000.
     pub lines: Vec<StatementLineData>,
@@ -205,6 +206,11 @@ async fn account(
     let (opening, mut lines) = read::statement(pool, org_id, side, id, (from, to), MAX_LINES + 1).await?;
     let has_more = lines.len() as i64 > MAX_LINES;
     lines.truncate(MAX_LINES as usize);
+    // A truncated statement's last line is not the end of `date_to`.
+    let closing = match (has_more, lines.last()) {
+        (true, _) => read::balance(pool, org_id, side, id, Some(to)).await?,
+        (false, last) => last.map_or(opening, |l| l.balance),
+    };
     let today = ar_date(OffsetDateTime::now_utc());
     let customer = side == PaymentSide::Customer;
     let data = AccountData {
@@ -232,7 +238,7 @@ async fn account(
             date_from: from,
             date_to: to,
             opening_balance: opening,
-            closing_balance: lines.last().map_or(opening, |l| l.balance),
+            closing_balance: closing,
             lines: lines
                 .into_iter()
                 .map(|l| StatementLineData {

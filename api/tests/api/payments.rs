@@ -691,3 +691,29 @@ async fn voids_and_payments_settling_the_same_sales_queue_instead_of_deadlocking
     assert_eq!(owed(&app, &first).await.0, 100_000 - 12 * 100);
     assert_eq!(owed(&app, &second).await.0, 100_000 - 12 * 100);
 }
+
+/// A statement of more lines than it shows still closes at the end of `date_to`, not at its last
+/// line shown.
+#[sqlx::test(migrations = "../schema")]
+async fn a_truncated_statement_closes_with_the_balance_at_its_end(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let carla = customer(&app, "Carla").await;
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc());
+    // 1,001 facts of 1 to 1,001 cents (written as the accounts projection writes them).
+    sqlx::query(
+        "insert into contact_ledger (org_id, side, contact_id, entry_id, kind, document_id, occurred_on, position, amount)
+         select $1, 'customer', $2, gen_random_uuid(), 'sale', gen_random_uuid(), $3, n, n from generate_series(1, 1001) n",
+    )
+    .bind(app.org_id)
+    .bind(carla.parse::<uuid::Uuid>().expect("id"))
+    .bind(today)
+    .execute(&app.pool)
+    .await
+    .expect("facts");
+    let account = json(app.get(&format!("/api/v1/customers/{carla}/account")).await, 200).await["data"].clone();
+    let statement = &account["statement"];
+    assert_eq!((statement["has_more"].as_bool(), statement["lines"].as_array().map(Vec::len)), (Some(true), Some(1_000)));
+    assert_eq!(statement["lines"][999]["balance"], 500_500);
+    assert_eq!(statement["closing_balance"], 501_501, "every fact up to date_to");
+    assert_eq!(account["balance"], 501_501);
+}
