@@ -127,3 +127,23 @@ async fn tags_are_applied_shown_renamed_archived_and_removed(pool: PgPool) {
     json(apply(&app, "customers", json!({"ids": [id], "remove": [vip, wholesale]})).await, 200).await;
     assert_eq!(json(app.get(&path).await, 200).await["data"]["tags"], json!([]));
 }
+
+/// A sale takes tags like any taggable resource, and shows them in its detail and the list.
+#[sqlx::test(migrations = "../schema")]
+async fn a_sale_is_tagged_and_shows_its_tags(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = crate::sales::point_of_sale(&app).await;
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": crate::helpers::today(), "total": 1000,
+        "items": [{ "name": "Servicio", "quantity": 1, "unitPrice": 1000 }] });
+    let sale = json(crate::sales::sell(&app, &body, true).await, 201).await["data"]["id"].clone();
+    let vip = json(app.post("/api/v1/tags", &json!({ "name": "Mayorista" })).await, 201).await["data"]["id"].clone();
+    json(apply(&app, "sales", json!({ "ids": [sale], "add": [vip] })).await, 200).await;
+    let path = format!("/api/v1/sales/{}", sale.as_str().expect("id"));
+    let read = crate::helpers::eventually(std::time::Duration::from_secs(10), "the sale's tag", || async {
+        let read = json(app.get(&path).await, 200).await["data"].clone();
+        (!names(&read).is_empty()).then_some(read)
+    })
+    .await;
+    assert_eq!(names(&read), ["Mayorista"]);
+}

@@ -89,7 +89,8 @@ async fn run_apply_tags(
         | Taggable::Supplier
         | Taggable::StockTransfer
         | Taggable::Purchase
-        | Taggable::PurchaseOrder => {
+        | Taggable::PurchaseOrder
+        | Taggable::Sale => {
             sqlx::query_scalar(
                 "select stream_id from events where org_id = $1 and stream_type = $2 and stream_id = any($3)
                    and version = 1",
@@ -100,8 +101,6 @@ async fn run_apply_tags(
             .fetch_all(&mut *conn)
             .await?
         }
-        // Sales arrive with the sales domain; until then no sale id names a sale of the organization.
-        Taggable::Sale => Vec::new(),
     };
     let mut errors: Vec<FieldError> = apply
         .resource_ids
