@@ -473,13 +473,15 @@ webhooks_api! {
         /// Update a webhook endpoint
         ///
         /// Any of `label`, `url`, `enabled_events`, `api_version`; `status` is read-only. A disabled endpoint
-        /// answers 409.
+        /// answers 409. The read scopes of the events the endpoint will have enabled (those sent, or its
+        /// current ones) are checked again (403).
         update("/webhook-endpoints/:id", "updateWebhookEndpoint", "patch")
             (id, "")
             -> Endpoint::Ok = UPDATE_WEBHOOK_ENDPOINT, |call, write, body: WebhookEndpointPatch| {
                 let changes: EndpointChanges = parse_changes(&body.value).map_err(ApiError::validation)?;
-                if let Some(events) = &changes.enabled_events {
-                    require_event_scopes(&call, events)?;
+                match &changes.enabled_events {
+                    Some(events) => require_event_scopes(&call, events)?,
+                    None => require_event_scopes(&call, &visible(&call, &id.0).await?.enabled_events)?,
                 }
                 let endpoint = call.id(&ENDPOINTS, &id.0)?;
                 let command = WebhookCommand::UpdateEndpoint { id: endpoint, owner: owner(call.principal), changes };

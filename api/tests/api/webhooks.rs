@@ -571,3 +571,55 @@ async fn concurrent_senders_never_send_one_delivery_twice(pool: PgPool) {
         sender.abort();
     }
 }
+
+/// The notice that an endpoint was disabled goes only to the owner's endpoints that enabled it; a PATCH
+/// checks the read scopes of the events the endpoint keeps; a revocation disabling several endpoints at
+/// once leaves none of their deliveries pending.
+#[sqlx::test(migrations = "../schema")]
+async fn disabled_notices_follow_subscriptions_and_updates_recheck_scopes(pool: PgPool) {
+    let receiver = Receiver::start().await;
+    let app = TestApp::spawn_with_sender(pool, Some(sender(&receiver))).await;
+    let (products, _) = create_endpoint(&app, &receiver.url("/products"), &["product.created"]).await;
+    let (listening, _) = create_endpoint(&app, &receiver.url("/listening"), &["webhook_endpoint.disabled"]).await;
+    let (ending, _) = create_endpoint(&app, &receiver.url("/ending"), &["product.created"]).await;
+    json(operation(&app, &ending, "disable").await, 200).await;
+    history_until(&app, &listening, |d| d.len() == 1).await;
+    assert!(history(&app, &products).await.is_empty(), "it never asked for webhook_endpoint.disabled");
+
+    // Update: a key without products:read cannot touch an endpoint enabled for product events.
+    let scopes = ["webhooks:read".to_owned(), "webhooks:write".to_owned()];
+    let hooks_only = admin::create_api_key(&app.pool, app.org_id, &scopes).await.expect("key");
+    let path = format!("/api/v1/webhook-endpoints/{products}");
+    let relabel = json!({ "label": "Otra" });
+    error(keyed(&app, &hooks_only, Method::PATCH, &path, Some(&relabel)).await, 403, "authorization_error").await;
+    json(keyed(&app, &app.api_key, Method::PATCH, &path, Some(&relabel)).await, 200).await;
+
+    // A grant's two endpoints, disabled together by its revocation: each one's notice of the other is
+    // cancelled with the rest, none left pending.
+    let delegation =
+        Delegation { user: "app@example.com".into(), visibility: "organization".into(), registers: vec![], safes: vec![] };
+    let grant = admin::create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("grant");
+    for name in ["/one", "/two"] {
+        let body = json!({"label": "app", "url": receiver.url(name), "enabled_events": ["webhook_endpoint.disabled"], "api_version": VERSION});
+        json(keyed(&app, &grant, Method::POST, "/api/v1/webhook-endpoints", Some(&body)).await, 201).await;
+    }
+    admin::revoke(&app.pool, &grant).await.expect("revoke");
+    crate::helpers::eventually(Duration::from_secs(20), "both endpoints disabled", || async {
+        let disabled: i64 = sqlx::query_scalar(
+            "select count(*) from webhook_endpoints_view where status = 'disabled' and owner_credential_id is not null",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+        (disabled == 2).then_some(())
+    })
+    .await;
+    let pending: i64 = sqlx::query_scalar(
+        "select count(*) from webhook_deliveries d join webhook_endpoints_view e on e.id = d.endpoint_id
+         where e.owner_credential_id is not null and d.status = 'pending'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("pending");
+    assert_eq!(pending, 0);
+}

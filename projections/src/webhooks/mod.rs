@@ -130,11 +130,13 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                         cancelled.push(event.stream_id);
                         if let Some(disabled) = org_endpoints.iter().find(|e| e.id == event.stream_id) {
                             let public = envelope::endpoint_disabled(event, disabled);
-                            // Only endpoints of the same owner: a grant's endpoints stay invisible to others.
+                            // Only endpoints of the same owner (a grant's endpoints stay invisible to
+                            // others) that enabled the event, as for every other event.
                             let others = org_endpoints.iter().filter(|e| {
                                 e.id != event.stream_id
                                     && e.status != "disabled"
                                     && e.owner_credential_id == disabled.owner_credential_id
+                                    && e.enabled_events.contains(&public.event_type)
                             });
                             for other in others {
                                 deliveries.push(new_delivery(other, public.clone()));
@@ -172,6 +174,9 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     for row in touched {
         upsert_endpoint(&mut *conn, &table, row).await?;
     }
+    // After this batch's own deliveries are in: one made for an endpoint the batch then disabled (a
+    // sibling's notice, when a grant's revocation disables several) is cancelled with the rest.
+    insert_deliveries(&mut *conn, deliveries).await?;
     if !cancelled.is_empty() {
         let done = sqlx::query(
             "update webhook_deliveries set status = 'cancelled', completed_at = now(), lease_until = null
@@ -183,7 +188,6 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         metrics::counter!("backoffice_webhook_deliveries_completed_total", "state" => "cancelled")
             .increment(done.rows_affected());
     }
-    insert_deliveries(conn, deliveries).await?;
     Ok(stale)
 }
 
