@@ -278,6 +278,11 @@ async fn bad_purchases_are_refused_and_write_nothing(pool: PgPool) {
         "supplier_invoice_number": "5", "items": [{ "productId": item, "quantity": 1, "unitCost": 1 }] });
     let refusal = error(app.post_keyed(PURCHASES, &future).await, 400, "invalid_request_error").await;
     assert_eq!(detail_fields(&refusal), ["supplierInvoiceNumber", "invoiceDate"]);
+    // A warehouse named is recorded, received or not: an unknown one is refused either way.
+    let mut nowhere = purchase(&acme, "6", None, json!([{ "productId": item, "quantity": 1, "unitCost": 1 }]));
+    nowhere["warehouseId"] = json!(Uuid::now_v7());
+    let refusal = error(app.post_keyed(PURCHASES, &nowhere).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refusal), ["warehouseId"]);
     assert_eq!(app.event_count().await, events, "nothing was written");
     assert_eq!(on_hand(&app, &item, &main).await, "0");
 }

@@ -52,9 +52,10 @@ impl Document for Purchases {
         let variants: Vec<Uuid> = input.items.iter().map(|i| i.variant_id).collect();
         let (products, groups) = load_products(conn, org_id, &variants).await?;
         let supplier = supplier_blocker(conn, org_id, input.supplier_id).await?;
-        let warehouse = match (input.products_received, input.warehouse_id) {
-            (true, Some(id)) => Some(warehouse_blocker(conn, org_id, id, "warehouseId").await?),
-            _ => None,
+        // A warehouse named is checked even when nothing was received: the purchase records it.
+        let warehouse = match input.warehouse_id {
+            Some(id) => Some(warehouse_blocker(conn, org_id, id, "warehouseId").await?),
+            None => None,
         };
         let duplicate: bool = sqlx::query_scalar(
             "select exists(select 1 from purchase_invoices where org_id = $1 and supplier_id = $2 and voucher_type = $3

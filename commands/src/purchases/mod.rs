@@ -472,9 +472,9 @@ pub fn decide(command: &PurchaseCommand, facts: &PurchaseFacts) -> Result<Purcha
             ));
             None
         }
-        (true, Some(id), Some(blocker)) => {
+        (received, Some(id), Some(blocker)) => {
             blockers.extend(blocker.iter().cloned());
-            blocker.is_none().then_some(id)
+            (received && blocker.is_none()).then_some(id)
         }
         _ => None,
     };
