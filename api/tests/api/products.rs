@@ -446,6 +446,41 @@ async fn bulk_adjustments_change_every_matching_variant_at_once(pool: PgPool) {
     assert_eq!(cost, 0, "500 - 600 stops at zero");
 }
 
+/// An inactive variant's cost moves like any other's (its change is recorded, not only counted), a
+/// filter naming nothing of the organization is 404, and an inactive warehouse takes no opening stock.
+#[sqlx::test(migrations = "../schema")]
+async fn bulk_adjustments_reach_inactive_variants_and_refuse_unknown_filters(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let mut body = json!({"name": "Viejo", "sku": "OLD", "price": 1000, "cost": 500});
+    let id = json(create(&app, &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    body["isActive"] = json!(false);
+    let retired = json(app.put(&format!("/api/v1/products/{id}"), &body).await, 200).await;
+    assert_eq!(retired["data"]["isActive"], false);
+    let done = json(bulk(&app, "ajuste", &json!({"target": "cost", "product_ids": [id], "percentage": 10})).await, 200).await;
+    assert_eq!(done["data"]["affected_variants"], 1);
+    let read = json(app.get(&format!("/api/v1/products/{id}")).await, 200).await["data"].clone();
+    assert_eq!((read["cost"].as_i64(), read["isActive"].as_bool()), (Some(550), Some(false)));
+
+    let supplier = json(app.post("/api/v1/suppliers", &json!({"name": "Propio"})).await, 201).await["data"]["id"].clone();
+    let shut = json(app.post("/api/v1/warehouses", &json!({"name": "Cerrado", "isActive": false})).await, 201).await;
+    let before = counts(&app).await;
+    for field in ["default_supplier_id", "category_id"] {
+        let mut body = json!({"target": "cost", "percentage": 10});
+        body[field] = json!(Uuid::now_v7());
+        let refused = error(bulk(&app, &Uuid::now_v7().to_string(), &body).await, 404, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), [field]);
+    }
+    let mixed = json!({"target": "cost", "default_supplier_id": supplier, "product_ids": [Uuid::now_v7()], "percentage": 10});
+    let refused = error(bulk(&app, &Uuid::now_v7().to_string(), &mixed).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["product_ids[0]"]);
+
+    let stocked = json!({"name": "Nuevo", "sku": "NEW", "price": 1000,
+        "warehouseStocks": [{"warehouseId": shut["data"]["id"], "quantity": 5}]});
+    let refused = error(create(&app, &stocked).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["warehouseStocks"]);
+    assert_eq!(counts(&app).await, before, "nothing was written");
+}
+
 /// The product read joins nothing another projection must have caught up with: with the organizations
 /// projection not running at all, a new organization's product is created and read at once.
 #[sqlx::test(migrations = "../schema")]

@@ -143,11 +143,12 @@ async fn check_product_references(
                 continue;
             }
             checked.push(stock.warehouse_id);
-            if load::<Warehouse>(conn, org_id, stock.warehouse_id).await?.0.is_none() {
+            // An inactive warehouse takes no stock, as to every command that moves it.
+            if !load::<Warehouse>(conn, org_id, stock.warehouse_id).await?.0.is_some_and(|w| w.fields.is_active) {
                 errors.push(FieldError::new(
                     "warehouseStocks",
                     "not_found",
-                    format!("no warehouse of this organization has the id {}", stock.warehouse_id),
+                    format!("no active warehouse of this organization has the id {}", stock.warehouse_id),
                 ));
             }
         }
@@ -167,16 +168,28 @@ async fn run_bulk_adjustment(
     metadata: &Metadata,
 ) -> Result<CommandReply, ExecuteError> {
     let filter = &adjustment.filter;
+    // Every filter names something of the organization: an unknown one is 404, never an empty match.
+    let mut unknown_filters = Vec::new();
+    if let Some(supplier) = filter.default_supplier_id
+        && load::<Supplier>(conn, org_id, supplier).await?.0.is_none()
+    {
+        unknown_filters.push(FieldError::new("default_supplier_id", "not_found", "no supplier of this organization has this id"));
+    }
+    if let Some(category) = filter.category_id
+        && load::<Category>(conn, org_id, category).await?.0.is_none()
+    {
+        unknown_filters.push(FieldError::new("category_id", "not_found", "no category of this organization has this id"));
+    }
+    if let Some(tag_id) = filter.tag_id
+        && load::<Tag>(conn, org_id, tag_id).await?.0.is_none()
+    {
+        unknown_filters.push(FieldError::new("tag_id", "not_found", "no tag of this organization has this id"));
+    }
+    if !unknown_filters.is_empty() {
+        return Err(Rejection::Invalid { errors: unknown_filters }.into());
+    }
     let tagged = match filter.tag_id {
-        Some(tag_id) => {
-            if load::<Tag>(conn, org_id, tag_id).await?.0.is_none() {
-                return Err(Rejection::Invalid {
-                    errors: vec![FieldError::new("tag_id", "not_found", "no tag of this organization has this id")],
-                }
-                .into());
-            }
-            Some(tagged_products(conn, org_id, tag_id).await?)
-        }
+        Some(tag_id) => Some(tagged_products(conn, org_id, tag_id).await?),
         None => None,
     };
     let matched: Vec<(Uuid, Uuid)> = sqlx::query_as(
@@ -193,20 +206,27 @@ async fn run_bulk_adjustment(
     .bind(tagged)
     .fetch_all(&mut *conn)
     .await?;
+    // A named product is of the organization, whatever the other filters leave of it.
+    let missing: Vec<&Uuid> = filter.product_ids.iter().filter(|id| !matched.iter().any(|(v, _)| v == *id)).collect();
+    let known: Vec<Uuid> = if missing.is_empty() {
+        Vec::new()
+    } else {
+        sqlx::query_scalar("select variant_id from product_variants where org_id = $1 and variant_id = any($2)")
+            .bind(org_id)
+            .bind(&filter.product_ids)
+            .fetch_all(&mut *conn)
+            .await?
+    };
     let unknown: Vec<FieldError> = filter
         .product_ids
         .iter()
         .enumerate()
-        .filter(|(_, id)| !matched.iter().any(|(v, _)| v == *id))
+        .filter(|(_, id)| missing.contains(id) && !known.contains(id))
         .map(|(i, _)| {
             FieldError::new(format!("product_ids[{i}]"), "not_found", "no product of this organization has this id")
         })
         .collect();
-    if !unknown.is_empty()
-        && filter.default_supplier_id.is_none()
-        && filter.category_id.is_none()
-        && filter.tag_id.is_none()
-    {
+    if !unknown.is_empty() {
         return Err(Rejection::Invalid { errors: unknown }.into());
     }
     let mut by_group: std::collections::BTreeMap<Uuid, Vec<Uuid>> = std::collections::BTreeMap::new();

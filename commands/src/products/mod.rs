@@ -211,7 +211,15 @@ pub(crate) fn variants_updated(group_id: Uuid, state: &crate::lookups::GroupStat
     let before = &state.group;
     let only_variants =
         next.shared == before.shared && next.options == before.options && next.metafields == before.metafields;
-    let part = next.part(&changes);
+    // Every variant that changed is recorded, an inactive one too: `changes` (what webhooks announce)
+    // leaves those out, but their new cost or price is still theirs.
+    let moved: Vec<Uuid> = next
+        .variants
+        .iter()
+        .filter(|variant| before.variants.iter().find(|v| v.id == variant.id) != Some(*variant))
+        .map(|variant| variant.id)
+        .collect();
+    let part = next.part(&moved);
     let due = state.run_since_whole + 1 >= events::catalogue::WHOLE_GROUP_EVERY;
     Some(if !only_variants || due || part.variants.len() == next.variants.len() {
         ProductEvent::ProductUpdated(ProductUpdated { group: next, changes })

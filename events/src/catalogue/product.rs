@@ -230,11 +230,11 @@ impl ProductGroup {
 
     /// This group with only the variants `changed` names: what a
     /// [`ProductEvent::ProductVariantsUpdated`] carries.
-    pub fn part(&self, changed: &[VariantChange]) -> ProductGroup {
+    pub fn part(&self, changed: &[Uuid]) -> ProductGroup {
         ProductGroup {
             shared: self.shared.clone(),
             options: self.options.clone(),
-            variants: self.variants.iter().filter(|v| changed.iter().any(|c| c.variant_id == v.id)).cloned().collect(),
+            variants: self.variants.iter().filter(|v| changed.contains(&v.id)).cloned().collect(),
             metafields: self.metafields.clone(),
         }
     }
@@ -398,7 +398,7 @@ mod tests {
         next.variants[1].cost = Cents::of(777);
         next.variants[1].price = Cents::of(999);
         let changes = vec![VariantChange { variant_id: next.variants[1].id, changed_fields: vec!["cost".into()] }];
-        let part = ProductEvent::ProductVariantsUpdated(ProductUpdated { group: next.part(&changes), changes });
+        let part = ProductEvent::ProductVariantsUpdated(ProductUpdated { group: next.part(&[next.variants[1].id]), changes });
         assert_eq!(part.group().variants.len(), 1, "only the changed variant is recorded");
         assert!(!part.is_whole());
         assert_eq!(part.fold(Some(whole.clone())), Some(next));
