@@ -29,9 +29,10 @@ pub async fn inactive(app: &TestApp) -> (String, String) {
         .as_str()
         .expect("id")
         .to_owned();
+    // Stocked while open: an inactive warehouse takes no opening stock.
+    let off = stocked_product(app, "OFF", &shut, 0).await;
     let closed = json!({ "name": "Depósito Cerrado", "isActive": false });
     json(app.put(&format!("{WAREHOUSES}/{shut}"), &closed).await, 200).await;
-    let off = stocked_product(app, "OFF", &shut, 0).await;
     let retired = json!({ "name": "Producto OFF", "sku": "OFF", "price": 12100, "isActive": false });
     json(app.put(&format!("/api/v1/products/{off}"), &retired).await, 200).await;
     (shut, off)

@@ -539,7 +539,8 @@ async fn concurrent_senders_never_send_one_delivery_twice(pool: PgPool) {
     let mut sent = Vec::new();
     let mut endpoints = Vec::new();
     for n in 0..4 {
-        let (id, _) = create_endpoint(&app, &receiver.url(&format!("/shared{n}")), &["product.created"]).await;
+        let events = ["product.created", "webhook_endpoint.disabled"];
+        let (id, _) = create_endpoint(&app, &receiver.url(&format!("/shared{n}")), &events).await;
         json(operation(&app, &id, "pause").await, 200).await;
         endpoints.push(id);
     }
