@@ -30,8 +30,8 @@ impl Level {
 /// Locks the levels of `keys` for the rest of the transaction (creating missing ones at zero) and
 /// returns them with the reservations active on `today`. Rows are locked in key order by one
 /// statement, so two commands touching the same levels never deadlock: the second waits for the
-/// first to commit or roll back, then reads what it left, its reservations included (read by
-/// `stock_reserved_now` after each lock, `schema/0041`, not from the statement's older snapshot).
+/// first to commit or roll back, then reads what it left, its reservations included (read once every
+/// level is locked by `stock_reserved_now`, `schema/0042`, not from the statement's older snapshot).
 pub async fn lock(
     conn: &mut PgConnection,
     org_id: Uuid,
@@ -65,9 +65,12 @@ pub async fn lock_adding(
              select $1, v, w, d from unnest($2::uuid[], $3::uuid[], $4::bigint[]) with ordinality as k(v, w, d, n)
              order by n
              on conflict (org_id, variant_id, warehouse_id) do update set on_hand = stock_levels.on_hand + excluded.on_hand
-             returning variant_id, warehouse_id, on_hand)
-         select l.variant_id, l.warehouse_id, l.on_hand, stock_reserved_now($1, l.variant_id, l.warehouse_id, $5)
-         from locked l",
+             returning variant_id, warehouse_id, on_hand),
+         keys as (select array_agg(variant_id) as v, array_agg(warehouse_id) as w from locked)
+         select l.variant_id, l.warehouse_id, l.on_hand, coalesce(r.reserved, 0)
+         from locked l
+         left join stock_reserved_now($1, (select v from keys), (select w from keys), $5) r
+           on r.variant_id = l.variant_id and r.warehouse_id = l.warehouse_id",
     )
     .bind(org_id)
     .bind(&variants)
