@@ -368,6 +368,7 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Closed { schema: "OrderInput" },
     InputRule::Closed { schema: "OrderEditInput" },
     InputRule::Closed { schema: "OrderLineInput" },
+    InputRule::Closed { schema: "OrderReservationInput" },
     InputRule::Query { operation: "listOrders", parameter: "customer_id", schema: uuid_schema },
     InputRule::Query { operation: "listOrders", parameter: "created_from", schema: date_schema },
     InputRule::Query { operation: "listOrders", parameter: "created_to", schema: date_schema },

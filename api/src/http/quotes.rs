@@ -339,6 +339,8 @@ const INPUT_RULES: &[InputRule] = &[
     InputRule::Body { schema: "QuoteInput", rule: quote_shapes },
     InputRule::Closed { schema: "QuoteInput" },
     InputRule::Closed { schema: "QuoteLineInput" },
+    InputRule::Closed { schema: "ReservationInput" },
+    InputRule::Closed { schema: "QuoteDiscountInput" },
     InputRule::Query {
         operation: "listQuotes",
         parameter: "customer_id",
