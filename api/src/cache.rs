@@ -7,6 +7,7 @@
 use bytes::Bytes;
 use moka::sync::Cache;
 use projections::CacheKey;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use uuid::Uuid;
@@ -31,6 +32,26 @@ pub fn is_cached(resource: Resource) -> bool {
     }
 }
 
+/// The cached resources whose reads show fields of `resource`: a product shows its category's and its
+/// default supplier's names. An invalidation of `resource` also drops its organization's cached reads
+/// of these. Exhaustive like [`is_cached`]: a read that starts joining another resource is a decision
+/// here.
+pub fn shown_in(resource: Resource) -> &'static [Resource] {
+    match resource {
+        Resource::Category | Resource::Supplier => &[Resource::Product],
+        Resource::Organization
+        | Resource::Customer
+        | Resource::Product
+        | Resource::PaymentMethod
+        | Resource::Warehouse
+        | Resource::PointOfSale
+        | Resource::MetafieldDefinition
+        | Resource::PriceList
+        | Resource::Tag
+        | Resource::WebhookEndpoint => &[],
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReadKey {
     pub resource: Resource,
@@ -46,7 +67,11 @@ pub struct ReadCache {
 impl Default for ReadCache {
     fn default() -> Self {
         Self {
-            entries: Cache::builder().max_capacity(200_000).time_to_live(Duration::from_secs(600)).build(),
+            entries: Cache::builder()
+                .max_capacity(200_000)
+                .time_to_live(Duration::from_secs(600))
+                .support_invalidation_closures()
+                .build(),
             epoch: AtomicU64::new(0),
         }
     }
@@ -78,6 +103,14 @@ impl ReadCache {
         for key in keys.iter().filter(|key| is_cached(key.resource)) {
             self.entries.invalidate(&ReadKey { resource: key.resource, org_id: key.org_id, id: key.id });
         }
+        let showing: HashSet<(Resource, Uuid)> =
+            keys.iter().flat_map(|key| shown_in(key.resource).iter().map(|&shown| (shown, key.org_id))).collect();
+        for (resource, org_id) in showing {
+            // Lazily: from now on a read stored before this call and matching it is not returned.
+            self.entries
+                .invalidate_entries_if(move |key, _| key.resource == resource && key.org_id == org_id)
+                .expect("the cache is built with invalidation closures");
+        }
     }
 
     /// Forgets everything (after missing invalidations, for instance while NATS was away).
@@ -104,5 +137,26 @@ mod tests {
         assert_eq!(cache.get(&key), Some(Bytes::from_static(b"fresh")));
         cache.invalidate(&[CacheKey { resource: Resource::Customer, org_id: key.org_id, id: key.id }]);
         assert_eq!(cache.get(&key), None);
+    }
+
+    #[test]
+    fn a_renamed_category_or_supplier_drops_its_organizations_products() {
+        for renamed in [Resource::Category, Resource::Supplier] {
+            let cache = ReadCache::default();
+            let (org, other_org) = (Uuid::now_v7(), Uuid::now_v7());
+            let product = ReadKey { resource: Resource::Product, org_id: org, id: Uuid::now_v7() };
+            let other_product = ReadKey { resource: Resource::Product, org_id: other_org, id: Uuid::now_v7() };
+            let customer = ReadKey { resource: Resource::Customer, org_id: org, id: Uuid::now_v7() };
+            for key in [product, other_product, customer] {
+                cache.insert_if_current(key, Bytes::from_static(b"read"), cache.epoch());
+            }
+            cache.invalidate(&[CacheKey { resource: renamed, org_id: org, id: Uuid::now_v7() }]);
+            assert_eq!(cache.get(&product), None, "{renamed}: the product shows its name");
+            assert!(cache.get(&other_product).is_some(), "{renamed}: another organization's product stays");
+            assert!(cache.get(&customer).is_some(), "{renamed}: a customer does not show it");
+            // A read stored after the invalidation is served.
+            cache.insert_if_current(product, Bytes::from_static(b"fresh"), cache.epoch());
+            assert_eq!(cache.get(&product), Some(Bytes::from_static(b"fresh")));
+        }
     }
 }

@@ -33,6 +33,33 @@ fn matrix(skus: &[&str]) -> Value {
     json!({"name": "Remera", "options": ["Talle"], "variants": variants})
 }
 
+/// A product's read shows its category's and default supplier's names: renaming either shows in the
+/// next read, cached as it was.
+#[sqlx::test(migrations = "../schema")]
+async fn a_product_read_shows_a_renamed_category_and_supplier(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let supplier = json(app.post("/api/v1/suppliers", &json!({"name": "Textil Norte"})).await, 201).await;
+    let supplier_id = supplier["data"]["id"].as_str().expect("id").to_owned();
+    let category = json(app.post("/api/v1/categories", &json!({"name": "Ropa"})).await, 201).await;
+    let category_id = category["data"]["id"].as_str().expect("id").to_owned();
+    let body = json!({"name": "Remera", "sku": "REM-1", "price": 2500, "categoryId": category_id,
+        "defaultSupplierId": supplier_id});
+    let created = json(create(&app, &body).await, 201).await;
+    let path = format!("/api/v1/products/{}", created["data"]["id"].as_str().expect("id"));
+    // Two reads: the second is served from the cache.
+    let first = json(app.get(&path).await, 200).await;
+    assert_eq!(json(app.get(&path).await, 200).await["data"], first["data"]);
+
+    json(app.put(&format!("/api/v1/categories/{category_id}"), &json!({"name": "Indumentaria"})).await, 200).await;
+    let read = json(app.get(&path).await, 200).await;
+    assert_eq!(read["data"]["category"], json!({"id": category_id, "name": "Indumentaria"}));
+
+    json(app.put(&format!("/api/v1/suppliers/{supplier_id}"), &json!({"name": "Textil Sur"})).await, 200).await;
+    let read = json(app.get(&path).await, 200).await;
+    assert_eq!(read["data"]["defaultSupplier"], json!({"id": supplier_id, "name": "Textil Sur"}));
+    assert_eq!(read["data"]["category"]["name"], "Indumentaria");
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn single_products_and_matrices_are_created_and_read(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
