@@ -3,8 +3,8 @@
 
 use crate::{CacheKey, CacheResource, Folded, Target};
 use events::RecordedEvent;
-use events::domain::WholeUnits;
-use events::catalogue::ProductEvent;
+use events::catalogue::{ProductEvent, SharedFields, Variant};
+use events::domain::{Adjustment, Cents, VatRate, WholeUnits};
 use events::unnest::Unnest;
 use sqlx::types::Json;
 use sqlx::{PgConnection, PgPool};
@@ -17,6 +17,13 @@ pub const PRICING_REVISIONS: &str = "product_pricing_revisions";
 
 /// Public fields whose change can move a price under some price list.
 const PRICING_FIELDS: &[&str] = &["cost", "price", "markup_percentage", "tax_rate_id", "is_active"];
+
+/// A variant's values of [`PRICING_FIELDS`], as the event carries them and the row stores them.
+type Pricing = (Cents, Cents, Option<Adjustment>, VatRate, bool);
+
+fn pricing(shared: &SharedFields, variant: &Variant) -> Pricing {
+    (variant.cost, variant.price, shared.markup_hundredths, shared.tax_rate_id, variant.is_active)
+}
 
 pub struct ProductsProjection;
 
@@ -41,13 +48,17 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     let mut rows: std::collections::HashMap<(Uuid, Uuid), Row> = std::collections::HashMap::new();
     let mut order = Vec::new();
     let mut repriced: std::collections::HashMap<Uuid, i64> = std::collections::HashMap::new();
+    // A variant inactive before and after a change is no public product, so the event's `changes` do not
+    // list it; its prices are still listed (`is_active=false`): its pricing is compared with its row.
+    let mut unlisted: Vec<((Uuid, Uuid), Pricing, i64)> = Vec::new();
     for event in events {
         let decoded: ProductEvent = crate::decode(event)?;
-        let moves_prices = match &decoded {
-            ProductEvent::ProductCreated(_) => true,
-            ProductEvent::ProductUpdated(updated) | ProductEvent::ProductVariantsUpdated(updated) => {
-                updated.changes.iter().any(|c| c.changed_fields.iter().any(|f| PRICING_FIELDS.contains(&f.as_str())))
-            }
+        let (moves_prices, listed) = match &decoded {
+            ProductEvent::ProductCreated(_) => (true, Vec::new()),
+            ProductEvent::ProductUpdated(updated) | ProductEvent::ProductVariantsUpdated(updated) => (
+                updated.changes.iter().any(|c| c.changed_fields.iter().any(|f| PRICING_FIELDS.contains(&f.as_str()))),
+                updated.changes.iter().map(|c| c.variant_id).collect(),
+            ),
         };
         if moves_prices {
             repriced.insert(event.org_id, event.position);
@@ -55,6 +66,16 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         let group = decoded.group();
         for variant in &group.variants {
             let key = (event.org_id, variant.id);
+            if !moves_prices && !variant.is_active && !listed.contains(&variant.id) {
+                let now = pricing(&group.shared, variant);
+                match rows.get(&key) {
+                    Some(before) if pricing(&before.shared, &before.variant) != now => {
+                        repriced.insert(event.org_id, event.position);
+                    }
+                    Some(_) => {}
+                    None => unlisted.push((key, now, event.position)),
+                }
+            }
             if !rows.contains_key(&key) {
                 order.push(key);
             }
@@ -75,6 +96,25 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     }
     if order.is_empty() {
         return Ok(Vec::new());
+    }
+    if !unlisted.is_empty() {
+        let ids: Vec<Uuid> = unlisted.iter().map(|((_, id), _, _)| *id).collect();
+        let stored: Vec<(Uuid, Uuid, Cents, Cents, Option<Adjustment>, VatRate, bool)> = sqlx::query_as(
+            sqlx::AssertSqlSafe(format!(
+                "select org_id, id, cost, price, markup_hundredths, tax_rate_id, is_active from {} where id = any($1)",
+                target.table(TABLE)
+            )),
+        )
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?;
+        for ((org_id, id), now, position) in unlisted {
+            let before = stored.iter().find(|row| row.0 == org_id && row.1 == id);
+            if before.is_none_or(|row| (row.2, row.3, row.4, row.5, row.6) != now) {
+                let revision = repriced.entry(org_id).or_insert(position);
+                *revision = (*revision).max(position);
+            }
+        }
     }
     let batch: Vec<&Row> = order.iter().filter_map(|k| rows.get(k)).collect();
     let insert = format!("insert into {}", target.table(TABLE));

@@ -319,6 +319,21 @@ async fn price_pages_are_bound_to_the_pricing_revision_and_answer_304_when_uncha
     let same = json(app.get(&format!("{prices}?limit=2")).await, 200).await;
     assert_eq!(same["pricing_revision"], revision);
 
+    // An inactive variant's price moves it too: it is listed under is_active=false.
+    let inactive = get_with(&app, &format!("{prices}?is_active=false"), None).await;
+    let inactive_tag = etag(&inactive);
+    let off_path = format!("/api/v1/products/{off}");
+    json(app.put(&off_path, &json!({"name": "P4", "sku": "P-4", "price": 3_000, "isActive": false})).await, 200).await;
+    let moved = get_with(&app, &format!("{prices}?is_active=false"), Some(&inactive_tag)).await;
+    assert_eq!(moved.status().as_u16(), 200, "the inactive variant's price moved");
+    let moved = json(moved, 200).await;
+    assert_eq!(moved["data"][0]["unit_price"], 3_000);
+    assert_ne!(moved["pricing_revision"], revision);
+    // Its name alone does not.
+    let revision = moved["pricing_revision"].clone();
+    json(app.put(&off_path, &json!({"name": "P4 bis", "sku": "P-4", "price": 3_000, "isActive": false})).await, 200).await;
+    assert_eq!(json(app.get(&format!("{prices}?limit=2")).await, 200).await["pricing_revision"], revision);
+
     // A change of the list itself moves it too.
     let list_path = format!("/api/v1/price-lists/{list}");
     let body = json!({"name": "Base", "is_automatic": true, "automatic_pricing_mode": "base_price_adjustment", "adjustment_percentage": 5});
