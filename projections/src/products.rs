@@ -25,6 +25,24 @@ fn pricing(shared: &SharedFields, variant: &Variant) -> Pricing {
     (variant.cost, variant.price, shared.markup_hundredths, shared.tax_rate_id, variant.is_active)
 }
 
+/// A stored row's [`Pricing`].
+#[derive(sqlx::FromRow)]
+struct StoredPricing {
+    org_id: Uuid,
+    id: Uuid,
+    cost: Cents,
+    price: Cents,
+    markup_hundredths: Option<Adjustment>,
+    tax_rate_id: VatRate,
+    is_active: bool,
+}
+
+impl StoredPricing {
+    fn pricing(&self) -> Pricing {
+        (self.cost, self.price, self.markup_hundredths, self.tax_rate_id, self.is_active)
+    }
+}
+
 pub struct ProductsProjection;
 
 projection!(ProductsProjection { id: Products, tables: &[TABLE, PRICING_REVISIONS], folds: [ProductEvent] });
@@ -99,7 +117,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
     }
     if !unlisted.is_empty() {
         let ids: Vec<Uuid> = unlisted.iter().map(|((_, id), _, _)| *id).collect();
-        let stored: Vec<(Uuid, Uuid, Cents, Cents, Option<Adjustment>, VatRate, bool)> = sqlx::query_as(
+        let stored: Vec<StoredPricing> = sqlx::query_as(
             sqlx::AssertSqlSafe(format!(
                 "select org_id, id, cost, price, markup_hundredths, tax_rate_id, is_active from {} where id = any($1)",
                 target.table(TABLE)
@@ -109,8 +127,8 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         .fetch_all(&mut *conn)
         .await?;
         for ((org_id, id), now, position) in unlisted {
-            let before = stored.iter().find(|row| row.0 == org_id && row.1 == id);
-            if before.is_none_or(|row| (row.2, row.3, row.4, row.5, row.6) != now) {
+            let before = stored.iter().find(|row| row.org_id == org_id && row.id == id);
+            if before.is_none_or(|row| row.pricing() != now) {
                 let revision = repriced.entry(org_id).or_insert(position);
                 *revision = (*revision).max(position);
             }
