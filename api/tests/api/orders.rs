@@ -280,3 +280,42 @@ async fn bad_orders_are_refused_and_write_nothing(pool: PgPool) {
     assert_eq!(numbered, None, "no number was spent");
     error(app.get(&format!("{ORDERS}/{}", Uuid::now_v7())).await, 404, "invalid_request_error").await;
 }
+
+/// A kept line of an order with VAT-inclusive prices takes a new rate at the net price sent, and keeps
+/// its rate when the edit omits it, whatever its product's rate is now.
+#[sqlx::test(migrations = "../schema")]
+async fn a_kept_line_changes_its_rate_only_when_the_edit_names_one(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = main_warehouse(&app).await;
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let quote = json!({ "customer_id": ana,
+        "items": [{ "product_id": mate, "quantity": 1, "unit_price": 12100, "warehouse_id": main }] });
+    let quote = style_a(app.post_keyed(QUOTES, &quote).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    for step in ["send", "accept"] {
+        style_a(act(&app, &format!("{QUOTES}/{quote}/{step}")).await, 200).await;
+    }
+    let order = style_a(act(&app, &format!("{QUOTES}/{quote}/convert")).await, 201).await["data"].clone();
+    let id = order["id"].as_str().expect("id").to_owned();
+    assert_eq!((order["lines"][0]["unit_price"].as_i64(), order["total"].as_i64()), (Some(10000), Some(12100)));
+
+    // The net price read, at 10.5%: 10,000 net and 1,050 VAT.
+    let line = |rate: Option<i64>| {
+        let mut line = json!({ "id": order["lines"][0]["id"], "product_id": mate, "quantity": 1, "unit_price": 10000 });
+        if let Some(rate) = rate {
+            line["tax_rate_id"] = json!(rate);
+        }
+        line
+    };
+    let edit = json!({ "lines": [line(Some(4))], "assigned_warehouse_id": main, "expected_updated_at": order["updated_at"] });
+    let edited = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
+    assert_eq!(edited["lines"][0]["tax_rate_id"], 4);
+    assert_eq!(edited["lines"][0]["unit_price"], 10000);
+    assert_eq!((edited["tax_amount"].as_i64(), edited["total"].as_i64()), (Some(1050), Some(11050)));
+
+    // The rate omitted: the line keeps 10.5% though its product is at 21%.
+    let edit = json!({ "lines": [line(None)], "assigned_warehouse_id": main, "expected_updated_at": edited["updated_at"] });
+    let kept = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
+    assert_eq!(kept["lines"][0]["tax_rate_id"], 4);
+    assert_eq!((kept["tax_amount"].as_i64(), kept["total"].as_i64()), (Some(1050), Some(11050)));
+}

@@ -426,16 +426,23 @@ fn build_lines(
                 }
             },
         };
+        // Omitted, a kept line's rate stays; a new line (or one naming another product) takes its product's.
+        let kept = existing.filter(|l| l.variant_id == item.variant_id);
         let code = item
             .tax_rate_id
+            .or(kept.map(|l| l.tax_rate_id))
             .or(fact.map(|f| f.tax_rate_id))
             .or(existing.map(|l| l.tax_rate_id))
             .unwrap_or(VatRate::GENERAL);
         // Lines carry net prices on the wire; an order made with VAT-inclusive prices keeps an
-        // untouched line's stored price exactly.
+        // untouched line's stored price exactly (same net, same rate).
         let unit_price = match (prices_include_tax, existing) {
             (false, _) => item.unit_price,
-            (true, Some(line)) if line.tax_rate_id.net_of(line.unit_price) == item.unit_price => line.unit_price,
+            (true, Some(line))
+                if line.tax_rate_id == code && line.tax_rate_id.net_of(line.unit_price) == item.unit_price =>
+            {
+                line.unit_price
+            }
             (true, _) => match code.gross_of(item.unit_price) {
                 Some(gross) => gross,
                 None => {
@@ -608,13 +615,17 @@ pub fn settled(before: &OrderState, next: OrderState) -> (Vec<OrderEvent>, Order
     if fulfillment_status != before.fulfillment_status {
         events.push(OrderEvent::OrderFulfillmentChanged(Box::new(next.clone())));
     }
-    let done = next.lines.iter().all(|l| l.delivered >= l.quantity && l.billed >= l.quantity);
-    if done && next.status == OrderStatus::Open {
+    if served(&next) && next.status == OrderStatus::Open {
         let completed = OrderState { status: OrderStatus::Completed, ..next };
         events.push(OrderEvent::OrderCompleted(Box::new(completed.clone())));
         return (events, completed);
     }
     (events, next)
+}
+
+/// Whether every line of the order is delivered and billed: what completes it.
+pub fn served(order: &OrderState) -> bool {
+    order.lines.iter().all(|l| l.delivered >= l.quantity && l.billed >= l.quantity)
 }
 
 /// Decides an order command against the facts: pure.
