@@ -394,3 +394,72 @@ async fn a_note_prints_as_a_remito_without_prices_behind_a_signed_link(pool: PgP
         error(app.request(Method::GET, &path, Some(&app.api_key), None).await, 404, "invalid_request_error").await;
     assert_ne!(gone["error"]["code"], "DOCUMENT_NOT_READY", "{gone}");
 }
+
+/// A product's on hand in one warehouse.
+async fn on_hand(app: &TestApp, product: &str, warehouse: &str) -> String {
+    let body = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
+    let row = items(&body).into_iter().find(|row| row["warehouse"]["id"] == warehouse).expect("the warehouse's level");
+    row["on_hand"].as_str().expect("on_hand").to_owned()
+}
+
+/// A note for an order takes its goods from the warehouse it names, over the one a converted quote's
+/// line kept; deleting the note of an order its lines completed opens the order again, to be delivered
+/// again.
+#[sqlx::test(migrations = "../schema")]
+async fn a_note_takes_stock_where_it_says_and_its_delete_reopens_a_completed_order(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
+    let second = json(app.post("/api/v1/warehouses", &json!({ "name": "Depósito 2" })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let ana = customer(&app, "Ana").await;
+    let body = json!({ "name": "Producto MATE", "sku": "MATE", "price": 12100,
+        "warehouseStocks": [{ "warehouseId": main, "quantity": 10 }, { "warehouseId": second, "quantity": 10 }] });
+    let mate = json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let quote = json!({ "customer_id": ana,
+        "items": [{ "product_id": mate, "quantity": 2, "unit_price": 12100, "warehouse_id": main }] });
+    let quote = style_a(app.post_keyed("/api/v1/quotes", &quote).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    for step in ["send", "accept"] {
+        style_a(app.fresh_keyed(Method::POST, &format!("/api/v1/quotes/{quote}/{step}"), None).await, 200).await;
+    }
+    let order = app.fresh_keyed(Method::POST, &format!("/api/v1/quotes/{quote}/convert"), None).await;
+    let order = style_a(order, 201).await["data"].clone();
+    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
+
+    let elsewhere =
+        json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos, "warehouse_id": second });
+    let note = style_a(app.post_keyed(NOTES, &elsewhere).await, 201).await["data"].clone();
+    assert_eq!(note["warehouse_id"], second.as_str());
+    assert_eq!(on_hand(&app, &mate, &second).await, "8", "the goods left the warehouse the note names");
+    assert_eq!(on_hand(&app, &mate, &main).await, "10");
+
+    // Billed too: the order is completed by its lines.
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let sale = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today, "customerId": ana,
+        "invoice": false, "orderId": order_id,
+        "items": [{ "productId": mate, "quantity": 2, "unitPrice": 12100, "orderLineId": line }] });
+    json(app.post_keyed("/api/v1/sales", &sale).await, 201).await;
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["status"], "completed");
+
+    // The note deleted: the order is open, unfulfilled, to be delivered again. Its units stay out: the
+    // bill holds them (a unit leaves once).
+    style_a(delete(&app, note["id"].as_str().expect("id"), &Uuid::now_v7().to_string()).await, 200).await;
+    assert_eq!(on_hand(&app, &mate, &second).await, "8");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["status"].as_str(), read["fulfillment_status"].as_str()), (Some("open"), Some("unfulfilled")));
+    let again = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos });
+    style_a(app.post_keyed(NOTES, &again).await, 201).await;
+    assert_eq!(on_hand(&app, &mate, &main).await, "10", "the units left with the bill already");
+    assert_eq!(on_hand(&app, &mate, &second).await, "8");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["status"].as_str(), read["fulfillment_status"].as_str()), (Some("completed"), Some("fulfilled")));
+}

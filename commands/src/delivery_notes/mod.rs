@@ -15,7 +15,7 @@ use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
 use crate::inventory::reservations::ReservationChange;
 use crate::inventory::{Move, WantedMove, expand_combos};
 use crate::lookups::VariantFacts;
-use crate::orders::{settled, wanted};
+use crate::orders::{served, settled, wanted};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
     DeliveryLine, DeliveryNoteState, DeliveryOrigin, OrderEvent, OrderState, OrderStatus, SaleRecorded, StockLine,
@@ -405,7 +405,8 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                 };
                 line.delivered = delivered;
                 let leaving = line.moved().remaining_after(moved_before);
-                let line_warehouse = line.warehouse_id.or(warehouse);
+                // A warehouse the request names wins over the one a converted quote's line kept.
+                let line_warehouse = input.warehouse_id.or(line.warehouse_id).or(warehouse);
                 let moved_now = line.variant_id.is_some()
                     && (line.physical || facts.components.contains_key(&line.variant_id.unwrap_or_default()))
                     && leaving.is_positive();
@@ -517,6 +518,11 @@ fn delete(note: &DeliveryNoteState, facts: &NoteFacts) -> Result<NoteDecision, R
         return Ok(NoteDecision { note: note.clone(), deleted: true, moves, order: None });
     };
     let mut next = order.clone();
+    // Its goods were not delivered after all: an order its lines completed opens again, to be delivered
+    // again (one completed by hand stays closed).
+    if order.status == OrderStatus::Completed && served(order) {
+        next.status = OrderStatus::Open;
+    }
     let mut back: Vec<(StockLine, Uuid, String)> = Vec::new();
     for delivered in &note.lines {
         let Some(line) = next.lines.iter_mut().find(|l| Some(l.id) == delivered.order_line_id) else { continue };
