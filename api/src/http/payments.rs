@@ -199,7 +199,8 @@ fn row_data(side: PaymentSide, row: &PaymentRow) -> PaymentData {
 pub struct PaymentLineInput {
     /// An active payment method of the organization.
     pub payment_method_id: Uuid,
-    /// Integer cents in the location's currency, at least 1.
+    /// Integer cents in the location's currency, at least 1. A customer payment's line is at least its
+    /// method's fee (422 `FEE_EXCEEDS_AMOUNT`): the location receives the line less the fee.
     pub amount: Int<1, 1_000_000_000_000>,
     /// Where the money lands (customer) or leaves from (supplier).
     pub balance_type: BalanceType,

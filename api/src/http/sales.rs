@@ -19,6 +19,7 @@ use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
 use crate::http::shared_responses::responses;
 use crate::http::tags::TagData;
+use crate::http::treasury::visibility;
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -485,7 +486,9 @@ pub struct SaleInput {
     /// (`/api/v1/customer-payments`, its `sale_id` this sale) posted to the treasury like any other
     /// (fees included) and allocated to the sale; the sale's `balance` is `total` less them. Every
     /// payment rule applies, its fields named here (`paymentMethods[i].registerId`...): the location
-    /// must exist (404), be active (409) and be in pesos (422), and the organization needs its
+    /// must exist and be one the credential sees (404: a delegated token posts to its assigned registers
+    /// and safes only, and the payment is its user's), be active (409) and be in pesos (422), each line
+    /// must cover its method's fee (422 `FEE_EXCEEDS_AMOUNT`), and the organization needs its
     /// receivables account (422 `LEDGER_NOT_CONFIGURED`). A credit note takes no payments (400).
     pub payment_methods: Optional<Vec<SalePaymentInput>>,
     pub integration_source: Optional<Blank<50>>,
@@ -688,7 +691,20 @@ routes! {
                 let today = ar_date(OffsetDateTime::now_utc());
                 let input = parse_sale(&body.value, write.version.0.as_deref(), today).map_err(ApiError::validation)?;
                 let historical = !input.is_dated();
-                let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input });
+                // A delegated credential posts a sale's payments where it may post a payment, as its user.
+                let seen = visibility(call.principal);
+                let hidden = input.payments.iter().enumerate().find_map(|(i, paid)| {
+                    paid.location().filter(|(_, at)| !seen.sees(*at)).map(|(field, _)| format!("paymentMethods[{i}].{field}"))
+                });
+                if let Some(field) = hidden {
+                    return Err(ApiError::not_found("location").with_detail(
+                        Some(&field),
+                        "not_found",
+                        "no location this credential sees has this id",
+                    ));
+                }
+                let created_by = call.principal.delegation.as_ref().map(|d| d.user.clone());
+                let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input, created_by });
                 let mut accepted = call.dispatch(write, command).await?;
                 let outcome: SaleOutcome = decode_state(std::mem::take(&mut accepted.state), "sale")?;
                 // A sale paid with its own payment methods also wrote a customer payment to the treasury.

@@ -304,6 +304,58 @@ async fn delegated_tokens_post_to_and_see_only_their_registers_payments(pool: Pg
     error(hidden, 404, "invalid_request_error").await;
 }
 
+/// A sale's payment methods follow the payments' rules for a delegated token: only into its registers,
+/// and recorded as its user's (her `own` lists show it).
+#[sqlx::test(migrations = "../schema")]
+async fn a_delegated_sales_payments_land_only_in_its_registers_and_are_its_users(pool: PgPool) {
+    use commands::organization::{Delegation, create_delegated_token};
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let (pos, cash, customer) = (point_of_sale(&app).await, payment_method(&app).await, customer(&app, "Bruno").await);
+    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
+    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
+    let scopes = ["payments:read", "sales:read", "sales:write"].map(str::to_owned);
+    let delegation =
+        Delegation { user: "ana".into(), visibility: "own".into(), registers: vec![mine.parse().expect("id")], safes: vec![] };
+    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let sell_into = |key: &'static str, register: &str| {
+        let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
+            "total": 1_000, "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": 1_000 }],
+            "paymentMethods": [{ "methodId": cash, "amount": 1_000, "registerId": register }] });
+        let request = app.client.post(format!("{}/api/v1/sales", app.base)).bearer_auth(&ana).header("Idempotency-Key", key);
+        let request = request.header("Service-Version", crate::sales::DATED).json(&body);
+        async move { request.send().await.expect("sent") }
+    };
+    let before = app.event_count().await;
+    let refused = error(sell_into("sale-1", &other).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["paymentMethods[0].registerId"]);
+    assert_eq!(app.event_count().await, before, "nothing was written");
+    assert_eq!(balance(&app, &other).await, 0);
+
+    json(sell_into("sale-2", &mine).await, 201).await;
+    assert_eq!(balance(&app, &mine).await, 1_000);
+    let request = app.client.get(format!("{}{CUSTOMER_PAYMENTS}", app.base)).bearer_auth(&ana);
+    let hers = json(request.send().await.expect("sent"), 200).await;
+    assert_eq!(items(&hers).len(), 1, "the sale's payment is Ana's: {hers}");
+}
+
+/// A fee above a customer payment's line would take money out of the location: 422, nothing written.
+#[sqlx::test(migrations = "../schema")]
+async fn a_fee_above_the_line_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let customer = customer(&app, "Ana").await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let dear = app.created_id("/api/v1/payment-methods", &json!({ "name": "Cheque", "feeFixed": 500 })).await;
+    let body = |amount: i64| json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&dear, amount, &register)] });
+    let before = app.event_count().await;
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "fee-1", &body(100)).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "FEE_EXCEEDS_AMOUNT");
+    assert_eq!(detail_fields(&refused), ["lines[0].amount"]);
+    assert_eq!(app.event_count().await, before);
+    json(send(&app, CUSTOMER_PAYMENTS, "fee-2", &body(600)).await, 201).await;
+    assert_eq!(balance(&app, &register).await, 100, "the line less its fee");
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_sales_payment_methods_post_one_customer_payment_to_the_treasury(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 const SALES: &str = "/api/v1/sales";
 const ISSUER: &str = "20267565393";
-const DATED: &str = "2026-08-20";
+pub const DATED: &str = "2026-08-20";
 
 pub async fn fiscal_profile(app: &TestApp, category: &str) {
     let change = commands::organization::SettingsChange {

@@ -13,7 +13,7 @@ use crate::records::PaymentMethod;
 use crate::reply::CommandReply;
 use crate::treasury::{OrgAccount, org_account};
 use events::catalogue::{
-    Allocation, Currency, CustomerPaymentEvent, LocationKind, LocationRef, PaymentFact, PaymentRecorded, PaymentSide,
+    Allocation, Currency, CustomerPaymentEvent, LocationRef, PaymentFact, PaymentRecorded, PaymentSide,
     SaleRecorded, SupplierPaymentEvent, ar_date, sale_payment_id,
 };
 use events::domain::{Cents, Percentage};
@@ -82,6 +82,7 @@ pub async fn with_sale(
     org_id: Uuid,
     sale_id: Uuid,
     sale: &SaleRecorded,
+    created_by: Option<String>,
     metadata: &Metadata,
 ) -> Result<Option<AppendRequest>, ExecuteError> {
     if sale.payments.is_empty() {
@@ -89,11 +90,9 @@ pub async fn with_sale(
     }
     let mut lines = Vec::with_capacity(sale.payments.len());
     for (i, paid) in sale.payments.iter().enumerate() {
-        let location = match (paid.register_id, paid.safe_id, paid.bank_account_id) {
-            (Some(id), _, _) => LocationRef { kind: LocationKind::CashRegister, id },
-            (None, Some(id), _) => LocationRef { kind: LocationKind::Safe, id },
-            (None, None, Some(id)) => LocationRef { kind: LocationKind::BankAccount, id },
-            (None, None, None) => {
+        let location = match paid.location() {
+            Some((_, location)) => location,
+            None => {
                 let field = format!("paymentMethods[{i}].registerId");
                 return Err(Rejection::Invalid {
                     errors: vec![crate::validate::FieldError::new(field, "required", "name where the payment lands")],
@@ -112,7 +111,7 @@ pub async fn with_sale(
         allocations: Vec::new(),
     };
     let id = sale_payment_id(sale_id);
-    let command = PaymentCommand::Record { side: PaymentSide::Customer, id, input, created_by: None };
+    let command = PaymentCommand::Record { side: PaymentSide::Customer, id, input, created_by: created_by.clone() };
     let PaymentCommand::Record { input, .. } = &command else { unreachable!("built as a record above") };
     let mut facts = load(&command, conn, org_id).await?;
     // The sale checked its customer (the organization's default one included).
@@ -129,7 +128,7 @@ pub async fn with_sale(
         ));
     }
     let mut payment =
-        super::record(PaymentSide::Customer, id, input, &facts, None).map_err(|r| sale_fields(r, sale))?;
+        super::record(PaymentSide::Customer, id, input, &facts, created_by).map_err(|r| sale_fields(r, sale))?;
     payment.allocations = vec![Allocation { document_id: sale_id, amount: payment.total }];
     payment.sale_id = Some(sale_id);
     let stored = PaymentFact::Recorded(Box::new(payment)).stored(PaymentSide::Customer);
@@ -148,11 +147,7 @@ fn sale_fields(rejection: Rejection, sale: &SaleRecorded) -> ExecuteError {
         let paid = index.parse::<usize>().ok().and_then(|i| sale.payments.get(i));
         let name = match name {
             "payment_method_id" => "methodId",
-            "balance_id" | "exchange_rate" => match paid {
-                Some(p) if p.register_id.is_some() => "registerId",
-                Some(p) if p.safe_id.is_some() => "safeId",
-                _ => "bankAccountId",
-            },
+            "balance_id" | "exchange_rate" => paid.and_then(|p| p.location()).map_or("bankAccountId", |(field, _)| field),
             other => other,
         };
         format!("paymentMethods[{index}].{name}")

@@ -380,6 +380,14 @@ fn record(
         // The customer's location receives the net of the fee; the supplier payment's location pays the
         // fee on top. A dollar line's fee is in dollars (the fixed part in cents of the line's currency).
         let fee_native = method.fee(line.amount).ok_or_else(too_large)?;
+        // A customer's payment brings money in: a fee above it would take money out of the location.
+        if money_in && fee_native > line.amount {
+            return Err(Rejection::unprocessable(
+                "FEE_EXCEEDS_AMOUNT",
+                &format!("lines[{n}].amount"),
+                &format!("the payment method's fee ({fee_native} cents) is more than the line's amount"),
+            ));
+        }
         let gross = if money_in { line.amount.checked_sub(fee_native) } else { line.amount.checked_add(fee_native) };
         let gross = gross.ok_or_else(too_large)?;
         let (moved, native, fee) = match rate {

@@ -208,7 +208,7 @@ impl Document for Sales {
         // the command's retry would ask for again, and one that comes later waits for this transaction.
         let (_, early) = append_typed(conn, &requests, command.id).await?;
         // What the customer paid lands in the treasury before the voucher is numbered or authorized.
-        let mut requests = Vec::from_iter(payments::with_sale(conn, org_id, command.id, &sale, metadata).await?);
+        let mut requests = Vec::from_iter(payments::with_sale(conn, org_id, command.id, &sale, command.created_by.clone(), metadata).await?);
 
         // Numbering and authorization.
         if !fiscal_voucher {

@@ -178,6 +178,9 @@ impl SaleInput {
 pub struct SaleCommand {
     pub id: Uuid,
     pub input: SaleInput,
+    /// The delegated user recording the sale (none for an API key): its payment is theirs.
+    #[serde(default)]
+    pub created_by: Option<String>,
 }
 
 /// The command for `POST /api/v1/sales/{sale_id}/invoice`.

@@ -106,7 +106,7 @@ fn sale_facts(input: &SaleInput) -> SaleFacts {
 #[test]
 fn a_sale_is_decided_from_the_facts_alone() {
     let input = parse_sale(&body(), Some("2026-08-20"), TODAY).expect("a sale");
-    let command = SaleCommand { id: Uuid::now_v7(), input };
+    let command = SaleCommand { id: Uuid::now_v7(), input, created_by: None };
     let mut facts = sale_facts(&command.input);
     let decided = decide(&command, &facts).expect("decided");
     assert_eq!(decided.sale.total.get(), 24200);

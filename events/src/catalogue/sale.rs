@@ -3,6 +3,7 @@
 //! tax authority when that came later (issued, deferred again, or finally rejected).
 
 use super::stock::{StockChange, iso_date, iso_date_option};
+use super::treasury::{LocationKind, LocationRef};
 use crate::domain::{Cents, Percentage, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -89,6 +90,19 @@ pub struct SalePayment {
     /// before payments posted to the treasury).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bank_account_id: Option<Uuid>,
+}
+
+impl SalePayment {
+    /// Where the payment lands, with the field that names it: the register, else the safe, else the
+    /// bank account (none named: none).
+    pub fn location(&self) -> Option<(&'static str, LocationRef)> {
+        match (self.register_id, self.safe_id, self.bank_account_id) {
+            (Some(id), _, _) => Some(("registerId", LocationRef { kind: LocationKind::CashRegister, id })),
+            (None, Some(id), _) => Some(("safeId", LocationRef { kind: LocationKind::Safe, id })),
+            (None, None, Some(id)) => Some(("bankAccountId", LocationRef { kind: LocationKind::BankAccount, id })),
+            (None, None, None) => None,
+        }
+    }
 }
 
 /// The authority's authorization of a voucher.
