@@ -6,7 +6,7 @@
 use super::{NoteCommand, NoteDecision, NoteFacts, NoteOutcome};
 use crate::aggregate::Rejection;
 use crate::document::{Document, next_number};
-use crate::engine::{ExecuteError, append_typed, load};
+use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::handler;
 use crate::inventory::reservations;
 use crate::inventory::{apply_policy, combo_components, levels, negative_stock_policy, plan};
@@ -217,8 +217,9 @@ impl Document for DeliveryNotes {
             expected_version: facts.version,
         };
         requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
-        let (key, keys) = append_typed(conn, &requests, id).await?;
-        let outcome = NoteOutcome { id, note, deleted, warnings, at: OffsetDateTime::now_utc() };
+        let Committed { key, keys, recorded_at } = append_typed(conn, &requests, id).await?;
+        let at = recorded_at.unwrap_or_else(OffsetDateTime::now_utc);
+        let outcome = NoteOutcome { id, note, deleted, warnings, at };
         Ok(CommandReply::accepted(key, !deleted, &outcome, keys)?)
     }
 }

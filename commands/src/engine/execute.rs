@@ -10,6 +10,7 @@ use events::store::{self, AppendError, AppendRequest, Appended, StreamRef};
 use events::{CommitKey, EventPayload, Metadata, RecordedEvent};
 use serde::Serialize;
 use sqlx::{PgConnection, PgPool};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 /// How many times a command is re-decided after losing an optimistic-concurrency race.
@@ -213,7 +214,18 @@ pub async fn append_together(
     requests: &[AppendRequest],
     operation: Uuid,
 ) -> Result<Option<CommitKey>, ExecuteError> {
-    Ok(append_typed(conn, requests, operation).await?.0)
+    Ok(append_typed(conn, requests, operation).await?.key)
+}
+
+/// What [`append_typed`] committed.
+pub struct Committed {
+    /// The commit key of the last event, if any.
+    pub key: Option<CommitKey>,
+    /// The last key of each stream type written.
+    pub keys: Vec<crate::reply::StreamKey>,
+    /// When the events were recorded (the transaction's start), as reads show them: a write's answer
+    /// and its replay carry this time, not the clock after the append.
+    pub recorded_at: Option<OffsetDateTime>,
 }
 
 /// [`append_together`], also answering the last key of each stream type written: a command writing
@@ -223,9 +235,9 @@ pub async fn append_typed(
     conn: &mut PgConnection,
     requests: &[AppendRequest],
     operation: Uuid,
-) -> Result<(Option<CommitKey>, Vec<crate::reply::StreamKey>), ExecuteError> {
+) -> Result<Committed, ExecuteError> {
     if requests.is_empty() {
-        return Ok((None, Vec::new()));
+        return Ok(Committed { key: None, keys: Vec::new(), recorded_at: None });
     }
     match super::observe::appending(store::append_many(conn, requests)).await {
         Ok(appended) => {
@@ -237,7 +249,8 @@ pub async fn append_typed(
                     None => keys.push(crate::reply::StreamKey { stream_type: stream_type.to_owned(), key: done.key }),
                 }
             }
-            Ok((appended.iter().map(|a| a.key).max(), keys))
+            let (key, recorded_at) = (appended.iter().map(|a| a.key).max(), appended.first().map(|a| a.recorded_at));
+            Ok(Committed { key, keys, recorded_at })
         }
         Err(AppendError::Conflict { .. }) => Err(ExecuteError::Contended(operation)),
         Err(AppendError::Database(e)) => Err(e.into()),

@@ -19,8 +19,8 @@ mod services;
 
 pub use append::Appender;
 pub use execute::{
-    Conn, ExecuteError, Executed, FollowUps, NoFollowUps, Sink, WithId, accepted, append_together, append_typed,
-    execute, fold_stream, load, name_taken, reject_fields,
+    Committed, Conn, ExecuteError, Executed, FollowUps, NoFollowUps, Sink, WithId, accepted, append_together,
+    append_typed, execute, fold_stream, load, name_taken, reject_fields,
 };
 pub use services::{Services, fiscal, with_services};
 

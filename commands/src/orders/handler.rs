@@ -6,7 +6,7 @@
 use super::{OrderCommand, OrderDecision, OrderFacts, OrderOutcome};
 use crate::aggregate::Rejection;
 use crate::document::{Document, next_number};
-use crate::engine::{ExecuteError, append_typed, load};
+use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::handler;
 use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations::{self, ReservationChange};
@@ -172,8 +172,8 @@ impl Document for Orders {
             StreamRef { org_id, stream_type: OrderEvent::STREAM_TYPE, stream_id: id, expected_version: facts.version };
         let events = events.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
         requests.insert(0, AppendRequest { stream, events, metadata: metadata.clone() });
-        let (key, keys) = append_typed(conn, &requests, id).await?;
-        let outcome = OrderOutcome { id, order, warnings, at: OffsetDateTime::now_utc() };
+        let Committed { key, keys, recorded_at } = append_typed(conn, &requests, id).await?;
+        let outcome = OrderOutcome { id, order, warnings, at: recorded_at.unwrap_or_else(OffsetDateTime::now_utc) };
         Ok(CommandReply::accepted(key, created, &outcome, keys)?)
     }
 }

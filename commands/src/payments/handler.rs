@@ -7,7 +7,7 @@
 use super::{LineInput, MethodFacts, PaymentCommand, PaymentFacts, PaymentInput, PaymentOutcome};
 use crate::aggregate::Rejection;
 use crate::document::Document;
-use crate::engine::{ExecuteError, append_typed};
+use crate::engine::{Committed, ExecuteError, append_typed};
 use crate::handler::handler;
 use crate::records::PaymentMethod;
 use crate::reply::CommandReply;
@@ -381,7 +381,7 @@ async fn write(
     let stored = fact.stored(side);
     let stream = StreamRef { org_id, stream_type: side.stream_type(), stream_id: id, expected_version: version };
     let request = AppendRequest { stream, events: vec![stored.to_new_event()?], metadata: metadata.clone() };
-    let (key, keys) = append_typed(conn, &[request], id).await?;
+    let Committed { key, keys, .. } = append_typed(conn, &[request], id).await?;
     let outcome = PaymentOutcome { id, side, payment, voided, at: OffsetDateTime::now_utc() };
     Ok(CommandReply::accepted(key, created, &outcome, keys)?)
 }

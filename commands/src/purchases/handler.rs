@@ -13,7 +13,7 @@ use super::{
 };
 use crate::aggregate::Rejection;
 use crate::document::Document;
-use crate::engine::{ExecuteError, append_typed, load};
+use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::{Batching, Commit, handler};
 use crate::lookups::load_products;
 use crate::reply::CommandReply;
@@ -149,7 +149,7 @@ impl Document for Purchases {
         let mut requests =
             vec![AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() }];
         requests.extend(cost_appends(org_id, &updates, &facts.products, &facts.groups, metadata)?);
-        let (key, keys) = append_typed(conn, &requests, command.id).await?;
+        let Committed { key, keys, .. } = append_typed(conn, &requests, command.id).await?;
         // What the purchase leaves owed, in pesos, for supplier payments to settle.
         let owed = normalized.amounts.total_ars;
         let supplier = normalized.supplier_id;

@@ -5,7 +5,7 @@
 use super::{QuoteCommand, QuoteDecision, QuoteFacts, QuoteOutcome};
 use crate::aggregate::Rejection;
 use crate::document::{Document, next_number};
-use crate::engine::{ExecuteError, append_typed, load};
+use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::{Job, handler};
 use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations;
@@ -114,13 +114,13 @@ impl Document for Quotes {
         let mut requests =
             vec![AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() }];
         requests.extend(decided.append);
-        let (key, keys) = append_typed(conn, &requests, id).await?;
+        let Committed { key, keys, recorded_at } = append_typed(conn, &requests, id).await?;
         let outcome = QuoteOutcome {
             id,
             quote: next,
             warnings,
             reservation_released: decided.released,
-            at: OffsetDateTime::now_utc(),
+            at: recorded_at.unwrap_or_else(OffsetDateTime::now_utc),
         };
         Ok(CommandReply::accepted(key, created, &outcome, keys)?)
     }

@@ -9,7 +9,7 @@ use super::{InvoiceCommand, OrgFacts, SaleCommand, SaleDecision, SaleFacts, fisc
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;
 use crate::document::{Document, next_number};
-use crate::engine::{ExecuteError, append_together, append_typed, load};
+use crate::engine::{Committed, ExecuteError, append_together, append_typed, load};
 use crate::fiscal::Issuer;
 use crate::handler::{Batching, Commit, handler};
 use crate::inventory::{NegativeStock, StockShortfall, apply_policy, combo_components, plan};
@@ -206,7 +206,7 @@ impl Document for Sales {
         // The billed order's and its reservation's events go in before the voucher is authorized: a
         // concurrent change of the order is a conflict now, before the authority approves a voucher that
         // the command's retry would ask for again, and one that comes later waits for this transaction.
-        let (_, early) = append_typed(conn, &requests, command.id).await?;
+        let early = append_typed(conn, &requests, command.id).await?.keys;
         // What the customer paid lands in the treasury before the voucher is numbered or authorized.
         let mut requests = Vec::from_iter(payments::with_sale(conn, org_id, command.id, &sale, command.created_by.clone(), metadata).await?);
 
@@ -240,7 +240,7 @@ impl Document for Sales {
         requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
         // A sale billing an order writes three stream types: the reply names each one's last key (the
         // sale's, appended last in the transaction, is the highest).
-        let (key, mut keys) = append_typed(conn, &requests, command.id).await?;
+        let Committed { key, mut keys, recorded_at } = append_typed(conn, &requests, command.id).await?;
         keys.extend(early);
         // What the sale leaves owed, for payments to settle; a credit note lowers the sale it corrects.
         match (sale.document_kind.as_str(), sale.associated_sale_id) {
@@ -252,7 +252,8 @@ impl Document for Sales {
                     .await?;
             }
         }
-        let outcome = SaleOutcome { id: command.id, sale, warnings, created_at: OffsetDateTime::now_utc() };
+        let created_at = recorded_at.unwrap_or_else(OffsetDateTime::now_utc);
+        let outcome = SaleOutcome { id: command.id, sale, warnings, created_at };
         Ok(CommandReply::accepted(key, true, &outcome, keys)?)
     }
 }

@@ -7,7 +7,7 @@ use super::movements::{Holding, MovementCommand, MovementFacts, MovementOutcome}
 use super::{LocationFacts, TransferCommand, TransferFacts, TransferOutcome};
 use crate::aggregate::Rejection;
 use crate::document::Document;
-use crate::engine::{ExecuteError, append_typed};
+use crate::engine::{Committed, ExecuteError, append_typed};
 use crate::handler::handler;
 use crate::reply::CommandReply;
 use events::catalogue::{
@@ -99,7 +99,7 @@ impl Document for FundsTransfers {
         let stream =
             StreamRef { org_id, stream_type: FundsTransferEvent::STREAM_TYPE, stream_id: id, expected_version: 0 };
         let request = AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() };
-        let (key, keys) = append_typed(conn, &[request], id).await?;
+        let Committed { key, keys, .. } = append_typed(conn, &[request], id).await?;
         let outcome = TransferOutcome { id, transfer, at: OffsetDateTime::now_utc() };
         Ok(CommandReply::accepted(key, true, &outcome, keys)?)
     }
@@ -359,7 +359,7 @@ impl Document for ManualMovements {
             expected_version: version,
         };
         let request = AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() };
-        let (key, keys) = append_typed(conn, &[request], id).await?;
+        let Committed { key, keys, .. } = append_typed(conn, &[request], id).await?;
         // The events' recorded time is the transaction's.
         let now: OffsetDateTime = sqlx::query_scalar("select now()").fetch_one(&mut *conn).await?;
         let currency = facts.location.map_or(Currency::Pes, |l| l.currency);
