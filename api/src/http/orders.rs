@@ -115,6 +115,15 @@ pub struct SalesOrderLineData {
     pub billed: QuantityText,
 }
 
+/// An order's amounts, integer cents.
+#[derive(Debug, Clone, Serialize, Deserialize, Object)]
+pub struct OrderAmountsData {
+    pub discount: i64,
+    pub subtotal: i64,
+    pub tax: i64,
+    pub total: i64,
+}
+
 /// An order.
 #[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Serialize, Deserialize, Object)]
@@ -142,6 +151,8 @@ pub struct OrderData {
     pub tax_amount: i64,
     pub discount_amount: i64,
     pub total: i64,
+    /// The same amounts grouped, as the spec's order object and the order webhooks carry them.
+    pub amounts: OrderAmountsData,
     /// The quote the order was converted from.
     pub quote_id: Nullable<Uuid>,
     /// Whether the order holds stock for what is still to deliver.
@@ -217,6 +228,12 @@ impl OrderData {
             tax_amount: o.tax_amount.get(),
             discount_amount: o.discount_amount.get(),
             total: o.total.get(),
+            amounts: OrderAmountsData {
+                discount: o.discount_amount.get(),
+                subtotal: o.subtotal.get(),
+                tax: o.tax_amount.get(),
+                total: o.total.get(),
+            },
             quote_id: o.quote_id.into(),
             reserving: o.reservation.as_ref().is_some_and(|r| r.enabled),
             created_at: ar_time(created_at),

@@ -163,6 +163,8 @@ async fn an_order_is_created_edited_and_closed(pool: PgPool) {
     // 27,000 at 21% and 2,000 at 10.5%: 29,000 net, 5,670 + 210 VAT.
     assert_eq!((order["subtotal"].as_i64(), order["tax_amount"].as_i64()), (Some(29000), Some(5880)));
     assert_eq!(order["total"], 34880);
+    let amounts = json!({ "discount": order["discount_amount"], "subtotal": 29000, "tax": 5880, "total": 34880 });
+    assert_eq!(order["amounts"], amounts, "the spec's grouped amounts");
     assert_eq!(order["formatted_number"], "PED-00000001");
     assert_eq!(order["lines"][1]["name"], "Flete");
     assert_eq!(order["lines"][1]["reserved"], "0");
@@ -308,13 +310,18 @@ async fn a_kept_line_changes_its_rate_only_when_the_edit_names_one(pool: PgPool)
         line
     };
     let edit = json!({ "lines": [line(Some(4))], "assigned_warehouse_id": main, "expected_updated_at": order["updated_at"] });
-    let edited = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
+    let key = Uuid::now_v7().to_string();
+    let edited = style_a(patch(&app, &id, Some(&key), &edit).await, 200).await["data"].clone();
+    // Its replay answers the same version: the one a next edit sends.
+    let replayed = style_a(patch(&app, &id, Some(&key), &edit).await, 200).await["data"].clone();
+    assert_eq!(replayed["idempotent_replay"], true);
+    assert_eq!(replayed["updated_at"], edited["updated_at"]);
     assert_eq!(edited["lines"][0]["tax_rate_id"], 4);
     assert_eq!(edited["lines"][0]["unit_price"], 10000);
     assert_eq!((edited["tax_amount"].as_i64(), edited["total"].as_i64()), (Some(1050), Some(11050)));
 
     // The rate omitted: the line keeps 10.5% though its product is at 21%.
-    let edit = json!({ "lines": [line(None)], "assigned_warehouse_id": main, "expected_updated_at": edited["updated_at"] });
+    let edit = json!({ "lines": [line(None)], "assigned_warehouse_id": main, "expected_updated_at": replayed["updated_at"] });
     let kept = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
     assert_eq!(kept["lines"][0]["tax_rate_id"], 4);
     assert_eq!((kept["tax_amount"].as_i64(), kept["total"].as_i64()), (Some(1050), Some(11050)));
