@@ -101,10 +101,14 @@ impl Order {
         line.warehouse.unwrap_or(self.assigned)
     }
 
-    /// Completes an open order once every line is delivered and billed, as `settled` does.
+    /// Whether every line is delivered and billed, as `orders::served` says.
+    fn served(&self) -> bool {
+        self.lines.iter().all(|l| l.delivered >= l.quantity && l.billed >= l.quantity)
+    }
+
+    /// Completes an open order once it is served, as `settled` does.
     fn settle(&mut self) {
-        if self.status == Status::Open && self.lines.iter().all(|l| l.delivered >= l.quantity && l.billed >= l.quantity)
-        {
+        if self.status == Status::Open && self.served() {
             self.status = Status::Completed;
         }
     }
@@ -527,6 +531,11 @@ async fn delete_note(app: &TestApp, rng: &mut StdRng, model: &mut Model) -> Opti
     let note = model.notes[n].clone();
     model.log.push(format!("delete note {n} of order {} (expect 200)", note.order));
     expect(keyed(app, Method::DELETE, &format!("{NOTES}/{}", note.id), None).await, 200, "delete note").await;
+    // An order its lines completed opens again (one completed by hand stays closed).
+    let order = &mut model.orders[note.order];
+    if order.status == Status::Completed && order.served() {
+        order.status = Status::Open;
+    }
     // What leaves the lines unmoved again comes back where the note took it, even if the order's
     // warehouse changed since (a unit a bill took stays out).
     for (line_id, quantity, took) in &note.lines {
