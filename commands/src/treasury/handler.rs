@@ -17,7 +17,7 @@ use events::domain::{Cents, ExchangeRate};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -163,6 +163,21 @@ pub async fn ledger_accounts(
         .collect())
 }
 
+/// Which of `ids` back a register, safe or bank account of the organization.
+async fn location_accounts(conn: &mut PgConnection, org_id: Uuid, ids: &[Uuid]) -> Result<BTreeSet<Uuid>, ExecuteError> {
+    if ids.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    let rows: Vec<Uuid> = sqlx::query_scalar(
+        "select distinct ledger_account_id from treasury_locations where org_id = $1 and ledger_account_id = any($2)",
+    )
+    .bind(org_id)
+    .bind(ids)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// Which of `ids` are cost centers of the organization, and whether each is active.
 pub async fn cost_centers(
     conn: &mut PgConnection,
@@ -301,7 +316,8 @@ impl Document for ManualMovements {
             facts.central_rate = central_rate(conn, input.occurred_on).await?;
             facts.exchange_account = org_account(conn, org_id, OrgAccount::ExchangeDifference).await?;
         }
-        let accounts = input.counterparts.iter().map(|c| c.account_id).collect();
+        let accounts: Vec<Uuid> = input.counterparts.iter().map(|c| c.account_id).collect();
+        facts.location_accounts = location_accounts(conn, org_id, &accounts).await?;
         facts.accounts = ledger_accounts(conn, org_id, accounts).await?;
         let centers = input
             .counterparts

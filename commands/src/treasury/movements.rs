@@ -20,7 +20,7 @@ use events::catalogue::{
 use events::domain::{Cents, ExchangeRate};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use time::format_description::well_known::Rfc3339;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
@@ -306,6 +306,8 @@ pub struct MovementFacts {
     pub exchange_account: Option<(Uuid, bool)>,
     /// Each counterpart account named: whether it is active, and its currency.
     pub accounts: BTreeMap<Uuid, (bool, Currency)>,
+    /// The counterpart accounts named that back a register, safe or bank account.
+    pub location_accounts: BTreeSet<Uuid>,
     /// Each cost center named: whether it is active.
     pub cost_centers: BTreeMap<Uuid, bool>,
     /// Whether the contact named (when one is) is a customer or supplier of the organization.
@@ -546,6 +548,16 @@ fn version(
             "the location has no ledger account to post to",
         ));
     }
+    // Money between locations is a funds transfer: a location's account as a counterpart would move its
+    // ledger and not its balance.
+    if let Some(i) = input.counterparts.iter().position(|c| facts.location_accounts.contains(&c.account_id)) {
+        let field = if input.itemized { format!("lines[{i}].account_id") } else { "account_id".to_owned() };
+        return Err(Rejection::unprocessable(
+            "LOCATION_ACCOUNT",
+            &field,
+            "the account backs a register, safe or bank account: move money between locations with a funds transfer",
+        ));
+    }
     if location.currency == Currency::Pes && facts.accounts.values().any(|(_, currency)| *currency == Currency::Dol) {
         return Err(Rejection::unprocessable(
             "CURRENCY_MISMATCH",
@@ -681,6 +693,25 @@ mod tests {
         assert!(movement.entry.is_balanced());
         let amounts: Vec<i64> = movement.entry.lines.iter().map(|l| l.functional.get()).collect();
         assert_eq!(amounts, [-1_000, 600, 400]);
+    }
+
+    #[test]
+    fn another_locations_account_is_no_counterpart() {
+        let (register, safe_account) = (Uuid::now_v7(), Uuid::now_v7());
+        let body = json!({ "balance_type": "cash_register", "balance_id": register, "direction": "income",
+            "amount": 1_000, "occurred_on": "2026-03-01", "account_id": safe_account });
+        let (input, _) = parse_movement(&body, false).expect("valid");
+        let mut facts = facts(safe_account);
+        let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by: None };
+        assert!(decide(&command, &facts, 0).is_ok(), "an account of no location");
+        facts.location_accounts.insert(safe_account);
+        match decide(&command, &facts, 0) {
+            Err(Rejection::Unprocessable { code, details, .. }) => {
+                assert_eq!(code, "LOCATION_ACCOUNT");
+                assert_eq!(details[0].field.as_deref(), Some("account_id"));
+            }
+            other => panic!("refused as a location's account: {other:?}"),
+        }
     }
 
     #[test]

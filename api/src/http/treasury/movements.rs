@@ -242,7 +242,8 @@ pub enum DirectionInput {
 }
 
 /// A manual movement: one counterpart `account_id` (cost centers at the root) or `lines` (cost centers
-/// on each line), not both. Unknown fields are refused.
+/// on each line), not both. A counterpart account that backs a register, safe or bank account is 422
+/// `LOCATION_ACCOUNT`: money between locations is a funds transfer. Unknown fields are refused.
 #[derive(Debug, Object)]
 pub struct MovementInput {
     pub balance_type: BalanceType,
