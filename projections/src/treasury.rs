@@ -744,19 +744,21 @@ pub async fn movement(
     id: Uuid,
     visibility: &Visibility,
 ) -> Result<Option<MovementRow>, sqlx::Error> {
-    let rows: Vec<MovementRow> = sqlx::query_as(
+    // A payment's id names all its lines: the first the reader sees, whichever location it is at.
+    let (kinds, ids) = visibility.kinds_and_ids();
+    sqlx::query_as(
         "select doc, created_at from treasury_movements_view
          where org_id = $1 and (id = $2 or treasury_movement_id = $2) and ($3::text is null or created_by = $3)
-         order by id limit 2",
+           and ($4::text[] is null or (location_kind, location_id) in (select * from unnest($4::text[], $5::uuid[])))
+         order by id limit 1",
     )
     .bind(org_id)
     .bind(id)
     .bind(visibility.own.as_deref())
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .find(|r| visibility.sees(LocationRef { kind: r.movement.balance_type, id: r.movement.balance_id })))
+    .bind(kinds)
+    .bind(ids)
+    .fetch_optional(pool)
+    .await
 }
 
 /// A newest-first key: the operating date, the persistence time and the id.

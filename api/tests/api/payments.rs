@@ -339,6 +339,34 @@ async fn a_delegated_sales_payments_land_only_in_its_registers_and_are_its_users
     assert_eq!(items(&hers).len(), 1, "the sale's payment is Ana's: {hers}");
 }
 
+/// A payment's id reads, as a movement, its first line the token sees, wherever its other lines are.
+#[sqlx::test(migrations = "../schema")]
+async fn a_payments_movement_reads_as_the_line_a_token_sees(pool: PgPool) {
+    use commands::organization::{Delegation, create_delegated_token};
+    let app = TestApp::spawn(pool).await;
+    let (cash, customer) = (payment_method(&app).await, customer(&app, "Ana").await);
+    let mut registers = Vec::new();
+    for name in ["Caja 1", "Caja 2", "Caja 3"] {
+        registers.push(open(&app, app.org_id, LocationKind::CashRegister, name, Currency::Pes).await);
+    }
+    let lines: Vec<Value> = registers.iter().map(|r| line(&cash, 100, r)).collect();
+    let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": lines });
+    let payment = json(send(&app, CUSTOMER_PAYMENTS, "three-lines", &body).await, 201).await["data"]["id"].clone();
+    // The token sees the register of the line whose id sorts last.
+    let payment_id: uuid::Uuid = payment.as_str().expect("id").parse().expect("uuid");
+    let last = (0..3).max_by_key(|n| commands::payments::line_id(payment_id, *n)).expect("a line");
+    let delegation = Delegation {
+        user: "cajero".into(),
+        visibility: "organization".into(),
+        registers: vec![registers[last].parse().expect("id")],
+        safes: vec![],
+    };
+    let token = create_delegated_token(&app.pool, app.org_id, &["treasury:read".to_owned()], delegation).await.expect("token");
+    let path = format!("{}/api/v1/treasury/movements/{}", app.base, payment.as_str().expect("id"));
+    let read = json(app.client.get(&path).bearer_auth(&token).send().await.expect("sent"), 200).await;
+    assert_eq!(read["data"]["balance_id"], registers[last].as_str(), "the line at its register: {read}");
+}
+
 /// A fee above a customer payment's line would take money out of the location: 422, nothing written.
 #[sqlx::test(migrations = "../schema")]
 async fn a_fee_above_the_line_is_refused(pool: PgPool) {
