@@ -692,8 +692,8 @@ pub async fn balances(
     for (kind, id, doc, functional, native, found, anomalies) in rows {
         let location: TreasuryLocation = crate::from_doc(doc)?;
         let at = LocationRef { kind, id };
-        let (functional, native) = match &visibility.own {
-            // The user's own lines: summed (no running figure is kept per user).
+        let (functional, native, anomalies) = match &visibility.own {
+            // The user's own lines: summed, their gaps counted (no running figure is kept per user).
             Some(user) => {
                 let (functional, native, gaps): (Option<i64>, Option<i64>, i64) = sqlx::query_as(
                     "select sum(functional)::bigint, sum(native)::bigint, count(*) filter (where native is null)
@@ -708,10 +708,10 @@ pub async fn balances(
                 .fetch_one(pool)
                 .await?;
                 // A sum over no lines is none: nothing moved.
-                (functional.unwrap_or(0), if gaps > 0 { None } else { Some(native.unwrap_or(0)) })
+                (functional.unwrap_or(0), if gaps > 0 { None } else { Some(native.unwrap_or(0)) }, gaps)
             }
-            None if found => (functional.unwrap_or(0), native),
-            None => (0, Some(0)),
+            None if found => (functional.unwrap_or(0), native, anomalies),
+            None => (0, Some(0), anomalies),
         };
         balances.push(BalanceRow { at, location, functional, native, anomalies });
     }

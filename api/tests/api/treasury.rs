@@ -671,7 +671,7 @@ async fn dollar_movements_carry_their_value_and_book_the_exchange_difference(poo
     }
     assert_eq!(on_difference, -500_000, "two gains of 2,500.00 credited");
     // Rule 8: an old dollar entry without its dollars is listed, counted as an anomaly, and has no detail.
-    legacy_dollar_income(&app, &bank, income).await;
+    legacy_dollar_income(&app, &bank, income, None).await;
     let list = format!("{MOVEMENTS}?balance_type=bank_account&balance_id={bank}");
     let old = eventually(Duration::from_secs(15), "the old entry is listed", || async {
         let body = json(app.request(Method::GET, &list, Some(&app.api_key), None).await, 200).await;
@@ -687,10 +687,27 @@ async fn dollar_movements_carry_their_value_and_book_the_exchange_difference(poo
     .await;
     assert_eq!(refused["error"]["code"], "INCOMPLETE_AMOUNTS");
     assert_eq!(dollar_balance(&app, &bank).await, (9_600_000, None, "unavailable".into(), 1));
+
+    // A user's own balance counts the gaps of the lines she recorded.
+    use commands::organization::{Delegation, create_delegated_token};
+    let delegation = Delegation { user: "cajero".into(), visibility: "own".into(), registers: vec![], safes: vec![] };
+    let token = create_delegated_token(&app.pool, app.org_id, &["treasury:read".to_owned()], delegation)
+        .await
+        .expect("token");
+    legacy_dollar_income(&app, &bank, income, Some("cajero")).await;
+    let query = format!("{BALANCES}?balance_type=bank_account&balance_id={bank}");
+    let own = eventually(Duration::from_secs(15), "her old entry counts", || async {
+        let body = json(app.request(Method::GET, &query, Some(&token), None).await, 200).await;
+        let entry = items(&body)[0].clone();
+        (entry["functional_amount"].as_i64() == Some(100_000)).then_some(entry)
+    })
+    .await;
+    assert_eq!(own["native_amount_quality"], "unavailable");
+    assert_eq!(own["anomaly_count"], 1, "{own}");
 }
 
 /// Appends, as an import from an older system would, a dollar income whose line has no dollars.
-async fn legacy_dollar_income(app: &TestApp, bank: &str, account: Uuid) {
+async fn legacy_dollar_income(app: &TestApp, bank: &str, account: Uuid, created_by: Option<&str>) {
     use events::catalogue::{
         Direction, JournalEntry, JournalLine, LocationLine, LocationRef, ManualMovement, MovementType,
         TreasuryMovementEvent,
@@ -719,7 +736,7 @@ async fn legacy_dollar_income(app: &TestApp, bank: &str, account: Uuid) {
         distributions: Vec::new(),
         note: None,
         contact_id: None,
-        created_by: None,
+        created_by: created_by.map(str::to_owned),
         rate: None,
         exchange_difference: None,
         entry: JournalEntry {
