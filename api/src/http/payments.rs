@@ -15,7 +15,7 @@ use crate::http::schema::{Blank, ExchangeRateIn, Int};
 use crate::http::shared_filters::{Filters, date_schema, uuid_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
-use crate::http::treasury::{BalanceType, Dated, visibility};
+use crate::http::treasury::{BalanceType, Dated, recorded_by, seen_or_404, visibility};
 use crate::http::{ApiTags, Style, ar_time};
 use commands::payments::{PaymentCommand, PaymentOutcome, names, parse_allocation, parse_payment};
 use commands::protocol::{Command, CommandKind};
@@ -418,14 +418,10 @@ async fn record(
 ) -> Result<bytes::Bytes, ApiError> {
     let input = parse_payment(body, side).map_err(ApiError::validation)?;
     let seen = visibility(call.principal);
-    if let Some(i) = input.lines.iter().position(|l| !seen.sees(l.location)) {
-        return Err(ApiError::not_found("location").with_detail(
-            Some(&format!("lines[{i}].balance_id")),
-            "not_found",
-            "no location this credential sees has this id",
-        ));
+    for (i, line) in input.lines.iter().enumerate() {
+        seen_or_404(&seen, line.location, &format!("lines[{i}].balance_id"))?;
     }
-    let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
+    let created_by = recorded_by(call.principal);
     let command = PaymentCommand::Record { side, id: Uuid::now_v7(), input, created_by };
     write(call, write_of, command).await
 }

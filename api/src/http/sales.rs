@@ -19,7 +19,7 @@ use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
 use crate::http::shared_responses::responses;
 use crate::http::tags::TagData;
-use crate::http::treasury::visibility;
+use crate::http::treasury::{recorded_by, seen_or_404, visibility};
 use crate::http::{ApiTags, RequestId, ServiceVersion, Style, ar_time};
 use crate::state::AppState;
 use bytes::Bytes;
@@ -693,17 +693,12 @@ routes! {
                 let historical = !input.is_dated();
                 // A delegated credential posts a sale's payments where it may post a payment, as its user.
                 let seen = visibility(call.principal);
-                let hidden = input.payments.iter().enumerate().find_map(|(i, paid)| {
-                    paid.location().filter(|(_, at)| !seen.sees(*at)).map(|(field, _)| format!("paymentMethods[{i}].{field}"))
-                });
-                if let Some(field) = hidden {
-                    return Err(ApiError::not_found("location").with_detail(
-                        Some(&field),
-                        "not_found",
-                        "no location this credential sees has this id",
-                    ));
+                for (i, paid) in input.payments.iter().enumerate() {
+                    if let Some((field, at)) = paid.location() {
+                        seen_or_404(&seen, at, &format!("paymentMethods[{i}].{field}"))?;
+                    }
                 }
-                let created_by = call.principal.delegation.as_ref().map(|d| d.user.clone());
+                let created_by = recorded_by(call.principal);
                 let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input, created_by });
                 let mut accepted = call.dispatch(write, command).await?;
                 let outcome: SaleOutcome = decode_state(std::mem::take(&mut accepted.state), "sale")?;

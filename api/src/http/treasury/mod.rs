@@ -255,8 +255,8 @@ routes! {
             -> MovementCreated::Created = CREATE_MOVEMENT, |call, write, body: MovementInput| {
                 let (input, _) = parse_movement(&body.value, false).map_err(ApiError::validation)?;
                 let seen = visibility(call.principal);
-                seen_or_404(&seen, input.location)?;
-                let created_by = call.principal.delegation.as_ref().map(|d| d.user.clone());
+                seen_or_404(&seen, input.location, "balance_id")?;
+                let created_by = recorded_by(call.principal);
                 let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by };
                 let data = write_movement(&call, write, command).await?;
                 Style::a(&MovementEnvelope {
@@ -279,7 +279,7 @@ routes! {
                 let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
                 let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
                 let seen = visibility(call.principal);
-                seen_or_404(&seen, input.location)?;
+                seen_or_404(&seen, input.location, "balance_id")?;
                 manual_or_404(&call, id, &seen).await?;
                 let updated_at = updated_at.ok_or_else(ApiError::internal)?;
                 let command = MovementCommand::Replace { id, input, updated_at };
@@ -326,18 +326,10 @@ routes! {
             -> TransferCreated::Created = CREATE_TRANSFER, |call, write, body: FundsTransferInput| {
                 let input = parse_transfer(&body.value).map_err(ApiError::validation)?;
                 let seen = visibility(call.principal);
-                let hidden: Vec<_> = [("source", input.source), ("destination", input.destination)]
-                    .into_iter()
-                    .filter(|(_, at)| !seen.sees(*at))
-                    .collect();
-                if let Some((side, _)) = hidden.first() {
-                    return Err(ApiError::not_found("location").with_detail(
-                        Some(&format!("{side}.balance_id")),
-                        "not_found",
-                        "no location this credential sees has this id",
-                    ));
+                for (side, at) in [("source", input.source), ("destination", input.destination)] {
+                    seen_or_404(&seen, at, &format!("{side}.balance_id"))?;
                 }
-                let created_by = seen.own.clone().or_else(|| call.principal.delegation.as_ref().map(|d| d.user.clone()));
+                let created_by = recorded_by(call.principal);
                 let command = TransferCommand::Create { id: Uuid::now_v7(), input, created_by };
                 let accepted = call.dispatch(write, Command::FundsTransfer(command)).await?;
                 call.await_reads(&accepted, [ProjectionId::Treasury]).await?;
@@ -612,16 +604,23 @@ async fn transfers(
     .await
 }
 
-/// A location the credential does not see is unknown to it.
-fn seen_or_404(seen: &Visibility, at: LocationRef) -> Result<(), ApiError> {
+/// A location the credential does not see is unknown to it (404 naming `field`): what every write
+/// posting to a location checks (movements, transfers, payments, a sale's payments).
+pub(crate) fn seen_or_404(seen: &Visibility, at: LocationRef, field: &str) -> Result<(), ApiError> {
     if seen.sees(at) {
         return Ok(());
     }
     Err(ApiError::not_found("location").with_detail(
-        Some("balance_id"),
+        Some(field),
         "not_found",
         "no location this credential sees has this id",
     ))
+}
+
+/// The delegated user a credential records treasury facts as (none for an API key): the one `own`
+/// visibility later matches.
+pub(crate) fn recorded_by(principal: &Principal) -> Option<String> {
+    principal.delegation.as_ref().map(|d| d.user.clone())
 }
 
 /// A manual movement the credential sees (not a transfer's effect), or 404. A movement deleted since
