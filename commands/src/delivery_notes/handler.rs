@@ -218,8 +218,7 @@ impl Document for DeliveryNotes {
         };
         requests.insert(0, AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() });
         let Committed { key, keys, recorded_at } = append_typed(conn, &requests, id).await?;
-        let at = recorded_at.unwrap_or_else(OffsetDateTime::now_utc);
-        let outcome = NoteOutcome { id, note, deleted, warnings, at };
+        let outcome = NoteOutcome { id, note, deleted, warnings, at: recorded_at };
         Ok(CommandReply::accepted(key, !deleted, &outcome, keys)?)
     }
 }

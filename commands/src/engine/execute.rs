@@ -224,8 +224,8 @@ pub struct Committed {
     /// The last key of each stream type written.
     pub keys: Vec<crate::reply::StreamKey>,
     /// When the events were recorded (the transaction's start), as reads show them: a write's answer
-    /// and its replay carry this time, not the clock after the append.
-    pub recorded_at: Option<OffsetDateTime>,
+    /// and its replay carry this time, not the clock after the append (nothing appended: the clock).
+    pub recorded_at: OffsetDateTime,
 }
 
 /// [`append_together`], also answering the last key of each stream type written: a command writing
@@ -237,7 +237,7 @@ pub async fn append_typed(
     operation: Uuid,
 ) -> Result<Committed, ExecuteError> {
     if requests.is_empty() {
-        return Ok(Committed { key: None, keys: Vec::new(), recorded_at: None });
+        return Ok(Committed { key: None, keys: Vec::new(), recorded_at: OffsetDateTime::now_utc() });
     }
     match super::observe::appending(store::append_many(conn, requests)).await {
         Ok(appended) => {
@@ -249,7 +249,8 @@ pub async fn append_typed(
                     None => keys.push(crate::reply::StreamKey { stream_type: stream_type.to_owned(), key: done.key }),
                 }
             }
-            let (key, recorded_at) = (appended.iter().map(|a| a.key).max(), appended.first().map(|a| a.recorded_at));
+            let key = appended.iter().map(|a| a.key).max();
+            let recorded_at = appended.first().map_or_else(OffsetDateTime::now_utc, |a| a.recorded_at);
             Ok(Committed { key, keys, recorded_at })
         }
         Err(AppendError::Conflict { .. }) => Err(ExecuteError::Contended(operation)),

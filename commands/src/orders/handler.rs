@@ -173,7 +173,7 @@ impl Document for Orders {
         let events = events.iter().map(EventPayload::to_new_event).collect::<Result<_, _>>()?;
         requests.insert(0, AppendRequest { stream, events, metadata: metadata.clone() });
         let Committed { key, keys, recorded_at } = append_typed(conn, &requests, id).await?;
-        let outcome = OrderOutcome { id, order, warnings, at: recorded_at.unwrap_or_else(OffsetDateTime::now_utc) };
+        let outcome = OrderOutcome { id, order, warnings, at: recorded_at };
         Ok(CommandReply::accepted(key, created, &outcome, keys)?)
     }
 }

@@ -120,7 +120,7 @@ impl Document for Quotes {
             quote: next,
             warnings,
             reservation_released: decided.released,
-            at: recorded_at.unwrap_or_else(OffsetDateTime::now_utc),
+            at: recorded_at,
         };
         Ok(CommandReply::accepted(key, created, &outcome, keys)?)
     }

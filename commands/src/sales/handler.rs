@@ -252,8 +252,7 @@ impl Document for Sales {
                     .await?;
             }
         }
-        let created_at = recorded_at.unwrap_or_else(OffsetDateTime::now_utc);
-        let outcome = SaleOutcome { id: command.id, sale, warnings, created_at };
+        let outcome = SaleOutcome { id: command.id, sale, warnings, created_at: recorded_at };
         Ok(CommandReply::accepted(key, true, &outcome, keys)?)
     }
 }

@@ -142,40 +142,27 @@ pub async fn load_movement(
     Ok((facts, posted, version))
 }
 
-/// Which of `ids` are ledger accounts of the organization: whether each is active, and its currency.
+/// Which of `ids` are ledger accounts of the organization: whether each is active and its currency;
+/// and which of them back a register, safe or bank account.
 pub async fn ledger_accounts(
     conn: &mut PgConnection,
     org_id: Uuid,
     ids: Vec<Uuid>,
-) -> Result<BTreeMap<Uuid, (bool, Currency)>, ExecuteError> {
+) -> Result<(BTreeMap<Uuid, (bool, Currency)>, BTreeSet<Uuid>), ExecuteError> {
     if ids.is_empty() {
-        return Ok(BTreeMap::new());
+        return Ok((BTreeMap::new(), BTreeSet::new()));
     }
-    let rows: Vec<(Uuid, bool, Currency)> =
-        sqlx::query_as("select id, is_active, currency from ledger_accounts where org_id = $1 and id = any($2)")
-            .bind(org_id)
-            .bind(ids)
-            .fetch_all(&mut *conn)
-            .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, active, currency)| (id, (active, currency)))
-        .collect())
-}
-
-/// Which of `ids` back a register, safe or bank account of the organization.
-async fn location_accounts(conn: &mut PgConnection, org_id: Uuid, ids: &[Uuid]) -> Result<BTreeSet<Uuid>, ExecuteError> {
-    if ids.is_empty() {
-        return Ok(BTreeSet::new());
-    }
-    let rows: Vec<Uuid> = sqlx::query_scalar(
-        "select distinct ledger_account_id from treasury_locations where org_id = $1 and ledger_account_id = any($2)",
+    let rows: Vec<(Uuid, bool, Currency, bool)> = sqlx::query_as(
+        "select a.id, a.is_active, a.currency,
+                exists(select 1 from treasury_locations l where l.org_id = a.org_id and l.ledger_account_id = a.id)
+         from ledger_accounts a where a.org_id = $1 and a.id = any($2)",
     )
     .bind(org_id)
     .bind(ids)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(rows.into_iter().collect())
+    let backing = rows.iter().filter(|row| row.3).map(|row| row.0).collect();
+    Ok((rows.into_iter().map(|(id, active, currency, _)| (id, (active, currency))).collect(), backing))
 }
 
 /// Which of `ids` are cost centers of the organization, and whether each is active.
@@ -316,9 +303,8 @@ impl Document for ManualMovements {
             facts.central_rate = central_rate(conn, input.occurred_on).await?;
             facts.exchange_account = org_account(conn, org_id, OrgAccount::ExchangeDifference).await?;
         }
-        let accounts: Vec<Uuid> = input.counterparts.iter().map(|c| c.account_id).collect();
-        facts.location_accounts = location_accounts(conn, org_id, &accounts).await?;
-        facts.accounts = ledger_accounts(conn, org_id, accounts).await?;
+        let accounts = input.counterparts.iter().map(|c| c.account_id).collect();
+        (facts.accounts, facts.location_accounts) = ledger_accounts(conn, org_id, accounts).await?;
         let centers = input
             .counterparts
             .iter()
@@ -375,9 +361,7 @@ impl Document for ManualMovements {
             expected_version: version,
         };
         let request = AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() };
-        let Committed { key, keys, .. } = append_typed(conn, &[request], id).await?;
-        // The events' recorded time is the transaction's.
-        let now: OffsetDateTime = sqlx::query_scalar("select now()").fetch_one(&mut *conn).await?;
+        let Committed { key, keys, recorded_at: now } = append_typed(conn, &[request], id).await?;
         let currency = facts.location.map_or(Currency::Pes, |l| l.currency);
         let created_at = facts.created_at.unwrap_or(now);
         let outcome = MovementOutcome { id, movement, currency, created_at, updated_at: now };
