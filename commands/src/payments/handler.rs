@@ -381,8 +381,8 @@ async fn write(
     let stored = fact.stored(side);
     let stream = StreamRef { org_id, stream_type: side.stream_type(), stream_id: id, expected_version: version };
     let request = AppendRequest { stream, events: vec![stored.to_new_event()?], metadata: metadata.clone() };
-    let Committed { key, keys, .. } = append_typed(conn, &[request], id).await?;
-    let outcome = PaymentOutcome { id, side, payment, voided, at: OffsetDateTime::now_utc() };
+    let Committed { key, keys, recorded_at } = append_typed(conn, &[request], id).await?;
+    let outcome = PaymentOutcome { id, side, payment, voided, at: recorded_at };
     Ok(CommandReply::accepted(key, created, &outcome, keys)?)
 }
 

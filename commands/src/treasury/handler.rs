@@ -99,8 +99,8 @@ impl Document for FundsTransfers {
         let stream =
             StreamRef { org_id, stream_type: FundsTransferEvent::STREAM_TYPE, stream_id: id, expected_version: 0 };
         let request = AppendRequest { stream, events: vec![event.to_new_event()?], metadata: metadata.clone() };
-        let Committed { key, keys, .. } = append_typed(conn, &[request], id).await?;
-        let outcome = TransferOutcome { id, transfer, at: OffsetDateTime::now_utc() };
+        let Committed { key, keys, recorded_at } = append_typed(conn, &[request], id).await?;
+        let outcome = TransferOutcome { id, transfer, at: recorded_at };
         Ok(CommandReply::accepted(key, true, &outcome, keys)?)
     }
 }
