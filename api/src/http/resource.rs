@@ -20,7 +20,7 @@ use crate::http::auth::{Auth, Principal};
 use crate::http::body::JsonBody;
 use crate::http::cursor::CursorCodec;
 use crate::http::envelopes::PageParam;
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorType};
 use crate::http::idempotency;
 use crate::http::list::{ListEnvelope, ListParams, parse_id};
 use crate::http::operations::{Idempotency, Operation};
@@ -30,6 +30,7 @@ use crate::state::{Accepted, AppState};
 use bytes::Bytes;
 use commands::protocol::Command;
 use events::domain::Scope;
+use poem::http::StatusCode;
 use poem_openapi::param::Query;
 use poem_openapi::types::{ParseFromJSON, ToJSON, Type};
 use projections::ProjectionId;
@@ -329,6 +330,33 @@ impl<'a> Call<'a> {
             write.body,
         )?;
         self.state.dispatch(self.principal, self.request_id, claim, command).await
+    }
+
+    /// The answer to a write that failed with `error`: 409 `IDEMPOTENCY_CONFLICT` instead when its key
+    /// already stands for another request (a body the parser refuses, or one sent under the other
+    /// contract, never reaches the worker that checks the key), else `error`.
+    pub async fn refused(&self, error: ApiError, write: Write<'_>) -> ApiError {
+        let answered =
+            [StatusCode::BAD_REQUEST, StatusCode::NOT_FOUND, StatusCode::CONFLICT, StatusCode::UNPROCESSABLE_ENTITY];
+        if !answered.contains(&error.status) || error.body.kind == ErrorType::IdempotencyError {
+            return error;
+        }
+        let id = self.operation.id();
+        let Ok(Some(claim)) =
+            idempotency::claim(write.key, false, id, write.path, write.version.0.as_deref(), write.body)
+        else {
+            return error;
+        };
+        match commands::protocol::stored_claim(&self.state.pool, self.org_id(), &claim.key).await {
+            Ok(Some((operation, hash))) if operation != claim.operation || hash != claim.request_hash.as_bytes() => {
+                ApiError::from_rejection(commands::protocol::key_conflict())
+            }
+            Ok(_) => error,
+            Err(failure) => {
+                tracing::warn!(error = %failure, "reading a refused write's idempotency key");
+                error
+            }
+        }
     }
 
     /// Waits until each of `projections` has what `accepted` wrote: a read of any of them right after

@@ -264,6 +264,15 @@ async fn the_dated_contract_holds_its_six_rules(pool: PgPool) {
     assert_eq!(response.headers().get("deprecation").and_then(|v| v.to_str().ok()), Some("true"));
     let old = json(response, 201).await["data"].clone();
     assert_eq!(amounts(&old), (20000, 4200, 24200), "canonical amounts are stored, not the client's");
+    // Rule 6 the other way: a historical sale's key, sent again under the dated contract with the same
+    // historical body the dated parser refuses, is the key's conflict, not the body's 400.
+    let key = Uuid::now_v7().to_string();
+    json(sell_with_key(&app, &historical, false, &key).await, 201).await;
+    let crossed = error(sell_with_key(&app, &historical, true, &key).await, 409, "idempotency_error").await;
+    assert_eq!(crossed["error"]["code"], "IDEMPOTENCY_CONFLICT");
+    // A fresh key with the same refused body is still the body's 400.
+    let fresh = Uuid::now_v7().to_string();
+    error(sell_with_key(&app, &historical, true, &fresh).await, 400, "invalid_request_error").await;
     assert!(sell(&app, &body(24200), true).await.headers().get("deprecation").is_none());
 }
 

@@ -90,6 +90,29 @@ pub(crate) fn in_progress() -> ExecuteError {
     .into()
 }
 
+/// The operation and request hash stored under `key` of `org_id`, if any: what a request the gateway
+/// refuses before it reaches a worker is compared with.
+pub async fn stored_claim(
+    pool: &sqlx::PgPool,
+    org_id: Uuid,
+    key: &str,
+) -> Result<Option<(String, Vec<u8>)>, sqlx::Error> {
+    sqlx::query_as("select operation, request_hash from idempotency_keys where org_id = $1 and key = $2")
+        .bind(org_id)
+        .bind(key)
+        .fetch_optional(pool)
+        .await
+}
+
+/// The refusal of a key already used for another request.
+pub fn key_conflict() -> Rejection {
+    Rejection::Idempotency {
+        code: "IDEMPOTENCY_CONFLICT".into(),
+        message: "this idempotency key was already used for a different request".into(),
+        retryable: false,
+    }
+}
+
 /// The answer to a key whose outcome is stored: the outcome, marked replayed, when the request is the
 /// one that stored it; 409 `IDEMPOTENCY_CONFLICT` when it is another.
 fn replay(
@@ -100,12 +123,7 @@ fn replay(
     response: serde_json::Value,
 ) -> Result<CommandReply, ExecuteError> {
     if operation != claim.operation || hash != claim.request_hash.as_bytes() {
-        return Err(Rejection::Idempotency {
-            code: "IDEMPOTENCY_CONFLICT".into(),
-            message: "this idempotency key was already used for a different request".into(),
-            retryable: false,
-        }
-        .into());
+        return Err(key_conflict().into());
     }
     let mut reply: CommandReply =
         serde_json::from_value(response).map_err(|e| ExecuteError::Corrupt(org_id, e.to_string()))?;
