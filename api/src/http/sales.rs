@@ -679,7 +679,8 @@ routes! {
         /// Scope `sales:write`; `Idempotency-Key` required (the contract version is part of the claim: one
         /// key used across the historical and dated contracts is 409 `IDEMPOTENCY_CONFLICT`; a retry returns
         /// the stored sale without recomputing it). The amounts are the canonical ones (the tax engine's).
-        /// Lines with a product move its stock (combos their components) under the organization's
+        /// Lines with a product move its stock (combos their components; a credit note brings it back, a
+        /// debit note, charging more for goods already sold, moves none) under the organization's
         /// negative-stock policy; free-text lines move nothing. A fiscal voucher at an electronic point of
         /// sale is authorized by the tax authority now (unless `invoice` is false): approved, the sale is
         /// `issued` with the authority's number and CAE; refused for good, 422 and nothing is recorded;

@@ -535,6 +535,12 @@ async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPo
         (Some("credit_note"), sold["id"].as_str())
     );
     assert_eq!(on_hand().await, "1", "the credit note restored the stock");
+    // A debit note charges more for goods already sold: it takes none again, even past what is left.
+    let debit = json!({ "voucherType": 7, "pointOfSaleId": pos, "invoiceDate": today(), "total": 400,
+        "associatedSaleId": sold["id"], "items": [{ "productId": item, "quantity": 2, "unitPrice": 200 }] });
+    let debit = json(sell(&app, &debit, true).await, 201).await["data"].clone();
+    assert_eq!(debit["documentKind"], "debit_note");
+    assert_eq!(on_hand().await, "1", "the debit note moved no stock");
     let unknown = json!({ "voucherType": 6, "pointOfSaleId": Uuid::now_v7(), "invoiceDate": today(), "customerId": Uuid::now_v7(),
         "total": 1, "items": [{ "productId": Uuid::now_v7(), "quantity": 1, "unitPrice": 1 }] });
     let missing = error(sell(&app, &unknown, true).await, 404, "invalid_request_error").await;

@@ -533,8 +533,9 @@ struct Billed {
     order: (Vec<OrderEvent>, ReservationChange),
 }
 
-/// Bills the sale's order (a credit note unbills it): each line naming an order line raises (lowers)
-/// its `billed`, never past the ordered quantity (nor below zero): 422 naming the item.
+/// Bills the sale's order (a credit note unbills it; a debit note, which charges more for what was
+/// already billed, leaves it as it is): each line naming an order line raises (lowers) its `billed`,
+/// never past the ordered quantity (nor below zero): 422 naming the item.
 fn bill_order(
     input: &SaleInput,
     kind: &str,
@@ -546,6 +547,9 @@ fn bill_order(
         errors.push(not_found("orderId", "order"));
         return Ok(None);
     };
+    if kind == "debit_note" {
+        return Ok(None);
+    }
     let credit = kind == "credit_note";
     if !credit && order.status != OrderStatus::Open {
         let current = order.status.as_str();
@@ -744,12 +748,13 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         });
     };
 
-    // Stock: product lines leave their warehouse (a credit note brings them back); combos move their
-    // components, services nothing.
+    // Stock: product lines leave their warehouse (a credit note brings them back; a debit note charges
+    // more for goods already gone and moves none); combos move their components, services nothing.
     let returns = kind == "credit_note";
+    let moves_stock = kind != "debit_note";
     let mut wanted: BTreeMap<Uuid, Vec<StockLine>> = BTreeMap::new();
     let mut fields: HashMap<(Uuid, Uuid), String> = HashMap::new();
-    for (i, (item, warehouse, _, _)) in lines.iter().enumerate() {
+    for (i, (item, warehouse, _, _)) in lines.iter().enumerate().filter(|_| moves_stock) {
         // A line of an order moves only what its delivery has not taken already.
         let quantity = billed.as_ref().and_then(|b| b.leaving.get(i).copied()).unwrap_or(item.quantity);
         if let (Some(warehouse), Some(variant), true) = (warehouse, item.variant_id, quantity.is_positive()) {
