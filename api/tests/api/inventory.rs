@@ -312,6 +312,10 @@ async fn bad_stock_input_is_refused_and_writes_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let main = default_warehouse(&app).await;
     let item = product(&app, "TORNILLO", Some((&main, json!(3))), json!({})).await;
+    let retired = product(&app, "RETIRADO", Some((&main, json!(2))), json!({})).await;
+    let off = json!({ "name": "Producto RETIRADO", "sku": "RETIRADO", "price": 1000, "isActive": false });
+    json(app.put(&format!("/api/v1/products/{retired}"), &off).await, 200).await;
+    let branch = warehouse(&app, "Sucursal").await;
     let (_, other_key) = app.other_org().await;
     let foreign_product = json(
         app.client
@@ -342,7 +346,16 @@ async fn bad_stock_input_is_refused_and_writes_nothing(pool: PgPool) {
     let into_shut = movement("in", &shut, json!([{ "product_id": item, "quantity": 1 }]));
     let closed = error(app.post_keyed(MOVEMENTS, &into_shut).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&closed), ["warehouse_id"]);
+    // An inactive product is refused as a missing one (spec: platform rule 2), moved or transferred.
+    let out_of_retired = movement("out", &main, json!([{ "product_id": retired, "quantity": 1 }]));
+    let refused = error(app.post_keyed(MOVEMENTS, &out_of_retired).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["lines[0].product_id"]);
+    let moving_retired = json!({ "origin_warehouse_id": main, "destination_warehouse_id": branch,
+        "items": [{ "product_id": retired, "quantity": 1 }] });
+    let refused = error(app.post(TRANSFERS, &moving_retired).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[0].product_id"]);
     assert_eq!(app.event_count().await, before, "nothing was written");
+    assert_eq!(on_hand(&app, &retired, &main).await, "2");
     let events = app.event_count().await;
 
     let unknown =

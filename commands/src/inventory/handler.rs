@@ -54,11 +54,32 @@ pub async fn product_types(
     org_id: Uuid,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, ProductType>, sqlx::Error> {
+    types_of(conn, org_id, ids, false).await
+}
+
+/// The product type of each of `ids` that is an active variant of the organization: what stock
+/// commands may move (an inactive product is refused as a missing one).
+pub async fn active_product_types(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, ProductType>, sqlx::Error> {
+    types_of(conn, org_id, ids, true).await
+}
+
+async fn types_of(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    ids: &[Uuid],
+    active_only: bool,
+) -> Result<HashMap<Uuid, ProductType>, sqlx::Error> {
     let rows: Vec<(Uuid, ProductType)> = sqlx::query_as(
-        "select variant_id, product_type from product_variants where org_id = $1 and variant_id = any($2)",
+        "select variant_id, product_type from product_variants
+         where org_id = $1 and variant_id = any($2) and (is_active or not $3)",
     )
     .bind(org_id)
     .bind(ids)
+    .bind(active_only)
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().collect())
@@ -123,7 +144,7 @@ async fn check_products(
     errors: &mut Vec<FieldError>,
 ) -> Result<Vec<Uuid>, ExecuteError> {
     let ids: Vec<Uuid> = lines.iter().map(|l| l.variant_id).collect();
-    let types = product_types(conn, org_id, &ids).await?;
+    let types = active_product_types(conn, org_id, &ids).await?;
     Ok(products_verdict(&types, lines, field, combos_allowed, errors))
 }
 

@@ -48,7 +48,7 @@ pub(super) async fn movement_references(
         "select o.policy, o.types, e.*
          from (select (select negative_stock from organizations where id = $1) as policy,
                       (select coalesce(json_object_agg(variant_id, product_type), '{{}}') from product_variants
-                       where org_id = $1 and variant_id = any($2)) as types) o
+                       where org_id = $1 and variant_id = any($2) and is_active) as types) o
          left join lateral (select {columns} from events e where e.stream_id = any($3)) e on true
          order by e.stream_id, e.version",
         columns = events::store::EVENT_COLUMNS
@@ -90,7 +90,7 @@ pub(super) fn products_verdict(
     for (i, line) in lines.iter().enumerate() {
         let path = format!("{field}[{i}].product_id");
         match types.get(&line.variant_id) {
-            None => errors.push(FieldError::new(path, "not_found", "no product of this organization has this id")),
+            None => errors.push(FieldError::new(path, "not_found", "no active product of this organization has this id")),
             Some(ProductType::Service) => {
                 errors.push(FieldError::new(path, "not_stocked", "a service holds no stock"));
             }

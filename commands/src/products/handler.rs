@@ -314,13 +314,14 @@ async fn run_product(
             .column("variant_id", |v| v.id)
             .constant("group_id", group_id)
             .column("sku", |v| v.sku.as_str())
+            .column("is_active", |v| v.is_active)
             .constant("default_supplier_id", shared.default_supplier_id)
             .constant("category_id", shared.category_id)
             .constant("product_type", shared.product_type)
             .execute(
                 &mut *conn,
                 "insert into product_variants",
-                "on conflict (variant_id) do update set sku = excluded.sku,
+                "on conflict (variant_id) do update set sku = excluded.sku, is_active = excluded.is_active,
                      default_supplier_id = excluded.default_supplier_id, category_id = excluded.category_id,
                      product_type = excluded.product_type",
             )
