@@ -78,7 +78,7 @@ pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<QuoteRo
 }
 
 /// Up to `limit` quotes after `after` (created at, id), newest first; `query` matches the customer's
-/// name or the quote's number.
+/// name or the quote's number (as shown, `P-00000042`, or as the number alone, `42`).
 pub async fn list(
     pool: &PgPool,
     org_id: Uuid,
@@ -97,7 +97,7 @@ pub async fn list(
     )
     .bind(org_id)
     .bind(query.map(contains_pattern))
-    .bind(query.map(|q| q.trim_start_matches('0').to_owned()))
+    .bind(query.map(number_sought))
     .bind(customer_id)
     .bind(status)
     .bind(after.map(|a| a.0))
@@ -105,4 +105,12 @@ pub async fn list(
     .bind(limit)
     .fetch_all(pool)
     .await
+}
+
+/// The number a quote search names: its digits without the `P-` of the formatted number and without
+/// leading zeros.
+fn number_sought(query: &str) -> String {
+    let query = query.trim();
+    let digits = query.strip_prefix("P-").or_else(|| query.strip_prefix("p-")).unwrap_or(query);
+    digits.trim_start_matches('0').to_owned()
 }

@@ -471,7 +471,7 @@ routes! {
         /// List quotes
         ///
         /// Scope `quotes:read`. Newest first (`created_at`, then `id`); `query` matches the customer's name
-        /// or the quote's number; `customer_id` and `status` filter.
+        /// or the quote's number (`42` or as shown, `P-00000042`); `customer_id` and `status` filter.
         list("/quotes", "listQuotes") -> Quotes = LIST_QUOTES, quotes {
             query: Query<Option<String>>,
             customer_id: Query<Option<String>>,

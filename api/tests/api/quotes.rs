@@ -114,6 +114,16 @@ async fn quotes_hold_stock_with_their_reservation_and_release_it(pool: PgPool) {
     assert_eq!(items(&by_name).len(), 1);
     let by_number = style_a(app.get(&format!("{QUOTES}?query=2&status=draft&customer_id={ana}")).await, 200).await;
     assert_eq!(items(&by_number)[0]["number"], 2);
+    // The number as a quote shows it finds it too.
+    let shown = style_a(app.get(&format!("{QUOTES}?query=P-00000002")).await, 200).await;
+    assert_eq!(items(&shown).iter().map(|q| q["number"].clone()).collect::<Vec<_>>(), [json!(2)]);
+    // An inactive price list is refused as a missing one (spec: platform rule 2).
+    let list = json!({ "name": "Convenio viejo", "is_active": false });
+    let list = style_a(app.post("/api/v1/price-lists", &list).await, 201).await["data"]["id"].clone();
+    let mut listed_price = plain.clone();
+    listed_price["price_list_id"] = list;
+    let refused = error(app.post_keyed(QUOTES, &listed_price).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["price_list_id"]);
     let page = style_a(app.get(&format!("{QUOTES}?limit=1")).await, 200).await;
     let cursor = page["next_cursor"].as_str().expect("a second page");
     let next = style_a(app.get(&format!("{QUOTES}?limit=1&cursor={cursor}")).await, 200).await;

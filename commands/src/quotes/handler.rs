@@ -75,7 +75,8 @@ impl Document for Quotes {
             .filter(|c| c.is_active)
             .map(|c| c.fields.name);
         if let Some(list) = input.price_list_id {
-            facts.price_list_found = load::<crate::price_lists::PriceList>(conn, org_id, list).await?.0.is_some();
+            facts.price_list_found =
+                load::<crate::price_lists::PriceList>(conn, org_id, list).await?.0.is_some_and(|l| l.fields.is_active);
         }
         let variants: Vec<Uuid> = input.items.iter().map(|i| i.variant_id).collect();
         facts.products = load_products(conn, org_id, &variants).await?.0;

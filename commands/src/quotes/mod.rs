@@ -378,7 +378,7 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
         errors.push(FieldError::new("customer_id", "not_found", "no active customer of this organization has this id"));
     }
     if input.price_list_id.is_some() && !facts.price_list_found {
-        errors.push(FieldError::new("price_list_id", "not_found", "no price list of this organization has this id"));
+        errors.push(FieldError::new("price_list_id", "not_found", "no active price list of this organization has this id"));
     }
 
     let products = &facts.products;
