@@ -26,7 +26,8 @@ use bytes::Bytes;
 use commands::protocol::{Command, CommandKind};
 use commands::sales::{InvoiceCommand, SaleCommand, SaleOutcome, formatted_number, parse_sale};
 use commands::tags::Taggable;
-use events::catalogue::{FiscalStatus, SaleRecorded, ar_date};
+use events::catalogue::{FiscalStatus, PaymentSide, SaleRecorded, ar_date, sale_payment_id};
+use projections::treasury::Visibility;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
@@ -250,6 +251,9 @@ pub struct SaleData {
     pub customer: SaleCustomerData,
     pub items: Vec<SaleItemData>,
     pub vat_breakdown: Vec<SaleVatData>,
+    /// The payment methods the sale was paid with (its customer payment). A delegated credential reads
+    /// them as it reads that payment: only when it sees every register or safe they landed in and, with
+    /// `own` visibility, when its user took them; else the list is empty.
     pub payments: Vec<SalePaymentData>,
     pub fiscal: SaleFiscalData,
     /// The sale a credit or debit note corrects.
@@ -380,11 +384,22 @@ async fn document_of(state: &AppState, org_id: Uuid, id: Uuid) -> Result<SaleDoc
     Ok(SaleDocumentData { file: FileData { state: file_state, url } })
 }
 
-async fn render_rows(state: &AppState, org_id: Uuid, rows: Vec<SaleRow>) -> Result<Vec<SaleData>, ApiError> {
+/// Sales as read by `call`'s credential. A sale's payment methods are its customer payment, shown as the
+/// payment reads show it: a delegated credential sees them when it sees every location they landed in
+/// (and, with `own` visibility, when its user took them), and reads the sale without them otherwise.
+async fn render_rows(call: &Call<'_>, rows: Vec<SaleRow>) -> Result<Vec<SaleData>, ApiError> {
+    let (state, org_id) = (call.state, call.org_id());
+    let seen = visibility(call.principal);
     let rows = tagged(state, org_id, Taggable::Sale, rows, |r| r.id).await?;
     let mut out = Vec::with_capacity(rows.len());
     for (row, tags) in rows {
         let mut data = SaleData::from_sale(row.id, &row.sale, row.created_at, row.updated_at);
+        if seen != Visibility::default() && !data.payments.is_empty() {
+            let id = sale_payment_id(row.id);
+            if projections::payments::payment(&state.pool, org_id, PaymentSide::Customer, id, &seen).await?.is_none() {
+                data.payments.clear();
+            }
+        }
         data.amount_due = row.amount_due.get();
         data.payment_status = projections::sales::payment_status(row.sale.total, row.amount_due).to_owned();
         data.tags = tags;
@@ -644,7 +659,7 @@ routes! {
             call.await_reads(&accepted, [ProjectionId::Sales]).await?;
             let outcome: SaleOutcome = decode_state(accepted.state, "sale")?;
             let row = read::get(&state.pool, call.org_id(), id).await?.ok_or_else(|| ApiError::not_found("sale"))?;
-            let data = render_rows(&state, call.org_id(), vec![row]).await?.remove(0);
+            let data = render_rows(&call, vec![row]).await?.remove(0);
             let body = Style::b(&SaleEnvelope { success: true, data })?;
             Ok(match outcome.sale.fiscal.status {
                 FiscalStatus::Issued => Invoiced::Issued(RawJson::new(body)),
@@ -751,7 +766,7 @@ routes! {
 /// One sale, in its envelope.
 async fn sale(call: &Call<'_>, id: Uuid) -> Result<Option<bytes::Bytes>, ApiError> {
     let Some(row) = read::get(&call.state.pool, call.org_id(), id).await? else { return Ok(None) };
-    let data = render_rows(call.state, call.org_id(), vec![row]).await?.remove(0);
+    let data = render_rows(call, vec![row]).await?.remove(0);
     Ok(Some(Style::b(&SaleEnvelope { success: true, data })?))
 }
 
@@ -796,7 +811,7 @@ async fn sales(
         SALES.list.bound(&bound),
         async |after, n| Ok(read::list(&call.state.pool, call.org_id(), &filter, after, n).await?),
         |row: &SaleRow| row.id,
-        async |rows| render_rows(call.state, call.org_id(), rows).await,
+        async |rows| render_rows(call, rows).await,
     )
     .await
 }

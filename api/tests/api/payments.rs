@@ -332,11 +332,30 @@ async fn a_delegated_sales_payments_land_only_in_its_registers_and_are_its_users
     assert_eq!(app.event_count().await, before, "nothing was written");
     assert_eq!(balance(&app, &other).await, 0);
 
-    json(sell_into("sale-2", &mine).await, 201).await;
+    let sold = json(sell_into("sale-2", &mine).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
     assert_eq!(balance(&app, &mine).await, 1_000);
     let request = app.client.get(format!("{}{CUSTOMER_PAYMENTS}", app.base)).bearer_auth(&ana);
     let hers = json(request.send().await.expect("sent"), 200).await;
     assert_eq!(items(&hers).len(), 1, "the sale's payment is Ana's: {hers}");
+
+    // The sale shows its payment methods as the payment reads show the payment: to Ana and to the
+    // organization's key, not to a token of another register (its one sale and its list alike).
+    let delegation =
+        Delegation { user: "beto".into(), visibility: "organization".into(), registers: vec![other.parse().expect("id")], safes: vec![] };
+    let beto = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let read_as = |token: Option<&str>, path: String| {
+        let request = app.client.get(format!("{}{path}", app.base));
+        let request = match token { Some(token) => request.bearer_auth(token), None => request.bearer_auth(&app.api_key) };
+        async move { json(request.send().await.expect("sent"), 200).await }
+    };
+    let one = format!("/api/v1/sales/{sold}");
+    let methods = |sale: &Value| sale["payments"].as_array().map_or(0, Vec::len);
+    assert_eq!(methods(&read_as(Some(&ana), one.clone()).await["data"]), 1);
+    assert_eq!(methods(&read_as(None, one.clone()).await["data"]), 1);
+    assert_eq!(methods(&read_as(Some(&beto), one).await["data"]), 0, "Beto does not see Ana's register");
+    let listed = read_as(Some(&beto), "/api/v1/sales".to_owned()).await;
+    let sales = listed["data"].as_array().expect("a list");
+    assert_eq!((sales.len(), sales.iter().map(methods).sum::<usize>()), (1, 0), "{listed}");
 }
 
 /// A payment's id reads, as a movement, its first line the token sees, wherever its other lines are.
