@@ -21,7 +21,7 @@ use crate::http::{ApiTags, Style, ar_time};
 use crate::state::AppState;
 use commands::orders::{OrderCommand, OrderOutcome, READ_ONLY, parse_order, parse_patch};
 use commands::protocol::{Command, CommandKind};
-use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus, ar_date};
+use events::catalogue::{FulfillmentStatus, OrderState, OrderStatus};
 use events::domain::{Quantity, Scope};
 use poem_openapi::param::Query;
 use poem_openapi::{Enum, Object};
@@ -446,7 +446,7 @@ routes! {
         create("/orders", "createOrder", "post")
             ("Required: a retry with the same key and body returns the first outcome.")
             -> Created::Created = CREATE_ORDER, |call, write, body: OrderInput| {
-                let input = parse_order(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+                let input = parse_order(&body.value).map_err(ApiError::validation)?;
                 let command = OrderCommand::Create { id: Uuid::now_v7(), input };
                 saved(&call, write, command).await?
             }

@@ -24,7 +24,7 @@ use crate::state::AppState;
 use commands::orders::OrderCommand;
 use commands::protocol::{Command, CommandKind};
 use commands::quotes::{QuoteCommand, QuoteOutcome, READ_ONLY, parse_quote};
-use events::catalogue::{QuoteState, QuoteStatus, ar_date};
+use events::catalogue::{QuoteState, QuoteStatus};
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
@@ -447,7 +447,7 @@ routes! {
         create("/quotes", "createQuote", "post")
             ("Required: a retry with the same key and body returns the first outcome.")
             -> Created::Created = CREATE_QUOTE, |call, write, body: QuoteInput| {
-                let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+                let input = parse_quote(&body.value).map_err(ApiError::validation)?;
                 let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
                 saved(&call, write, command).await?
             }
@@ -462,7 +462,7 @@ routes! {
             (quote_id, "Required: a retry with the same key and body returns the first outcome.")
             -> Single::Ok = REPLACE_QUOTE, |call, write, body: QuoteInput| {
                 let id = call.id(&QUOTES, &quote_id.0)?;
-                let input = parse_quote(&body.value, ar_date(OffsetDateTime::now_utc())).map_err(ApiError::validation)?;
+                let input = parse_quote(&body.value).map_err(ApiError::validation)?;
                 let command = QuoteCommand::Replace { id, input };
                 saved(&call, write, command).await?
             }

@@ -22,6 +22,20 @@ pub fn reservation_id(owner_id: Uuid) -> Uuid {
     Uuid::new_v5(&owner_id, b"stock_reservation")
 }
 
+/// The refusal of a reservation that would end before `today`, the organization's date when the
+/// command is decided (after its idempotency key is claimed: a retry of a request that was accepted
+/// yesterday replays it instead of being refused). None for no date, or without a date to compare.
+pub fn through_in_past(through: Option<time::Date>, today: Option<time::Date>) -> Option<crate::FieldError> {
+    let (through, today) = (through?, today?);
+    (through < today).then(|| {
+        crate::FieldError::new(
+            "reservation.reserved_through_date",
+            "in_past",
+            format!("must be today ({today}) or later"),
+        )
+    })
+}
+
 /// What an owner wants reserved: lines (any order; a (variant, warehouse) may repeat and is summed)
 /// through a date.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,7 +19,7 @@ pub use handler::{Orders, load_order};
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::inventory::StockShortfall;
-use crate::inventory::reservations::{ReservationChange, Wanted};
+use crate::inventory::reservations::{ReservationChange, Wanted, through_in_past};
 use crate::lookups::VariantFacts;
 use crate::quotes::{amounts, read_discount, tax_line};
 use crate::tax::PriceBasis;
@@ -202,8 +202,8 @@ fn read_lines(r: &mut ObjectReader, body_lines: &[Value]) -> Vec<LineInput> {
 }
 
 /// Parses a new order's body: every read-only and unknown field is named, every bad field reported at
-/// once. `today` is the organization's date (a reservation may not end before it).
-pub fn parse_order(body: &Value, today: Date) -> Result<OrderInput, Vec<FieldError>> {
+/// once. A reservation's date is checked against the organization's date when the order is decided.
+pub fn parse_order(body: &Value) -> Result<OrderInput, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
     refuse_unknown(&mut r, body, KNOWN, READ_ONLY, "an order");
     let customer_id = r.required_uuid("customer_id");
@@ -218,9 +218,6 @@ pub fn parse_order(body: &Value, today: Date) -> Result<OrderInput, Vec<FieldErr
         res.refuse_unknown(value, &["enabled", "reserved_through_date"], "a reservation");
         let enabled = res.optional_bool("enabled").unwrap_or(false);
         let through = res.optional_date("reserved_through_date");
-        if through.is_some_and(|d| d < today) {
-            res.reject("reserved_through_date", "in_past", format!("must be today ({today}) or later"));
-        }
         r.errors.append(&mut res.errors);
         reservation = Some(OrderReservation { enabled, reserved_through_date: through });
     }
@@ -644,7 +641,8 @@ pub fn decide(command: &OrderCommand, facts: &OrderFacts) -> Result<OrderDecisio
         (OrderCommand::Create { id, input }, None) => {
             let warehouses: Vec<_> =
                 input.assigned_warehouse_id.map(|w| ("assigned_warehouse_id", w)).into_iter().collect();
-            let (customer_name, errors) = header_errors(facts, true, &warehouses);
+            let (customer_name, mut errors) = header_errors(facts, true, &warehouses);
+            errors.extend(through_in_past(input.reservation.as_ref().and_then(|r| r.reserved_through_date), facts.today));
             let lines = build_lines(*id, 0, &input.lines, None, facts, false, errors)?;
             let order = priced(OrderState {
                 number: 0,
@@ -758,7 +756,6 @@ mod tests {
                     "reservation": {"enabled": true},
                     "lines": [{"product_id": Uuid::now_v7(), "quantity": 3, "unit_price": 1000},
                               {"name": "Flete", "quantity": 1, "unit_price": 500, "tax_rate_id": 4}]}),
-            TODAY,
         )
         .expect("an order")
     }
@@ -783,7 +780,6 @@ mod tests {
             &json!({"customer_id": Uuid::now_v7(), "total": 1, "colour": "red",
                     "lines": [{"quantity": 1, "unit_price": 1}, {"product_id": Uuid::now_v7(), "name": "x",
                                "quantity": 1, "unit_price": 1, "delivered": 1}]}),
-            TODAY,
         )
         .expect_err("refused");
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();

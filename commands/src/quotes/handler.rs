@@ -61,7 +61,8 @@ impl Document for Quotes {
 
     async fn load(command: &QuoteCommand, conn: &mut PgConnection, org_id: Uuid) -> Result<QuoteFacts, ExecuteError> {
         let (current, version, _) = load_quote(conn, org_id, command.quote_id()).await?;
-        let mut facts = QuoteFacts { current, version, ..QuoteFacts::default() };
+        let today = Some(ar_date(OffsetDateTime::now_utc()));
+        let mut facts = QuoteFacts { current, version, today, ..QuoteFacts::default() };
         let input = match command {
             QuoteCommand::Create { input, .. } | QuoteCommand::Replace { input, .. } => input,
             QuoteCommand::Delete { .. }

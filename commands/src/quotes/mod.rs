@@ -23,7 +23,7 @@ pub use handler::{Quotes, SWEEP_QUOTES, expire_due, expires, load_quote, sweep_f
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::inventory::StockShortfall;
-use crate::inventory::reservations::{ReservationChange, Wanted};
+use crate::inventory::reservations::{ReservationChange, Wanted, through_in_past};
 use crate::lookups::VariantFacts;
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader};
@@ -121,8 +121,8 @@ pub struct QuoteOutcome {
 }
 
 /// Parses a quote body: every read-only and unknown field is named, every bad field reported at once.
-/// `today` is the organization's date (a reservation may not end before it).
-pub fn parse_quote(body: &Value, today: Date) -> Result<QuoteInput, Vec<FieldError>> {
+/// A reservation's date is checked against the organization's date when the quote is decided.
+pub fn parse_quote(body: &Value) -> Result<QuoteInput, Vec<FieldError>> {
     let mut r = ObjectReader::new(body, "");
     if let Some(object) = body.as_object() {
         for key in object.keys() {
@@ -155,9 +155,6 @@ pub fn parse_quote(body: &Value, today: Date) -> Result<QuoteInput, Vec<FieldErr
                     "required",
                     "a reservation needs the date it holds stock through",
                 ),
-                Some(d) if d < today => {
-                    res.reject("reserved_through_date", "in_past", format!("must be today ({today}) or later"))
-                }
                 Some(d) if expires_at.is_some_and(|e| d > e) => {
                     res.reject("reserved_through_date", "after_expiry", "must not be after expires_at")
                 }
@@ -286,6 +283,8 @@ pub struct QuoteFacts {
     pub products: BTreeMap<Uuid, VariantFacts>,
     /// Whether each warehouse the quote names is an active warehouse of the organization.
     pub warehouses: BTreeMap<Uuid, bool>,
+    /// The organization's date as the quote is decided (a reservation may not end before it).
+    pub today: Option<Date>,
 }
 
 /// What a quote command decided: its event (a new quote's number is assigned when it is written), what
@@ -380,6 +379,7 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
     if input.price_list_id.is_some() && !facts.price_list_found {
         errors.push(FieldError::new("price_list_id", "not_found", "no active price list of this organization has this id"));
     }
+    errors.extend(through_in_past(input.reservation.as_ref().and_then(|r| r.reserved_through_date), facts.today));
 
     let products = &facts.products;
     let reserving = input.reservation.as_ref().is_some_and(|r| r.enabled);
@@ -484,7 +484,6 @@ mod tests {
             &json!({"customer_id": Uuid::now_v7(), "total": 5, "status": "sent", "colour": 1,
                     "items": [{"product_id": Uuid::now_v7(), "quantity": 1, "unit_price": 100,
                                "discount": {"amount": 10, "percentage": 5}}]}),
-            TODAY,
         )
         .expect_err("refused");
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
@@ -495,18 +494,22 @@ mod tests {
             &json!({"customer_id": Uuid::now_v7(), "expires_at": "2026-11-30",
                     "reservation": {"enabled": true, "reserved_through_date": "2026-12-01"},
                     "items": [{"product_id": Uuid::now_v7(), "quantity": 1, "unit_price": 100, "discount": {"percentage": 101}}]}),
-            TODAY,
         )
         .expect_err("refused");
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["reservation.reserved_through_date", "items[0].discount.percentage"]);
+        // A reservation ending before the day the quote is decided is refused then, not when read.
         let past = parse_quote(
             &json!({"customer_id": Uuid::now_v7(), "reservation": {"enabled": true, "reserved_through_date": "2026-11-24"},
-                    "items": [{"product_id": Uuid::now_v7(), "quantity": 1, "unit_price": 100}]}),
-            TODAY,
+                    "items": [{"product_id": Uuid::now_v7(), "quantity": 1, "unit_price": 100, "warehouse_id": Uuid::now_v7()}]}),
         )
-        .expect_err("a past date");
-        assert_eq!(past[0].code, "in_past");
+        .expect("read");
+        let command = QuoteCommand::Create { id: Uuid::now_v7(), input: past.clone() };
+        let Err(Rejection::Invalid { errors }) = decide(&command, &facts_for(&past)) else { panic!("refused") };
+        assert_eq!(
+            errors.iter().map(|e| (e.field.as_str(), e.code.as_str())).collect::<Vec<_>>(),
+            [("reservation.reserved_through_date", "in_past")]
+        );
     }
 
     fn facts_for(input: &QuoteInput) -> QuoteFacts {
@@ -521,6 +524,7 @@ mod tests {
             price_list_found: true,
             products,
             warehouses,
+            today: Some(TODAY),
             ..QuoteFacts::default()
         }
     }
@@ -531,7 +535,6 @@ mod tests {
                     "reservation": {"enabled": true, "reserved_through_date": "2026-11-30"},
                     "items": [{"product_id": Uuid::now_v7(), "quantity": 2, "unit_price": 1210,
                                "warehouse_id": Uuid::now_v7(), "discount": {"percentage": 10}}]}),
-            TODAY,
         )
         .expect("a quote")
     }
