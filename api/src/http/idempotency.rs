@@ -6,6 +6,7 @@ use commands::protocol::{Idempotency, RequestHash};
 use poem::http::StatusCode;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use uuid::Uuid;
 
 pub const HEADER: &str = "Idempotency-Key";
 const MAX_LEN: usize = 255;
@@ -22,12 +23,16 @@ pub fn key_required() -> ApiError {
     .with_detail(Some(HEADER), "required", "send a unique key per logical request and reuse it on retries")
 }
 
-/// The claim for one request. `path` holds the path parameters, `version` the `Service-Version` it was
-/// sent under: a key reused across contract versions is a different request.
+/// The claim for one request. `grant` is the delegated grant that sends it (none for the organization's
+/// API keys, which act alike): a key another grant used is a different request, so a replay never hands
+/// one grant what another made (a webhook endpoint it owns and its secret). `path` holds the path
+/// parameters, `version` the `Service-Version` it was sent under: a key reused across contract versions
+/// is a different request.
 pub fn claim(
     key: Option<String>,
     required: bool,
     operation: &str,
+    grant: Option<Uuid>,
     path: &[&str],
     version: Option<&str>,
     body: Option<&Value>,
@@ -45,6 +50,10 @@ pub fn claim(
     }
     let mut hasher = Sha256::new();
     hasher.update(operation.as_bytes());
+    if let Some(grant) = grant {
+        hasher.update(b"\ngrant:");
+        hasher.update(grant.as_bytes());
+    }
     for part in path {
         hasher.update(b"\n");
         hasher.update(part.as_bytes());
@@ -69,15 +78,18 @@ mod tests {
 
     #[test]
     fn the_same_request_hashes_the_same_whatever_its_key_order() {
-        let a = claim(Some("k1".into()), true, "createX", &[], None, Some(&json!({"a": 1, "b": [2]})));
-        let b = claim(Some("k1".into()), true, "createX", &[], None, Some(&json!({"b": [2], "a": 1})));
+        let a = claim(Some("k1".into()), true, "createX", None, &[], None, Some(&json!({"a": 1, "b": [2]})));
+        let b = claim(Some("k1".into()), true, "createX", None, &[], None, Some(&json!({"b": [2], "a": 1})));
         let (a, b) = (a.expect("ok").expect("claim"), b.expect("ok").expect("claim"));
         assert_eq!(a, b);
         let other =
-            claim(Some("k1".into()), true, "createX", &[], Some("2026-08-20"), Some(&json!({"a": 1, "b": [2]})));
+            claim(Some("k1".into()), true, "createX", None, &[], Some("2026-08-20"), Some(&json!({"a": 1, "b": [2]})));
         assert_ne!(other.expect("ok").expect("claim").request_hash, a.request_hash, "version changes the hash");
-        assert!(claim(None, true, "createX", &[], None, None).is_err());
-        assert_eq!(claim(None, false, "createX", &[], None, None).expect("ok"), None);
-        assert!(claim(Some("has space".into()), false, "createX", &[], None, None).is_err());
+        let granted =
+            claim(Some("k1".into()), true, "createX", Some(Uuid::nil()), &[], None, Some(&json!({"a": 1, "b": [2]})));
+        assert_ne!(granted.expect("ok").expect("claim").request_hash, a.request_hash, "a grant's own key");
+        assert!(claim(None, true, "createX", None, &[], None, None).is_err());
+        assert_eq!(claim(None, false, "createX", None, &[], None, None).expect("ok"), None);
+        assert!(claim(Some("has space".into()), false, "createX", None, &[], None, None).is_err());
     }
 }

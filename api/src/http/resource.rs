@@ -325,11 +325,17 @@ impl<'a> Call<'a> {
             write.key,
             required,
             self.operation.id(),
+            self.grant(),
             write.path,
             write.version.0.as_deref(),
             write.body,
         )?;
         self.state.dispatch(self.principal, self.request_id, claim, command).await
+    }
+
+    /// The delegated grant the request acts under (none for an API key): part of its keys' claims.
+    fn grant(&self) -> Option<Uuid> {
+        self.principal.delegation.as_ref().map(|_| self.principal.credential_id)
     }
 
     /// The answer to a write that failed with `error`: 409 `IDEMPOTENCY_CONFLICT` instead when its key
@@ -343,7 +349,7 @@ impl<'a> Call<'a> {
         }
         let id = self.operation.id();
         let Ok(Some(claim)) =
-            idempotency::claim(write.key, false, id, write.path, write.version.0.as_deref(), write.body)
+            idempotency::claim(write.key, false, id, self.grant(), write.path, write.version.0.as_deref(), write.body)
         else {
             return error;
         };

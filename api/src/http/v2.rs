@@ -265,7 +265,7 @@ routes! {
             let (mode, input) = reader.finish((mode, input)).map_err(ApiError::validation)?;
             let (Some(mode), Some(input)) = (mode, input) else { return Err(ApiError::internal()) };
             // A commit needs a key; a key sent with a preview must still be a valid one (it is not used).
-            idempotency::claim(key.0.clone(), mode == Mode::Commit, V2_CREATE_PURCHASE.id(), &[], None, None)?;
+            idempotency::claim(key.0.clone(), mode == Mode::Commit, V2_CREATE_PURCHASE.id(), None, &[], None, None)?;
             let command = Command::Purchase(PurchaseCommand { id: Uuid::now_v7(), mode, input });
             let key = if mode == Mode::Commit { key.0 } else { None };
             let accepted = call.dispatch(Write::json(key, &version, &[], &body), command).await.map_err(|mut error| {

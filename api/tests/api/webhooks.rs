@@ -389,13 +389,28 @@ async fn event_scopes_are_checked_and_grants_own_their_endpoints(pool: PgPool) {
     let grant = admin::create_delegated_token(&app.pool, app.org_id, &grant_scopes, delegation()).await.expect("grant");
     let other_grant =
         admin::create_delegated_token(&app.pool, app.org_id, &grant_scopes, delegation()).await.expect("grant");
-    let (_, grant_secret) = {
-        let created = json(keyed(&app, &grant, Method::POST, path, Some(&json!({"label": "app", "url": receiver.url("/grant"), "enabled_events": ["webhook_endpoint.disabled"], "api_version": VERSION}))).await, 201).await;
+    let grant_body = json!({"label": "app", "url": receiver.url("/grant"), "enabled_events": ["webhook_endpoint.disabled"], "api_version": VERSION});
+    let create_as = |token: &str| {
+        let request = app.client.post(format!("{}{path}", app.base)).bearer_auth(token);
+        let request = request.header("Idempotency-Key", "grant-setup-1").json(&grant_body);
+        async move { request.send().await.expect("sent") }
+    };
+    let (grant_id, grant_secret) = {
+        let created = json(create_as(&grant).await, 201).await;
         (
             created["data"]["id"].as_str().expect("id").to_owned(),
             created["data"]["signing_secret"].as_str().expect("s").to_owned(),
         )
     };
+    // The grant's key is its own: its retry replays, another grant's (or a key's) use of it is a
+    // conflict that shows neither the endpoint nor its secret.
+    let replayed = json(create_as(&grant).await, 201).await;
+    assert_eq!(replayed["data"]["id"], grant_id.as_str());
+    for stranger in [other_grant.as_str(), app.api_key.as_str()] {
+        let refused = error(create_as(stranger).await, 409, "idempotency_error").await;
+        assert_eq!(refused["error"]["code"], "IDEMPOTENCY_CONFLICT");
+        assert!(!refused.to_string().contains(&grant_secret) && !refused.to_string().contains(&grant_id), "{refused}");
+    }
     let grant_list = json(app.request(Method::GET, path, Some(&grant), None).await, 200).await;
     assert_eq!(grant_list["data"].as_array().expect("data").len(), 1, "the grant sees only its own: {grant_list}");
     let grant_endpoint = grant_list["data"][0]["id"].as_str().expect("id").to_owned();
