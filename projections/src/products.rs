@@ -56,6 +56,8 @@ struct Row {
     variant: events::catalogue::Variant,
     options: Json<Vec<String>>,
     metafields: Json<Vec<events::catalogue::Metafield>>,
+    /// The time of the batch's first event carrying the variant: its creation, where the batch holds it.
+    created: OffsetDateTime,
     at: OffsetDateTime,
 }
 
@@ -94,9 +96,13 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                     None => unlisted.push((key, now, event.position)),
                 }
             }
-            if !rows.contains_key(&key) {
-                order.push(key);
-            }
+            let created = match rows.get(&key) {
+                Some(earlier) => earlier.created,
+                None => {
+                    order.push(key);
+                    event.recorded_at
+                }
+            };
             rows.insert(
                 key,
                 Row {
@@ -107,6 +113,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                     variant: variant.clone(),
                     options: Json(group.options.clone()),
                     metafields: Json(group.metafields.clone()),
+                    created,
                     at: event.recorded_at,
                 },
             );
@@ -157,8 +164,8 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         .column("options", |r| r.options.clone())
         .column("option_values", |r| Json(r.variant.option_values.clone()))
         .column("metafields", |r| r.metafields.clone())
-        .column("created_at", |r| r.at)
-        .also("updated_at")
+        .column("created_at", |r| r.created)
+        .column("updated_at", |r| r.at)
         .column("markup_hundredths", |r| r.shared.markup_hundredths)
         .execute(
             &mut *conn,

@@ -38,6 +38,9 @@ pub struct RecordDoc {
     org_id: Uuid,
     id: Uuid,
     doc: Value,
+    /// When the batch first saw the record: its creation, where the batch holds it.
+    #[serde(with = "time::serde::rfc3339")]
+    created: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     at: OffsetDateTime,
 }
@@ -47,8 +50,8 @@ fn upsert_sql(table: &str) -> String {
     format!(
         "insert into {table} (org_id, id, name, is_default, parent_id, doc, created_at, updated_at)
          select org_id, id, doc->>'name', coalesce((doc->>'is_default')::boolean, false),
-                (doc->>'parent_id')::uuid, doc, at, at
-         from json_to_recordset($1::json) as u(org_id uuid, id uuid, doc jsonb, at timestamptz)
+                (doc->>'parent_id')::uuid, doc, created, at
+         from json_to_recordset($1::json) as u(org_id uuid, id uuid, doc jsonb, created timestamptz, at timestamptz)
          on conflict (org_id, id) do update set
              name = excluded.name, is_default = excluded.is_default, parent_id = excluded.parent_id,
              doc = excluded.doc, updated_at = excluded.updated_at"
@@ -59,17 +62,19 @@ impl<E: RecordEvent> json_fold::Rows for RecordRows<E> {
     type Event = E;
     type Row = RecordDoc;
 
-    /// The last state of each record in the batch (later events win), in order of first appearance.
+    /// The last state of each record in the batch (later events win), in order of first appearance, with
+    /// the time of its first event (a record created and changed in one batch keeps its creation time).
     fn fold(events: &[RecordedEvent]) -> Result<Vec<RecordDoc>, ProjectionError> {
         let rows = events
             .iter()
             .map(|event| {
                 let decoded: E = crate::decode(event)?;
                 let doc = serde_json::to_value(decoded.fields()).map_err(|e| ProjectionError::undecodable(event, e))?;
-                Ok(RecordDoc { org_id: event.org_id, id: event.stream_id, doc, at: event.recorded_at })
+                let at = event.recorded_at;
+                Ok(RecordDoc { org_id: event.org_id, id: event.stream_id, doc, created: at, at })
             })
             .collect::<Result<Vec<_>, ProjectionError>>()?;
-        Ok(latest_rows(rows, |r| (r.org_id, r.id), |_, later| later))
+        Ok(latest_rows(rows, |r| (r.org_id, r.id), |earlier, later| RecordDoc { created: earlier.created, ..later }))
     }
 
     fn upsert_sql(table: &str) -> String {

@@ -62,7 +62,14 @@ async fn a_rebuild_of_configuration_records_yields_the_same_reads(pool: PgPool) 
     create(&app, WAREHOUSES, &json!({"name": "O'Higgins \\ Norte", "isDefault": true})).await;
     let drinks = create(&app, CATEGORIES, &json!({"name": "Bebidas"})).await;
     create(&app, CATEGORIES, &json!({"name": "Gaseosas", "parentId": id_of(&drinks)})).await;
-    let lists = [WAREHOUSES, CATEGORIES];
+    // A record and a product changed after their creation: the rebuild folds both events in one batch
+    // and keeps the creation time.
+    json(app.put(&format!("{CATEGORIES}/{}", id_of(&drinks)), &json!({"name": "Bebidas frías"})).await, 200).await;
+    let product = json!({"name": "Soda", "sku": "SODA", "price": 100});
+    let soda = json(app.post_keyed("/api/v1/products", &product).await, 201).await["data"]["id"].clone();
+    let renamed = json!({"name": "Soda grande", "sku": "SODA", "price": 150});
+    json(app.put(&format!("/api/v1/products/{}", soda.as_str().expect("id")), &renamed).await, 200).await;
+    let lists = [WAREHOUSES, CATEGORIES, "/api/v1/products"];
     let mut before = Vec::new();
     for list in lists {
         let mut body = json(app.get(list).await, 200).await;
@@ -70,7 +77,7 @@ async fn a_rebuild_of_configuration_records_yields_the_same_reads(pool: PgPool) 
         before.push(body);
     }
     assert!(before[0].to_string().contains(r#"O'Higgins \\ Norte"#), "{}", before[0]);
-    for name in ["warehouses", "categories"] {
+    for name in ["warehouses", "categories", "products"] {
         let projection = projections::all().into_iter().find(|p| p.name() == name).expect("projection");
         projections::rebuild::rebuild(&app.pool, projection.as_ref(), |_| {}).await.expect("rebuild");
     }
