@@ -553,4 +553,14 @@ async fn a_combo_detail_lists_its_components(pool: PgPool) {
     assert_eq!(answer["data"]["components"], now);
     let detail = json(app.get(&format!("/api/v1/products/{id}")).await, 200).await;
     assert_eq!(detail["data"]["components"], now);
+
+    // An inactive product is no component (spec: platform rule 2): 404 naming it, nothing created.
+    let retired = json!({"name": "Mate de calabaza", "sku": "MATE", "price": 1000, "isActive": false});
+    json(app.put(&format!("/api/v1/products/{}", mate.as_str().expect("id")), &retired).await, 200).await;
+    let events = app.event_count().await;
+    let with_retired = json!({"name": "Kit viejo", "sku": "KIT-2", "price": 3000, "productType": "combo",
+        "components": [{"productId": mate, "quantity": 1}]});
+    let refused = error(create(&app, &with_retired).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["components[0].productId"]);
+    assert_eq!(app.event_count().await, events);
 }

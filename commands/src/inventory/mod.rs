@@ -22,7 +22,8 @@ pub mod rebuild;
 pub mod reservations;
 
 pub use handler::{
-    StockMovements, StockTransfers, combo_components, negative_stock_policy, product_types, write_components,
+    StockMovements, StockTransfers, active_product_types, combo_components, negative_stock_policy, product_types,
+    write_components,
 };
 
 use crate::aggregate::{BusinessDetail, Rejection};

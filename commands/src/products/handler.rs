@@ -109,11 +109,13 @@ async fn check_product_references(
         && !shared.components.is_empty()
     {
         let ids: Vec<Uuid> = shared.components.iter().map(|c| c.variant_id).collect();
-        let types = crate::inventory::product_types(conn, org_id, &ids).await?;
+        let types = crate::inventory::active_product_types(conn, org_id, &ids).await?;
         for (i, component) in shared.components.iter().enumerate() {
             let path = format!("components[{i}].productId");
             match types.get(&component.variant_id) {
-                None => errors.push(FieldError::new(path, "not_found", "no product of this organization has this id")),
+                None => {
+                    errors.push(FieldError::new(path, "not_found", "no active product of this organization has this id"))
+                }
                 Some(ProductType::Product) => {}
                 Some(other @ (ProductType::Service | ProductType::Combo)) => errors.push(FieldError::new(
                     path,
