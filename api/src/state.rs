@@ -219,7 +219,8 @@ impl AppState {
             tracing::warn!(projection = projection.as_str(), %key, "read side did not catch up in time");
             Err(ApiError::unavailable(
                 "READ_MODEL_PENDING",
-                "the change was recorded but is not readable yet; read the resource before retrying",
+                "the change was recorded but is not readable yet: send it again with the same Idempotency-Key for \
+                 its recorded answer, or read the resource before sending it again without one",
             )
             .not_retryable())
         }
