@@ -161,14 +161,28 @@ fn is_public(ip: IpAddr) -> bool {
                 || a >= 240)
         }
         IpAddr::V6(v6) => {
-            let first = v6.segments()[0];
+            let s = v6.segments();
+            let embedded = |high: u16, low: u16| {
+                IpAddr::V4(std::net::Ipv4Addr::from((u32::from(high) << 16) | u32::from(low)))
+            };
+            // Addresses that carry an IPv4 address reach it: they are as public as that address.
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                return is_public(embedded(s[6], s[7])); // NAT64, well-known prefix
+            }
+            if s[0] == 0x2002 {
+                return is_public(embedded(s[1], s[2])); // 6to4
+            }
             !(v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-                || first == 0x2001 && v6.segments()[1] == 0x0db8
-                || v6.to_ipv4_mapped().is_some())
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || s[0] == 0x2001 && s[1] == 0x0db8
+                || v6.to_ipv4_mapped().is_some()
+                // IPv4-compatible (deprecated), local-use NAT64 and Teredo: an IPv4 address behind them.
+                || s[..6] == [0, 0, 0, 0, 0, 0]
+                || s[..3] == [0x64, 0xff9b, 1]
+                || s[..2] == [0x2001, 0])
         }
     }
 }
@@ -669,7 +683,12 @@ mod tests {
         for private in ["fe80::1", "fd00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1"] {
             assert!(!strict.permits(private.parse().expect("ip")), "{private} must be refused");
         }
-        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111"] {
+        // IPv6 addresses that carry an IPv4 one: NAT64, 6to4, IPv4-compatible, local NAT64, Teredo.
+        for private in ["64:ff9b::a00:1", "64:ff9b::7f00:1", "2002:a00:1::1", "::7f00:1", "64:ff9b:1::1", "2001:0:4136:e378::1"]
+        {
+            assert!(!strict.permits(private.parse().expect("ip")), "{private} must be refused");
+        }
+        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "64:ff9b::808:808", "2002:808:808::1"] {
             assert!(strict.permits(public.parse().expect("ip")), "{public} must pass");
         }
         let loopback = NetworkPolicy::new(parse_networks("127.0.0.0/8, ::1").expect("cidrs"));
