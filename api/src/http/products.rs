@@ -18,7 +18,7 @@ use crate::http::schema::{
     AdjustmentTarget, Blank, Cents, Currency, Int, MetafieldKey, MetafieldValue, Percent, ProductType, QuantityIn,
     Text, VatCode,
 };
-use crate::http::shared_filters::{id_filter, search};
+use crate::http::shared_filters::{binding, id_filter, search};
 use crate::http::shared_operations::operations;
 use crate::http::shared_pages::tagged;
 use crate::http::shared_responses::responses;
@@ -799,9 +799,10 @@ async fn products(
     let fields = parse_fields(fields)?;
     let supplier = id_filter(default_supplier_id, "default_supplier_id")?;
     let search = search(query);
+    let bound = binding("products", &[&search, &supplier]);
     call.cursor_list(
         params,
-        PRODUCTS.list,
+        PRODUCTS.list.bound(&bound),
         async |after, n| Ok(read::list(&call.state.pool, call.org_id(), search.as_deref(), supplier, after, n).await?),
         |row: &ProductRow| row.id,
         async |rows| {

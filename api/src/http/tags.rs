@@ -270,9 +270,10 @@ macro_rules! tags_api {
 /// A page of tags in creation order, the archived ones only when asked for.
 async fn tags(call: &Call<'_>, params: PageParams, include_archived: Option<bool>) -> Result<Bytes, ApiError> {
     let include_archived = include_archived.unwrap_or(false);
+    let bound = crate::http::shared_filters::binding("tags", &[&include_archived]);
     call.cursor_list(
         params,
-        TAGS.list,
+        TAGS.list.bound(&bound),
         async |after, n| Ok(read::list(&call.state.pool, call.org_id(), include_archived, after, n).await?),
         |row: &TagRow| row.id,
         async |rows| Ok(rows.into_iter().map(TagData::from_row).collect()),

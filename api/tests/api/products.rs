@@ -138,6 +138,13 @@ async fn single_products_and_matrices_are_created_and_read(pool: PgPool) {
     let keys: Vec<&String> = narrow["data"][0].as_object().expect("item").keys().collect();
     assert_eq!(keys.len(), 3, "id, name and sku only: {keys:?}");
     assert_eq!(narrow["has_more"], true);
+    // A cursor belongs to the filters it was issued under: another search or supplier refuses it.
+    let cursor = narrow["next_cursor"].as_str().expect("a cursor");
+    json(app.get(&format!("/api/v1/products?limit=2&cursor={cursor}")).await, 200).await;
+    for other in ["query=rem", &format!("default_supplier_id={supplier_id}")] {
+        error(app.get(&format!("/api/v1/products?limit=2&{other}&cursor={cursor}")).await, 400, "invalid_request_error")
+            .await;
+    }
     let with_tags = json(app.get("/api/v1/products?fields=name,tags").await, 200).await;
     assert_eq!(with_tags["data"][0]["tags"], json!([]));
     error(app.get("/api/v1/products?fields=name,secret").await, 400, "invalid_request_error").await;
