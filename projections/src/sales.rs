@@ -86,7 +86,14 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
         }
         // A numbered sale gets its PDF (asking again with the same content changes nothing).
         let issuer = crate::documents::vouchers::issuer(conn, event.org_id).await?;
-        if let Some(document) = crate::documents::vouchers::sale_document(&sale, &issuer) {
+        let corrected: Option<(String, Option<String>)> = match sale.associated_sale_id {
+            Some(id) => {
+                let sql = format!("select doc->>'document_kind', formatted_number from {table} where org_id = $1 and id = $2");
+                sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(event.org_id).bind(id).fetch_optional(&mut *conn).await?
+            }
+            None => None,
+        };
+        if let Some(document) = crate::documents::vouchers::sale_document(&sale, &issuer, corrected.as_ref()) {
             crate::documents::store::request(
                 conn,
                 event.org_id,

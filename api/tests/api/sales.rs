@@ -535,6 +535,18 @@ async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPo
         (Some("credit_note"), sold["id"].as_str())
     );
     assert_eq!(on_hand().await, "1", "the credit note restored the stock");
+    // The note's printed voucher names the voucher it corrects as printed, not by the sale's id.
+    let note_id = Uuid::parse_str(note["id"].as_str().expect("id")).expect("uuid");
+    let reference: Option<String> =
+        sqlx::query_scalar("select input->>'reference' from documents where owner_id = $1 and org_id = $2")
+            .bind(note_id)
+            .bind(app.org_id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("the note's document");
+    let corrected = format!("-{:08}", sold["invoiceNumber"].as_i64().expect("number"));
+    let reference = reference.expect("a reference line");
+    assert!(reference.starts_with("Corrige FACTURA B 0") && reference.ends_with(&corrected), "{reference}");
     // A debit note charges more for goods already sold: it takes none again, even past what is left.
     let debit = json!({ "voucherType": 7, "pointOfSaleId": pos, "invoiceDate": today(), "total": 400,
         "associatedSaleId": sold["id"], "items": [{ "productId": item, "quantity": 2, "unitPrice": 200 }] });

@@ -84,7 +84,8 @@ pub struct VoucherDocument {
     /// The authority's authorization; none for documents it did not authorize.
     pub authorization: Option<Authorization>,
     pub notes: Option<String>,
-    /// The supplier's invoice number of a purchase, or the voucher a credit note corrects.
+    /// The supplier's invoice number of a purchase, or the voucher a credit or debit note corrects (its
+    /// kind and number as printed).
     pub reference: Option<String>,
 }
 

@@ -63,7 +63,12 @@ fn quantity_text(q: Quantity) -> String {
 
 /// The PDF of a sale once it carries a number (issued by the authority, or numbered by the service);
 /// none before.
-pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocument> {
+/// `corrected` is the voucher a note corrects, as its sale reads (document kind and formatted number).
+pub fn sale_document(
+    sale: &SaleRecorded,
+    issuer: &Party,
+    corrected: Option<&(String, Option<String>)>,
+) -> Option<VoucherDocument> {
     let number = sale.number?;
     if !matches!(sale.fiscal.status, FiscalStatus::Issued | FiscalStatus::Internal) {
         return None;
@@ -158,7 +163,11 @@ pub fn sale_document(sale: &SaleRecorded, issuer: &Party) -> Option<VoucherDocum
         exchange_rate: None,
         authorization,
         notes: sale.notes.clone(),
-        reference: sale.associated_sale_id.map(|id| format!("Corrige la venta {id}")),
+        // A note names the voucher it corrects as printed (kind, letter, point of sale and number).
+        reference: sale.associated_sale_id.map(|id| match corrected {
+            Some((kind, Some(number))) => format!("Corrige {} {number}", title(kind)),
+            _ => format!("Corrige la venta {id}"),
+        }),
     })
 }
 
