@@ -1,7 +1,7 @@
 //! What travels between the gateway and the command workers over NATS request/reply: requests carry
 //! a [`Command`] of the registry; replies and idempotency claims are domain-free ([`crate::reply`]).
 
-pub use crate::engine::{key_conflict, stored_claim};
+pub use crate::engine::stored_conflict;
 pub use crate::registered::{Command, CommandKind};
 pub use crate::reply::{Actor, CommandReply, FailureCause, Idempotency, RequestHash, StreamKey};
 

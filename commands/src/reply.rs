@@ -22,8 +22,17 @@ pub struct Idempotency {
     pub key: String,
     /// The operation (for example `createCustomer`): a key reused on another operation is a conflict.
     pub operation: String,
-    /// SHA-256 of the operation, its path parameters, the contract version and the canonical body.
+    /// SHA-256 of the operation, the delegated grant sending it, its path parameters, the contract
+    /// version and the canonical body.
     pub request_hash: RequestHash,
+}
+
+impl Idempotency {
+    /// Whether the request stored under the key as `operation` with `hash` is this one (a replay), not
+    /// another (a conflict).
+    pub fn is_request(&self, operation: &str, hash: &[u8]) -> bool {
+        operation == self.operation && hash == self.request_hash.as_bytes()
+    }
 }
 
 /// What identifies a request under its idempotency key: a digest, hex on the wire and bytes at rest. A

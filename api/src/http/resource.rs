@@ -353,11 +353,9 @@ impl<'a> Call<'a> {
         else {
             return error;
         };
-        match commands::protocol::stored_claim(&self.state.pool, self.org_id(), &claim.key).await {
-            Ok(Some((operation, hash))) if operation != claim.operation || hash != claim.request_hash.as_bytes() => {
-                ApiError::from_rejection(commands::protocol::key_conflict())
-            }
-            Ok(_) => error,
+        match commands::protocol::stored_conflict(&self.state.pool, self.org_id(), &claim).await {
+            Ok(Some(conflict)) => ApiError::from_rejection(conflict),
+            Ok(None) => error,
             Err(failure) => {
                 tracing::warn!(error = %failure, "reading a refused write's idempotency key");
                 error

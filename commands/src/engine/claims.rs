@@ -90,22 +90,24 @@ pub(crate) fn in_progress() -> ExecuteError {
     .into()
 }
 
-/// The operation and request hash stored under `key` of `org_id`, if any: what a request the gateway
-/// refuses before it reaches a worker is compared with.
-pub async fn stored_claim(
+/// The refusal of `claim` when its key of `org_id` already stands for another request, read outside any
+/// command's transaction: for a request the gateway refuses before it reaches a worker.
+pub async fn stored_conflict(
     pool: &sqlx::PgPool,
     org_id: Uuid,
-    key: &str,
-) -> Result<Option<(String, Vec<u8>)>, sqlx::Error> {
-    sqlx::query_as("select operation, request_hash from idempotency_keys where org_id = $1 and key = $2")
-        .bind(org_id)
-        .bind(key)
-        .fetch_optional(pool)
-        .await
+    claim: &Idempotency,
+) -> Result<Option<Rejection>, sqlx::Error> {
+    let stored: Option<(String, Vec<u8>)> =
+        sqlx::query_as("select operation, request_hash from idempotency_keys where org_id = $1 and key = $2")
+            .bind(org_id)
+            .bind(&claim.key)
+            .fetch_optional(pool)
+            .await?;
+    Ok(stored.filter(|(operation, hash)| !claim.is_request(operation, hash)).map(|_| key_conflict()))
 }
 
 /// The refusal of a key already used for another request.
-pub fn key_conflict() -> Rejection {
+fn key_conflict() -> Rejection {
     Rejection::Idempotency {
         code: "IDEMPOTENCY_CONFLICT".into(),
         message: "this idempotency key was already used for a different request".into(),
@@ -122,7 +124,7 @@ fn replay(
     hash: &[u8],
     response: serde_json::Value,
 ) -> Result<CommandReply, ExecuteError> {
-    if operation != claim.operation || hash != claim.request_hash.as_bytes() {
+    if !claim.is_request(operation, hash) {
         return Err(key_conflict().into());
     }
     let mut reply: CommandReply =

@@ -25,8 +25,8 @@ pub use execute::{
 pub use services::{Services, fiscal, with_services};
 
 pub(crate) use append::APPEND_LANES;
+pub use claims::stored_conflict;
 pub(crate) use claims::{KeyClaim, claim_keys, in_progress, store_outcomes};
-pub use claims::{key_conflict, stored_claim};
 pub(crate) use execute::CONFLICT_RETRIES;
 pub(crate) use observe::{observed, record, retried};
 pub(crate) use relay::RelayNudge;
