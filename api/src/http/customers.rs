@@ -246,15 +246,18 @@ async fn create(
     body: JsonBody<ContactInput>,
 ) -> Result<CreateResponse, ApiError> {
     let call = Call::new(contacts.create, state, &auth, request_id)?;
-    if sets_default_account(&body.value) {
-        call.also_require(Scope::TreasuryWrite)?;
-    }
-    let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-    let command = (contacts.wrap)(ContactCommand::Create { id: Uuid::now_v7(), fields });
     let write = Write::json(key.0, &version, &[], &body);
-    // The body is made while the projection catches up, not after.
     let body = call
-        .write(&contacts.kind, write, command, |accepted| envelope_bytes(accepted_contact(accepted.state)?))
+        .serve(write.clone(), async {
+            if sets_default_account(&body.value) {
+                call.also_require(Scope::TreasuryWrite)?;
+            }
+            let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
+            let command = (contacts.wrap)(ContactCommand::Create { id: Uuid::now_v7(), fields });
+            // The body is made while the projection catches up, not after.
+            call.write(&contacts.kind, write, command, |accepted| envelope_bytes(accepted_contact(accepted.state)?))
+                .await
+        })
         .await?;
     Ok(CreateResponse::Created(RawJson::new(body)))
 }
@@ -271,21 +274,24 @@ async fn replace(
     body: JsonBody<ContactInput>,
 ) -> Result<ReadResponse, ApiError> {
     let call = Call::new(contacts.replace, state, &auth, request_id)?;
-    let sets_account = sets_default_account(&body.value);
-    if sets_account {
-        call.also_require(Scope::TreasuryWrite)?;
-    }
-    let contact_id = call.id(&contacts.kind, &id.0)?;
-    let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
-    let command =
-        (contacts.wrap)(ContactCommand::Replace { id: contact_id, fields, keep_default_account: !sets_account });
     let path = [id.0.as_str()];
     let write = Write::json(key.0, &version, &path, &body);
     let body = call
-        .write_then_read(&contacts.kind, write, command, async |accepted| {
-            let mut data = accepted_contact(accepted.state)?;
-            data.tags = tags_of_one(state, call.org_id(), contacts.taggable, data.id).await?;
-            envelope_bytes(data)
+        .serve(write.clone(), async {
+            let sets_account = sets_default_account(&body.value);
+            if sets_account {
+                call.also_require(Scope::TreasuryWrite)?;
+            }
+            let contact_id = call.id(&contacts.kind, &id.0)?;
+            let fields = parse_fields(&body.value).map_err(ApiError::validation)?;
+            let keep_default_account = !sets_account;
+            let command = (contacts.wrap)(ContactCommand::Replace { id: contact_id, fields, keep_default_account });
+            call.write_then_read(&contacts.kind, write, command, async |accepted| {
+                let mut data = accepted_contact(accepted.state)?;
+                data.tags = tags_of_one(state, call.org_id(), contacts.taggable, data.id).await?;
+                envelope_bytes(data)
+            })
+            .await
         })
         .await?;
     Ok(ReadResponse::Ok(RawJson::new(body)))

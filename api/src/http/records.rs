@@ -328,18 +328,22 @@ fn single<K: ResourceKind>(data: K::Data) -> Result<Bytes, ApiError> {
 }
 
 /// Create or replace one record (`target`: the id in the path of a replace), answering once it is
-/// readable.
+/// readable (served as [`Call::serve`] serves every write).
 async fn write<K: ResourceKind>(call: &Call<'_>, write: Write<'_>, target: Option<&str>) -> Result<Bytes, ApiError> {
-    let id = match target {
-        None => Uuid::now_v7(),
-        Some(text) => K::KIND.id(text)?,
-    };
-    let fields = K::parse(write.body.unwrap_or(&Value::Null)).map_err(ApiError::validation)?;
-    let command = match target {
-        None => RecordCommand::Create { id, fields },
-        Some(_) => RecordCommand::Replace { id, fields },
-    };
-    call.write(&K::KIND, write, K::command(command), |accepted| single::<K>(from_state::<K>(accepted.state)?)).await
+    call.serve(write.clone(), async {
+        let id = match target {
+            None => Uuid::now_v7(),
+            Some(text) => K::KIND.id(text)?,
+        };
+        let fields = K::parse(write.body.unwrap_or(&Value::Null)).map_err(ApiError::validation)?;
+        let command = match target {
+            None => RecordCommand::Create { id, fields },
+            Some(_) => RecordCommand::Replace { id, fields },
+        };
+        call.write(&K::KIND, write, K::command(command), |accepted| single::<K>(from_state::<K>(accepted.state)?))
+            .await
+    })
+    .await
 }
 
 async fn get_one<K: ResourceKind>(call: &Call<'_>, id: &str) -> Result<Bytes, ApiError> {

@@ -125,6 +125,7 @@ fn path_parameters(operation: &str) -> &'static [String] {
 
 /// What identifies a write for its idempotency claim: the key, the contract version, the path
 /// parameters as sent and the body.
+#[derive(Clone)]
 pub struct Write<'a> {
     pub key: Option<String>,
     pub version: &'a ServiceVersion,
@@ -338,10 +339,24 @@ impl<'a> Call<'a> {
         self.principal.delegation.as_ref().map(|_| self.principal.credential_id)
     }
 
+    /// The answer of `served`, the serving of a write whose claim is `sent`. Every write with a body
+    /// answers through here, so a request refused before its key is checked is answered as
+    /// [`Call::refused`] says.
+    pub async fn serve<T>(
+        &self,
+        sent: Write<'_>,
+        served: impl Future<Output = Result<T, ApiError>>,
+    ) -> Result<T, ApiError> {
+        match served.await {
+            Ok(answer) => Ok(answer),
+            Err(error) => Err(self.refused(error, sent).await),
+        }
+    }
+
     /// The answer to a write that failed with `error`: 409 `IDEMPOTENCY_CONFLICT` instead when its key
     /// already stands for another request (a body the parser refuses, or one sent under the other
     /// contract, never reaches the worker that checks the key), else `error`.
-    pub async fn refused(&self, error: ApiError, write: Write<'_>) -> ApiError {
+    async fn refused(&self, error: ApiError, write: Write<'_>) -> ApiError {
         let answered =
             [StatusCode::BAD_REQUEST, StatusCode::NOT_FOUND, StatusCode::CONFLICT, StatusCode::UNPROCESSABLE_ENTITY];
         if !answered.contains(&error.status) || error.body.kind == ErrorType::IdempotencyError {

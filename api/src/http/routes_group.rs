@@ -223,13 +223,8 @@ macro_rules! routes {
                 ) -> Result<$write_answer, $crate::http::error::ApiError> {
                     let $write_call = $crate::http::resource::Call::new($write_operation, &state, &auth, &request_id)?;
                     let path: &[&str] = &[$($write_before.0.as_str(),)* $($write_after.0.as_str(),)*];
-                    let sent = $crate::http::resource::Write::json(key.0.clone(), &version, path, &$write_body);
                     let $write_claim = $crate::http::resource::Write::json(key.0, &version, path, &$write_body);
-                    let served: Result<_, $crate::http::error::ApiError> = async { Ok($write_serve) }.await;
-                    let answer = match served {
-                        Ok(answer) => answer,
-                        Err(error) => return Err($write_call.refused(error, sent).await),
-                    };
+                    let answer = $write_call.serve($write_claim.clone(), async { Ok($write_serve) }).await?;
                     Ok($crate::http::routes_group::routes!(@answer answer, $write_answer $(:: $write_variant)?))
                 }
             )*

@@ -481,12 +481,21 @@ async fn idempotency_keys_replay_refuse_conflicts_and_store_nothing_for_failures
         .await;
         let conflict = error(versioned, 409, "idempotency_error").await;
         assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT", "{conflict}");
+        // Same key, a body the parser refuses (no worker ever sees the key): the key's conflict, not the
+        // body's 400; a fresh key with that body is still the body's 400.
+        let unnamed = json!({"name": ""});
+        let conflict =
+            error(post_keyed(&app, path, &app.api_key, &key, &unnamed).await, 409, "idempotency_error").await;
+        assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT", "{conflict}");
+        let fresh = format!("k-{}", Uuid::now_v7());
+        error(post_keyed(&app, path, &app.api_key, &fresh, &unnamed).await, 400, "invalid_request_error").await;
         assert_eq!(app.event_count().await, before, "{path}: conflicts record nothing");
     }
 
     // A key belongs to one operation: reusing a customer's key on a warehouse is a conflict.
     let key = format!("k-{}", Uuid::now_v7());
-    json(post_keyed(&app, "/api/v1/customers", &app.api_key, &key, &json!({"name": "Depósito"})).await, 201).await;
+    let depot =
+        json(post_keyed(&app, "/api/v1/customers", &app.api_key, &key, &json!({"name": "Depósito"})).await, 201).await;
     let conflict = error(
         post_keyed(&app, "/api/v1/warehouses", &app.api_key, &key, &json!({"name": "Depósito"})).await,
         409,
@@ -494,6 +503,17 @@ async fn idempotency_keys_replay_refuse_conflicts_and_store_nothing_for_failures
     )
     .await;
     assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT");
+    // So is a replacement the gateway refuses under it: a body its parser refuses, or an id that names
+    // nothing (otherwise 400 and 404).
+    let customer_path = format!("/api/v1/customers/{}", depot["data"]["id"].as_str().expect("id"));
+    let replacements =
+        [(customer_path.as_str(), json!({"name": ""})), ("/api/v1/warehouses/not-a-uuid", json!({"name": "Sur"}))];
+    for (path, body) in replacements {
+        let headers = [("Idempotency-Key", key.as_str())];
+        let replaced = send(&app, Method::PUT, path, Some(&app.api_key), Some(&body), &headers).await;
+        let conflict = error(replaced, 409, "idempotency_error").await;
+        assert_eq!(conflict["error"]["code"], "IDEMPOTENCY_CONFLICT", "{path}: {conflict}");
+    }
 
     // A request that fails validation, or is rejected by the worker, stores nothing under its key: the
     // corrected request with the same key then succeeds.
