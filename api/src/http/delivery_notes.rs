@@ -194,7 +194,8 @@ pub struct DeliveryItemInput {
 #[derive(Debug, Object)]
 pub struct DeliveryNoteInput {
     pub origin: OriginInput,
-    /// Required for `custom`: an active customer of the organization.
+    /// Required for `custom`: an active customer of the organization. `order`: the order's customer when
+    /// sent (another one is 409 `CONFLICT` naming it).
     pub customer_id: Optional<Uuid>,
     /// A point of sale of the organization: the note's numbering series.
     pub point_of_sale_id: Uuid,

@@ -162,6 +162,42 @@ async fn notes_for_an_order_deliver_it_in_parts_consuming_its_reservation(pool: 
     assert_eq!(error(cancel, 409, "business_error").await["error"]["code"], "STATE_CONFLICT");
 }
 
+/// A note for an order is the order's customer's: `customer_id` may name that customer, and another one
+/// is refused (409 naming it) with nothing written, never dropped for the order's.
+#[sqlx::test(migrations = "../schema")]
+async fn a_note_for_an_order_refuses_another_customer_and_writes_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let (ana, bruno) = (customer(&app, "Ana").await, customer(&app, "Bruno").await);
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 10000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let order_id = order["id"].as_str().expect("id").to_owned();
+    assert_eq!(level(&app, &mate).await, ("10".to_owned(), "5".to_owned()));
+
+    let before = app.event_count().await;
+    let another = json!({ "origin": { "type": "order", "order_id": order_id }, "customer_id": bruno,
+        "point_of_sale_id": pos });
+    let refused = error(app.post_keyed(NOTES, &another).await, 409, "business_error").await;
+    assert_eq!(refused["error"]["code"], "CONFLICT");
+    assert_eq!(detail_fields(&refused), ["customer_id"]);
+    assert_eq!(refused["error"]["details"][0]["code"], "not_in_order");
+    assert_eq!(app.event_count().await, before, "nothing written");
+    assert_eq!(level(&app, &mate).await, ("10".to_owned(), "5".to_owned()), "no stock left, the reservation held");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["fulfillment_status"], "unfulfilled");
+    let listed = json(app.get(&format!("{NOTES}?order_id={order_id}")).await, 200).await;
+    assert!(items(&listed).is_empty(), "no note was made");
+
+    // The order's own customer may be named; the refusal spent no number.
+    let own =
+        json!({ "origin": { "type": "order", "order_id": order_id }, "customer_id": ana, "point_of_sale_id": pos });
+    let note = style_a(app.post_keyed(NOTES, &own).await, 201).await["data"].clone();
+    assert_eq!((note["customer_id"].as_str(), note["number"].as_i64()), (Some(ana.as_str()), Some(1)));
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_delivered_order_line_keeps_its_product_and_is_kept_once(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

@@ -345,6 +345,16 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                     format!("the order is {current}: only an open order is delivered"),
                 ));
             }
+            // The note is for the order's customer: another one sent is refused rather than dropped.
+            if let Some(sent) = input.customer_id
+                && sent != order.customer_id
+            {
+                errors.push(FieldError::new(
+                    "customer_id",
+                    "not_in_order",
+                    format!("the order is customer {}'s: send that one or none", order.customer_id),
+                ));
+            }
             note.customer_id = order.customer_id;
             note.customer_name = order.customer_name.clone();
             let warehouse = input.warehouse_id.or(order.assigned_warehouse_id).or(facts.default_warehouse);
