@@ -409,13 +409,11 @@ async fn render_rows(call: &Call<'_>, rows: Vec<SaleRow>) -> Result<Vec<SaleData
     Ok(out)
 }
 
-/// The voucher types a sale can be: invoices, debit and credit notes and cash sale notes of letters
-/// A, B, C, E and M, and the quote-type voucher 90.
+/// The voucher types a sale can be (`commands::sales::voucher_kind`): invoices, debit and credit notes
+/// and cash sale notes of letters A, B, C and M, and the quote-type voucher 90. Not the export vouchers
+/// (E, 19 to 21): WSFEv1 does not authorize them, so the parser refuses them (400).
 pub struct SaleVoucherType;
-crate::http::schema::documented_enum!(
-    SaleVoucherType,
-    [1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 19, 20, 21, 51, 52, 53, 90]
-);
+crate::http::schema::documented_enum!(SaleVoucherType, [1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 51, 52, 53, 90]);
 
 /// A line of a sale body.
 #[derive(Debug, Object)]
@@ -475,7 +473,8 @@ pub enum DiscountKind {
 #[derive(Debug, Object)]
 #[oai(rename_all = "camelCase")]
 pub struct SaleInput {
-    /// A voucher type of the reference that a sale can be (not a receipt; see `/api/v1/voucher-types`).
+    /// A voucher type of the reference that a sale can be (not a receipt, nor an export voucher, 19 to 21,
+    /// which the tax authority does not authorize through WSFEv1; see `/api/v1/voucher-types`).
     pub voucher_type: SaleVoucherType,
     pub point_of_sale_id: Uuid,
     /// Not in the future.
@@ -590,7 +589,7 @@ responses! {
 fn sale_shapes() -> serde_json::Value {
     serde_json::json!({ "allOf": [
         { "anyOf": [
-            { "not": { "required": ["voucherType"], "properties": { "voucherType": { "enum": [2, 3, 7, 8, 12, 13, 20, 21, 52, 53] } } } },
+            { "not": { "required": ["voucherType"], "properties": { "voucherType": { "enum": [2, 3, 7, 8, 12, 13, 52, 53] } } } },
             { "required": ["associatedSaleId"], "properties": { "associatedSaleId": { "type": "string", "format": "uuid" } } },
         ] },
         { "properties": { "items": { "items": { "anyOf": [

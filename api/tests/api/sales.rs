@@ -594,6 +594,54 @@ async fn a_credit_note_is_for_the_customer_of_the_sale_it_corrects(pool: PgPool)
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn export_vouchers_are_refused_before_anything_is_written_or_asked(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let body = mate_sale(&app).await;
+    let invoice = json(sell(&app, &body, true).await, 201).await["data"].clone();
+    let (events, asked) = (app.event_count().await, authorization_requests(&app).await);
+    // WSFEv1 does not authorize E vouchers (the authority's export service does): a sale of one would be
+    // refused by the authority every time, so none is created, not even one to invoice later.
+    for (code, now) in [(19, true), (19, false), (20, true), (21, true), (21, false)] {
+        let mut export = body.clone();
+        export["voucherType"] = json!(code);
+        export["invoice"] = json!(now);
+        if code != 19 {
+            export["associatedSaleId"] = invoice["id"].clone();
+        }
+        for dated in [true, false] {
+            let refused = error(sell(&app, &export, dated).await, 400, "invalid_request_error").await;
+            assert_eq!(refused["error"]["code"], "VALIDATION_FAILED", "{refused}");
+            assert_eq!(detail_fields(&refused), ["voucherType"], "{refused}");
+            assert_eq!(refused["error"]["details"][0]["code"], "invalid_value");
+        }
+    }
+    assert_eq!(app.event_count().await, events, "no sale, no event");
+    assert_eq!(authorization_requests(&app).await, asked, "nothing asked of the authority");
+}
+
+/// The document's voucher types of a sale are those the parser takes, and the notes it says must name
+/// their sale are the parser's notes: a value the schema allows is never refused for its type.
+#[test]
+fn the_documented_sale_voucher_types_are_the_parsers() {
+    let document: Value = serde_json::from_str(&api::http::openapi_document()).expect("json");
+    let input = &document["components"]["schemas"]["SaleInput"];
+    let codes = |values: &Value| values.as_array().expect("enum").iter().filter_map(Value::as_i64).collect::<Vec<_>>();
+    let parsed = |note: bool| {
+        (1..=95)
+            .filter(|code| {
+                commands::sales::voucher_kind(*code)
+                    .is_some_and(|(kind, _)| !note || matches!(kind, "credit_note" | "debit_note"))
+            })
+            .map(i64::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(codes(&input["properties"]["voucherType"]["enum"]), parsed(false));
+    let notes = &input["allOf"][0]["allOf"][0]["anyOf"][0]["not"]["properties"]["voucherType"]["enum"];
+    assert_eq!(codes(notes), parsed(true));
+    assert!([19, 20, 21].iter().all(|code| !parsed(false).contains(code)), "export vouchers are not sales");
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn a_voucher_issued_elsewhere_on_the_point_of_sale_is_skipped_not_asked_twice(pool: PgPool) {
     use commands::fiscal::{Issuer, VoucherRequest};
     let app = TestApp::spawn(pool).await;

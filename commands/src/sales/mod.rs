@@ -42,7 +42,9 @@ pub const MAX_LINES: usize = 200;
 /// The largest amount a sale body may carry (JavaScript's largest safe integer).
 pub const MAX_SAFE: i64 = 9_007_199_254_740_991;
 
-/// The kind and letter of a voucher type a sale may be (receipts are not sales).
+/// The kind and letter of a voucher type a sale may be. Receipts are not sales, and export vouchers
+/// (E, 19 to 21) are not either: the authority authorizes them through its export service, not WSFEv1,
+/// the one this service speaks, so such a sale would be refused by the authority every time.
 pub fn voucher_kind(code: i32) -> Option<(&'static str, Option<&'static str>)> {
     Some(match code {
         1 | 51 => ("invoice", Some(if code == 1 { "A" } else { "M" })),
@@ -56,12 +58,14 @@ pub fn voucher_kind(code: i32) -> Option<(&'static str, Option<&'static str>)> {
         11 => ("invoice", Some("C")),
         12 => ("debit_note", Some("C")),
         13 => ("credit_note", Some("C")),
-        19 => ("invoice", Some("E")),
-        20 => ("debit_note", Some("E")),
-        21 => ("credit_note", Some("E")),
         90 => ("quote", None),
         _ => return None,
     })
+}
+
+/// Export vouchers (E: invoice 19, debit note 20, credit note 21), which WSFEv1 does not authorize.
+fn is_export(code: i32) -> bool {
+    (19..=21).contains(&code)
 }
 
 /// The fields the dated contract refuses (the service computes them), in camelCase.
@@ -270,7 +274,12 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
     if let Some(code) = voucher_type
         && voucher_kind(code).is_none()
     {
-        r.reject("voucherType", "invalid_value", "is not a voucher type a sale can be (see /api/v1/voucher-types)");
+        let message = if is_export(code) {
+            "is an export voucher (E), which WSFEv1, the tax authority's service used here, does not authorize"
+        } else {
+            "is not a voucher type a sale can be (see /api/v1/voucher-types)"
+        };
+        r.reject("voucherType", "invalid_value", message);
     }
     let point_of_sale_id = r.required_uuid("pointOfSaleId");
     let invoice_date = r.required_date("invoiceDate");

@@ -76,6 +76,23 @@ fn notes_need_their_sale_and_lines_need_a_product_or_a_name() {
     assert!(voucher_kind(4).is_none(), "receipts are not sales");
 }
 
+#[test]
+fn export_vouchers_are_refused_before_anything_is_decided() {
+    // WSFEv1 does not authorize E vouchers: the authority would refuse such a sale every time.
+    for code in [19, 20, 21] {
+        let mut sent = body();
+        sent["voucherType"] = json!(code);
+        sent["associatedSaleId"] = json!(Uuid::now_v7());
+        for dated in [Some(DATED_CONTRACT), None] {
+            let errors = parse_sale(&sent, dated, TODAY).expect_err("refused");
+            let fields: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.code.as_str())).collect();
+            assert_eq!(fields, [("voucherType", "invalid_value")], "{code}");
+            assert!(errors[0].message.contains("export voucher"), "{}", errors[0].message);
+        }
+        assert!(voucher_kind(code).is_none(), "{code}");
+    }
+}
+
 fn sale_facts(input: &SaleInput) -> SaleFacts {
     let fields = events::catalogue::CustomerFields { name: "Ana".into(), ..Default::default() };
     let customer: Customer = serde_json::from_value(json!({"id": Uuid::now_v7(), "fields": fields,
