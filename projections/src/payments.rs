@@ -148,6 +148,27 @@ pub async fn payment(
         .await
 }
 
+/// Which of `ids` are payments of `side` that `visibility` sees (one read for a page of documents that
+/// show their payments).
+pub async fn visible(
+    pool: &PgPool,
+    org_id: Uuid,
+    side: PaymentSide,
+    ids: &[Uuid],
+    visibility: &Visibility,
+) -> Result<std::collections::HashSet<Uuid>, sqlx::Error> {
+    let sql = format!("select p.id from {PAYMENTS} p where p.org_id = $1 and p.side = $2 and {VISIBLE} and p.id = any($5)");
+    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(org_id)
+        .bind(side.as_str())
+        .bind(seen(visibility))
+        .bind(visibility.own.as_deref())
+        .bind(ids)
+        .fetch_all(pool)
+        .await?;
+    Ok(ids.into_iter().collect())
+}
+
 /// Up to `limit` payments of `side` after `after`, newest first (`occurred_on`, `created_at`, `id`).
 pub async fn payments(
     pool: &PgPool,

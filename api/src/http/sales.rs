@@ -36,6 +36,7 @@ use projections::ProjectionId;
 use projections::documents::{DocumentState, OwnerKind, store};
 use projections::sales::{self as read, SaleFilter, SaleRow};
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 use std::sync::Arc;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
@@ -374,36 +375,48 @@ impl SaleData {
 
 /// The document descriptor of a sale, from the documents store.
 async fn document_of(state: &AppState, org_id: Uuid, id: Uuid) -> Result<SaleDocumentData, ApiError> {
-    let current = store::state(&state.pool, org_id, OwnerKind::Sale, id).await?;
+    Ok(sale_document(id, store::state(&state.pool, org_id, OwnerKind::Sale, id).await?))
+}
+
+/// The document descriptor of sale `id` whose document stands at `current`.
+fn sale_document(id: Uuid, current: DocumentState) -> SaleDocumentData {
     let (file_state, url) = match current {
         DocumentState::Ready => (FileState::Ready, Some(format!("/api/v1/sales/{id}/document"))),
         DocumentState::Pending => (FileState::Pending, None),
         DocumentState::Failed => (FileState::Failed, None),
         DocumentState::Missing => (FileState::Missing, None),
     };
-    Ok(SaleDocumentData { file: FileData { state: file_state, url } })
+    SaleDocumentData { file: FileData { state: file_state, url } }
 }
 
 /// Sales as read by `call`'s credential. A sale's payment methods are its customer payment, shown as the
 /// payment reads show it: a delegated credential sees them when it sees every location they landed in
 /// (and, with `own` visibility, when its user took them), and reads the sale without them otherwise.
+/// Their documents' states and the payments a delegated credential sees are read for all of them at once.
 async fn render_rows(call: &Call<'_>, rows: Vec<SaleRow>) -> Result<Vec<SaleData>, ApiError> {
     let (state, org_id) = (call.state, call.org_id());
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let mut documents = store::states(&state.pool, org_id, OwnerKind::Sale, &ids).await?;
     let seen = visibility(call.principal);
+    let hidden_payments = if seen == Visibility::default() {
+        HashSet::new()
+    } else {
+        let paid: Vec<Uuid> =
+            rows.iter().filter(|r| !r.sale.payments.is_empty()).map(|r| sale_payment_id(r.id)).collect();
+        let visible = projections::payments::visible(&state.pool, org_id, PaymentSide::Customer, &paid, &seen).await?;
+        paid.into_iter().filter(|id| !visible.contains(id)).collect()
+    };
     let rows = tagged(state, org_id, Taggable::Sale, rows, |r| r.id).await?;
     let mut out = Vec::with_capacity(rows.len());
     for (row, tags) in rows {
         let mut data = SaleData::from_sale(row.id, &row.sale, row.created_at, row.updated_at);
-        if seen != Visibility::default() && !data.payments.is_empty() {
-            let id = sale_payment_id(row.id);
-            if projections::payments::payment(&state.pool, org_id, PaymentSide::Customer, id, &seen).await?.is_none() {
-                data.payments.clear();
-            }
+        if hidden_payments.contains(&sale_payment_id(row.id)) {
+            data.payments.clear();
         }
         data.amount_due = row.amount_due.get();
         data.payment_status = projections::sales::payment_status(row.sale.total, row.amount_due).to_owned();
         data.tags = tags;
-        data.document = document_of(state, org_id, row.id).await?;
+        data.document = sale_document(row.id, documents.remove(&row.id).unwrap_or(DocumentState::Missing));
         out.push(data);
     }
     Ok(out)

@@ -91,6 +91,25 @@ pub async fn state<'e>(
     Ok(state.unwrap_or(DocumentState::Missing))
 }
 
+/// The states of the documents of `ids` (one read for a page of owners): an owner whose document was
+/// never requested is absent ([`DocumentState::Missing`]).
+pub async fn states<'e>(
+    db: impl PgExecutor<'e>,
+    org: Uuid,
+    kind: OwnerKind,
+    ids: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, DocumentState>, sqlx::Error> {
+    let rows: Vec<(Uuid, DocumentState)> = sqlx::query_as(
+        "select owner_id, state from documents where org_id = $1 and owner_kind = $2 and owner_id = any($3)",
+    )
+    .bind(org)
+    .bind(kind.as_str())
+    .bind(ids)
+    .fetch_all(db)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
 /// The PDF of a ready document; none when it is missing or not ready.
 pub async fn content<'e>(
     db: impl PgExecutor<'e>,

@@ -133,6 +133,10 @@ pub async fn render_purchases(
     }
     let product_ids: Vec<Uuid> = recorded.iter().flat_map(|(_, p)| p.lines.iter().map(|l| l.variant_id)).collect();
     let names = projections::products::names(&state.pool, org_id, &product_ids).await?;
+    let ids: Vec<Uuid> = recorded.iter().map(|(r, _)| r.id).collect();
+    let documents =
+        projections::documents::store::states(&state.pool, org_id, projections::documents::OwnerKind::Purchase, &ids)
+            .await?;
     let recorded = tagged(state, org_id, Taggable::Purchase, recorded, |(r, _)| r.id).await?;
     let mut out = Vec::with_capacity(recorded.len());
     for ((row, p), tags) in recorded {
@@ -140,15 +144,7 @@ pub async fn render_purchases(
         data.amount_due = row.amount_due.get();
         data.payment_status = projections::sales::payment_status(p.amounts.total_ars, row.amount_due).to_owned();
         data.tags = tags;
-        let ready = projections::documents::store::state(
-            &state.pool,
-            org_id,
-            projections::documents::OwnerKind::Purchase,
-            row.id,
-        )
-        .await?
-            == projections::documents::DocumentState::Ready;
-        if ready {
+        if documents.get(&row.id) == Some(&projections::documents::DocumentState::Ready) {
             data.document = PurchaseDocument {
                 state: PurchaseDocumentState::Ready,
                 url: Some(format!("/api/v1/purchases/{}/document", row.id)),
