@@ -13,6 +13,7 @@ use crate::http::resource::{Call, Kind};
 use crate::http::shared_filters::{Filters, date_schema};
 use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
+use crate::http::treasury::visibility;
 use crate::http::{ApiTags, RequestId, Style};
 use crate::state::AppState;
 use events::catalogue::{PaymentSide, ar_date};
@@ -22,6 +23,7 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::{Object, OpenApi};
 use projections::ProjectionId;
 use projections::accounts as read;
+use projections::treasury::Visibility;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use time::{Date, Duration, OffsetDateTime};
@@ -105,7 +107,9 @@ pub struct StatementData {
     /// Integer cents ARS owed at the end of `date_to` (the last line's balance, the opening one without
     /// lines; with more lines than shown, every fact through `date_to`).
     pub closing_balance: i64,
-    /// Business date, then the order the facts were recorded in; at most 1,000.
+    /// Business date, then the order the facts were recorded in; at most 1,000. A delegated credential
+    /// reads a payment's lines (`payment`, `payment_void`) only when it sees that payment; the balances
+    /// still count every fact.
     pub lines: Vec<StatementLineData>,
     /// True when the range holds more than 1,000 lines (ask for a shorter one).
     pub has_more: bool,
@@ -211,6 +215,16 @@ async fn account(
         (true, _) => read::balance(pool, org_id, side, id, Some(to)).await?,
         (false, last) => last.map_or(opening, |l| l.balance),
     };
+    // A delegated credential reads a payment's lines as it reads the payment: only when it sees every
+    // location the payment landed in and, with `own` visibility, when its user took it. The balances
+    // still count every fact, as a sale's `amount_due` does.
+    let seen = visibility(call.principal);
+    if seen != Visibility::default() {
+        let paid = |l: &read::StatementLine| matches!(l.kind.as_str(), "payment" | "payment_void");
+        let ids: Vec<Uuid> = lines.iter().filter(|&l| paid(l)).map(|l| l.document_id).collect();
+        let visible = projections::payments::visible(pool, org_id, side, &ids, &seen).await?;
+        lines.retain(|l| !paid(l) || visible.contains(&l.document_id));
+    }
     let today = ar_date(OffsetDateTime::now_utc());
     let customer = side == PaymentSide::Customer;
     let data = AccountData {

@@ -356,6 +356,89 @@ async fn a_delegated_sales_payments_land_only_in_its_registers_and_are_its_users
     let listed = read_as(Some(&beto), "/api/v1/sales".to_owned()).await;
     let sales = listed["data"].as_array().expect("a list");
     assert_eq!((sales.len(), sales.iter().map(methods).sum::<usize>()), (1, 0), "{listed}");
+
+    // The customer's statement shows the sale's payment as the sale shows its methods.
+    let account = format!("/api/v1/customers/{customer}/account");
+    let kinds = |account: &Value| -> Vec<String> {
+        let lines = account["data"]["statement"]["lines"].as_array().expect("lines");
+        lines.iter().map(|l| l["type"].as_str().expect("type").to_owned()).collect()
+    };
+    let within = std::time::Duration::from_secs(10);
+    crate::helpers::eventually(within, "the sale and its payment in the statement", || async {
+        (kinds(&read_as(None, account.clone()).await) == ["sale", "payment"]).then_some(())
+    })
+    .await;
+    assert_eq!(kinds(&read_as(Some(&ana), account.clone()).await), ["sale", "payment"]);
+    assert_eq!(kinds(&read_as(Some(&beto), account).await), ["sale"], "Beto does not see Ana's register");
+}
+
+/// A contact's statement shows a delegated token the payments its payment reads show it: a payment
+/// into a register it does not see, or under `own` another user's, is left out with its void, while
+/// the balances still count every fact.
+#[sqlx::test(migrations = "../schema")]
+async fn a_statement_shows_a_delegated_token_only_the_payments_it_sees(pool: PgPool) {
+    use commands::organization::{Delegation, create_delegated_token};
+    let app = TestApp::spawn(pool).await;
+    let (cash, customer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
+    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
+    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
+    let scopes = ["payments:read".to_owned(), "payments:write".to_owned()];
+    let delegation =
+        Delegation { user: "ana".into(), visibility: "own".into(), registers: vec![mine.parse().expect("id")], safes: vec![] };
+    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let delegation =
+        Delegation { user: "beto".into(), visibility: "organization".into(), registers: vec![other.parse().expect("id")], safes: vec![] };
+    let beto = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let post = |token: &str, key: &'static str, amount: i64, register: &str| {
+        let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, amount, register)] });
+        let request = app
+            .client
+            .post(format!("{}{CUSTOMER_PAYMENTS}", app.base))
+            .bearer_auth(token)
+            .header("Idempotency-Key", key)
+            .json(&body);
+        async move { json(request.send().await.expect("sent"), 201).await["data"]["id"].as_str().expect("id").to_owned() }
+    };
+    // Ana's payment into her register; the organization's into Beto's (voided) and into Ana's.
+    let hers = post(&ana, "hers", 100, &mine).await;
+    let theirs = post(&app.api_key, "theirs", 200, &other).await;
+    let ours = post(&app.api_key, "ours", 400, &mine).await;
+    json(send(&app, &format!("{CUSTOMER_PAYMENTS}/{theirs}/void"), "void", &json!({})).await, 200).await;
+
+    let path = format!("/api/v1/customers/{customer}/account");
+    let read_as = |token: &str| {
+        let request = app.client.get(format!("{}{path}", app.base)).bearer_auth(token);
+        async move { json(request.send().await.expect("sent"), 200).await["data"].clone() }
+    };
+    // Each line as (type, payment), and the balances: today's and the statement's closing one.
+    let shown = |account: &Value| {
+        let lines = account["statement"]["lines"].as_array().expect("lines");
+        let lines: Vec<(String, String)> = lines
+            .iter()
+            .map(|l| (l["type"].as_str().expect("type").to_owned(), l["document_id"].as_str().expect("id").to_owned()))
+            .collect();
+        (lines, account["balance"].as_i64(), account["statement"]["closing_balance"].as_i64())
+    };
+    let line_of = |kind: &str, payment: &str| (kind.to_owned(), payment.to_owned());
+    let owed = Some(-100 - 200 - 400 + 200);
+    let everything = account_at(&app, &path, -500).await;
+    let all = vec![
+        line_of("payment", &hers),
+        line_of("payment", &theirs),
+        line_of("payment", &ours),
+        line_of("payment_void", &theirs),
+    ];
+    assert_eq!(shown(&everything), (all, owed, owed));
+    assert_eq!(shown(&read_as(&ana).await), (vec![line_of("payment", &hers)], owed, owed), "only hers");
+    let his = vec![line_of("payment", &theirs), line_of("payment_void", &theirs)];
+    assert_eq!(shown(&read_as(&beto).await), (his, owed, owed), "only his register's");
+    // The same payments as each lists.
+    let listed = |token: &str| {
+        let path = format!("{}{CUSTOMER_PAYMENTS}?customer_id={customer}", app.base);
+        let request = app.client.get(path).bearer_auth(token);
+        async move { ids(&items(&json(request.send().await.expect("sent"), 200).await)) }
+    };
+    assert_eq!((listed(&ana).await, listed(&beto).await), (vec![hers], vec![theirs]));
 }
 
 /// A payment's id reads, as a movement, its first line the token sees, wherever its other lines are.
