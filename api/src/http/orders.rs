@@ -109,7 +109,8 @@ pub struct SalesOrderLineData {
     pub warehouse_id: Nullable<Uuid>,
     pub discount: Nullable<QuoteDiscountData>,
     /// Held for the line now, out of what has neither been delivered nor billed (a unit leaves the
-    /// warehouse once, with its delivery note or its sale, whichever comes first).
+    /// warehouse once, with its delivery note or its sale, whichever comes first). A combo holds no
+    /// stock: its line shows 0, and the reservation holds its components (their stock levels show it).
     pub reserved: QuantityText,
     pub delivered: QuantityText,
     pub billed: QuantityText,

@@ -253,7 +253,8 @@ pub struct QuoteLineInput {
     pub quantity: QuantityIn<true>,
     /// Cents, VAT included.
     pub unit_price: Cents,
-    /// Required on physical-product lines when reserving: an active warehouse of the organization.
+    /// Required on physical-product and combo lines when reserving (a combo reserves its components
+    /// there): an active warehouse of the organization.
     pub warehouse_id: Optional<Uuid>,
     /// Either an `amount` (cents) or a `percentage` (0 to 100, decimals allowed), not both.
     pub discount: Optional<QuoteDiscountInput>,

@@ -3,6 +3,7 @@
 //! edits, what a line keeps), cancel and complete, lists and bad input.
 
 use crate::helpers::{assert_nulls_documented, TestApp, WAREHOUSES, detail_fields, error, items, json, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today};
+use crate::sales::point_of_sale;
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -325,4 +326,71 @@ async fn a_kept_line_changes_its_rate_only_when_the_edit_names_one(pool: PgPool)
     let kept = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
     assert_eq!(kept["lines"][0]["tax_rate_id"], 4);
     assert_eq!((kept["tax_amount"].as_i64(), kept["total"].as_i64()), (Some(1050), Some(11050)));
+}
+
+/// A combo holds no stock: a line naming one reserves its components (each one's quantity in the combo
+/// times the line's), as a sale takes them; the hold moves with the quote to its order, shrinks as the
+/// order is delivered and ends with it, and a deleted quote frees it.
+#[sqlx::test(migrations = "../schema")]
+async fn a_combo_line_reserves_its_components_from_the_quote_to_the_order(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana Pérez").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
+    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
+        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": "0.5" }] });
+    let combo =
+        json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+
+    // A combo is held in whole units, as it is sold.
+    let mut half = quote_body(&ana, &combo, &main, 1);
+    half["items"][0]["quantity"] = json!(1.5);
+    let refused = error(app.post_keyed(QUOTES, &half).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[0].quantity"]);
+
+    let quote = style_a(app.post_keyed(QUOTES, &quote_body(&ana, &combo, &main, 3)).await, 201).await["data"].clone();
+    let id = quote["id"].as_str().expect("id").to_owned();
+    assert_eq!(quote["reservation"]["lines"].as_array().map(Vec::len), Some(2), "{quote}");
+    assert_eq!(reserved_and_available(&app, &mate).await, ("6".to_owned(), "4".to_owned()), "2 × 3");
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("1.5".to_owned(), "8.5".to_owned()), "0.5 × 3");
+    let inventory = style_a(app.get(&format!("/api/v1/inventory?product_id={combo}")).await, 200).await;
+    assert!(items(&inventory).is_empty(), "a combo holds no stock of its own");
+
+    // Converting moves the components' hold to the order: none freed, none held twice.
+    let order = style_a(act(&app, &format!("{QUOTES}/{id}/convert")).await, 201).await["data"].clone();
+    let order_id = order["id"].as_str().expect("id").to_owned();
+    assert_eq!(reserved_and_available(&app, &mate).await, ("6".to_owned(), "4".to_owned()));
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("1.5".to_owned(), "8.5".to_owned()));
+    let held: Vec<(String, i64)> = sqlx::query_as(
+        "select r.kind, s.quantity from stock_reservations s
+         join (select distinct stream_id, data->'owner'->>'kind' as kind from events
+               where stream_type = 'stock_reservation' and data->'owner' is not null) r on r.stream_id = s.reservation_id
+         order by s.quantity",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .expect("rows");
+    assert_eq!(held, [("order".to_owned(), 1500), ("order".to_owned(), 6000)], "the components, held by the order");
+
+    // Delivering one kit takes its components and holds what is left of them.
+    let one = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos,
+        "items": [{ "order_line_id": order["lines"][0]["id"], "quantity": 1 }] });
+    style_a(app.post_keyed("/api/v1/delivery-notes", &one).await, 201).await;
+    assert_eq!(reserved_and_available(&app, &mate).await, ("4".to_owned(), "4".to_owned()), "8 on hand, 2 × 2 held");
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("1".to_owned(), "8.5".to_owned()), "9.5 on hand");
+
+    // Completing the order releases the rest.
+    style_a(act(&app, &format!("{ORDERS}/{order_id}/complete")).await, 200).await;
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "8".to_owned()));
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("0".to_owned(), "9.5".to_owned()));
+
+    // A deleted quote frees its components.
+    let other = style_a(app.post_keyed(QUOTES, &quote_body(&ana, &combo, &main, 1)).await, 201).await["data"].clone();
+    assert_eq!(reserved_and_available(&app, &mate).await, ("2".to_owned(), "6".to_owned()));
+    let path = format!("{QUOTES}/{}", other["id"].as_str().expect("id"));
+    let gone = style_a(app.keyed(Method::DELETE, &path, &Uuid::now_v7().to_string(), None).await, 200).await;
+    assert_eq!(gone["data"]["reservation_released"], true);
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "8".to_owned()));
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("0".to_owned(), "9.5".to_owned()));
 }

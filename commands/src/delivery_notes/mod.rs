@@ -461,7 +461,7 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
             }
             note.warehouse_id = warehouse.filter(|_| !stocked.is_empty());
             let (events, after) = settled(order, next);
-            order_change = Some((events, ReservationChange::Set(wanted(&after)?)));
+            order_change = Some((events, ReservationChange::Set(wanted(&after, &facts.components)?)));
         }
     }
     reject_fields(errors)?;
@@ -562,6 +562,6 @@ fn delete(note: &DeliveryNoteState, facts: &NoteFacts) -> Result<NoteDecision, R
         .collect();
     let (events, after) = settled(order, next);
     // Only an open order holds stock again.
-    let reservation = ReservationChange::Set(wanted(&after)?);
+    let reservation = ReservationChange::Set(wanted(&after, &facts.components)?);
     Ok(NoteDecision { note: note.clone(), deleted: true, moves, order: Some((events, reservation)) })
 }

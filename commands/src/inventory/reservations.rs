@@ -5,9 +5,9 @@
 //! availability ignores them, and the sweeper ([`expire_due`]) records their expiry.
 
 use super::levels::{self, Key};
-use super::{NegativeStock, StockShortfall, apply_policy};
+use super::{NegativeStock, StockShortfall, apply_policy, expand_combos};
 use crate::engine::ExecuteError;
-use events::catalogue::{Reservation, ReservationOwner, ReservedLine, StockReservationEvent};
+use events::catalogue::{Reservation, ReservationOwner, ReservedLine, StockLine, StockReservationEvent};
 use events::domain::Quantity;
 use events::store::{AppendRequest, StreamRef, stream_version};
 use events::unnest::Unnest;
@@ -42,6 +42,29 @@ pub fn through_in_past(through: Option<time::Date>, today: Option<time::Date>) -
 pub struct Wanted {
     pub reserved_through: Date,
     pub lines: Vec<(ReservedLine, String)>,
+}
+
+/// `lines` with each combo's line as its components (each one's quantity in the combo times the line's,
+/// in the line's warehouse, under the line's field), expanded as a sale moves them: a combo holds no
+/// stock, so it reserves none of its own. `combos` maps each combo among the lines to its components.
+pub fn of_components(
+    lines: Vec<(ReservedLine, String)>,
+    combos: &BTreeMap<Uuid, Vec<StockLine>>,
+) -> Result<Vec<(ReservedLine, String)>, crate::aggregate::Rejection> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut errors = Vec::new();
+    for (line, field) in lines {
+        let one = StockLine { variant_id: line.variant_id, quantity: line.quantity };
+        match expand_combos(std::slice::from_ref(&one), combos, "items") {
+            Ok(parts) => out.extend(parts.into_iter().map(|part| {
+                let warehouse_id = line.warehouse_id;
+                (ReservedLine { variant_id: part.variant_id, warehouse_id, quantity: part.quantity }, field.clone())
+            })),
+            // Named by the line's own field, not by its place in a slice of one.
+            Err(refused) => errors.extend(refused.into_iter().map(|e| crate::FieldError { field: field.clone(), ..e })),
+        }
+    }
+    if errors.is_empty() { Ok(out) } else { Err(crate::aggregate::Rejection::Invalid { errors }) }
 }
 
 /// What a command does to its owner's reservation: leave it as it is, or set it to what is wanted

@@ -8,8 +8,8 @@ use crate::aggregate::Rejection;
 use crate::document::{Document, next_number};
 use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::handler;
-use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations::{self, ReservationChange};
+use crate::inventory::{combo_components, negative_stock_policy};
 use crate::lookups::{active, load_products};
 use crate::quotes::{load_quote, track_expiry};
 use crate::records::Warehouse;
@@ -102,6 +102,11 @@ impl Document for Orders {
                 .map(|c| c.fields.name);
         }
         facts.products = load_products(conn, org_id, &variants).await?.0;
+        let combos: Vec<Uuid> =
+            facts.products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
+        if !combos.is_empty() {
+            facts.components = combo_components(conn, org_id, &combos).await?;
+        }
         facts.warehouses = active::<Warehouse>(conn, org_id, &warehouses, |w| w.fields.is_active).await?;
         Ok((facts, converting))
     }

@@ -19,14 +19,14 @@ pub use handler::{Orders, load_order};
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::inventory::StockShortfall;
-use crate::inventory::reservations::{ReservationChange, Wanted, through_in_past};
+use crate::inventory::reservations::{ReservationChange, Wanted, of_components, through_in_past};
 use crate::lookups::VariantFacts;
 use crate::quotes::{amounts, read_discount, tax_line};
 use crate::tax::PriceBasis;
 use crate::validate::{FieldEdit, FieldError, ObjectReader};
 use events::catalogue::{
     FulfillmentStatus, OrderEvent, OrderLine, OrderReservation, OrderState, OrderStatus, QuoteDiscount, QuoteState,
-    ReservedLine,
+    ReservedLine, StockLine,
 };
 use events::domain::{Cents, Quantity, VatRate};
 use serde::{Deserialize, Serialize};
@@ -310,6 +310,8 @@ pub struct OrderFacts {
     pub products: BTreeMap<Uuid, VariantFacts>,
     /// Whether each warehouse the order names is an active warehouse of the organization.
     pub warehouses: BTreeMap<Uuid, bool>,
+    /// The components of every combo the order names.
+    pub components: BTreeMap<Uuid, Vec<StockLine>>,
     /// The organization's date.
     pub today: Option<Date>,
 }
@@ -346,8 +348,9 @@ fn priced(mut order: OrderState) -> Result<OrderState, Rejection> {
 }
 
 /// What the order wants reserved: what has not left yet (neither delivered nor billed) of its
-/// physical lines, in each line's warehouse, while it is open and asks for a reservation.
-pub fn wanted(order: &OrderState) -> Result<Option<Wanted>, Rejection> {
+/// physical lines, and of its combo lines as their components (`combos`, each combo's among them), in
+/// each line's warehouse, while it is open and asks for a reservation.
+pub fn wanted(order: &OrderState, combos: &BTreeMap<Uuid, Vec<StockLine>>) -> Result<Option<Wanted>, Rejection> {
     let Some(OrderReservation { enabled: true, reserved_through_date }) = &order.reservation else { return Ok(None) };
     if order.status != OrderStatus::Open {
         return Ok(None);
@@ -355,7 +358,7 @@ pub fn wanted(order: &OrderState) -> Result<Option<Wanted>, Rejection> {
     let mut lines = Vec::new();
     let mut errors = Vec::new();
     for (i, line) in order.lines.iter().enumerate() {
-        let (Some(variant_id), true) = (line.variant_id, line.physical) else { continue };
+        let Some(variant_id) = line.variant_id.filter(|v| line.physical || combos.contains_key(v)) else { continue };
         let unmoved = line.unmoved();
         if unmoved == Quantity::ZERO {
             continue;
@@ -374,6 +377,7 @@ pub fn wanted(order: &OrderState) -> Result<Option<Wanted>, Rejection> {
         errors.truncate(1);
         return Err(Rejection::Invalid { errors });
     }
+    let lines = of_components(lines, combos)?;
     Ok((!lines.is_empty()).then(|| Wanted { reserved_through: reserved_through_date.unwrap_or(UNTIL_CLOSED), lines }))
 }
 
@@ -663,13 +667,13 @@ pub fn decide(command: &OrderCommand, facts: &OrderFacts) -> Result<OrderDecisio
                 discount_amount: Cents::ZERO,
                 total: Cents::ZERO,
             })?;
-            let wanted = wanted(&order)?;
+            let wanted = wanted(&order, &facts.components)?;
             decision(vec![OrderEvent::OrderCreated(Box::new(order))], ReservationChange::Set(wanted))
         }
         (OrderCommand::Convert { id, quote_id }, None) => {
             let quote = facts.quote.as_ref().ok_or_else(|| Rejection::not_found("quote"))?;
             let order = of_quote(*id, *quote_id, quote, facts)?;
-            let wanted = wanted(&order)?;
+            let wanted = wanted(&order, &facts.components)?;
             let quote_event =
                 events::catalogue::QuoteEvent::QuoteConverted(events::catalogue::QuoteConverted { order_id: *id });
             Ok(OrderDecision {
@@ -712,7 +716,7 @@ pub fn decide(command: &OrderCommand, facts: &OrderFacts) -> Result<OrderDecisio
                 ..order.clone()
             })?;
             let (events, next) = settled(order, next);
-            decision(events, ReservationChange::Set(wanted(&next)?))
+            decision(events, ReservationChange::Set(wanted(&next, &facts.components)?))
         }
         (OrderCommand::Cancel { .. }, Some(order)) => {
             if order.started() {

@@ -7,8 +7,8 @@ use crate::aggregate::Rejection;
 use crate::document::{Document, next_number};
 use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::{Job, handler};
-use crate::inventory::negative_stock_policy;
 use crate::inventory::reservations;
+use crate::inventory::{combo_components, negative_stock_policy};
 use crate::lookups::{active, load_products};
 use crate::records::Warehouse;
 use crate::reply::CommandReply;
@@ -81,6 +81,11 @@ impl Document for Quotes {
         }
         let variants: Vec<Uuid> = input.items.iter().map(|i| i.variant_id).collect();
         facts.products = load_products(conn, org_id, &variants).await?.0;
+        let combos: Vec<Uuid> =
+            facts.products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
+        if !combos.is_empty() {
+            facts.components = combo_components(conn, org_id, &combos).await?;
+        }
         let warehouses: Vec<Uuid> = input.items.iter().filter_map(|i| i.warehouse_id).collect();
         facts.warehouses = active::<Warehouse>(conn, org_id, &warehouses, |w| w.fields.is_active).await?;
         Ok(facts)

@@ -23,12 +23,13 @@ pub use handler::{Quotes, SWEEP_QUOTES, expire_due, expires, load_quote, sweep_f
 
 use crate::aggregate::{Rejection, reject_fields};
 use crate::inventory::StockShortfall;
-use crate::inventory::reservations::{ReservationChange, Wanted, through_in_past};
+use crate::inventory::reservations::{ReservationChange, Wanted, of_components, through_in_past};
 use crate::lookups::VariantFacts;
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader};
 use events::catalogue::{
-    QuoteDiscount, QuoteEvent, QuoteLine, QuoteReservation, QuoteState, QuoteStatus, ReservedLine, iso_date_option,
+    QuoteDiscount, QuoteEvent, QuoteLine, QuoteReservation, QuoteState, QuoteStatus, ReservedLine, StockLine,
+    iso_date_option,
 };
 use events::domain::{Cents, Percentage, VatRate};
 use serde::{Deserialize, Serialize};
@@ -283,6 +284,8 @@ pub struct QuoteFacts {
     pub products: BTreeMap<Uuid, VariantFacts>,
     /// Whether each warehouse the quote names is an active warehouse of the organization.
     pub warehouses: BTreeMap<Uuid, bool>,
+    /// The components of every combo the quote names.
+    pub components: BTreeMap<Uuid, Vec<StockLine>>,
     /// The organization's date as the quote is decided (a reservation may not end before it).
     pub today: Option<Date>,
 }
@@ -403,8 +406,9 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
                 ));
             }
         }
-        let physical = fact.is_some_and(|f| f.product_type.is_physical());
-        if reserving && physical {
+        // A combo reserves its components (below), in the line's warehouse too.
+        let stocked = fact.is_some_and(|f| f.product_type.is_stocked());
+        if reserving && stocked {
             match item.warehouse_id {
                 None => errors.push(FieldError::new(
                     format!("items[{i}].warehouse_id"),
@@ -464,7 +468,7 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
     };
     let wanted = match (&input.reservation, reserved.is_empty()) {
         (Some(QuoteReservation { enabled: true, reserved_through_date: Some(through) }), false) => {
-            Some(Wanted { reserved_through: *through, lines: reserved })
+            Some(Wanted { reserved_through: *through, lines: of_components(reserved, &facts.components)? })
         }
         _ => None,
     };

@@ -147,7 +147,10 @@ impl Document for Sales {
         let warehouses = active::<Warehouse>(conn, org_id, &named, |w| w.fields.is_active).await?;
         let methods: Vec<Uuid> = input.payments.iter().map(|p| p.method_id).collect();
         let payment_methods = active::<PaymentMethod>(conn, org_id, &methods, |m| m.fields.is_active).await?;
-        let combos: Vec<Uuid> = products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
+        // The billed order's reservation is set again from all its lines: its combos' components too.
+        let ordered = order.iter().flat_map(|(o, _)| o.lines.iter().filter_map(|l| l.variant_id));
+        let combos: Vec<Uuid> =
+            products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).chain(ordered).collect();
         let components =
             if combos.is_empty() { BTreeMap::new() } else { combo_components(conn, org_id, &combos).await? };
         Ok(SaleFacts {

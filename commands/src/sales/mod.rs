@@ -517,7 +517,7 @@ pub struct SaleFacts {
     pub payment_methods: BTreeMap<Uuid, bool>,
     /// The sale a credit or debit note corrects, with its stream version.
     pub associated: Option<(SaleRecorded, i32)>,
-    /// The components of every combo the sale names.
+    /// The components of every combo the sale or its order names.
     pub components: BTreeMap<Uuid, Vec<StockLine>>,
     /// The order the sale bills, with its stream version.
     pub order: Option<(OrderState, i32)>,
@@ -615,7 +615,7 @@ fn bill_order(
         });
     }
     let (events, after) = settled(order, next);
-    Ok(Some(Billed { leaving, order: (events, ReservationChange::Set(wanted(&after)?)) }))
+    Ok(Some(Billed { leaving, order: (events, ReservationChange::Set(wanted(&after, &facts.components)?)) }))
 }
 
 fn not_found(field: impl Into<String>, what: &str) -> FieldError {
