@@ -187,18 +187,18 @@ pattern_type!(
     MetafieldKey,
     trimmed("[a-z0-9_.-]{1,64}")
 );
-/// An `https://` address of at most 2048 characters.
+/// An `https://` address of at most 2048 characters: a host name, a port if any (1 to 65535), then a
+/// path, query or fragment.
 pub struct HttpsUrl;
-schema_only!(
-    HttpsUrl,
-    MetaSchema {
-        max_length: Some(2048),
-        pattern: Some(format!(
-            "^[{WS}]*[Hh][Tt][Tt][Pp][Ss]://(?:[A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*(?:[/?#][^\\x00]*)?[{WS}]*$"
-        )),
-        ..MetaSchema::new("string")
-    }
-);
+schema_only!(HttpsUrl, MetaSchema { max_length: Some(2048), pattern: Some(https_url()), ..MetaSchema::new("string") });
+
+/// The pattern of [`HttpsUrl`].
+fn https_url() -> String {
+    const PORT: &str = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})";
+    format!(
+        "^[{WS}]*[Hh][Tt][Tt][Pp][Ss]://(?:[A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*(?::{PORT})?(?:[/?#][^\\x00]*)?[{WS}]*$"
+    )
+}
 
 pattern_type!(
     /// The webhook API version, `2026-06-29`.
@@ -562,6 +562,26 @@ mod tests {
         // The document's patterns are ECMA-262; these use only syntax the `regex` crate shares,
         // except lookahead, which the tests below avoid.
         regex::Regex::new(pattern).expect("a valid pattern").is_match(text)
+    }
+
+    #[test]
+    fn an_https_url_may_name_its_port() {
+        let pattern = https_url();
+        for accepted in [
+            "https://hooks.example.com/in",
+            "https://hooks.example.com:8443/in",
+            "HTTPS://a.io:1",
+            "https://a.io:65535?x",
+        ] {
+            assert!(matches(&pattern, accepted), "{accepted}");
+            let parsed = url::Url::parse(accepted.trim()).expect("the server parses what the pattern accepts");
+            assert_eq!(parsed.scheme(), "https");
+        }
+        for refused in
+            ["https://a.io:0/", "https://a.io:65536/", "https://a.io:08443/", "https://a.io:/", "http://a.io:80/"]
+        {
+            assert!(!matches(&pattern, refused), "{refused}");
+        }
     }
 
     #[test]
