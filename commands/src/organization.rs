@@ -662,10 +662,9 @@ fn apply_settings(current: &OrganizationSettings, change: SettingsChange) -> Res
         next.activity_start = match optional(start) {
             None => None,
             Some(text) => {
-                let date = time::Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]"))
-                    .map_err(|_| {
-                        AdminError::Invalid(format!("--activity-start must be a date YYYY-MM-DD, not {text:?}"))
-                    })?;
+                let date = events::catalogue::parse_date(&text).ok_or_else(|| {
+                    AdminError::Invalid(format!("--activity-start must be a date YYYY-MM-DD, not {text:?}"))
+                })?;
                 if date > events::catalogue::ar_date(time::OffsetDateTime::now_utc()) {
                     return Err(AdminError::Invalid("--activity-start cannot be after today (UTC-3)".into()));
                 }

@@ -292,9 +292,7 @@ impl<'a> ObjectReader<'a> {
     /// An optional date written `YYYY-MM-DD`.
     pub fn optional_date(&mut self, name: &str) -> Option<time::Date> {
         let value = self.raw(name)?;
-        let parsed = value
-            .as_str()
-            .and_then(|text| time::Date::parse(text, &time::macros::format_description!("[year]-[month]-[day]")).ok());
+        let parsed = value.as_str().and_then(events::catalogue::parse_date);
         if parsed.is_none() {
             self.fail(name, "invalid_format", "must be a date written YYYY-MM-DD");
         }

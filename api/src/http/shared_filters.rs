@@ -62,7 +62,7 @@ pub fn id_filter(text: Option<String>, parameter: &str) -> Result<Option<Uuid>, 
 /// An optional `YYYY-MM-DD` filter.
 pub fn date_filter(text: Option<String>, parameter: &str) -> Result<Option<Date>, ApiError> {
     let Some(text) = text else { return Ok(None) };
-    Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]")).map(Some).map_err(|_| {
+    events::catalogue::parse_date(&text).map(Some).ok_or_else(|| {
         ApiError::invalid_request("INVALID_PARAMETERS", format!("{parameter} is not a date")).with_detail(
             Some(parameter),
             "invalid_date",

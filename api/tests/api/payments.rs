@@ -899,3 +899,48 @@ async fn a_truncated_statement_closes_with_the_balance_at_its_end(pool: PgPool) 
     assert_eq!(statement["closing_balance"], 501_501, "every fact up to date_to");
     assert_eq!(account["balance"], 501_501);
 }
+
+/// A payment's date is RFC 3339's full date, four digits of year and no sign. time's `[year]` also
+/// read `-9999-01-01`, which Postgres cannot store: the payment was recorded, and every read model
+/// folding it (payments, treasury, accounts) then failed on it for good. Refused, nothing written.
+#[sqlx::test(migrations = "../schema")]
+async fn a_payment_dated_with_a_signed_year_is_refused_and_nothing_is_written(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (cash, customer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let before = app.event_count().await;
+    for (n, date) in ["-9999-01-01", "+2026-01-02"].into_iter().enumerate() {
+        let body = json!({ "customer_id": customer, "occurred_on": date, "lines": [line(&cash, 1_000, &register)] });
+        let sent = send(&app, CUSTOMER_PAYMENTS, &format!("signed-{n}"), &body).await;
+        let refused = error(sent, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), ["occurred_on"], "{date}");
+    }
+    assert_eq!(app.event_count().await, before, "nothing was written");
+    // The read models still fold what comes next.
+    let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 1_000, &register)] });
+    let paid = json(send(&app, CUSTOMER_PAYMENTS, "dated", &body).await, 201).await["data"]["id"].clone();
+    assert_eq!(ids(&items(&json(app.get(CUSTOMER_PAYMENTS).await, 200).await)), [paid.as_str().expect("id")]);
+    assert_eq!(balance(&app, &register).await, 1_000);
+}
+
+/// A date in a query is read as in a body: `-9999-01-01` as an account's `date_to` or `as_of` panicked
+/// computing the statement's default start 30 days earlier (the connection dropped, no envelope), and
+/// as a list's `date_from` reached Postgres, which holds no such date (500). Each is 400 naming it.
+#[sqlx::test(migrations = "../schema")]
+async fn a_signed_year_in_a_date_parameter_is_refused_naming_it(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let customer = customer(&app, "Carla").await;
+    let account = format!("/api/v1/customers/{customer}/account");
+    for (path, parameter) in [
+        (format!("{account}?date_to=-9999-01-01"), "date_to"),
+        (format!("{account}?as_of=-9999-01-15"), "as_of"),
+        (format!("{account}?date_from=-9999-01-01&date_to=2026-01-01"), "date_from"),
+        (format!("{CUSTOMER_PAYMENTS}?date_from=-9999-01-01"), "date_from"),
+        (format!("{SUPPLIER_PAYMENTS}?date_to=-5000-06-30"), "date_to"),
+    ] {
+        let refused = error(app.get(&path).await, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), [parameter], "{path}");
+    }
+    let read = json(app.get(&format!("{account}?date_from=2026-01-01&date_to=2026-01-31")).await, 200).await;
+    assert_eq!(read["data"]["statement"]["lines"], json!([]));
+}

@@ -232,13 +232,13 @@ fn optional_date(r: &mut ObjectReader<'_>, name: &str, today: Date) -> Option<Da
         r.reject(name, "invalid_type", "must be a date written YYYY-MM-DD");
         return None;
     };
-    match Date::parse(text, &time::macros::format_description!("[year]-[month]-[day]")) {
-        Ok(date) if date > today => {
+    match events::catalogue::parse_date(text) {
+        Some(date) if date > today => {
             r.reject(name, "in_future", format!("must not be after today ({today})"));
             None
         }
-        Ok(date) => Some(date),
-        Err(_) => {
+        Some(date) => Some(date),
+        None => {
             r.reject(name, "invalid_format", "must be a date written YYYY-MM-DD");
             None
         }

@@ -70,8 +70,7 @@ pub fn metafield_violation(definition: &MetafieldDefinitionFields, value: &str) 
         }
         "boolean" => (!matches!(value, "true" | "false")).then(|| "must be true or false".to_owned()),
         "date" => {
-            let format = time::macros::format_description!("[year]-[month]-[day]");
-            time::Date::parse(value, &format).is_err().then(|| "must be a date written YYYY-MM-DD".to_owned())
+            events::catalogue::parse_date(value).is_none().then(|| "must be a date written YYYY-MM-DD".to_owned())
         }
         "choice" => (!definition.choices.iter().any(|c| c == value))
             .then(|| format!("must be one of: {}", definition.choices.join(", "))),

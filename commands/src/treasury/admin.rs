@@ -251,7 +251,6 @@ pub struct RateRow {
 pub fn parse_rates(text: &str) -> Result<Vec<RateRow>, AdminError> {
     let mut rows = Vec::new();
     let mut bad = Vec::new();
-    let format = time::macros::format_description!("[year]-[month]-[day]");
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') || (n == 0 && line.to_ascii_lowercase().starts_with("date")) {
@@ -260,7 +259,7 @@ pub fn parse_rates(text: &str) -> Result<Vec<RateRow>, AdminError> {
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
         let parsed = match fields.as_slice() {
             [date, currency, rate] => {
-                Date::parse(date, &format).ok().zip(Currency::parse(currency)).and_then(|(date, currency)| {
+                events::catalogue::parse_date(date).zip(Currency::parse(currency)).and_then(|(date, currency)| {
                     let rate = rate.parse::<events::domain::ExchangeRate>().ok()?;
                     (currency == Currency::Dol).then_some(RateRow { date, currency, rate })
                 })

@@ -13,6 +13,15 @@ use uuid::Uuid;
 
 time::serde::format_description!(pub iso_date, Date, "[year]-[month]-[day]");
 
+/// A date written `YYYY-MM-DD`: RFC 3339's full date, four digits of year and no sign. time's `[year]`
+/// alone also reads a signed year (`-9999-01-01`, `+2026-01-02`); Postgres holds no date before 4713 BC,
+/// so such a date, once recorded, would fail every read model that folds it. Every parser of a date
+/// sent to the service reads it here.
+pub fn parse_date(text: &str) -> Option<Date> {
+    let unsigned = text.starts_with(|c: char| c.is_ascii_digit());
+    unsigned.then(|| Date::parse(text, &time::macros::format_description!("[year]-[month]-[day]")).ok()).flatten()
+}
+
 /// `Option<Date>` as `YYYY-MM-DD` or `null` (missing reads as `None` with `#[serde(default)]`).
 pub mod iso_date_option {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -278,6 +287,15 @@ mod tests {
 
     fn q(text: &str) -> Quantity {
         text.parse().expect("quantity")
+    }
+
+    #[test]
+    fn a_date_has_four_digits_of_year_and_no_sign() {
+        assert_eq!(parse_date("2026-11-25"), Some(time::macros::date!(2026 - 11 - 25)));
+        assert_eq!(parse_date("0001-01-01"), Some(time::macros::date!(0001 - 01 - 01)));
+        for refused in ["-9999-01-01", "+2026-01-02", "-0001-01-01", "2026-02-30", "26-01-01", "2026-1-1", " 2026-01-01", ""] {
+            assert_eq!(parse_date(refused), None, "{refused:?}");
+        }
     }
 
     #[test]

@@ -444,9 +444,8 @@ fn parse_filters(value: Option<&Value>, report: Option<Report>, errors: &mut Vec
     };
     let date = |name: &str, errors: &mut Vec<FieldError>| {
         let text = object.get(name).filter(|v| !v.is_null())?;
-        let format = time::macros::format_description!("[year]-[month]-[day]");
-        match text.as_str().map(|t| time::Date::parse(t, &format)) {
-            Some(Ok(date)) => Some(date),
+        match text.as_str().and_then(events::catalogue::parse_date) {
+            Some(date) => Some(date),
             _ => {
                 errors.push(FieldError::new(format!("filters.{name}"), "invalid_format", "a date, YYYY-MM-DD"));
                 None

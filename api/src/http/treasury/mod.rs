@@ -31,7 +31,7 @@ use projections::treasury::{
     TransferRow, Visibility,
 };
 use time::format_description::well_known::Rfc3339;
-use time::{Date, OffsetDateTime};
+use time::OffsetDateTime;
 use uuid::Uuid;
 
 mod locations;
@@ -197,8 +197,7 @@ impl Position for Dated {
         let (Some(date), Some(at), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(invalid());
         };
-        let date =
-            Date::parse(date, &time::macros::format_description!("[year]-[month]-[day]")).map_err(|_| invalid())?;
+        let date = events::catalogue::parse_date(date).ok_or_else(invalid)?;
         let at = OffsetDateTime::parse(at, &Rfc3339).map_err(|_| invalid())?;
         Ok(Dated((date, at, Uuid::parse_str(id).map_err(|_| invalid())?)))
     }
@@ -222,7 +221,7 @@ fn as_of(text: Option<String>) -> Result<Option<OffsetDateTime>, ApiError> {
     if let Ok(at) = OffsetDateTime::parse(&text, &Rfc3339) {
         return Ok(Some(at));
     }
-    let date = Date::parse(&text, &time::macros::format_description!("[year]-[month]-[day]")).map_err(|_| {
+    let date = events::catalogue::parse_date(&text).ok_or_else(|| {
         ApiError::invalid_request("INVALID_PARAMETER", "as_of must be a date (YYYY-MM-DD) or an RFC 3339 timestamp")
             .with_detail(Some("as_of"), "invalid_format", "a date or an RFC 3339 timestamp")
     })?;
@@ -760,7 +759,7 @@ mod tests {
     fn cursors_read_back_what_they_wrote() {
         let at = LocationRef { kind: LocationKind::Safe, id: Uuid::now_v7() };
         assert_eq!(LocationRef::read(&at.write()).expect("valid"), at);
-        let date = Date::from_calendar_date(2026, time::Month::March, 2).expect("date");
+        let date = time::Date::from_calendar_date(2026, time::Month::March, 2).expect("date");
         let key = Dated((date, OffsetDateTime::UNIX_EPOCH, Uuid::now_v7()));
         assert_eq!(Dated::read(&key.write()).expect("valid").0, key.0);
         assert!(Dated::read("2026-03-02/x").is_err());
