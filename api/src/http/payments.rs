@@ -17,7 +17,7 @@ use crate::http::shared_operations::operations;
 use crate::http::shared_responses::responses;
 use crate::http::treasury::{BalanceType, Dated, recorded_by, seen_or_404, visibility};
 use crate::http::{ApiTags, Style, ar_time};
-use commands::payments::{PaymentCommand, PaymentOutcome, names, parse_allocation, parse_payment};
+use commands::payments::{PaymentCommand, PaymentOutcome, names, parse_allocation, parse_payment, parse_void};
 use commands::protocol::{Command, CommandKind};
 use events::catalogue::{PaymentRecorded, PaymentSide};
 use events::domain::Scope;
@@ -281,7 +281,7 @@ pub struct SupplierAllocationInput {
     pub allocations: Vec<PurchaseAllocationInput>,
 }
 
-/// A void's body: empty.
+/// A void's body: an empty object (a field in it is refused).
 #[derive(Debug, Object)]
 pub struct PaymentVoidInput {}
 
@@ -453,13 +453,15 @@ async fn seen_payment(call: &Call<'_>, side: PaymentSide, id: &str) -> Result<Uu
     Ok(id)
 }
 
-/// Voids a payment the credential sees.
+/// Voids a payment the credential sees; its body is empty.
 async fn void(
     call: &Call<'_>,
     side: PaymentSide,
     id: &str,
+    body: &serde_json::Value,
     write_of: Write<'_>,
 ) -> Result<bytes::Bytes, ApiError> {
+    parse_void(body).map_err(ApiError::validation)?;
     let id = seen_payment(call, side, id).await?;
     write(call, write_of, PaymentCommand::Void { side, id }).await
 }
@@ -493,7 +495,7 @@ routes! {
         void_customer_payment("/customer-payments/:payment_id/void", "voidCustomerPayment", "post")
             ("Required: a retry with the same key returns the first outcome.", payment_id)
             -> PaymentVoided::Ok = VOID_CUSTOMER_PAYMENT, |call, write, body: PaymentVoidInput| {
-                void(&call, PaymentSide::Customer, &payment_id.0, write).await?
+                void(&call, PaymentSide::Customer, &payment_id.0, &body.value, write).await?
             }
 
         /// Allocate a customer payment
@@ -530,7 +532,7 @@ routes! {
         void_supplier_payment("/supplier-payments/:payment_id/void", "voidSupplierPayment", "post")
             ("Required: a retry with the same key returns the first outcome.", payment_id)
             -> PaymentVoided::Ok = VOID_SUPPLIER_PAYMENT, |call, write, body: PaymentVoidInput| {
-                void(&call, PaymentSide::Supplier, &payment_id.0, write).await?
+                void(&call, PaymentSide::Supplier, &payment_id.0, &body.value, write).await?
             }
 
         /// Allocate a supplier payment

@@ -944,3 +944,29 @@ async fn a_signed_year_in_a_date_parameter_is_refused_naming_it(pool: PgPool) {
     let read = json(app.get(&format!("{account}?date_from=2026-01-01&date_to=2026-01-31")).await, 200).await;
     assert_eq!(read["data"]["statement"]["lines"], json!([]));
 }
+
+/// A void's body is an empty object, as documented (`additionalProperties: false`): a field in it (an
+/// `amount`, as if a void could be partial) was ignored and the whole payment voided. It is refused,
+/// and the payment stays posted until a void with an empty body.
+#[sqlx::test(migrations = "../schema")]
+async fn a_void_with_a_field_in_its_body_is_refused_and_voids_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (cash, customer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 1_000, &register)] });
+    let paid = json(send(&app, CUSTOMER_PAYMENTS, "pay", &body).await, 201).await["data"]["id"].clone();
+    let paid = paid.as_str().expect("id");
+    let void = format!("{CUSTOMER_PAYMENTS}/{paid}/void");
+    let before = app.event_count().await;
+    let partial = send(&app, &void, "void-1", &json!({ "amount": 500 })).await;
+    let refused = error(partial, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["amount"]);
+    error(send(&app, &void, "void-2", &json!([])).await, 400, "invalid_request_error").await;
+    assert_eq!(app.event_count().await, before, "nothing was written");
+    assert_eq!(balance(&app, &register).await, 1_000);
+    let detail = json(app.get(&format!("{CUSTOMER_PAYMENTS}/{paid}")).await, 200).await;
+    assert_eq!(detail["data"]["status"], "posted");
+    let voided = json(send(&app, &void, "void-3", &json!({})).await, 200).await;
+    assert_eq!(voided["data"]["status"], "voided");
+    assert_eq!(balance(&app, &register).await, 0);
+}

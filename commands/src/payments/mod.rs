@@ -197,6 +197,14 @@ pub fn parse_allocation(body: &Value, side: PaymentSide) -> Result<Vec<Allocatio
     r.finish(allocations)
 }
 
+/// Parses the body of `POST /{id}/void`: an empty object. A field in it is refused rather than ignored,
+/// so a client that means something by it (an `amount`, as if a void could be partial) voids nothing.
+pub fn parse_void(body: &Value) -> Result<(), Vec<FieldError>> {
+    let mut r = ObjectReader::new(body, "");
+    r.refuse_unknown(body, &[], "a void");
+    r.finish(())
+}
+
 /// A payment method as a payment reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MethodFacts {
