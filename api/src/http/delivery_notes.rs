@@ -190,7 +190,8 @@ pub struct DeliveryItemInput {
 /// leaves `warehouse_id` (default: the organization's default warehouse). `sale`: the note documents
 /// the sale's goods, whose stock already moved: it moves nothing and takes no items, customer or
 /// warehouse. `order`: the items (or everything left) leave the order's warehouse (or `warehouse_id`),
-/// consuming its reservation. Unknown fields are refused.
+/// consuming its reservation; an inactive one is 404 naming `warehouse_id` (name an active one).
+/// Unknown fields are refused.
 #[derive(Debug, Object)]
 pub struct DeliveryNoteInput {
     pub origin: OriginInput,

@@ -447,7 +447,8 @@ pub struct SaleItemInput {
     pub unit_cost: Optional<Cents>,
     /// 0 to 100, two decimals at most.
     pub discount_percentage: Optional<Percent<0, 100>>,
-    /// With the sale's `orderId`: the order line it bills (`order_line_id` is read too). Its billed
+    /// With the sale's `orderId`: the order line it bills (`order_line_id` is read too), naming the
+    /// line's own product (none for a free-text line; anything else is 409 naming `productId`). Its billed
     /// quantity rises (a credit note lowers it) and never passes the ordered quantity (422 naming the
     /// item); the stock moves only for what the order's deliveries have not moved already, consuming
     /// the order's reservation.

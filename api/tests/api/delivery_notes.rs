@@ -499,3 +499,122 @@ async fn a_note_takes_stock_where_it_says_and_its_delete_reopens_a_completed_ord
     let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
     assert_eq!((read["status"].as_str(), read["fulfillment_status"].as_str()), (Some("completed"), Some("fulfilled")));
 }
+
+/// A sale bills an order line with the line's own product: another product, or a free-text item, is
+/// 409 `CONFLICT` naming the item's `productId` (`not_in_order`) with nothing written. Accepted, the
+/// sale took the other product out while the line counted as moved, so the line's own product never
+/// left the warehouse when the order was delivered.
+#[sqlx::test(migrations = "../schema")]
+async fn a_sale_bills_an_order_line_only_with_the_lines_own_product(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let yerba = stocked_product(&app, "YERBA", &main, 10).await;
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let sale = |item: Value| {
+        json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today, "customerId": ana,
+            "invoice": false, "orderId": order_id, "items": [item] })
+    };
+
+    let before = app.event_count().await;
+    for item in [
+        json!({ "productId": yerba, "quantity": 5, "unitPrice": 1210, "orderLineId": line }),
+        json!({ "name": "Mate", "quantity": 5, "unitPrice": 1210, "orderLineId": line }),
+    ] {
+        let refused = error(app.post_keyed("/api/v1/sales", &sale(item)).await, 409, "business_error").await;
+        assert_eq!(refused["error"]["code"], "CONFLICT");
+        assert_eq!(detail_fields(&refused), ["items[0].productId"]);
+        assert_eq!(refused["error"]["details"][0]["code"], "not_in_order");
+    }
+    assert_eq!(app.event_count().await, before, "nothing written");
+    assert_eq!(level(&app, &mate).await, ("10".to_owned(), "5".to_owned()), "the order still holds its mate");
+    assert_eq!(level(&app, &yerba).await, ("10".to_owned(), "0".to_owned()), "no yerba left");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["billed"], "0");
+
+    // The line's own product bills it: the mate leaves once, with the sale, and delivering moves no more.
+    let own = sale(json!({ "productId": mate, "quantity": 5, "unitPrice": 1210, "orderLineId": line }));
+    json(app.post_keyed("/api/v1/sales", &own).await, 201).await;
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
+    let rest = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos });
+    style_a(app.post_keyed(NOTES, &rest).await, 201).await;
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
+    assert_eq!(level(&app, &yerba).await, ("10".to_owned(), "0".to_owned()));
+}
+
+/// An item naming an order line needs the sale's `orderId`: a null one is none, refused as an omitted
+/// one is (400 naming the item) with nothing written. Accepted, the sale moved the stock as a plain
+/// sale and billed nothing, and the order's delivery then took the same units out again.
+#[sqlx::test(migrations = "../schema")]
+async fn an_order_line_with_a_null_order_id_is_refused_and_writes_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+
+    let before = app.event_count().await;
+    // Both spellings are read.
+    for field in ["orderId", "order_id"] {
+        let item = json!({ "productId": mate, "quantity": 5, "unitPrice": 1210, "orderLineId": line });
+        let mut sale = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today, "customerId": ana,
+            "invoice": false, "items": [item] });
+        sale[field] = Value::Null;
+        let refused = error(app.post_keyed("/api/v1/sales", &sale).await, 400, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), ["items[0].orderLineId"]);
+        assert_eq!(refused["error"]["details"][0]["code"], "requires_order");
+    }
+    assert_eq!(app.event_count().await, before, "nothing written");
+    assert_eq!(level(&app, &mate).await, ("10".to_owned(), "5".to_owned()));
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["billed"], "0");
+}
+
+/// A note for an order takes nothing from a warehouse closed since the order was made: 404 naming
+/// `warehouse_id` with nothing written and no number spent, as a sale billing the line answers. Named,
+/// an active warehouse gives the goods instead.
+#[sqlx::test(migrations = "../schema")]
+async fn a_note_for_an_order_takes_nothing_from_a_warehouse_closed_since(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let second = json(app.post("/api/v1/warehouses", &json!({ "name": "Depósito 2" })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let ana = customer(&app, "Ana").await;
+    let body = json!({ "name": "Producto MATE", "sku": "MATE", "price": 12100,
+        "warehouseStocks": [{ "warehouseId": main, "quantity": 10 }, { "warehouseId": second, "quantity": 10 }] });
+    let mate =
+        json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": second,
+        "lines": [{ "product_id": mate, "quantity": 2, "unit_price": 10000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let order_id = order["id"].as_str().expect("id").to_owned();
+    let closed = json!({ "name": "Depósito 2", "isActive": false });
+    json(app.put(&format!("/api/v1/warehouses/{second}"), &closed).await, 200).await;
+
+    let before = app.event_count().await;
+    let note = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos });
+    let refused = error(app.post_keyed(NOTES, &note).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["warehouse_id"]);
+    assert_eq!(app.event_count().await, before, "nothing written");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["delivered"], "0");
+
+    let elsewhere =
+        json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos, "warehouse_id": main });
+    let delivered = style_a(app.post_keyed(NOTES, &elsewhere).await, 201).await["data"].clone();
+    assert_eq!((delivered["number"].as_i64(), delivered["warehouse_id"].as_str()), (Some(1), Some(main.as_str())));
+    assert_eq!(on_hand(&app, &mate, &main).await, "8", "the goods left the active warehouse named");
+}

@@ -122,7 +122,13 @@ impl Document for DeliveryNotes {
             facts.components = combo_components(conn, org_id, &combos).await?;
         }
         facts.default_warehouse = crate::records::current_defaults(conn, org_id, "warehouse").await?.first().copied();
-        let named: Vec<Uuid> = input.warehouse_id.into_iter().chain(facts.default_warehouse).collect();
+        // A note for an order takes its goods from the order's warehouses (a line's own, or the order's)
+        // unless it names one: checked like one it names, as a sale billing the order checks them.
+        let of_order = facts
+            .order
+            .iter()
+            .flat_map(|(o, _)| o.lines.iter().filter_map(|l| l.warehouse_id).chain(o.assigned_warehouse_id));
+        let named: Vec<Uuid> = input.warehouse_id.into_iter().chain(facts.default_warehouse).chain(of_order).collect();
         facts.warehouses = active::<Warehouse>(conn, org_id, &named, |w| w.fields.is_active).await?;
         Ok(facts)
     }

@@ -422,11 +422,18 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                     && leaving.is_positive();
                 if let (Some(variant), true) = (line.variant_id, moved_now) {
                     match line_warehouse {
-                        Some(w) => stocked.push((
+                        Some(w) if facts.warehouses.get(&w).copied().unwrap_or(false) => stocked.push((
                             StockLine { variant_id: variant, quantity: leaving },
                             w,
                             format!("items[{i}].quantity"),
                         )),
+                        // The order's warehouse closed since (or the one named, already reported): no
+                        // stock leaves an inactive warehouse; the note may name an active one.
+                        Some(_) => {
+                            if !errors.iter().any(|e| e.field == "warehouse_id") {
+                                errors.push(not_found("warehouse_id", "warehouse"));
+                            }
+                        }
                         None => errors.push(FieldError::new(
                             "warehouse_id",
                             "required",

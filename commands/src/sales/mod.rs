@@ -403,7 +403,9 @@ pub fn parse_sale(body: &Value, dated: Option<&str>, today: Date) -> Result<Sale
     let invoice = r.optional_bool("invoice").unwrap_or(true);
     let associated_sale_id = r.optional_uuid("associatedSaleId");
     let order_id = r.optional_uuid("orderId");
-    if order_id.is_none() && !r.has("orderId") {
+    // A null `orderId` is none: lines naming an order line would bill nothing while their stock left
+    // again. Only a malformed one (already reported) spares the lines their own error.
+    if order_id.is_none() && r.value("orderId").is_none() {
         for (i, item) in items.iter().enumerate().filter(|(_, item)| item.order_line_id.is_some()) {
             let _ = item;
             r.errors.push(FieldError::new(
@@ -581,6 +583,17 @@ fn bill_order(
             leaving.push(Quantity::ZERO);
             continue;
         };
+        // What leaves for the line (and what a credit note brings back) is the line's own product: a
+        // line of another product, or free text, would move other stock than the order's deliveries.
+        if item.variant_id != line.variant_id {
+            let message = match line.variant_id {
+                Some(product) => format!("order line {line_id} is product {product}: bill it with that productId"),
+                None => format!("order line {line_id} is free text: bill it without a productId"),
+            };
+            errors.push(FieldError::new(format!("items[{i}].productId"), "not_in_order", message));
+            leaving.push(Quantity::ZERO);
+            continue;
+        }
         let moved_before = line.moved();
         let billed =
             if credit { line.billed.checked_sub(item.quantity) } else { line.billed.checked_add(item.quantity) };
