@@ -121,7 +121,8 @@ pub struct PaymentFilter {
 /// A delegated token sees a payment whose every location it sees; `own`, only its user's.
 const VISIBLE: &str = "($3::text[] is null or p.locations <@ $3::text[]) and ($4::text is null or p.created_by = $4)";
 
-fn seen(visibility: &Visibility) -> Option<Vec<String>> {
+/// The locations `visibility` sees, as `payments_view.locations` names them (none: every one).
+pub(crate) fn seen(visibility: &Visibility) -> Option<Vec<String>> {
     visibility.locations.as_ref().map(|ls| ls.iter().map(|l| format!("{}/{}", l.kind.as_str(), l.id)).collect())
 }
 

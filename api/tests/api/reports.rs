@@ -1,9 +1,11 @@
 //! Reports: grouped sales with credit notes subtracting and categories and tags as recorded, the CSV
 //! form agreeing with the JSON one row for row, `as_of` answering as the history stood, and every bad
-//! query refused with a 400 naming it.
+//! query refused with a 400 naming it, and a delegated token summing only the payments it reads.
 
-use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, detail_fields, error, eventually, json, seeded, today};
-use crate::sales::{fiscal_profile, point_of_sale, sell};
+use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, customer, detail_fields, error, eventually, json, seeded, today};
+use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
+use crate::treasury::open;
+use events::catalogue::{Currency, LocationKind};
 use projections::ProjectionId;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -286,4 +288,87 @@ async fn reports_page_with_cursors_at_one_position_and_see_one_organization(pool
     let answer = json(answer, 200).await["data"].clone();
     assert_eq!(answer["rows"].as_array().expect("rows").len(), 1, "one group of nothing");
     assert_eq!(answer["totals"], json!({ "on_hand": "0", "count": 0 }));
+}
+
+/// A report's JSON answer to `token`.
+async fn report_as(app: &TestApp, token: &str, body: &Value) -> Value {
+    let request = app.client.post(format!("{}{REPORTS}", app.base)).bearer_auth(token).json(body);
+    json(request.send().await.expect("request"), 200).await["data"].clone()
+}
+
+/// A payment of `buyer` that `token` records under `key`, a cash line of each `(amount, register)`; its id.
+async fn pay(app: &TestApp, token: &str, key: &str, (buyer, method): (&str, &str), lines: &[(i64, &str)]) -> String {
+    let lines: Vec<Value> = lines
+        .iter()
+        .map(|(amount, register)| {
+            let mut line = json!({ "payment_method_id": method, "amount": amount, "balance_type": "cash_register" });
+            line["balance_id"] = json!(register);
+            line
+        })
+        .collect();
+    let body = json!({ "customer_id": buyer, "occurred_on": today(), "lines": lines });
+    let request = app.client.post(format!("{}/api/v1/customer-payments", app.base)).bearer_auth(token);
+    let answer = request.header("Idempotency-Key", key).json(&body).send().await.expect("sent");
+    json(answer, 201).await["data"]["id"].as_str().expect("id").to_owned()
+}
+
+/// The payments report sums for a delegated token the payments its payment reads show it: none with a
+/// line in a register it is not assigned (a payment in two registers included), none another user
+/// took under `own` visibility. An API key sums every one.
+#[sqlx::test(migrations = "../schema")]
+async fn a_delegated_token_sums_only_the_payments_it_sees(pool: PgPool) {
+    use commands::organization::{Delegation, create_delegated_token};
+    let app = TestApp::spawn(pool).await;
+    let (cash, buyer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
+    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
+    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
+    let scopes = ["reports:read", "payments:read", "payments:write"].map(str::to_owned);
+    let delegated = |user: &str, visibility: &str| Delegation {
+        user: user.into(),
+        visibility: visibility.into(),
+        registers: vec![mine.parse().expect("id")],
+        safes: vec![],
+    };
+    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegated("ana", "organization")).await;
+    let carla = create_delegated_token(&app.pool, app.org_id, &scopes, delegated("carla", "own")).await;
+    let (ana, carla) = (ana.expect("token"), carla.expect("token"));
+
+    // The organization's 100 into Ana's register, 200 into Beto's (voided), 400 and 50 across both;
+    // Carla's own 30 into Ana's register.
+    let (contact, at_mine, at_other) = ((buyer.as_str(), cash.as_str()), mine.as_str(), other.as_str());
+    pay(&app, &app.api_key, "mine", contact, &[(100, at_mine)]).await;
+    let theirs = pay(&app, &app.api_key, "theirs", contact, &[(200, at_other)]).await;
+    pay(&app, &app.api_key, "both", contact, &[(400, at_mine), (50, at_other)]).await;
+    pay(&app, &carla, "carlas", contact, &[(30, at_mine)]).await;
+    let void = format!("/api/v1/customer-payments/{theirs}/void");
+    json(crate::payments::send(&app, &void, "void", &json!({})).await, 200).await;
+    folded(&app, app.org_id).await;
+    eventually(Duration::from_secs(15), "the payments readable", || async {
+        let read: i64 = sqlx::query_scalar("select count(*) from payments_view where org_id = $1 and status = 'voided'")
+            .bind(app.org_id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("payments");
+        (read == 1).then_some(())
+    })
+    .await;
+
+    // Each register's row, as (register, metrics).
+    let rows = |data: &Value| -> Vec<(String, Value)> {
+        let rows = data["rows"].as_array().expect("rows").iter();
+        rows.map(|r| (r["keys"][0]["value"].as_str().expect("location").to_owned(), r["metrics"].clone())).collect()
+    };
+    let query = json!({ "report": "payments", "group_by": ["location"], "metrics": ["count", "amount"] });
+    let everything = report(&app, &query).await;
+    assert_eq!(everything["totals"], json!({ "count": 4, "amount": 100 + 400 + 50 + 30 }), "{everything}");
+    assert!(rows(&everything).contains(&(other.clone(), json!({ "count": 1, "amount": 50 }))), "{everything}");
+    // Ana sees her register's payments, Carla's among them, and not the one with a line in Beto's.
+    let hers = report_as(&app, &ana, &query).await;
+    assert_eq!(hers["totals"], json!({ "count": 2, "amount": 130 }), "{hers}");
+    assert_eq!(rows(&hers), [(mine.clone(), json!({ "count": 2, "amount": 130 }))], "{hers}");
+    // Carla, under `own`, sees only what she took, with or without a status filter.
+    let by_status = json!({ "report": "payments", "metrics": ["amount"], "filters": { "status": ["recorded"] } });
+    assert_eq!(report_as(&app, &carla, &query).await["totals"], json!({ "count": 1, "amount": 30 }));
+    assert_eq!(report_as(&app, &carla, &by_status).await["totals"], json!({ "amount": 30 }));
+    assert_eq!(report(&app, &by_status).await["totals"], json!({ "amount": 100 + 200 + 400 + 50 + 30 }));
 }

@@ -4,6 +4,7 @@
 
 use super::{ALL, DAY, EPOCH_BITS, FACTS, MARKS, MONTH, ROLLUPS};
 use crate::registry::names;
+use crate::treasury::Visibility;
 use futures::TryStreamExt;
 use sqlx::{PgConnection, Row as _};
 use time::{Date, OffsetDateTime};
@@ -274,6 +275,16 @@ pub struct Query {
     /// `(key, descending)`; the groups' keys ascending follow, so the order is total.
     pub sort: Vec<(SortKey, bool)>,
     pub as_of: AsOf,
+    /// What the reader sees of the treasury: a delegated credential with assigned registers or safes,
+    /// or `own` visibility, sums only the payments it reads (every one by default).
+    pub visibility: Visibility,
+}
+
+impl Query {
+    /// Whether it counts only some payments: those its reader sees (never the rollups, which sum all).
+    fn restricted(&self) -> bool {
+        self.report == Report::Payments && self.visibility != Visibility::default()
+    }
 }
 
 /// A metric's value: integer cents or a count, or a quantity as exact decimal text.
@@ -324,6 +335,7 @@ struct Plan {
 enum Bind {
     Int(i64),
     Date(Date),
+    Text(String),
     Texts(Vec<String>),
 }
 
@@ -342,6 +354,7 @@ impl Plan {
             query = match bind {
                 Bind::Int(value) => query.bind(*value),
                 Bind::Date(date) => query.bind(*date),
+                Bind::Text(text) => query.bind(text.as_str()),
                 Bind::Texts(texts) => query.bind(texts.as_slice()),
             };
         }
@@ -378,10 +391,11 @@ pub async fn folded_position(conn: &mut PgConnection, org_id: Uuid) -> Result<i6
     .await
 }
 
-/// Whether the rollups can answer: no status filter, at most one dimension grouped, and filters on
-/// that dimension only (or on one dimension when none is grouped), a tag filter naming one tag.
+/// Whether the rollups can answer: no status filter, every payment counted, at most one dimension
+/// grouped, and filters on that dimension only (or on one dimension when none is grouped), a tag filter
+/// naming one tag.
 fn rollup_dimension(query: &Query) -> Option<Group> {
-    if !query.statuses.is_empty() {
+    if !query.statuses.is_empty() || query.restricted() {
         return None;
     }
     let mut dimensions: Vec<Group> = query.group_by.iter().copied().filter(|g| !g.is_period()).collect();
@@ -470,6 +484,21 @@ fn source(plan: &mut Plan, query: &Query, position: Option<i64>, grouped: &[Grou
     }
     if !query.statuses.is_empty() {
         facts_where.push_str(&format!(" and f.status = any({})", plan.bind(Bind::Texts(query.statuses.clone()))));
+    }
+    if query.restricted() {
+        // The payments its reader sees, as a payment's read decides (`payments::VISIBLE`): every
+        // location of its lines assigned and, with `own` visibility, taken by its user.
+        let mut seen = String::new();
+        if let Some(locations) = crate::payments::seen(&query.visibility) {
+            seen.push_str(&format!(" and p.locations <@ {}::text[]", plan.bind(Bind::Texts(locations))));
+        }
+        if let Some(user) = &query.visibility.own {
+            seen.push_str(&format!(" and p.created_by = {}", plan.bind(Bind::Text(user.clone()))));
+        }
+        facts_where.push_str(&format!(
+            " and exists (select 1 from {} p where p.org_id = f.org_id and p.id = f.document_id{seen})",
+            crate::payments::PAYMENTS
+        ));
     }
     let by_tag = grouped.contains(&Group::Tag);
     for (group, keys) in &query.filters {

@@ -425,7 +425,18 @@ pub fn parse(body: &Value, now: OffsetDateTime) -> Result<ReportRequest, Vec<Fie
     };
     match (report, errors.is_empty()) {
         (Some(report), true) => Ok(ReportRequest {
-            query: Query { report, group_by, metrics, date_from, date_to, filters, statuses, sort, as_of },
+            query: Query {
+                report,
+                group_by,
+                metrics,
+                date_from,
+                date_to,
+                filters,
+                statuses,
+                sort,
+                as_of,
+                visibility: Default::default(),
+            },
             limit,
             cursor,
         }),

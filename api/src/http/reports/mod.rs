@@ -149,9 +149,10 @@ pub struct ReportEnvelope {
     pub data: ReportData,
 }
 
-/// What a cursor binds: the query without its paging and point (the cursor carries that).
+/// What a cursor binds: the query without its paging and point (the cursor carries that), nor its
+/// reader's visibility (which every page applies again, and which the cursor's text would show).
 fn cursor_scope(org_id: Uuid, query: &Query) -> String {
-    format!("reports:{org_id}:{:?}", Query { as_of: AsOf::Now, ..query.clone() })
+    format!("reports:{org_id}:{:?}", Query { as_of: AsOf::Now, visibility: Default::default(), ..query.clone() })
 }
 
 /// Where a cursor resumes: the offset and the position the first page reflected.
@@ -388,9 +389,10 @@ impl ReportsApi {
     /// voids subtract (a void at its own date); a product's category and tags are those it had when the
     /// document was recorded. `as_of` answers as the history stood at an event-store position or an
     /// instant, and every answer names the position it reflects (`as_of.position`); the pages of one
-    /// query answer at the first page's position. An unknown report, group or metric, one that does
-    /// not apply to the report, an unsupported combination, an inverted date range or an `as_of` in the
-    /// future is 400 naming it.
+    /// query answer at the first page's position. A delegated credential with assigned registers or
+    /// safes, or `own` visibility, sums in the payments report only the payments it reads. An unknown
+    /// report, group or metric, one that does not apply to the report, an unsupported combination, an
+    /// inverted date range or an `as_of` in the future is 400 naming it.
     #[oai(path = "/reports/query", method = "post", operation_id = "queryReport")]
     async fn query_report(
         &self,
@@ -404,7 +406,10 @@ impl ReportsApi {
     ) -> Result<ReportAnswer, ApiError> {
         let call = Call::new(QUERY_REPORT, &state, &auth, request_id)?;
         let org_id = call.org_id();
-        let request = parse(&body.value, OffsetDateTime::now_utc()).map_err(ApiError::validation)?;
+        let mut request = parse(&body.value, OffsetDateTime::now_utc()).map_err(ApiError::validation)?;
+        // A delegated credential sums the payments it reads, as it lists them: none in a register or
+        // safe it is not assigned, none another user took under `own` visibility.
+        request.query.visibility = crate::http::treasury::visibility(call.principal);
         let paging = resume(&state, org_id, &request)?;
         if wants_csv(accept.0.as_deref()) {
             let (sender, receiver) = tokio::sync::mpsc::channel::<String>(64);
