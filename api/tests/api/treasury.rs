@@ -757,3 +757,74 @@ async fn legacy_dollar_income(app: &TestApp, bank: &str, account: Uuid, created_
         .await
         .expect("appended");
 }
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_dollar_movement_that_would_hold_past_the_range_of_money_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+    let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
+    let expenses = create_ledger_account(&app.pool, app.org_id, "5.1", "Gastos", Currency::Pes).await.expect("account");
+    let movement = |direction: &str, amount: i64, account: Uuid| {
+        json!({ "balance_type": "bank_account", "balance_id": bank, "direction": direction, "amount": amount,
+            "occurred_on": today(), "account_id": account, "exchange_rate": "1000" })
+    };
+    // 6,000,000.00 dollars in at 1,000: 6,000,000,000.00 pesos, an amount in range.
+    let big = movement("income", 600_000_000, income);
+    json(send(&app, Method::POST, MOVEMENTS, "big-1", &big).await, 201).await;
+    // As much again would carry the location's dollars at 12,000,000,000.00 pesos, past the range every later
+    // movement and payment of the location reads its holdings in: refused, and nothing moves.
+    let refused = error(send(&app, Method::POST, MOVEMENTS, "big-2", &big).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "OUT_OF_RANGE");
+    assert_eq!(dollar_balance(&app, &bank).await, (600_000_000_000, Some(600_000_000), "exact".into(), 0));
+    // The location still takes movements: 1.00 dollar out at its carrying value, 1,000.00 pesos.
+    let small = movement("expense", 100, expenses);
+    let spent = json(send(&app, Method::POST, MOVEMENTS, "small-1", &small).await, 201).await;
+    assert_eq!(spent["data"]["functional_amount"].as_i64(), Some(-100_000));
+    assert_eq!(dollar_balance(&app, &bank).await, (599_999_900_000, Some(599_999_900), "exact".into(), 0));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn replacing_an_old_dollar_entry_values_the_dollars_at_what_the_location_holds(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+    let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
+    let expenses = create_ledger_account(&app.pool, app.org_id, "5.1", "Gastos", Currency::Pes).await.expect("account");
+    // 200.00 dollars held at 190,000.00 pesos (950 a dollar).
+    let bought = json!({ "balance_type": "bank_account", "balance_id": bank, "direction": "income", "amount": 20_000,
+        "occurred_on": today(), "account_id": income, "exchange_rate": "950" });
+    json(send(&app, Method::POST, MOVEMENTS, "usd-in", &bought).await, 201).await;
+    // An old entry of 1,000.00 pesos without its dollars, which never moved the holdings.
+    legacy_dollar_income(&app, &bank, income, None).await;
+    let list = format!("{MOVEMENTS}?balance_type=bank_account&balance_id={bank}");
+    let old = eventually(Duration::from_secs(15), "the old entry is listed", || async {
+        let body = json(app.request(Method::GET, &list, Some(&app.api_key), None).await, 200).await;
+        items(&body).iter().find(|m| m["functional_amount_origin"] == "legacy_unknown").cloned()
+    })
+    .await;
+    // Replaced by 50.00 dollars out at 950: a quarter of the dollars held, carried at 47,500.00 and worth as
+    // much at the rate, so there is no exchange difference (and no exchange-difference account is needed).
+    let path = format!("{MOVEMENTS}/{}", old["treasury_movement_id"].as_str().expect("id"));
+    let spend = json!({ "balance_type": "bank_account", "balance_id": bank, "direction": "expense", "amount": 5_000,
+        "occurred_on": today(), "account_id": expenses, "exchange_rate": "950", "updated_at": old["updated_at"] });
+    let replaced = json(send(&app, Method::PUT, &path, "usd-edit", &spend).await, 200).await["data"].clone();
+    assert_eq!(
+        (replaced["native_amount"].as_i64(), replaced["functional_amount"].as_i64()),
+        (Some(-5_000), Some(-4_750_000))
+    );
+    assert_eq!(replaced["exchange_difference_amount"].as_i64(), Some(0));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_manual_movement_names_every_missing_reference_its_location_among_them(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let body = json!({ "balance_type": "cash_register", "balance_id": Uuid::now_v7(), "direction": "expense",
+        "amount": 1_000, "occurred_on": today(), "account_id": Uuid::now_v7(), "cost_center1_id": Uuid::now_v7() });
+    let refused =
+        error(send(&app, Method::POST, MOVEMENTS, "nowhere-1", &body).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["balance_id", "account_id", "cost_center1_id"]);
+    let stored: i64 = sqlx::query_scalar("select count(*) from events where stream_type = 'treasury_movement'")
+        .fetch_one(&app.pool)
+        .await
+        .expect("count");
+    assert_eq!(stored, 0, "nothing written");
+}

@@ -342,11 +342,24 @@ impl Holding {
         self.functional.checked_add(rate.to_pesos(amount.checked_sub(self.native)?)?)
     }
 
-    /// The holdings without a line of the location (the version a replacement undoes).
+    /// The holdings without a line of the location (the version a replacement undoes). A line without
+    /// its dollars (an entry from before dollars were recorded) never moved them, as `hold` moves only
+    /// the lines that carry dollars, so it leaves them as they are.
     fn without(self, line: &JournalLine) -> Option<Holding> {
+        let Some(native) = line.native else { return Some(self) };
         Some(Holding {
-            native: self.native.checked_sub(line.native.unwrap_or(Cents::ZERO))?,
+            native: self.native.checked_sub(native)?,
             functional: self.functional.checked_sub(line.functional)?,
+        })
+    }
+
+    /// The holdings with a line of the location, as `hold` moves them, or `None` when either figure
+    /// leaves the range of money (every later decision at the location reads them as amounts).
+    fn with(self, line: &JournalLine) -> Option<Holding> {
+        let Some(native) = line.native else { return Some(self) };
+        Some(Holding {
+            native: self.native.checked_add(native)?,
+            functional: self.functional.checked_add(line.functional)?,
         })
     }
 }
@@ -482,12 +495,11 @@ fn version(
     created_by: Option<String>,
     contact_id: Option<Uuid>,
 ) -> Result<ManualMovement, Rejection> {
-    let Some(location) = facts.location else {
-        return Err(Rejection::Invalid {
-            errors: vec![FieldError::new("balance_id", "not_found", "no location of this organization has this id")],
-        });
-    };
+    // Every missing reference is named at once, the location among them.
     let mut missing = Vec::new();
+    if facts.location.is_none() {
+        missing.push(FieldError::new("balance_id", "not_found", "no location of this organization has this id"));
+    }
     for (i, line) in input.counterparts.iter().enumerate() {
         let field = if input.itemized { format!("lines[{i}].account_id") } else { "account_id".to_owned() };
         // An inactive account or cost center is a reference like a missing one (404), as every reference
@@ -526,6 +538,7 @@ fn version(
         ));
     }
     reject_fields(missing)?;
+    let Some(location) = facts.location else { return Err(Rejection::not_found("location")) };
     if matches!(input.exchange_rate, FieldEdit::Set(_)) && location.currency == Currency::Pes {
         return Err(Rejection::Invalid {
             errors: vec![FieldError::new("exchange_rate", "not_allowed", "a peso location takes no exchange_rate")],
@@ -581,6 +594,18 @@ fn version(
         }
     };
     let (entry, exchange_difference) = entry(id, input, facts, location, entry_id, dollars)?;
+    // What a dollar location holds is read back as amounts by every later movement and payment there
+    // (`lock_holding`): past the range of money each of them would fail, so this version is refused.
+    if let Some((_, holding)) = dollars {
+        let mut located = entry.lines.iter().filter(|line| line.location.is_some());
+        if located.try_fold(holding, |held, line| held.with(line)).is_none() {
+            return Err(Rejection::unprocessable(
+                "OUT_OF_RANGE",
+                "amount",
+                "the dollars the location holds, or the pesos they are carried at, would pass the integer limit",
+            ));
+        }
+    }
     Ok(ManualMovement {
         location: input.location,
         direction: input.direction,

@@ -74,8 +74,9 @@ const MOVEMENT_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the
                             no central-bank rate loaded for its date or earlier: `EXCHANGE_RATE_NOT_FOUND`), \
                             or has an exchange difference and the organization no exchange-difference \
                             account (`EXCHANGE_DIFFERENCE_ACCOUNT_MISSING`); a dollar ledger account is a \
-                            counterpart of a peso location (`CURRENCY_MISMATCH`); or a peso amount passes \
-                            the integer limit (`OUT_OF_RANGE`). Nothing was saved";
+                            counterpart of a peso location (`CURRENCY_MISMATCH`); or a peso amount, or the \
+                            dollars or pesos a dollar location would hold after it, passes the integer limit \
+                            (`OUT_OF_RANGE`). Nothing was saved";
 
 const BANK_ACCOUNTS: Kind = Kind::new("bank_account", ProjectionId::Treasury, "/api/v1/bank-accounts", "bank_accounts");
 const CASH_REGISTERS: Kind =
