@@ -49,17 +49,20 @@ operations! {
 
 const RECORD_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the allocations add up to more than \
                           the payment (`ALLOCATION_EXCEEDS_PAYMENT`) or one passes what its document still owes \
-                          (`ALLOCATION_EXCEEDS_BALANCE`, naming it); a dollar line has no rate sent and none \
-                          loaded (`EXCHANGE_RATE_NOT_FOUND`) or leaves at a carrying value that needs the \
-                          missing exchange-difference account (`EXCHANGE_DIFFERENCE_ACCOUNT_MISSING`); the \
-                          organization has no receivables \
+                          (`ALLOCATION_EXCEEDS_BALANCE`, naming it); a customer payment's line is less than its \
+                          payment method's fee (`FEE_EXCEEDS_AMOUNT`, naming it), or a payment method's fees as \
+                          written cannot be applied (`PAYMENT_METHOD_FEE_INVALID`: correct the method's fees); a \
+                          dollar line has no rate sent and none loaded (`EXCHANGE_RATE_NOT_FOUND`) or leaves at a \
+                          carrying value that needs the missing exchange-difference account \
+                          (`EXCHANGE_DIFFERENCE_ACCOUNT_MISSING`); the organization has no receivables \
                           (payables) account, a location no ledger account, or a fee no fees account \
-                          (`LEDGER_NOT_CONFIGURED`); or the total passes the integer limit (`OUT_OF_RANGE`). \
-                          Nothing was saved";
+                          (`LEDGER_NOT_CONFIGURED`); or the total, the allocations, or what a dollar location \
+                          would hold after it passes the integer limit (`OUT_OF_RANGE`). Nothing was saved";
 
 const ALLOCATE_WHY: &str = "The allocations add up to more than the payment has on account \
                             (`ALLOCATION_EXCEEDS_PAYMENT`) or one passes what its document still owes \
-                            (`ALLOCATION_EXCEEDS_BALANCE`, naming it). Nothing was saved";
+                            (`ALLOCATION_EXCEEDS_BALANCE`, naming it), or the allocations pass the integer \
+                            limit (`OUT_OF_RANGE`). Nothing was saved";
 
 const CUSTOMER_PAYMENTS: Kind =
     Kind::new("customer_payment", ProjectionId::Payments, "/api/v1/customer-payments", "customer_payments");
@@ -418,9 +421,8 @@ async fn record(
 ) -> Result<bytes::Bytes, ApiError> {
     let input = parse_payment(body, side).map_err(ApiError::validation)?;
     let seen = visibility(call.principal);
-    for (i, line) in input.lines.iter().enumerate() {
-        seen_or_404(&seen, line.location, &format!("lines[{i}].balance_id"))?;
-    }
+    let locations = input.lines.iter().enumerate().map(|(i, line)| (line.location, format!("lines[{i}].balance_id")));
+    seen_or_404(&seen, locations)?;
     let created_by = recorded_by(call.principal);
     let command = PaymentCommand::Record { side, id: Uuid::now_v7(), input, created_by };
     write(call, write_of, command).await

@@ -722,11 +722,10 @@ routes! {
                 let historical = !input.is_dated();
                 // A delegated credential posts a sale's payments where it may post a payment, as its user.
                 let seen = visibility(call.principal);
-                for (i, paid) in input.payments.iter().enumerate() {
-                    if let Some((field, at)) = paid.location() {
-                        seen_or_404(&seen, at, &format!("paymentMethods[{i}].{field}"))?;
-                    }
-                }
+                let locations = input.payments.iter().enumerate().filter_map(|(i, paid)| {
+                    paid.location().map(|(field, at)| (at, format!("paymentMethods[{i}].{field}")))
+                });
+                seen_or_404(&seen, locations)?;
                 let created_by = recorded_by(call.principal);
                 let command = Command::Sale(SaleCommand { id: Uuid::now_v7(), input, created_by });
                 let mut accepted = call.dispatch(write, command).await?;

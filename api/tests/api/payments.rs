@@ -57,6 +57,13 @@ fn line(method: &str, amount: i64, register: &str) -> Value {
     json!({ "payment_method_id": method, "amount": amount, "balance_type": "cash_register", "balance_id": register })
 }
 
+/// Asserts that the served document names `code` among the 422 answers of `POST path`.
+async fn assert_422_documented(app: &TestApp, path: &str, code: &str) {
+    let spec = json(app.request(reqwest::Method::GET, "/openapi.json", None, None).await, 200).await;
+    let why = spec["paths"][path]["post"]["responses"]["422"]["description"].as_str().unwrap_or_default();
+    assert!(why.contains(&format!("(`{code}`")), "POST {path} does not document 422 {code}: {why}");
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn customer_payments_settle_sales_post_to_the_register_and_void(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
@@ -242,6 +249,7 @@ async fn a_methods_fees_as_written_are_rounded_or_refuse_the_payment(pool: PgPoo
     let huge = method(json!({ "name": "Cheque", "feeFixed": 1e13 })).await;
     let refused = json(send(&app, CUSTOMER_PAYMENTS, "fee-2", &pay(&huge)).await, 422).await;
     assert_eq!(refused["error"]["code"], "PAYMENT_METHOD_FEE_INVALID", "{refused}");
+    assert_422_documented(&app, CUSTOMER_PAYMENTS, "PAYMENT_METHOD_FEE_INVALID").await;
     assert_eq!(balance(&app, &register).await, 10_000 - 276, "nothing was posted");
     let listed = json(app.get(CUSTOMER_PAYMENTS).await, 200).await;
     assert_eq!(ids(&items(&listed)), [paid["id"].as_str().expect("id")]);
@@ -260,6 +268,23 @@ async fn an_inactive_payment_method_is_an_unknown_reference_and_nothing_is_writt
     assert_eq!(detail_fields(&refused), ["lines[0].payment_method_id"], "{refused}");
     assert_eq!(balance(&app, &register).await, 0, "nothing was posted");
     assert!(items(&json(app.get(CUSTOMER_PAYMENTS).await, 200).await).is_empty());
+}
+
+/// A missing reference beside a field the organization's data makes malformed is one 400 naming both,
+/// not a 404 naming the reference alone.
+#[sqlx::test(migrations = "../schema")]
+async fn a_missing_reference_beside_a_malformed_line_is_one_400_naming_both(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (cash, customer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let mut dated = line(&cash, 100, &register);
+    dated["exchange_rate"] = json!("1000");
+    let pay = json!({ "customer_id": customer, "occurred_on": today(),
+        "lines": [line(&uuid::Uuid::now_v7().to_string(), 100, &register), dated] });
+    let refused = error(send(&app, CUSTOMER_PAYMENTS, "mixed-1", &pay).await, 400, "invalid_request_error").await;
+    assert_eq!(refused["error"]["code"], "VALIDATION_FAILED");
+    assert_eq!(detail_fields(&refused), ["lines[0].payment_method_id", "lines[1].exchange_rate"]);
+    assert_eq!(balance(&app, &register).await, 0, "nothing was posted");
 }
 
 #[sqlx::test(migrations = "../schema")]
@@ -290,6 +315,13 @@ async fn delegated_tokens_post_to_and_see_only_their_registers_payments(pool: Pg
     // Ana may not post to a register she is not assigned: 404, and nothing is written.
     let refused = error(post(ana.clone(), "ana-1", other.clone()).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["lines[0].balance_id"]);
+    // Every line at a register she does not see is named in the one 404.
+    let body = json!({ "customer_id": customer, "occurred_on": today(),
+        "lines": [line(&cash, 100, &other), line(&cash, 100, &mine), line(&cash, 100, &other)] });
+    let request = app.client.post(format!("{}{CUSTOMER_PAYMENTS}", app.base)).bearer_auth(&ana);
+    let answer = request.header("Idempotency-Key", "ana-3").json(&body).send().await.expect("sent");
+    let refused = error(answer, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["lines[0].balance_id", "lines[2].balance_id"]);
     let hers = json(post(ana.clone(), "ana-2", mine.clone()).await, 201).await["data"]["id"].clone();
     let theirs = json(post(app.api_key.clone(), "org-1", other.clone()).await, 201).await["data"]["id"].clone();
     // She lists and reads only her payment; the organization's key sees both.
@@ -329,6 +361,15 @@ async fn a_delegated_sales_payments_land_only_in_its_registers_and_are_its_users
     let before = app.event_count().await;
     let refused = error(sell_into("sale-1", &other).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["paymentMethods[0].registerId"]);
+    // Every location she does not see is named in the one 404.
+    let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
+        "total": 1_000, "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": 1_000 }],
+        "paymentMethods": [{ "methodId": cash, "amount": 500, "registerId": other },
+            { "methodId": cash, "amount": 500, "safeId": uuid::Uuid::now_v7() }] });
+    let request = app.client.post(format!("{}/api/v1/sales", app.base)).bearer_auth(&ana);
+    let request = request.header("Idempotency-Key", "sale-3").header("Service-Version", crate::sales::DATED);
+    let refused = error(request.json(&body).send().await.expect("sent"), 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["paymentMethods[0].registerId", "paymentMethods[1].safeId"]);
     assert_eq!(app.event_count().await, before, "nothing was written");
     assert_eq!(balance(&app, &other).await, 0);
 
@@ -481,6 +522,7 @@ async fn a_fee_above_the_line_is_refused(pool: PgPool) {
     let refused = error(send(&app, CUSTOMER_PAYMENTS, "fee-1", &body(100)).await, 422, "business_error").await;
     assert_eq!(refused["error"]["code"], "FEE_EXCEEDS_AMOUNT");
     assert_eq!(detail_fields(&refused), ["lines[0].amount"]);
+    assert_422_documented(&app, CUSTOMER_PAYMENTS, "FEE_EXCEEDS_AMOUNT").await;
     assert_eq!(app.event_count().await, before);
     json(send(&app, CUSTOMER_PAYMENTS, "fee-2", &body(600)).await, 201).await;
     assert_eq!(balance(&app, &register).await, 100, "the line less its fee");

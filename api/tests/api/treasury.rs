@@ -244,6 +244,13 @@ async fn bad_transfers_are_refused_and_write_nothing(pool: PgPool) {
         error(app.post_keyed(TRANSFERS, &usd).await, 422, "business_error").await["error"]["code"],
         "UNSUPPORTED_CURRENCY"
     );
+    // The refusal names the endpoint at fault, the source too.
+    let from_usd = transfer(("bank_account", &dollars), ("cash_register", &register), 100, &today());
+    let refused = error(app.post_keyed(TRANSFERS, &from_usd).await, 422, "business_error").await;
+    assert_eq!(
+        (refused["error"]["code"].as_str(), detail_fields(&refused)),
+        (Some("UNSUPPORTED_CURRENCY"), vec!["source".to_owned()])
+    );
     assert!(transfer_events(&app).await.is_empty(), "nothing written");
     let journal: i64 =
         sqlx::query_scalar("select count(*) from journal_lines").fetch_one(&app.pool).await.expect("count");
@@ -384,6 +391,20 @@ async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_
         .expect("sent");
     let refused = error(answer, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["source.balance_id"]);
+    // Both endpoints hidden: the one 404 names both.
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Banco", Currency::Pes).await;
+    let hidden_both = transfer(("cash_register", &other), ("bank_account", &bank), 1, &today());
+    let answer = app
+        .client
+        .post(format!("{}{TRANSFERS}", app.base))
+        .bearer_auth(&ana)
+        .header("Idempotency-Key", "ana-5")
+        .json(&hidden_both)
+        .send()
+        .await
+        .expect("sent");
+    let refused = error(answer, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["source.balance_id", "destination.balance_id"]);
     let banks = json(app.request(Method::GET, "/api/v1/bank-accounts", Some(&ana), None).await, 200).await;
     assert!(items(&banks).is_empty());
     // A manual movement someone else made at her own register is not hers under `own`: she can neither

@@ -270,40 +270,37 @@ fn record(
     created_by: Option<String>,
 ) -> Result<PaymentRecorded, Rejection> {
     let (contact_field, _) = names(side);
-    let mut missing = Vec::new();
+    // Every missing reference and every field the facts make malformed are named together: the answer
+    // is 404 only when all of them are missing references, else 400.
+    let mut errors = Vec::new();
     if !facts.contact_known {
-        missing.push(FieldError::new(contact_field, "not_found", "no contact of this organization has this id"));
+        errors.push(FieldError::new(contact_field, "not_found", "no contact of this organization has this id"));
     }
     // An inactive payment method is a reference like a missing one (404), as every reference of the API
     // is; an inactive location is a state conflict, as the spec has it for treasury endpoints.
     for (i, line) in input.lines.iter().enumerate() {
         if !facts.methods.get(&line.method_id).is_some_and(|m| m.active) {
             let field = format!("lines[{i}].payment_method_id");
-            missing.push(FieldError::new(field, "not_found", "no active payment method of this organization has this id"));
+            let message = "no active payment method of this organization has this id";
+            errors.push(FieldError::new(field, "not_found", message));
         }
         if !facts.locations.contains_key(&line.location) {
             let field = format!("lines[{i}].balance_id");
-            missing.push(FieldError::new(field, "not_found", "no location of this organization has this id"));
+            errors.push(FieldError::new(field, "not_found", "no location of this organization has this id"));
         }
-    }
-    missing.extend(unknown_documents(side, input.contact_id, &input.allocations, facts));
-    reject_fields(missing)?;
-    let mut invalid = Vec::new();
-    for (i, line) in input.lines.iter().enumerate() {
-        let needs = facts.methods.get(&line.method_id).is_some_and(|m| m.requires_reference);
+        let needs = facts.methods.get(&line.method_id).is_some_and(|m| m.active && m.requires_reference);
         if needs && line.reference.as_deref().is_none_or(|r| r.trim().is_empty()) {
             let field = format!("lines[{i}].reference");
-            invalid.push(FieldError::new(field, "required", "the payment method requires a reference"));
+            errors.push(FieldError::new(field, "required", "the payment method requires a reference"));
         }
         let pesos = facts.locations.get(&line.location).is_some_and(|l| l.currency == Currency::Pes);
         if line.exchange_rate.is_some() && pesos {
             let field = format!("lines[{i}].exchange_rate");
-            invalid.push(FieldError::new(field, "not_allowed", "a peso location takes no exchange_rate"));
+            errors.push(FieldError::new(field, "not_allowed", "a peso location takes no exchange_rate"));
         }
     }
-    if !invalid.is_empty() {
-        return Err(Rejection::Invalid { errors: invalid });
-    }
+    errors.extend(unknown_documents(side, input.contact_id, &input.allocations, facts));
+    reject_fields(errors)?;
     for (i, line) in input.lines.iter().enumerate() {
         let location = facts.locations[&line.location];
         if location.status == LocationStatus::Inactive || location.account_active == Some(false) {

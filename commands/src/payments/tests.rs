@@ -153,3 +153,24 @@ fn a_dollar_line_enters_at_its_rate_with_its_fee_in_dollars() {
     assert_eq!(lines, [(9_720_000, Some(9_720)), (280_000, None), (-10_000_000, None)]);
     assert!(payment.entry.is_balanced());
 }
+
+#[test]
+fn missing_references_and_malformed_lines_are_named_together() {
+    let (contact, method, sale) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let register = LocationRef { kind: LocationKind::CashRegister, id: Uuid::now_v7() };
+    // The first line's method is unknown; the second is at a peso register with a rate: one 400 names both.
+    let line = |method: Uuid| {
+        json!({ "payment_method_id": method, "amount": 1_000,
+            "balance_type": "cash_register", "balance_id": register.id })
+    };
+    let mut dated = line(method);
+    dated["exchange_rate"] = json!("1000");
+    let body = json!({ "customer_id": contact, "occurred_on": "2026-03-01", "lines": [line(Uuid::now_v7()), dated] });
+    let input = parse_payment(&body, PaymentSide::Customer).expect("valid");
+    let command = PaymentCommand::Record { side: PaymentSide::Customer, id: Uuid::now_v7(), input, created_by: None };
+    let Err(Rejection::Invalid { errors }) = decide(&command, &facts(contact, method, register, sale)) else {
+        panic!("refused field by field")
+    };
+    let named: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.code.as_str())).collect();
+    assert_eq!(named, [("lines[0].payment_method_id", "not_found"), ("lines[1].exchange_rate", "not_allowed")]);
+}

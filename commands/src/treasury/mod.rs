@@ -171,7 +171,8 @@ pub fn decide(command: &TransferCommand, facts: &TransferFacts) -> Result<FundsT
     let (Some(source), Some(destination)) = (facts.source, facts.destination) else {
         return Err(Rejection::not_found("location"));
     };
-    for (side, at) in [("source", source), ("destination", destination)] {
+    let sides = [("source", source), ("destination", destination)];
+    for (side, at) in sides {
         if at.status == LocationStatus::Inactive {
             return Err(Rejection::state_conflict(
                 "LOCATION_INACTIVE",
@@ -187,28 +188,36 @@ pub fn decide(command: &TransferCommand, facts: &TransferFacts) -> Result<FundsT
             ));
         }
     }
-    let unprocessable = |code: &str, field: &str, message: &str| Rejection::Unprocessable {
+    // A refusal names each endpoint at fault (both when both are).
+    let unprocessable = |code: &str, fields: &[&str], message: &str| Rejection::Unprocessable {
         code: code.into(),
         message: message.into(),
-        details: vec![crate::aggregate::BusinessDetail {
-            field: Some(field.into()),
-            code: code.into(),
-            message: message.into(),
-            metadata: Default::default(),
-        }],
+        details: fields
+            .iter()
+            .map(|field| crate::aggregate::BusinessDetail {
+                field: Some((*field).into()),
+                code: code.into(),
+                message: message.into(),
+                metadata: Default::default(),
+            })
+            .collect(),
     };
     if facts.today.is_none_or(|today| input.occurred_on > today) {
-        return Err(unprocessable("FUTURE_DATE", "occurred_on", "a transfer cannot happen after today (UTC-3)"));
+        return Err(unprocessable("FUTURE_DATE", &["occurred_on"], "a transfer cannot happen after today (UTC-3)"));
     }
-    if source.currency != Currency::Pes || destination.currency != Currency::Pes {
+    let dollars: Vec<&str> =
+        sides.iter().filter(|(_, at)| at.currency != Currency::Pes).map(|(side, _)| *side).collect();
+    if !dollars.is_empty() {
         return Err(unprocessable(
             "UNSUPPORTED_CURRENCY",
-            "destination",
+            &dollars,
             "transfers move pesos between peso locations; dollar and mixed transfers are not supported",
         ));
     }
-    if source.account_active.is_none() || destination.account_active.is_none() {
-        return Err(unprocessable("LEDGER_NOT_CONFIGURED", "source", "an endpoint has no ledger account to post to"));
+    let unlinked: Vec<&str> =
+        sides.iter().filter(|(_, at)| at.account_active.is_none()).map(|(side, _)| *side).collect();
+    if !unlinked.is_empty() {
+        return Err(unprocessable("LEDGER_NOT_CONFIGURED", &unlinked, "the endpoint has no ledger account to post to"));
     }
     let amount = input.amount;
     let line = |at: LocationRef, facts: LocationFacts, functional: Cents, movement_type, n: u8| JournalLine {
@@ -329,6 +338,29 @@ mod tests {
         assert_eq!(code(decide(&command(1, today), &unlinked).expect_err("ledger")), "LEDGER_NOT_CONFIGURED");
         let missing = TransferFacts { source: None, ..facts() };
         assert!(matches!(decide(&command(1, today), &missing), Err(Rejection::Invalid { .. })));
+    }
+
+    #[test]
+    fn a_refusal_names_the_endpoint_at_fault() {
+        let today = facts().today.expect("today");
+        // The code and the fields its details name.
+        let refused = |facts: &TransferFacts| match decide(&command(1, today), facts) {
+            Err(Rejection::Unprocessable { code, details, .. }) => {
+                let fields: Vec<String> = details.into_iter().filter_map(|d| d.field).collect();
+                format!("{code} on {}", fields.join(", "))
+            }
+            other => panic!("expected 422, got {other:?}"),
+        };
+        let mut dollars = facts();
+        dollars.source.as_mut().expect("source").currency = Currency::Dol;
+        assert_eq!(refused(&dollars), "UNSUPPORTED_CURRENCY on source");
+        dollars.destination.as_mut().expect("destination").currency = Currency::Dol;
+        assert_eq!(refused(&dollars), "UNSUPPORTED_CURRENCY on source, destination");
+        let mut unlinked = facts();
+        unlinked.destination.as_mut().expect("destination").account_active = None;
+        assert_eq!(refused(&unlinked), "LEDGER_NOT_CONFIGURED on destination");
+        unlinked.source.as_mut().expect("source").account_active = None;
+        assert_eq!(refused(&unlinked), "LEDGER_NOT_CONFIGURED on source, destination");
     }
 
     #[test]

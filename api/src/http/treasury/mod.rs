@@ -255,7 +255,7 @@ routes! {
             -> MovementCreated::Created = CREATE_MOVEMENT, |call, write, body: MovementInput| {
                 let (input, _) = parse_movement(&body.value, false).map_err(ApiError::validation)?;
                 let seen = visibility(call.principal);
-                seen_or_404(&seen, input.location, "balance_id")?;
+                seen_or_404(&seen, [(input.location, "balance_id")])?;
                 let created_by = recorded_by(call.principal);
                 let command = MovementCommand::Record { id: Uuid::now_v7(), input, created_by };
                 let data = write_movement(&call, write, command).await?;
@@ -279,7 +279,7 @@ routes! {
                 let id = call.id(&MOVEMENTS, &treasury_movement_id.0)?;
                 let (input, updated_at) = parse_movement(&body.value, true).map_err(ApiError::validation)?;
                 let seen = visibility(call.principal);
-                seen_or_404(&seen, input.location, "balance_id")?;
+                seen_or_404(&seen, [(input.location, "balance_id")])?;
                 manual_or_404(&call, id, &seen).await?;
                 let updated_at = updated_at.ok_or_else(ApiError::internal)?;
                 let command = MovementCommand::Replace { id, input, updated_at };
@@ -326,9 +326,8 @@ routes! {
             -> TransferCreated::Created = CREATE_TRANSFER, |call, write, body: FundsTransferInput| {
                 let input = parse_transfer(&body.value).map_err(ApiError::validation)?;
                 let seen = visibility(call.principal);
-                for (side, at) in [("source", input.source), ("destination", input.destination)] {
-                    seen_or_404(&seen, at, &format!("{side}.balance_id"))?;
-                }
+                let endpoints = [(input.source, "source.balance_id"), (input.destination, "destination.balance_id")];
+                seen_or_404(&seen, endpoints)?;
                 let created_by = recorded_by(call.principal);
                 let command = TransferCommand::Create { id: Uuid::now_v7(), input, created_by };
                 let accepted = call.dispatch(write, Command::FundsTransfer(command)).await?;
@@ -604,17 +603,20 @@ async fn transfers(
     .await
 }
 
-/// A location the credential does not see is unknown to it (404 naming `field`): what every write
-/// posting to a location checks (movements, transfers, payments, a sale's payments).
-pub(crate) fn seen_or_404(seen: &Visibility, at: LocationRef, field: &str) -> Result<(), ApiError> {
-    if seen.sees(at) {
+/// A location the credential does not see is unknown to it: one 404 naming the field of every such
+/// location (each given with its field), what every write posting to a location checks (movements,
+/// transfers, payments, a sale's payments).
+pub(crate) fn seen_or_404<F: AsRef<str>>(
+    seen: &Visibility,
+    locations: impl IntoIterator<Item = (LocationRef, F)>,
+) -> Result<(), ApiError> {
+    let hidden: Vec<F> = locations.into_iter().filter(|(at, _)| !seen.sees(*at)).map(|(_, field)| field).collect();
+    if hidden.is_empty() {
         return Ok(());
     }
-    Err(ApiError::not_found("location").with_detail(
-        Some(field),
-        "not_found",
-        "no location this credential sees has this id",
-    ))
+    Err(hidden.iter().fold(ApiError::not_found("location"), |error, field| {
+        error.with_detail(Some(field.as_ref()), "not_found", "no location this credential sees has this id")
+    }))
 }
 
 /// The delegated user a credential records treasury facts as (none for an API key): the one `own`
