@@ -85,11 +85,15 @@ pub async fn get(pool: &PgPool, org_id: Uuid, id: Uuid) -> Result<Option<NoteRow
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct NoteFilter {
     pub origin_type: Option<String>,
-    pub origin_id: Option<Uuid>,
+    /// The sale a `sale` note documents.
+    pub sale_id: Option<Uuid>,
+    /// The order an `order` note delivers.
+    pub order_id: Option<Uuid>,
     pub customer_id: Option<Uuid>,
 }
 
-/// Up to `limit` notes that are not deleted after `after` (created at, id), newest first.
+/// Up to `limit` notes that are not deleted after `after` (created at, id), newest first. Every filter
+/// applies: a note has one origin, so a sale and an order together match none.
 pub async fn list(
     pool: &PgPool,
     org_id: Uuid,
@@ -100,13 +104,16 @@ pub async fn list(
     sqlx::query_as(
         "select id, doc, deleted, created_at, updated_at from delivery_notes_view
          where org_id = $1 and not deleted and ($2::text is null or origin_type = $2)
-           and ($3::uuid is null or origin_id = $3) and ($4::uuid is null or customer_id = $4)
-           and ($5::timestamptz is null or (created_at, id) < ($5, $6))
-         order by created_at desc, id desc limit $7",
+           and ($3::uuid is null or (origin_type = 'sale' and origin_id = $3))
+           and ($4::uuid is null or (origin_type = 'order' and origin_id = $4))
+           and ($5::uuid is null or customer_id = $5)
+           and ($6::timestamptz is null or (created_at, id) < ($6, $7))
+         order by created_at desc, id desc limit $8",
     )
     .bind(org_id)
     .bind(filter.origin_type.as_deref())
-    .bind(filter.origin_id)
+    .bind(filter.sale_id)
+    .bind(filter.order_id)
     .bind(filter.customer_id)
     .bind(after.map(|a| a.0))
     .bind(after.map(|a| a.1))

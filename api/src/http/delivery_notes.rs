@@ -165,7 +165,8 @@ impl DeliveryNoteData {
 pub struct OriginInput {
     #[oai(rename = "type")]
     pub kind: OriginType,
-    /// Required for `sale`: a sale of the organization (one delivery note per sale).
+    /// Required for `sale`: a sale of the organization that sent out goods (one delivery note per sale); a
+    /// credit or debit note sends none and is 409 `STATE_CONFLICT` naming it.
     pub sale_id: Optional<Uuid>,
     /// Required for `order`: an open order of the organization.
     pub order_id: Optional<Uuid>,
@@ -330,7 +331,8 @@ routes! {
         /// List delivery notes
         ///
         /// Scope `sales:read`. Newest first (`created_at`, then `id`); deleted notes are not listed.
-        /// `origin_type`, `sale_id`, `order_id` and `customer_id` filter.
+        /// `origin_type`, `sale_id`, `order_id` and `customer_id` filter, all that are sent (a note has one
+        /// origin: `sale_id` with `order_id` lists none).
         list("/delivery-notes", "listDeliveryNotes") -> Notes = LIST_NOTES, delivery_notes {
             origin_type: Query<Option<String>>,
             sale_id: Query<Option<String>>,
@@ -390,11 +392,11 @@ async fn delivery_notes(
 ) -> Result<bytes::Bytes, ApiError> {
     let state = call.state;
     let mut filters = Filters::default();
-    let origin_type = filters.one_of(origin_type, "origin_type", DeliveryOrigin::NAMES);
-    let (sale, order) = (filters.id(sale_id, "sale_id"), filters.id(order_id, "order_id"));
+    // Every filter applies, as in every list: `sale_id` with `order_id` lists none, never one of them.
     let filter = NoteFilter {
-        origin_type: origin_type.or_else(|| sale.map(|_| "sale".into())).or_else(|| order.map(|_| "order".into())),
-        origin_id: sale.or(order),
+        origin_type: filters.one_of(origin_type, "origin_type", DeliveryOrigin::NAMES),
+        sale_id: filters.id(sale_id, "sale_id"),
+        order_id: filters.id(order_id, "order_id"),
         customer_id: filters.id(customer_id, "customer_id"),
     };
     filters.check()?;

@@ -496,7 +496,9 @@ pub struct SaleInput {
     /// At least one line, at most 200.
     #[oai(validator(min_items = 1, max_items = 200))]
     pub items: Vec<SaleItemInput>,
-    /// The organization's default customer when omitted (a credit or debit note's: its sale's).
+    /// The organization's default customer when omitted (a credit or debit note's: its sale's; a sale
+    /// billing an order: the order's). A sale naming `orderId`, a note too, is that order's customer's: another
+    /// one is 409 `CONFLICT` naming `customerId` (`not_in_order`).
     pub customer_id: Optional<Uuid>,
     pub due_date: Optional<Date>,
     /// Services' period (concepts 2 and 3).

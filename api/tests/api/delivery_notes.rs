@@ -104,6 +104,82 @@ async fn a_note_for_a_sale_moves_nothing_and_a_sale_has_one(pool: PgPool) {
     error(app.post_keyed(NOTES, &unknown).await, 404, "invalid_request_error").await;
 }
 
+/// A note for a sale documents the goods the sale sent out: a credit note (its goods come back) or a
+/// debit note (it moves none) is 409 `STATE_CONFLICT` naming `origin.sale_id`, with nothing written and
+/// no number spent. Accepted, it printed a remito for goods that never left and took the note's one slot.
+#[sqlx::test(migrations = "../schema")]
+async fn a_note_for_a_sale_refuses_a_credit_or_debit_note_and_writes_nothing(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let sale = |voucher: i64, corrected: Option<&Value>| {
+        let mut body = json!({ "voucherType": voucher, "pointOfSaleId": pos, "invoiceDate": today, "invoice": false,
+            "items": [{ "productId": mate, "quantity": 1, "unitPrice": 12100, "warehouseId": main }] });
+        if let Some(corrected) = corrected {
+            body["associatedSaleId"] = corrected.clone();
+        }
+        body
+    };
+    let invoice = json(app.post_keyed("/api/v1/sales", &sale(6, None)).await, 201).await["data"]["id"].clone();
+    let credit = json(app.post_keyed("/api/v1/sales", &sale(8, Some(&invoice))).await, 201).await["data"]["id"].clone();
+    let debit = json(app.post_keyed("/api/v1/sales", &sale(7, Some(&invoice))).await, 201).await["data"]["id"].clone();
+    assert_eq!(level(&app, &mate).await, ("10".to_owned(), "0".to_owned()), "the credit note brought the mate back");
+
+    let before = app.event_count().await;
+    for (note_of, kind) in [(&credit, "credit_note"), (&debit, "debit_note")] {
+        let body = json!({ "origin": { "type": "sale", "sale_id": note_of }, "point_of_sale_id": pos });
+        let refused = error(app.post_keyed(NOTES, &body).await, 409, "business_error").await;
+        assert_eq!(refused["error"]["code"], "STATE_CONFLICT");
+        assert_eq!(detail_fields(&refused), ["origin.sale_id"]);
+        assert_eq!(refused["error"]["details"][0]["metadata"]["current_state"], kind);
+    }
+    assert_eq!(app.event_count().await, before, "nothing written");
+    assert!(items(&json(app.get(NOTES).await, 200).await).is_empty(), "no note was made");
+
+    // The invoice sent its mate out: its note is number 1, the refusals spent no number.
+    let body = json!({ "origin": { "type": "sale", "sale_id": invoice }, "point_of_sale_id": pos });
+    let note = style_a(app.post_keyed(NOTES, &body).await, 201).await["data"].clone();
+    assert_eq!((note["number"].as_i64(), note["lines"][0]["quantity"].as_str()), (Some(1), Some("1")));
+}
+
+/// The list applies every filter it is sent, as the other lists do: a note has one origin, so `sale_id`
+/// with `order_id` lists none (the sale's note was listed, `order_id` dropped), and each alone lists its
+/// own note.
+#[sqlx::test(migrations = "../schema")]
+async fn the_list_applies_a_sale_and_an_order_together(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let sale = json!({ "voucherType": 90, "pointOfSaleId": pos, "invoiceDate": today, "customerId": ana,
+        "items": [{ "productId": mate, "quantity": 1, "unitPrice": 12100, "warehouseId": main }] });
+    let sale_id =
+        json(app.post_keyed("/api/v1/sales", &sale).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let of_sale = json!({ "origin": { "type": "sale", "sale_id": sale_id }, "point_of_sale_id": pos });
+    let sale_note = style_a(app.post_keyed(NOTES, &of_sale).await, 201).await["data"]["id"].clone();
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main,
+        "lines": [{ "product_id": mate, "quantity": 1, "unit_price": 10000 }] });
+    let order_id =
+        style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let of_order = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos });
+    let order_note = style_a(app.post_keyed(NOTES, &of_order).await, 201).await["data"]["id"].clone();
+    let listed = |query: String| {
+        let app = &app;
+        async move { crate::helpers::ids(&items(&json(app.get(&format!("{NOTES}?{query}")).await, 200).await)) }
+    };
+
+    assert_eq!(listed(format!("sale_id={sale_id}")).await, [sale_note.as_str().expect("id")]);
+    assert_eq!(listed(format!("order_id={order_id}")).await, [order_note.as_str().expect("id")]);
+    for both in [format!("sale_id={sale_id}&order_id={order_id}"), format!("order_id={order_id}&sale_id={sale_id}")] {
+        assert!(listed(both).await.is_empty(), "no note has both origins");
+    }
+    // Nor does an id stand for another origin than the one it is sent as.
+    assert!(listed(format!("origin_type=sale&order_id={sale_id}")).await.is_empty());
+    assert_eq!(listed(format!("customer_id={ana}")).await.len(), 2);
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn notes_for_an_order_deliver_it_in_parts_consuming_its_reservation(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
@@ -546,6 +622,71 @@ async fn a_sale_bills_an_order_line_only_with_the_lines_own_product(pool: PgPool
     style_a(app.post_keyed(NOTES, &rest).await, 201).await;
     assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
     assert_eq!(level(&app, &yerba).await, ("10".to_owned(), "0".to_owned()));
+}
+
+/// A sale billing an order is the order's customer's: without `customerId` it takes that customer (not
+/// the organization's default one), and another is 409 `CONFLICT` naming `customerId` (`not_in_order`)
+/// with nothing written, as is a credit note whose corrected sale is another customer's. Accepted, the
+/// other customer's account owed the order, or was credited for it, while its lines counted as billed.
+#[sqlx::test(migrations = "../schema")]
+async fn a_sale_billing_an_order_is_the_orders_customers(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
+    let (ana, bruno) = (customer(&app, "Ana").await, customer(&app, "Bruno").await);
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let sale = |voucher: i64, customer: Option<&str>| {
+        let item = json!({ "productId": mate, "quantity": 2, "unitPrice": 1210, "orderLineId": line });
+        let mut body = json!({ "voucherType": voucher, "pointOfSaleId": pos, "invoiceDate": today, "invoice": false,
+            "orderId": order_id, "items": [item] });
+        if let Some(customer) = customer {
+            body["customerId"] = json!(customer);
+        }
+        body
+    };
+
+    let before = app.event_count().await;
+    let another = sale(6, Some(bruno.as_str()));
+    let refused = error(app.post_keyed("/api/v1/sales", &another).await, 409, "business_error").await;
+    assert_eq!(refused["error"]["code"], "CONFLICT");
+    assert_eq!(detail_fields(&refused), ["customerId"]);
+    assert_eq!(refused["error"]["details"][0]["code"], "not_in_order");
+    assert_eq!(app.event_count().await, before, "nothing written");
+    assert_eq!(level(&app, &mate).await, ("10".to_owned(), "5".to_owned()), "the order still holds its mate");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["billed"], "0");
+
+    // Without customerId the sale is the order's customer's, not the organization's default one.
+    let sold = json(app.post_keyed("/api/v1/sales", &sale(6, None)).await, 201).await["data"].clone();
+    assert_eq!(sold["customer"]["id"], ana.as_str());
+    assert_eq!(level(&app, &mate).await, ("8".to_owned(), "3".to_owned()));
+
+    // A credit note is its corrected sale's customer's: one correcting Bruno's sale un-bills nothing of
+    // Ana's order.
+    let plain = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today, "invoice": false,
+        "customerId": bruno, "items": [{ "productId": mate, "quantity": 2, "unitPrice": 1210 }] });
+    let brunos = json(app.post_keyed("/api/v1/sales", &plain).await, 201).await["data"]["id"].clone();
+    let mut credit = sale(8, None);
+    credit["associatedSaleId"] = brunos;
+    let before = app.event_count().await;
+    let refused = error(app.post_keyed("/api/v1/sales", &credit).await, 409, "business_error").await;
+    assert_eq!(detail_fields(&refused), ["customerId"]);
+    assert_eq!(refused["error"]["details"][0]["code"], "not_in_order");
+    assert_eq!(app.event_count().await, before, "nothing written");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["billed"], "2");
+
+    // Correcting Ana's own sale, it un-bills the line.
+    credit["associatedSaleId"] = sold["id"].clone();
+    let credited = json(app.post_keyed("/api/v1/sales", &credit).await, 201).await["data"].clone();
+    assert_eq!(credited["customer"]["id"], ana.as_str());
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["billed"], "0");
 }
 
 /// An item naming an order line needs the sale's `orderId`: a null one is none, refused as an omitted

@@ -318,6 +318,22 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                 errors.push(not_found("origin.sale_id", "sale"));
                 return Err(Rejection::Invalid { errors });
             };
+            // A remito documents goods the sale sent out: a credit note brings them back and a debit note
+            // moves none, so neither is delivered (nor takes the one note of a sale).
+            if matches!(sale.document_kind.as_str(), "credit_note" | "debit_note") {
+                let kind = sale.document_kind.as_str();
+                let message =
+                    format!("the sale is a {kind}, which sends out no goods: only a sale that does is delivered");
+                return Err(Rejection::StateConflict {
+                    message: message.clone(),
+                    details: vec![BusinessDetail {
+                        field: Some("origin.sale_id".into()),
+                        code: "SALE_SENDS_NO_GOODS".into(),
+                        message,
+                        metadata: BTreeMap::from([("current_state".to_owned(), serde_json::json!(kind))]),
+                    }],
+                });
+            }
             note.customer_id = sale.customer.id;
             note.customer_name = sale.customer.name.clone();
             note.lines = sale

@@ -123,14 +123,6 @@ impl Document for Sales {
             Some(id) => invoicing::load_sale(conn, org_id, id).await?,
             None => None,
         };
-        // A credit or debit note is the corrected sale's customer's unless it names one.
-        let corrected = associated.as_ref().map(|(sale, _)| sale.customer.id);
-        let customer = match input.customer_id.or(corrected).or(org.default_customer) {
-            Some(id) => load::<Customer>(conn, org_id, id).await?.0,
-            None => None,
-        };
-        let variants: Vec<Uuid> = input.items.iter().filter_map(|i| i.variant_id).collect();
-        let (products, groups) = load_products(conn, org_id, &variants).await?;
         let order = match input.order_id {
             Some(id) => {
                 let (order, version, _) = crate::orders::load_order(conn, org_id, id).await?;
@@ -138,6 +130,16 @@ impl Document for Sales {
             }
             None => None,
         };
+        // A credit or debit note is the corrected sale's customer's unless it names one, and a sale of an
+        // order the order's customer's (`decide` refuses any other).
+        let corrected = associated.as_ref().map(|(sale, _)| sale.customer.id);
+        let ordered_by = order.as_ref().map(|(order, _)| order.customer_id);
+        let customer = match input.customer_id.or(corrected).or(ordered_by).or(org.default_customer) {
+            Some(id) => load::<Customer>(conn, org_id, id).await?.0,
+            None => None,
+        };
+        let variants: Vec<Uuid> = input.items.iter().filter_map(|i| i.variant_id).collect();
+        let (products, groups) = load_products(conn, org_id, &variants).await?;
         let default_warehouse = crate::records::current_defaults(conn, org_id, "warehouse").await?.first().copied();
         // A billed order line leaves from its own warehouse (see `decide`): checked like any other.
         let of_order =

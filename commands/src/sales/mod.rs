@@ -558,6 +558,17 @@ fn bill_order(
         errors.push(not_found("orderId", "order"));
         return Ok(None);
     };
+    // The sale is the order's customer's (taken when it names none; a note's is its corrected sale's):
+    // another customer would owe, or be credited, what this one ordered.
+    if let Some(customer) = &facts.customer
+        && customer.id != order.customer_id
+    {
+        errors.push(FieldError::new(
+            "customerId",
+            "not_in_order",
+            format!("the order is customer {}'s: a sale of it (or a note correcting one) is theirs", order.customer_id),
+        ));
+    }
     if kind == "debit_note" {
         return Ok(None);
     }
