@@ -19,6 +19,47 @@ async fn level(app: &TestApp, product: &str) -> (String, String) {
     (row["on_hand"].as_str().expect("on_hand").to_owned(), row["reserved"].as_str().expect("reserved").to_owned())
 }
 
+/// An organization invoicing as a Responsable Inscripto, with 10 MATE in its main warehouse and Ana's
+/// open order for 5 of them, reserving: what the tests of billing an order start from.
+struct AnasOrder {
+    app: TestApp,
+    main: String,
+    pos: String,
+    ana: String,
+    mate: String,
+    order_id: String,
+    /// The order's one line's id.
+    line: Value,
+    today: String,
+}
+
+async fn anas_order(pool: PgPool) -> AnasOrder {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
+    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
+    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    AnasOrder { app, main, pos, ana, mate, order_id, line, today }
+}
+
+/// A second warehouse, "Depósito 2", and a product MATE with 10 in it and 10 in `main`: their ids.
+async fn second_warehouse_and_mate(app: &TestApp, main: &str) -> (String, String) {
+    let second = json(app.post("/api/v1/warehouses", &json!({ "name": "Depósito 2" })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let body = json!({ "name": "Producto MATE", "sku": "MATE", "price": 12100,
+        "warehouseStocks": [{ "warehouseId": main, "quantity": 10 }, { "warehouseId": second, "quantity": 10 }] });
+    let mate =
+        json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    (second, mate)
+}
+
 async fn delete(app: &TestApp, id: &str, key: &str) -> reqwest::Response {
     app.keyed(Method::DELETE, &format!("{NOTES}/{id}"), key, None).await
 }
@@ -361,16 +402,7 @@ async fn bad_notes_are_refused_and_write_nothing(pool: PgPool) {
 
 #[sqlx::test(migrations = "../schema")]
 async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
-    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
-    let ana = customer(&app, "Ana").await;
-    let mate = stocked_product(&app, "MATE", &main, 10).await;
-    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
-        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
-    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
-    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
-    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let AnasOrder { app, pos, ana, mate, order_id, line, today, .. } = anas_order(pool).await;
     let sale = |quantity: i64, voucher: i64, spelling: bool| {
         let mut body = json!({ "voucherType": voucher, "pointOfSaleId": pos, "invoiceDate": today,
             "customerId": ana, "invoice": false, "items": [{ "productId": mate, "quantity": quantity, "unitPrice": 1210, "orderLineId": line }] });
@@ -522,17 +554,8 @@ async fn a_note_takes_stock_where_it_says_and_its_delete_reopens_a_completed_ord
     let app = TestApp::spawn(pool).await;
     let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
-    let second = json(app.post("/api/v1/warehouses", &json!({ "name": "Depósito 2" })).await, 201).await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let (second, mate) = second_warehouse_and_mate(&app, &main).await;
     let ana = customer(&app, "Ana").await;
-    let body = json!({ "name": "Producto MATE", "sku": "MATE", "price": 12100,
-        "warehouseStocks": [{ "warehouseId": main, "quantity": 10 }, { "warehouseId": second, "quantity": 10 }] });
-    let mate = json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
     let quote = json!({ "customer_id": ana,
         "items": [{ "product_id": mate, "quantity": 2, "unit_price": 12100, "warehouse_id": main }] });
     let quote = style_a(app.post_keyed("/api/v1/quotes", &quote).await, 201).await["data"]["id"]
@@ -582,17 +605,8 @@ async fn a_note_takes_stock_where_it_says_and_its_delete_reopens_a_completed_ord
 /// left the warehouse when the order was delivered.
 #[sqlx::test(migrations = "../schema")]
 async fn a_sale_bills_an_order_line_only_with_the_lines_own_product(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
-    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
-    let ana = customer(&app, "Ana").await;
-    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let AnasOrder { app, main, pos, ana, mate, order_id, line, today } = anas_order(pool).await;
     let yerba = stocked_product(&app, "YERBA", &main, 10).await;
-    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
-        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
-    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
-    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
-    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
     let sale = |item: Value| {
         json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today, "customerId": ana,
             "invoice": false, "orderId": order_id, "items": [item] })
@@ -630,16 +644,8 @@ async fn a_sale_bills_an_order_line_only_with_the_lines_own_product(pool: PgPool
 /// other customer's account owed the order, or was credited for it, while its lines counted as billed.
 #[sqlx::test(migrations = "../schema")]
 async fn a_sale_billing_an_order_is_the_orders_customers(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
-    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
-    let (ana, bruno) = (customer(&app, "Ana").await, customer(&app, "Bruno").await);
-    let mate = stocked_product(&app, "MATE", &main, 10).await;
-    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
-        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
-    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
-    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
-    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let AnasOrder { app, pos, ana, mate, order_id, line, today, .. } = anas_order(pool).await;
+    let bruno = customer(&app, "Bruno").await;
     let sale = |voucher: i64, customer: Option<&str>| {
         let item = json!({ "productId": mate, "quantity": 2, "unitPrice": 1210, "orderLineId": line });
         let mut body = json!({ "voucherType": voucher, "pointOfSaleId": pos, "invoiceDate": today, "invoice": false,
@@ -694,16 +700,7 @@ async fn a_sale_billing_an_order_is_the_orders_customers(pool: PgPool) {
 /// sale and billed nothing, and the order's delivery then took the same units out again.
 #[sqlx::test(migrations = "../schema")]
 async fn an_order_line_with_a_null_order_id_is_refused_and_writes_nothing(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
-    crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
-    let ana = customer(&app, "Ana").await;
-    let mate = stocked_product(&app, "MATE", &main, 10).await;
-    let order = json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
-        "lines": [{ "product_id": mate, "quantity": 5, "unit_price": 1000 }] });
-    let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();
-    let (order_id, line) = (order["id"].as_str().expect("id").to_owned(), order["lines"][0]["id"].clone());
-    let today = events::catalogue::ar_date(time::OffsetDateTime::now_utc()).to_string();
+    let AnasOrder { app, pos, ana, mate, order_id, line, today, .. } = anas_order(pool).await;
 
     let before = app.event_count().await;
     // Both spellings are read.
@@ -729,15 +726,8 @@ async fn an_order_line_with_a_null_order_id_is_refused_and_writes_nothing(pool: 
 async fn a_note_for_an_order_takes_nothing_from_a_warehouse_closed_since(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
-    let second = json(app.post("/api/v1/warehouses", &json!({ "name": "Depósito 2" })).await, 201).await["data"]["id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let (second, mate) = second_warehouse_and_mate(&app, &main).await;
     let ana = customer(&app, "Ana").await;
-    let body = json!({ "name": "Producto MATE", "sku": "MATE", "price": 12100,
-        "warehouseStocks": [{ "warehouseId": main, "quantity": 10 }, { "warehouseId": second, "quantity": 10 }] });
-    let mate =
-        json(app.post_keyed("/api/v1/products", &body).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
     let order = json!({ "customer_id": ana, "assigned_warehouse_id": second,
         "lines": [{ "product_id": mate, "quantity": 2, "unit_price": 10000 }] });
     let order = style_a(app.post_keyed(ORDERS, &order).await, 201).await["data"].clone();

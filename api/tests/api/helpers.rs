@@ -203,8 +203,13 @@ impl TestApp {
     /// A request with the organization's credential under this `Idempotency-Key`, with `body` when
     /// given: every keyed write of the tests goes through here.
     pub async fn keyed(&self, method: Method, path: &str, key: &str, body: Option<&Value>) -> Response {
+        self.keyed_as(&self.api_key, method, path, key, body).await
+    }
+
+    /// [`Self::keyed`] with another credential (a delegated token, say).
+    pub async fn keyed_as(&self, token: &str, method: Method, path: &str, key: &str, body: Option<&Value>) -> Response {
         let mut request =
-            self.client.request(method, format!("{}{path}", self.base)).bearer_auth(&self.api_key).header("Idempotency-Key", key);
+            self.client.request(method, format!("{}{path}", self.base)).bearer_auth(token).header("Idempotency-Key", key);
         if let Some(body) = body {
             request = request.json(body);
         }
@@ -558,6 +563,19 @@ pub fn today_date() -> time::Date {
 /// Today's Argentine date as the API writes it (`2026-11-28`).
 pub fn today() -> String {
     today_date().to_string()
+}
+
+/// A delegated token of `user` with `scopes`, treasury `visibility` (`own` or `organization`) and the
+/// cash `registers` it is assigned; its secret.
+pub async fn delegated_token(app: &TestApp, scopes: &[&str], user: &str, visibility: &str, registers: &[&str]) -> String {
+    let delegation = commands::organization::Delegation {
+        user: user.into(),
+        visibility: visibility.into(),
+        registers: registers.iter().map(|id| id.parse().expect("a register id")).collect(),
+        safes: vec![],
+    };
+    let scopes: Vec<String> = scopes.iter().map(|s| (*s).to_owned()).collect();
+    commands::organization::create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token")
 }
 
 /// A new customer named `name`, without a tax category (billed with B vouchers); its id.

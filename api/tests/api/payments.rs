@@ -2,9 +2,9 @@
 //! payment methods' fees, voids, refusals that write nothing, and concurrent allocations that never pass
 //! what a sale owes.
 
-use crate::helpers::{TestApp, assert_nulls_documented, customer, detail_fields, error, ids, items, json, today};
+use crate::helpers::{TestApp, assert_nulls_documented, customer, delegated_token, detail_fields, error, ids, items, json, today};
 use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
-use crate::treasury::open;
+use crate::treasury::{open, registers_of_ana_and_beto};
 use commands::treasury::admin::create_ledger_account;
 use events::catalogue::{Currency, LocationKind};
 use serde_json::{Value, json};
@@ -289,28 +289,14 @@ async fn a_missing_reference_beside_a_malformed_line_is_one_400_naming_both(pool
 
 #[sqlx::test(migrations = "../schema")]
 async fn delegated_tokens_post_to_and_see_only_their_registers_payments(pool: PgPool) {
-    use commands::organization::{Delegation, create_delegated_token};
     let app = TestApp::spawn(pool).await;
     let (cash, customer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
-    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
-    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
-    let scopes = ["payments:read".to_owned(), "payments:write".to_owned()];
-    let delegation = Delegation {
-        user: "ana".into(),
-        visibility: "own".into(),
-        registers: vec![mine.parse().expect("id")],
-        safes: vec![],
-    };
-    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let (mine, other) = registers_of_ana_and_beto(&app).await;
+    let ana = delegated_token(&app, &["payments:read", "payments:write"], "ana", "own", &[&mine]).await;
     let post = |token: String, key: &'static str, register: String| {
         let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, 100, &register)] });
-        let request = app
-            .client
-            .post(format!("{}{CUSTOMER_PAYMENTS}", app.base))
-            .bearer_auth(token)
-            .header("Idempotency-Key", key)
-            .json(&body);
-        async move { request.send().await.expect("sent") }
+        let app = &app;
+        async move { app.keyed_as(&token, reqwest::Method::POST, CUSTOMER_PAYMENTS, key, Some(&body)).await }
     };
     // Ana may not post to a register she is not assigned: 404, and nothing is written.
     let refused = error(post(ana.clone(), "ana-1", other.clone()).await, 404, "invalid_request_error").await;
@@ -340,16 +326,12 @@ async fn delegated_tokens_post_to_and_see_only_their_registers_payments(pool: Pg
 /// and recorded as its user's (her `own` lists show it).
 #[sqlx::test(migrations = "../schema")]
 async fn a_delegated_sales_payments_land_only_in_its_registers_and_are_its_users(pool: PgPool) {
-    use commands::organization::{Delegation, create_delegated_token};
     let app = TestApp::spawn(pool).await;
     fiscal_profile(&app, "Responsable Inscripto").await;
     let (pos, cash, customer) = (point_of_sale(&app).await, payment_method(&app).await, customer(&app, "Bruno").await);
-    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
-    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
-    let scopes = ["payments:read", "sales:read", "sales:write"].map(str::to_owned);
-    let delegation =
-        Delegation { user: "ana".into(), visibility: "own".into(), registers: vec![mine.parse().expect("id")], safes: vec![] };
-    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let (mine, other) = registers_of_ana_and_beto(&app).await;
+    let scopes = ["payments:read", "sales:read", "sales:write"];
+    let ana = delegated_token(&app, &scopes, "ana", "own", &[&mine]).await;
     let sell_into = |key: &'static str, register: &str| {
         let body = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "customerId": customer,
             "total": 1_000, "items": [{ "name": "Mercadería", "quantity": 1, "unitPrice": 1_000 }],
@@ -381,9 +363,7 @@ async fn a_delegated_sales_payments_land_only_in_its_registers_and_are_its_users
 
     // The sale shows its payment methods as the payment reads show the payment: to Ana and to the
     // organization's key, not to a token of another register (its one sale and its list alike).
-    let delegation =
-        Delegation { user: "beto".into(), visibility: "organization".into(), registers: vec![other.parse().expect("id")], safes: vec![] };
-    let beto = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let beto = delegated_token(&app, &scopes, "beto", "organization", &[&other]).await;
     let read_as = |token: Option<&str>, path: String| {
         let request = app.client.get(format!("{}{path}", app.base));
         let request = match token { Some(token) => request.bearer_auth(token), None => request.bearer_auth(&app.api_key) };
@@ -418,27 +398,19 @@ async fn a_delegated_sales_payments_land_only_in_its_registers_and_are_its_users
 /// the balances still count every fact.
 #[sqlx::test(migrations = "../schema")]
 async fn a_statement_shows_a_delegated_token_only_the_payments_it_sees(pool: PgPool) {
-    use commands::organization::{Delegation, create_delegated_token};
     let app = TestApp::spawn(pool).await;
     let (cash, customer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
-    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
-    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
-    let scopes = ["payments:read".to_owned(), "payments:write".to_owned()];
-    let delegation =
-        Delegation { user: "ana".into(), visibility: "own".into(), registers: vec![mine.parse().expect("id")], safes: vec![] };
-    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
-    let delegation =
-        Delegation { user: "beto".into(), visibility: "organization".into(), registers: vec![other.parse().expect("id")], safes: vec![] };
-    let beto = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    let (mine, other) = registers_of_ana_and_beto(&app).await;
+    let scopes = ["payments:read", "payments:write"];
+    let ana = delegated_token(&app, &scopes, "ana", "own", &[&mine]).await;
+    let beto = delegated_token(&app, &scopes, "beto", "organization", &[&other]).await;
     let post = |token: &str, key: &'static str, amount: i64, register: &str| {
         let body = json!({ "customer_id": customer, "occurred_on": today(), "lines": [line(&cash, amount, register)] });
-        let request = app
-            .client
-            .post(format!("{}{CUSTOMER_PAYMENTS}", app.base))
-            .bearer_auth(token)
-            .header("Idempotency-Key", key)
-            .json(&body);
-        async move { json(request.send().await.expect("sent"), 201).await["data"]["id"].as_str().expect("id").to_owned() }
+        let (app, token) = (&app, token.to_owned());
+        async move {
+            let answer = app.keyed_as(&token, reqwest::Method::POST, CUSTOMER_PAYMENTS, key, Some(&body)).await;
+            json(answer, 201).await["data"]["id"].as_str().expect("id").to_owned()
+        }
     };
     // Ana's payment into her register; the organization's into Beto's (voided) and into Ana's.
     let hers = post(&ana, "hers", 100, &mine).await;

@@ -2,10 +2,9 @@
 //! form agreeing with the JSON one row for row, `as_of` answering as the history stood, and every bad
 //! query refused with a 400 naming it, and a delegated token summing only the payments it reads.
 
-use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, customer, detail_fields, error, eventually, json, seeded, today};
+use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, customer, delegated_token, detail_fields, error, eventually, json, seeded, today};
 use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
-use crate::treasury::open;
-use events::catalogue::{Currency, LocationKind};
+use crate::treasury::registers_of_ana_and_beto;
 use projections::ProjectionId;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -317,21 +316,12 @@ async fn pay(app: &TestApp, token: &str, key: &str, (buyer, method): (&str, &str
 /// took under `own` visibility. An API key sums every one.
 #[sqlx::test(migrations = "../schema")]
 async fn a_delegated_token_sums_only_the_payments_it_sees(pool: PgPool) {
-    use commands::organization::{Delegation, create_delegated_token};
     let app = TestApp::spawn(pool).await;
     let (cash, buyer) = (payment_method(&app).await, customer(&app, "Ana Ñandú").await);
-    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
-    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
-    let scopes = ["reports:read", "payments:read", "payments:write"].map(str::to_owned);
-    let delegated = |user: &str, visibility: &str| Delegation {
-        user: user.into(),
-        visibility: visibility.into(),
-        registers: vec![mine.parse().expect("id")],
-        safes: vec![],
-    };
-    let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegated("ana", "organization")).await;
-    let carla = create_delegated_token(&app.pool, app.org_id, &scopes, delegated("carla", "own")).await;
-    let (ana, carla) = (ana.expect("token"), carla.expect("token"));
+    let (mine, other) = registers_of_ana_and_beto(&app).await;
+    let scopes = ["reports:read", "payments:read", "payments:write"];
+    let ana = delegated_token(&app, &scopes, "ana", "organization", &[&mine]).await;
+    let carla = delegated_token(&app, &scopes, "carla", "own", &[&mine]).await;
 
     // The organization's 100 into Ana's register, 200 into Beto's (voided), 400 and 50 across both;
     // Carla's own 30 into Ana's register.

@@ -19,6 +19,13 @@ const TRANSFERS: &str = "/api/v1/funds-transfers";
 const BALANCES: &str = "/api/v1/treasury/balances";
 const CBU: &str = "2850590940090418135201";
 
+/// Two peso cash registers, "Caja de Ana" and "Caja de Beto", that delegation tests assign: their ids.
+pub async fn registers_of_ana_and_beto(app: &TestApp) -> (String, String) {
+    let mine = open(app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
+    let other = open(app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
+    (mine, other)
+}
+
 pub async fn open(app: &TestApp, org: Uuid, kind: LocationKind, name: &str, currency: Currency) -> String {
     let bank = kind == LocationKind::BankAccount;
     let new = NewLocation {
@@ -340,8 +347,7 @@ async fn fifty_concurrent_transfers_out_of_one_register_are_each_one_entry(pool:
 #[sqlx::test(migrations = "../schema")]
 async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_movements(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
-    let mine = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Ana", Currency::Pes).await;
-    let other = open(&app, app.org_id, LocationKind::CashRegister, "Caja de Beto", Currency::Pes).await;
+    let (mine, other) = registers_of_ana_and_beto(&app).await;
     let safe = open(&app, app.org_id, LocationKind::Safe, "Tesoro", Currency::Pes).await;
     let scopes = ["treasury:read".to_owned(), "treasury:write".to_owned()];
     let delegation = Delegation {
@@ -355,15 +361,7 @@ async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_
     json(app.post_keyed(TRANSFERS, &transfer(("cash_register", &other), ("safe", &safe), 700, &today())).await, 201)
         .await;
     let ana_moves = transfer(("cash_register", &mine), ("safe", &safe), 300, &today());
-    let answer = app
-        .client
-        .post(format!("{}{TRANSFERS}", app.base))
-        .bearer_auth(&ana)
-        .header("Idempotency-Key", "ana-1")
-        .json(&ana_moves)
-        .send()
-        .await
-        .expect("sent");
+    let answer = app.keyed_as(&ana, Method::POST, TRANSFERS, "ana-1", Some(&ana_moves)).await;
     let created = json(answer, 201).await;
     let seen = balances(&app, "", &ana).await;
     assert_eq!(seen.len(), 2, "her register and her safe: {seen:?}");
@@ -380,29 +378,13 @@ async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_
     let hidden = format!("/api/v1/cash-registers/{other}");
     error(app.request(Method::GET, &hidden, Some(&ana), None).await, 404, "invalid_request_error").await;
     let sneaky = transfer(("cash_register", &other), ("safe", &safe), 1, &today());
-    let answer = app
-        .client
-        .post(format!("{}{TRANSFERS}", app.base))
-        .bearer_auth(&ana)
-        .header("Idempotency-Key", "ana-2")
-        .json(&sneaky)
-        .send()
-        .await
-        .expect("sent");
+    let answer = app.keyed_as(&ana, Method::POST, TRANSFERS, "ana-2", Some(&sneaky)).await;
     let refused = error(answer, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["source.balance_id"]);
     // Both endpoints hidden: the one 404 names both.
     let bank = open(&app, app.org_id, LocationKind::BankAccount, "Banco", Currency::Pes).await;
     let hidden_both = transfer(("cash_register", &other), ("bank_account", &bank), 1, &today());
-    let answer = app
-        .client
-        .post(format!("{}{TRANSFERS}", app.base))
-        .bearer_auth(&ana)
-        .header("Idempotency-Key", "ana-5")
-        .json(&hidden_both)
-        .send()
-        .await
-        .expect("sent");
+    let answer = app.keyed_as(&ana, Method::POST, TRANSFERS, "ana-5", Some(&hidden_both)).await;
     let refused = error(answer, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["source.balance_id", "destination.balance_id"]);
     let banks = json(app.request(Method::GET, "/api/v1/bank-accounts", Some(&ana), None).await, 200).await;
@@ -422,15 +404,7 @@ async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_
         (Method::DELETE, "ana-3", json!({ "updated_at": made["updated_at"] })),
         (Method::PUT, "ana-4", replacement),
     ] {
-        let answer = app
-            .client
-            .request(method, format!("{}{path}", app.base))
-            .bearer_auth(&ana)
-            .header("Idempotency-Key", key)
-            .json(&body)
-            .send()
-            .await
-            .expect("sent");
+        let answer = app.keyed_as(&ana, method, &path, key, Some(&body)).await;
         error(answer, 404, "invalid_request_error").await;
     }
     let kept = json(app.get(&path).await, 200).await["data"].clone();
@@ -693,12 +667,7 @@ async fn dollar_movements_carry_their_value_and_book_the_exchange_difference(poo
     assert_eq!(on_difference, -500_000, "two gains of 2,500.00 credited");
     // Rule 8: an old dollar entry without its dollars is listed, counted as an anomaly, and has no detail.
     legacy_dollar_income(&app, &bank, income, None).await;
-    let list = format!("{MOVEMENTS}?balance_type=bank_account&balance_id={bank}");
-    let old = eventually(Duration::from_secs(15), "the old entry is listed", || async {
-        let body = json(app.request(Method::GET, &list, Some(&app.api_key), None).await, 200).await;
-        items(&body).iter().find(|m| m["functional_amount_origin"] == "legacy_unknown").cloned()
-    })
-    .await;
+    let old = legacy_listed(&app, &bank).await;
     assert_eq!((old["native_amount"].clone(), old["functional_amount"].as_i64()), (Value::Null, Some(100_000)));
     let refused = error(
         app.get(&format!("{MOVEMENTS}/{}", old["treasury_movement_id"].as_str().expect("id"))).await,
@@ -728,6 +697,16 @@ async fn dollar_movements_carry_their_value_and_book_the_exchange_difference(poo
 }
 
 /// Appends, as an import from an older system would, a dollar income whose line has no dollars.
+/// The old entry without its dollars at bank account `bank`, once the movements list shows it.
+async fn legacy_listed(app: &TestApp, bank: &str) -> Value {
+    let list = format!("{MOVEMENTS}?balance_type=bank_account&balance_id={bank}");
+    eventually(Duration::from_secs(15), "the old entry is listed", || async {
+        let body = json(app.request(Method::GET, &list, Some(&app.api_key), None).await, 200).await;
+        items(&body).iter().find(|m| m["functional_amount_origin"] == "legacy_unknown").cloned()
+    })
+    .await
+}
+
 async fn legacy_dollar_income(app: &TestApp, bank: &str, account: Uuid, created_by: Option<&str>) {
     use events::catalogue::{
         Direction, JournalEntry, JournalLine, LocationLine, LocationRef, ManualMovement, MovementType,
@@ -816,12 +795,7 @@ async fn replacing_an_old_dollar_entry_values_the_dollars_at_what_the_location_h
     json(send(&app, Method::POST, MOVEMENTS, "usd-in", &bought).await, 201).await;
     // An old entry of 1,000.00 pesos without its dollars, which never moved the holdings.
     legacy_dollar_income(&app, &bank, income, None).await;
-    let list = format!("{MOVEMENTS}?balance_type=bank_account&balance_id={bank}");
-    let old = eventually(Duration::from_secs(15), "the old entry is listed", || async {
-        let body = json(app.request(Method::GET, &list, Some(&app.api_key), None).await, 200).await;
-        items(&body).iter().find(|m| m["functional_amount_origin"] == "legacy_unknown").cloned()
-    })
-    .await;
+    let old = legacy_listed(&app, &bank).await;
     // Replaced by 50.00 dollars out at 950: a quarter of the dollars held, carried at 47,500.00 and worth as
     // much at the rate, so there is no exchange difference (and no exchange-difference account is needed).
     let path = format!("{MOVEMENTS}/{}", old["treasury_movement_id"].as_str().expect("id"));
