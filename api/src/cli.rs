@@ -140,10 +140,10 @@ pub enum AdminCommand {
         /// Treasury visibility: `own` (only what the user created) or `organization`.
         #[arg(long, default_value = "organization")]
         visibility: String,
-        /// Cash registers assigned to the user (comma-separated ids; none means all).
+        /// Cash registers of the organization assigned to the user (comma-separated ids; none means all).
         #[arg(long, value_delimiter = ',')]
         registers: Vec<Uuid>,
-        /// Safes assigned to the user (comma-separated ids; none means all).
+        /// Safes of the organization assigned to the user (comma-separated ids; none means all).
         #[arg(long, value_delimiter = ',')]
         safes: Vec<Uuid>,
     },
@@ -351,7 +351,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             let listener = roles::bind(&settings.fiscal.simulator_addr).await?;
             eprintln!("backoffice fiscal-simulator: listening on http://{}", listener.local_addr()?);
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                _ = shutdown_signal() => {}
                 result = fiscal_simulator::serve(listener, pool) => result.context("the fiscal simulator stopped")?,
             }
             Ok(0)
@@ -420,6 +420,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Events(EventsCommand::Export { org, from_position }) => {
             let pool = roles::connect_database(&settings).await?;
+            if !organization_exists(&pool, org).await? {
+                eprintln!("events export: no organization {org}");
+                return Ok(1);
+            }
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             events::store::export(&pool, org, from_position, |event| {
                 serde_json::to_writer(&mut out, &event)?;
@@ -444,6 +448,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Events(EventsCommand::Verify { org }) => {
             let pool = roles::connect_database(&settings).await?;
+            // A mistyped id has no history, which is not an intact chain.
+            if !organization_exists(&pool, org).await? {
+                eprintln!("events verify: no organization {org}");
+                return Ok(1);
+            }
             match chain::verify(&pool, org).await? {
                 Verification::Intact { events, unsealed } => {
                     print_json(&serde_json::json!({
@@ -461,6 +470,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             }
         }
     }
+}
+
+/// Whether `org` names an organization: the commands that read one refuse an id that names none.
+async fn organization_exists(pool: &sqlx::PgPool, org: Uuid) -> anyhow::Result<bool> {
+    let known: bool = sqlx::query_scalar("select exists (select 1 from organizations where id = $1)")
+        .bind(org)
+        .fetch_one(pool)
+        .await?;
+    Ok(known)
 }
 
 fn currency_arg(text: &str) -> anyhow::Result<Currency> {
@@ -498,11 +516,7 @@ async fn report_query(settings: &Settings, org: Uuid, file: &std::path::Path, cs
         }
     };
     let pool = roles::connect_database(settings).await?;
-    let known: bool = sqlx::query_scalar("select exists (select 1 from organizations where id = $1)")
-        .bind(org)
-        .fetch_one(&pool)
-        .await?;
-    if !known {
+    if !organization_exists(&pool, org).await? {
         eprintln!("reports query: no organization {org}");
         return Ok(1);
     }
@@ -710,11 +724,51 @@ async fn serve(
     } else {
         eprintln!("backoffice {role}: running");
     }
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = running.tasks.join_next() => tracing::error!("a role stopped unexpectedly"),
+    Ok(until_stopped(role, &mut running.tasks, shutdown_signal()).await)
+}
+
+/// The operator's request to stop: an interrupt (Ctrl-C) or SIGTERM, which `docker stop`, systemd and
+/// Kubernetes send before they kill the process.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "SIGTERM cannot be watched; only an interrupt stops the process cleanly");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
     }
-    Ok(0)
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Runs until `shutdown` (the operator's interrupt: exit code 0) or until one of the roles' tasks ends on
+/// its own, panics included: they run forever, so that is a failure, and the exit code says so to the
+/// supervisor that should restart the process.
+async fn until_stopped<T>(
+    role: &str,
+    tasks: &mut tokio::task::JoinSet<()>,
+    shutdown: impl std::future::Future<Output = T>,
+) -> i32 {
+    tokio::select! {
+        _ = shutdown => 0,
+        stopped = tasks.join_next() => {
+            match stopped {
+                Some(Err(error)) => tracing::error!(role, %error, "a role stopped unexpectedly"),
+                _ => tracing::error!(role, "a role stopped unexpectedly"),
+            }
+            eprintln!("backoffice {role}: a role stopped unexpectedly; exiting");
+            1
+        }
+    }
 }
 
 #[cfg(test)]
@@ -735,5 +789,16 @@ mod tests {
         assert_eq!(args.only, vec!["customers".to_owned()]);
         assert_eq!(args.partition, Some(Partition { index: 1, count: 2 }));
         assert!(Cli::try_parse_from(["backoffice", "projections", "--partition", "2/2"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_role_that_stops_on_its_own_exits_non_zero_and_an_interrupt_zero() {
+        let mut tasks = tokio::task::JoinSet::new();
+        tasks.spawn(std::future::pending::<()>());
+        tasks.spawn(async {});
+        assert_eq!(until_stopped("test", &mut tasks, std::future::pending::<()>()).await, 1, "a task ended");
+        tasks.spawn(async { panic!("a role panicked") });
+        assert_eq!(until_stopped("test", &mut tasks, std::future::pending::<()>()).await, 1, "a task panicked");
+        assert_eq!(until_stopped("test", &mut tasks, std::future::ready(())).await, 0, "the operator stopped it");
     }
 }

@@ -4,7 +4,7 @@
 use crate::Rejection;
 use crate::records::point_of_sale_fields;
 use events::catalogue::{
-    ApiKeyIssued, CredentialRevoked, CustomerEvent, CustomerFields, DelegatedTokenIssued, NegativeStock,
+    ApiKeyIssued, CredentialRevoked, CustomerEvent, CustomerFields, DelegatedTokenIssued, LocationKind, NegativeStock,
     OrganizationCreated, OrganizationEvent, OrganizationSettings, PaymentMethodEvent, PaymentMethodFields,
     PointOfSaleEvent, RateLimitsChanged, RecordEvent, WarehouseEvent, WarehouseFields,
 };
@@ -345,6 +345,10 @@ pub async fn create_delegated_token(
     let secret = new_secret("bo_at_");
     let token_id = Uuid::now_v7();
     let mut tx = pool.begin().await?;
+    organization_version(&mut tx, org_id).await?;
+    for (kind, ids) in [(LocationKind::CashRegister, &delegation.registers), (LocationKind::Safe, &delegation.safes)] {
+        own_locations(&mut tx, org_id, kind, ids).await?;
+    }
     let event = OrganizationEvent::DelegatedTokenIssued(DelegatedTokenIssued {
         token_id,
         token_hash: hex::encode(credential_hash(&secret)),
@@ -358,6 +362,36 @@ pub async fn create_delegated_token(
     insert_credential(&mut tx, org_id, token_id, &secret, &scopes, Some(&delegation)).await?;
     tx.commit().await?;
     Ok(secret)
+}
+
+/// Refuses `ids` unless each is a location of this kind of the organization: a token never names
+/// another organization's locations, and a mistyped id is refused rather than leaving a token that
+/// sees nothing.
+async fn own_locations(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    kind: LocationKind,
+    ids: &[Uuid],
+) -> Result<(), AdminError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let found: Vec<Uuid> =
+        sqlx::query_scalar("select id from treasury_locations where org_id = $1 and kind = $2 and id = any($3)")
+            .bind(org_id)
+            .bind(kind.as_str())
+            .bind(ids)
+            .fetch_all(&mut *conn)
+            .await?;
+    let unknown: Vec<String> = ids.iter().filter(|id| !found.contains(*id)).map(ToString::to_string).collect();
+    if !unknown.is_empty() {
+        return Err(AdminError::Invalid(format!(
+            "the organization has no {} {}",
+            kind.as_str().replace('_', " "),
+            unknown.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// Revokes the API key or delegated token with this secret (or this credential id). Returns the

@@ -357,6 +357,26 @@ async fn delegated_tokens_see_their_registers_and_with_own_visibility_their_own_
         safes: vec![safe.parse().expect("id")],
     };
     let ana = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect("token");
+    // Only the organization's own registers and safes are assigned: another organization's register, or
+    // a register named as a safe, is refused and issues nothing.
+    let (elsewhere, _) = app.other_org().await;
+    let theirs: Uuid =
+        open(&app, elsewhere, LocationKind::CashRegister, "Ajena", Currency::Pes).await.parse().expect("id");
+    let register: Uuid = mine.parse().expect("id");
+    let issued = || async {
+        sqlx::query_scalar::<_, i64>("select count(*) from credentials where org_id = $1")
+            .bind(app.org_id)
+            .fetch_one(&app.pool)
+            .await
+            .expect("count")
+    };
+    let before = issued().await;
+    for (registers, safes) in [(vec![theirs], vec![]), (vec![], vec![register])] {
+        let delegation = Delegation { user: "intruso".into(), visibility: "organization".into(), registers, safes };
+        let refused = create_delegated_token(&app.pool, app.org_id, &scopes, delegation).await.expect_err("refused");
+        assert!(refused.to_string().contains("the organization has no"), "{refused}");
+    }
+    assert_eq!(issued().await, before, "no token was issued");
     // The organization's key moves money between the register Ana does not see and the safe.
     json(app.post_keyed(TRANSFERS, &transfer(("cash_register", &other), ("safe", &safe), 700, &today())).await, 201)
         .await;

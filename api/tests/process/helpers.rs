@@ -126,6 +126,21 @@ pub struct Service {
 }
 
 impl Service {
+    /// SIGTERM, as `docker stop` and systemd send it: the process's exit status once it has stopped.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
+        assert!(sent.success(), "SIGTERM was not delivered");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the child's status") {
+                return status;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the service did not stop on SIGTERM");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// SIGKILL: no chance to flush or clean up.
     pub fn kill(mut self) {
         let _ = self.child.kill();

@@ -64,6 +64,22 @@ async fn export_and_verify_catch_an_altered_event(pool: PgPool) {
     deployment.delete_stream().await;
 }
 
+/// A mistyped organization id has no history: export and verify say so and fail, rather than print
+/// nothing or call its chain intact.
+#[sqlx::test(migrations = "../schema")]
+async fn export_and_verify_refuse_an_unknown_organization(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    create_org(&deployment, "Auditada");
+    let unknown = uuid::Uuid::now_v7().to_string();
+    for command in ["export", "verify"] {
+        let output = deployment.run(&["events", command, "--org", &unknown]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "events {command}: {stderr}");
+        assert!(output.stdout.is_empty(), "events {command}: {}", String::from_utf8_lossy(&output.stdout));
+        assert!(stderr.contains(&format!("no organization {unknown}")), "events {command}: {stderr}");
+    }
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_rebuild_under_traffic_keeps_every_read(pool: PgPool) {
     let deployment = Deployment::new(&pool, &shared_nats_url());

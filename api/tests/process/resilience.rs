@@ -20,6 +20,17 @@ async fn sigkill_during_writes_loses_and_doubles_nothing(pool: PgPool) {
     deployment.delete_stream().await;
 }
 
+/// SIGTERM (`docker stop`, systemd, Kubernetes) stops the service cleanly: exit code 0, as an interrupt.
+/// Before, only an interrupt was watched, so SIGTERM killed it mid-flight with the signal's status.
+#[sqlx::test(migrations = "../schema")]
+async fn sigterm_stops_the_service_with_exit_code_zero(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    let service = deployment.start().await;
+    let status = service.terminate().await;
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    deployment.delete_stream().await;
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_nats_outage_loses_nothing_and_heals_without_a_restart(pool: PgPool) {
     let mut nats = NatsServer::start().await;
