@@ -133,12 +133,13 @@ impl ApiError {
 
     /// 400 listing every offending field; but when the organization's data alone decides (each offending
     /// field names something that does not exist, holds a value another resource already has, breaks a
-    /// rule the organization defined, or asks what the resource's current state refuses), 404
-    /// (`NOT_FOUND`) if anything is missing, else 409 (`ALREADY_EXISTS` when every field is a taken value,
-    /// `CONFLICT` otherwise): the request was well formed.
+    /// rule the organization defined, asks what the resource's current state refuses, or names a product
+    /// whose type holds no stock where stock moves), 404 (`NOT_FOUND`) if anything is missing, else 409
+    /// (`ALREADY_EXISTS` when every field is a taken value, `CONFLICT` otherwise): the request was well
+    /// formed.
     pub fn validation(errors: Vec<FieldError>) -> Self {
         const DATA_DECIDES: &[&str] =
-            &["not_found", "already_exists", "violates_definition", "immutable", "not_in_order"];
+            &["not_found", "already_exists", "violates_definition", "immutable", "not_in_order", "not_stocked"];
         let data_decides = !errors.is_empty() && errors.iter().all(|e| DATA_DECIDES.contains(&e.code.as_str()));
         let mut error = if data_decides && errors.iter().any(|e| e.code == "not_found") {
             Self::new(

@@ -93,7 +93,8 @@ pub struct ProductInput {
     pub markup_percentage: Optional<Percent<0, 1000>>,
     /// Custom fields: each key at most once.
     pub metafields: Optional<Vec<MetafieldInput>>,
-    /// Opening stock per warehouse. Single product only.
+    /// Opening stock per warehouse. Single product only. A creation records at most 1000 opening levels,
+    /// its variants' together (each is a row of the inventory ledger).
     pub warehouse_stocks: Optional<Vec<WarehouseStockInput>>,
     /// 1 to 3 distinct option names, 1 to 40 characters each (matrix only).
     #[oai(validator(min_items = 1, max_items = 3))]

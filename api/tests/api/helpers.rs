@@ -327,7 +327,8 @@ pub async fn refused(response: Response) -> Value {
     let peek: Value = serde_json::from_slice(&response.bytes().await.expect("a body")).expect("a JSON body");
     let codes: Vec<&str> =
         peek["error"]["details"].as_array().into_iter().flatten().filter_map(|d| d["code"].as_str()).collect();
-    let decided_by_data = ["not_found", "already_exists", "violates_definition", "immutable", "not_in_order"];
+    let decided_by_data =
+        ["not_found", "already_exists", "violates_definition", "immutable", "not_in_order", "not_stocked"];
     let data_decides = !codes.is_empty() && codes.iter().all(|c| decided_by_data.contains(c));
     let (expected, kind) = match data_decides {
         true if codes.contains(&"not_found") => (404, "invalid_request_error"),

@@ -296,15 +296,32 @@ async fn transfers_move_combo_components_all_or_nothing(pool: PgPool) {
     let foreign_read = app.request(Method::GET, &format!("{TRANSFERS}/{id}"), Some(&other_key), None).await;
     error(foreign_read, 404, "invalid_request_error").await;
 
-    // A combo cannot be moved by hand, nor a service.
+    // A combo cannot be moved by hand, nor a service: well-formed lines that only the products' types
+    // refuse, so 409 `CONFLICT` (404 when a product is missing too), as the gateway's rules have every
+    // refusal the organization's data alone decides; nothing is written.
     let service = product(&app, "FLETE", None, json!({ "productType": "service" })).await;
+    let south = warehouse(&app, "Sucursal Sur").await;
+    let events = app.event_count().await;
     let by_hand = movement(
         "in",
         &main,
         json!([{ "product_id": combo, "quantity": 1 }, { "product_id": service, "quantity": 1 }]),
     );
-    let refused_lines = error(app.post_keyed(MOVEMENTS, &by_hand).await, 400, "invalid_request_error").await;
+    let refused_lines = error(app.post_keyed(MOVEMENTS, &by_hand).await, 409, "business_error").await;
+    assert_eq!(refused_lines["error"]["code"], "CONFLICT");
     assert_eq!(detail_fields(&refused_lines), ["lines[0].product_id", "lines[1].product_id"]);
+    let and_unknown = movement(
+        "out",
+        &main,
+        json!([{ "product_id": service, "quantity": 1 }, { "product_id": Uuid::now_v7(), "quantity": 1 }]),
+    );
+    let missing = error(app.post_keyed(MOVEMENTS, &and_unknown).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&missing), ["lines[0].product_id", "lines[1].product_id"]);
+    let moving_service = json!({ "origin_warehouse_id": main, "destination_warehouse_id": south,
+                                 "items": [{ "product_id": service, "quantity": 1 }] });
+    let refused_item = error(app.post(TRANSFERS, &moving_service).await, 409, "business_error").await;
+    assert_eq!(detail_fields(&refused_item), ["items[0].product_id"]);
+    assert_eq!(app.event_count().await, events, "nothing was written");
 }
 
 #[sqlx::test(migrations = "../schema")]
@@ -395,6 +412,49 @@ async fn bad_stock_input_is_refused_and_writes_nothing(pool: PgPool) {
     for bad in ["warehouse_id=x", "product_id=1", "below_minimum=maybe", "limit=0", "page=2"] {
         error(app.get(&format!("/api/v1/inventory?{bad}")).await, 400, "invalid_request_error").await;
     }
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_creation_records_no_more_opening_stock_than_the_ledger_numbers(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let mut warehouses = vec![default_warehouse(&app).await];
+    for i in 1..5 {
+        warehouses.push(warehouse(&app, &format!("Depósito {i}")).await);
+    }
+    // A matrix of `count` sizes, each with one unit in every warehouse.
+    let matrix = |sku: &str, count: usize| {
+        let stocks: Vec<Value> = warehouses.iter().map(|w| json!({ "warehouseId": w, "quantity": 1 })).collect();
+        let variants: Vec<Value> = (0..count)
+            .map(|i| {
+                json!({ "optionValues": { "Talle": format!("T{i}") }, "sku": format!("{sku}-{i}"), "price": 1000,
+                        "warehouseStocks": stocks })
+            })
+            .collect();
+        json!({ "name": format!("Remera {sku}"), "options": ["Talle"], "variants": variants })
+    };
+    // 201 sizes in 5 warehouses are 1,005 opening levels: the ledger numbers an event's rows from its
+    // position × 1,000, so the last five would share numbers with the next event's first rows.
+    let events = app.event_count().await;
+    let refused =
+        error(app.post_keyed("/api/v1/products", &matrix("GRANDE", 201)).await, 400, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["variants[200].warehouseStocks"]);
+    assert_eq!(refused["error"]["details"][0]["code"], "too_many_changes");
+    assert_eq!(app.event_count().await, events, "nothing was written");
+
+    // 200 sizes are 1,000 levels, the most: every one a ledger row of its own, beside the next event's.
+    json(app.post_keyed("/api/v1/products", &matrix("JUSTA", 200)).await, 201).await;
+    let first = items(&style_a(app.get("/api/v1/inventory?query=JUSTA-0&limit=100").await, 200).await);
+    let size = first[0]["product_id"].as_str().expect("a variant").to_owned();
+    let body = movement("in", &warehouses[0], json!([{ "product_id": size, "quantity": 2 }]));
+    style_a(app.post_keyed(MOVEMENTS, &body).await, 201).await;
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("select cause_type, count(*) from inventory_movements where org_id = $1 group by 1 order by 1")
+            .bind(app.org_id)
+            .fetch_all(&app.pool)
+            .await
+            .expect("ledger rows");
+    assert_eq!(rows, [("opening_stock".to_owned(), 1000), ("stock_movement".to_owned(), 1)]);
+    assert_eq!(on_hand(&app, &size, &warehouses[0]).await, "3");
 }
 
 #[sqlx::test(migrations = "../schema")]

@@ -490,7 +490,9 @@ pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), V
             }
             let barcode = v.optional_str("barcode", 60);
             let (cost, price) = cost_and_price(&mut v, shared.markup_hundredths);
+            let before = opening_stock.len();
             opening_stock.extend(warehouse_stocks(&mut v, id));
+            refuse_beyond_the_ledger(&mut v, before, opening_stock.len());
             r.errors.append(&mut v.errors);
             variants.push(Variant { id, sku, barcode, cost, price, option_values: values, is_active: true });
         }
@@ -500,10 +502,27 @@ pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), V
         let barcode = r.optional_str("barcode", 60);
         let (cost, price) = cost_and_price(&mut r, shared.markup_hundredths);
         opening_stock.extend(warehouse_stocks(&mut r, id));
+        refuse_beyond_the_ledger(&mut r, 0, opening_stock.len());
         variants.push(Variant { id, sku, barcode, cost, price, option_values: Vec::new(), is_active: true });
     }
     let group = ProductGroup { shared, options, variants, metafields };
     r.finish((group, opening_stock))
+}
+
+/// Refuses, on the `warehouseStocks` of the reader whose levels take a creation's opening stock past
+/// [`MAX_STOCK_CHANGES`](events::catalogue::MAX_STOCK_CHANGES) (`before` levels were listed ahead of
+/// them, `after` with them): each level is a row of the inventory ledger, which numbers an event's rows
+/// from its position × that limit, so one more would share its number with a row of the next event and
+/// one of the two would be lost, as a stock command of more changes is refused.
+fn refuse_beyond_the_ledger(r: &mut ObjectReader<'_>, before: usize, after: usize) {
+    let most = events::catalogue::MAX_STOCK_CHANGES;
+    if before <= most && after > most {
+        r.reject(
+            "warehouseStocks",
+            "too_many_changes",
+            format!("a product's creation records at most {most} opening stock levels, its variants' together"),
+        );
+    }
 }
 
 fn warehouse_stocks(v: &mut ObjectReader<'_>, variant_id: Uuid) -> Vec<OpeningStock> {
