@@ -606,6 +606,29 @@ async fn a_cuit_the_ticket_does_not_represent_is_refused_with_601_and_the_ticket
 }
 
 #[sqlx::test(migrations = "../schema")]
+async fn after_a_601_the_organizations_certificate_is_read_again_and_a_new_one_used_at_once(pool: PgPool) {
+    let simulator = Simulator::start(&pool).await;
+    let client = simulator.client().await;
+    assert_eq!(client.last_authorized(simulator.issuer, POS, 1).await, Ok(0));
+    // The organization's CUIT is corrected: the ticket this process holds, of the certificate of the
+    // old CUIT, does not represent it.
+    let org_id = simulator.issuer.org_id();
+    let corrected =
+        commands::organization::SettingsChange { tax_id: Some(OTHER_ISSUER.to_string()), ..Default::default() };
+    commands::organization::update_organization(&pool, org_id, corrected).await.expect("corrected");
+    let issuer = Issuer::new(org_id, OTHER_ISSUER).expect("a valid CUIT");
+    assert!(matches!(client.last_authorized(issuer, POS, 1).await, Err(FiscalError::NotRepresented(_))));
+    // Then the certificate of the corrected CUIT is set: the next call logs in with it, instead of
+    // sending the old certificate's ticket (and being refused) until that ticket expires.
+    let secrets = events::secrets::SecretBox::load(&pool).await.expect("secrets");
+    commands::fiscal::certificate::set_certificate(&pool, &secrets, org_id, OTHER_CERTIFICATE, OTHER_KEY)
+        .await
+        .expect("kept");
+    assert_eq!(client.last_authorized(issuer, POS, 1).await, Ok(0));
+    assert_eq!(tickets_issued(&pool).await, (2, 2), "one ticket for each certificate");
+}
+
+#[sqlx::test(migrations = "../schema")]
 async fn an_expired_ticket_is_refused_with_600_and_the_next_call_logs_in_again(pool: PgPool) {
     let simulator = Simulator::start(&pool).await;
     let client = simulator.client().await;

@@ -227,13 +227,14 @@ impl FiscalClient {
         let numbers: Vec<i64> = vouchers.iter().map(|voucher| voucher.number).collect();
         let answered =
             self.call("FECAESolicitar", &request, Stakes::Write).await.map(|answer| read_batch(&numbers, answer));
-        let refused = match &answered {
-            Err(FiscalError::Unauthenticated(_)) => true,
-            Ok(verdicts) => verdicts.iter().any(|v| matches!(v, Err(FiscalError::Unauthenticated(_)))),
-            Err(_) => false,
+        let refusal = |wanted: fn(&FiscalError) -> bool| match &answered {
+            Ok(verdicts) => verdicts.iter().any(|v| v.as_ref().is_err_and(wanted)),
+            Err(error) => wanted(error),
         };
-        if refused {
+        if refusal(|e: &FiscalError| matches!(e, FiscalError::Unauthenticated(_))) {
             self.authenticator.rejected(issuer, &credentials).await;
+        } else if refusal(|e: &FiscalError| matches!(e, FiscalError::NotRepresented(_))) {
+            self.authenticator.not_represented(issuer).await;
         }
         answered
     }
@@ -292,15 +293,18 @@ impl FiscalClient {
         Ok((auth, credentials))
     }
 
-    /// `answered`, after telling the authenticator when the authority refused its credentials.
+    /// `answered`, after telling the authenticator when the authority refused its credentials or the
+    /// CUIT they were sent for.
     async fn checked<T>(
         &self,
         issuer: Issuer,
         credentials: &Credentials,
         answered: Result<T, FiscalError>,
     ) -> Result<T, FiscalError> {
-        if let Err(FiscalError::Unauthenticated(_)) = &answered {
-            self.authenticator.rejected(issuer, credentials).await;
+        match &answered {
+            Err(FiscalError::Unauthenticated(_)) => self.authenticator.rejected(issuer, credentials).await,
+            Err(FiscalError::NotRepresented(_)) => self.authenticator.not_represented(issuer).await,
+            _ => {}
         }
         answered
     }

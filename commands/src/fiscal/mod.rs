@@ -124,6 +124,14 @@ pub trait Authenticator: Send + Sync {
     /// The authority did not accept `credentials` (error 600): they are not handed out again, so
     /// the next call logs in anew.
     fn rejected(&self, issuer: Issuer, credentials: &Credentials) -> BoxFuture<'_, ()>;
+
+    /// The authority answered that the credentials do not represent `issuer`'s CUIT (601). They stay
+    /// good for their certificate, but the next call looks at the issuer's certificate again: it may
+    /// have been replaced by one that does.
+    fn not_represented(&self, issuer: Issuer) -> BoxFuture<'_, ()> {
+        let _ = issuer;
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// The adapter of the services `settings` name, its login tickets kept in `pool`.

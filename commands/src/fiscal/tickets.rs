@@ -276,6 +276,16 @@ impl Authenticator for Tickets {
         let credentials = credentials.clone();
         Box::pin(async move { self.forget(issuer, &credentials).await })
     }
+
+    /// Lets go of the ticket this process holds for `issuer`, keeping the stored one: the next call
+    /// reads the organization's certificate again and uses that certificate's ticket, the same one
+    /// (no login) unless the certificate was replaced.
+    fn not_represented(&self, issuer: Issuer) -> BoxFuture<'_, ()> {
+        if let Ok(mut held) = self.inner.held.lock() {
+            held.remove(&issuer.org_id());
+        }
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// The SHA-256 of a certificate's DER: the key of its ticket.

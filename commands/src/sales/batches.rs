@@ -7,8 +7,10 @@
 //! vouchers still queued leads the next batch: on its own sale's transaction it locks the series (the
 //! `document_numbers` row, so batches of several processes and the retry worker take turns), numbers
 //! the queued vouchers consecutively from the last the authority approved to us, asks for them in one
-//! request and hands each sale its verdict. Each sale records only its own voucher, in its own
-//! transaction, once its verdict came.
+//! request and hands each sale its verdict. Its own voucher is always in the batch it leads: the lock
+//! stays with its transaction until that commits, so a leader left waiting for a later batch would
+//! wait on that batch's leader, who waits on the lock. Each sale records only its own voucher, in its
+//! own transaction, once its verdict came.
 //!
 //! Exactly once, as for one voucher: a lost reply leaves each voucher of the batch `deferred` with its
 //! number unconfirmed, and the retry worker consults each number before asking again; a batch whose
@@ -100,18 +102,31 @@ pub async fn authorize(
                     })
                     .await
                     .unwrap_or(&1);
-                let batch: Vec<Waiting> = {
-                    let mut waiting = queue.waiting.lock().unwrap_or_else(PoisonError::into_inner);
-                    let take = waiting.len().min(limit);
-                    waiting.drain(..take).collect()
-                };
+                let batch = take_batch(&mut queue.waiting.lock().unwrap_or_else(PoisonError::into_inner), &asked, limit);
                 lead(conn, org_id, issuer, &client, sale, batch).await?;
                 drop(turn);
-                // Still waiting when it was past the batch's limit: the next turn.
+                // The leader's own voucher rode in its batch, so its verdict has come.
                 if let Some(settled) = arrived(&mut answer, &asked) {
                     return settled;
                 }
             }
+        }
+    }
+}
+
+/// The next batch: up to `limit` queued vouchers in queue order, the leader's own (`own`) always among
+/// them. The leader locks the series on its own transaction, held until that commits; a leader whose
+/// voucher waited for a later batch would wait on that batch's leader, who waits on its lock.
+fn take_batch(waiting: &mut Vec<Waiting>, own: &Arc<Mutex<Option<i64>>>, limit: usize) -> Vec<Waiting> {
+    match waiting.iter().position(|w| Arc::ptr_eq(&w.asked, own)) {
+        Some(at) if at >= limit => {
+            let mine = waiting.remove(at);
+            let take = waiting.len().min(limit.saturating_sub(1));
+            waiting.drain(..take).chain([mine]).collect()
+        }
+        _ => {
+            let take = waiting.len().min(limit);
+            waiting.drain(..take).collect()
         }
     }
 }
@@ -242,3 +257,62 @@ async fn lead(
     Ok(())
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fiscal::Rate;
+    use events::domain::Cents;
+
+    fn waiting() -> Waiting {
+        let voucher = VoucherRequest {
+            point_of_sale: 3,
+            voucher_type: 6,
+            number: 0,
+            concept: 1,
+            doc_type: 99,
+            doc_number: 0,
+            date: time::macros::date!(2026 - 11 - 25),
+            total: Cents::of(12_100),
+            net: Cents::of(10_000),
+            exempt: Cents::ZERO,
+            non_taxed: Cents::ZERO,
+            other_taxes: Cents::ZERO,
+            vat: Cents::of(2_100),
+            vat_lines: vec![],
+            other_tax_lines: vec![],
+            currency: "PES".into(),
+            rate: Rate::ONE,
+            receiver_vat_condition: 5,
+            associated: vec![],
+            service_from: None,
+            service_to: None,
+            payment_due: None,
+        };
+        let (reply, _) = oneshot::channel();
+        Waiting { voucher, deadline: Instant::now(), reply, asked: Arc::new(Mutex::new(None)) }
+    }
+
+    #[test]
+    fn the_leader_always_carries_its_own_voucher_even_past_the_limit() {
+        let queued = || (0..3).map(|_| waiting()).collect::<Vec<_>>();
+        let ids = |batch: &[Waiting]| batch.iter().map(|w| Arc::as_ptr(&w.asked)).collect::<Vec<_>>();
+        // Queued third, with room for one: the leader's voucher goes, the two before it wait.
+        let mut queue = queued();
+        let (first, second, own) = (queue[0].asked.clone(), queue[1].asked.clone(), queue[2].asked.clone());
+        let batch = take_batch(&mut queue, &own, 1);
+        assert_eq!(ids(&batch), vec![Arc::as_ptr(&own)]);
+        assert_eq!(ids(&queue), vec![Arc::as_ptr(&first), Arc::as_ptr(&second)]);
+        // With room for two: the first queued, then the leader's.
+        let mut queue = queued();
+        let (first, second, own) = (queue[0].asked.clone(), queue[1].asked.clone(), queue[2].asked.clone());
+        let batch = take_batch(&mut queue, &own, 2);
+        assert_eq!(ids(&batch), vec![Arc::as_ptr(&first), Arc::as_ptr(&own)]);
+        assert_eq!(ids(&queue), vec![Arc::as_ptr(&second)]);
+        // Within the limit, the queue's order stands.
+        let mut queue = queued();
+        let (first, own, third) = (queue[0].asked.clone(), queue[1].asked.clone(), queue[2].asked.clone());
+        let batch = take_batch(&mut queue, &own, 2);
+        assert_eq!(ids(&batch), vec![Arc::as_ptr(&first), Arc::as_ptr(&own)]);
+        assert_eq!(ids(&queue), vec![Arc::as_ptr(&third)]);
+    }
+}

@@ -88,8 +88,9 @@ pub fn sale_document(
             amount_cents: l.total,
         })
         .collect();
-    // Only A vouchers show VAT by rate.
-    let vat_breakdown = if sale.letter.as_deref() == Some("A") {
+    // A vouchers show VAT by rate, and so do M vouchers (A's, issued subject to withholding); the rest
+    // show their total.
+    let vat_breakdown = if matches!(sale.letter.as_deref(), Some("A" | "M")) {
         sale.vat
             .iter()
             .map(|v| VatLine {
@@ -242,7 +243,102 @@ pub fn purchase_document(
 
 #[cfg(test)]
 mod tests {
-    use super::supplier_number;
+    use super::{sale_document, supplier_number};
+    use events::catalogue::{
+        FiscalStatus, SaleAuthorization, SaleCustomer, SaleFiscal, SaleLine, SaleRecorded, SaleVat,
+    };
+    use events::domain::{Cents, Quantity, VatRate};
+    use time::macros::date;
+    use uuid::Uuid;
+
+    /// An issued invoice of `voucher_type` and `letter`: one line of 10.000,00 net at 21%.
+    fn invoice(voucher_type: i32, letter: &str) -> SaleRecorded {
+        let line = SaleLine {
+            id: Uuid::nil(),
+            variant_id: None,
+            name: "Heladera".into(),
+            sku: None,
+            quantity: Quantity::ONE,
+            unit_price: Cents::of(1_000_000),
+            unit_cost: None,
+            tax_rate_id: VatRate::GENERAL,
+            discount_hundredths: None,
+            warehouse_id: None,
+            amount: Cents::of(1_000_000),
+            discount: Cents::ZERO,
+            global_discount: Cents::ZERO,
+            net: Cents::of(1_000_000),
+            vat: Cents::of(210_000),
+            total: Cents::of(1_210_000),
+            order_line_id: None,
+        };
+        let authorization = SaleAuthorization {
+            number: 42,
+            cae: "74123456789012".into(),
+            cae_due: date!(2026 - 08 - 30),
+            observations: vec![],
+        };
+        SaleRecorded {
+            contract: "2026-08-20".into(),
+            voucher_type,
+            document_kind: "invoice".into(),
+            letter: Some(letter.into()),
+            point_of_sale_id: Uuid::nil(),
+            point_of_sale_number: 1,
+            number: Some(42),
+            invoice_date: date!(2026 - 08 - 20),
+            due_date: None,
+            service_from: None,
+            service_to: None,
+            concept: 1,
+            currency: "PES".into(),
+            customer: SaleCustomer {
+                name: "Ñandú S.A.".into(),
+                tax_id: Some("20055361682".into()),
+                tax_id_type: Some("CUIL/CUIT".into()),
+                tax_category: Some("Responsable Inscripto".into()),
+                ..SaleCustomer::default()
+            },
+            prices_include_tax: false,
+            lines: vec![line],
+            discount: None,
+            exempt: Cents::ZERO,
+            non_taxed: Cents::ZERO,
+            subtotal: Cents::of(1_000_000),
+            tax_amount: Cents::of(210_000),
+            discount_amount: Cents::ZERO,
+            total: Cents::of(1_210_000),
+            vat: vec![SaleVat { code: VatRate::GENERAL, base: Cents::of(1_000_000), amount: Cents::of(210_000) }],
+            payments: vec![],
+            balance: Cents::of(1_210_000),
+            notes: None,
+            fiscal_notes: None,
+            integration_source: None,
+            integration_id: None,
+            associated_sale_id: None,
+            changes: vec![],
+            order_id: None,
+            fiscal: SaleFiscal {
+                status: FiscalStatus::Issued,
+                authorization: Some(authorization),
+                unconfirmed_number: None,
+                rejection: vec![],
+            },
+        }
+    }
+
+    #[test]
+    fn a_and_m_vouchers_show_vat_by_rate_and_b_vouchers_their_total() {
+        let issuer = super::Party { name: "Emisor".into(), tax_id: Some("20267565393".into()), ..Default::default() };
+        let breakdown = |sale: &SaleRecorded| {
+            let document = sale_document(sale, &issuer, None).expect("an issued voucher prints");
+            document.vat_breakdown.iter().map(|v| (v.label.clone(), v.base_cents, v.amount_cents)).collect::<Vec<_>>()
+        };
+        let by_rate = vec![("IVA 21%".to_owned(), Cents::of(1_000_000), Cents::of(210_000))];
+        assert_eq!(breakdown(&invoice(1, "A")), by_rate);
+        assert_eq!(breakdown(&invoice(51, "M")), by_rate, "M is A issued subject to withholding");
+        assert_eq!(breakdown(&invoice(6, "B")), vec![]);
+    }
 
     #[test]
     fn a_supplier_number_gives_its_point_of_sale_and_number_where_written_so() {
