@@ -373,9 +373,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                     (None, false) => bail!("name a projection to rebuild, or pass --all"),
                 };
                 let pool = roles::connect_database(&settings).await?;
-                // Progress shows on METRICS_ADDR too, when set, for operators watching a long rebuild.
+                // Progress shows on METRICS_ADDR too, when set, for operators watching a long rebuild; the
+                // rebuild is run beside the role that already serves it (`docker compose exec`), so a taken
+                // address costs the metrics, not the rebuild.
                 let mut observed = tokio::task::JoinSet::new();
-                roles::serve_metrics(&settings, &mut observed, &pool, None).await?;
+                if let Err(error) = roles::serve_metrics(&settings, &mut observed, &pool, None).await {
+                    eprintln!("rebuild: {error:#}; rebuilding without metrics");
+                }
                 for projection in selected {
                     let name = projection.id();
                     let report = projections::rebuild::rebuild(&pool, projection.as_ref(), |done| {

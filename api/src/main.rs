@@ -32,7 +32,19 @@ fn main() {
     // Postgres and NATS it talks to on every write, so it takes half the cores: on two cores one
     // worker thread answered 10-15% more writes per second than two (fewer threads woken per message,
     // fewer context switches against the database and the bus). `BACKOFFICE_WORKER_THREADS` overrides both.
-    let threads = std::env::var("BACKOFFICE_WORKER_THREADS").ok().and_then(|v| v.parse().ok()).or_else(|| {
+    let set = match std::env::var("BACKOFFICE_WORKER_THREADS") {
+        Ok(text) => match text.trim().parse::<usize>() {
+            Ok(threads) if threads > 0 => Some(threads),
+            _ => {
+                eprintln!(
+                    "error: BACKOFFICE_WORKER_THREADS must be a whole number of threads, 1 or more (not {text:?})"
+                );
+                std::process::exit(2);
+            }
+        },
+        Err(_) => None,
+    };
+    let threads = set.or_else(|| {
         matches!(cli.command, api::cli::Command::All)
             .then(|| std::thread::available_parallelism().map_or(1, |cores| (cores.get() / 2).max(1)))
     });

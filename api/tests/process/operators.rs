@@ -80,6 +80,35 @@ async fn export_and_verify_refuse_an_unknown_organization(pool: PgPool) {
     }
 }
 
+/// A worker-thread count that is not 1 or more is refused before anything starts (0 made tokio's runtime
+/// builder panic; text was ignored).
+#[sqlx::test(migrations = "../schema")]
+async fn a_worker_thread_count_below_one_or_not_a_number_is_refused(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    for threads in ["0", "many", "-1"] {
+        let output = deployment.run_with(&["api"], &[("BACKOFFICE_WORKER_THREADS", threads)]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{threads}: {stderr}");
+        assert!(stderr.contains("BACKOFFICE_WORKER_THREADS must be a whole number"), "{threads}: {stderr}");
+    }
+}
+
+/// A rebuild run beside the role that serves METRICS_ADDR (`docker compose exec projections ...`) finds
+/// the address taken: it rebuilds without metrics instead of refusing to start.
+#[sqlx::test(migrations = "../schema")]
+async fn a_rebuild_goes_on_without_metrics_when_their_address_is_taken(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    create_org(&deployment, "Métricas");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let addr = taken.local_addr().expect("its address").to_string();
+    let output = deployment.run_with(&["projections", "rebuild", "customers"], &[("METRICS_ADDR", addr.as_str())]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("rebuilding without metrics"), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the rebuild's report");
+    assert_eq!(report["projection"], "customers");
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_rebuild_under_traffic_keeps_every_read(pool: PgPool) {
     let deployment = Deployment::new(&pool, &shared_nats_url());
