@@ -149,17 +149,20 @@ pub async fn payment(
         .await
 }
 
-/// Which of `ids` are payments of `side` that `visibility` sees (one read for a page of documents that
-/// show their payments).
-pub async fn visible(
+/// Which of `ids`, payments of `side`, `visibility` does not see: none for a credential that sees every
+/// payment (no read), else one read for a page of documents that show their payments.
+pub async fn hidden(
     pool: &PgPool,
     org_id: Uuid,
     side: PaymentSide,
     ids: &[Uuid],
     visibility: &Visibility,
 ) -> Result<std::collections::HashSet<Uuid>, sqlx::Error> {
+    if *visibility == Visibility::default() || ids.is_empty() {
+        return Ok(Default::default());
+    }
     let sql = format!("select p.id from {PAYMENTS} p where p.org_id = $1 and p.side = $2 and {VISIBLE} and p.id = any($5)");
-    let ids: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+    let visible: Vec<Uuid> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(org_id)
         .bind(side.as_str())
         .bind(seen(visibility))
@@ -167,7 +170,7 @@ pub async fn visible(
         .bind(ids)
         .fetch_all(pool)
         .await?;
-    Ok(ids.into_iter().collect())
+    Ok(ids.iter().filter(|id| !visible.contains(id)).copied().collect())
 }
 
 /// Up to `limit` payments of `side` after `after`, newest first (`occurred_on`, `created_at`, `id`).

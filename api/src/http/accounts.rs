@@ -23,7 +23,6 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::{Object, OpenApi};
 use projections::ProjectionId;
 use projections::accounts as read;
-use projections::treasury::Visibility;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use time::{Date, Duration, OffsetDateTime};
@@ -218,13 +217,10 @@ async fn account(
     // A delegated credential reads a payment's lines as it reads the payment: only when it sees every
     // location the payment landed in and, with `own` visibility, when its user took it. The balances
     // still count every fact, as a sale's `amount_due` does.
-    let seen = visibility(call.principal);
-    if seen != Visibility::default() {
-        let paid = |l: &read::StatementLine| matches!(l.kind.as_str(), "payment" | "payment_void");
-        let ids: Vec<Uuid> = lines.iter().filter(|&l| paid(l)).map(|l| l.document_id).collect();
-        let visible = projections::payments::visible(pool, org_id, side, &ids, &seen).await?;
-        lines.retain(|l| !paid(l) || visible.contains(&l.document_id));
-    }
+    let paid = |l: &read::StatementLine| matches!(l.kind.as_str(), "payment" | "payment_void");
+    let ids: Vec<Uuid> = lines.iter().filter(|&l| paid(l)).map(|l| l.document_id).collect();
+    let hidden = projections::payments::hidden(pool, org_id, side, &ids, &visibility(call.principal)).await?;
+    lines.retain(|l| !paid(l) || !hidden.contains(&l.document_id));
     let today = ar_date(OffsetDateTime::now_utc());
     let customer = side == PaymentSide::Customer;
     let data = AccountData {

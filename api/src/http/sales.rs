@@ -27,7 +27,6 @@ use commands::protocol::{Command, CommandKind};
 use commands::sales::{InvoiceCommand, SaleCommand, SaleOutcome, formatted_number, parse_sale};
 use commands::tags::Taggable;
 use events::catalogue::{FiscalStatus, PaymentSide, SaleRecorded, ar_date, sale_payment_id};
-use projections::treasury::Visibility;
 use events::domain::Scope;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
@@ -36,7 +35,6 @@ use projections::ProjectionId;
 use projections::documents::{DocumentState, OwnerKind, store};
 use projections::sales::{self as read, SaleFilter, SaleRow};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
 use std::sync::Arc;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
@@ -397,15 +395,9 @@ async fn render_rows(call: &Call<'_>, rows: Vec<SaleRow>) -> Result<Vec<SaleData
     let (state, org_id) = (call.state, call.org_id());
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let mut documents = store::states(&state.pool, org_id, OwnerKind::Sale, &ids).await?;
+    let paid: Vec<Uuid> = rows.iter().filter(|r| !r.sale.payments.is_empty()).map(|r| sale_payment_id(r.id)).collect();
     let seen = visibility(call.principal);
-    let hidden_payments = if seen == Visibility::default() {
-        HashSet::new()
-    } else {
-        let paid: Vec<Uuid> =
-            rows.iter().filter(|r| !r.sale.payments.is_empty()).map(|r| sale_payment_id(r.id)).collect();
-        let visible = projections::payments::visible(&state.pool, org_id, PaymentSide::Customer, &paid, &seen).await?;
-        paid.into_iter().filter(|id| !visible.contains(id)).collect()
-    };
+    let hidden_payments = projections::payments::hidden(&state.pool, org_id, PaymentSide::Customer, &paid, &seen).await?;
     let rows = tagged(state, org_id, Taggable::Sale, rows, |r| r.id).await?;
     let mut out = Vec::with_capacity(rows.len());
     for (row, tags) in rows {
