@@ -83,16 +83,28 @@ impl Rejection {
 
     /// 422 with one business detail naming `field`.
     pub fn unprocessable(code: &str, field: &str, message: &str) -> Self {
-        Self::Unprocessable {
+        Self::unprocessable_on(code, &[field], message)
+    }
+
+    /// 422 with one business detail for each of `fields`, all at fault for the same reason (both ends
+    /// of a transfer, say).
+    pub fn unprocessable_on(code: &str, fields: &[&str], message: &str) -> Self {
+        let detail = |field: &&str| BusinessDetail {
+            field: Some((*field).into()),
             code: code.into(),
             message: message.into(),
-            details: vec![BusinessDetail {
-                field: Some(field.into()),
-                code: code.into(),
-                message: message.into(),
-                metadata: Default::default(),
-            }],
+            metadata: Default::default(),
+        };
+        Self::Unprocessable { code: code.into(), message: message.into(), details: fields.iter().map(detail).collect() }
+    }
+
+    /// The same refusal with its business details naming `field` (the request's field whose referent is
+    /// in the wrong state, say); a rejection without business details is left as it is.
+    pub fn on(mut self, field: &str) -> Self {
+        if let Self::StateConflict { details, .. } | Self::Unprocessable { details, .. } = &mut self {
+            details.iter_mut().for_each(|detail| detail.field = Some(field.to_owned()));
         }
+        self
     }
 
     /// 409 `STATE_CONFLICT` with one detail (`code`, e.g. `QUOTE_NOT_DRAFT`) naming the current state.

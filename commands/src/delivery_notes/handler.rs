@@ -118,9 +118,7 @@ impl Document for DeliveryNotes {
             .collect();
         let combos: Vec<Uuid> =
             facts.products.iter().filter(|(_, (f, _))| f.product_type.is_combo()).map(|(id, _)| *id).collect();
-        if !combos.is_empty() {
-            facts.components = combo_components(conn, org_id, &combos).await?;
-        }
+        facts.components = combo_components(conn, org_id, &combos).await?;
         facts.default_warehouse = crate::records::current_defaults(conn, org_id, "warehouse").await?.first().copied();
         // A note for an order takes its goods from the order's warehouses (a line's own, or the order's)
         // unless it names one: checked like one it names, as a sale billing the order checks them.

@@ -324,15 +324,7 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                 let kind = sale.document_kind.as_str();
                 let message =
                     format!("the sale is a {kind}, which sends out no goods: only a sale that does is delivered");
-                return Err(Rejection::StateConflict {
-                    message: message.clone(),
-                    details: vec![BusinessDetail {
-                        field: Some("origin.sale_id".into()),
-                        code: "SALE_SENDS_NO_GOODS".into(),
-                        message,
-                        metadata: BTreeMap::from([("current_state".to_owned(), serde_json::json!(kind))]),
-                    }],
-                });
+                return Err(Rejection::state_conflict("SALE_SENDS_NO_GOODS", kind, message).on("origin.sale_id"));
             }
             note.customer_id = sale.customer.id;
             note.customer_name = sale.customer.name.clone();

@@ -91,6 +91,9 @@ pub async fn combo_components(
     org_id: Uuid,
     ids: &[Uuid],
 ) -> Result<BTreeMap<Uuid, Vec<StockLine>>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
     let rows: Vec<(Uuid, Uuid, events::domain::Quantity)> = sqlx::query_as(
         "select combo_id, component_id, quantity from product_components
          where org_id = $1 and combo_id = any($2) order by combo_id, component_id",

@@ -104,9 +104,7 @@ impl Document for Orders {
         facts.products = load_products(conn, org_id, &variants).await?.0;
         let combos: Vec<Uuid> =
             facts.products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
-        if !combos.is_empty() {
-            facts.components = combo_components(conn, org_id, &combos).await?;
-        }
+        facts.components = combo_components(conn, org_id, &combos).await?;
         facts.warehouses = active::<Warehouse>(conn, org_id, &warehouses, |w| w.fields.is_active).await?;
         Ok((facts, converting))
     }

@@ -66,7 +66,7 @@ pub(crate) async fn stocked_lines(
         .filter(|l| facts.get(&l.variant_id).is_some_and(|f| f.product_type.is_combo()))
         .map(|l| l.variant_id)
         .collect();
-    let components = if combos.is_empty() { BTreeMap::new() } else { combo_components(conn, org_id, &combos).await? };
+    let components = combo_components(conn, org_id, &combos).await?;
     expand_combos(&lines, &components, "items").map_err(|errors| Rejection::Invalid { errors }.into())
 }
 

@@ -83,9 +83,7 @@ impl Document for Quotes {
         facts.products = load_products(conn, org_id, &variants).await?.0;
         let combos: Vec<Uuid> =
             facts.products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
-        if !combos.is_empty() {
-            facts.components = combo_components(conn, org_id, &combos).await?;
-        }
+        facts.components = combo_components(conn, org_id, &combos).await?;
         let warehouses: Vec<Uuid> = input.items.iter().filter_map(|i| i.warehouse_id).collect();
         facts.warehouses = active::<Warehouse>(conn, org_id, &warehouses, |w| w.fields.is_active).await?;
         Ok(facts)

@@ -153,8 +153,7 @@ impl Document for Sales {
         let ordered = order.iter().flat_map(|(o, _)| o.lines.iter().filter_map(|l| l.variant_id));
         let combos: Vec<Uuid> =
             products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).chain(ordered).collect();
-        let components =
-            if combos.is_empty() { BTreeMap::new() } else { combo_components(conn, org_id, &combos).await? };
+        let components = combo_components(conn, org_id, &combos).await?;
         Ok(SaleFacts {
             org,
             point,

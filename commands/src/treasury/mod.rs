@@ -188,27 +188,14 @@ pub fn decide(command: &TransferCommand, facts: &TransferFacts) -> Result<FundsT
             ));
         }
     }
-    // A refusal names each endpoint at fault (both when both are).
-    let unprocessable = |code: &str, fields: &[&str], message: &str| Rejection::Unprocessable {
-        code: code.into(),
-        message: message.into(),
-        details: fields
-            .iter()
-            .map(|field| crate::aggregate::BusinessDetail {
-                field: Some((*field).into()),
-                code: code.into(),
-                message: message.into(),
-                metadata: Default::default(),
-            })
-            .collect(),
-    };
     if facts.today.is_none_or(|today| input.occurred_on > today) {
-        return Err(unprocessable("FUTURE_DATE", &["occurred_on"], "a transfer cannot happen after today (UTC-3)"));
+        return Err(Rejection::unprocessable("FUTURE_DATE", "occurred_on", "a transfer cannot happen after today (UTC-3)"));
     }
+    // A refusal names each endpoint at fault (both when both are).
     let dollars: Vec<&str> =
         sides.iter().filter(|(_, at)| at.currency != Currency::Pes).map(|(side, _)| *side).collect();
     if !dollars.is_empty() {
-        return Err(unprocessable(
+        return Err(Rejection::unprocessable_on(
             "UNSUPPORTED_CURRENCY",
             &dollars,
             "transfers move pesos between peso locations; dollar and mixed transfers are not supported",
@@ -217,7 +204,8 @@ pub fn decide(command: &TransferCommand, facts: &TransferFacts) -> Result<FundsT
     let unlinked: Vec<&str> =
         sides.iter().filter(|(_, at)| at.account_active.is_none()).map(|(side, _)| *side).collect();
     if !unlinked.is_empty() {
-        return Err(unprocessable("LEDGER_NOT_CONFIGURED", &unlinked, "the endpoint has no ledger account to post to"));
+        let message = "the endpoint has no ledger account to post to";
+        return Err(Rejection::unprocessable_on("LEDGER_NOT_CONFIGURED", &unlinked, message));
     }
     let amount = input.amount;
     let line = |at: LocationRef, facts: LocationFacts, functional: Cents, movement_type, n: u8| JournalLine {
