@@ -260,11 +260,12 @@ impl StoredVoucher {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use time::macros::date;
 
-    fn invoice() -> VoucherRequest {
+    /// An A invoice of 100.00 net at 21%, number 12 of point of sale 3: what the fiscal tests ask for.
+    pub(crate) fn invoice() -> VoucherRequest {
         VoucherRequest {
             point_of_sale: 3,
             voucher_type: 1,

@@ -260,34 +260,9 @@ async fn lead(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fiscal::Rate;
-    use events::domain::Cents;
 
     fn waiting() -> Waiting {
-        let voucher = VoucherRequest {
-            point_of_sale: 3,
-            voucher_type: 6,
-            number: 0,
-            concept: 1,
-            doc_type: 99,
-            doc_number: 0,
-            date: time::macros::date!(2026 - 11 - 25),
-            total: Cents::of(12_100),
-            net: Cents::of(10_000),
-            exempt: Cents::ZERO,
-            non_taxed: Cents::ZERO,
-            other_taxes: Cents::ZERO,
-            vat: Cents::of(2_100),
-            vat_lines: vec![],
-            other_tax_lines: vec![],
-            currency: "PES".into(),
-            rate: Rate::ONE,
-            receiver_vat_condition: 5,
-            associated: vec![],
-            service_from: None,
-            service_to: None,
-            payment_due: None,
-        };
+        let voucher = crate::fiscal::voucher::tests::invoice();
         let (reply, _) = oneshot::channel();
         Waiting { voucher, deadline: Instant::now(), reply, asked: Arc::new(Mutex::new(None)) }
     }
