@@ -191,7 +191,27 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             &format!("on conflict (org_id) do update set revision = greatest({table}.revision, excluded.revision)"),
         )
         .await?;
-    Ok(batch.iter().map(|r| CacheKey { resource: CacheResource::Product, org_id: r.org_id, id: r.id }).collect())
+    let mut invalidate: Vec<CacheKey> =
+        batch.iter().map(|r| CacheKey { resource: CacheResource::Product, org_id: r.org_id, id: r.id }).collect();
+    invalidate.extend(combos_showing(conn, &batch).await?);
+    Ok(invalidate)
+}
+
+/// The combos whose detail shows a variant of `batch` as a component (with its name): their cached
+/// reads go with the variants'. `product_components` is the write side's, current whatever the target.
+async fn combos_showing(conn: &mut PgConnection, batch: &[&Row]) -> Result<Vec<CacheKey>, sqlx::Error> {
+    let mut orgs: Vec<Uuid> = batch.iter().map(|r| r.org_id).collect();
+    orgs.sort_unstable();
+    orgs.dedup();
+    let ids: Vec<Uuid> = batch.iter().map(|r| r.id).collect();
+    let combos: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "select distinct org_id, combo_id from product_components where org_id = any($1) and component_id = any($2)",
+    )
+    .bind(&orgs)
+    .bind(&ids)
+    .fetch_all(conn)
+    .await?;
+    Ok(combos.into_iter().map(|(org_id, id)| CacheKey { resource: CacheResource::Product, org_id, id }).collect())
 }
 
 /// A variant as the read side stores it, with the names of what it refers to.

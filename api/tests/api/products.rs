@@ -527,6 +527,28 @@ async fn products_are_readable_while_the_organizations_projection_lags(pool: PgP
     assert_eq!(json(app.get("/api/v1/products").await, 200).await["data"].as_array().map(Vec::len), Some(1));
 }
 
+/// A combo's detail shows its components' names: renaming one shows in the combo's next read, cached
+/// as it was.
+#[sqlx::test(migrations = "../schema")]
+async fn a_combo_read_shows_a_renamed_component(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let mate = json!({"name": "Mate de calabaza", "sku": "MATE", "price": 1000});
+    let mate_id = json(create(&app, &mate).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let kit = json!({"name": "Kit matero", "sku": "KIT", "price": 3000, "productType": "combo",
+        "components": [{"productId": mate_id, "quantity": 2}]});
+    let created = json(create(&app, &kit).await, 201).await;
+    let path = format!("/api/v1/products/{}", created["data"]["id"].as_str().expect("id"));
+    // Two reads: the second is served from the cache.
+    let first = json(app.get(&path).await, 200).await;
+    assert_eq!(json(app.get(&path).await, 200).await["data"], first["data"]);
+    assert_eq!(first["data"]["components"][0]["name"], "Mate de calabaza");
+
+    let renamed = json!({"name": "Mate imperial", "sku": "MATE", "price": 1000});
+    json(app.put(&format!("/api/v1/products/{mate_id}"), &renamed).await, 200).await;
+    let read = json(app.get(&path).await, 200).await;
+    assert_eq!(read["data"]["components"], json!([{"productId": mate_id, "name": "Mate imperial", "quantity": "2"}]));
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_combo_detail_lists_its_components(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
