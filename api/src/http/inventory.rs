@@ -461,6 +461,7 @@ routes! {
         /// again). Moves every line from the origin to the destination, all or nothing; a combo moves its
         /// components (its quantity, a whole number, times each component's), and the answer lists what
         /// moved per variant. Shortfalls at the origin follow the organization's negative-stock policy.
+        /// An inactive product, or a combo with an inactive component, is unknown to a transfer (404).
         create_transfer("/stock-transfers", "createStockTransfer", "post")
             ("Optional: a retry with the same key and body returns the first outcome.")
             -> TransferCreated::Created = CREATE_STOCK_TRANSFER, |call, write, body: StockTransferInput| {

@@ -94,7 +94,8 @@ pub struct ProductInput {
     /// Custom fields: each key at most once.
     pub metafields: Optional<Vec<MetafieldInput>>,
     /// Opening stock per warehouse. Single product only. A creation records at most 1000 opening levels,
-    /// its variants' together (each is a row of the inventory ledger).
+    /// its variants' together (each is a row of the inventory ledger). Refused on a combo or a service,
+    /// which hold no stock of their own (a service's variants take none either).
     pub warehouse_stocks: Optional<Vec<WarehouseStockInput>>,
     /// 1 to 3 distinct option names, 1 to 40 characters each (matrix only).
     #[oai(validator(min_items = 1, max_items = 3))]
@@ -570,6 +571,19 @@ fn product_shapes() -> serde_json::Value {
     serde_json::json!({ "allOf": [
         { "anyOf": [single(false), single(true), matrix(false), matrix(true)] },
         combo_shapes(),
+        service_shapes(),
+    ] })
+}
+
+/// A service (`productType` `service`) holds no stock: no opening stock, on itself or on a variant.
+fn service_shapes() -> serde_json::Value {
+    let service = serde_json::json!({ "enum": ["service"] });
+    serde_json::json!({ "anyOf": [
+        { "not": { "required": ["productType"], "properties": { "productType": service } } },
+        { "allOf": [
+            rules::refused(&["warehouseStocks"]),
+            { "properties": { "variants": { "items": rules::refused(&["warehouseStocks"]) } } },
+        ] },
     ] })
 }
 

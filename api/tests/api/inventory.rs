@@ -324,6 +324,60 @@ async fn transfers_move_combo_components_all_or_nothing(pool: PgPool) {
     assert_eq!(app.event_count().await, events, "nothing was written");
 }
 
+/// A combo moves as its components: one deactivated since the combo listed it refuses the combo's item
+/// of a transfer as an inactive product transferred directly is refused (404 `not_found` naming the
+/// item's product), and nothing is written or moved. Active again, the combo moves.
+#[sqlx::test(migrations = "../schema")]
+async fn a_transfer_of_a_combo_whose_component_was_deactivated_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let branch = warehouse(&app, "Sucursal Centro").await;
+    let mate = product(&app, "MATE", Some((&main, json!(10))), json!({})).await;
+    let bombilla = product(&app, "BOMBILLA", Some((&main, json!(10))), json!({})).await;
+    let components = json!([{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }]);
+    let combo = product(&app, "KIT", None, json!({ "productType": "combo", "components": components })).await;
+    let off = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 1000, "isActive": false });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &off).await, 200).await;
+    let ledger = || async { items(&style_a(app.get("/api/v1/inventory/movements").await, 200).await) };
+    let (events, rows) = (app.event_count().await, ledger().await);
+    assert_eq!(rows.len(), 2, "the two opening levels: {rows:?}");
+
+    // Transferred directly, the inactive product is refused, naming its item.
+    let transfer =
+        |lines: Value| json!({ "origin_warehouse_id": main, "destination_warehouse_id": branch, "items": lines });
+    let direct = transfer(json!([{ "product_id": bombilla, "quantity": 1 }]));
+    let refused = error(app.post(TRANSFERS, &direct).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[0].product_id"]);
+    // So is the combo that holds it, on the combo's item; the mate's item is fine.
+    let with_kit = transfer(json!([{ "product_id": mate, "quantity": 1 }, { "product_id": combo, "quantity": 1 }]));
+    let refused = error(app.post(TRANSFERS, &with_kit).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[1].product_id"]);
+    let detail = &refused["error"]["details"][0];
+    assert_eq!(detail["code"], "not_found", "{refused}");
+    assert!(detail["message"].as_str().is_some_and(|m| m.contains(&bombilla)), "names the component: {refused}");
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    assert_eq!(ledger().await, rows, "the ledger is unchanged");
+    for (item, expected) in [(&mate, "10"), (&bombilla, "10")] {
+        assert_eq!(on_hand(&app, item, &main).await, expected, "{item} stayed");
+    }
+    let listed = style_a(app.get(&format!("{TRANSFERS}?warehouse_id={branch}")).await, 200).await;
+    assert!(items(&listed).is_empty(), "no transfer recorded: {listed}");
+
+    // Active again, the combo moves as its components.
+    let on = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 1000 });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &on).await, 200).await;
+    let moved = style_a(app.post(TRANSFERS, &with_kit).await, 201).await;
+    assert_eq!(
+        moved["data"]["items"],
+        json!([{ "product_id": mate, "quantity": "3" }, { "product_id": bombilla, "quantity": "1" }])
+    );
+    for (item, at, expected) in
+        [(&mate, &main, "7"), (&bombilla, &main, "9"), (&mate, &branch, "3"), (&bombilla, &branch, "1")]
+    {
+        assert_eq!(on_hand(&app, item, at).await, expected, "{item} in {at}");
+    }
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn bad_stock_input_is_refused_and_writes_nothing(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

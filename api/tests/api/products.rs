@@ -1,7 +1,7 @@
 //! Products: single products and variant matrices, their rules and rejections (which leave nothing
 //! behind), replaces that touch a whole group, and the product events the webhook sender delivers.
 
-use crate::helpers::{TestApp, detail_fields, error, json, refused};
+use crate::helpers::{TestApp, detail_fields, error, id_of, items, json, main_warehouse, refused};
 use crate::receiver::Receiver;
 use projections::webhooks::dispatch::{self, SenderConfig};
 use reqwest::Response;
@@ -513,6 +513,52 @@ async fn bulk_adjustments_reach_inactive_variants_and_refuse_unknown_filters(poo
     let refused = error(create(&app, &stocked).await, 404, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["warehouseStocks"]);
     assert_eq!(counts(&app).await, before, "nothing was written");
+}
+
+/// A service holds no stock, as a combo holds none of its own: its creation with opening stock, on
+/// itself or on one of its variants, is refused as a combo's is (400 `not_allowed` naming the
+/// `warehouseStocks` at fault), and nothing reaches the events or the stock ledger.
+#[sqlx::test(migrations = "../schema")]
+async fn a_service_with_opening_stock_is_refused_as_a_combo_is(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = main_warehouse(&app).await;
+    let opening = json!([{"warehouseId": main, "quantity": 5}]);
+    let stocked = json!({"name": "Mate", "sku": "MATE", "price": 1000, "warehouseStocks": opening});
+    let mate = id_of(&json(create(&app, &stocked).await, 201).await);
+    let ledger = || async { items(&json(app.get("/api/v1/inventory/movements").await, 200).await) };
+    let (before, rows) = (counts(&app).await, ledger().await);
+    assert_eq!(rows.len(), 1, "the mate's opening stock: {rows:?}");
+
+    let stock = json!([{"warehouseId": main, "quantity": 3}]);
+    let service =
+        json!({"name": "Flete", "sku": "FLETE", "price": 5000, "productType": "service", "warehouseStocks": stock});
+    let mut empty = service.clone();
+    empty["warehouseStocks"] = json!([]);
+    let variants = json!({"name": "Instalación", "productType": "service", "options": ["Zona"], "variants": [
+        {"optionValues": {"Zona": "Norte"}, "sku": "INST-N", "price": 1000},
+        {"optionValues": {"Zona": "Sur"}, "sku": "INST-S", "price": 1000, "warehouseStocks": stock}]});
+    let combo = json!({"name": "Kit", "sku": "KIT", "price": 3000, "productType": "combo",
+        "components": [{"productId": mate, "quantity": 1}], "warehouseStocks": stock});
+    for (body, field) in [
+        (&combo, "warehouseStocks"),
+        (&service, "warehouseStocks"),
+        (&empty, "warehouseStocks"),
+        (&variants, "variants[1].warehouseStocks"),
+    ] {
+        let refused = error(create(&app, body).await, 400, "invalid_request_error").await;
+        assert_eq!(refused["error"]["code"], "VALIDATION_FAILED", "{refused}");
+        assert_eq!(detail_fields(&refused), [field], "{refused}");
+        assert_eq!(refused["error"]["details"][0]["code"], "not_allowed", "{refused}");
+        assert_eq!(counts(&app).await, before, "nothing written for {body}");
+        assert_eq!(ledger().await, rows, "no opening stock in the ledger for {body}");
+    }
+
+    // Without opening stock the service is created, and holds none.
+    let plain = json!({"name": "Flete", "sku": "FLETE", "price": 5000, "productType": "service"});
+    let flete = id_of(&json(create(&app, &plain).await, 201).await);
+    let levels = json(app.get(&format!("/api/v1/inventory?product_id={flete}")).await, 200).await;
+    assert!(items(&levels).is_empty(), "a service holds no stock: {levels}");
+    assert_eq!(ledger().await, rows);
 }
 
 /// The product read joins nothing another projection must have caught up with: with the organizations

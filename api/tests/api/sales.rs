@@ -559,6 +559,62 @@ async fn sale_stock_follows_the_policy_and_credit_notes_bring_it_back(pool: PgPo
     assert_eq!(detail_fields(&missing), ["pointOfSaleId", "customerId", "items[0].productId"]);
 }
 
+/// The on-hand of `product`'s one level, and how many rows of the stock ledger it has.
+async fn stock_and_ledger(app: &TestApp, product: &str) -> (String, usize) {
+    let levels = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
+    let on_hand = items(&levels)[0]["on_hand"].as_str().expect("on hand").to_owned();
+    let ledger = json(app.get(&format!("/api/v1/inventory/movements?product_id={product}")).await, 200).await;
+    (on_hand, items(&ledger).len())
+}
+
+/// A combo leaves as its components: one deactivated since the combo listed it refuses the combo's
+/// line as an inactive product sold directly is refused (404 `not_found` naming the line's product),
+/// and nothing is written, taken from stock or asked of the authority. Active again, the combo sells.
+#[sqlx::test(migrations = "../schema")]
+async fn a_sale_of_a_combo_whose_component_was_deactivated_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    fiscal_profile(&app, "Responsable Inscripto").await;
+    let pos = point_of_sale(&app).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    let mate = product(&app, "MATE", 1000, Some((&main, 10))).await;
+    let bombilla = product(&app, "BOMBILLA", 500, Some((&main, 10))).await;
+    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 2500, "productType": "combo",
+        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }] });
+    let kit = json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].clone();
+    let retired = json!({ "name": "Artículo BOMBILLA", "sku": "BOMBILLA", "price": 500, "isActive": false });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &retired).await, 200).await;
+    let events = app.event_count().await;
+    let before = (stock_and_ledger(&app, &mate).await, stock_and_ledger(&app, &bombilla).await);
+    assert_eq!(before, (("10".to_owned(), 1), ("10".to_owned(), 1)), "each product's opening stock");
+
+    // Sold directly, the inactive product is refused, naming its line.
+    let direct = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 500,
+        "items": [{ "productId": bombilla, "quantity": 1, "unitPrice": 500 }] });
+    let refused = error(sell(&app, &direct, true).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[0].productId"]);
+    // So is the combo that holds it, on the combo's line; the mate's line is fine.
+    let lines = json!([{ "productId": mate, "quantity": 1, "unitPrice": 1000 },
+        { "productId": kit, "quantity": 1, "unitPrice": 2500 }]);
+    let with_kit =
+        json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today(), "total": 3500, "items": lines });
+    let refused = error(sell(&app, &with_kit, true).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[1].productId"]);
+    let detail = &refused["error"]["details"][0];
+    assert_eq!(detail["code"], "not_found", "{refused}");
+    assert!(detail["message"].as_str().is_some_and(|m| m.contains(&bombilla)), "names the component: {refused}");
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    let after = (stock_and_ledger(&app, &mate).await, stock_and_ledger(&app, &bombilla).await);
+    assert_eq!(after, before, "no stock left and the ledger is unchanged");
+    assert_eq!(approved(&app, 6).await.len(), 0, "nothing reached the authority");
+
+    // Active again, the combo sells as its components: the mate's line and two of the kit's, one bombilla.
+    let active = json!({ "name": "Artículo BOMBILLA", "sku": "BOMBILLA", "price": 500 });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &active).await, 200).await;
+    json(sell(&app, &with_kit, true).await, 201).await;
+    assert_eq!(stock_and_ledger(&app, &mate).await, ("7".to_owned(), 2));
+    assert_eq!(stock_and_ledger(&app, &bombilla).await, ("9".to_owned(), 2));
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_credit_note_is_for_the_customer_of_the_sale_it_corrects(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

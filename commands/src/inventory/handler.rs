@@ -8,7 +8,7 @@ use super::movement::{
 };
 use super::{
     Move, NegativeStock, StockMovementCommand, StockTransferCommand, TransferOutcome, WantedMove, apply_policy,
-    expand_combos, plan,
+    expand_combos, plan, retired_component,
 };
 use crate::aggregate::Rejection;
 use crate::engine::{ExecuteError, load, reject_fields};
@@ -105,6 +105,34 @@ pub async fn combo_components(
     let mut out: BTreeMap<Uuid, Vec<StockLine>> = BTreeMap::new();
     for (combo, component, quantity) in rows {
         out.entry(combo).or_default().push(StockLine { variant_id: component, quantity });
+    }
+    Ok(out)
+}
+
+/// The components that are no active product of the organization (deactivated after a combo listed
+/// them) of each combo among `ids` that has any, in id order; combos whose components are all active
+/// are left out. Such a combo is refused where it would move stock ([`super::retired_component`]).
+pub async fn inactive_components(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<BTreeMap<Uuid, Vec<Uuid>>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let rows: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "select c.combo_id, c.component_id from product_components c
+         left join product_variants v on v.variant_id = c.component_id and v.org_id = c.org_id
+         where c.org_id = $1 and c.combo_id = any($2) and v.is_active is not true
+         order by c.combo_id, c.component_id",
+    )
+    .bind(org_id)
+    .bind(ids)
+    .fetch_all(conn)
+    .await?;
+    let mut out: BTreeMap<Uuid, Vec<Uuid>> = BTreeMap::new();
+    for (combo, component) in rows {
+        out.entry(combo).or_default().push(component);
     }
     Ok(out)
 }
@@ -256,7 +284,14 @@ handler! {
             check_warehouse(conn, org_id, command.origin_warehouse_id, "origin_warehouse_id", &mut errors).await?;
             check_warehouse(conn, org_id, command.destination_warehouse_id, "destination_warehouse_id", &mut errors)
                 .await?;
-            check_products(conn, org_id, &command.items, "items", true, &mut errors).await?;
+            let combos = check_products(conn, org_id, &command.items, "items", true, &mut errors).await?;
+            // A combo moves as its components: one no longer active refuses the combo's items.
+            let retired = inactive_components(conn, org_id, &combos).await?;
+            for (i, item) in command.items.iter().enumerate() {
+                if let Some(components) = retired.get(&item.variant_id) {
+                    errors.push(retired_component(format!("items[{i}].product_id"), components));
+                }
+            }
             reject_fields(errors)
         }
 

@@ -22,8 +22,8 @@ pub mod rebuild;
 pub mod reservations;
 
 pub use handler::{
-    StockMovements, StockTransfers, active_product_types, combo_components, negative_stock_policy, product_types,
-    write_components,
+    StockMovements, StockTransfers, active_product_types, combo_components, inactive_components,
+    negative_stock_policy, product_types, write_components,
 };
 
 use crate::aggregate::{BusinessDetail, Rejection};
@@ -362,6 +362,18 @@ pub fn expand_combos(
         }
     }
     if errors.is_empty() { Ok(out) } else { Err(errors) }
+}
+
+/// The refusal of a line, at `path` (its product), naming a combo whose `components` are no longer active
+/// products of the organization ([`inactive_components`]): the combo moves as them, and an inactive
+/// product moves no stock, so the line is refused as one naming an inactive product is (`not_found`).
+pub fn retired_component(path: impl Into<String>, components: &[Uuid]) -> FieldError {
+    let ids: Vec<String> = components.iter().map(ToString::to_string).collect();
+    FieldError::new(
+        path,
+        "not_found",
+        format!("a component of this combo is no active product of this organization: {}", ids.join(", ")),
+    )
 }
 
 #[cfg(test)]

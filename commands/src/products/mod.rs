@@ -491,7 +491,7 @@ pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), V
             let barcode = v.optional_str("barcode", 60);
             let (cost, price) = cost_and_price(&mut v, shared.markup_hundredths);
             let before = opening_stock.len();
-            opening_stock.extend(warehouse_stocks(&mut v, id));
+            opening_stock.extend(warehouse_stocks(&mut v, id, shared.product_type));
             refuse_beyond_the_ledger(&mut v, before, opening_stock.len());
             r.errors.append(&mut v.errors);
             variants.push(Variant { id, sku, barcode, cost, price, option_values: values, is_active: true });
@@ -501,7 +501,7 @@ pub fn parse_create(body: &Value) -> Result<(ProductGroup, Vec<OpeningStock>), V
         let sku = r.required_str("sku", 1, 60);
         let barcode = r.optional_str("barcode", 60);
         let (cost, price) = cost_and_price(&mut r, shared.markup_hundredths);
-        opening_stock.extend(warehouse_stocks(&mut r, id));
+        opening_stock.extend(warehouse_stocks(&mut r, id, shared.product_type));
         refuse_beyond_the_ledger(&mut r, 0, opening_stock.len());
         variants.push(Variant { id, sku, barcode, cost, price, option_values: Vec::new(), is_active: true });
     }
@@ -525,7 +525,15 @@ fn refuse_beyond_the_ledger(r: &mut ObjectReader<'_>, before: usize, after: usiz
     }
 }
 
-fn warehouse_stocks(v: &mut ObjectReader<'_>, variant_id: Uuid) -> Vec<OpeningStock> {
+/// The opening stock of one variant, its reader's `warehouseStocks`. A service holds no stock, so it
+/// opens with none: the field is refused on it and on each of its variants, even empty, as a combo's is.
+fn warehouse_stocks(v: &mut ObjectReader<'_>, variant_id: Uuid, product_type: ProductType) -> Vec<OpeningStock> {
+    if !product_type.is_stocked() {
+        if v.has("warehouseStocks") {
+            v.reject("warehouseStocks", "not_allowed", "a service holds no stock: it has no opening stock");
+        }
+        return Vec::new();
+    }
     let Some(raw) = v.value("warehouseStocks") else { return Vec::new() };
     let Some(items) = raw.as_array() else {
         v.reject("warehouseStocks", "invalid_type", "must be an array of {warehouseId, quantity}");
@@ -695,6 +703,31 @@ mod tests {
         let errors =
             parse_bulk_adjustment(&json!({"target": "margin", "percentage": 5, "amount": 3})).expect_err("invalid");
         assert_eq!(fields(&errors), ["amount", "filter", "target"]);
+    }
+
+    #[test]
+    fn a_service_opens_with_no_stock_as_a_combo_does() {
+        let stock = json!([{"warehouseId": Uuid::now_v7(), "quantity": 2}]);
+        let single =
+            json!({"name": "Flete", "sku": "F", "price": 1, "productType": "service", "warehouseStocks": stock});
+        let errors = parse_create(&single).expect_err("refused");
+        assert_eq!((fields(&errors), errors[0].code.as_str()), (vec!["warehouseStocks"], "not_allowed"));
+        let empty = json!({"name": "Flete", "sku": "F", "price": 1, "productType": "service", "warehouseStocks": []});
+        assert_eq!(fields(&parse_create(&empty).expect_err("refused")), ["warehouseStocks"]);
+        let matrix = json!({"name": "Instalación", "productType": "service", "options": ["Zona"], "variants": [
+            {"optionValues": {"Zona": "N"}, "sku": "I-N", "price": 1},
+            {"optionValues": {"Zona": "S"}, "sku": "I-S", "price": 1, "warehouseStocks": stock}
+        ]});
+        assert_eq!(fields(&parse_create(&matrix).expect_err("refused")), ["variants[1].warehouseStocks"]);
+        let combo = json!({"name": "Kit", "sku": "K", "price": 1, "productType": "combo",
+            "components": [{"productId": Uuid::now_v7(), "quantity": 1}], "warehouseStocks": stock});
+        assert_eq!(fields(&parse_create(&combo).expect_err("refused")), ["warehouseStocks"]);
+        // Without opening stock a service is created; a product still opens with its stock.
+        let (group, opening) = parse_create(&json!({"name": "Flete", "sku": "F", "price": 1, "productType": "service"}))
+            .expect("valid");
+        assert_eq!((group.shared.product_type, opening.len()), (ProductType::Service, 0));
+        let goods = json!({"name": "Yerba", "sku": "Y", "price": 1, "warehouseStocks": stock});
+        assert_eq!(parse_create(&goods).expect("valid").1.len(), 1);
     }
 
     #[test]

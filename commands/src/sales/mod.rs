@@ -19,7 +19,7 @@ pub use handler::{InvoiceSales, SaleOutcome, Sales};
 use crate::aggregate::{BusinessDetail, Rejection};
 use crate::contacts::Customer;
 use crate::inventory::reservations::ReservationChange;
-use crate::inventory::{Move, NegativeStock, WantedMove, expand_combos};
+use crate::inventory::{Move, NegativeStock, WantedMove, expand_combos, retired_component};
 use crate::lookups::{Groups, VariantFacts};
 use crate::orders::{settled, wanted};
 use crate::tax::{self, PriceBasis};
@@ -521,6 +521,8 @@ pub struct SaleFacts {
     pub associated: Option<(SaleRecorded, i32)>,
     /// The components of every combo the sale or its order names.
     pub components: BTreeMap<Uuid, Vec<StockLine>>,
+    /// The components no longer active of each combo the sale names that has any: its lines are refused.
+    pub retired_components: BTreeMap<Uuid, Vec<Uuid>>,
     /// The order the sale bills, with its stream version.
     pub order: Option<(OrderState, i32)>,
 }
@@ -674,6 +676,9 @@ pub fn decide(command: &SaleCommand, facts: &SaleFacts) -> Result<SaleDecision, 
         let fact = item.variant_id.and_then(|v| products.get(&v));
         if item.variant_id.is_some() && fact.is_none_or(|f| !f.is_active) {
             errors.push(not_found(format!("items[{i}].productId"), "product"));
+        } else if let Some(components) = item.variant_id.and_then(|v| facts.retired_components.get(&v)) {
+            // A combo leaves as its components: one deactivated is refused as an inactive product is.
+            errors.push(retired_component(format!("items[{i}].productId"), components));
         }
         let stocked = fact.is_some_and(|f| f.product_type.is_stocked());
         // A line billing an order line leaves from where the order holds it (the line's warehouse, or

@@ -116,6 +116,7 @@ fn sale_facts(input: &SaleInput) -> SaleFacts {
         payment_methods: BTreeMap::new(),
         associated: None,
         components: BTreeMap::new(),
+        retired_components: BTreeMap::new(),
         order: None,
     }
 }
