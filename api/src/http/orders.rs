@@ -441,7 +441,8 @@ routes! {
         /// organization allows negative stock and 422 with nothing saved when it blocks it.
         ///
         /// States: `open` → `completed` (`POST .../complete`, or by itself once every line is fully
-        /// delivered and billed) or `cancelled` (`POST .../cancel`, while nothing was delivered or billed).
+        /// delivered and billed, and back to `open` when a deleted delivery note or a credit note takes
+        /// back what completed it) or `cancelled` (`POST .../cancel`, while nothing was delivered or billed).
         /// Only an open order is edited, cancelled or completed; anything else is 409 `STATE_CONFLICT`
         /// naming the current state. Both ends release what is still reserved.
         create("/orders", "createOrder", "post")

@@ -45,7 +45,9 @@ const WHY_CREATE: &str = "The dated contract's `total` differs from the canonica
                           rejected the voucher for good, or the organization has no fiscal profile \
                           (`PRECONDITION_FAILED`, the authority's codes in `metadata.authority_code`), or a credit \
                           or debit note names another customer than the sale it corrects (`PRECONDITION_FAILED`, \
-                          `ASSOCIATED_SALE_CUSTOMER`). Nothing was recorded: no sale, no number, no stock, no event";
+                          `ASSOCIATED_SALE_CUSTOMER`), or a credit note un-bills of an order what the sale it \
+                          corrects did not bill (`PRECONDITION_FAILED`, `ASSOCIATED_SALE_ORDER`, naming `orderId` \
+                          or the item). Nothing was recorded: no sale, no number, no stock, no event";
 const WHY_INVOICE: &str = "The tax authority rejected the voucher for good, or the organization has no fiscal profile \
                            (`PRECONDITION_FAILED`); the sale stays as it was";
 
@@ -441,9 +443,10 @@ pub struct SaleItemInput {
     pub discount_percentage: Optional<Percent<0, 100>>,
     /// With the sale's `orderId`: the order line it bills (`order_line_id` is read too), naming the
     /// line's own product (none for a free-text line; anything else is 409 naming `productId`). Its billed
-    /// quantity rises (a credit note lowers it) and never passes the ordered quantity (422 naming the
-    /// item); the stock moves only for what the order's deliveries have not moved already, consuming
-    /// the order's reservation.
+    /// quantity rises (a credit note lowers it, by at most what the sale it corrects billed of the line:
+    /// 422 `ASSOCIATED_SALE_ORDER`) and never passes the ordered quantity (422 naming the item); the
+    /// stock moves only for what the order's deliveries have not moved already, consuming the order's
+    /// reservation.
     pub order_line_id: Optional<Uuid>,
 }
 
@@ -538,7 +541,9 @@ pub struct SaleInput {
     /// sale's customer's: without `customerId` it takes it, with another one it is 422.
     pub associated_sale_id: Optional<Uuid>,
     /// An order of the organization the sale bills (`order_id` is read too): open, unless the sale is a
-    /// credit note, which lowers what its lines billed. Its items name the lines by `orderLineId`.
+    /// credit note, which lowers what its lines billed: only what the sale it corrects billed of that
+    /// order (else 422 `ASSOCIATED_SALE_ORDER`), opening again an order its lines completed. Its items
+    /// name the lines by `orderLineId`.
     pub order_id: Optional<Uuid>,
 }
 

@@ -20,20 +20,21 @@ async fn level(app: &TestApp, product: &str) -> (String, String) {
 }
 
 /// An organization invoicing as a Responsable Inscripto, with 10 MATE in its main warehouse and Ana's
-/// open order for 5 of them, reserving: what the tests of billing an order start from.
-struct AnasOrder {
-    app: TestApp,
-    main: String,
-    pos: String,
-    ana: String,
-    mate: String,
-    order_id: String,
+/// open order for 5 of them, reserving: what the tests of billing an order start from (here and in
+/// the orders' tests).
+pub struct AnasOrder {
+    pub app: TestApp,
+    pub main: String,
+    pub pos: String,
+    pub ana: String,
+    pub mate: String,
+    pub order_id: String,
     /// The order's one line's id.
-    line: Value,
-    today: String,
+    pub line: Value,
+    pub today: String,
 }
 
-async fn anas_order(pool: PgPool) -> AnasOrder {
+pub async fn anas_order(pool: PgPool) -> AnasOrder {
     let app = TestApp::spawn(pool).await;
     let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     crate::sales::fiscal_profile(&app, "Responsable Inscripto").await;
@@ -441,14 +442,6 @@ async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPoo
     let closed = error(app.post_keyed("/api/v1/sales", &sale(1, 6, false)).await, 409, "business_error").await;
     assert_eq!(closed["error"]["details"][0]["metadata"]["current_state"], "completed");
 
-    // A credit note lowers what was billed; the goods were delivered, so no stock comes back.
-    let mut credit = sale(1, 8, false);
-    credit["associatedSaleId"] = sold["id"].clone();
-    json(app.post_keyed("/api/v1/sales", &credit).await, 201).await;
-    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
-    assert_eq!(read["lines"][0]["billed"], "4");
-    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
-
     // A line of another order, or a line without its order, is refused.
     let mut foreign = sale(1, 6, false);
     foreign["items"][0]["orderLineId"] = json!(Uuid::now_v7());
@@ -458,6 +451,16 @@ async fn sales_bill_an_order_and_each_unit_leaves_the_warehouse_once(pool: PgPoo
     orphan.as_object_mut().expect("object").remove("orderId");
     let refused = error(app.post_keyed("/api/v1/sales", &orphan).await, 400, "invalid_request_error").await;
     assert_eq!(detail_fields(&refused), ["items[0].orderLineId"]);
+
+    // A credit note lowers what was billed; the goods were delivered, so no stock comes back. Billed no
+    // more in full, the order its lines completed is open again.
+    let mut credit = sale(1, 8, false);
+    credit["associatedSaleId"] = sold["id"].clone();
+    json(app.post_keyed("/api/v1/sales", &credit).await, 201).await;
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["billed"], "4");
+    assert_eq!(read["status"], "open");
+    assert_eq!(level(&app, &mate).await, ("5".to_owned(), "0".to_owned()));
 }
 
 #[sqlx::test(migrations = "../schema")]

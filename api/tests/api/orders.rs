@@ -1,7 +1,8 @@
 //! Orders: the quote lifecycle up to conversion (the reservation moving to the order, also under a
 //! race), orders of the service's own channel, notes and structural edits (stale versions, concurrent
-//! edits, what a line keeps), cancel and complete, lists and bad input.
+//! edits, what a line keeps), cancel and complete, what credit notes un-bill, lists and bad input.
 
+use crate::delivery_notes::{AnasOrder, anas_order};
 use crate::helpers::{assert_nulls_documented, TestApp, WAREHOUSES, detail_fields, error, items, json, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today};
 use crate::sales::point_of_sale;
 use reqwest::Method;
@@ -11,6 +12,8 @@ use uuid::Uuid;
 
 const QUOTES: &str = "/api/v1/quotes";
 const ORDERS: &str = "/api/v1/orders";
+const NOTES: &str = "/api/v1/delivery-notes";
+const SALES: &str = "/api/v1/sales";
 
 async fn patch(app: &TestApp, id: &str, key: Option<&str>, body: &Value) -> reqwest::Response {
     let mut request = app.client.patch(format!("{}{ORDERS}/{id}", app.base)).bearer_auth(&app.api_key).json(body);
@@ -393,4 +396,120 @@ async fn a_combo_line_reserves_its_components_from_the_quote_to_the_order(pool: 
     assert_eq!(gone["data"]["reservation_released"], true);
     assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "8".to_owned()));
     assert_eq!(reserved_and_available(&app, &bombilla).await, ("0".to_owned(), "9.5".to_owned()));
+}
+
+/// A credit note un-billing an order its lines completed (all delivered and billed) opens it again, as
+/// deleting its delivery note does, to be billed again; one completed by hand stays closed. Left
+/// completed, the order counted as done while part of it was billed no more, and no sale could bill it
+/// again.
+#[sqlx::test(migrations = "../schema")]
+async fn a_credit_note_unbilling_an_order_its_lines_completed_opens_it_again(pool: PgPool) {
+    let AnasOrder { app, main, pos, ana, mate, order_id, line, today } = anas_order(pool).await;
+    let sale = |voucher: i64, order: &str, line: &Value, quantity: i64| {
+        json!({ "voucherType": voucher, "pointOfSaleId": pos, "invoiceDate": today, "customerId": ana,
+            "invoice": false, "orderId": order,
+            "items": [{ "productId": mate, "quantity": quantity, "unitPrice": 1210, "orderLineId": line }] })
+    };
+
+    // Delivered and billed in full: completed by its lines.
+    let whole = json!({ "origin": { "type": "order", "order_id": order_id }, "point_of_sale_id": pos });
+    style_a(app.post_keyed(NOTES, &whole).await, 201).await;
+    let sold = json(app.post_keyed(SALES, &sale(6, &order_id, &line, 5)).await, 201).await["data"].clone();
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["status"].as_str(), read["fulfillment_status"].as_str()), (Some("completed"), Some("fulfilled")));
+
+    // A credit note un-bills 2: the order is open again, its goods still delivered (none come back, none
+    // are held).
+    let mut credit = sale(8, &order_id, &line, 2);
+    credit["associatedSaleId"] = sold["id"].clone();
+    let credited = json(app.post_keyed(SALES, &credit).await, 201).await["data"].clone();
+    assert_eq!(credited["documentKind"], "credit_note");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["status"].as_str(), read["fulfillment_status"].as_str()), (Some("open"), Some("fulfilled")));
+    assert_eq!(read["lines"][0]["billed"], "3");
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "5".to_owned()));
+
+    // Billed again in full, it completes again.
+    json(app.post_keyed(SALES, &sale(6, &order_id, &line, 2)).await, 201).await;
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["status"].as_str(), read["lines"][0]["billed"].as_str()), (Some("completed"), Some("5")));
+
+    // One completed by hand stays closed: its lines did not complete it.
+    let body = json!({ "customer_id": ana, "assigned_warehouse_id": main,
+        "lines": [{ "product_id": mate, "quantity": 3, "unit_price": 1000 }] });
+    let other = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
+    let (other_id, other_line) = (other["id"].as_str().expect("id").to_owned(), other["lines"][0]["id"].clone());
+    let billed = json(app.post_keyed(SALES, &sale(6, &other_id, &other_line, 1)).await, 201).await["data"].clone();
+    style_a(act(&app, &format!("{ORDERS}/{other_id}/complete")).await, 200).await;
+    let mut credit = sale(8, &other_id, &other_line, 1);
+    credit["associatedSaleId"] = billed["id"].clone();
+    json(app.post_keyed(SALES, &credit).await, 201).await;
+    let read = style_a(app.get(&format!("{ORDERS}/{other_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["status"].as_str(), read["lines"][0]["billed"].as_str()), (Some("completed"), Some("0")));
+}
+
+/// A credit note un-bills of an order only what the sale it corrects billed: correcting a sale that
+/// billed no order, naming a line that sale did not bill, or more of a line than it billed (the note's
+/// earlier items counted) is 422 `PRECONDITION_FAILED` (`ASSOCIATED_SALE_ORDER`, naming `orderId` or the
+/// item) with nothing written. Accepted, the note took back what other sales billed, and the order
+/// counted less billed than its sales bill.
+#[sqlx::test(migrations = "../schema")]
+async fn a_credit_note_unbills_only_what_the_sale_it_corrects_billed(pool: PgPool) {
+    let AnasOrder { app, main, pos, ana, today, .. } = anas_order(pool).await;
+    let yerba = stocked_product(&app, "YERBA", &main, 10).await;
+    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
+    let body = json!({ "customer_id": ana, "assigned_warehouse_id": main,
+        "lines": [{ "product_id": yerba, "quantity": 5, "unit_price": 1000 },
+                  { "product_id": bombilla, "quantity": 5, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
+    let order_id = order["id"].as_str().expect("id").to_owned();
+    let (yerbas, bombillas) = (order["lines"][0]["id"].clone(), order["lines"][1]["id"].clone());
+    let item = |product: &str, quantity: i64, line: &Value| {
+        json!({ "productId": product, "quantity": quantity, "unitPrice": 1210, "orderLineId": line })
+    };
+    let sale = |voucher: i64, items: Value| {
+        json!({ "voucherType": voucher, "pointOfSaleId": pos, "invoiceDate": today, "customerId": ana,
+            "invoice": false, "orderId": order_id, "items": items })
+    };
+    let credit = |corrected: &Value, items: Value| {
+        let mut note = sale(8, items);
+        note["associatedSaleId"] = corrected.clone();
+        note
+    };
+
+    // Two sales bill the order: 2 of its yerba, then 2 more and 2 of its bombilla. A third sale of Ana's
+    // bills no order.
+    let first = json(app.post_keyed(SALES, &sale(6, json!([item(&yerba, 2, &yerbas)]))).await, 201).await;
+    let both = json!([item(&yerba, 2, &yerbas), item(&bombilla, 2, &bombillas)]);
+    let second = json(app.post_keyed(SALES, &sale(6, both)).await, 201).await;
+    let (first, second) = (first["data"]["id"].clone(), second["data"]["id"].clone());
+    let plain = json!({ "voucherType": 6, "pointOfSaleId": pos, "invoiceDate": today, "customerId": ana,
+        "invoice": false, "items": [{ "productId": yerba, "quantity": 1, "unitPrice": 1210 }] });
+    let unordered = json(app.post_keyed(SALES, &plain).await, 201).await["data"]["id"].clone();
+
+    let levels = (reserved_and_available(&app, &yerba).await, reserved_and_available(&app, &bombilla).await);
+    let before = app.event_count().await;
+    for (corrected, items, field, available) in [
+        (&unordered, json!([item(&yerba, 1, &yerbas)]), "orderId", Value::Null),
+        (&first, json!([item(&bombilla, 1, &bombillas)]), "items[0].orderLineId", json!("0")),
+        (&first, json!([item(&yerba, 3, &yerbas)]), "items[0].quantity", json!("2")),
+        (&second, json!([item(&yerba, 1, &yerbas), item(&yerba, 2, &yerbas)]), "items[1].quantity", json!("1")),
+    ] {
+        let refused = error(app.post_keyed(SALES, &credit(corrected, items)).await, 422, "business_error").await;
+        assert_eq!(refused["error"]["code"], "PRECONDITION_FAILED", "{field}: {refused}");
+        assert_eq!(detail_fields(&refused), [field]);
+        assert_eq!(refused["error"]["details"][0]["code"], "ASSOCIATED_SALE_ORDER");
+        assert_eq!(refused["error"]["details"][0]["metadata"]["available_quantity"], available, "{field}");
+    }
+    assert_eq!(app.event_count().await, before, "nothing written");
+    let after = (reserved_and_available(&app, &yerba).await, reserved_and_available(&app, &bombilla).await);
+    assert_eq!(after, levels, "no stock came back");
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["lines"][0]["billed"].as_str(), read["lines"][1]["billed"].as_str()), (Some("4"), Some("2")));
+    assert_eq!(read["status"], "open");
+
+    // What the corrected sale billed is credited: the first sale's 2 of yerba.
+    json(app.post_keyed(SALES, &credit(&first, json!([item(&yerba, 2, &yerbas)]))).await, 201).await;
+    let read = style_a(app.get(&format!("{ORDERS}/{order_id}")).await, 200).await["data"].clone();
+    assert_eq!((read["lines"][0]["billed"].as_str(), read["lines"][1]["billed"].as_str()), (Some("2"), Some("2")));
 }

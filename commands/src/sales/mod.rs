@@ -21,7 +21,7 @@ use crate::contacts::Customer;
 use crate::inventory::reservations::ReservationChange;
 use crate::inventory::{Move, NegativeStock, WantedMove, expand_combos, retired_component};
 use crate::lookups::{Groups, VariantFacts};
-use crate::orders::{settled, wanted};
+use crate::orders::{served, settled, wanted};
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader, camel_case_keys};
 use events::catalogue::{
@@ -546,9 +546,10 @@ struct Billed {
     order: (Vec<OrderEvent>, ReservationChange),
 }
 
-/// Bills the sale's order (a credit note unbills it; a debit note, which charges more for what was
-/// already billed, leaves it as it is): each line naming an order line raises (lowers) its `billed`,
-/// never past the ordered quantity (nor below zero): 422 naming the item.
+/// Bills the sale's order (a credit note unbills it, only what the sale it corrects billed, and opens
+/// again an order its lines completed; a debit note, which charges more for what was already billed,
+/// leaves it as it is): each line naming an order line raises (lowers) its `billed`, never past the
+/// ordered quantity (nor below zero): 422 naming the item.
 fn bill_order(
     input: &SaleInput,
     kind: &str,
@@ -633,6 +634,13 @@ fn bill_order(
             line.moved().remaining_after(moved_before)
         });
     }
+    // Once every field names what exists, a credit note un-bills only what the sale it corrects billed.
+    if credit
+        && errors.is_empty()
+        && let Some((corrected, _)) = &facts.associated
+    {
+        billed_by_corrected(input, order_id, corrected)?;
+    }
     if !over.is_empty() {
         return Err(Rejection::Unprocessable {
             code: "PRECONDITION_FAILED".into(),
@@ -640,8 +648,81 @@ fn bill_order(
             details: over,
         });
     }
+    // Un-billed, an order its lines completed opens again, to be billed again, as a deleted delivery
+    // note's order does (one completed by hand stays closed).
+    if credit && order.status == OrderStatus::Completed && served(order) && !served(&next) {
+        next.status = OrderStatus::Open;
+    }
     let (events, after) = settled(order, next);
     Ok(Some(Billed { leaving, order: (events, ReservationChange::Set(wanted(&after, &facts.components)?)) }))
+}
+
+/// What a credit note un-bills of its order is what the sale it corrects billed of it: that order (a
+/// debit or credit note bills none), and of each line at most what that sale billed, this note's earlier
+/// items counted. Else 422 `PRECONDITION_FAILED` naming each item at fault (`ASSOCIATED_SALE_ORDER`):
+/// the note would un-bill what another sale billed, and the order would count less billed than its sales
+/// bill.
+fn billed_by_corrected(input: &SaleInput, order_id: Uuid, corrected: &SaleRecorded) -> Result<(), Rejection> {
+    let detail = |field: String, message: String, metadata: BTreeMap<String, Value>| BusinessDetail {
+        field: Some(field),
+        code: "ASSOCIATED_SALE_ORDER".into(),
+        message,
+        metadata,
+    };
+    let bills = !matches!(corrected.document_kind.as_str(), "credit_note" | "debit_note");
+    let billed_order = corrected.order_id.filter(|_| bills);
+    let mut details = Vec::new();
+    if billed_order != Some(order_id) {
+        let message = match billed_order {
+            Some(other) => format!("the sale it corrects billed order {other}, not {order_id}"),
+            None => format!("the sale it corrects billed no order, not {order_id}"),
+        };
+        let metadata = BTreeMap::from([("associated_sale_order_id".to_owned(), serde_json::json!(billed_order))]);
+        details.push(detail("orderId".to_owned(), message, metadata));
+    } else {
+        // What the corrected sale billed of each line, less what this note's earlier items un-bill.
+        let mut left: BTreeMap<Uuid, Quantity> = BTreeMap::new();
+        for line in &corrected.lines {
+            if let Some(line_id) = line.order_line_id {
+                let billed = left.entry(line_id).or_insert(Quantity::ZERO);
+                *billed = billed.saturating_add(line.quantity);
+            }
+        }
+        for (i, item) in input.items.iter().enumerate() {
+            let Some(line_id) = item.order_line_id else { continue };
+            let metadata = |available: Quantity| {
+                BTreeMap::from([
+                    ("order_line_id".to_owned(), serde_json::json!(line_id)),
+                    ("available_quantity".to_owned(), serde_json::json!(available.to_string())),
+                ])
+            };
+            match left.get(&line_id).copied() {
+                None => details.push(detail(
+                    format!("items[{i}].orderLineId"),
+                    format!("the sale it corrects did not bill order line {line_id}"),
+                    metadata(Quantity::ZERO),
+                )),
+                Some(available) if item.quantity > available => details.push(detail(
+                    format!("items[{i}].quantity"),
+                    format!("the sale it corrects leaves {available} of order line {line_id} to un-bill"),
+                    metadata(available),
+                )),
+                Some(available) => {
+                    left.insert(line_id, available.remaining_after(item.quantity));
+                }
+            }
+        }
+    }
+    if details.is_empty() {
+        return Ok(());
+    }
+    Err(Rejection::Unprocessable {
+        code: "PRECONDITION_FAILED".into(),
+        message: format!(
+            "a credit note un-bills only what the sale it corrects billed of order {order_id}; nothing was recorded"
+        ),
+        details,
+    })
 }
 
 fn not_found(field: impl Into<String>, what: &str) -> FieldError {

@@ -1,4 +1,5 @@
-//! Tests of the sale parser and decision: both contracts, their bounds and what a sale records.
+//! Tests of the sale parser and decision: both contracts, their bounds, what a sale records and what a
+//! credit note un-bills of an order.
 
 use super::*;
 use serde_json::json;
@@ -138,4 +139,81 @@ fn a_sale_is_decided_from_the_facts_alone() {
     let Err(Rejection::Invalid { errors }) = decide(&command, &facts) else { panic!("refused") };
     let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(fields, ["pointOfSaleId", "customerId"]);
+}
+
+#[test]
+fn a_credit_note_unbills_only_what_its_sale_billed_and_reopens_an_order_its_lines_completed() {
+    use events::catalogue::{FulfillmentStatus, OrderLine};
+    let (order_id, line_id, variant) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let sale = |voucher: i64, quantity: i64, corrected: Option<Uuid>| {
+        let mut sent = json!({"voucherType": voucher, "pointOfSaleId": Uuid::now_v7(), "invoiceDate": "2026-11-25",
+            "orderId": order_id, "items": [{"productId": variant, "quantity": quantity, "unitPrice": 1210,
+            "orderLineId": line_id}]});
+        if let Some(corrected) = corrected {
+            sent["associatedSaleId"] = json!(corrected);
+        }
+        SaleCommand { id: Uuid::now_v7(), input: parse_sale(&sent, None, TODAY).expect("a sale"), created_by: None }
+    };
+    let five = Quantity::from_units(5).expect("5");
+    let billing = sale(6, 5, None);
+    let mut facts = sale_facts(&billing.input);
+    let customer_id = facts.customer.as_ref().map(|c| c.id).expect("a customer");
+    // Delivered in full, billed by this sale in full: completed by its lines.
+    let line = OrderLine {
+        id: line_id,
+        variant_id: Some(variant),
+        name: None,
+        quantity: five,
+        unit_price: Cents::ZERO,
+        tax_rate_id: VatRate::GENERAL,
+        warehouse_id: None,
+        discount: None,
+        physical: true,
+        delivered: five,
+        billed: Quantity::ZERO,
+    };
+    let order = OrderState {
+        number: 1,
+        status: OrderStatus::Open,
+        fulfillment_status: FulfillmentStatus::Fulfilled,
+        customer_id,
+        customer_name: "Ana".into(),
+        assigned_warehouse_id: facts.default_warehouse,
+        delivery_method: None,
+        notes: None,
+        global_discount_amount: None,
+        lines: vec![line],
+        reservation: None,
+        quote_id: None,
+        prices_include_tax: false,
+        subtotal: Cents::ZERO,
+        tax_amount: Cents::ZERO,
+        discount_amount: Cents::ZERO,
+        total: Cents::ZERO,
+    };
+    facts.order = Some((order, 1));
+    let billed = decide(&billing, &facts).expect("billed");
+    let (events, _) = billed.order.clone().expect("the order's events");
+    let completed = events.last().expect("an event").state().clone();
+    assert_eq!(completed.status, OrderStatus::Completed);
+
+    // Its credit note un-bills 2: open again.
+    facts.order = Some((completed, 3));
+    facts.associated = Some((billed.sale.clone(), 0));
+    let credit = sale(8, 2, Some(billing.id));
+    let (events, _) = decide(&credit, &facts).expect("credited").order.expect("the order's events");
+    let after = events.last().expect("an event").state();
+    assert_eq!((after.status, after.lines[0].billed), (OrderStatus::Open, Quantity::from_units(3).expect("3")));
+
+    // Correcting a sale that billed no order, or billed 1 of the line, it un-bills nothing.
+    let mut one = billed.sale.clone();
+    one.lines[0].quantity = Quantity::ONE;
+    for (corrected, field) in
+        [(SaleRecorded { order_id: None, ..billed.sale.clone() }, "orderId"), (one, "items[0].quantity")]
+    {
+        facts.associated = Some((corrected, 0));
+        let Err(Rejection::Unprocessable { code, details, .. }) = decide(&credit, &facts) else { panic!("refused") };
+        assert_eq!(code, "PRECONDITION_FAILED");
+        assert_eq!((details[0].code.as_str(), details[0].field.as_deref()), ("ASSOCIATED_SALE_ORDER", Some(field)));
+    }
 }

@@ -4,8 +4,10 @@
 //! changes in the same transactions.
 //!
 //! States: `open` when created; `cancelled` by its operation (nothing delivered or billed yet);
-//! `completed` by its operation, or by itself once every line is fully delivered and billed. Only an
-//! open order changes. `fulfillment_status` follows the delivered quantities.
+//! `completed` by its operation, or by itself once every line is fully delivered and billed (and `open`
+//! again when a deleted delivery note or a credit note takes back what completed it). Only an open
+//! order is edited, delivered or billed (a credit note un-bills any). `fulfillment_status` follows the
+//! delivered quantities.
 
 use super::quote::QuoteDiscount;
 use crate::domain::{Cents, Quantity, VatRate};
