@@ -35,14 +35,16 @@ operations! {
     GET_CUSTOMER_PAYMENT = read("getCustomerPayment", Some(Scope::PaymentsRead));
     CREATE_CUSTOMER_PAYMENT = write("createCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment)
         .unprocessable(RECORD_WHY);
-    VOID_CUSTOMER_PAYMENT = write("voidCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment);
+    VOID_CUSTOMER_PAYMENT = write("voidCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment)
+        .unprocessable(VOID_WHY);
     ALLOCATE_CUSTOMER_PAYMENT = write("allocateCustomerPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::CustomerPayment)
         .unprocessable(ALLOCATE_WHY);
     LIST_SUPPLIER_PAYMENTS = read("listSupplierPayments", Some(Scope::PaymentsRead));
     GET_SUPPLIER_PAYMENT = read("getSupplierPayment", Some(Scope::PaymentsRead));
     CREATE_SUPPLIER_PAYMENT = write("createSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment)
         .unprocessable(RECORD_WHY);
-    VOID_SUPPLIER_PAYMENT = write("voidSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment);
+    VOID_SUPPLIER_PAYMENT = write("voidSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment)
+        .unprocessable(VOID_WHY);
     ALLOCATE_SUPPLIER_PAYMENT = write("allocateSupplierPayment", Scope::PaymentsWrite, Idempotency::Required, CommandKind::SupplierPayment)
         .unprocessable(ALLOCATE_WHY);
 }
@@ -58,6 +60,9 @@ const RECORD_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the a
                           (payables) account, a location no ledger account, or a fee no fees account \
                           (`LEDGER_NOT_CONFIGURED`); or the total, the allocations, or what a dollar location \
                           would hold after it passes the integer limit (`OUT_OF_RANGE`). Nothing was saved";
+
+const VOID_WHY: &str = "Giving a dollar line back would take the dollars its location holds, or the pesos they are \
+                        carried at, past the integer limit (`OUT_OF_RANGE`). Nothing was voided";
 
 const ALLOCATE_WHY: &str = "The allocations add up to more than the payment has on account \
                             (`ALLOCATION_EXCEEDS_PAYMENT`) or one passes what its document still owes \

@@ -843,3 +843,173 @@ async fn a_manual_movement_names_every_missing_reference_its_location_among_them
         .expect("count");
     assert_eq!(stored, 0, "nothing written");
 }
+
+/// What the write model holds at location `id`: its dollars and the pesos they are carried at.
+async fn held(app: &TestApp, id: &str) -> (i64, i64) {
+    sqlx::query_as("select native_balance, functional_balance from treasury_locations where org_id = $1 and id = $2")
+        .bind(app.org_id)
+        .bind(id.parse::<Uuid>().expect("id"))
+        .fetch_one(&app.pool)
+        .await
+        .expect("holdings")
+}
+
+/// A dollar movement at `at` of `amount` cents at 1,000 pesos a dollar, against `account`.
+fn dollars_at(at: &str, direction: &str, amount: i64, account: Uuid) -> Value {
+    json!({ "balance_type": "bank_account", "balance_id": at, "direction": direction, "amount": amount,
+        "occurred_on": today(), "account_id": account, "exchange_rate": "1000" })
+}
+
+/// Spends 15,000,000.00 dollars out of dollar bank account `bank`, which took 6,000,000.00 in at 1,000 a
+/// dollar (6,000,000,000.00 pesos): 10,000,000.00 (what it held at their carrying value, the rest at the
+/// rate), then 5,000,000.00 more at the rate. It holds -9,000,000.00 dollars carried at -9,000,000,000.00
+/// pesos, 1,000,000,000.00 above the lowest amount of money: giving the 6,000,000.00 dollars that came in
+/// back would carry what it holds 5,000,000,000.00 pesos below it.
+async fn spend_past_what_it_holds(app: &TestApp, bank: &str, expenses: Uuid) {
+    for (key, amount) in [("spend-1", 1_000_000_000), ("spend-2", 500_000_000)] {
+        let body = dollars_at(bank, "expense", amount, expenses);
+        let spent = json(send(app, Method::POST, MOVEMENTS, key, &body).await, 201).await;
+        assert_eq!(spent["data"]["exchange_difference_amount"].as_i64(), Some(0), "no exchange difference");
+    }
+    assert_eq!(held(app, bank).await, (-900_000_000, -900_000_000_000));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn deleting_a_dollar_income_that_would_leave_its_location_past_the_range_of_money_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+    let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
+    let expenses = create_ledger_account(&app.pool, app.org_id, "5.1", "Gastos", Currency::Pes).await.expect("account");
+    let big = dollars_at(&bank, "income", 600_000_000, income);
+    let made = json(send(&app, Method::POST, MOVEMENTS, "big-in", &big).await, 201).await["data"].clone();
+    spend_past_what_it_holds(&app, &bank, expenses).await;
+    let events = app.event_count().await;
+    // Deleting the income takes its dollars and pesos back out: refused, and nothing moves.
+    let path = format!("{MOVEMENTS}/{}", made["treasury_movement_id"].as_str().expect("id"));
+    let gone = json!({ "updated_at": made["updated_at"] });
+    let refused = error(send(&app, Method::DELETE, &path, "big-out", &gone).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "OUT_OF_RANGE");
+    assert_eq!(app.event_count().await, events, "nothing written");
+    assert_eq!(held(&app, &bank).await, (-900_000_000, -900_000_000_000));
+    assert_eq!(dollar_balance(&app, &bank).await, (-900_000_000_000, Some(-900_000_000), "exact".into(), 0));
+    assert_eq!(json(app.get(&path).await, 200).await["data"], made, "the income stands");
+    // The location still takes movements (its holdings past the range would fail each of them).
+    let small = dollars_at(&bank, "income", 100, income);
+    json(send(&app, Method::POST, MOVEMENTS, "small-in", &small).await, 201).await;
+    assert_eq!(held(&app, &bank).await, (-899_999_900, -899_999_900_000));
+    // The refusal is one the operation documents.
+    let spec = json(app.request(Method::GET, "/openapi.json", None, None).await, 200).await;
+    let why = &spec["paths"]["/api/v1/treasury/movements/{treasury_movement_id}"]["delete"]["responses"]["422"];
+    assert!(why["description"].as_str().is_some_and(|d| d.contains("(`OUT_OF_RANGE`)")), "{why}");
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn moving_a_dollar_income_elsewhere_that_would_leave_its_location_past_the_range_of_money_is_refused(
+    pool: PgPool,
+) {
+    let app = TestApp::spawn(pool).await;
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+    let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
+    let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
+    let expenses = create_ledger_account(&app.pool, app.org_id, "5.1", "Gastos", Currency::Pes).await.expect("account");
+    let big = dollars_at(&bank, "income", 600_000_000, income);
+    let made = json(send(&app, Method::POST, MOVEMENTS, "big-in", &big).await, 201).await["data"].clone();
+    spend_past_what_it_holds(&app, &bank, expenses).await;
+    let events = app.event_count().await;
+    // Replaced by as many pesos into a register: the new version is in range where it goes, but the one
+    // it undoes takes its dollars out of the bank all the same. Refused, and nothing moves.
+    let path = format!("{MOVEMENTS}/{}", made["treasury_movement_id"].as_str().expect("id"));
+    let moved = json!({ "balance_type": "cash_register", "balance_id": register, "direction": "income",
+        "amount": 600_000_000, "occurred_on": today(), "account_id": income, "updated_at": made["updated_at"] });
+    let refused = error(send(&app, Method::PUT, &path, "big-moved", &moved).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "OUT_OF_RANGE");
+    assert_eq!(detail_fields(&refused), ["amount"]);
+    assert_eq!(app.event_count().await, events, "nothing written");
+    assert_eq!(held(&app, &bank).await, (-900_000_000, -900_000_000_000));
+    assert_eq!(dollar_balance(&app, &bank).await, (-900_000_000_000, Some(-900_000_000), "exact".into(), 0));
+    assert_eq!(balances(&app, "", &app.api_key).await[&format!("cash_register/{register}")], (0, Some(0)));
+    assert_eq!(json(app.get(&path).await, 200).await["data"], made, "the income stands where it was");
+    // The location still takes movements.
+    let small = dollars_at(&bank, "expense", 100, expenses);
+    json(send(&app, Method::POST, MOVEMENTS, "small-out", &small).await, 201).await;
+    assert_eq!(held(&app, &bank).await, (-900_000_100, -900_000_100_000));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn voiding_a_dollar_payment_that_would_leave_its_location_past_the_range_of_money_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+    let expenses = create_ledger_account(&app.pool, app.org_id, "5.1", "Gastos", Currency::Pes).await.expect("account");
+    let (customer, cash) = (crate::helpers::customer(&app, "Dana").await, crate::sales::payment_method(&app).await);
+    // 6,000,000.00 dollars paid in at 1,000.
+    let paid = json!({ "customer_id": customer, "occurred_on": today(), "lines": [{ "payment_method_id": cash,
+        "amount": 600_000_000, "balance_type": "bank_account", "balance_id": bank, "exchange_rate": "1000" }] });
+    let paid = json(send(&app, Method::POST, "/api/v1/customer-payments", "big-paid", &paid).await, 201).await;
+    let payment = format!("/api/v1/customer-payments/{}", paid["data"]["id"].as_str().expect("id"));
+    assert_eq!(held(&app, &bank).await, (600_000_000, 600_000_000_000));
+    spend_past_what_it_holds(&app, &bank, expenses).await;
+    let (before, events) = (json(app.get(&payment).await, 200).await["data"].clone(), app.event_count().await);
+    // Voiding it gives the dollars back to the customer: refused, and nothing moves.
+    let void = format!("{payment}/void");
+    let refused = error(send(&app, Method::POST, &void, "big-void", &json!({})).await, 422, "business_error").await;
+    assert_eq!(refused["error"]["code"], "OUT_OF_RANGE");
+    assert_eq!(app.event_count().await, events, "nothing written");
+    assert_eq!(held(&app, &bank).await, (-900_000_000, -900_000_000_000));
+    assert_eq!(dollar_balance(&app, &bank).await, (-900_000_000_000, Some(-900_000_000), "exact".into(), 0));
+    let after = json(app.get(&payment).await, 200).await["data"].clone();
+    assert_eq!((after["status"].as_str(), &after), (Some("posted"), &before), "the payment stands");
+    let spec = json(app.request(Method::GET, "/openapi.json", None, None).await, 200).await;
+    let why = &spec["paths"]["/api/v1/customer-payments/{payment_id}/void"]["post"]["responses"]["422"];
+    assert!(why["description"].as_str().is_some_and(|d| d.contains("(`OUT_OF_RANGE`)")), "{why}");
+}
+
+/// Two replacements moving movements between the same two dollar locations in opposite directions could
+/// deadlock when each locked the location it moves to before the one it leaves: every command locks
+/// holdings in one order (by kind, then id). A replacement moving dollars from the first account to the
+/// second, while another transaction holds the second, waits holding the first: it took it first.
+#[sqlx::test(migrations = "../schema")]
+async fn a_replacement_moving_dollars_between_locations_locks_them_in_one_order(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let mut banks = [
+        open(&app, app.org_id, LocationKind::BankAccount, "Dólares A", Currency::Dol).await,
+        open(&app, app.org_id, LocationKind::BankAccount, "Dólares B", Currency::Dol).await,
+    ];
+    banks.sort_by_key(|id| id.parse::<Uuid>().expect("id"));
+    let [first, second] = banks;
+    let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
+    let made = dollars_at(&first, "income", 10_000, income);
+    let made = json(send(&app, Method::POST, MOVEMENTS, "usd-in", &made).await, 201).await["data"].clone();
+    // Another transaction holds the second account, the one the replacement moves the movement to.
+    let mut holder = app.pool.begin().await.expect("begin");
+    sqlx::query("select 1 from treasury_locations where org_id = $1 and id = $2 for update")
+        .bind(app.org_id)
+        .bind(second.parse::<Uuid>().expect("id"))
+        .execute(&mut *holder)
+        .await
+        .expect("held");
+    let mut moved = dollars_at(&second, "income", 10_000, income);
+    moved["updated_at"] = made["updated_at"].clone();
+    let path = format!("{MOVEMENTS}/{}", made["treasury_movement_id"].as_str().expect("id"));
+    let replacing = tokio::spawn({
+        let (client, url, key) = (app.client.clone(), format!("{}{path}", app.base), app.api_key.clone());
+        async move {
+            let sent = client.put(url).bearer_auth(key).header("Idempotency-Key", "usd-move").json(&moved).send();
+            sent.await.expect("sent").status().as_u16()
+        }
+    });
+    crate::helpers::waiting_on_locks(&app, 1, "the replacement to wait for the second account").await;
+    // It waits holding the first account, the one it leaves: before, it waited for the second holding
+    // nothing, and would then have locked the first, while a replacement moving another movement the
+    // other way held the first and waited for the second.
+    let taken = sqlx::query("select 1 from treasury_locations where org_id = $1 and id = $2 for update nowait")
+        .bind(app.org_id)
+        .bind(first.parse::<Uuid>().expect("id"))
+        .execute(&app.pool)
+        .await
+        .expect_err("the replacement holds the first account");
+    let code = taken.as_database_error().and_then(|e| e.code()).map(|code| code.into_owned());
+    assert_eq!(code.as_deref(), Some("55P03"), "lock_not_available: {taken}");
+    holder.commit().await.expect("released");
+    assert_eq!(replacing.await.expect("replacement"), 200);
+    assert_eq!((held(&app, &first).await, held(&app, &second).await), ((0, 0), (10_000, 10_000_000)));
+}

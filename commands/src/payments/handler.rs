@@ -20,7 +20,7 @@ use events::domain::{Cents, Percentage};
 use events::store::{AppendRequest, StreamRef};
 use events::{EventPayload, Metadata};
 use sqlx::PgConnection;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use time::{Date, OffsetDateTime};
 use uuid::Uuid;
 
@@ -251,14 +251,12 @@ async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -
         }
         PaymentCommand::Void { .. } => {
             // A void moves back what recording moved: it takes the same locks in the same order (the
-            // dollar holdings by location, then the documents by id), so a void and a payment settling
-            // the same documents queue instead of deadlocking.
+            // dollar holdings in the treasury's one order, then the documents by id), so a void and a
+            // payment settling the same documents or holding at the same locations queue instead of
+            // deadlocking.
             if let Some(payment) = &facts.current {
-                let dollars: BTreeSet<LocationRef> =
-                    payment.lines.iter().filter(|line| line.rate.is_some()).map(|line| line.location).collect();
-                for at in dollars {
-                    facts.holdings.insert(at, crate::treasury::lock_holding(conn, org_id, at).await?);
-                }
+                let dollars = crate::treasury::held_locations(&[&payment.entry]);
+                facts.holdings = crate::treasury::lock_holdings(conn, org_id, dollars).await?;
                 let allocations = payment.allocations.clone();
                 facts.documents = lock_documents(conn, org_id, side, &allocations).await?;
             }
@@ -286,14 +284,13 @@ async fn load(command: &PaymentCommand, conn: &mut PgConnection, org_id: Uuid) -
             facts.locations.insert(line.location, found);
         }
     }
-    // Dollar locations: their holdings locked (in location order, so payments queue instead of
-    // deadlocking), the central bank's rate of the date, and where exchange differences go.
+    // Dollar locations: their holdings locked (in the treasury's one order, so payments, voids and
+    // manual movements queue instead of deadlocking), the central bank's rate of the date, and where
+    // exchange differences go.
     let dollars: Vec<LocationRef> =
         facts.locations.iter().filter(|(_, l)| l.currency != Currency::Pes).map(|(at, _)| *at).collect();
-    for at in &dollars {
-        facts.holdings.insert(*at, crate::treasury::lock_holding(conn, org_id, *at).await?);
-    }
-    if !dollars.is_empty() {
+    facts.holdings = crate::treasury::lock_holdings(conn, org_id, dollars).await?;
+    if !facts.holdings.is_empty() {
         facts.central_rate = crate::treasury::central_rate(conn, input.occurred_on).await?;
         facts.exchange_account = org_account(conn, org_id, OrgAccount::ExchangeDifference).await?;
     }

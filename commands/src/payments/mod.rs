@@ -22,7 +22,7 @@ use events::catalogue::{
 };
 use events::catalogue::{AppliedRate, RateSource};
 use events::domain::{Cents, ExchangeRate, Percentage};
-use super::treasury::movements::Holding;
+use super::treasury::movements::{Holding, holdings_out_of_range, stays_in_range};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -579,10 +579,13 @@ pub fn decide(command: &PaymentCommand, facts: &PaymentFacts) -> Result<PaymentF
         }
         (PaymentCommand::Void { id, .. }, Some(current)) => {
             let on = facts.today.unwrap_or(current.occurred_on).max(current.occurred_on);
-            Ok(PaymentFact::Voided(Box::new(PaymentVoided {
-                reversal: current.entry.reversal(reversal_id(*id), on),
-                allocations: current.allocations.clone(),
-            })))
+            let reversal = current.entry.reversal(reversal_id(*id), on);
+            // Giving a dollar line back moves its location's holdings as recording did: past the range
+            // of money, every later movement and payment there would fail reading them.
+            if !stays_in_range(&facts.holdings, &[&reversal]) {
+                return Err(holdings_out_of_range(&[]));
+            }
+            Ok(PaymentFact::Voided(Box::new(PaymentVoided { reversal, allocations: current.allocations.clone() })))
         }
     }
 }

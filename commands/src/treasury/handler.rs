@@ -183,9 +183,44 @@ pub async fn cost_centers(
     Ok(rows.into_iter().collect())
 }
 
-/// A dollar location's holdings, locked until the transaction ends (a decision that leaves at
-/// carrying value reads them, and the append moves them).
-pub async fn lock_holding(conn: &mut PgConnection, org_id: Uuid, at: LocationRef) -> Result<Holding, ExecuteError> {
+/// The holdings of the dollar locations `locations` names (in any order, any repeated), each locked until
+/// the transaction ends (a decision that leaves at carrying value or gives dollars back reads them, and
+/// the append moves them). Every command that locks holdings locks them here, in `lock_order`, so two
+/// commands naming the same locations (a replacement moving a movement from one to the other and
+/// another moving one back, a payment and a void over several) queue instead of deadlocking.
+pub async fn lock_holdings(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    locations: Vec<LocationRef>,
+) -> Result<BTreeMap<LocationRef, Holding>, ExecuteError> {
+    let mut holdings = BTreeMap::new();
+    for at in lock_order(locations) {
+        holdings.insert(at, lock_holding(conn, org_id, at).await?);
+    }
+    Ok(holdings)
+}
+
+/// The one order holdings are locked in: by location (its kind, then its id), each once.
+fn lock_order(mut locations: Vec<LocationRef>) -> Vec<LocationRef> {
+    locations.sort();
+    locations.dedup();
+    locations
+}
+
+/// The locations whose holdings [`hold`] moves for `entries`: those of the lines of a location that
+/// carry dollars (a reversal's are the entry's it undoes).
+pub fn held_locations(entries: &[&JournalEntry]) -> Vec<LocationRef> {
+    entries
+        .iter()
+        .flat_map(|entry| &entry.lines)
+        .filter(|line| line.native.is_some())
+        .filter_map(|line| line.location.map(|side| side.location))
+        .collect()
+}
+
+/// A dollar location's holdings, locked until the transaction ends; only [`lock_holdings`] takes it, so
+/// every lock of several comes in one order.
+async fn lock_holding(conn: &mut PgConnection, org_id: Uuid, at: LocationRef) -> Result<Holding, ExecuteError> {
     let row: Option<(Cents, Cents)> = sqlx::query_as(
         "select native_balance, functional_balance from treasury_locations
          where org_id = $1 and kind = $2 and id = $3 for update",
@@ -293,16 +328,28 @@ impl Document for ManualMovements {
     ) -> Result<Self::Facts, ExecuteError> {
         let (mut facts, posted, version) = load_movement(conn, org_id, command.movement_id()).await?;
         facts.today = Some(ar_date(OffsetDateTime::now_utc()));
+        // The dollar locations the command moves: those the version a replacement or deletion undoes
+        // moved, and the new version's location when it holds dollars; all locked at once, in one order.
+        let mut dollars = match (command, &facts.current) {
+            (MovementCommand::Replace { .. } | MovementCommand::Delete { .. }, Some(current)) => {
+                held_locations(&[&current.entry])
+            }
+            _ => Vec::new(),
+        };
         let input = match command {
             MovementCommand::Record { input, .. } | MovementCommand::Replace { input, .. } => input,
-            MovementCommand::Delete { .. } => return Ok((facts, posted, version)),
+            MovementCommand::Delete { .. } => {
+                facts.holdings = lock_holdings(conn, org_id, dollars).await?;
+                return Ok((facts, posted, version));
+            }
         };
         facts.location = load_location(conn, org_id, input.location).await?;
         if facts.location.is_some_and(|l| l.currency == Currency::Dol) {
-            facts.holding = lock_holding(conn, org_id, input.location).await?;
+            dollars.push(input.location);
             facts.central_rate = central_rate(conn, input.occurred_on).await?;
             facts.exchange_account = org_account(conn, org_id, OrgAccount::ExchangeDifference).await?;
         }
+        facts.holdings = lock_holdings(conn, org_id, dollars).await?;
         let accounts = input.counterparts.iter().map(|c| c.account_id).collect();
         (facts.accounts, facts.location_accounts) = ledger_accounts(conn, org_id, accounts).await?;
         let centers = input
@@ -366,5 +413,60 @@ impl Document for ManualMovements {
         let created_at = facts.created_at.unwrap_or(now);
         let outcome = MovementOutcome { id, movement, currency, created_at, updated_at: now };
         Ok(CommandReply::accepted(key, created, &outcome, keys)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use events::catalogue::{JournalLine, LocationKind, LocationLine, MovementType};
+
+    fn at(kind: LocationKind, n: u128) -> LocationRef {
+        LocationRef { kind, id: Uuid::from_u128(n) }
+    }
+
+    #[test]
+    fn holdings_are_locked_in_one_order_whatever_order_a_command_names_them_in() {
+        let (first, second, safe) =
+            (at(LocationKind::BankAccount, 1), at(LocationKind::BankAccount, 2), at(LocationKind::Safe, 1));
+        // A replacement moving a movement from the second account to the first names the second (the
+        // version it undoes) first; one moving another movement back names it last. Both lock the first
+        // account, then the second, so neither holds one while waiting for the other's.
+        assert_eq!(lock_order(vec![second, first]), [first, second]);
+        assert_eq!(lock_order(vec![first, second]), [first, second]);
+        // A payment with several lines per location, or a void of one, locks each location once.
+        assert_eq!(lock_order(vec![safe, second, first, second, safe]), [first, second, safe]);
+    }
+
+    #[test]
+    fn the_locations_held_are_those_whose_lines_carry_dollars() {
+        let line = |location: Option<LocationRef>, native: Option<i64>| JournalLine {
+            account_id: Uuid::from_u128(9),
+            functional: Cents::of(100),
+            native: native.map(Cents::of),
+            location: location.map(|location| LocationLine {
+                location,
+                movement_id: Uuid::from_u128(5),
+                movement_type: MovementType::ManualIncome,
+                line_id: None,
+            }),
+        };
+        let (dollars, pesos, legacy) =
+            (at(LocationKind::BankAccount, 2), at(LocationKind::CashRegister, 1), at(LocationKind::BankAccount, 1));
+        let entry = JournalEntry {
+            id: Uuid::from_u128(6),
+            occurred_on: Date::from_calendar_date(2026, time::Month::March, 2).expect("date"),
+            // A dollar location's line, a peso location's, a dollar line imported without its dollars
+            // (which never moved the holdings) and a counterpart in dollars (no location).
+            lines: vec![
+                line(Some(dollars), Some(1)),
+                line(Some(pesos), None),
+                line(Some(legacy), None),
+                line(None, Some(1)),
+            ],
+        };
+        assert_eq!(held_locations(&[&entry]), [dollars]);
+        let reversal = entry.reversal(Uuid::from_u128(7), entry.occurred_on);
+        assert_eq!(held_locations(&[&entry, &reversal]), [dollars, dollars]);
     }
 }

@@ -10,7 +10,8 @@ mod handler;
 pub mod movements;
 
 pub use handler::{
-    FundsTransfers, ManualMovements, OrgAccount, central_rate, hold, load_location, load_movement, lock_holding, org_account,
+    FundsTransfers, ManualMovements, OrgAccount, central_rate, held_locations, hold, load_location, load_movement,
+    lock_holdings, org_account,
 };
 
 use crate::aggregate::{Rejection, reject_fields};

@@ -297,8 +297,9 @@ pub struct MovementFacts {
     /// When its first event was recorded.
     pub created_at: Option<OffsetDateTime>,
     pub location: Option<LocationFacts>,
-    /// A dollar location's holdings, locked until the movement commits.
-    pub holding: Holding,
+    /// The holdings of the dollar locations the command moves (the version's, and those the version it
+    /// undoes moved), locked until the movement commits.
+    pub holdings: BTreeMap<LocationRef, Holding>,
     /// The central bank's dollar rate of the movement's date, or the latest earlier one loaded (a dollar
     /// location's): its date and value.
     pub central_rate: Option<(Date, ExchangeRate)>,
@@ -362,6 +363,34 @@ impl Holding {
             functional: self.functional.checked_add(line.functional)?,
         })
     }
+}
+
+/// Whether `entries`, moved onto `holdings` line by line as `hold` moves them (the lines of a location
+/// that carry dollars), keep every dollar location's dollars and their pesos within the range of money.
+/// Every later movement and payment at a location reads its holdings back as amounts (`lock_holding`),
+/// so an entry that takes them past it, a reversal as much as a new version, would leave each of them
+/// failing. `holdings` holds every location the entries move (locked; one missing counts as empty).
+pub fn stays_in_range(holdings: &BTreeMap<LocationRef, Holding>, entries: &[&JournalEntry]) -> bool {
+    let mut held = holdings.clone();
+    for line in entries.iter().flat_map(|entry| &entry.lines) {
+        let Some(side) = line.location else { continue };
+        let holding = held.entry(side.location).or_default();
+        match holding.with(line) {
+            Some(moved) => *holding = moved,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The refusal of an entry that would take a location's holdings past the range of money, naming
+/// `fields` (none for a deletion or a void, whose bodies carry no amount).
+pub fn holdings_out_of_range(fields: &[&str]) -> Rejection {
+    Rejection::unprocessable_on(
+        "OUT_OF_RANGE",
+        fields,
+        "the dollars a location would hold, or the pesos they are carried at, would pass the integer limit",
+    )
 }
 
 
@@ -585,11 +614,12 @@ fn version(
         Currency::Pes => None,
         Currency::Dol => {
             let rate = resolve_rate(input, previous, facts)?;
+            let held = facts.holdings.get(&input.location).copied().unwrap_or_default();
             // A replacement on the same location first gives back what the previous version moved.
-            let undone = previous.filter(|p| p.location == input.location).and_then(|p| {
-                p.entry.lines.iter().find(|l| l.location.is_some()).map(|line| facts.holding.without(line))
-            });
-            let holding = undone.unwrap_or(Some(facts.holding)).ok_or_else(too_large)?;
+            let undone = previous
+                .filter(|p| p.location == input.location)
+                .and_then(|p| p.entry.lines.iter().find(|l| l.location.is_some()).map(|line| held.without(line)));
+            let holding = undone.unwrap_or(Some(held)).ok_or_else(too_large)?;
             Some((rate, holding))
         }
     };
@@ -599,11 +629,7 @@ fn version(
     if let Some((_, holding)) = dollars {
         let mut located = entry.lines.iter().filter(|line| line.location.is_some());
         if located.try_fold(holding, |held, line| held.with(line)).is_none() {
-            return Err(Rejection::unprocessable(
-                "OUT_OF_RANGE",
-                "amount",
-                "the dollars the location holds, or the pesos they are carried at, would pass the integer limit",
-            ));
+            return Err(holdings_out_of_range(&["amount"]));
         }
     }
     Ok(ManualMovement {
@@ -662,6 +688,11 @@ pub fn decide(
             let reversal = current.entry.reversal(entry_id(*id, posted), input.occurred_on);
             let created_by = current.created_by.clone();
             let movement = version(*id, input, facts, entry_id(*id, posted + 1), Some(current), created_by, contact)?;
+            // The version undone gives its dollars back where it moved them, perhaps another location
+            // than the new version's: what that location holds after it must stay in range too.
+            if !stays_in_range(&facts.holdings, &[&reversal, &movement.entry]) {
+                return Err(holdings_out_of_range(&["amount"]));
+            }
             Ok(TreasuryMovementEvent::ManualMovementReplaced(Box::new(ManualMovementReplacement {
                 reversal,
                 movement,
@@ -672,6 +703,9 @@ pub fn decide(
                 return Err(conflict());
             }
             let reversal = current.entry.reversal(entry_id(*id, posted), facts.today.unwrap_or(current.occurred_on));
+            if !stays_in_range(&facts.holdings, &[&reversal]) {
+                return Err(holdings_out_of_range(&[]));
+            }
             Ok(TreasuryMovementEvent::ManualMovementDeleted(Box::new(ManualMovementDeletion {
                 reversal,
                 location: current.location,
@@ -819,14 +853,19 @@ mod tests {
         if let Some(location) = facts.location.as_mut() {
             location.currency = Currency::Dol;
         }
-        facts.holding = Holding { native: Cents::of(20_000), functional: Cents::of(19_000_000) };
+        facts.holdings.insert(bank(), Holding { native: Cents::of(20_000), functional: Cents::of(19_000_000) });
         facts.central_rate = Some((day(1), rate("1000")));
         facts.exchange_account = Some((Uuid::from_u128(9), true));
         facts
     }
 
+    /// The dollar bank account `dollar_facts` holds at and `dollar_body` names.
+    fn bank() -> LocationRef {
+        LocationRef { kind: LocationKind::BankAccount, id: Uuid::from_u128(7) }
+    }
+
     fn dollar_body(account: Uuid, direction: &str, amount: i64, extra: Value) -> MovementInput {
-        let mut body = json!({ "balance_type": "bank_account", "balance_id": Uuid::from_u128(7),
+        let mut body = json!({ "balance_type": "bank_account", "balance_id": bank().id,
             "direction": direction, "amount": amount, "occurred_on": "2026-03-01", "account_id": account });
         if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
             body.extend(extra.clone());
@@ -973,7 +1012,7 @@ mod tests {
         let expense = recorded(dollar_body(account, "expense", 5_000, json!({})), &facts).expect("ok");
         // The write model now holds 150.00 dollars at 142,500.00; replacing with 100.00 dollars values them
         // against the 200.00 held before the first version: 95,000.00.
-        facts.holding = Holding { native: Cents::of(15_000), functional: Cents::of(14_250_000) };
+        facts.holdings.insert(bank(), Holding { native: Cents::of(15_000), functional: Cents::of(14_250_000) });
         facts.current = Some(expense);
         facts.updated_at = Some(OffsetDateTime::UNIX_EPOCH);
         let input = dollar_body(account, "expense", 10_000, json!({}));
@@ -984,5 +1023,37 @@ mod tests {
         };
         assert_eq!(replaced.reversal.lines[0].functional, Cents::of(4_750_000));
         assert_eq!(lines(&replaced.movement)[0], (1, -9_500_000, Some(-10_000)));
+    }
+
+    #[test]
+    fn undoing_a_version_keeps_what_it_gives_back_within_the_range_of_money() {
+        fn out_of_range(decided: Result<TreasuryMovementEvent, Rejection>) -> bool {
+            matches!(decided, Err(Rejection::Unprocessable { ref code, .. }) if code == "OUT_OF_RANGE")
+        }
+        let account = Uuid::from_u128(3);
+        let mut facts = dollar_facts(account);
+        // 100.00 dollars in at 1,000: 100,000.00 pesos.
+        let income = recorded(dollar_body(account, "income", 10_000, json!({})), &facts).expect("ok");
+        // Since then the bank spent past what it held, to 50,000.00 pesos above the lowest amount of money:
+        // giving the income back would carry its dollars below it.
+        let spent = Holding { native: Cents::of(-10_000), functional: Cents::of(5_000_000 - Cents::MAX) };
+        facts.holdings.insert(bank(), spent);
+        facts.current = Some(income);
+        facts.updated_at = Some(OffsetDateTime::UNIX_EPOCH);
+        let delete = MovementCommand::Delete { id: Uuid::from_u128(5), updated_at: OffsetDateTime::UNIX_EPOCH };
+        assert!(out_of_range(decide(&delete, &facts, 1)), "a deletion gives the income back");
+        // Moved to a peso register, the income leaves the bank just the same.
+        let body = json!({ "balance_type": "cash_register", "balance_id": Uuid::from_u128(8), "direction": "income",
+            "amount": 10_000, "occurred_on": "2026-03-01", "account_id": account });
+        let (input, _) = parse_movement(&body, false).expect("valid");
+        if let Some(location) = facts.location.as_mut() {
+            location.currency = Currency::Pes;
+        }
+        let moved = MovementCommand::Replace { id: Uuid::from_u128(5), input, updated_at: OffsetDateTime::UNIX_EPOCH };
+        assert!(out_of_range(decide(&moved, &facts, 1)), "a replacement elsewhere gives it back too");
+        // With the bank holding no more than the income brought, both go through.
+        facts.holdings.insert(bank(), Holding { native: Cents::of(10_000), functional: Cents::of(10_000_000) });
+        assert!(matches!(decide(&delete, &facts, 1), Ok(TreasuryMovementEvent::ManualMovementDeleted(_))));
+        assert!(matches!(decide(&moved, &facts, 1), Ok(TreasuryMovementEvent::ManualMovementReplaced(_))));
     }
 }

@@ -62,7 +62,8 @@ operations! {
         .unprocessable(MOVEMENT_WHY);
     REPLACE_MOVEMENT = write("replaceTreasuryMovement", Scope::TreasuryWrite, Idempotency::Required, CommandKind::TreasuryMovement)
         .unprocessable(MOVEMENT_WHY);
-    DELETE_MOVEMENT = write("deleteTreasuryMovement", Scope::TreasuryWrite, Idempotency::Required, CommandKind::TreasuryMovement);
+    DELETE_MOVEMENT = write("deleteTreasuryMovement", Scope::TreasuryWrite, Idempotency::Required, CommandKind::TreasuryMovement)
+        .unprocessable(DELETE_WHY);
     CREATE_TRANSFER = write("createFundsTransfer", Scope::TreasuryWrite, Idempotency::Required, CommandKind::FundsTransfer)
         .unprocessable("The date is after today (UTC-3) (`FUTURE_DATE`), an endpoint is a dollar location \
                         (`UNSUPPORTED_CURRENCY`), or an endpoint has no ledger account (`LEDGER_NOT_CONFIGURED`); \
@@ -75,8 +76,13 @@ const MOVEMENT_WHY: &str = "The date is after today (UTC-3) (`FUTURE_DATE`); the
                             or has an exchange difference and the organization no exchange-difference \
                             account (`EXCHANGE_DIFFERENCE_ACCOUNT_MISSING`); a dollar ledger account is a \
                             counterpart of a peso location (`CURRENCY_MISMATCH`); or a peso amount, or the \
-                            dollars or pesos a dollar location would hold after it, passes the integer limit \
+                            dollars or pesos a dollar location would hold after it (the location a replacement \
+                            leaves too, given back what the version replaced moved), passes the integer limit \
                             (`OUT_OF_RANGE`). Nothing was saved";
+
+const DELETE_WHY: &str = "Giving back what the movement moved would take the dollars its dollar location holds, \
+                          or the pesos they are carried at, past the integer limit (`OUT_OF_RANGE`). Nothing was \
+                          deleted";
 
 const BANK_ACCOUNTS: Kind = Kind::new("bank_account", ProjectionId::Treasury, "/api/v1/bank-accounts", "bank_accounts");
 const CASH_REGISTERS: Kind =
