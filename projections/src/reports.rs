@@ -609,6 +609,11 @@ async fn fold(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), Projec
                 fact.measures.total = line.total_ars.get();
                 batch.facts.push(fact);
             }
+            // The stock it received (folded below, at this position) is valued at the cost it sets: the
+            // products' own events that record those costs come after it in the same commit.
+            for update in &purchase.cost_updates {
+                batch.change_product(event.org_id, update.variant_id, |state| state.cost = update.current);
+            }
         }
         CustomerPaymentEvent::STREAM_TYPE | SupplierPaymentEvent::STREAM_TYPE => fold_payment(batch, event).await?,
         _ => {}
@@ -711,7 +716,7 @@ async fn fold_payment(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<()
 }
 
 
-/// The stock an event moved, valued at each variant's cost as it stood.
+/// The stock an event moved, valued at each variant's cost as it stood (for a purchase, the cost it set).
 fn fold_stock(batch: &mut Batch<'_>, event: &RecordedEvent) -> Result<(), ProjectionError> {
     let effect = stock_effect(&event.stream_type, &event.event_type, event.schema_version, &event.data)
         .map_err(|e| ProjectionError::undecodable(event, e))?;

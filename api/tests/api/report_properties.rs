@@ -167,6 +167,11 @@ fn brute_force(events: &[Stored]) -> Vec<Fact> {
                     fact.sums = [1, thousandths(&line["quantity"]), cents("net_ars"), cents("vat_ars"), cents("total_ars"), 0, 0, 0, 0];
                     facts.push(fact);
                 }
+                // The stock it received (below) is worth the costs it set.
+                for update in d["cost_updates"].as_array().expect("cost updates") {
+                    let state = variants.entry(id(&update["variant_id"]).expect("id")).or_default();
+                    state.cost = update["current"].as_i64().expect("cost");
+                }
             }
             ("customer_payment" | "supplier_payment", kind) if kind.ends_with("Recorded") => {
                 let customer = event.stream_type == "customer_payment";

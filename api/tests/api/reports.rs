@@ -1,6 +1,7 @@
 //! Reports: grouped sales with credit notes subtracting and categories and tags as recorded, the CSV
-//! form agreeing with the JSON one row for row, `as_of` answering as the history stood, and every bad
-//! query refused with a 400 naming it, and a delegated token summing only the payments it reads.
+//! form agreeing with the JSON one row for row, `as_of` answering as the history stood, every bad query
+//! refused with a 400 naming it, a delegated token summing only the payments it reads, stock a purchase
+//! receives valued at the cost the purchase sets, and voucher types sorted as numbers.
 
 use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, customer, delegated_token, detail_fields, error, eventually, json, seeded, today};
 use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
@@ -361,4 +362,72 @@ async fn a_delegated_token_sums_only_the_payments_it_sees(pool: PgPool) {
     assert_eq!(report_as(&app, &carla, &query).await["totals"], json!({ "count": 1, "amount": 30 }));
     assert_eq!(report_as(&app, &carla, &by_status).await["totals"], json!({ "amount": 30 }));
     assert_eq!(report(&app, &by_status).await["totals"], json!({ "amount": 100 + 200 + 400 + 50 + 30 }));
+}
+
+/// Stock a purchase receives is worth the cost the purchase gives its product (the line's net unit cost
+/// in pesos), not the cost the product had before: the product's own event recording the new cost
+/// comes after the purchase's, in the same commit.
+#[sqlx::test(migrations = "../schema")]
+async fn stock_a_purchase_receives_is_valued_at_the_cost_the_purchase_sets(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    // 50 units at 400 on hand.
+    let mate = product(&app, "MATE", &category(&app, "Bebidas").await, &main).await;
+    let acme = app.created_id("/api/v1/suppliers", &json!({ "name": "Distribuidora Acme" })).await;
+    // 10 more received at 1000 each, net of VAT (an A voucher): the mate's cost becomes 1000.
+    let lines = json!([{ "productId": mate, "quantity": 10, "unitCost": 1000 }]);
+    let mut body = crate::purchases::purchase(&acme, "0001-00000001", Some(&main), lines);
+    body["invoiceDate"] = json!(today());
+    let created = json(app.post_keyed("/api/v1/purchases", &body).await, 201).await;
+    assert_eq!(
+        created["data"]["projectedEffects"]["costUpdates"],
+        json!([{ "productId": mate, "previousCost": 400, "newCost": 1000 }])
+    );
+    folded(&app, app.org_id).await;
+
+    let expected = json!({ "on_hand": "60", "value": 50 * 400 + 10 * 1000 });
+    let by_product = json!({ "report": "inventory", "group_by": ["product"], "metrics": ["on_hand", "value"] });
+    let data = report(&app, &by_product).await;
+    let line = data["rows"].as_array().expect("rows").iter().find(|r| r["keys"][0]["value"] == mate.as_str());
+    assert_eq!(line.expect("the mate's row")["metrics"], expected, "{data}");
+    assert_eq!(data["totals"], expected, "{data}");
+    // Grouped by product and warehouse, the facts answer: the same value.
+    let by_warehouse =
+        json!({ "report": "inventory", "group_by": ["product", "warehouse"], "metrics": ["on_hand", "value"] });
+    assert_eq!(report(&app, &by_warehouse).await["rows"][0]["metrics"], expected);
+}
+
+/// Voucher types are codes: rows grouped by them sort as numbers (6 before 11), ascending by default
+/// and descending when asked, whether the rollups answer (grouped by voucher type alone) or the facts
+/// (grouped by supplier too), in JSON and in CSV.
+#[sqlx::test(migrations = "../schema")]
+async fn rows_grouped_by_voucher_type_sort_by_its_number(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let mate = crate::purchases::product(&app, "MATE", 400).await;
+    let acme = app.created_id("/api/v1/suppliers", &json!({ "name": "Distribuidora Acme" })).await;
+    for (n, voucher_type) in [11, 1, 6].into_iter().enumerate() {
+        let lines = json!([{ "productId": mate, "quantity": 1, "unitCost": 100 }]);
+        let mut body = crate::purchases::purchase(&acme, &format!("0001-{:08}", n + 1), None, lines);
+        body["voucherType"] = json!(voucher_type);
+        body["invoiceDate"] = json!(today());
+        json(app.post_keyed("/api/v1/purchases", &body).await, 201).await;
+    }
+    folded(&app, app.org_id).await;
+
+    let codes = |data: &Value| -> Vec<String> {
+        let rows = data["rows"].as_array().expect("rows").iter();
+        rows.map(|r| r["keys"][0]["value"].as_str().expect("a voucher code").to_owned()).collect()
+    };
+    for group_by in [json!(["voucher_type"]), json!(["voucher_type", "supplier"])] {
+        let query = json!({ "report": "purchases", "group_by": group_by, "metrics": ["count"] });
+        let data = report(&app, &query).await;
+        assert_eq!(codes(&data), ["1", "6", "11"], "{data}");
+        let text = csv(&app, &query).await;
+        let listed: Vec<&str> = text.lines().skip(1).map(|line| line.split(',').next().expect("the code")).collect();
+        assert_eq!(listed, ["1", "6", "11"], "{text}");
+        let mut descending = query.clone();
+        descending["sort"] = json!(["-voucher_type"]);
+        let data = report(&app, &descending).await;
+        assert_eq!(codes(&data), ["11", "6", "1"], "{data}");
+    }
 }

@@ -157,6 +157,18 @@ impl Group {
         }
     }
 
+    /// The SQL its key `key` (text) is ordered by: voucher codes as the numbers they are (6 before 11),
+    /// every other key as its text (ids, and periods written so that their text sorts by date).
+    fn order_sql(self, key: &str) -> String {
+        match self {
+            Group::VoucherType => format!("({key})::int"),
+            Group::Day | Group::Week | Group::Month | Group::Year => key.to_owned(),
+            Group::Customer | Group::Supplier | Group::Product | Group::Category | Group::Tag => key.to_owned(),
+            Group::Warehouse | Group::PointOfSale | Group::PaymentMethod | Group::Location => key.to_owned(),
+            Group::Currency | Group::Side => key.to_owned(),
+        }
+    }
+
     /// Its key (text, null for none) over facts aliased `f` (tags unnested as `t.tag_id`).
     fn fact_key(self) -> String {
         match self {
@@ -557,13 +569,17 @@ fn grouped_plan(query: &Query, position: Option<i64>, voucher_types: &[(i32, &st
         .iter()
         .map(|(key, descending)| {
             let column = match key {
-                SortKey::Group(g) => format!("g.k{}", query.group_by.iter().position(|x| x == g).unwrap_or(0)),
+                SortKey::Group(g) => {
+                    let i = query.group_by.iter().position(|x| x == g).unwrap_or(0);
+                    g.order_sql(&format!("g.k{i}"))
+                }
                 SortKey::Metric(m) => format!("g.m{}", query.metrics.iter().position(|x| x == m).unwrap_or(0)),
             };
             format!("{column} {} nulls last", if *descending { "desc" } else { "asc" })
         })
         .collect();
-    order.extend((0..query.group_by.len()).map(|i| format!("g.k{i} asc nulls last")));
+    let tie_breaks = query.group_by.iter().enumerate();
+    order.extend(tie_breaks.map(|(i, g)| format!("{} asc nulls last", g.order_sql(&format!("g.k{i}")))));
     let mut sql = format!(
         "with g as ({inner}) select g.*{}{} from g {}",
         if names.is_empty() { "" } else { ", " },
