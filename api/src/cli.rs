@@ -83,14 +83,20 @@ pub enum ReportsCommand {
     },
 }
 
+// `--only` and `--partition` choose what the running projectors serve. A rebuild takes neither: it names
+// its projections (NAME or --all) and rebuilds whole tables for every organization, swapping them in and
+// resetting every partition's checkpoint at once, so a share of the organizations cannot be rebuilt
+// alone. Given with `rebuild` they are a usage error (exit 2), not ignored. (A doc comment here would
+// replace the subcommand's help.)
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct ProjectionsArgs {
     #[command(subcommand)]
     pub action: Option<ProjectionsAction>,
-    /// Run only these projections (comma-separated names).
+    /// Run only these projections (comma-separated names). Not with `rebuild`.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-    /// Serve one share of the organizations: `i/N`.
+    /// Serve one share of the organizations: `i/N`. Not with `rebuild`, which rebuilds every organization.
     #[arg(long)]
     pub partition: Option<Partition>,
 }
@@ -314,11 +320,13 @@ pub struct CashLocationArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum EventsCommand {
-    /// Print an organization's events, one JSON envelope per line, in chain order.
+    /// Print an organization's events, one JSON envelope per line, in chain order, up to the highest
+    /// position committed when it starts (first waiting for any transaction still writing events, which
+    /// may hold a lower one); then say on stderr which --from-position the next export continues with.
     Export {
         #[arg(long)]
         org: Uuid,
-        /// Only events at or after this position.
+        /// Only events at or after this position (the one the previous export named: none is skipped).
         #[arg(long, default_value_t = 0)]
         from_position: i64,
     },
@@ -429,12 +437,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
                 return Ok(1);
             }
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            events::store::export(&pool, org, from_position, |event| {
+            // A transaction still writing events may hold a lower position than one already committed.
+            let waiting = |writers: usize| {
+                eprintln!("events export: waiting for {writers} transactions still writing events");
+            };
+            let exported = events::store::export(&pool, org, from_position, waiting, |event| {
                 serde_json::to_writer(&mut out, &event)?;
                 writeln!(out)
             })
             .await?;
             out.flush()?;
+            // Stdout holds only envelopes: where the next export goes on from is said here.
+            let (written, next) = (exported.events, exported.next_position);
+            eprintln!("events export: {written} events; continue with --from-position {next}");
             Ok(0)
         }
         Command::Reports(ReportsCommand::Query { org, file, csv }) => report_query(&settings, org, &file, csv).await,
@@ -793,6 +808,22 @@ mod tests {
         assert_eq!(args.only, vec!["customers".to_owned()]);
         assert_eq!(args.partition, Some(Partition { index: 1, count: 2 }));
         assert!(Cli::try_parse_from(["backoffice", "projections", "--partition", "2/2"]).is_err());
+    }
+
+    #[test]
+    fn a_rebuild_refuses_only_and_partition_rather_than_ignore_them() {
+        for args in [
+            ["backoffice", "projections", "--only", "customers", "rebuild", "customers"],
+            ["backoffice", "projections", "--only", "customers", "rebuild", "--all"],
+            ["backoffice", "projections", "--partition", "0/2", "rebuild", "customers"],
+        ] {
+            let error = Cli::try_parse_from(args).expect_err("refused");
+            assert_eq!(error.kind(), clap::error::ErrorKind::ArgumentConflict, "{args:?}: {error}");
+            assert_eq!(error.exit_code(), 2, "{args:?}: a usage error");
+        }
+        let cli = Cli::try_parse_from(["backoffice", "projections", "rebuild", "customers"]).expect("parses");
+        let Command::Projections(args) = cli.command else { panic!("projections") };
+        assert!(matches!(args.action, Some(ProjectionsAction::Rebuild { name: Some(_), all: false })));
     }
 
     #[tokio::test]

@@ -26,7 +26,7 @@ pub struct Settings {
     pub nats_url: String,
     pub nats_prefix: String,
     pub http_addr: String,
-    /// `DATABASE_POOL_SIZE`: connections per process.
+    /// `DATABASE_POOL_SIZE`: connections per process, 1 or more.
     pub pool_size: u32,
     /// `READ_WAIT_TIMEOUT_MS`: longest wait for the read side after a write.
     pub read_wait: Duration,
@@ -39,18 +39,31 @@ pub struct Settings {
 
 impl Settings {
     pub fn from_env() -> anyhow::Result<Self> {
-        let var = |name: &str, default: &str| std::env::var(name).unwrap_or_else(|_| default.to_owned());
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// As [`from_env`](Self::from_env), reading variables through `lookup`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let var = |name: &str, default: &str| lookup(name).unwrap_or_else(|| default.to_owned());
+        // A pool of no connections makes every query wait for one that never comes.
+        let pool_size = var("DATABASE_POOL_SIZE", "32");
+        let pool_size = match pool_size.trim().parse::<u32>() {
+            Ok(size) if size > 0 => size,
+            _ => {
+                anyhow::bail!("DATABASE_POOL_SIZE must be a whole number of connections, 1 or more (not {pool_size:?})")
+            }
+        };
         Ok(Self {
             database_url: var("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/backoffice"),
             nats_url: var("NATS_URL", "nats://127.0.0.1:4222"),
             nats_prefix: var("NATS_PREFIX", "backoffice"),
             http_addr: var("HTTP_ADDR", "127.0.0.1:8080"),
-            pool_size: var("DATABASE_POOL_SIZE", "32").parse().context("DATABASE_POOL_SIZE must be a number")?,
+            pool_size,
             read_wait: Duration::from_millis(
                 var("READ_WAIT_TIMEOUT_MS", "10000").parse().context("READ_WAIT_TIMEOUT_MS must be a number")?,
             ),
-            fiscal: FiscalSettings::from_env()?,
-            metrics_addr: std::env::var("METRICS_ADDR").ok().filter(|addr| !addr.trim().is_empty()),
+            fiscal: FiscalSettings::from_lookup(&lookup)?,
+            metrics_addr: lookup("METRICS_ADDR").filter(|addr| !addr.trim().is_empty()),
         })
     }
 }
@@ -245,5 +258,29 @@ pub async fn bind_fiscal_simulator(settings: &FiscalSettings) -> anyhow::Result<
         Err(error) => {
             Err(error).with_context(|| format!("cannot listen on FISCAL_SIMULATOR_ADDR {}", settings.simulator_addr))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(vars: &[(&str, &str)]) -> anyhow::Result<Settings> {
+        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Settings::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn a_database_pool_of_no_connections_is_refused() {
+        for size in ["0", "-1", "many", ""] {
+            let error = settings(&[("DATABASE_POOL_SIZE", size)]).expect_err(size);
+            assert!(
+                error.to_string().contains("DATABASE_POOL_SIZE must be a whole number of connections, 1 or more"),
+                "{size:?}: {error}"
+            );
+        }
+        assert_eq!(settings(&[("DATABASE_POOL_SIZE", "1")]).expect("one connection").pool_size, 1);
+        assert_eq!(settings(&[]).expect("the defaults").pool_size, 32);
     }
 }

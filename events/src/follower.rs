@@ -1,5 +1,6 @@
-//! Gap-free reads of the event store in commit order, checkpoints of the followers that use them, and
-//! the leadership lock that keeps each follower single-instance per database.
+//! Gap-free reads of the event store in commit order, checkpoints of the followers that use them, the
+//! settled position an export pages by, and the leadership lock that keeps each follower
+//! single-instance per database.
 //!
 //! Transactions commit out of order, so "every position below N" is not a stable set while writers
 //! run. A follower only reads rows whose transaction id is below the xmin of the current snapshot
@@ -9,6 +10,7 @@
 use crate::envelope::{CommitKey, RecordedEvent};
 use sqlx::postgres::PgRow;
 use sqlx::{FromRow, PgConnection, PgPool, Row};
+use std::time::Duration;
 use uuid::Uuid;
 
 /// The columns of a stored event, read from `events e` (see [`event_from_row`]).
@@ -187,6 +189,50 @@ pub async fn committed_horizon(pool: &PgPool) -> Result<CommitKey, sqlx::Error> 
     .fetch_optional(pool)
     .await?;
     Ok(key.map(|(t, p)| CommitKey::new(t, p)).unwrap_or(CommitKey::ZERO))
+}
+
+/// How often [`settled_position`] looks again at the writers it waits for.
+const SETTLE_POLL: Duration = Duration::from_millis(20);
+
+/// The highest position at or below which the store is settled: every event that will ever hold such a
+/// position is committed, and visible to any statement that starts after this returns. An export pages
+/// by position, which commit order does not follow, so it reads up to this and the next one goes on
+/// from the position after it.
+///
+/// Every position up to the highest one visible now was taken before that event committed. A writer
+/// holds its lock on `events` from before it takes a position until its transaction ends, so the
+/// writers holding that lock a moment later are the only ones that can still add an event below it:
+/// this waits (polling) until each of them has ended, and tells `on_wait` how many there are first.
+/// Positions come from the table's identity sequence, which caches one value: taken in order.
+pub async fn settled_position(pool: &PgPool, on_wait: impl FnOnce(usize)) -> Result<i64, sqlx::Error> {
+    let highest: i64 = sqlx::query_scalar("select coalesce(max(position), 0) from events").fetch_one(pool).await?;
+    // Prepared transactions have no pid, hence `is distinct from`.
+    let writers: Vec<String> = sqlx::query_scalar(
+        "select distinct virtualtransaction from pg_locks
+         where locktype = 'relation' and mode = 'RowExclusiveLock' and granted
+           and database = (select oid from pg_database where datname = current_database())
+           and relation = 'events'::regclass
+           and virtualtransaction is not null
+           and pid is distinct from pg_backend_pid()",
+    )
+    .fetch_all(pool)
+    .await?;
+    if writers.is_empty() {
+        return Ok(highest);
+    }
+    on_wait(writers.len());
+    loop {
+        // A transaction holds a lock on its own virtual id until it ends.
+        let running: bool =
+            sqlx::query_scalar("select exists (select 1 from pg_locks where virtualtransaction = any($1::text[]))")
+                .bind(&writers)
+                .fetch_one(pool)
+                .await?;
+        if !running {
+            return Ok(highest);
+        }
+        tokio::time::sleep(SETTLE_POLL).await;
+    }
 }
 
 /// One organization's events after `after` in commit order, with their seal (chain seq and hash)

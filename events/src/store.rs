@@ -196,22 +196,37 @@ pub struct ExportedEvent {
     pub hash: Option<String>,
 }
 
-/// Streams an organization's events in commit order (the chain order) from `from_position` on,
-/// calling `sink` for each.
+/// What [`export`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exported {
+    /// Events written.
+    pub events: u64,
+    /// Where the next export goes on from: of the organization's events from `from_position` up to it,
+    /// this export wrote every one that will ever exist, and it wrote none beyond.
+    pub next_position: i64,
+}
+
+/// Streams an organization's events from `from_position` on, calling `sink` for each: every one up to
+/// the settled position ([`follower::settled_position`](crate::follower::settled_position), which may
+/// first wait for writers still running, telling `on_wait` how many), in commit order (the chain order),
+/// read in one statement. Positions are not taken in commit order, so reading below the commit horizon
+/// alone would let a lower position commit after this export and be passed over by the next one, which
+/// starts from a position.
 pub async fn export(
     pool: &PgPool,
     org_id: Uuid,
     from_position: i64,
+    on_wait: impl FnOnce(usize),
     mut sink: impl FnMut(ExportedEvent) -> std::io::Result<()>,
-) -> Result<u64, ExportError> {
+) -> Result<Exported, ExportError> {
+    let settled = crate::follower::settled_position(pool, on_wait).await?;
     let sql = format!(
         "select {EVENT_COLUMNS}, s.hash from events e
          left join event_seals s on s.position = e.position
-         where e.org_id = $1 and e.position >= $2
-           and e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+         where e.org_id = $1 and e.position >= $2 and e.position <= $3
          order by e.transaction_id, e.position"
     );
-    let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(from_position).fetch(pool);
+    let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(org_id).bind(from_position).bind(settled).fetch(pool);
     let mut count = 0;
     while let Some(row) = rows.try_next().await? {
         let event = event_from_row(&row)?;
@@ -231,7 +246,7 @@ pub async fn export(
         })?;
         count += 1;
     }
-    Ok(count)
+    Ok(Exported { events: count, next_position: from_position.max(settled + 1) })
 }
 
 /// Errors of [`export`]: reading the store or writing the output.

@@ -121,6 +121,80 @@ async fn out_of_order_commits_are_never_skipped(pool: PgPool) {
     assert_eq!(seen, vec!["early", "late"], "both events, in commit-order key order");
 }
 
+/// Positions are not taken in commit order: a transaction can hold a lower position than one that has
+/// already committed. An export waits for it rather than pass its position over, and names a position
+/// for the next export that leaves nothing behind and repeats nothing.
+#[sqlx::test(migrations = "../schema")]
+async fn an_export_waits_for_a_lower_position_still_being_written(pool: PgPool) {
+    let org = Uuid::now_v7();
+    // The later position's transaction takes its id first: once it commits it is below the commit
+    // horizon although the earlier position's transaction is still open.
+    let mut late = pool.begin().await.expect("tx");
+    sqlx::query("select pg_current_xact_id()").execute(&mut *late).await.expect("a transaction id");
+    let mut early = pool.begin().await.expect("tx");
+    let early_position =
+        store::append(&mut early, stream(org, Uuid::now_v7(), 0), &[created("early")], &Metadata::system("t"))
+            .await
+            .expect("early append")
+            .key
+            .position;
+    let late_position =
+        store::append(&mut late, stream(org, Uuid::now_v7(), 0), &[created("late")], &Metadata::system("t"))
+            .await
+            .expect("late append")
+            .key
+            .position;
+    assert!(early_position < late_position);
+    late.commit().await.expect("late commits first");
+
+    let (waiting, waited) = tokio::sync::oneshot::channel();
+    let mut names = Vec::new();
+    let (exported, ()) = tokio::join!(
+        store::export(
+            &pool,
+            org,
+            0,
+            |writers| {
+                let _ = waiting.send(writers);
+            },
+            |event| {
+                names.push(event.data["name"].as_str().unwrap_or_default().to_owned());
+                Ok(())
+            }
+        ),
+        async {
+            let writers = waited.await.expect("the export waits for the open transaction");
+            assert!(writers >= 1, "{writers}");
+            early.commit().await.expect("early commits");
+        }
+    );
+    let exported = exported.expect("export");
+    assert_eq!(names, ["late", "early"], "both, in commit order");
+    assert_eq!(exported, store::Exported { events: 2, next_position: late_position + 1 });
+
+    let mut conn = pool.acquire().await.expect("connection");
+    let after = store::append(&mut conn, stream(org, Uuid::now_v7(), 0), &[created("after")], &Metadata::system("t"))
+        .await
+        .expect("append")
+        .key
+        .position;
+    let mut tail = Vec::new();
+    let next = store::export(
+        &pool,
+        org,
+        exported.next_position,
+        |_| {},
+        |event| {
+            tail.push(event.position);
+            Ok(())
+        },
+    )
+    .await
+    .expect("export");
+    assert_eq!(tail, [after], "what came after, only");
+    assert_eq!(next, store::Exported { events: 1, next_position: after + 1 });
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn many_concurrent_writers_leave_no_gap_for_a_follower(pool: PgPool) {
     let org = Uuid::now_v7();

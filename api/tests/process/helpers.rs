@@ -104,6 +104,15 @@ impl Deployment {
         Service { child }
     }
 
+    /// Starts a CLI command that may wait on something, its output going to the file `stdout` and its
+    /// messages to the file `stderr`.
+    pub fn spawn_command(&self, args: &[&str], stdout: &std::path::Path, stderr: &std::path::Path) -> Service {
+        let stdout = std::fs::File::create(stdout).expect("output file");
+        let stderr = std::fs::File::create(stderr).expect("log file");
+        let child = self.command(args).stdout(stdout).stderr(stderr).spawn().expect("spawn");
+        Service { child }
+    }
+
     pub async fn stream_messages(&self) -> u64 {
         let client = async_nats::connect(self.nats_url.as_str()).await.expect("nats");
         let bus = events::bus::Bus::from_client(client, &self.prefix);
@@ -139,6 +148,11 @@ impl Service {
             assert!(tokio::time::Instant::now() < deadline, "the service did not stop on SIGTERM");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// The exit status once the process has ended on its own; none while it runs.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("the child's status")
     }
 
     /// SIGKILL: no chance to flush or clean up.

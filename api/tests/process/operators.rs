@@ -1,9 +1,13 @@
 //! The operator and auditor CLI: export, verify (and catching tampering), rebuild under traffic.
 
 use crate::helpers::{Deployment, Writers, create_org, eventually, shared_nats_url};
+use events::catalogue::{CustomerEvent, CustomerFields};
+use events::store::{self, StreamRef};
+use events::{EventPayload, Metadata};
 use reqwest::StatusCode;
 use serde_json::Value;
 use sqlx::PgPool;
+use std::time::Duration;
 
 fn export(deployment: &Deployment, org: &str) -> Vec<Value> {
     let output = deployment.run(&["events", "export", "--org", org]);
@@ -64,6 +68,99 @@ async fn export_and_verify_catch_an_altered_event(pool: PgPool) {
     deployment.delete_stream().await;
 }
 
+/// Appends a customer's creation to a new stream of `org` on `conn` (in a transaction still open, or not),
+/// as a command would; answers its position.
+async fn append_customer(conn: &mut sqlx::PgConnection, org: uuid::Uuid, name: &str) -> i64 {
+    let created = CustomerEvent::CustomerCreated(CustomerFields { name: name.into(), ..CustomerFields::default() })
+        .to_new_event()
+        .expect("encodes");
+    let stream = StreamRef {
+        org_id: org,
+        stream_type: CustomerEvent::STREAM_TYPE,
+        stream_id: uuid::Uuid::now_v7(),
+        expected_version: 0,
+    };
+    store::append(conn, stream, &[created], &Metadata::system("test")).await.expect("appended").key.position
+}
+
+/// The position an export's last message names for the next export.
+fn next_position(stderr: &str) -> i64 {
+    stderr
+        .rsplit_once("continue with --from-position ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no next position in {stderr:?}"))
+}
+
+/// Positions are taken at insert, so a transaction can hold a lower position than one that commits
+/// before it. An export run between the two commits waits for the open one instead of printing past its
+/// position, and the position it names for the next export leaves nothing behind: both events are in
+/// it, and the next export prints what came after, only. (Before, it printed the committed event alone,
+/// and an export from the position after it never printed the other.)
+#[sqlx::test(migrations = "../schema")]
+async fn an_export_passes_no_position_that_a_transaction_still_holds(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    let (org_id, _) = create_org(&deployment, "Exportación");
+    // The later position's transaction takes its id first: once it commits it is below the commit
+    // horizon although the earlier position's transaction is still open.
+    let mut later = pool.begin().await.expect("a transaction");
+    sqlx::query("select pg_current_xact_id()").execute(&mut *later).await.expect("a transaction id");
+    let mut earlier = pool.begin().await.expect("a transaction");
+    let earlier_position = append_customer(&mut earlier, org_id, "Temprano").await;
+    let later_position = append_customer(&mut later, org_id, "Tardío").await;
+    assert!(earlier_position < later_position);
+    later.commit().await.expect("the later position commits first");
+
+    let dir = std::env::temp_dir();
+    let (out, log) = (dir.join(format!("export-{org_id}.jsonl")), dir.join(format!("export-{org_id}.log")));
+    let read = |path: &std::path::PathBuf| std::fs::read_to_string(path).unwrap_or_default();
+    let org = org_id.to_string();
+    let mut export = deployment.spawn_command(&["events", "export", "--org", &org], &out, &log);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !read(&log).contains("waiting for") {
+        if let Some(status) = export.exited() {
+            panic!(
+                "the export ended ({status}) with position {earlier_position} still being written; it printed\n{}{}",
+                read(&out),
+                read(&log)
+            );
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the export neither waited nor ended: {}", read(&log));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    earlier.commit().await.expect("the earlier position commits last");
+    let status = loop {
+        if let Some(status) = export.exited() {
+            break status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the export went on waiting: {}", read(&log));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let stderr = read(&log);
+    assert!(status.success(), "{stderr}");
+    let printed: Vec<i64> = read(&out)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).expect("one JSON envelope per line")["position"].as_i64())
+        .map(|position| position.expect("a position"))
+        .collect();
+    assert!(printed.contains(&earlier_position) && printed.contains(&later_position), "{printed:?}");
+    let next = next_position(&stderr);
+    assert_eq!(next, later_position + 1, "{stderr}");
+
+    let mut conn = pool.acquire().await.expect("a connection");
+    let after = append_customer(&mut conn, org_id, "Después").await;
+    let tail = deployment.run(&["events", "export", "--org", &org, "--from-position", &next.to_string()]);
+    let stderr = String::from_utf8_lossy(&tail.stderr);
+    assert!(tail.status.success(), "{stderr}");
+    let tail: Vec<Value> = String::from_utf8_lossy(&tail.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON envelope per line"))
+        .collect();
+    assert_eq!(tail.iter().map(|line| line["position"].as_i64()).collect::<Vec<_>>(), vec![Some(after)]);
+    assert_eq!(next_position(&stderr), after + 1, "{stderr}");
+    let _ = (std::fs::remove_file(&out), std::fs::remove_file(&log));
+}
+
 /// A mistyped organization id has no history: export and verify say so and fail, rather than print
 /// nothing or call its chain intact.
 #[sqlx::test(migrations = "../schema")]
@@ -90,6 +187,38 @@ async fn a_worker_thread_count_below_one_or_not_a_number_is_refused(pool: PgPool
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{threads}: {stderr}");
         assert!(stderr.contains("BACKOFFICE_WORKER_THREADS must be a whole number"), "{threads}: {stderr}");
+    }
+}
+
+/// A pool of no connections made every query wait for one that never comes (the process gave up after the
+/// pool's 10 s wait, blaming the database): it is refused before anything starts.
+#[sqlx::test(migrations = "../schema")]
+async fn a_database_pool_of_no_connections_is_refused(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    let output = deployment.run_with(&["migrate"], &[("DATABASE_POOL_SIZE", "0")]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("DATABASE_POOL_SIZE must be a whole number of connections, 1 or more"), "{stderr}");
+    assert!(output.stdout.is_empty(), "{}", String::from_utf8_lossy(&output.stdout));
+}
+
+/// `--only` and `--partition` choose what running projectors serve; a rebuild rebuilds whole tables for
+/// every organization. Given with `rebuild` they were ignored (the named projection was rebuilt whole);
+/// they are a usage error, and nothing is rebuilt.
+#[sqlx::test(migrations = "../schema")]
+async fn a_rebuild_refuses_only_and_partition_rather_than_ignore_them(pool: PgPool) {
+    let deployment = Deployment::new(&pool, &shared_nats_url());
+    create_org(&deployment, "Reconstrucción");
+    for args in [
+        ["projections", "--only", "customers", "rebuild", "customers"],
+        ["projections", "--only", "customers", "rebuild", "--all"],
+        ["projections", "--partition", "0/2", "rebuild", "customers"],
+    ] {
+        let output = deployment.run(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("cannot be used with"), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?} rebuilt: {}", String::from_utf8_lossy(&output.stdout));
     }
 }
 
