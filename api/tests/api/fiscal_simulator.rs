@@ -16,7 +16,7 @@ use sqlx::PgPool;
 use time::OffsetDateTime;
 use url::Url;
 
-use crate::helpers::{FIXTURE_CERTIFICATE, FIXTURE_KEY, http_client, today_date};
+use crate::helpers::{FIXTURE_CERTIFICATE, FIXTURE_KEY, SIMULATOR, http_client, today_date};
 
 const ISSUER: i64 = 20267565393;
 const OTHER_ISSUER: i64 = 27123456780;
@@ -71,7 +71,12 @@ impl Simulator {
 
     /// A process's adapter: its own tickets (in memory) over the shared store.
     async fn tickets(&self, timeout: Duration) -> Tickets {
-        Tickets::new(self.pool.clone(), self.endpoints().wsaa, timeout).await.expect("tickets")
+        self.tickets_of(SIMULATOR, timeout).await
+    }
+
+    /// Its tickets, as the service `service` keeps them (another environment's name, say).
+    async fn tickets_of(&self, service: &str, timeout: Duration) -> Tickets {
+        Tickets::new(self.pool.clone(), service.into(), self.endpoints().wsaa, timeout).await.expect("tickets")
     }
 
     async fn client(&self) -> FiscalClient {
@@ -580,6 +585,60 @@ async fn a_second_login_while_a_ticket_is_valid_is_refused_and_reported(pool: Pg
         other => panic!("expected the refusal, got {other:?}"),
     }
     assert_eq!(tickets_issued(&pool).await, (1, 0));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_ticket_belongs_to_its_service_and_another_environment_neither_uses_nor_replaces_it(pool: PgPool) {
+    let production = Simulator::start(&pool).await;
+    // Another environment on the same database (a `fiscal check` against homologation, say): a simulator
+    // at another address, its tickets kept under another service's name. Both keep their tickets in this database, so underneath they are one
+    // authority, which refuses a second login while a ticket is valid.
+    let homologation = Simulator::restart(&pool, production.issuer, production.other).await;
+    let taken = production.tickets(Duration::from_secs(5)).await.ticket(production.issuer).await.expect("a ticket");
+    assert_eq!(tickets_issued(&pool).await, (1, 1));
+
+    // The other environment's process does not take the production ticket: it asks its own service
+    // (here refused, as that ticket is valid).
+    let check = homologation.tickets_of("homologation", Duration::from_secs(5)).await;
+    match check.ticket(production.issuer).await {
+        Err(FiscalError::Unauthenticated(message)) => {
+            assert!(message.contains("coe.alreadyAuthenticated"), "{message}");
+        }
+        other => panic!("expected its own service's refusal, got {other:?}"),
+    }
+    assert_eq!(tickets_issued(&pool).await, (1, 1));
+
+    // Once its service lets it log in, its ticket is kept beside the production one, not over it.
+    sqlx::query("update fiscal_simulator_tickets set expiration = now() - interval '1 second'")
+        .execute(&pool)
+        .await
+        .expect("expired at the authority");
+    let own = check.ticket(production.issuer).await.expect("its own ticket");
+    assert_ne!(own, taken);
+    assert_eq!(tickets_issued(&pool).await, (2, 2), "one ticket for each service");
+    // A production process started now reads the production ticket; the other keeps its own.
+    let restarted = production.tickets(Duration::from_secs(5)).await;
+    assert_eq!(restarted.ticket(production.issuer).await.expect("the production ticket"), taken);
+    assert_eq!(check.ticket(production.issuer).await.expect("its own ticket"), own);
+    assert_eq!(tickets_issued(&pool).await, (2, 2));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_ticket_stored_before_tickets_named_their_service_is_used_by_the_service_that_holds_it(pool: PgPool) {
+    let simulator = Simulator::start(&pool).await;
+    let taken = simulator.tickets(Duration::from_secs(5)).await.ticket(simulator.issuer).await.expect("a ticket");
+    // As schema/0044 leaves a ticket stored before it: the service that issued it unknown.
+    sqlx::query("update fiscal_tickets set service = null").execute(&pool).await.expect("stored before");
+
+    // A process started after the upgrade asks its service for a ticket; the service refuses, holding
+    // a valid one for the certificate, which shows the old ticket to be its own: it is used to its end,
+    // with no new login, and stored as that service's (the old row stays, should another service hold it).
+    let upgraded = simulator.tickets(Duration::from_secs(5)).await;
+    assert_eq!(upgraded.ticket(simulator.issuer).await.expect("the old ticket"), taken);
+    assert_eq!(tickets_issued(&pool).await, (1, 2));
+    // Every later process of that service reads it, and invoices with it.
+    simulator.client().await.authorize(simulator.issuer, &invoice_a(1)).await.expect("approved");
+    assert_eq!(tickets_issued(&pool).await, (1, 2), "no login since the upgrade");
 }
 
 #[sqlx::test(migrations = "../schema")]

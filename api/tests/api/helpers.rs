@@ -693,10 +693,14 @@ pub async fn install_certificate(pool: &PgPool, org_id: Uuid) {
         .expect("certificate kept");
 }
 
+/// The service name a built-in simulator's tickets are kept under, wherever it listens.
+pub const SIMULATOR: &str = "simulator";
+
 /// The adapter the service uses, against the simulator at `base`, with its tickets in `pool`.
 pub async fn fiscal_client(pool: &PgPool, base: &str, timeout: Duration) -> commands::fiscal::FiscalClient {
     let endpoints = commands::fiscal::Endpoints::under(&url::Url::parse(base).expect("url")).expect("endpoints");
-    let tickets = commands::fiscal::Tickets::new(pool.clone(), endpoints.wsaa, timeout).await.expect("tickets");
+    let tickets =
+        commands::fiscal::Tickets::new(pool.clone(), SIMULATOR.into(), endpoints.wsaa, timeout).await.expect("tickets");
     commands::fiscal::FiscalClient::new(&endpoints.wsfe, timeout, std::sync::Arc::new(tickets)).expect("fiscal client")
 }
 

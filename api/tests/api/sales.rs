@@ -768,6 +768,82 @@ async fn fifty_sales_on_one_series_are_authorized_in_batches_with_consecutive_nu
     assert_eq!(approved(&app, 6).await.len(), 50);
 }
 
+/// Until `n` sales wait in their series' queue for the authority: each sale's transaction is idle after
+/// the last statement it runs before it queues its voucher, which reads the issuer's CUIT.
+async fn queued_for_the_authority(app: &TestApp, n: i64) {
+    eventually(Duration::from_secs(20), "the sales queued for the authority", || async {
+        let queued: i64 = sqlx::query_scalar(
+            "select count(*) from pg_stat_activity where datname = current_database()
+             and state = 'idle in transaction' and query like 'select tax_id, tax_category from organizations%'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .expect("activity");
+        (queued >= n).then_some(())
+    })
+    .await;
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn a_batch_numbers_its_vouchers_in_date_order_whatever_order_they_queued_in(pool: PgPool) {
+    // Connections for every sale waiting in the batch at once (a test pool holds five).
+    let options = pool.connect_options().as_ref().clone();
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(24).connect_with(options).await.expect("pool");
+    let app = TestApp::spawn(pool).await;
+    let body = mate_sale(&app).await;
+    let day = crate::helpers::today_date();
+    let dated = |days_ago: i64| {
+        let mut sale = body.clone();
+        sale["invoiceDate"] = json!((day - time::Duration::days(days_ago)).to_string());
+        sale
+    };
+    let first = json(sell(&app, &dated(3), true).await, 201).await["data"].clone();
+    assert_eq!((first["fiscal"]["status"].as_str(), first["invoiceNumber"].as_i64()), (Some("issued"), Some(1)));
+    // An authority that takes a moment to answer, as the real one does: the last sale counted as queued
+    // is in the queue long before the leader's answer lets the next batch go.
+    let latency = app.client.post(format!("{}/_simulator/latency", app.fiscal_url)).json(&json!({ "milliseconds": 300 }));
+    assert_eq!(latency.send().await.expect("sent").status().as_u16(), 200);
+
+    // The series is held elsewhere (as by another process's batch) while a sale leads a batch of its own
+    // and waits for it: the sales sent meanwhile queue for the next batch, the later-dated first.
+    let mut other = app.pool.begin().await.expect("begin");
+    sqlx::query("select last from document_numbers where org_id = $1 for update")
+        .bind(app.org_id)
+        .fetch_all(&mut *other)
+        .await
+        .expect("series locked");
+    let leading = dated(3);
+    let later: Vec<Value> = [0, 0, 0, 1, 1, 1, 2, 2].into_iter().map(&dated).collect();
+    let leader = sell(&app, &leading, true);
+    let queued = async {
+        waits_for_a_lock(&app, "the leader waits for the series").await;
+        let sold = futures::future::join_all(later.iter().map(|body| sell(&app, body, true)));
+        let app = &app;
+        let release = async move {
+            queued_for_the_authority(app, 8).await;
+            other.commit().await.expect("released");
+        };
+        futures::future::join(sold, release).await.0
+    };
+    let (leader, sold) = futures::future::join(leader, queued).await;
+    let leader = json(leader, 201).await["data"].clone();
+    assert_eq!((leader["fiscal"]["status"].as_str(), leader["invoiceNumber"].as_i64()), (Some("issued"), Some(2)));
+
+    // One request for the eight, numbered as their dates go: none refused for a date before its
+    // predecessor's (10016), none deferred.
+    let mut issued = Vec::new();
+    for response in sold {
+        let sale = json(response, 201).await["data"].clone();
+        assert_eq!(sale["fiscal"]["status"], "issued", "{sale}");
+        let date = sale["invoiceDate"].as_str().expect("a date").to_owned();
+        issued.push((sale["invoiceNumber"].as_i64().expect("a number"), date));
+    }
+    issued.sort();
+    assert_eq!(issued.iter().map(|(number, _)| *number).collect::<Vec<_>>(), (3..=10).collect::<Vec<_>>());
+    assert!(issued.windows(2).all(|pair| pair[0].1 <= pair[1].1), "numbers follow dates: {issued:?}");
+    assert_eq!(authorization_requests(&app).await, 3, "the first sale, the leader, then the eight together");
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_lost_reply_inside_a_batch_is_resolved_by_consulting_never_by_asking_twice(pool: PgPool) {
     let app = TestApp::spawn(pool).await;

@@ -137,7 +137,7 @@ pub trait Authenticator: Send + Sync {
 /// The adapter of the services `settings` name, its login tickets kept in `pool`.
 pub async fn connect(settings: &FiscalSettings, pool: sqlx::PgPool) -> Result<FiscalClient, FiscalError> {
     let endpoints = settings.endpoints().map_err(|error| FiscalError::Protocol(error.to_string()))?;
-    let tickets = Tickets::new(pool, endpoints.wsaa.clone(), settings.timeout).await?;
+    let tickets = Tickets::new(pool, settings.service(), endpoints.wsaa.clone(), settings.timeout).await?;
     FiscalClient::new(&endpoints.wsfe, settings.timeout, std::sync::Arc::new(tickets))
 }
 
@@ -287,6 +287,18 @@ impl FiscalSettings {
         }
     }
 
+    /// The authentication service the settings name, which keys its login tickets: `production` or
+    /// `homologation` (`FISCAL_ENV`), the `FISCAL_URL` that overrides it, or the built-in `simulator`
+    /// (wherever it listens: a restart on another port is the same service, with the same tickets).
+    pub fn service(&self) -> String {
+        match (&self.url, self.env) {
+            (Some(url), _) => url.as_str().to_owned(),
+            (None, Some(FiscalEnv::Homologation)) => "homologation".to_owned(),
+            (None, Some(FiscalEnv::Production)) => "production".to_owned(),
+            (None, None) => "simulator".to_owned(),
+        }
+    }
+
     /// The same settings, with the simulator found where it was actually bound (`FISCAL_SIMULATOR_ADDR`
     /// may name port 0).
     pub fn with_simulator_at(mut self, addr: SocketAddr) -> Self {
@@ -378,6 +390,20 @@ mod tests {
         let proxied = settings(&[("FISCAL_ENV", "production"), ("FISCAL_URL", "http://proxy:8099")]).expect("settings");
         assert_eq!(proxied.endpoints().expect("endpoints").wsfe.as_str(), "http://proxy:8099/wsfev1/service.asmx");
         assert_eq!(settings(&[("FISCAL_ENV", "staging")]), Err(FiscalConfigError::Env("staging".into())));
+    }
+
+    #[test]
+    fn tickets_are_kept_under_the_service_the_settings_name() {
+        let service = |vars: &[(&str, &str)]| settings(vars).expect("settings").service();
+        assert_eq!(service(&[("FISCAL_ENV", "homologation")]), "homologation");
+        assert_eq!(service(&[("FISCAL_ENV", "production")]), "production");
+        // The built-in simulator is one service wherever it listens.
+        assert_eq!(service(&[]), "simulator");
+        let moved = settings(&[]).expect("settings").with_simulator_at("127.0.0.1:41234".parse().expect("addr"));
+        assert_eq!(moved.service(), "simulator");
+        // A FISCAL_URL overrides FISCAL_ENV, for tickets as for the addresses.
+        let proxied = [("FISCAL_ENV", "production"), ("FISCAL_URL", "http://proxy:8099")];
+        assert_eq!(service(&proxied), "http://proxy:8099/");
     }
 
     #[test]

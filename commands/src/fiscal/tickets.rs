@@ -1,12 +1,19 @@
 //! The authority's login tickets (WSAA), obtained with each organization's certificate and kept in
 //! Postgres (`fiscal_tickets`, schema/0034) so that every process uses the same one.
 //!
-//! A ticket belongs to a certificate (its SHA-256): organizations sharing a representative's
-//! certificate share its ticket. It is used until [`Tickets::renew_before`] its expiry; then the next
-//! call logs in again. Logins take turns per certificate across processes (a transaction-scoped
+//! A ticket belongs to the authentication service that issued it, known by its name
+//! ([`super::FiscalSettings::service`]: `homologation` and `production`, a `FISCAL_URL`, or the built-in
+//! `simulator` wherever it listens, each hold their own ticket for one certificate, valid only there),
+//! and to a certificate (its SHA-256): organizations sharing a representative's certificate
+//! share its ticket. A process never reads, renews over or forgets another service's ticket, so a
+//! `fiscal check` against homologation on the production database leaves production's alone
+//! (schema/0044). A ticket is used until [`Tickets::renew_before`] its expiry; then the next call logs
+//! in again. Logins take turns per service and certificate across processes (a transaction-scoped
 //! advisory lock, the ticket re-read once it is held), because the authority refuses a new login while
 //! a ticket is valid (`coe.alreadyAuthenticated`): when it does, the ticket still held is used until it
-//! expires. Each process keeps the ticket it last read in memory, per organization.
+//! expires, or, none being stored for the service, one stored before tickets named their service. Each
+//! process keeps the ticket it last read in memory, per organization, in the `Tickets` of its one
+//! service.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,7 +40,8 @@ const LAST_USE: time::Duration = time::Duration::seconds(1);
 const SKEW: time::Duration = time::Duration::minutes(5);
 const LIFETIME: time::Duration = time::Duration::hours(12);
 
-/// The login tickets of every organization, from Postgres and the authentication service at `wsaa`.
+/// The login tickets of every organization, from Postgres and the authentication service at `wsaa`
+/// that service's tickets only, in Postgres as in memory.
 #[derive(Clone)]
 pub struct Tickets {
     inner: Arc<Inner>,
@@ -43,6 +51,8 @@ pub struct Tickets {
 struct Inner {
     pool: PgPool,
     secrets: SecretBox,
+    /// The authentication service's name, which keys its tickets in `fiscal_tickets`.
+    service: String,
     wsaa: Url,
     http: reqwest::Client,
     held: Mutex<HashMap<Uuid, Held>>,
@@ -70,8 +80,10 @@ struct Stored {
 }
 
 impl Tickets {
-    /// Tickets from the service at `wsaa`, each call given up after `timeout`.
-    pub async fn new(pool: PgPool, wsaa: Url, timeout: Duration) -> Result<Self, FiscalError> {
+    /// Tickets from the authentication service `service` ([`super::FiscalSettings::service`]: the
+    /// authority's environment, or the `FISCAL_URL` or simulator standing for it) at `wsaa`, each call
+    /// given up after `timeout`.
+    pub async fn new(pool: PgPool, service: String, wsaa: Url, timeout: Duration) -> Result<Self, FiscalError> {
         let secrets = SecretBox::load(&pool)
             .await
             .map_err(|error| FiscalError::Protocol(format!("cannot read the service's secrets key: {error}")))?;
@@ -79,6 +91,7 @@ impl Tickets {
             inner: Arc::new(Inner {
                 pool,
                 secrets,
+                service,
                 wsaa,
                 http: super::client::http_client(timeout)?,
                 held: Mutex::new(HashMap::new()),
@@ -97,6 +110,11 @@ impl Tickets {
     /// Whether a ticket expiring at `expiration` is still to be used at `now`.
     fn fresh(&self, expiration: OffsetDateTime, now: OffsetDateTime) -> bool {
         expiration - now > self.renew_before
+    }
+
+    /// The service whose tickets these are, as `fiscal_tickets.service` names it.
+    fn service(&self) -> &str {
+        &self.inner.service
     }
 
     fn held(&self, org_id: Uuid) -> Option<Held> {
@@ -133,7 +151,7 @@ impl Tickets {
             ));
         };
         let fingerprint = fingerprint(&cert_pem)?;
-        if let Some(stored) = stored(&self.inner.pool, &fingerprint).await.map_err(storage)?
+        if let Some(stored) = stored(&self.inner.pool, self.service(), &fingerprint).await.map_err(storage)?
             && self.fresh(stored.expiration, now)
         {
             return Ok(self.keep(issuer, fingerprint, stored, false));
@@ -143,15 +161,18 @@ impl Tickets {
             return Ok(held.credentials);
         }
         let mut conn = self.inner.pool.acquire().await.map_err(storage)?;
-        // One login per certificate at a time, across processes: whoever held the lock may have
-        // stored a ticket meanwhile.
+        // One login per service and certificate at a time, across processes: whoever held the lock may
+        // have stored a ticket meanwhile.
         let mut tx = sqlx::Connection::begin(&mut *conn).await.map_err(storage)?;
-        sqlx::query("select pg_advisory_xact_lock(hashtextextended('fiscal-ticket ' || encode($1, 'hex'), 0))")
-            .bind(&fingerprint)
-            .execute(&mut *tx)
-            .await
-            .map_err(storage)?;
-        let current = match stored(&mut *tx, &fingerprint).await.map_err(storage)? {
+        sqlx::query(
+            "select pg_advisory_xact_lock(hashtextextended('fiscal-ticket ' || $1 || ' ' || encode($2, 'hex'), 0))",
+        )
+        .bind(self.service())
+        .bind(&fingerprint)
+        .execute(&mut *tx)
+        .await
+        .map_err(storage)?;
+        let current = match stored(&mut *tx, self.service(), &fingerprint).await.map_err(storage)? {
             Some(stored) if self.fresh(stored.expiration, OffsetDateTime::now_utc()) => {
                 return Ok(self.keep(issuer, fingerprint, stored, false));
             }
@@ -162,24 +183,34 @@ impl Tickets {
         })?;
         let signer = Signer::from_pem(&cert_pem, &key_pem)
             .map_err(|error| FiscalError::Unauthenticated(format!("the organization's certificate: {error}")))?;
-        let ticket = match (self.login(&signer).await, current) {
-            (Ok(ticket), _) => ticket,
-            // A renewal the authority refused while the ticket held is still valid: keep using it.
-            (Err(FiscalError::Unauthenticated(refusal)), Some(stored))
-                if refusal.contains(ALREADY_AUTHENTICATED)
-                    && stored.expiration - OffsetDateTime::now_utc() > LAST_USE =>
-            {
+        let ticket = match self.login(&signer).await {
+            Ok(ticket) => ticket,
+            // The authority refused because this service holds a valid ticket for the certificate: the
+            // one stored (a renewal refused while it is still valid), else one stored before tickets
+            // named their service, which the refusal shows to be this service's. Used to its end.
+            Err(FiscalError::Unauthenticated(refusal)) if refusal.contains(ALREADY_AUTHENTICATED) => {
+                let now = OffsetDateTime::now_utc();
+                let usable = |stored: &Stored| stored.expiration - now > LAST_USE;
+                let held = match current.filter(usable) {
+                    Some(stored) => Some(stored),
+                    None => adopt(&mut *tx, self.service(), &fingerprint).await.map_err(storage)?.filter(usable),
+                };
+                let Some(stored) = held else {
+                    return Err(FiscalError::Unauthenticated(refusal));
+                };
+                tx.commit().await.map_err(storage)?;
                 tracing::info!(org_id = %issuer.org_id(), "the authority keeps the current ticket until it expires");
                 return Ok(self.keep(issuer, fingerprint, stored, true));
             }
-            (Err(error), _) => return Err(error),
+            Err(error) => return Err(error),
         };
         sqlx::query(
-            "insert into fiscal_tickets (fingerprint, token, sign, generation, expiration, obtained_at)
-             values ($1, $2, $3, $4, $5, now())
-             on conflict (fingerprint) do update set token = excluded.token, sign = excluded.sign,
+            "insert into fiscal_tickets (service, fingerprint, token, sign, generation, expiration, obtained_at)
+             values ($1, $2, $3, $4, $5, $6, now())
+             on conflict (service, fingerprint) do update set token = excluded.token, sign = excluded.sign,
                  generation = excluded.generation, expiration = excluded.expiration, obtained_at = now()",
         )
+        .bind(self.service())
         .bind(&fingerprint)
         .bind(&ticket.token)
         .bind(&ticket.sign)
@@ -245,18 +276,22 @@ impl Tickets {
         }
     }
 
-    /// Forgets `credentials` wherever they are still held: the authority refused them.
+    /// Forgets `credentials` wherever this service's tickets are still held: the authority refused them.
+    /// Another service's ticket for the same certificate, and one stored before tickets named their
+    /// service, stay.
     pub async fn forget(&self, issuer: Issuer, credentials: &Credentials) {
         let fingerprint = self.held(issuer.org_id()).map(|held| held.fingerprint);
         if let Ok(mut held) = self.inner.held.lock() {
             held.retain(|_, held| held.credentials != *credentials);
         }
         if let Some(fingerprint) = fingerprint {
-            let deleted = sqlx::query("delete from fiscal_tickets where fingerprint = $1 and token = $2")
-                .bind(fingerprint)
-                .bind(&credentials.token)
-                .execute(&self.inner.pool)
-                .await;
+            let deleted =
+                sqlx::query("delete from fiscal_tickets where service = $1 and fingerprint = $2 and token = $3")
+                    .bind(self.service())
+                    .bind(fingerprint)
+                    .bind(&credentials.token)
+                    .execute(&self.inner.pool)
+                    .await;
             if let Err(error) = deleted {
                 tracing::warn!(%error, "cannot forget a refused ticket");
             }
@@ -288,16 +323,46 @@ impl Authenticator for Tickets {
     }
 }
 
-/// The SHA-256 of a certificate's DER: the key of its ticket.
+/// The SHA-256 of a certificate's DER: with the service's name, the key of its ticket.
 fn fingerprint(cert_pem: &str) -> Result<Vec<u8>, FiscalError> {
     let der = super::certificate::certificate_der(cert_pem)
         .map_err(|error| FiscalError::Unauthenticated(format!("the organization's certificate: {error}")))?;
     Ok(Sha256::digest(der).to_vec())
 }
 
-async fn stored<'c>(conn: impl sqlx::PgExecutor<'c>, fingerprint: &[u8]) -> Result<Option<Stored>, sqlx::Error> {
-    sqlx::query_as("select token, sign, expiration from fiscal_tickets where fingerprint = $1")
+/// The ticket `service` issued for the certificate `fingerprint`, as stored.
+async fn stored<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    service: &str,
+    fingerprint: &[u8],
+) -> Result<Option<Stored>, sqlx::Error> {
+    sqlx::query_as("select token, sign, expiration from fiscal_tickets where service = $1 and fingerprint = $2")
+        .bind(service)
         .bind(fingerprint)
         .fetch_optional(conn)
         .await
+}
+
+/// The ticket of the certificate `fingerprint` stored before tickets named their service (schema/0044),
+/// if it has not expired, stored again as `service`'s. Called once `service` refused a login for holding
+/// a valid ticket for the certificate while none is stored under its name: the old ticket is then
+/// `service`'s. The old row stays, as that is inferred: were it another service's, that one can still
+/// take it up the same way.
+async fn adopt<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    service: &str,
+    fingerprint: &[u8],
+) -> Result<Option<Stored>, sqlx::Error> {
+    sqlx::query_as(
+        "insert into fiscal_tickets (service, fingerprint, token, sign, generation, expiration, obtained_at)
+         select $1, fingerprint, token, sign, generation, expiration, obtained_at from fiscal_tickets
+         where service is null and fingerprint = $2 and expiration > now()
+         on conflict (service, fingerprint) do update set token = excluded.token, sign = excluded.sign,
+             generation = excluded.generation, expiration = excluded.expiration, obtained_at = excluded.obtained_at
+         returning token, sign, expiration",
+    )
+    .bind(service)
+    .bind(fingerprint)
+    .fetch_optional(conn)
+    .await
 }

@@ -12,6 +12,12 @@
 //! wait on that batch's leader, who waits on the lock. Each sale records only its own voucher, in its
 //! own transaction, once its verdict came.
 //!
+//! Numbers follow dates: the authority refuses a voucher dated before the last of its series (10016,
+//! as for a number that is not next), so a batch takes the earliest-dated vouchers queued and numbers
+//! them in date order (the queue's order among those of one date). Numbered in the queue's order, a
+//! sale dated yesterday that queued after one dated today was refused in every round and deferred, and
+//! its retry then refused for good.
+//!
 //! Exactly once, as for one voucher: a lost reply leaves each voucher of the batch `deferred` with its
 //! number unconfirmed, and the retry worker consults each number before asking again; a batch whose
 //! first number proves not to be the next (10016) approved nothing and is numbered again from the
@@ -114,21 +120,29 @@ pub async fn authorize(
     }
 }
 
-/// The next batch: up to `limit` queued vouchers in queue order, the leader's own (`own`) always among
-/// them. The leader locks the series on its own transaction, held until that commits; a leader whose
-/// voucher waited for a later batch would wait on that batch's leader, who waits on its lock.
+/// The next batch, in date order, which [`lead`] numbers it in: the `limit` earliest-dated queued
+/// vouchers (in queue order among those of one date), the leader's own (`own`) always among them. The
+/// leader locks the series on its own transaction, held until that commits; a leader whose voucher
+/// waited for a later batch would wait on that batch's leader, who waits on its lock. So when its own
+/// is not among the earliest (more than `limit` wait), it takes the place of the latest of them, which
+/// waits first in line; should that one be dated before the leader's, the authority refuses it in the
+/// next batch (10016), as it refuses any voucher dated before its series' last.
 fn take_batch(waiting: &mut Vec<Waiting>, own: &Arc<Mutex<Option<i64>>>, limit: usize) -> Vec<Waiting> {
-    match waiting.iter().position(|w| Arc::ptr_eq(&w.asked, own)) {
-        Some(at) if at >= limit => {
-            let mine = waiting.remove(at);
-            let take = waiting.len().min(limit.saturating_sub(1));
-            waiting.drain(..take).chain([mine]).collect()
+    // A stable sort: vouchers of one date keep the queue's order.
+    waiting.sort_by_key(|w| w.voucher.date);
+    let take = waiting.len().min(limit);
+    let mut batch: Vec<Waiting> = waiting.drain(..take).collect();
+    if !batch.iter().any(|w| Arc::ptr_eq(&w.asked, own))
+        && let Some(at) = waiting.iter().position(|w| Arc::ptr_eq(&w.asked, own))
+    {
+        // Dated no earlier than any in the batch, so it goes last and the batch stays in date order.
+        let mine = waiting.remove(at);
+        if let Some(latest) = batch.pop() {
+            waiting.insert(0, latest);
         }
-        _ => {
-            let take = waiting.len().min(limit);
-            waiting.drain(..take).collect()
-        }
+        batch.push(mine);
     }
+    batch
 }
 
 /// What [`settled`] makes of the sale's answer if it has come or its leader stopped; none while it is
@@ -210,6 +224,8 @@ async fn lead(
                 }
             }
         };
+        // Consecutive numbers in the batch's order, which is by date: a date never goes back as the
+        // number goes up.
         let vouchers: Vec<VoucherRequest> = pending
             .iter()
             .zip(1..)
@@ -289,5 +305,42 @@ mod tests {
         let batch = take_batch(&mut queue, &own, 2);
         assert_eq!(ids(&batch), vec![Arc::as_ptr(&first), Arc::as_ptr(&own)]);
         assert_eq!(ids(&queue), vec![Arc::as_ptr(&third)]);
+    }
+
+    #[test]
+    fn a_batch_takes_the_earliest_dated_vouchers_and_numbers_them_in_date_order() {
+        let dated = |days: i64| {
+            let mut queued = waiting();
+            queued.voucher.date = queued.voucher.date.saturating_add(time::Duration::days(days));
+            queued
+        };
+        let ids = |batch: &[Waiting]| batch.iter().map(|w| Arc::as_ptr(&w.asked)).collect::<Vec<_>>();
+        let dates = |batch: &[Waiting]| batch.iter().map(|w| w.voucher.date).collect::<Vec<_>>();
+        // Queued later-dated first, as sales sent a day apart arrive: the batch is in date order, those
+        // of one date in the queue's.
+        let mut queue = vec![dated(2), dated(0), dated(1), dated(0)];
+        let (late, early, middle, own) =
+            (queue[0].asked.clone(), queue[1].asked.clone(), queue[2].asked.clone(), queue[3].asked.clone());
+        let batch = take_batch(&mut queue, &own, 4);
+        assert_eq!(ids(&batch), vec![Arc::as_ptr(&early), Arc::as_ptr(&own), Arc::as_ptr(&middle), Arc::as_ptr(&late)]);
+        assert!(dates(&batch).is_sorted(), "{:?}", dates(&batch));
+        assert!(queue.is_empty());
+
+        // With room for two, the two earliest go and the later-dated wait: no later batch carries a
+        // voucher dated before this one's.
+        let mut queue = vec![dated(2), dated(0), dated(1), dated(0)];
+        let (late, early, middle, own) =
+            (queue[0].asked.clone(), queue[1].asked.clone(), queue[2].asked.clone(), queue[3].asked.clone());
+        let batch = take_batch(&mut queue, &own, 2);
+        assert_eq!(ids(&batch), vec![Arc::as_ptr(&early), Arc::as_ptr(&own)]);
+        assert_eq!(ids(&queue), vec![Arc::as_ptr(&middle), Arc::as_ptr(&late)]);
+
+        // The leader's own, dated last, still goes, last; the latest of the earliest waits first in line.
+        let mut queue = vec![dated(2), dated(0), dated(1)];
+        let (own, early, middle) = (queue[0].asked.clone(), queue[1].asked.clone(), queue[2].asked.clone());
+        let batch = take_batch(&mut queue, &own, 2);
+        assert_eq!(ids(&batch), vec![Arc::as_ptr(&early), Arc::as_ptr(&own)]);
+        assert!(dates(&batch).is_sorted(), "{:?}", dates(&batch));
+        assert_eq!(ids(&queue), vec![Arc::as_ptr(&middle)]);
     }
 }
