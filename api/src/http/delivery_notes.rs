@@ -306,6 +306,7 @@ routes! {
         /// Stock leaves under the organization's negative-stock policy (shortfalls are `warnings`, or 422
         /// with nothing saved when it blocks negative stock). For an order: delivering more than is left of
         /// a line is 422 naming it; the order's `delivered` and `fulfillment_status` follow.
+        /// An inactive product, or a combo with an inactive component, is unknown to a custom note (404).
         create("/delivery-notes", "createDeliveryNote", "post")
             ("Required: a retry with the same key and body returns the first outcome.")
             -> Created::Created = CREATE_NOTE, |call, write, body: DeliveryNoteInput| {

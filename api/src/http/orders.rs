@@ -439,6 +439,7 @@ routes! {
         /// with a gap-free `number`. With `reservation.enabled`, what is to deliver of every physical line
         /// is held in `assigned_warehouse_id` in the same transaction: shortfalls are `warnings` when the
         /// organization allows negative stock and 422 with nothing saved when it blocks it.
+        /// An inactive product, or a combo with an inactive component, is unknown to an order (404).
         ///
         /// States: `open` → `completed` (`POST .../complete`, or by itself once every line is fully
         /// delivered and billed, and back to `open` when a deleted delivery note or a credit note takes
@@ -464,7 +465,8 @@ routes! {
         /// is 400. The reservation follows the new lines and
         /// warehouse in the same transaction. Omitted optional fields keep their value; `0` clears the
         /// global discount and `""` the notes or the delivery method. A completed or cancelled order is 409
-        /// `STATE_CONFLICT`.
+        /// `STATE_CONFLICT`. An inactive product, or a combo with an inactive component, is unknown to an
+        /// order (404), though a kept line may still name the one it named.
         update("/orders/:order_id", "updateOrder", "patch")
             (order_id, "Required on structural edits; a retry with the same key and body returns the first outcome.")
             -> Single::Ok = UPDATE_ORDER, |call, write, body: OrderEditInput| {

@@ -445,6 +445,7 @@ routes! {
         /// with a gap-free `number`. With `reservation.enabled`, stock of every physical line is held in its
         /// warehouse through `reserved_through_date`, in the same transaction: shortfalls are `warnings`
         /// when the organization allows negative stock and 422 with nothing saved when it blocks it.
+        /// An inactive product, or a combo with an inactive component, is unknown to a quote (404).
         create("/quotes", "createQuote", "post")
             ("Required: a retry with the same key and body returns the first outcome.")
             -> Created::Created = CREATE_QUOTE, |call, write, body: QuoteInput| {
@@ -459,6 +460,7 @@ routes! {
         /// (customer and every line to keep are sent again; an omitted `price_list_id` is cleared and an
         /// omitted `reservation` means none) and adjusts or releases the reservation in the same
         /// transaction. A quote that is not a draft is 409 `STATE_CONFLICT` with detail `QUOTE_NOT_DRAFT`.
+        /// An inactive product, or a combo with an inactive component, is unknown to a quote (404).
         replace("/quotes/:quote_id", "replaceQuote", "put")
             (quote_id, "Required: a retry with the same key and body returns the first outcome.")
             -> Single::Ok = REPLACE_QUOTE, |call, write, body: QuoteInput| {

@@ -508,6 +508,58 @@ async fn a_custom_note_for_a_combo_moves_its_components_and_deleting_it_restores
     assert!(items(&inventory).is_empty(), "the delete gave the combo no stock");
 }
 
+/// A combo leaves as its components: one deactivated since the combo listed it refuses a custom note's
+/// item naming the combo as an item naming an inactive product is refused (404 `not_found` naming the
+/// item's product), and nothing is written, numbered or taken from stock. Active again, the combo leaves.
+#[sqlx::test(migrations = "../schema")]
+async fn a_custom_note_of_a_combo_whose_component_was_deactivated_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana Pérez").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
+    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
+        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }] });
+    let kit =
+        json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let retired = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 12100, "isActive": false });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &retired).await, 200).await;
+    let events = app.event_count().await;
+    let note = |items: Value| {
+        json!({ "origin": { "type": "custom" }, "customer_id": ana, "point_of_sale_id": pos, "warehouse_id": main,
+            "items": items })
+    };
+
+    // Delivered directly, the inactive product is refused, naming its item.
+    let direct = note(json!([{ "product_id": bombilla, "quantity": 1 }]));
+    let refused = error(app.post_keyed(NOTES, &direct).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[0].product_id"]);
+    // So is the combo that holds it, on the combo's item; the mate's item is fine.
+    let with_kit = note(json!([{ "product_id": mate, "quantity": 1 }, { "product_id": kit, "quantity": 1 }]));
+    let refused = error(app.post_keyed(NOTES, &with_kit).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[1].product_id"]);
+    let detail = &refused["error"]["details"][0];
+    assert_eq!(detail["code"], "not_found", "{refused}");
+    assert!(detail["message"].as_str().is_some_and(|m| m.contains(&bombilla)), "names the component: {refused}");
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    for product in [&mate, &bombilla] {
+        assert_eq!(level(&app, product).await, ("10".to_owned(), "0".to_owned()), "{product} stayed");
+    }
+    let numbered: Option<i64> =
+        sqlx::query_scalar("select max(last) from document_numbers where series like 'delivery_note:%'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("numbers");
+    assert_eq!(numbered, None, "no number was spent");
+
+    // Active again, the combo leaves as its components: the mate's item and two of the kit's, one bombilla.
+    let active = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 12100 });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &active).await, 200).await;
+    style_a(app.post_keyed(NOTES, &with_kit).await, 201).await;
+    assert_eq!(level(&app, &mate).await, ("7".to_owned(), "0".to_owned()));
+    assert_eq!(level(&app, &bombilla).await, ("9".to_owned(), "0".to_owned()));
+}
+
 #[sqlx::test(migrations = "../schema")]
 async fn a_note_prints_as_a_remito_without_prices_behind_a_signed_link(pool: PgPool) {
     use std::time::Duration;

@@ -398,6 +398,78 @@ async fn a_combo_line_reserves_its_components_from_the_quote_to_the_order(pool: 
     assert_eq!(reserved_and_available(&app, &bombilla).await, ("0".to_owned(), "9.5".to_owned()));
 }
 
+/// A combo reserves its components: one deactivated since the combo listed it refuses a line naming the
+/// combo as a line naming an inactive product is refused (404 `not_found` naming the line's product), in
+/// a new order and as an edit's new line, and nothing is written or reserved; a line that already named
+/// the combo is kept, as one naming an inactive product is. Active again, the combo is ordered.
+#[sqlx::test(migrations = "../schema")]
+async fn an_order_of_a_combo_whose_component_was_deactivated_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = main_warehouse(&app).await;
+    let ana = customer(&app, "Ana Pérez").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
+    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
+        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }] });
+    let kit =
+        json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let order = |lines: Value| {
+        json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
+            "lines": lines })
+    };
+    let mate_line = json!({ "product_id": mate, "quantity": 1, "unit_price": 10000 });
+    let kit_line = json!({ "product_id": kit, "quantity": 1, "unit_price": 25000 });
+    // Before the bombilla is deactivated: an order of a mate, and one of a kit (two mates and a bombilla).
+    let of_mate = style_a(app.post_keyed(ORDERS, &order(json!([mate_line]))).await, 201).await["data"].clone();
+    let of_kit = style_a(app.post_keyed(ORDERS, &order(json!([kit_line]))).await, 201).await["data"].clone();
+    let (mate_order, kit_order) = (of_mate["id"].as_str().expect("id"), of_kit["id"].as_str().expect("id"));
+    let retired = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 12100, "isActive": false });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &retired).await, 200).await;
+    let events = app.event_count().await;
+    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()), "1 + 2");
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("1".to_owned(), "9".to_owned()));
+
+    // Ordered directly, the inactive product is refused, naming its line.
+    let direct = json!([{ "product_id": bombilla, "quantity": 1, "unit_price": 10000 }]);
+    let refused = error(app.post_keyed(ORDERS, &order(direct)).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["lines[0].product_id"]);
+    // So is the combo that holds it, on the combo's line, in a new order and added by an edit; the mate's
+    // line is fine.
+    let created = app.post_keyed(ORDERS, &order(json!([mate_line, kit_line]))).await;
+    let kept_mate = json!({ "id": of_mate["lines"][0]["id"], "product_id": mate, "quantity": 1, "unit_price": 10000 });
+    let add_kit = json!({ "lines": [kept_mate, kit_line], "assigned_warehouse_id": main,
+        "expected_updated_at": of_mate["updated_at"] });
+    let edited = patch(&app, mate_order, Some(&Uuid::now_v7().to_string()), &add_kit).await;
+    for (what, response) in [("created", created), ("edited", edited)] {
+        let refused = error(response, 404, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), ["lines[1].product_id"], "{what}");
+        let detail = &refused["error"]["details"][0];
+        assert_eq!(detail["code"], "not_found", "{what}: {refused}");
+        assert!(detail["message"].as_str().is_some_and(|m| m.contains(&bombilla)), "names the component: {refused}");
+    }
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()), "nothing more held");
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("1".to_owned(), "9".to_owned()));
+    let read = style_a(app.get(&format!("{ORDERS}/{mate_order}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"].as_array().map(Vec::len), Some(1), "the order keeps its one line: {read}");
+
+    // The order that already named the kit keeps its line through an edit, holding what it held.
+    let kept_kit = json!({ "id": of_kit["lines"][0]["id"], "product_id": kit, "quantity": 1, "unit_price": 25000 });
+    let keep = json!({ "lines": [kept_kit], "assigned_warehouse_id": main, "delivery_method": "retira",
+        "expected_updated_at": of_kit["updated_at"] });
+    let kept = style_a(patch(&app, kit_order, Some(&Uuid::now_v7().to_string()), &keep).await, 200).await;
+    assert_eq!(kept["data"]["delivery_method"], "retira");
+    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("1".to_owned(), "9".to_owned()));
+
+    // Active again, the edit adds the kit: two more mates and a bombilla held.
+    let active = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 12100 });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &active).await, 200).await;
+    style_a(patch(&app, mate_order, Some(&Uuid::now_v7().to_string()), &add_kit).await, 200).await;
+    assert_eq!(reserved_and_available(&app, &mate).await, ("5".to_owned(), "5".to_owned()));
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("2".to_owned(), "8".to_owned()));
+}
+
 /// A credit note un-billing an order its lines completed (all delivered and billed) opens it again, as
 /// deleting its delivery note does, to be billed again; one completed by hand stays closed. Left
 /// completed, the order counted as done while part of it was billed no more, and no sale could bill it

@@ -1,7 +1,7 @@
 //! Quotes: canonical amounts, gap-free numbers, reservations taken, adjusted and released with the quote
 //! (also under concurrency), states, expiry, idempotency and bad input.
 
-use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, refused, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
+use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, refused, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -304,4 +304,65 @@ async fn bad_quotes_are_refused_and_write_nothing(pool: PgPool) {
     assert_eq!(app.event_count().await, events, "nothing was written");
     let keyless = app.post(QUOTES, &json!({ "customer_id": ana, "items": [line(json!({}))] })).await;
     error(keyless, 400, "idempotency_error").await;
+}
+
+/// A combo reserves its components: one deactivated since the combo listed it refuses the combo's item
+/// as an inactive product quoted directly is refused (404 `not_found` naming the item's product), in a
+/// new quote and in a draft's replacement, and nothing is written or reserved. Active again, the combo
+/// reserves its components.
+#[sqlx::test(migrations = "../schema")]
+async fn a_quote_of_a_combo_whose_component_was_deactivated_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = main_warehouse(&app).await;
+    let ana = customer(&app, "Ana Pérez").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
+    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
+        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }] });
+    let kit =
+        json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let quote = |items: Value| {
+        json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today() },
+            "items": items })
+    };
+    let mate_item = json!({ "product_id": mate, "quantity": 1, "unit_price": 12100, "warehouse_id": main });
+    let kit_item = json!({ "product_id": kit, "quantity": 1, "unit_price": 30000, "warehouse_id": main });
+    // A draft holding one mate, quoted before the bombilla was deactivated.
+    let draft = style_a(app.post_keyed(QUOTES, &quote(json!([mate_item]))).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let retired = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 12100, "isActive": false });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &retired).await, 200).await;
+    let events = app.event_count().await;
+    assert_eq!(reserved_and_available(&app, &mate).await, ("1".to_owned(), "9".to_owned()), "the draft's mate");
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("0".to_owned(), "10".to_owned()));
+
+    // Quoted directly, the inactive product is refused, naming its item.
+    let direct = json!([{ "product_id": bombilla, "quantity": 1, "unit_price": 12100, "warehouse_id": main }]);
+    let refused = error(app.post_keyed(QUOTES, &quote(direct)).await, 404, "invalid_request_error").await;
+    assert_eq!(detail_fields(&refused), ["items[0].product_id"]);
+    // So is the combo that holds it, on the combo's item, new or replacing the draft; the mate's item is fine.
+    let with_kit = quote(json!([mate_item, kit_item]));
+    let created = app.post_keyed(QUOTES, &with_kit).await;
+    let replaced = put(&app, &draft, &with_kit).await;
+    for (what, response) in [("created", created), ("replaced", replaced)] {
+        let refused = error(response, 404, "invalid_request_error").await;
+        assert_eq!(detail_fields(&refused), ["items[1].product_id"], "{what}");
+        let detail = &refused["error"]["details"][0];
+        assert_eq!(detail["code"], "not_found", "{what}: {refused}");
+        assert!(detail["message"].as_str().is_some_and(|m| m.contains(&bombilla)), "names the component: {refused}");
+    }
+    assert_eq!(app.event_count().await, events, "nothing was written");
+    assert_eq!(reserved_and_available(&app, &mate).await, ("1".to_owned(), "9".to_owned()), "the draft's hold stays");
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("0".to_owned(), "10".to_owned()), "nothing held");
+    let read = style_a(app.get(&format!("{QUOTES}/{draft}")).await, 200).await["data"].clone();
+    assert_eq!(read["items"].as_array().map(Vec::len), Some(1), "the draft keeps its one item: {read}");
+
+    // Active again, the combo reserves its components: the new quote's mate and two of the kit's, one bombilla.
+    let active = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 12100 });
+    json(app.put(&format!("/api/v1/products/{bombilla}"), &active).await, 200).await;
+    style_a(app.post_keyed(QUOTES, &with_kit).await, 201).await;
+    assert_eq!(reserved_and_available(&app, &mate).await, ("4".to_owned(), "6".to_owned()), "1 + 1 + 2");
+    assert_eq!(reserved_and_available(&app, &bombilla).await, ("1".to_owned(), "9".to_owned()));
 }

@@ -9,7 +9,7 @@ use crate::document::{Document, next_number};
 use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::handler;
 use crate::inventory::reservations;
-use crate::inventory::{apply_policy, combo_components, levels, negative_stock_policy, plan};
+use crate::inventory::{apply_policy, combo_components, inactive_components, levels, negative_stock_policy, plan};
 use crate::lookups::{active, load_products};
 use crate::orders::load_order;
 use crate::records::Warehouse;
@@ -118,6 +118,11 @@ impl Document for DeliveryNotes {
             .collect();
         let combos: Vec<Uuid> =
             facts.products.iter().filter(|(_, (f, _))| f.product_type.is_combo()).map(|(id, _)| *id).collect();
+        // A custom note's combo leaves as its components: one no longer active refuses the combo's items
+        // (an order's lines are delivered as the order holds them, inactive products too).
+        if matches!(input.origin, DeliveryOrigin::Custom) {
+            facts.retired_components = inactive_components(conn, org_id, &combos).await?;
+        }
         facts.components = combo_components(conn, org_id, &combos).await?;
         facts.default_warehouse = crate::records::current_defaults(conn, org_id, "warehouse").await?.first().copied();
         // A note for an order takes its goods from the order's warehouses (a line's own, or the order's)

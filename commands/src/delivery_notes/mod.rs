@@ -13,7 +13,7 @@ pub use handler::DeliveryNotes;
 
 use crate::aggregate::{BusinessDetail, Rejection, reject_fields};
 use crate::inventory::reservations::ReservationChange;
-use crate::inventory::{Move, WantedMove, expand_combos};
+use crate::inventory::{Move, WantedMove, expand_combos, retired_component};
 use crate::lookups::VariantFacts;
 use crate::orders::{served, settled, wanted};
 use crate::validate::{FieldError, ObjectReader};
@@ -211,6 +211,9 @@ pub struct NoteFacts {
     pub products: BTreeMap<Uuid, (VariantFacts, String)>,
     /// The components of every combo among them.
     pub components: BTreeMap<Uuid, Vec<StockLine>>,
+    /// Origin `custom`: the components no longer active of each combo the items name that has any (its
+    /// items are refused).
+    pub retired_components: BTreeMap<Uuid, Vec<Uuid>>,
     /// Whether each warehouse the note may leave from is an active one of the organization.
     pub warehouses: BTreeMap<Uuid, bool>,
     pub default_warehouse: Option<Uuid>,
@@ -291,6 +294,12 @@ fn create(input: &NoteInput, facts: &NoteFacts) -> Result<NoteDecision, Rejectio
                     None => item.name.clone().unwrap_or_default(),
                     Some(variant) => match facts.products.get(&variant).filter(|(f, _)| f.is_active) {
                         Some((fact, name)) => {
+                            // A combo leaves as its components: one deactivated is refused as an inactive
+                            // product is.
+                            if let Some(components) = facts.retired_components.get(&variant) {
+                                errors.push(retired_component(format!("items[{i}].product_id"), components));
+                                continue;
+                            }
                             if let (true, Some(w)) = (fact.product_type.is_stocked(), note.warehouse_id) {
                                 let line = StockLine { variant_id: variant, quantity: item.quantity };
                                 stocked.push((line, w, format!("items[{i}].quantity")));

@@ -18,8 +18,8 @@ mod handler;
 pub use handler::{Orders, load_order};
 
 use crate::aggregate::{Rejection, reject_fields};
-use crate::inventory::StockShortfall;
 use crate::inventory::reservations::{ReservationChange, Wanted, of_components, through_in_past};
+use crate::inventory::{StockShortfall, retired_component};
 use crate::lookups::VariantFacts;
 use crate::quotes::{amounts, read_discount, tax_line};
 use crate::tax::PriceBasis;
@@ -312,6 +312,9 @@ pub struct OrderFacts {
     pub warehouses: BTreeMap<Uuid, bool>,
     /// The components of every combo the order names.
     pub components: BTreeMap<Uuid, Vec<StockLine>>,
+    /// The components no longer active of each combo the order's lines name that has any (not read for a
+    /// conversion): a line naming it is refused, unless it is kept naming it.
+    pub retired_components: BTreeMap<Uuid, Vec<Uuid>>,
     /// The organization's date.
     pub today: Option<Date>,
 }
@@ -414,7 +417,15 @@ fn build_lines(
         let fact = match item.variant_id {
             None => None,
             Some(variant) => match facts.products.get(&variant).filter(|f| f.is_active) {
-                Some(fact) => Some(fact),
+                Some(fact) => match facts.retired_components.get(&variant) {
+                    // A combo reserves its components: one deactivated since refuses the line as an inactive
+                    // product does, and a kept line may still name the combo as it may such a product.
+                    Some(components) if !existing.is_some_and(|l| l.variant_id == Some(variant)) => {
+                        errors.push(retired_component(format!("lines[{i}].product_id"), components));
+                        continue;
+                    }
+                    _ => Some(fact),
+                },
                 // A kept line may still name a product deactivated since.
                 None if existing.is_some_and(|l| l.variant_id == Some(variant)) => None,
                 None => {
@@ -776,6 +787,44 @@ mod tests {
         assert_eq!(wanted.reserved_through, UNTIL_CLOSED);
         assert_eq!(wanted.lines.len(), 1, "the free-text line reserves nothing");
         assert_eq!(wanted.lines[0].0.quantity, Quantity::from_units(3).expect("3"));
+    }
+
+    #[test]
+    fn a_combo_whose_component_was_deactivated_is_refused_unless_a_kept_line_names_it() {
+        let input = input();
+        let id = Uuid::now_v7();
+        let mut facts = facts_for(&input);
+        let created = decide(&OrderCommand::Create { id, input: input.clone() }, &facts).expect("created");
+        let order = created.events[0].state().clone();
+        let combo = input.lines[0].variant_id.expect("a product line");
+        let retired = Uuid::now_v7();
+        facts.retired_components.insert(combo, vec![retired]);
+        let fields = |errors: &Vec<FieldError>| errors.iter().map(|e| e.field.clone()).collect::<Vec<_>>();
+        // A new order naming the combo is refused on its line, naming the component.
+        let Err(Rejection::Invalid { errors }) = decide(&OrderCommand::Create { id, input }, &facts) else {
+            panic!("refused")
+        };
+        assert_eq!(fields(&errors), ["lines[0].product_id"]);
+        assert_eq!(errors[0].code, "not_found");
+        assert!(errors[0].message.contains(&retired.to_string()), "names the component: {errors:?}");
+
+        // An edit keeps the line already naming it, as it keeps one naming an inactive product; a new line
+        // naming it is refused.
+        let at = OffsetDateTime::now_utc();
+        facts.current = Some(order.clone());
+        facts.updated_at = Some(at);
+        let expected = at.format(&time::format_description::well_known::Rfc3339).expect("formats");
+        let kept = json!({"id": order.lines[0].id, "product_id": combo, "quantity": 3, "unit_price": 1000});
+        let new = json!({"product_id": combo, "quantity": 1, "unit_price": 1000});
+        let edit = |lines: Value| {
+            let body = json!({"lines": lines, "assigned_warehouse_id": order.assigned_warehouse_id,
+                              "expected_updated_at": expected});
+            let Ok(Ok(change)) = parse_patch(&body) else { panic!("an edit") };
+            OrderCommand::Edit { id, edit: change }
+        };
+        decide(&edit(json!([kept])), &facts).expect("the kept line is kept");
+        let Err(Rejection::Invalid { errors }) = decide(&edit(json!([kept, new])), &facts) else { panic!("refused") };
+        assert_eq!(fields(&errors), ["lines[1].product_id"]);
     }
 
     #[test]

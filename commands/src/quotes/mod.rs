@@ -22,8 +22,8 @@ mod handler;
 pub use handler::{Quotes, SWEEP_QUOTES, expire_due, expires, load_quote, sweep_forever, track_expiry};
 
 use crate::aggregate::{Rejection, reject_fields};
-use crate::inventory::StockShortfall;
 use crate::inventory::reservations::{ReservationChange, Wanted, of_components, through_in_past};
+use crate::inventory::{StockShortfall, retired_component};
 use crate::lookups::VariantFacts;
 use crate::tax::{self, PriceBasis};
 use crate::validate::{FieldError, ObjectReader};
@@ -286,6 +286,8 @@ pub struct QuoteFacts {
     pub warehouses: BTreeMap<Uuid, bool>,
     /// The components of every combo the quote names.
     pub components: BTreeMap<Uuid, Vec<StockLine>>,
+    /// The components no longer active of each combo the quote names that has any: its items are refused.
+    pub retired_components: BTreeMap<Uuid, Vec<Uuid>>,
     /// The organization's date as the quote is decided (a reservation may not end before it).
     pub today: Option<Date>,
 }
@@ -395,6 +397,9 @@ fn price(input: &QuoteInput, facts: &QuoteFacts, number: i64) -> Result<(QuoteSt
                 "not_found",
                 "no active product of this organization has this id",
             ));
+        } else if let Some(components) = facts.retired_components.get(&item.variant_id) {
+            // A combo reserves its components: one deactivated is refused as an inactive product is.
+            errors.push(retired_component(format!("items[{i}].product_id"), components));
         }
         if let Some(w) = item.warehouse_id {
             let ok = facts.warehouses.get(&w).copied().unwrap_or(false);
@@ -556,6 +561,25 @@ mod tests {
         assert_eq!(wanted.reserved_through, time::macros::date!(2026 - 11 - 30));
         assert_eq!(wanted.lines.len(), 1);
         assert!(decision.warnings_allowed);
+    }
+
+    #[test]
+    fn a_combo_whose_component_was_deactivated_is_refused_as_an_inactive_product_is() {
+        let input = input();
+        let mut facts = facts_for(&input);
+        let combo = input.items[0].variant_id;
+        if let Some(fact) = facts.products.get_mut(&combo) {
+            fact.product_type = events::catalogue::ProductType::Combo;
+        }
+        let retired = Uuid::now_v7();
+        facts.retired_components.insert(combo, vec![retired]);
+        let command = QuoteCommand::Create { id: Uuid::now_v7(), input };
+        let Err(Rejection::Invalid { errors }) = decide(&command, &facts) else { panic!("refused") };
+        assert_eq!(
+            errors.iter().map(|e| (e.field.as_str(), e.code.as_str())).collect::<Vec<_>>(),
+            [("items[0].product_id", "not_found")]
+        );
+        assert!(errors[0].message.contains(&retired.to_string()), "names the component: {errors:?}");
     }
 
     #[test]
