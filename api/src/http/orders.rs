@@ -105,7 +105,8 @@ pub struct SalesOrderLineData {
     pub unit_price: i64,
     pub tax_rate_id: i32,
     /// The warehouse the line's goods leave from (the order's `assigned_warehouse_id` unless a
-    /// converted quote named another).
+    /// converted quote named another); a structural edit keeps it unless it names another
+    /// `assigned_warehouse_id`.
     pub warehouse_id: Nullable<Uuid>,
     pub discount: Nullable<QuoteDiscountData>,
     /// Held for the line now, out of what has neither been delivered nor billed (a unit leaves the
@@ -335,7 +336,8 @@ pub struct OrderEditInput {
     /// Structural edits: every line the order keeps or gains.
     #[oai(validator(min_items = 1, max_items = 200))]
     pub lines: Option<Vec<OrderLineInput>>,
-    /// Structural edits: pending work and its reservation move to it.
+    /// Structural edits: when it is not the order's, every line's pending work and its reservation
+    /// move to it; the order's own leaves each kept line in its `warehouse_id`.
     pub assigned_warehouse_id: Option<Uuid>,
     pub delivery_method: Optional<Blank<100>>,
     pub global_discount_amount: Optional<Cents>,
@@ -463,7 +465,10 @@ routes! {
         /// nothing written. A line may not drop below what was delivered or billed, nor may such a line be
         /// removed or name another product (422 `PRECONDITION_FAILED` naming it); a line `id` sent twice
         /// is 400. The reservation follows the new lines and
-        /// warehouse in the same transaction. Omitted optional fields keep their value; `0` clears the
+        /// warehouse in the same transaction: another `assigned_warehouse_id` takes every line's pending
+        /// work with it, the order's own leaves each kept line in its `warehouse_id`, and a reservation
+        /// past its `reserved_through_date` stays ended (nothing is held again). Omitted optional fields
+        /// keep their value; `0` clears the
         /// global discount and `""` the notes or the delivery method. A completed or cancelled order is 409
         /// `STATE_CONFLICT`. An inactive product, or a combo with an inactive component, is unknown to an
         /// order (404), though a kept line may still name the one it named.

@@ -378,7 +378,9 @@ async fn edit_order(app: &TestApp, rng: &mut StdRng, model: &mut Model) -> Optio
     let answered = lines_of(model, &answer["data"]);
     let mut lines = Vec::new();
     for (at, (i, quantity)) in kept.iter().enumerate() {
-        let line = Line { quantity: *quantity, warehouse: None, ..order.lines[*i].clone() };
+        // Another warehouse takes every line with it; the order's own leaves a kept line where it was.
+        let warehouse = order.lines[*i].warehouse.filter(|_| assigned == order.assigned);
+        let line = Line { quantity: *quantity, warehouse, ..order.lines[*i].clone() };
         assert_eq!(answered[at].id, line.id, "kept lines keep their ids\n{}", model.history());
         lines.push(line);
     }

@@ -3,11 +3,17 @@
 //! edits, what a line keeps), cancel and complete, what credit notes un-bill, lists and bad input.
 
 use crate::delivery_notes::{AnasOrder, anas_order};
-use crate::helpers::{assert_nulls_documented, TestApp, WAREHOUSES, detail_fields, error, items, json, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today};
+use crate::helpers::{assert_nulls_documented, TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
 use crate::sales::point_of_sale;
+use commands::inventory::NegativeStock;
+use commands::inventory::reservations::{self, Wanted};
+use events::catalogue::{OrderEvent, OrderReservation, ReservationOwner, ReservedLine};
+use events::store::{AppendRequest, StreamRef};
+use events::{EventPayload, Metadata};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use std::time::Duration;
 use uuid::Uuid;
 
 const QUOTES: &str = "/api/v1/quotes";
@@ -329,6 +335,179 @@ async fn a_kept_line_changes_its_rate_only_when_the_edit_names_one(pool: PgPool)
     let kept = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
     assert_eq!(kept["lines"][0]["tax_rate_id"], 4);
     assert_eq!((kept["tax_amount"].as_i64(), kept["total"].as_i64()), (Some(1050), Some(11050)));
+}
+
+/// What the inventory read shows reserved of `product` in `warehouse`.
+async fn reserved_in(app: &TestApp, product: &str, warehouse: &str) -> String {
+    let path = format!("/api/v1/inventory?product_id={product}&warehouse_id={warehouse}");
+    let body = style_a(app.get(&path).await, 200).await;
+    let level =
+        items(&body).into_iter().next().unwrap_or_else(|| panic!("no level of {product} in {warehouse}: {body}"));
+    level["reserved"].as_str().expect("reserved").to_owned()
+}
+
+/// The warehouse each line of `order` leaves from, as read.
+fn line_warehouses(order: &Value) -> Vec<String> {
+    let lines = order["lines"].as_array().expect("lines");
+    lines.iter().map(|l| l["warehouse_id"].as_str().expect("a warehouse").to_owned()).collect()
+}
+
+/// A structural edit keeping the order's `assigned_warehouse_id` leaves each kept line in the warehouse
+/// it had, and what it holds there (a converted quote's line may leave from another than the order's),
+/// and a new line leaves from the order's; an edit naming another warehouse takes every line's pending
+/// work there. The edit moved every line, and its reservation, to the order's warehouse whatever it named.
+#[sqlx::test(migrations = "../schema")]
+async fn a_kept_line_keeps_its_warehouse_unless_the_edit_names_another(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = main_warehouse(&app).await;
+    let north = json(app.post(WAREHOUSES, &json!({ "name": "Depósito Norte" })).await, 201).await["data"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let termo = stocked_product(&app, "TERMO", &north, 10).await;
+    let quote = json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today() },
+        "items": [{ "product_id": mate, "quantity": 2, "unit_price": 12100, "warehouse_id": main },
+                  { "product_id": termo, "quantity": 3, "unit_price": 12100, "warehouse_id": north }] });
+    let quote = style_a(app.post_keyed(QUOTES, &quote).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let order = style_a(act(&app, &format!("{QUOTES}/{quote}/convert")).await, 201).await["data"].clone();
+    let id = order["id"].as_str().expect("id").to_owned();
+    assert_eq!(order["assigned_warehouse_id"], main.as_str(), "the first line's");
+    assert_eq!(line_warehouses(&order), [main.clone(), north.clone()]);
+    assert_eq!(order["lines"][1]["reserved"], "3");
+    let (mates, termos) = (order["lines"][0]["id"].clone(), order["lines"][1]["id"].clone());
+
+    // The order's own warehouse: the termos stay in Norte with what they hold, the new line leaves
+    // from the order's.
+    let edit = json!({ "assigned_warehouse_id": main, "expected_updated_at": order["updated_at"],
+        "lines": [{ "id": mates, "product_id": mate, "quantity": 2, "unit_price": 10000 },
+                  { "id": termos, "product_id": termo, "quantity": 4, "unit_price": 10000 },
+                  { "product_id": mate, "quantity": 1, "unit_price": 10000 }] });
+    let kept = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
+    assert_eq!(line_warehouses(&kept), [main.clone(), north.clone(), main.clone()]);
+    assert_eq!(kept["lines"][1]["reserved"], "4");
+    assert_eq!(reserved_in(&app, &termo, &north).await, "4");
+    assert_eq!(reserved_in(&app, &mate, &main).await, "3");
+    let read = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"], kept["lines"]);
+
+    // Another warehouse takes every line's pending work, and what it holds, with it.
+    let edit = json!({ "assigned_warehouse_id": north, "expected_updated_at": kept["updated_at"],
+        "lines": [{ "id": mates, "product_id": mate, "quantity": 2, "unit_price": 10000 },
+                  { "id": termos, "product_id": termo, "quantity": 4, "unit_price": 10000 },
+                  { "id": kept["lines"][2]["id"], "product_id": mate, "quantity": 1, "unit_price": 10000 }] });
+    let moved = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
+    assert_eq!(moved["assigned_warehouse_id"], north.as_str());
+    assert_eq!(line_warehouses(&moved), [north.clone(), north.clone(), north.clone()]);
+    let lines = moved["lines"].as_array().expect("lines");
+    let held: Vec<&str> = lines.iter().filter_map(|l| l["reserved"].as_str()).collect();
+    assert_eq!(held, ["2", "4", "1"], "held in Norte, which has no mate: the policy allows it");
+    assert_eq!(reserved_in(&app, &mate, &main).await, "0");
+    assert_eq!(reserved_in(&app, &termo, &north).await, "4");
+}
+
+/// Brings an order reserving through today to the next day: its state again, reserving through
+/// yesterday, and its reservation held through yesterday, appended as its commands append them (what
+/// an order made yesterday leaves); then the sweeper records the expiry.
+async fn reserved_through_yesterday(app: &TestApp, id: &str) {
+    let id: Uuid = id.parse().expect("an order id");
+    let (day, yesterday) = (today_date(), today_date().previous_day().expect("a date"));
+    let metadata = Metadata::system("test");
+    let mut tx = app.pool.begin().await.expect("tx");
+    let (order, version, _) = commands::orders::load_order(&mut tx, app.org_id, id).await.expect("loaded");
+    let mut order = order.expect("the order");
+    order.reservation = Some(OrderReservation { enabled: true, reserved_through_date: Some(yesterday) });
+    let lines: Vec<(ReservedLine, String)> = order
+        .lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let (variant_id, warehouse_id) = (l.variant_id?, order.assigned_warehouse_id?);
+            Some((ReservedLine { variant_id, warehouse_id, quantity: l.quantity }, format!("lines[{i}].quantity")))
+        })
+        .collect();
+    let wanted = Wanted { reserved_through: yesterday, lines };
+    let owner = ReservationOwner { kind: "order".into(), id };
+    let held = reservations::set(&mut tx, app.org_id, &owner, Some(&wanted), day, NegativeStock::Allow, &metadata)
+        .await
+        .expect("held");
+    let stream = StreamRef {
+        org_id: app.org_id,
+        stream_type: OrderEvent::STREAM_TYPE,
+        stream_id: id,
+        expected_version: version,
+    };
+    let updated = OrderEvent::OrderUpdated(Box::new(order)).to_new_event().expect("an event");
+    let mut requests = vec![AppendRequest { stream, events: vec![updated], metadata }];
+    requests.extend(held.append);
+    events::store::append_many(&mut tx, &requests).await.expect("appended");
+    tx.commit().await.expect("commit");
+    // The workers' own sweeper may get there first.
+    reservations::expire_due(&app.pool, day, 100).await.expect("swept");
+    let last: Option<String> = sqlx::query_scalar(
+        "select event_type from events where stream_type = 'stock_reservation' and stream_id = $1
+         order by position desc limit 1",
+    )
+    .bind(reservations::reservation_id(id))
+    .fetch_optional(&app.pool)
+    .await
+    .expect("events");
+    assert_eq!(last.as_deref(), Some("ReservationExpired"));
+}
+
+/// An edit of an order whose reservation passed its `reserved_through_date` (its expiry recorded) leaves
+/// it ended: the order changes, and nothing is held again nor recorded through a past date. The edit
+/// reserved the lines anew through that past date: a reservation that never counted, which the sweeper
+/// then expired a second time.
+#[sqlx::test(migrations = "../schema")]
+async fn an_edit_leaves_an_expired_reservation_ended(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = main_warehouse(&app).await;
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let body = json!({ "customer_id": ana, "assigned_warehouse_id": main,
+        "reservation": { "enabled": true, "reserved_through_date": today() },
+        "lines": [{ "product_id": mate, "quantity": 3, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
+    let id = order["id"].as_str().expect("id").to_owned();
+    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
+
+    // A day on: reserved through yesterday, and expired.
+    reserved_through_yesterday(&app, &id).await;
+    let aged = eventually(Duration::from_secs(15), "the order reserving through yesterday", || async {
+        let read = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
+        (read["updated_at"] != order["updated_at"]).then_some(read)
+    })
+    .await;
+    assert_eq!(aged["lines"][0]["reserved"], "0");
+    let free = ("0".to_owned(), "10".to_owned());
+    eventually(Duration::from_secs(15), "the expiry in the inventory read", || async {
+        (reserved_and_available(&app, &mate).await == free).then_some(())
+    })
+    .await;
+
+    let reservation_events = || async {
+        let count: i64 = sqlx::query_scalar("select count(*) from events where stream_type = 'stock_reservation'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("count");
+        count
+    };
+    let before = reservation_events().await;
+    let edit = json!({ "assigned_warehouse_id": main, "expected_updated_at": aged["updated_at"],
+        "lines": [{ "id": aged["lines"][0]["id"], "product_id": mate, "quantity": 4, "unit_price": 1000 }] });
+    let edited = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
+    let line = &edited["lines"][0];
+    assert_eq!((line["quantity"].as_str(), line["reserved"].as_str()), (Some("4"), Some("0")));
+    assert_eq!(edited["status"], "open");
+    assert_eq!(reservation_events().await, before, "nothing held again, nor recorded through a past date");
+    let rows: i64 =
+        sqlx::query_scalar("select count(*) from stock_reservations").fetch_one(&app.pool).await.expect("rows");
+    assert_eq!(rows, 0);
+    assert_eq!(reserved_and_available(&app, &mate).await, free);
+    let read = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
+    assert_eq!(read["lines"][0]["quantity"], "4");
 }
 
 /// A combo holds no stock: a line naming one reserves its components (each one's quantity in the combo

@@ -716,8 +716,16 @@ pub fn decide(command: &OrderCommand, facts: &OrderFacts) -> Result<OrderDecisio
             let (_, errors) = header_errors(facts, false, &[("assigned_warehouse_id", edit.assigned_warehouse_id)]);
             let basis = order.prices_include_tax;
             let lines = build_lines(*id, facts.version, &edit.lines, Some(order), facts, basis, errors)?;
-            // A new warehouse takes every line's pending work (and its reservation) with it.
-            let lines = lines.into_iter().map(|l| OrderLine { warehouse_id: None, ..l }).collect();
+            // Another warehouse takes every line's pending work (and its reservation) with it; the order's
+            // own leaves each kept line where it was (a converted quote's line may leave from another).
+            let moved = order.assigned_warehouse_id != Some(edit.assigned_warehouse_id);
+            let lines = lines
+                .into_iter()
+                .map(|l| {
+                    let own = order.lines.iter().find(|kept| kept.id == l.id).and_then(|kept| kept.warehouse_id);
+                    OrderLine { warehouse_id: own.filter(|_| !moved), ..l }
+                })
+                .collect();
             let next = priced(OrderState {
                 lines,
                 assigned_warehouse_id: Some(edit.assigned_warehouse_id),
@@ -727,6 +735,12 @@ pub fn decide(command: &OrderCommand, facts: &OrderFacts) -> Result<OrderDecisio
                 ..order.clone()
             })?;
             let (events, next) = settled(order, next);
+            // A reservation past its date has ended (the sweeper records its expiry) and an edit cannot
+            // date it again: it is left so, neither held again nor recorded through a past date.
+            let through = next.reservation.as_ref().and_then(|r| r.reserved_through_date);
+            if through.zip(facts.today).is_some_and(|(through, today)| through < today) {
+                return decision(events, ReservationChange::Keep);
+            }
             decision(events, ReservationChange::Set(wanted(&next, &facts.components)?))
         }
         (OrderCommand::Cancel { .. }, Some(order)) => {
@@ -882,5 +896,44 @@ mod tests {
         facts.current = Some(OrderState { status: OrderStatus::Completed, ..order });
         let closed = decide(&OrderCommand::EditNotes { id, notes: None }, &facts).expect_err("closed");
         assert!(matches!(closed, Rejection::StateConflict { .. }));
+    }
+
+    #[test]
+    fn a_kept_line_keeps_its_warehouse_and_an_expired_reservation_stays_ended() {
+        let input = input();
+        let id = Uuid::now_v7();
+        let mut facts = facts_for(&input);
+        let created = decide(&OrderCommand::Create { id, input: input.clone() }, &facts).expect("created");
+        let mut order = created.events[0].state().clone();
+        // A converted quote's line may leave from another warehouse than the order's.
+        let branch = Uuid::now_v7();
+        order.lines[0].warehouse_id = Some(branch);
+        let at = OffsetDateTime::now_utc();
+        facts.current = Some(order.clone());
+        facts.updated_at = Some(at);
+        let (assigned, other) = (input.assigned_warehouse_id.expect("a warehouse"), Uuid::now_v7());
+        facts.warehouses.insert(other, true);
+        let (line_id, variant) = (order.lines[0].id, order.lines[0].variant_id);
+        let edit = |warehouse: Uuid| {
+            let body = json!({"lines": [{"id": line_id, "product_id": variant, "quantity": 4, "unit_price": 1000}],
+                "assigned_warehouse_id": warehouse,
+                "expected_updated_at": at.format(&time::format_description::well_known::Rfc3339).expect("formats")});
+            let Ok(Ok(edit)) = parse_patch(&body) else { panic!("an edit") };
+            OrderCommand::Edit { id, edit }
+        };
+        let kept = decide(&edit(assigned), &facts).expect("edited");
+        assert_eq!(kept.events[0].state().lines[0].warehouse_id, Some(branch));
+        let ReservationChange::Set(Some(wanted)) = kept.reservation else { panic!("a reservation") };
+        assert_eq!(wanted.lines[0].0.warehouse_id, branch);
+        let moved = decide(&edit(other), &facts).expect("edited");
+        assert_eq!(moved.events[0].state().lines[0].warehouse_id, None, "the order's, now `other`");
+
+        // Reserved through yesterday: the edit leaves the reservation as its expiry left it.
+        let yesterday = TODAY.previous_day().expect("a date");
+        order.reservation = Some(OrderReservation { enabled: true, reserved_through_date: Some(yesterday) });
+        facts.current = Some(order);
+        let expired = decide(&edit(assigned), &facts).expect("edited");
+        assert_eq!(expired.reservation, ReservationChange::Keep);
+        assert_eq!(expired.events[0].state().lines[0].quantity, Quantity::from_units(4).expect("4"));
     }
 }
