@@ -429,7 +429,8 @@ async fn reserved_through_yesterday(app: &TestApp, id: &str) {
         .collect();
     let wanted = Wanted { reserved_through: yesterday, lines };
     let owner = ReservationOwner { kind: "order".into(), id };
-    let held = reservations::set(&mut tx, app.org_id, &owner, Some(&wanted), day, NegativeStock::Allow, &metadata)
+    // Held yesterday, when that date had not passed.
+    let held = reservations::set(&mut tx, app.org_id, &owner, Some(&wanted), yesterday, NegativeStock::Allow, &metadata)
         .await
         .expect("held");
     let stream = StreamRef {
@@ -508,6 +509,47 @@ async fn an_edit_leaves_an_expired_reservation_ended(pool: PgPool) {
     assert_eq!(reserved_and_available(&app, &mate).await, free);
     let read = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
     assert_eq!(read["lines"][0]["quantity"], "4");
+}
+
+/// A delivery of part of an order whose reservation passed its date takes the goods from the shelf and
+/// holds nothing again: it set the rest aside anew through that past date, a reservation that never
+/// counted and that the sweeper expired a second time.
+#[sqlx::test(migrations = "../schema")]
+async fn a_delivery_after_the_reservation_expired_holds_nothing_again(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
+    let ana = customer(&app, "Ana").await;
+    let mate = stocked_product(&app, "MATE", &main, 10).await;
+    let body = json!({ "customer_id": ana, "assigned_warehouse_id": main,
+        "reservation": { "enabled": true, "reserved_through_date": today() },
+        "lines": [{ "product_id": mate, "quantity": 3, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
+    let id = order["id"].as_str().expect("id").to_owned();
+    reserved_through_yesterday(&app, &id).await;
+    let free = ("0".to_owned(), "10".to_owned());
+    eventually(Duration::from_secs(15), "the expiry in the inventory read", || async {
+        (reserved_and_available(&app, &mate).await == free).then_some(())
+    })
+    .await;
+    let reservation_events = || async {
+        let count: i64 = sqlx::query_scalar("select count(*) from events where stream_type = 'stock_reservation'")
+            .fetch_one(&app.pool)
+            .await
+            .expect("count");
+        count
+    };
+    let before = reservation_events().await;
+
+    let part = json!({ "origin": { "type": "order", "order_id": id }, "point_of_sale_id": pos,
+        "items": [{ "order_line_id": order["lines"][0]["id"], "quantity": 1 }] });
+    style_a(app.post_keyed(NOTES, &part).await, 201).await;
+    assert_eq!(reservation_events().await, before, "nothing held again, nor recorded through a past date");
+    let rows: i64 =
+        sqlx::query_scalar("select count(*) from stock_reservations").fetch_one(&app.pool).await.expect("rows");
+    assert_eq!(rows, 0);
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "9".to_owned()));
+    let read = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
+    assert_eq!((read["lines"][0]["delivered"].as_str(), read["lines"][0]["reserved"].as_str()), (Some("1"), Some("0")));
 }
 
 /// A combo holds no stock: a line naming one reserves its components (each one's quantity in the combo

@@ -200,7 +200,9 @@ pub async fn set(
     Ok(Decided { append: Some(append), warnings, released: released && !current.is_empty() })
 }
 
-/// [`set`] for a [`ReservationChange`]: nothing for `Keep`.
+/// [`set`] for a [`ReservationChange`]: nothing for `Keep`. What a document still wants reserved through
+/// a day before `today` has ended (the sweeper records its expiry): it is set as none, so an order
+/// billed, delivered or edited after its date is neither held again nor recorded through a past date.
 pub async fn change(
     conn: &mut PgConnection,
     org_id: Uuid,
@@ -212,7 +214,10 @@ pub async fn change(
 ) -> Result<Decided, ExecuteError> {
     match change {
         ReservationChange::Keep => Ok(Decided::default()),
-        ReservationChange::Set(wanted) => set(conn, org_id, owner, wanted.as_ref(), today, policy, metadata).await,
+        ReservationChange::Set(wanted) => {
+            let wanted = wanted.as_ref().filter(|w| w.reserved_through >= today);
+            set(conn, org_id, owner, wanted, today, policy, metadata).await
+        }
     }
 }
 

@@ -735,12 +735,6 @@ pub fn decide(command: &OrderCommand, facts: &OrderFacts) -> Result<OrderDecisio
                 ..order.clone()
             })?;
             let (events, next) = settled(order, next);
-            // A reservation past its date has ended (the sweeper records its expiry) and an edit cannot
-            // date it again: it is left so, neither held again nor recorded through a past date.
-            let through = next.reservation.as_ref().and_then(|r| r.reserved_through_date);
-            if through.zip(facts.today).is_some_and(|(through, today)| through < today) {
-                return decision(events, ReservationChange::Keep);
-            }
             decision(events, ReservationChange::Set(wanted(&next, &facts.components)?))
         }
         (OrderCommand::Cancel { .. }, Some(order)) => {
@@ -899,7 +893,7 @@ mod tests {
     }
 
     #[test]
-    fn a_kept_line_keeps_its_warehouse_and_an_expired_reservation_stays_ended() {
+    fn a_kept_line_keeps_its_warehouse_unless_the_edit_names_another() {
         let input = input();
         let id = Uuid::now_v7();
         let mut facts = facts_for(&input);
@@ -927,13 +921,5 @@ mod tests {
         assert_eq!(wanted.lines[0].0.warehouse_id, branch);
         let moved = decide(&edit(other), &facts).expect("edited");
         assert_eq!(moved.events[0].state().lines[0].warehouse_id, None, "the order's, now `other`");
-
-        // Reserved through yesterday: the edit leaves the reservation as its expiry left it.
-        let yesterday = TODAY.previous_day().expect("a date");
-        order.reservation = Some(OrderReservation { enabled: true, reserved_through_date: Some(yesterday) });
-        facts.current = Some(order);
-        let expired = decide(&edit(assigned), &facts).expect("edited");
-        assert_eq!(expired.reservation, ReservationChange::Keep);
-        assert_eq!(expired.events[0].state().lines[0].quantity, Quantity::from_units(4).expect("4"));
     }
 }
