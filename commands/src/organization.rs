@@ -3,10 +3,11 @@
 
 use crate::Rejection;
 use crate::records::point_of_sale_fields;
+use crate::treasury::admin::{NewLocation, open_account, open_location};
 use events::catalogue::{
-    ApiKeyIssued, CredentialRevoked, CustomerEvent, CustomerFields, DelegatedTokenIssued, LocationKind, NegativeStock,
-    OrganizationCreated, OrganizationEvent, OrganizationSettings, PaymentMethodEvent, PaymentMethodFields,
-    PointOfSaleEvent, RateLimitsChanged, RecordEvent, WarehouseEvent, WarehouseFields,
+    ApiKeyIssued, CredentialRevoked, Currency, CustomerEvent, CustomerFields, DelegatedTokenIssued, LedgerAccount,
+    LocationKind, NegativeStock, OrganizationCreated, OrganizationEvent, OrganizationSettings, PaymentMethodEvent,
+    PaymentMethodFields, PointOfSaleEvent, RateLimitsChanged, RecordEvent, WarehouseEvent, WarehouseFields,
 };
 use events::domain::Scope;
 use events::store::{self, AppendError, StreamRef};
@@ -144,8 +145,8 @@ async fn create_record<E: RecordEvent>(
 }
 
 /// Creates an organization with a key carrying every scope and the records an integrator needs to
-/// start: the default customer, point of sale 1, a default warehouse and payment method, and the ledger
-/// accounts contacts default to.
+/// start: the default customer, point of sale 1, a default warehouse and payment method, a cash register
+/// and a safe, and a starting chart of ledger accounts. Each is opened with its event, in one transaction.
 pub async fn create_organization(pool: &PgPool, name: &str) -> Result<CreatedOrganization, AdminError> {
     create_organization_with(pool, name, RateLimits::default()).await
 }
@@ -240,7 +241,9 @@ pub async fn create_organization_with(
         },
     )
     .await?;
-    // A starting chart of accounts; payments post to the first three until an operator names others.
+    // A starting chart of accounts, each opened as `admin create-ledger-account` opens one (its row and
+    // its event, which an audit replays); payments post to the first three until an operator names
+    // others, and the cash register is kept on the fourth.
     let chart = [
         ("1.1.3", "Deudores por ventas"),
         ("2.1.1", "Proveedores"),
@@ -249,15 +252,26 @@ pub async fn create_organization_with(
     ];
     let mut opened = Vec::new();
     for (code, account) in chart {
-        let id = Uuid::now_v7();
-        sqlx::query("insert into ledger_accounts (org_id, id, code, name) values ($1, $2, $3, $4)")
-            .bind(org_id)
-            .bind(id)
-            .bind(code)
-            .bind(account)
-            .execute(&mut *tx)
-            .await?;
-        opened.push(id);
+        let account = LedgerAccount { code: code.to_owned(), name: account.to_owned(), currency: Currency::Pes };
+        opened.push(open_account(&mut tx, org_id, account).await?);
+    }
+    // A peso cash register on "Caja", and a safe on an account of its own that `open_location` numbers
+    // as it numbers every register's and safe's without one: 1.1.1.01, so the next location opened
+    // without an account gets 1.1.1.02.
+    let cash =
+        [(LocationKind::CashRegister, "Caja principal", Some(opened[3])), (LocationKind::Safe, "Caja fuerte", None)];
+    for (kind, location, ledger_account_id) in cash {
+        let new = NewLocation {
+            kind,
+            name: location.to_owned(),
+            currency: Currency::Pes,
+            bank: None,
+            account_number: None,
+            alias: None,
+            uses_checkbook: false,
+            ledger_account_id,
+        };
+        open_location(&mut tx, org_id, new).await?;
     }
     sqlx::query(
         "update organizations set receivables_account_id = $2, payables_account_id = $3, payment_fees_account_id = $4

@@ -1,7 +1,8 @@
-//! `/api/v1/organization`: the spec's fields, cached reads, and a new organization readable by its own
-//! credential at once.
+//! `/api/v1/organization`: the spec's fields, cached reads, a new organization readable by its own
+//! credential at once, and what a new organization is seeded with for treasury.
 
-use crate::helpers::{GENEROUS, TestApp, instant, json, key_set, names_set, organization, style_a};
+use crate::helpers::{GENEROUS, TestApp, instant, items, json, key_set, names_set, organization, seeded, style_a};
+use events::catalogue::{Currency, LocationKind};
 use reqwest::Method;
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -73,4 +74,66 @@ async fn a_new_organization_is_readable_by_its_own_credential_at_once(pool: PgPo
             json(app.request(Method::GET, "/api/v1/organization", Some(&created.api_key), None).await, 200).await;
         assert_eq!(body["data"]["id"], created.organization_id.to_string());
     }
+}
+
+/// The code of the ledger account behind location `id` of the test's organization.
+async fn backing_account(app: &TestApp, id: &str) -> String {
+    sqlx::query_scalar(
+        "select a.code from treasury_locations l
+         join ledger_accounts a on a.org_id = l.org_id and a.id = l.ledger_account_id
+         where l.org_id = $1 and l.id = $2",
+    )
+    .bind(app.org_id)
+    .bind(id.parse::<Uuid>().expect("an id"))
+    .fetch_one(&app.pool)
+    .await
+    .expect("a location on a ledger account")
+}
+
+/// `create-org` seeds what design.md names, a cash register and a safe among it: one of each, active, in
+/// pesos, on accounts of the chart. Every account of the chart has its `LedgerAccountOpened` event, as an
+/// account an operator opens has, so the organization's event history (what auditors replay) holds the
+/// whole chart; and a register opened later takes the next code after the safe's.
+#[sqlx::test(migrations = "../schema")]
+async fn a_new_organization_has_a_register_a_safe_and_a_chart_with_its_events(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let register = seeded(&app, "/api/v1/cash-registers", "Caja principal").await;
+    let safe = seeded(&app, "/api/v1/safes", "Caja fuerte").await;
+    for (location, object) in [(&register, "cash_register"), (&safe, "safe")] {
+        assert_eq!(
+            (location["object"].as_str(), location["currency"].as_str(), location["status"].as_str()),
+            (Some(object), Some("PES"), Some("active")),
+            "{location}"
+        );
+    }
+    for list in ["/api/v1/cash-registers", "/api/v1/safes"] {
+        assert_eq!(items(&json(app.get(list).await, 200).await).len(), 1, "{list}: the seeded one alone");
+    }
+    let (register, safe) = (register["id"].as_str().expect("id"), safe["id"].as_str().expect("id"));
+    assert_eq!(backing_account(&app, register).await, "1.1.1", "the register is kept on Caja");
+    assert_eq!(backing_account(&app, safe).await, "1.1.1.01", "the safe on an account of its own");
+
+    // Every account of the chart, as the write model holds it, is an account its event opened.
+    let chart: Vec<(Uuid, String, String, String)> =
+        sqlx::query_as("select id, code, name, currency from ledger_accounts where org_id = $1 order by code")
+            .bind(app.org_id)
+            .fetch_all(&app.pool)
+            .await
+            .expect("the chart");
+    let codes: Vec<&str> = chart.iter().map(|(_, code, _, _)| code.as_str()).collect();
+    assert_eq!(codes, ["1.1.1", "1.1.1.01", "1.1.3", "2.1.1", "5.2.1"]);
+    let opened: Vec<(Uuid, String, String, String)> = sqlx::query_as(
+        "select stream_id, data->>'code', data->>'name', data->>'currency' from events
+         where org_id = $1 and stream_type = 'ledger_account' and event_type = 'LedgerAccountOpened'
+         order by data->>'code'",
+    )
+    .bind(app.org_id)
+    .fetch_all(&app.pool)
+    .await
+    .expect("the chart's events");
+    assert_eq!(opened, chart, "each seeded account has its event");
+
+    // A register opened later without an account gets the next code of the group.
+    let later = crate::treasury::open(&app, app.org_id, LocationKind::CashRegister, "Caja 2", Currency::Pes).await;
+    assert_eq!(backing_account(&app, &later).await, "1.1.1.02");
 }

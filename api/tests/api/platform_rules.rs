@@ -254,7 +254,7 @@ async fn scopes_gate_every_operation_and_the_default_account_needs_treasury_writ
 
     // Setting the default account (any value, even null or garbage) needs treasury:write too.
     let accounts = ledger_accounts(&app.pool, org).await;
-    assert_eq!(accounts.len(), 4, "the organization is seeded with four ledger accounts");
+    assert_eq!(accounts.len(), 5, "the organization is seeded with a chart of four ledger accounts and its safe's");
     let before = app.event_count().await;
     for value in [json!(accounts[0].to_string()), Value::Null, json!("not-a-uuid")] {
         let body = json!({"name": "Con cuenta", "default_account_id": value});

@@ -117,11 +117,13 @@ async fn locations_are_set_up_by_operators_and_read_without_their_ledger_account
     set_status(&app, LocationKind::BankAccount, &dollars, LocationStatus::Inactive).await;
     let inactive = json(app.get("/api/v1/bank-accounts?status=inactive").await, 200).await;
     assert_eq!(items(&inactive).len(), 1);
-    let registers = json(app.get("/api/v1/cash-registers").await, 200).await;
-    assert_eq!(items(&registers)[0]["id"], register.as_str());
-    assert_eq!(items(&registers)[0]["object"], "cash_register");
+    // Listed beside the register and the safe every organization is seeded with.
+    let registers = items(&json(app.get("/api/v1/cash-registers").await, 200).await);
+    assert_eq!(registers.len(), 2, "the seeded register and Caja 1");
+    let listed = registers.iter().find(|r| r["id"] == register.as_str()).expect("Caja 1 is listed");
+    assert_eq!(listed["object"], "cash_register");
     let safes = json(app.get("/api/v1/safes").await, 200).await;
-    assert_eq!(items(&safes).len(), 1);
+    assert_eq!(items(&safes).len(), 2, "the seeded safe and Tesoro");
     // A register's id is no safe, and another organization's location is unknown here.
     error(app.get(&format!("/api/v1/safes/{register}")).await, 404, "invalid_request_error").await;
     let (other, other_key) = app.other_org().await;

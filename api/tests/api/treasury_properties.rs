@@ -124,6 +124,12 @@ async fn random_transfers_and_movements_keep_the_ledger_exact_at_every_step(pool
     load_rates(&app.pool, &parse_rates(&format!("{},DOL,1000.5", today())).expect("rates")).await.expect("loaded");
     let key = |place: &(&str, String)| format!("{}/{}", place.0, place.1);
     let mut model: BTreeMap<String, (i64, i64)> = places.iter().map(|p| (key(p), (0, 0))).collect();
+    // The register and the safe every organization is seeded with are listed too, and no step moves them.
+    let seeded: Vec<(String, (i64, i64))> =
+        balances(&app, "").await.into_iter().filter(|(at, _)| !model.contains_key(at)).collect();
+    let figures: Vec<(i64, i64)> = seeded.iter().map(|(_, figures)| *figures).collect();
+    assert_eq!(figures, [(0, 0), (0, 0)], "the seeded register and safe, empty: {seeded:?}");
+    model.extend(seeded);
     // Live manual movements: id → (location index, what it moved: pesos and native).
     let mut live: Vec<(String, usize, (i64, i64))> = Vec::new();
     let mut history = Vec::new();

@@ -1,6 +1,7 @@
 //! The operator's treasury set-up (`backoffice admin create-bank-account | create-cash-register |
 //! create-safe | set-location-status | create-ledger-account | create-cost-center | load-rates`): each
-//! appends its event and writes the write-model row in one transaction.
+//! appends its event and writes the write-model row in one transaction. `create-org` opens a new
+//! organization's chart, register and safe through the same `open_account` and `open_location`.
 
 use super::is_valid_cbu;
 use crate::organization::{AdminError, organization_version};
@@ -48,7 +49,13 @@ fn text(value: &str, what: &str, max: usize) -> Result<String, AdminError> {
     Ok(value.to_owned())
 }
 
-async fn open_account(conn: &mut PgConnection, org_id: Uuid, account: LedgerAccount) -> Result<Uuid, AdminError> {
+/// Opens a ledger account inside the caller's transaction: its row and its `LedgerAccountOpened` event
+/// (`create_ledger_account`, a location's own account, and the chart `create-org` seeds).
+pub(crate) async fn open_account(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    account: LedgerAccount,
+) -> Result<Uuid, AdminError> {
     let id = Uuid::now_v7();
     let inserted = sqlx::query(
         "insert into ledger_accounts (org_id, id, code, name, currency) values ($1, $2, $3, $4, $5)
@@ -110,6 +117,17 @@ pub async fn create_cost_center(pool: &PgPool, org_id: Uuid, code: &str, name: &
 /// Opens a bank account, cash register or safe, with its ledger account (the one named, which must be
 /// an active account of the organization in the location's currency, or a new one).
 pub async fn create_location(pool: &PgPool, org_id: Uuid, new: NewLocation) -> Result<Uuid, AdminError> {
+    let mut tx = pool.begin().await?;
+    organization_version(&mut tx, org_id).await?;
+    let id = open_location(&mut tx, org_id, new).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// [`create_location`] inside the caller's transaction, for an organization known to exist (`create-org`
+/// seeds its register and safe with it). A location without a ledger account gets the next code of its
+/// kind's group: `1.1.2.NN` for bank accounts, `1.1.1.NN` for registers and safes.
+pub(crate) async fn open_location(conn: &mut PgConnection, org_id: Uuid, new: NewLocation) -> Result<Uuid, AdminError> {
     let name = text(&new.name, "the name", 100)?;
     let bank_only = [&new.bank, &new.account_number, &new.alias].iter().any(|v| v.is_some()) || new.uses_checkbook;
     if new.kind != LocationKind::BankAccount && bank_only {
@@ -130,15 +148,13 @@ pub async fn create_location(pool: &PgPool, org_id: Uuid, new: NewLocation) -> R
     {
         return Err(AdminError::Invalid("an alias is 6 to 20 letters, digits, dots or hyphens".into()));
     }
-    let mut tx = pool.begin().await?;
-    organization_version(&mut tx, org_id).await?;
     let ledger_account_id = match new.ledger_account_id {
         Some(account) => {
             let found: Option<(String, bool)> =
                 sqlx::query_as("select currency, is_active from ledger_accounts where org_id = $1 and id = $2")
                     .bind(org_id)
                     .bind(account)
-                    .fetch_optional(&mut *tx)
+                    .fetch_optional(&mut *conn)
                     .await?;
             match found {
                 Some((currency, true)) if currency == new.currency.as_str() => account,
@@ -154,14 +170,14 @@ pub async fn create_location(pool: &PgPool, org_id: Uuid, new: NewLocation) -> R
                 sqlx::query_scalar("select count(*) from ledger_accounts where org_id = $1 and code like $2")
                     .bind(org_id)
                     .bind(format!("{prefix}.%"))
-                    .fetch_one(&mut *tx)
+                    .fetch_one(&mut *conn)
                     .await?;
             let account = LedgerAccount {
                 code: format!("{prefix}.{:02}", taken + 1),
                 name: name.clone(),
                 currency: new.currency,
             };
-            open_account(&mut tx, org_id, account).await?
+            open_account(conn, org_id, account).await?
         }
     };
     let id = Uuid::now_v7();
@@ -184,10 +200,9 @@ pub async fn create_location(pool: &PgPool, org_id: Uuid, new: NewLocation) -> R
     .bind(id)
     .bind(new.currency.as_str())
     .bind(ledger_account_id)
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
-    append(&mut tx, org_id, id, 0, TreasuryLocationEvent::LocationOpened(Box::new(location))).await?;
-    tx.commit().await?;
+    append(conn, org_id, id, 0, TreasuryLocationEvent::LocationOpened(Box::new(location))).await?;
     Ok(id)
 }
 
