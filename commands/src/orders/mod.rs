@@ -420,7 +420,7 @@ fn build_lines(
                 Some(fact) => match facts.retired_components.get(&variant) {
                     // A combo reserves its components: one deactivated since refuses the line as an inactive
                     // product does, and a kept line may still name the combo as it may such a product.
-                    Some(components) if !existing.is_some_and(|l| l.variant_id == Some(variant)) => {
+                    Some(components) if existing.is_none_or(|l| l.variant_id != Some(variant)) => {
                         errors.push(retired_component(format!("lines[{i}].product_id"), components));
                         continue;
                     }
