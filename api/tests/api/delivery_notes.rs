@@ -2,7 +2,7 @@
 //! (partial deliveries consuming its reservation and raising `delivered`), numbering, replays, deletes
 //! that restore exactly what a note did, and bad input.
 
-use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, style_a, customer, main_warehouse, stocked_product};
+use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, style_a, customer, main_warehouse, mate_kit, stocked_product};
 use crate::sales::point_of_sale;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -516,12 +516,7 @@ async fn a_custom_note_of_a_combo_whose_component_was_deactivated_is_refused(poo
     let app = TestApp::spawn(pool).await;
     let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
     let ana = customer(&app, "Ana Pérez").await;
-    let mate = stocked_product(&app, "MATE", &main, 10).await;
-    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
-    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
-        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }] });
-    let kit =
-        json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let (mate, bombilla, kit) = mate_kit(&app, &main).await;
     let retired = json!({ "name": "Producto BOMBILLA", "sku": "BOMBILLA", "price": 12100, "isActive": false });
     json(app.put(&format!("/api/v1/products/{bombilla}"), &retired).await, 200).await;
     let events = app.event_count().await;

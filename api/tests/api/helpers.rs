@@ -597,6 +597,17 @@ pub async fn stocked_product(app: &TestApp, sku: &str, warehouse: &str, stock: i
 }
 
 /// (reserved, available) of the one stock level of `product`.
+/// A kit: a combo of 2 MATE and 1 BOMBILLA, each stocked with 10 in `warehouse` (their ids, and the
+/// kit's).
+pub async fn mate_kit(app: &TestApp, warehouse: &str) -> (String, String, String) {
+    let mate = stocked_product(app, "MATE", warehouse, 10).await;
+    let bombilla = stocked_product(app, "BOMBILLA", warehouse, 10).await;
+    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
+        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }] });
+    let kit = json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    (mate, bombilla, kit)
+}
+
 pub async fn reserved_and_available(app: &TestApp, product: &str) -> (String, String) {
     let body = json(app.get(&format!("/api/v1/inventory?product_id={product}")).await, 200).await;
     let row = &items(&body)[0];

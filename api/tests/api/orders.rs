@@ -3,7 +3,7 @@
 //! edits, what a line keeps), cancel and complete, what credit notes un-bill, lists and bad input.
 
 use crate::delivery_notes::{AnasOrder, anas_order};
-use crate::helpers::{assert_nulls_documented, TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
+use crate::helpers::{assert_nulls_documented, TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, style_a, customer, main_warehouse, mate_kit, reserved_and_available, stocked_product, today, today_date};
 use crate::sales::point_of_sale;
 use commands::inventory::NegativeStock;
 use commands::inventory::reservations::{self, Wanted};
@@ -457,6 +457,35 @@ async fn reserved_through_yesterday(app: &TestApp, id: &str) {
     assert_eq!(last.as_deref(), Some("ReservationExpired"));
 }
 
+/// Ana's order for 3 of `mate`'s 10 in `main`, reserving through today, brought to the next day: its
+/// reservation expired and the inventory read showing all 10 free again. The order as created.
+async fn expired_order(app: &TestApp, main: &str, mate: &str) -> Value {
+    let ana = customer(app, "Ana").await;
+    let body = json!({ "customer_id": ana, "assigned_warehouse_id": main,
+        "reservation": { "enabled": true, "reserved_through_date": today() },
+        "lines": [{ "product_id": mate, "quantity": 3, "unit_price": 1000 }] });
+    let order = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
+    assert_eq!(reserved_and_available(app, mate).await, ("3".to_owned(), "7".to_owned()));
+    reserved_through_yesterday(app, order["id"].as_str().expect("id")).await;
+    let free = ("0".to_owned(), "10".to_owned());
+    eventually(Duration::from_secs(15), "the expiry in the inventory read", || async {
+        (reserved_and_available(app, mate).await == free).then_some(())
+    })
+    .await;
+    order
+}
+
+/// The reservation events and the reservation rows written so far.
+async fn reservations_written(app: &TestApp) -> (i64, i64) {
+    sqlx::query_as(
+        "select (select count(*) from events where stream_type = 'stock_reservation'),
+                (select count(*) from stock_reservations)",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .expect("counts")
+}
+
 /// An edit of an order whose reservation passed its `reserved_through_date` (its expiry recorded) leaves
 /// it ended: the order changes, and nothing is held again nor recorded through a past date. The edit
 /// reserved the lines anew through that past date: a reservation that never counted, which the sweeper
@@ -465,48 +494,25 @@ async fn reserved_through_yesterday(app: &TestApp, id: &str) {
 async fn an_edit_leaves_an_expired_reservation_ended(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let main = main_warehouse(&app).await;
-    let ana = customer(&app, "Ana").await;
     let mate = stocked_product(&app, "MATE", &main, 10).await;
-    let body = json!({ "customer_id": ana, "assigned_warehouse_id": main,
-        "reservation": { "enabled": true, "reserved_through_date": today() },
-        "lines": [{ "product_id": mate, "quantity": 3, "unit_price": 1000 }] });
-    let order = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
+    let order = expired_order(&app, &main, &mate).await;
     let id = order["id"].as_str().expect("id").to_owned();
-    assert_eq!(reserved_and_available(&app, &mate).await, ("3".to_owned(), "7".to_owned()));
-
-    // A day on: reserved through yesterday, and expired.
-    reserved_through_yesterday(&app, &id).await;
     let aged = eventually(Duration::from_secs(15), "the order reserving through yesterday", || async {
         let read = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
         (read["updated_at"] != order["updated_at"]).then_some(read)
     })
     .await;
     assert_eq!(aged["lines"][0]["reserved"], "0");
-    let free = ("0".to_owned(), "10".to_owned());
-    eventually(Duration::from_secs(15), "the expiry in the inventory read", || async {
-        (reserved_and_available(&app, &mate).await == free).then_some(())
-    })
-    .await;
-
-    let reservation_events = || async {
-        let count: i64 = sqlx::query_scalar("select count(*) from events where stream_type = 'stock_reservation'")
-            .fetch_one(&app.pool)
-            .await
-            .expect("count");
-        count
-    };
-    let before = reservation_events().await;
+    let before = reservations_written(&app).await;
     let edit = json!({ "assigned_warehouse_id": main, "expected_updated_at": aged["updated_at"],
         "lines": [{ "id": aged["lines"][0]["id"], "product_id": mate, "quantity": 4, "unit_price": 1000 }] });
     let edited = style_a(patch(&app, &id, Some(&Uuid::now_v7().to_string()), &edit).await, 200).await["data"].clone();
     let line = &edited["lines"][0];
     assert_eq!((line["quantity"].as_str(), line["reserved"].as_str()), (Some("4"), Some("0")));
     assert_eq!(edited["status"], "open");
-    assert_eq!(reservation_events().await, before, "nothing held again, nor recorded through a past date");
-    let rows: i64 =
-        sqlx::query_scalar("select count(*) from stock_reservations").fetch_one(&app.pool).await.expect("rows");
-    assert_eq!(rows, 0);
-    assert_eq!(reserved_and_available(&app, &mate).await, free);
+    assert_eq!(reservations_written(&app).await, before, "nothing held again, nor recorded through a past date");
+    assert_eq!(before.1, 0, "no reservation rows");
+    assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "10".to_owned()));
     let read = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
     assert_eq!(read["lines"][0]["quantity"], "4");
 }
@@ -518,35 +524,16 @@ async fn an_edit_leaves_an_expired_reservation_ended(pool: PgPool) {
 async fn a_delivery_after_the_reservation_expired_holds_nothing_again(pool: PgPool) {
     let app = TestApp::spawn(pool).await;
     let (main, pos) = (main_warehouse(&app).await, point_of_sale(&app).await);
-    let ana = customer(&app, "Ana").await;
     let mate = stocked_product(&app, "MATE", &main, 10).await;
-    let body = json!({ "customer_id": ana, "assigned_warehouse_id": main,
-        "reservation": { "enabled": true, "reserved_through_date": today() },
-        "lines": [{ "product_id": mate, "quantity": 3, "unit_price": 1000 }] });
-    let order = style_a(app.post_keyed(ORDERS, &body).await, 201).await["data"].clone();
+    let order = expired_order(&app, &main, &mate).await;
     let id = order["id"].as_str().expect("id").to_owned();
-    reserved_through_yesterday(&app, &id).await;
-    let free = ("0".to_owned(), "10".to_owned());
-    eventually(Duration::from_secs(15), "the expiry in the inventory read", || async {
-        (reserved_and_available(&app, &mate).await == free).then_some(())
-    })
-    .await;
-    let reservation_events = || async {
-        let count: i64 = sqlx::query_scalar("select count(*) from events where stream_type = 'stock_reservation'")
-            .fetch_one(&app.pool)
-            .await
-            .expect("count");
-        count
-    };
-    let before = reservation_events().await;
+    let before = reservations_written(&app).await;
 
     let part = json!({ "origin": { "type": "order", "order_id": id }, "point_of_sale_id": pos,
         "items": [{ "order_line_id": order["lines"][0]["id"], "quantity": 1 }] });
     style_a(app.post_keyed(NOTES, &part).await, 201).await;
-    assert_eq!(reservation_events().await, before, "nothing held again, nor recorded through a past date");
-    let rows: i64 =
-        sqlx::query_scalar("select count(*) from stock_reservations").fetch_one(&app.pool).await.expect("rows");
-    assert_eq!(rows, 0);
+    assert_eq!(reservations_written(&app).await, before, "nothing held again, nor recorded through a past date");
+    assert_eq!(before.1, 0, "no reservation rows");
     assert_eq!(reserved_and_available(&app, &mate).await, ("0".to_owned(), "9".to_owned()));
     let read = style_a(app.get(&format!("{ORDERS}/{id}")).await, 200).await["data"].clone();
     assert_eq!((read["lines"][0]["delivered"].as_str(), read["lines"][0]["reserved"].as_str()), (Some("1"), Some("0")));
@@ -628,12 +615,7 @@ async fn an_order_of_a_combo_whose_component_was_deactivated_is_refused(pool: Pg
     let app = TestApp::spawn(pool).await;
     let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana Pérez").await;
-    let mate = stocked_product(&app, "MATE", &main, 10).await;
-    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
-    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
-        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }] });
-    let kit =
-        json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let (mate, bombilla, kit) = mate_kit(&app, &main).await;
     let order = |lines: Value| {
         json!({ "customer_id": ana, "assigned_warehouse_id": main, "reservation": { "enabled": true },
             "lines": lines })

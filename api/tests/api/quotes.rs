@@ -1,7 +1,7 @@
 //! Quotes: canonical amounts, gap-free numbers, reservations taken, adjusted and released with the quote
 //! (also under concurrency), states, expiry, idempotency and bad input.
 
-use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, refused, style_a, customer, main_warehouse, reserved_and_available, stocked_product, today, today_date};
+use crate::helpers::{assert_nulls_documented, TestApp, detail_fields, error, items, json, refused, style_a, customer, main_warehouse, mate_kit, reserved_and_available, stocked_product, today, today_date};
 use reqwest::Method;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -315,12 +315,7 @@ async fn a_quote_of_a_combo_whose_component_was_deactivated_is_refused(pool: PgP
     let app = TestApp::spawn(pool).await;
     let main = main_warehouse(&app).await;
     let ana = customer(&app, "Ana Pérez").await;
-    let mate = stocked_product(&app, "MATE", &main, 10).await;
-    let bombilla = stocked_product(&app, "BOMBILLA", &main, 10).await;
-    let kit = json!({ "name": "Kit matero", "sku": "KIT", "price": 30000, "productType": "combo",
-        "components": [{ "productId": mate, "quantity": 2 }, { "productId": bombilla, "quantity": 1 }] });
-    let kit =
-        json(app.post_keyed("/api/v1/products", &kit).await, 201).await["data"]["id"].as_str().expect("id").to_owned();
+    let (mate, bombilla, kit) = mate_kit(&app, &main).await;
     let quote = |items: Value| {
         json!({ "customer_id": ana, "reservation": { "enabled": true, "reserved_through_date": today() },
             "items": items })

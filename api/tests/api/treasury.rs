@@ -876,15 +876,23 @@ async fn spend_past_what_it_holds(app: &TestApp, bank: &str, expenses: Uuid) {
     assert_eq!(held(app, bank).await, (-900_000_000, -900_000_000_000));
 }
 
-#[sqlx::test(migrations = "../schema")]
-async fn deleting_a_dollar_income_that_would_leave_its_location_past_the_range_of_money_is_refused(pool: PgPool) {
-    let app = TestApp::spawn(pool).await;
-    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+/// A dollar account given a large income, then spent past what it holds, so that taking the income back
+/// out would leave it past the range of money: the account, the income's and the expenses' ledger
+/// accounts, and the income as created.
+async fn an_income_spent_past_its_holdings(app: &TestApp) -> (String, [Uuid; 2], Value) {
+    let bank = open(app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
     let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
     let expenses = create_ledger_account(&app.pool, app.org_id, "5.1", "Gastos", Currency::Pes).await.expect("account");
     let big = dollars_at(&bank, "income", 600_000_000, income);
-    let made = json(send(&app, Method::POST, MOVEMENTS, "big-in", &big).await, 201).await["data"].clone();
-    spend_past_what_it_holds(&app, &bank, expenses).await;
+    let made = json(send(app, Method::POST, MOVEMENTS, "big-in", &big).await, 201).await["data"].clone();
+    spend_past_what_it_holds(app, &bank, expenses).await;
+    (bank, [income, expenses], made)
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn deleting_a_dollar_income_that_would_leave_its_location_past_the_range_of_money_is_refused(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let (bank, [income, _], made) = an_income_spent_past_its_holdings(&app).await;
     let events = app.event_count().await;
     // Deleting the income takes its dollars and pesos back out: refused, and nothing moves.
     let path = format!("{MOVEMENTS}/{}", made["treasury_movement_id"].as_str().expect("id"));
@@ -910,13 +918,8 @@ async fn moving_a_dollar_income_elsewhere_that_would_leave_its_location_past_the
     pool: PgPool,
 ) {
     let app = TestApp::spawn(pool).await;
-    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+    let (bank, [income, expenses], made) = an_income_spent_past_its_holdings(&app).await;
     let register = open(&app, app.org_id, LocationKind::CashRegister, "Caja 1", Currency::Pes).await;
-    let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
-    let expenses = create_ledger_account(&app.pool, app.org_id, "5.1", "Gastos", Currency::Pes).await.expect("account");
-    let big = dollars_at(&bank, "income", 600_000_000, income);
-    let made = json(send(&app, Method::POST, MOVEMENTS, "big-in", &big).await, 201).await["data"].clone();
-    spend_past_what_it_holds(&app, &bank, expenses).await;
     let events = app.event_count().await;
     // Replaced by as many pesos into a register: the new version is in range where it goes, but the one
     // it undoes takes its dollars out of the bank all the same. Refused, and nothing moves.
