@@ -64,7 +64,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
             match fact {
                 PaymentFact::Recorded(payment) => {
                     let by = payment.created_by.as_deref();
-                    post_entry(conn, target, &mut currencies, event, &payment.entry, 0, by).await?;
+                    post_entry(conn, target, &mut currencies, event, &payment.entry, 0, Posting::Fact, by).await?;
                     // The entry's location lines follow the payment's lines, one each.
                     let located = payment.entry.lines.iter().filter_map(|l| l.location.map(|side| (l, side)));
                     for ((line, side), paid) in located.zip(&payment.lines) {
@@ -91,7 +91,9 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                 }
                 PaymentFact::Voided(void) => {
                     let by = created_by(conn, target, event).await?;
-                    post_entry(conn, target, &mut currencies, event, &void.reversal, 0, by.as_deref()).await?;
+                    let reversal = &void.reversal;
+                    post_entry(conn, target, &mut currencies, event, reversal, 0, Posting::Reversal, by.as_deref())
+                        .await?;
                     remove_rows(conn, target, event).await?;
                 }
                 // Allocating what was on account moves no money.
@@ -107,6 +109,7 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                         event,
                         &movement.entry,
                         0,
+                        Posting::Fact,
                         movement.created_by.as_deref(),
                     )
                     .await?;
@@ -114,15 +117,19 @@ async fn apply(conn: &mut PgConnection, target: Target, events: &[RecordedEvent]
                 }
                 TreasuryMovementEvent::ManualMovementReplaced(replaced) => {
                     let by = replaced.movement.created_by.as_deref();
-                    post_entry(conn, target, &mut currencies, event, &replaced.reversal, 0, by).await?;
+                    post_entry(conn, target, &mut currencies, event, &replaced.reversal, 0, Posting::Reversal, by)
+                        .await?;
                     let created_at = remove_rows(conn, target, event).await?.unwrap_or(event.recorded_at);
-                    post_entry(conn, target, &mut currencies, event, &replaced.movement.entry, REPLACEMENT_LINES, by)
+                    let entry = &replaced.movement.entry;
+                    post_entry(conn, target, &mut currencies, event, entry, REPLACEMENT_LINES, Posting::Fact, by)
                         .await?;
                     manual_row(conn, target, &mut currencies, event, &replaced.movement, created_at).await?;
                 }
                 TreasuryMovementEvent::ManualMovementDeleted(deleted) => {
                     let by = created_by(conn, target, event).await?;
-                    post_entry(conn, target, &mut currencies, event, &deleted.reversal, 0, by.as_deref()).await?;
+                    let reversal = &deleted.reversal;
+                    post_entry(conn, target, &mut currencies, event, reversal, 0, Posting::Reversal, by.as_deref())
+                        .await?;
                     remove_rows(conn, target, event).await?;
                 }
             }
@@ -165,8 +172,20 @@ fn native_of(line: &JournalLine, currency: Currency) -> Option<Cents> {
     }
 }
 
+/// Whether an entry states a fact or reverses one (a deletion's, a replacement's or a void's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Posting {
+    Fact,
+    Reversal,
+}
+
 /// Appends a location's line to the journal with its running balance, and moves the balance of any
 /// line recorded after it (see the module's header).
+///
+/// A line without its dollars is a gap in the location's dollars, counted in `running_gaps`; the line
+/// reversing it (as short of dollars as the line it undoes) closes that gap again. The running native
+/// figure is unknown while any gap is open; when the last one closes it is the sum of the dollars the
+/// lines carry, which only then is read back over the location's earlier lines.
 #[allow(clippy::too_many_arguments, reason = "one line's columns")]
 async fn post(
     conn: &mut PgConnection,
@@ -177,23 +196,42 @@ async fn post(
     at: LocationRef,
     functional: Cents,
     native: Option<Cents>,
+    posting: Posting,
     created_by: Option<&str>,
 ) -> Result<(), crate::ProjectionError> {
+    let gap: i64 = match (native, posting) {
+        (Some(_), _) => 0,
+        (None, Posting::Fact) => 1,
+        (None, Posting::Reversal) => -1,
+    };
     let journal = target.table(JOURNAL);
+    let known = format!(
+        "select coalesce(sum(k.native), 0)::bigint from {journal} k
+         where k.org_id = $1 and k.location_kind = $2 and k.location_id = $3"
+    );
     // One statement: the lines recorded after this one move by its amounts (the update cannot see the
     // new row, and the insert reads the figures before this line, which the update leaves alone).
     let sql = format!(
         "with later as (
-             update {journal} set running_functional = running_functional + $8, running_native = running_native + $9,
-                 running_gaps = running_gaps + case when $9::bigint is null then 1 else 0 end
-             where org_id = $1 and location_kind = $2 and location_id = $3
-               and (recorded_at, position, line_no) > ($4, $5, $6))
+             update {journal} u set running_functional = u.running_functional + $8,
+                 running_native = case when u.running_gaps + $11::bigint > 0 then null
+                     else coalesce(u.running_native,
+                                   ({known} and (k.recorded_at, k.position, k.line_no)
+                                                    <= (u.recorded_at, u.position, u.line_no)))
+                          + coalesce($9::bigint, 0) end,
+                 running_gaps = u.running_gaps + $11::bigint
+             where u.org_id = $1 and u.location_kind = $2 and u.location_id = $3
+               and (u.recorded_at, u.position, u.line_no) > ($4, $5, $6))
          insert into {journal} (org_id, location_kind, location_id, recorded_at, position, line_no, entry_id, functional,
                                 native, created_by, running_functional, running_native, running_gaps)
          select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $8 + coalesce(p.running_functional, 0),
-                case when $9::bigint is null or (p.found and p.running_native is null) then null
-                     else $9 + coalesce(p.running_native, 0) end,
-                coalesce(p.running_gaps, 0) + case when $9::bigint is null then 1 else 0 end
+                case when coalesce(p.running_gaps, 0) + $11::bigint > 0 then null
+                     else coalesce(p.running_native,
+                                   case when p.found
+                                        then ({known} and (k.recorded_at, k.position, k.line_no) < ($4, $5, $6))
+                                        else 0 end)
+                          + coalesce($9::bigint, 0) end,
+                coalesce(p.running_gaps, 0) + $11::bigint
          from (select 1) one
          left join lateral (
              select true as found, j.running_functional, j.running_native, j.running_gaps from {journal} j
@@ -212,6 +250,7 @@ async fn post(
         .bind(functional)
         .bind(native)
         .bind(created_by)
+        .bind(gap)
         .execute(&mut *conn)
         .await?;
     Ok(())
@@ -221,6 +260,7 @@ async fn post(
 const REPLACEMENT_LINES: i32 = 10_000;
 
 /// Posts every location line of `entry`, numbered from `first`.
+#[allow(clippy::too_many_arguments, reason = "an entry's lines and what they are")]
 async fn post_entry(
     conn: &mut PgConnection,
     target: Target,
@@ -228,6 +268,7 @@ async fn post_entry(
     event: &RecordedEvent,
     entry: &events::catalogue::JournalEntry,
     first: i32,
+    posting: Posting,
     created_by: Option<&str>,
 ) -> Result<(), crate::ProjectionError> {
     for (n, line) in entry.lines.iter().enumerate() {
@@ -243,6 +284,7 @@ async fn post_entry(
             side.location,
             line.functional,
             native_of(line, currency),
+            posting,
             created_by,
         )
         .await?;
@@ -415,7 +457,8 @@ async fn transferred(
         let native = native_of(line, currency);
         let created_by = transfer.created_by.as_deref();
         let line_no = i32::try_from(n).unwrap_or(i32::MAX);
-        post(conn, target, event, line_no, transfer.entry.id, side.location, line.functional, native, created_by)
+        let (entry_id, posting) = (transfer.entry.id, Posting::Fact);
+        post(conn, target, event, line_no, entry_id, side.location, line.functional, native, posting, created_by)
             .await?;
         let movement = MovementDoc {
             id: side.movement_id,
@@ -693,12 +736,17 @@ pub async fn balances(
         let location: TreasuryLocation = crate::from_doc(doc)?;
         let at = LocationRef { kind, id };
         let (functional, native, anomalies) = match &visibility.own {
-            // The user's own lines: summed, their gaps counted (no running figure is kept per user).
+            // The user's own lines: summed, their gaps counted (no running figure is kept per user). A
+            // line's own gap is what it moved the location's running count by (a reversal closes one).
             Some(user) => {
                 let (functional, native, gaps): (Option<i64>, Option<i64>, i64) = sqlx::query_as(
-                    "select sum(functional)::bigint, sum(native)::bigint, count(*) filter (where native is null)
-                     from journal_lines where org_id = $1 and location_kind = $2 and location_id = $3
-                       and created_by = $4 and ($5::timestamptz is null or recorded_at <= $5)",
+                    "select sum(functional)::bigint, sum(native)::bigint, coalesce(sum(gap), 0)::bigint
+                     from (select functional, native, created_by,
+                                  running_gaps - coalesce(lag(running_gaps) over (
+                                      order by recorded_at, position, line_no), 0) as gap
+                           from journal_lines where org_id = $1 and location_kind = $2 and location_id = $3
+                             and ($5::timestamptz is null or recorded_at <= $5)) l
+                     where created_by = $4",
                 )
                 .bind(org_id)
                 .bind(kind)

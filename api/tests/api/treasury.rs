@@ -829,6 +829,40 @@ async fn replacing_an_old_dollar_entry_values_the_dollars_at_what_the_location_h
         (Some(-5_000), Some(-4_750_000))
     );
     assert_eq!(replaced["exchange_difference_amount"].as_i64(), Some(0));
+    // The old entry's reversal closes the gap it opened: nothing left lacks its dollars.
+    assert_eq!(dollar_balance(&app, &bank).await, (14_250_000, Some(15_000), "exact".into(), 0));
+}
+
+#[sqlx::test(migrations = "../schema")]
+async fn deleting_an_old_dollar_entry_takes_its_anomaly_off_the_balance(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let bank = open(&app, app.org_id, LocationKind::BankAccount, "Cuenta en dólares", Currency::Dol).await;
+    let income = create_ledger_account(&app.pool, app.org_id, "4.1", "Ventas", Currency::Pes).await.expect("account");
+    // 200.00 dollars held at 190,000.00 pesos (950 a dollar).
+    let bought = json!({ "balance_type": "bank_account", "balance_id": bank, "direction": "income", "amount": 20_000,
+        "occurred_on": today(), "account_id": income, "exchange_rate": "950" });
+    json(send(&app, Method::POST, MOVEMENTS, "usd-in", &bought).await, 201).await;
+    // An old entry of 1,000.00 pesos without its dollars, recorded by `cajero`: the dollars are unknown.
+    legacy_dollar_income(&app, &bank, income, Some("cajero")).await;
+    let old = legacy_listed(&app, &bank).await;
+    assert_eq!(dollar_balance(&app, &bank).await, (19_100_000, None, "unavailable".into(), 1));
+    // Deleted, its reversal (as short of dollars as the entry) closes the gap the entry opened.
+    let path = format!("{MOVEMENTS}/{}", old["treasury_movement_id"].as_str().expect("id"));
+    let gone = json!({ "updated_at": old["updated_at"] });
+    let deleted = json(send(&app, Method::DELETE, &path, "usd-delete", &gone).await, 200).await;
+    assert_eq!(deleted["data"]["deleted"], true);
+    assert_eq!(dollar_balance(&app, &bank).await, (19_000_000, Some(20_000), "exact".into(), 0));
+    // Her own balance too: the entry and its reversal are both hers, and cancel out.
+    let delegation = Delegation { user: "cajero".into(), visibility: "own".into(), registers: vec![], safes: vec![] };
+    let token = create_delegated_token(&app.pool, app.org_id, &["treasury:read".to_owned()], delegation)
+        .await
+        .expect("token");
+    let query = format!("{BALANCES}?balance_type=bank_account&balance_id={bank}");
+    let body = json(app.request(Method::GET, &query, Some(&token), None).await, 200).await;
+    let own = &items(&body)[0];
+    assert_eq!((own["functional_amount"].as_i64(), own["native_amount"].as_i64()), (Some(0), Some(0)), "{own}");
+    assert_eq!(own["native_amount_quality"], "exact", "{own}");
+    assert_eq!(own["anomaly_count"], 0, "{own}");
 }
 
 #[sqlx::test(migrations = "../schema")]
