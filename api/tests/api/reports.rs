@@ -1,7 +1,8 @@
 //! Reports: grouped sales with credit notes subtracting and categories and tags as recorded, the CSV
-//! form agreeing with the JSON one row for row, `as_of` answering as the history stood, every bad query
-//! refused with a 400 naming it, a delegated token summing only the payments it reads, stock a purchase
-//! receives valued at the cost the purchase sets, and voucher types sorted as numbers.
+//! form agreeing with the JSON one row for row, `as_of` answering as the history stood (an answer of now
+//! counting nothing above the position it names), every bad query refused with a 400 naming it, a
+//! delegated token summing only the payments it reads, stock a purchase receives valued at the cost the
+//! purchase sets, and voucher types sorted as numbers.
 
 use crate::helpers::{CATEGORIES, TestApp, WAREHOUSES, customer, delegated_token, detail_fields, error, eventually, json, seeded, today};
 use crate::sales::{fiscal_profile, payment_method, point_of_sale, sell};
@@ -288,6 +289,53 @@ async fn reports_page_with_cursors_at_one_position_and_see_one_organization(pool
     let answer = json(answer, 200).await["data"].clone();
     assert_eq!(answer["rows"].as_array().expect("rows").len(), 1, "one group of nothing");
     assert_eq!(answer["totals"], json!({ "on_hand": "0", "count": 0 }));
+}
+
+/// An answer of now counts nothing above the position it names, from the rollups as from the facts.
+/// That position is the organization's checkpoint, the last event folded in commit order, which is not
+/// position order: of two overlapping commits, the one folded last may hold the lower positions and
+/// leave the checkpoint below facts already folded. Lowering the checkpoint under the last fact stands
+/// for that (a race otherwise).
+#[sqlx::test(migrations = "../schema")]
+async fn an_answer_of_now_counts_nothing_above_the_position_it_names(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = seeded(&app, WAREHOUSES, "Depósito principal").await["id"].as_str().expect("id").to_owned();
+    let shelf = category(&app, "Estante").await;
+    product(&app, "P0", &shelf, &main).await;
+    product(&app, "P1", &shelf, &main).await;
+    folded(&app, app.org_id).await;
+    // Rollups (no dimension) and facts (two dimensions).
+    let queries = [
+        json!({ "report": "inventory", "metrics": ["on_hand", "count"] }),
+        json!({ "report": "inventory", "group_by": ["product", "warehouse"], "metrics": ["on_hand", "count"] }),
+    ];
+    for query in &queries {
+        assert_eq!(report(&app, query).await["totals"]["on_hand"], "100", "{query}");
+    }
+    let last: i64 = sqlx::query_scalar(
+        "select max(position) from report_facts where org_id = $1 and report = 'inventory' and quantity <> 0",
+    )
+    .bind(app.org_id)
+    .fetch_one(&app.pool)
+    .await
+    .expect("last fact");
+    let named = last - 1;
+    sqlx::query("update projection_checkpoints set position = $2 where projection = 'reports' and org_id = $1")
+        .bind(app.org_id)
+        .bind(named)
+        .execute(&app.pool)
+        .await
+        .expect("checkpoint");
+
+    for query in &queries {
+        let now = report(&app, query).await;
+        assert_eq!(now["as_of"]["position"], named, "{query}");
+        assert_ne!(now["totals"]["on_hand"], "100", "the fact above the named position is not counted: {now}");
+        let mut at = query.clone();
+        at["as_of"] = json!(named);
+        let then = report(&app, &at).await;
+        assert_eq!((&now["rows"], &now["totals"]), (&then["rows"], &then["totals"]), "{query}");
+    }
 }
 
 /// A report's JSON answer to `token`.

@@ -435,7 +435,7 @@ fn whole_months(query: &Query) -> bool {
 }
 
 /// The rows (`r`: day, each grouped key, the summed columns) a query sums, before grouping.
-fn source(plan: &mut Plan, query: &Query, position: Option<i64>, grouped: &[Group]) -> (String, Vec<String>) {
+fn source(plan: &mut Plan, query: &Query, position: i64, grouped: &[Group]) -> (String, Vec<String>) {
     // The report and the rollups' dimension are written as literals (names from enums, never input):
     // the planner then knows from its statistics how few rows one dimension has, where a parameter
     // would make a generic plan guess and scan the whole table.
@@ -475,25 +475,21 @@ fn source(plan: &mut Plan, query: &Query, position: Option<i64>, grouped: &[Grou
             "select day, nullif(key, '') as key, {SUMS} from {ROLLUPS}
              where org_id = $1 and report = {report} and period = {period} and dimension = {name}{dates}{keys}"
         );
-        if let Some(position) = position {
-            let epoch_start = plan.bind(Bind::Int((position >> EPOCH_BITS) << EPOCH_BITS));
-            let position = plan.bind(Bind::Int(position));
-            sql.push_str(&format!(
-                " and epoch < ({epoch_start} >> {EPOCH_BITS})
-                 union all
-                 select f.day, nullif({fact_key}, '') as key, f.count, f.quantity, f.net, f.tax, f.total, f.cost,
-                        f.amount, f.fee, f.value
-                 from {FACTS} f{tags}
-                 where {facts_where} and f.position >= {epoch_start} and f.position <= {position}{fact_keys}"
-            ));
-        }
+        let epoch_start = plan.bind(Bind::Int((position >> EPOCH_BITS) << EPOCH_BITS));
+        let position = plan.bind(Bind::Int(position));
+        sql.push_str(&format!(
+            " and epoch < ({epoch_start} >> {EPOCH_BITS})
+             union all
+             select f.day, nullif({fact_key}, '') as key, f.count, f.quantity, f.net, f.tax, f.total, f.cost,
+                    f.amount, f.fee, f.value
+             from {FACTS} f{tags}
+             where {facts_where} and f.position >= {epoch_start} and f.position <= {position}{fact_keys}"
+        ));
         let keys = grouped.iter().map(key_sql).collect();
         return (sql, keys);
     }
     // Facts: every filter, grouped dimensions read off each fact (tags unnested when grouped by them).
-    if let Some(position) = position {
-        facts_where.push_str(&format!(" and f.position <= {}", plan.bind(Bind::Int(position))));
-    }
+    facts_where.push_str(&format!(" and f.position <= {}", plan.bind(Bind::Int(position))));
     if !query.statuses.is_empty() {
         facts_where.push_str(&format!(" and f.status = any({})", plan.bind(Bind::Texts(query.statuses.clone()))));
     }
@@ -542,7 +538,7 @@ const TAGS: &str = " cross join lateral unnest(case when cardinality(f.tag_ids) 
                     else f.tag_ids end) as t(tag_id)";
 
 /// The SQL of the grouped rows of `query`, named and sorted, from `offset` (at most `limit`).
-fn grouped_plan(query: &Query, position: Option<i64>, voucher_types: &[(i32, &str)], page: Option<(i64, i64)>) -> Plan {
+fn grouped_plan(query: &Query, position: i64, voucher_types: &[(i32, &str)], page: Option<(i64, i64)>) -> Plan {
     let mut plan = Plan { sql: String::new(), binds: Vec::new() };
     let (source, keys) = source(&mut plan, query, position, &query.group_by);
     let key_columns: Vec<String> = keys.iter().enumerate().map(|(i, k)| format!("{k} as k{i}")).collect();
@@ -624,32 +620,31 @@ pub struct Page {
     pub totals: Vec<Value>,
 }
 
-/// The position an answer at `as_of` reflects, and the position its facts are cut at.
-pub async fn reflects(
-    conn: &mut PgConnection,
-    org_id: Uuid,
-    as_of: AsOf,
-) -> Result<(Reflects, Option<i64>), sqlx::Error> {
-    let position = position_of(&mut *conn, org_id, as_of).await?;
-    let reflected = match position {
-        Some(position) => position,
-        None => folded_position(conn, org_id).await?,
+/// The position an answer at `as_of` reflects, which its facts are cut at: `as_of`'s, no later than
+/// what the projection folded (none: what it folded). An answer of now is cut there too: the
+/// checkpoint is the last event folded in commit order, which is not position order, so facts above
+/// it may already be folded (an earlier commit's later positions), and an uncut answer would count them.
+pub async fn reflects(conn: &mut PgConnection, org_id: Uuid, as_of: AsOf) -> Result<Reflects, sqlx::Error> {
+    let folded = folded_position(&mut *conn, org_id).await?;
+    let position = match position_of(conn, org_id, as_of).await? {
+        Some(position) => position.min(folded),
+        None => folded,
     };
-    Ok((Reflects { position: reflected }, position))
+    Ok(Reflects { position })
 }
 
-/// `limit` groups of `query` from `offset`, with the totals, as the history stood at `cut` (from
+/// `limit` groups of `query` from `offset`, with the totals, as the history stood at `reflects` (from
 /// [`reflects`]). Read in the snapshot `reflects` read in, the groups, the totals and the position
 /// agree (the projector moves its checkpoint in the transaction that folds).
 pub async fn page(
     conn: &mut PgConnection,
     org_id: Uuid,
     query: &Query,
-    (reflects, cut): (Reflects, Option<i64>),
+    reflects: Reflects,
     voucher_types: &[(i32, &str)],
     (offset, limit): (i64, i64),
 ) -> Result<Page, sqlx::Error> {
-    let plan = grouped_plan(query, cut, voucher_types, Some((offset, limit + 1)));
+    let plan = grouped_plan(query, reflects.position, voucher_types, Some((offset, limit + 1)));
     let mut rows = plan
         .query(org_id)
         .fetch_all(&mut *conn)
@@ -659,7 +654,7 @@ pub async fn page(
         .collect::<Result<Vec<Row>, _>>()?;
     let has_more = rows.len() as i64 > limit;
     rows.truncate(limit as usize);
-    let totals = totals(conn, org_id, query, cut).await?;
+    let totals = totals(conn, org_id, query, reflects.position).await?;
     Ok(Page { reflects, rows, has_more, totals })
 }
 
@@ -668,7 +663,7 @@ async fn totals(
     conn: &mut PgConnection,
     org_id: Uuid,
     query: &Query,
-    cut: Option<i64>,
+    cut: i64,
 ) -> Result<Vec<Value>, sqlx::Error> {
     let ungrouped = Query { group_by: Vec::new(), sort: Vec::new(), ..query.clone() };
     let plan = grouped_plan(&ungrouped, cut, &[], None);
@@ -676,14 +671,14 @@ async fn totals(
     Ok(row(&ungrouped, &found)?.metrics)
 }
 
-/// Every group of `query` as the history stood at `cut`, in order, handed to `each` as the server sends
-/// them, so a long answer is never held whole.
+/// Every group of `query` as the history stood at `reflects` (from [`reflects`]), in order, handed to
+/// `each` as the server sends them, so a long answer is never held whole.
 /// `each` answers whether to go on.
 pub async fn each_row<F, Next>(
     conn: &mut PgConnection,
     org_id: Uuid,
     query: &Query,
-    cut: Option<i64>,
+    reflects: Reflects,
     voucher_types: &[(i32, &str)],
     mut each: F,
 ) -> Result<(), sqlx::Error>
@@ -691,7 +686,7 @@ where
     F: FnMut(Row) -> Next,
     Next: std::future::Future<Output = bool>,
 {
-    let plan = grouped_plan(query, cut, voucher_types, None);
+    let plan = grouped_plan(query, reflects.position, voucher_types, None);
     let mut rows = plan.query(org_id).fetch(&mut *conn);
     while let Some(found) = rows.try_next().await? {
         if !each(row(query, &found)?).await {

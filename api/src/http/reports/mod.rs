@@ -166,22 +166,15 @@ fn resume(state: &AppState, org_id: Uuid, request: &ReportRequest) -> Result<(i6
     }
 }
 
-/// The position an answer reflects and where its facts are cut: a cursor's, or the query's `as_of`
+/// The position an answer reflects, which its facts are cut at: a cursor's, or the query's `as_of`
 /// (a position past what the projection folded reflects what it folded).
 async fn cut(
     conn: &mut sqlx::PgConnection,
     org_id: Uuid,
     query: &Query,
     pinned: Option<i64>,
-) -> Result<(report::Reflects, Option<i64>), sqlx::Error> {
-    let as_of = pinned.map_or(query.as_of, AsOf::Position);
-    let (reflects, cut) = report::reflects(&mut *conn, org_id, as_of).await?;
-    if let Some(position) = cut {
-        let folded = report::folded_position(conn, org_id).await?;
-        let position = position.min(folded);
-        return Ok((report::Reflects { position }, Some(position)));
-    }
-    Ok((reflects, cut))
+) -> Result<report::Reflects, sqlx::Error> {
+    report::reflects(conn, org_id, pinned.map_or(query.as_of, AsOf::Position)).await
 }
 
 /// A JSON page of a report; `cursors` signs the next page's cursor (none: the page holds every group).
@@ -292,14 +285,14 @@ pub async fn write_csv(
 ) -> Result<(), sqlx::Error> {
     let query = &request.query;
     let mut conn = pool.acquire().await?;
-    let (_, cut_at) = cut(&mut conn, org_id, query, pinned).await?;
+    let at = cut(&mut conn, org_id, query, pinned).await?;
     if out.send(csv_header(query)).await.is_err() {
         return Ok(());
     }
     let names = voucher_types();
     let limit = request.limit.unwrap_or(i64::MAX);
     let mut index = 0_i64;
-    report::each_row(&mut conn, org_id, query, cut_at, &names, |row| {
+    report::each_row(&mut conn, org_id, query, at, &names, |row| {
         let wanted = index >= offset && index - offset < limit;
         let past = index - offset >= limit;
         index += 1;
