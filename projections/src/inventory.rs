@@ -55,10 +55,11 @@ struct LevelJson {
     updated_at: OffsetDateTime,
 }
 
-/// One ledger row.
+/// One ledger row. The ledger is ordered as it is folded: by its event's transaction, then `seq`.
 #[derive(serde::Serialize)]
 struct LedgerJson {
     org_id: Uuid,
+    transaction_id: i64,
     seq: i64,
     id: Uuid,
     variant_id: Uuid,
@@ -131,6 +132,7 @@ fn fold(events: &[RecordedEvent]) -> Result<Batch, ProjectionError> {
             *level = (level.0 + quantity.thousandths(), level.1.max(event.recorded_at));
             batch.ledger.push(LedgerJson {
                 org_id: event.org_id,
+                transaction_id: event.transaction_id,
                 seq: event.position * CHANGES_PER_EVENT + index as i64,
                 id: Uuid::new_v5(&event.event_id, &(index as u32).to_be_bytes()),
                 variant_id: variant,
@@ -222,12 +224,13 @@ fn statements(levels: &str, reservations: &str, movements: &str, transfers: &str
                  do update set on_hand = l.on_hand + excluded.on_hand, updated_at = greatest(l.updated_at, excluded.updated_at)"
         ),
         format!(
-            "insert into {movements} (org_id, seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity,
-                                          on_hand, occurred_on, created_at)
+            "insert into {movements} (org_id, transaction_id, seq, id, variant_id, warehouse_id, cause_type, cause_id,
+                                          quantity, on_hand, occurred_on, created_at)
                  select * from json_to_recordset($1::json)
-                     as t(org_id uuid, seq bigint, id uuid, variant_id uuid, warehouse_id uuid, cause_type text,
-                          cause_id uuid, quantity bigint, on_hand bigint, occurred_on date, created_at timestamptz)
-                 on conflict (org_id, seq) do nothing"
+                     as t(org_id uuid, transaction_id bigint, seq bigint, id uuid, variant_id uuid, warehouse_id uuid,
+                          cause_type text, cause_id uuid, quantity bigint, on_hand bigint, occurred_on date,
+                          created_at timestamptz)
+                 on conflict (org_id, transaction_id, seq) do nothing"
         ),
         format!(
             "delete from {reservations} r using json_to_recordset($1::json) as t(org_id uuid, reservation_id uuid)
@@ -386,6 +389,8 @@ pub async fn levels(
 /// One row of the ledger.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct MovementRow {
+    /// The transaction of the event that made the row, as the event store's commit order reads it.
+    pub transaction_id: i64,
     pub seq: i64,
     pub id: Uuid,
     pub variant_id: Uuid,
@@ -408,21 +413,26 @@ pub struct MovementFilter {
     pub date_to: Option<Date>,
 }
 
-/// Up to `limit` ledger rows after `after` (a `seq`), oldest first.
+/// Up to `limit` ledger rows after `after` (a `(transaction_id, seq)`), in the order they were folded:
+/// commit order, oldest first. Positions alone are not that order (a transaction can hold a lower
+/// position than one that commits before it), and only that order puts every row still to be folded
+/// after every row already served, so a client paging by cursor while stock moves misses none.
 pub async fn movements(
     pool: &PgPool,
     org_id: Uuid,
     filter: &MovementFilter,
-    after: Option<i64>,
+    after: Option<(i64, i64)>,
     limit: i64,
 ) -> Result<Vec<MovementRow>, sqlx::Error> {
     sqlx::query_as(
-        "select seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand, occurred_on, created_at
+        "select transaction_id, seq, id, variant_id, warehouse_id, cause_type, cause_id, quantity, on_hand,
+                occurred_on, created_at
          from inventory_movements
          where org_id = $1 and ($2::uuid is null or variant_id = $2) and ($3::uuid is null or warehouse_id = $3)
            and ($4::text is null or cause_type = $4) and ($5::date is null or occurred_on >= $5)
-           and ($6::date is null or occurred_on <= $6) and ($7::bigint is null or seq > $7)
-         order by seq limit $8",
+           and ($6::date is null or occurred_on <= $6)
+           and ($7::bigint is null or (transaction_id, seq) > ($7, $8::bigint))
+         order by transaction_id, seq limit $9",
     )
     .bind(org_id)
     .bind(filter.variant_id)
@@ -430,7 +440,8 @@ pub async fn movements(
     .bind(&filter.cause_type)
     .bind(filter.date_from)
     .bind(filter.date_to)
-    .bind(after)
+    .bind(after.map(|(transaction_id, _)| transaction_id))
+    .bind(after.map(|(_, seq)| seq))
     .bind(limit)
     .fetch_all(pool)
     .await

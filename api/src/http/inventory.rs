@@ -551,7 +551,8 @@ async fn levels(
     .await
 }
 
-/// A page of the ledger, oldest first.
+/// A page of the ledger, oldest first: in the order its rows are folded, commit order (the event's
+/// transaction, then `seq`), so every row still to come sorts after any cursor already issued.
 async fn ledger(
     call: &Call<'_>,
     params: PageParams,
@@ -578,7 +579,7 @@ async fn ledger(
         params,
         ListAt { url: "/api/v1/inventory/movements", binding: &bound },
         async |after, n| Ok(read::movements(&call.state.pool, call.org_id(), &filter, after, n).await?),
-        |row: &MovementRow| row.seq,
+        |row: &MovementRow| (row.transaction_id, row.seq),
         async |rows| Ok(rows.into_iter().map(InventoryMovementData::from_row).collect()),
     )
     .await

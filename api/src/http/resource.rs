@@ -259,6 +259,19 @@ impl Position for i64 {
     }
 }
 
+/// The key of a list in commit order: a transaction id, then a sequence number within it
+/// (`{transaction}/{seq}`).
+impl Position for (i64, i64) {
+    fn write(&self) -> String {
+        format!("{}/{}", self.0, self.1)
+    }
+
+    fn read(text: &str) -> Result<Self, ApiError> {
+        let (first, second) = text.split_once('/').unwrap_or((text, ""));
+        Ok((<i64 as Position>::read(first)?, <i64 as Position>::read(second)?))
+    }
+}
+
 /// Where a cursor list lives: `url` is echoed in the envelope, `binding` is what its cursors are signed
 /// for (a cursor of another list, or of other filters, is refused).
 #[derive(Debug, Clone, Copy)]

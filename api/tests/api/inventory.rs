@@ -1,7 +1,9 @@
 //! Inventory: stock levels, the ledger, stock movements under both negative-stock policies (also under
 //! concurrency), transfers with combos, reservations, and the rebuild of the stock write model.
 
-use crate::helpers::{TestApp, WAREHOUSES, detail_fields, error, eventually, items, json, refused, seeded, style_a};
+use crate::helpers::{
+    TestApp, WAREHOUSES, detail_fields, error, eventually, ids, items, json, refused, seeded, style_a,
+};
 use commands::inventory::reservations::{self, Wanted};
 use commands::inventory::{NegativeStock, rebuild};
 use events::Metadata;
@@ -162,6 +164,101 @@ async fn movements_change_stock_and_the_ledger_names_each_change(pool: PgPool) {
     assert_eq!(items(&found).len(), 1);
     let none = style_a(app.get("/api/v1/inventory?query=yerb&below_minimum=false").await, 200).await;
     assert!(items(&none).is_empty());
+}
+
+/// Appends on `conn`, as a stock command would, a manual movement bringing in each `(variant, quantity,
+/// on_hand)` of `changes`; answers the movement's id and the position its event took.
+async fn append_movement(
+    conn: &mut sqlx::PgConnection,
+    org_id: Uuid,
+    warehouse: Uuid,
+    changes: &[(Uuid, i64, i64)],
+) -> (Uuid, i64) {
+    use events::EventPayload;
+    use events::catalogue::{StockChange, StockLine, StockMovementEvent, StockMovementRecorded};
+    let units = |n: i64| Quantity::from_units(n).expect("a quantity");
+    let event = StockMovementEvent::StockMovementRecorded(StockMovementRecorded {
+        movement_type: "in".into(),
+        warehouse_id: warehouse,
+        reason: None,
+        occurred_on: ar_date(time::OffsetDateTime::now_utc()),
+        lines: changes
+            .iter()
+            .map(|(variant, quantity, _)| StockLine { variant_id: *variant, quantity: units(*quantity) })
+            .collect(),
+        changes: changes
+            .iter()
+            .map(|(variant, quantity, on_hand)| StockChange {
+                variant_id: *variant,
+                warehouse_id: warehouse,
+                quantity: units(*quantity),
+                on_hand: units(*on_hand),
+            })
+            .collect(),
+    });
+    let id = Uuid::now_v7();
+    let stream = events::store::StreamRef {
+        org_id,
+        stream_type: StockMovementEvent::STREAM_TYPE,
+        stream_id: id,
+        expected_version: 0,
+    };
+    let new = event.to_new_event().expect("encodes");
+    let appended = events::store::append(conn, stream, &[new], &Metadata::system("test")).await.expect("appended");
+    (id, appended.key.position)
+}
+
+/// The whole ledger once it holds `count` rows (rows written outside the API reach it asynchronously).
+async fn ledger_of(app: &TestApp, count: usize) -> Vec<Value> {
+    eventually(Duration::from_secs(15), "the ledger's rows", || async move {
+        let rows = items(&style_a(app.get("/api/v1/inventory/movements").await, 200).await);
+        (rows.len() == count).then_some(rows)
+    })
+    .await
+}
+
+/// Positions are taken at insert, so a transaction can hold a lower position than one that commits, and
+/// is folded, before it. The ledger lists its rows in the order they are folded (commit order), so a
+/// client walking it by cursor while such a transaction is open finds its change on the next page.
+/// (Before, the ledger was ordered and paged by position: the change that committed last sorted behind
+/// the page already served, and the walk never saw it.)
+#[sqlx::test(migrations = "../schema")]
+async fn a_ledger_walked_by_cursor_misses_no_change_that_commits_late(pool: PgPool) {
+    let app = TestApp::spawn(pool).await;
+    let main = default_warehouse(&app).await;
+    let a = product(&app, "A-1", Some((&main, json!(10))), json!({})).await;
+    let b = product(&app, "B-1", Some((&main, json!(10))), json!({})).await;
+    let (warehouse, a, b): (Uuid, Uuid, Uuid) =
+        (main.parse().expect("id"), a.parse().expect("id"), b.parse().expect("id"));
+    ledger_of(&app, 2).await;
+
+    // The later position's transaction takes its id first: once it commits it is below the commit
+    // horizon, and folded, although the earlier position's transaction is still open.
+    let mut later = app.pool.begin().await.expect("a transaction");
+    sqlx::query("select pg_current_xact_id()").execute(&mut *later).await.expect("a transaction id");
+    let mut earlier = app.pool.begin().await.expect("a transaction");
+    let (late, earlier_position) = append_movement(&mut earlier, app.org_id, warehouse, &[(a, 2, 13)]).await;
+    let (_, later_position) = append_movement(&mut later, app.org_id, warehouse, &[(a, 1, 11), (b, 1, 11)]).await;
+    assert!(earlier_position < later_position);
+    later.commit().await.expect("the later position commits first");
+
+    // A client's first page ends inside what has been folded; then the earlier position commits.
+    ledger_of(&app, 4).await;
+    let first = style_a(app.get("/api/v1/inventory/movements?limit=3").await, 200).await;
+    let cursor = first["next_cursor"].as_str().expect("a second page").to_owned();
+    earlier.commit().await.expect("the earlier position commits last");
+    let all = ledger_of(&app, 5).await;
+
+    let second = style_a(app.get(&format!("/api/v1/inventory/movements?limit=3&cursor={cursor}")).await, 200).await;
+    assert_eq!(second["has_more"], false);
+    let walked: Vec<Value> = items(&first).into_iter().chain(items(&second)).collect();
+    assert_eq!(ids(&walked), ids(&all), "the walk shows every row once, in the ledger's order");
+    let shown: Vec<(&str, &str)> = all
+        .iter()
+        .map(|r| (r["quantity"].as_str().expect("quantity"), r["on_hand"].as_str().expect("on hand")))
+        .collect();
+    assert_eq!(shown, [("10", "10"), ("10", "10"), ("1", "11"), ("1", "11"), ("2", "13")]);
+    assert_eq!(all[4]["cause_id"], late.to_string(), "the change that committed last is listed last");
 }
 
 #[sqlx::test(migrations = "../schema")]
