@@ -10,6 +10,7 @@
 //! commands (`registry`, written below); the wire requests (`protocol`); and on top the worker that serves them
 //! (`worker/`) and the gateway's sender (`client`).
 
+pub mod admin;
 pub mod aggregate;
 pub mod client;
 pub mod document;

@@ -1,7 +1,8 @@
 //! Organizations and their credentials, as operators create them from the admin CLI. Each operation is
 //! one transaction: its events and the write-model rows later requests rely on.
 
-use crate::Rejection;
+pub use crate::admin::AdminError;
+use crate::admin::organization_version;
 use crate::records::point_of_sale_fields;
 use crate::treasury::admin::{NewLocation, open_account, open_location};
 use events::catalogue::{
@@ -10,7 +11,7 @@ use events::catalogue::{
     PaymentMethodFields, PointOfSaleEvent, RateLimitsChanged, RecordEvent, WarehouseEvent, WarehouseFields,
 };
 use events::domain::Scope;
-use events::store::{self, AppendError, StreamRef};
+use events::store::{self, StreamRef};
 use events::{EventPayload, Metadata, NewEvent};
 use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
@@ -47,25 +48,6 @@ fn slugify(name: &str) -> String {
 pub struct CreatedOrganization {
     pub organization_id: Uuid,
     pub api_key: String,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum AdminError {
-    #[error("{0}")]
-    Invalid(String),
-    #[error("organization {0} not found")]
-    UnknownOrganization(Uuid),
-    #[error("no active credential matches")]
-    UnknownCredential,
-    #[error(transparent)]
-    Rejected(#[from] Rejection),
-    #[error(transparent)]
-    Append(#[from] AppendError),
-    #[error(transparent)]
-    Database(#[from] sqlx::Error),
-    /// An event that does not encode: nothing is written.
-    #[error("an event does not encode: {0}")]
-    Unencodable(#[from] serde_json::Error),
 }
 
 /// Requests per minute and per hour allowed to one organization.
@@ -109,15 +91,6 @@ pub fn parse_scopes(scopes: &[String]) -> Result<Vec<String>, AdminError> {
         return Err(AdminError::Invalid("give at least one scope".into()));
     }
     Ok(parsed)
-}
-
-pub(crate) async fn organization_version(conn: &mut PgConnection, org_id: Uuid) -> Result<i32, AdminError> {
-    let version: Option<i32> =
-        sqlx::query_scalar("select max(version) from events where stream_id = $1 and org_id = $1")
-            .bind(org_id)
-            .fetch_one(&mut *conn)
-            .await?;
-    version.ok_or(AdminError::UnknownOrganization(org_id))
 }
 
 async fn append_to_organization(

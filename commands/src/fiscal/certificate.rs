@@ -3,7 +3,7 @@
 //! organization's CUIT and is valid now), the key sealed at rest like the webhook secrets, and what an
 //! operator may see of them (subject, CUIT, validity; never the key).
 
-use crate::organization::AdminError;
+use crate::admin::AdminError;
 use events::secrets::SecretBox;
 use serde::Serialize;
 use sqlx::PgPool;

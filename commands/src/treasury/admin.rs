@@ -4,7 +4,7 @@
 //! organization's chart, register and safe through the same `open_account` and `open_location`.
 
 use super::is_valid_cbu;
-use crate::organization::{AdminError, organization_version};
+use crate::admin::{AdminError, organization_version};
 use events::catalogue::{
     CostCenter, CostCenterEvent, Currency, LedgerAccount, LedgerAccountEvent, LocationKind, LocationStatus,
     LocationStatusChange, TreasuryLocation, TreasuryLocationEvent,
