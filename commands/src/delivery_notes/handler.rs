@@ -9,7 +9,7 @@ use crate::document::{Document, next_number};
 use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::handler;
 use crate::inventory::reservations;
-use crate::inventory::{apply_policy, combo_components, inactive_components, levels, negative_stock_policy, plan};
+use crate::inventory::{apply_policy, combo_components, combos_and_retired, levels, negative_stock_policy, plan};
 use crate::lookups::{active, load_products};
 use crate::orders::load_order;
 use crate::records::Warehouse;
@@ -120,10 +120,11 @@ impl Document for DeliveryNotes {
             facts.products.iter().filter(|(_, (f, _))| f.product_type.is_combo()).map(|(id, _)| *id).collect();
         // A custom note's combo leaves as its components: one no longer active refuses the combo's items
         // (an order's lines are delivered as the order holds them, inactive products too).
+        let (components, retired) = combos_and_retired(conn, org_id, &combos).await?;
         if matches!(input.origin, DeliveryOrigin::Custom) {
-            facts.retired_components = inactive_components(conn, org_id, &combos).await?;
+            facts.retired_components = retired;
         }
-        facts.components = combo_components(conn, org_id, &combos).await?;
+        facts.components = components;
         facts.default_warehouse = crate::records::current_defaults(conn, org_id, "warehouse").await?.first().copied();
         // A note for an order takes its goods from the order's warehouses (a line's own, or the order's)
         // unless it names one: checked like one it names, as a sale billing the order checks them.

@@ -117,24 +117,37 @@ pub async fn inactive_components(
     org_id: Uuid,
     ids: &[Uuid],
 ) -> Result<BTreeMap<Uuid, Vec<Uuid>>, sqlx::Error> {
+    Ok(combos_and_retired(conn, org_id, ids).await?.1)
+}
+
+/// [`combo_components`] and [`inactive_components`] of `ids` together, in one read of the components.
+#[allow(clippy::type_complexity, reason = "the two maps the two functions answer")]
+pub async fn combos_and_retired(
+    conn: &mut PgConnection,
+    org_id: Uuid,
+    ids: &[Uuid],
+) -> Result<(BTreeMap<Uuid, Vec<StockLine>>, BTreeMap<Uuid, Vec<Uuid>>), sqlx::Error> {
     if ids.is_empty() {
-        return Ok(BTreeMap::new());
+        return Ok((BTreeMap::new(), BTreeMap::new()));
     }
-    let rows: Vec<(Uuid, Uuid)> = sqlx::query_as(
-        "select c.combo_id, c.component_id from product_components c
+    let rows: Vec<(Uuid, Uuid, events::domain::Quantity, bool)> = sqlx::query_as(
+        "select c.combo_id, c.component_id, c.quantity, coalesce(v.is_active, false) from product_components c
          left join product_variants v on v.variant_id = c.component_id and v.org_id = c.org_id
-         where c.org_id = $1 and c.combo_id = any($2) and v.is_active is not true
+         where c.org_id = $1 and c.combo_id = any($2)
          order by c.combo_id, c.component_id",
     )
     .bind(org_id)
     .bind(ids)
     .fetch_all(conn)
     .await?;
-    let mut out: BTreeMap<Uuid, Vec<Uuid>> = BTreeMap::new();
-    for (combo, component) in rows {
-        out.entry(combo).or_default().push(component);
+    let (mut components, mut retired): (BTreeMap<Uuid, Vec<StockLine>>, BTreeMap<Uuid, Vec<Uuid>>) = Default::default();
+    for (combo, component, quantity, active) in rows {
+        components.entry(combo).or_default().push(StockLine { variant_id: component, quantity });
+        if !active {
+            retired.entry(combo).or_default().push(component);
+        }
     }
-    Ok(out)
+    Ok((components, retired))
 }
 
 /// Keeps `product_components` in step with a product write: the components of each of `variants` (a

@@ -22,7 +22,7 @@ pub mod rebuild;
 pub mod reservations;
 
 pub use handler::{
-    StockMovements, StockTransfers, active_product_types, combo_components, inactive_components,
+    StockMovements, StockTransfers, active_product_types, combo_components, combos_and_retired, inactive_components,
     negative_stock_policy, product_types, write_components,
 };
 

@@ -9,7 +9,7 @@ use crate::document::{Document, next_number};
 use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::handler;
 use crate::inventory::reservations::{self, ReservationChange};
-use crate::inventory::{combo_components, inactive_components, negative_stock_policy};
+use crate::inventory::{combos_and_retired, negative_stock_policy};
 use crate::lookups::{active, load_products};
 use crate::quotes::{load_quote, track_expiry};
 use crate::records::Warehouse;
@@ -106,10 +106,11 @@ impl Document for Orders {
             facts.products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
         // A combo reserves its components: one no longer active refuses a line naming the combo, where a
         // line naming an inactive product is refused (a conversion checks no product).
+        let (components, retired) = combos_and_retired(conn, org_id, &combos).await?;
         if converting.is_none() {
-            facts.retired_components = inactive_components(conn, org_id, &combos).await?;
+            facts.retired_components = retired;
         }
-        facts.components = combo_components(conn, org_id, &combos).await?;
+        facts.components = components;
         facts.warehouses = active::<Warehouse>(conn, org_id, &warehouses, |w| w.fields.is_active).await?;
         Ok((facts, converting))
     }

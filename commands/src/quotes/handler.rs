@@ -8,7 +8,7 @@ use crate::document::{Document, next_number};
 use crate::engine::{Committed, ExecuteError, append_typed, load};
 use crate::handler::{Job, handler};
 use crate::inventory::reservations;
-use crate::inventory::{combo_components, inactive_components, negative_stock_policy};
+use crate::inventory::{combos_and_retired, negative_stock_policy};
 use crate::lookups::{active, load_products};
 use crate::records::Warehouse;
 use crate::reply::CommandReply;
@@ -84,8 +84,7 @@ impl Document for Quotes {
         let combos: Vec<Uuid> =
             facts.products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
         // A combo reserves its components: one no longer active refuses the combo's items.
-        facts.retired_components = inactive_components(conn, org_id, &combos).await?;
-        facts.components = combo_components(conn, org_id, &combos).await?;
+        (facts.components, facts.retired_components) = combos_and_retired(conn, org_id, &combos).await?;
         let warehouses: Vec<Uuid> = input.items.iter().filter_map(|i| i.warehouse_id).collect();
         facts.warehouses = active::<Warehouse>(conn, org_id, &warehouses, |w| w.fields.is_active).await?;
         Ok(facts)

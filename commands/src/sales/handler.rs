@@ -12,7 +12,7 @@ use crate::document::{Document, next_number};
 use crate::engine::{Committed, ExecuteError, append_together, append_typed, load};
 use crate::fiscal::Issuer;
 use crate::handler::{Batching, Commit, handler};
-use crate::inventory::{NegativeStock, StockShortfall, apply_policy, combo_components, inactive_components, plan};
+use crate::inventory::{NegativeStock, StockShortfall, apply_policy, combos_and_retired, plan};
 use crate::inventory::{levels, reservations};
 use crate::lookups::{active, load_products};
 use crate::payments;
@@ -151,10 +151,11 @@ impl Document for Sales {
         let payment_methods = active::<PaymentMethod>(conn, org_id, &methods, |m| m.fields.is_active).await?;
         // The billed order's reservation is set again from all its lines: its combos' components too.
         let sold: Vec<Uuid> = products.iter().filter(|(_, f)| f.product_type.is_combo()).map(|(id, _)| *id).collect();
-        let retired_components = inactive_components(conn, org_id, &sold).await?;
-        let ordered = order.iter().flat_map(|(o, _)| o.lines.iter().filter_map(|l| l.variant_id));
-        let combos: Vec<Uuid> = sold.into_iter().chain(ordered).collect();
-        let components = combo_components(conn, org_id, &combos).await?;
+        let ordered: Vec<Uuid> = order.iter().flat_map(|(o, _)| o.lines.iter().filter_map(|l| l.variant_id)).collect();
+        let combos: Vec<Uuid> = sold.iter().copied().chain(ordered).collect();
+        let (components, mut retired_components) = combos_and_retired(conn, org_id, &combos).await?;
+        // Only the sale's own lines are refused for a retired component.
+        retired_components.retain(|combo, _| sold.contains(combo));
         Ok(SaleFacts {
             org,
             point,
